@@ -1,0 +1,108 @@
+//! The `capvault` command line. Parses arguments, sets up logging (stderr only: stdout belongs
+//! to the MCP protocol) and hands over to [`capvault::app`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+use capvault::vault::{DEFAULT_MAX_READ_BYTES, Limits, Vault};
+
+/// A capability-confined MCP server for Obsidian vaults.
+///
+/// capvault lets AI clients (Claude Desktop, Claude Code, Cursor, any MCP client) search and read
+/// the notes of one vault folder, and nothing outside it: every file access goes through one
+/// directory handle opened on the vault, and paths that leave it fail in the kernel.
+#[derive(Parser, Debug)]
+#[command(name = "capvault", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve a vault to an MCP client over stdin/stdout (what client configurations run).
+    Serve {
+        #[command(flatten)]
+        vault: VaultArgs,
+    },
+    /// Run one tool in-process and print its JSON result (to try a tool or reproduce a bug).
+    ///
+    /// Example: capvault call ~/Notes search_notes '{"query": "garden"}'
+    Call {
+        #[command(flatten)]
+        vault: VaultArgs,
+        /// Tool name: read_note, list_notes or search_notes.
+        tool: String,
+        /// Tool arguments as a JSON object (default: {}).
+        json_args: Option<String>,
+    },
+    /// Serve the built-in example vault to an in-process client and print the wire session.
+    Demo,
+}
+
+#[derive(Args, Debug)]
+struct VaultArgs {
+    /// The vault folder (an Obsidian vault or any folder of Markdown notes).
+    vault: PathBuf,
+    /// Largest file, in bytes, that capvault will read; larger files are refused unread.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_READ_BYTES)]
+    max_file_size: u64,
+}
+
+impl VaultArgs {
+    fn open(&self) -> anyhow::Result<Vault> {
+        Ok(Vault::open(
+            &self.vault,
+            Limits {
+                max_read_bytes: self.max_file_size,
+            },
+        )?)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            EnvFilter::try_from_env("CAPVAULT_LOG")
+                .unwrap_or_else(|_| EnvFilter::new("capvault=info")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("capvault: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("capvault: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve { vault } => capvault::app::serve_stdio(vault.open()?).await,
+        Command::Call {
+            vault,
+            tool,
+            json_args,
+        } => {
+            let mut stdout = std::io::stdout();
+            capvault::app::call_tool(vault.open()?, &tool, json_args.as_deref(), &mut stdout).await
+        }
+        Command::Demo => capvault::demo::run(Box::new(std::io::stdout())).await,
+    }
+}

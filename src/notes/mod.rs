@@ -1,0 +1,91 @@
+//! The note operations behind the tools: reading, listing, searching.
+//!
+//! Plain functions over a [`Vault`]: no MCP types here, so they are tested directly and the
+//! tool handlers stay thin. Every result is bounded (limits on counts, on excerpt length, on
+//! file size through the vault's read cap).
+
+pub mod cursor;
+pub mod list;
+pub mod search;
+
+use std::time::SystemTime;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::vault::{Vault, VaultError, VaultPath};
+
+/// An error from a note operation, with a message written for the client.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoteError {
+    /// The vault refused or failed.
+    #[error(transparent)]
+    Vault(#[from] VaultError),
+    /// An argument is out of range or malformed.
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+impl From<crate::vault::PathError> for NoteError {
+    fn from(e: crate::vault::PathError) -> Self {
+        NoteError::Vault(VaultError::from(e))
+    }
+}
+
+/// A note's text with the facts a client needs to cite and, later, to edit it safely.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct NoteText {
+    /// Vault-relative path of the note.
+    pub path: String,
+    /// The note's full text.
+    pub content: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification time, RFC 3339 (UTC).
+    pub modified: String,
+    /// SHA-256 of the exact bytes, lowercase hex: the version write tools will check.
+    pub sha256: String,
+}
+
+/// Reads a note (any regular UTF-8 text file in the vault).
+pub fn read_note(vault: &Vault, path: &VaultPath) -> Result<NoteText, NoteError> {
+    let data = vault.read_file(path)?;
+    let sha256 = sha256_hex(&data.bytes);
+    let content = String::from_utf8(data.bytes).map_err(|_| VaultError::NotUtf8(path.clone()))?;
+    Ok(NoteText {
+        path: path.to_string(),
+        content,
+        size: data.meta.size,
+        modified: rfc3339(data.meta.modified),
+        sha256,
+    })
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
+    }
+    out
+}
+
+/// RFC 3339 in UTC with millisecond precision.
+pub fn rfc3339(t: SystemTime) -> String {
+    DateTime::<Utc>::from(t).to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Checks `limit` against `1..=max`, or uses `default` when absent.
+pub(crate) fn check_limit(limit: Option<u32>, default: u32, max: u32) -> Result<usize, NoteError> {
+    match limit {
+        None => Ok(default as usize),
+        Some(n) if (1..=max).contains(&n) => Ok(n as usize),
+        Some(n) => Err(NoteError::InvalidArgument(format!(
+            "limit must be between 1 and {max} (got {n})"
+        ))),
+    }
+}

@@ -1,0 +1,179 @@
+//! Notes as MCP resources: `capvault:///<path>`, paged in path order.
+//!
+//! A URI is the prefix followed by the vault path, percent-encoded per RFC 3986 (so spaces and
+//! `#` survive a round trip). Reading decodes the percent-escapes once and then applies exactly
+//! the rules of a tool's `path` argument: `capvault:///%2e%2e/x` decodes to `../x` and is refused.
+
+use std::ops::ControlFlow;
+
+use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
+use rmcp::ErrorData;
+use rmcp::model::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate,
+};
+
+use crate::notes::{NoteError, cursor, read_note};
+use crate::vault::{Vault, VaultError, VaultPath, is_note_name};
+
+/// Every note resource URI starts with this.
+pub const URI_PREFIX: &str = "capvault:///";
+/// Resources per `resources/list` page.
+pub const PAGE_SIZE: usize = 200;
+const MIME: &str = "text/markdown";
+
+/// Characters escaped in a URI path (everything but unreserved characters, `/` and a few
+/// harmless sub-delimiters; all non-ASCII is escaped as UTF-8).
+const PATH_ESCAPES: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'[')
+    .add(b'\\')
+    .add(b']')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}');
+
+/// The resource URI of a note.
+pub fn uri_for(path: &VaultPath) -> String {
+    format!(
+        "{URI_PREFIX}{}",
+        utf8_percent_encode(path.as_str(), PATH_ESCAPES)
+    )
+}
+
+/// The vault path a resource URI names, under the same rules as a tool's `path` argument.
+pub fn path_from_uri(uri: &str) -> Result<VaultPath, String> {
+    let rest = uri.strip_prefix(URI_PREFIX).ok_or_else(|| {
+        format!("unknown resource URI: note URIs look like `{URI_PREFIX}folder/Note.md`")
+    })?;
+    let decoded = percent_decode_str(rest)
+        .decode_utf8()
+        .map_err(|_| "invalid resource URI: its percent-escapes are not UTF-8".to_owned())?;
+    VaultPath::parse(&decoded).map_err(|e| format!("invalid path: {e}"))
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ResourceCursor {
+    /// The last path returned.
+    p: String,
+}
+
+/// One page of note resources.
+pub(super) fn list(vault: &Vault, cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
+    let after = match cursor {
+        Some(c) => Some(
+            cursor::decode::<ResourceCursor>(c)
+                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?
+                .p,
+        ),
+        None => None,
+    };
+    let mut page: Vec<Resource> = Vec::new();
+    let mut more = false;
+    // Scans visit paths in component-wise lexicographic order, which is the paging order.
+    vault
+        .walk(&VaultPath::root(), true, &is_note_name, &mut |entry| {
+            if let Some(after) = &after {
+                if entry.path.components().cmp(after.split('/')) != std::cmp::Ordering::Greater {
+                    return ControlFlow::Continue(());
+                }
+            }
+            if page.len() == PAGE_SIZE {
+                more = true;
+                return ControlFlow::Break(());
+            }
+            page.push(
+                Resource::new(uri_for(&entry.path), entry.path.as_str())
+                    .with_title(entry.path.stem())
+                    .with_mime_type(MIME)
+                    .with_size(entry.meta.size),
+            );
+            ControlFlow::Continue(())
+        })
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let next_cursor = if more {
+        page.last()
+            .map(|r| cursor::encode(&ResourceCursor { p: r.name.clone() }))
+    } else {
+        None
+    };
+    let mut result = ListResourcesResult::with_all_items(page);
+    result.next_cursor = next_cursor;
+    Ok(result)
+}
+
+/// The resource template for notes.
+pub(super) fn templates() -> ListResourceTemplatesResult {
+    ListResourceTemplatesResult::with_all_items(vec![
+        ResourceTemplate::new(format!("{URI_PREFIX}{{+path}}"), "note")
+            .with_title("Note by path")
+            .with_description(
+                "A note of the vault by its path relative to the vault root, e.g. \
+                 `capvault:///Projects/Plan.md`.",
+            )
+            .with_mime_type(MIME),
+    ])
+}
+
+/// Reads one note resource.
+pub(super) fn read(vault: &Vault, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    let path = path_from_uri(uri).map_err(|m| ErrorData::invalid_params(m, None))?;
+    match read_note(vault, &path) {
+        Ok(note) => Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(note.content, uri_for(&path)).with_mime_type(MIME),
+        ])),
+        Err(NoteError::Vault(VaultError::NotFound(p))) => Err(ErrorData::resource_not_found(
+            format!("{p}: not found"),
+            None,
+        )),
+        Err(e) => Err(ErrorData::invalid_params(e.to_string(), None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_round_trip_odd_names() {
+        for p in [
+            "a b/c#d.md",
+            "100%.md",
+            "日本/語.md",
+            "x?y=[1].md",
+            "%2e%2e.md",
+        ] {
+            let path = VaultPath::parse(p).unwrap();
+            let uri = uri_for(&path);
+            assert!(!uri[URI_PREFIX.len()..].contains([' ', '#', '?']), "{uri}");
+            assert_eq!(path_from_uri(&uri).unwrap(), path);
+        }
+    }
+
+    #[test]
+    fn uris_get_the_tool_path_rules_after_decoding() {
+        for bad in [
+            "capvault:///%2e%2e/secret.md",
+            "capvault:///../secret.md",
+            "capvault:////etc/passwd",
+            "capvault:///%2Fetc%2Fpasswd",
+            "capvault:///.obsidian/app.json",
+            "capvault:///%2Eobsidian/app.json",
+            "capvault:///a%00b.md",
+            "capvault:///a%5C..%5Cb.md",
+            "capvault:///%ff.md",
+            "file:///etc/passwd",
+            "capvault:///",
+        ] {
+            assert!(path_from_uri(bad).is_err(), "{bad} accepted");
+        }
+    }
+}

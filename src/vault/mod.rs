@@ -1,0 +1,205 @@
+//! The capability layer: the only code in capvault that touches the filesystem.
+//!
+//! [`Vault::open`] is the single use of ambient authority in the program: it opens the vault
+//! root once as a [`cap_std::fs::Dir`] and never looks at the root's host path again (except
+//! for its last component, shown as the vault's display name). Everything else is reached
+//! from that handle:
+//!
+//! - [`path`]: [`VaultPath`], the validated vault-relative path every request is parsed into.
+//! - [`resolve`](self::resolve): a component-at-a-time, no-follow walk that splices in symlink
+//!   targets itself, so policy (inside the vault, nothing hidden) holds on where a path really
+//!   leads, race-free.
+//! - [`scan`]: depth-first walks over directory handles.
+//! - [`example`]: the embedded example vault used by `capvault demo`.
+//!
+//! clippy's `disallowed-methods` (see `clippy.toml`) keeps `std::fs`, `tokio::fs` and
+//! ambient-authority constructors out of every other module; the one `#[allow]` is in
+//! [`Vault::open`].
+
+pub mod error;
+pub mod example;
+pub mod path;
+mod resolve;
+pub mod scan;
+
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::time::SystemTime;
+
+use cap_std::fs::{Dir, Metadata, MetadataExt};
+
+pub use error::VaultError;
+pub use path::{PathError, VaultPath};
+pub use resolve::MAX_SYMLINK_HOPS;
+pub use scan::ScanEntry;
+
+use resolve::{Resolved, Want, read_capped, resolve};
+
+/// Default cap on the size of a file read in one piece (8 MiB).
+pub const DEFAULT_MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Limits that bound what one operation may read.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Files larger than this are refused before any byte is read.
+    pub max_read_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
+        }
+    }
+}
+
+/// Size and times of a file, taken from `fstat`/`fstatat` of the file itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Length in bytes.
+    pub size: u64,
+    /// Last modification time (the Unix epoch if the platform has none).
+    pub modified: SystemTime,
+    /// Inode number, for change detection.
+    pub ino: u64,
+    /// Number of hard links: above 1 means another name, maybe outside the vault, shares it.
+    pub nlink: u64,
+}
+
+impl FileMeta {
+    fn from_metadata(meta: &Metadata) -> Self {
+        FileMeta {
+            size: meta.len(),
+            modified: meta
+                .modified()
+                .map(|t| t.into_std())
+                .unwrap_or(SystemTime::UNIX_EPOCH),
+            ino: meta.ino(),
+            nlink: meta.nlink(),
+        }
+    }
+}
+
+/// A file's bytes with the metadata of the very handle they were read from.
+#[derive(Debug)]
+pub struct FileData {
+    /// The whole content (at most [`Limits::max_read_bytes`]).
+    pub bytes: Vec<u8>,
+    /// Metadata from `fstat` on the open handle.
+    pub meta: FileMeta,
+}
+
+/// Why the vault root could not be opened. Shown only to the person who started the server,
+/// so it may name the host path they typed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open vault folder {path}: {source}")]
+pub struct OpenError {
+    path: String,
+    #[source]
+    source: std::io::Error,
+}
+
+/// An open vault: the capability to reach the files below one folder, and nothing else.
+#[derive(Debug)]
+pub struct Vault {
+    /// The root handle. Every file operation starts here.
+    root: Dir,
+    /// The root folder's own name, for display (never the full host path).
+    name: String,
+    /// Read limits in force.
+    limits: Limits,
+}
+
+impl Vault {
+    /// Opens the folder at `root` as a vault. This is the one place in capvault that uses
+    /// ambient authority: after it returns, the host path is forgotten.
+    #[allow(clippy::disallowed_methods)] // The single, documented use of ambient authority.
+    pub fn open(root: &Path, limits: Limits) -> Result<Vault, OpenError> {
+        let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(|source| {
+            OpenError {
+                path: root.display().to_string(),
+                source,
+            }
+        })?;
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "vault".to_owned());
+        Ok(Vault {
+            root: dir,
+            name,
+            limits,
+        })
+    }
+
+    /// The vault's display name: the root folder's own name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Reads a whole regular file (a note or attachment) under the size cap.
+    pub fn read_file(&self, path: &VaultPath) -> Result<FileData, VaultError> {
+        match resolve(&self.root, path, Want::File)? {
+            Resolved::File { file, meta } => {
+                let meta = FileMeta::from_metadata(&meta);
+                let bytes = read_capped(file, meta.size, self.limits.max_read_bytes, path)?;
+                Ok(FileData { bytes, meta })
+            }
+            Resolved::Dir { .. } => Err(VaultError::IsAFolder(path.clone())),
+        }
+    }
+
+    /// Metadata of a regular file, without reading it.
+    pub fn stat_file(&self, path: &VaultPath) -> Result<FileMeta, VaultError> {
+        match resolve(&self.root, path, Want::File)? {
+            Resolved::File { meta, .. } => Ok(FileMeta::from_metadata(&meta)),
+            Resolved::Dir { .. } => Err(VaultError::IsAFolder(path.clone())),
+        }
+    }
+
+    /// Checks that `path` is a folder (through in-vault symlinks if need be).
+    pub fn check_folder(&self, path: &VaultPath) -> Result<(), VaultError> {
+        resolve(&self.root, path, Want::Dir).map(|_| ())
+    }
+
+    /// Walks `folder` and calls `visit` for every regular file whose name passes `want_name`.
+    /// See [`scan`] for what is skipped.
+    pub fn walk(
+        &self,
+        folder: &VaultPath,
+        recursive: bool,
+        want_name: &dyn Fn(&str) -> bool,
+        visit: &mut dyn FnMut(ScanEntry<'_>) -> ControlFlow<()>,
+    ) -> Result<(), VaultError> {
+        scan::walk(self, folder, recursive, want_name, visit)
+    }
+
+    /// Reads `name` in the already-open folder `dir` (used by scans, no re-walk from the root).
+    fn read_in(&self, dir: &Dir, name: &str, path: &VaultPath) -> Result<FileData, VaultError> {
+        // A single visible component: the resolver's walk from `dir` is one no-follow step,
+        // or a symlink re-resolved from the root.
+        let single = VaultPath::parse(name)?;
+        match resolve(dir, &single, Want::File) {
+            Ok(Resolved::File { file, meta }) => {
+                let meta = FileMeta::from_metadata(&meta);
+                let bytes = read_capped(file, meta.size, self.limits.max_read_bytes, path)?;
+                Ok(FileData { bytes, meta })
+            }
+            Ok(Resolved::Dir { .. }) => Err(VaultError::IsAFolder(path.clone())),
+            // Errors from the one-step walk name only `name`; report the full path instead,
+            // and never follow a link relative to `dir` (it may have been swapped in).
+            Err(VaultError::NotFound(_)) => Err(VaultError::NotFound(path.clone())),
+            Err(_) => self.read_file(path),
+        }
+    }
+}
+
+/// True for a file name that Obsidian treats as a note.
+pub fn is_note_name(name: &str) -> bool {
+    name.len() > 3 && name.ends_with(".md")
+}

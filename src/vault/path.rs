@@ -1,0 +1,331 @@
+//! [`VaultPath`]: a path inside the vault, validated once at the boundary.
+//!
+//! Every path that arrives from a client (tool argument or resource URI) is parsed into a
+//! `VaultPath` before anything else happens. A `VaultPath` can only hold normal, visible,
+//! UTF-8 components joined by `/`, so code that receives one never has to think about `..`,
+//! absolute paths, backslashes or hidden folders again.
+//!
+//! The parser is deliberately strict and literal: it never percent-decodes, never normalises
+//! Unicode, never strips anything but one trailing `/` on folder arguments. What it cannot
+//! prove harmless it refuses with a short message that does not echo the input (the input may
+//! be an absolute host path, and error messages name only vault-relative paths).
+
+use std::fmt;
+
+/// Longest accepted path, in bytes (Linux `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Longest accepted path component, in bytes (Linux `NAME_MAX`).
+pub const MAX_COMPONENT_BYTES: usize = 255;
+
+/// A relative, normalised, UTF-8 path inside the vault, with `/` separators.
+///
+/// Invariants (upheld by every constructor): no empty components, no `.` or `..`, no
+/// component that starts with `.` (hidden), no `\`, `:`, NUL or other control character,
+/// no component over [`MAX_COMPONENT_BYTES`], total length at most [`MAX_PATH_BYTES`].
+/// The empty path is the vault root; only [`VaultPath::root`] and [`VaultPath::parse_folder`]
+/// produce it.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct VaultPath(String);
+
+/// Why a client-supplied path was refused. The messages are written for the model reading
+/// them: they say what is wrong and what a valid path looks like.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    #[error("the path is empty; give a path relative to the vault root, like `folder/Note.md`")]
+    Empty,
+    #[error("the path is longer than {MAX_PATH_BYTES} bytes")]
+    TooLong,
+    #[error("a path component is longer than {MAX_COMPONENT_BYTES} bytes")]
+    ComponentTooLong,
+    #[error(
+        "absolute paths are not allowed; give a path relative to the vault root, like `folder/Note.md`"
+    )]
+    Absolute,
+    #[error("`.` and `..` components are not allowed; give a path relative to the vault root")]
+    DotComponent,
+    #[error("empty path components (`//`) are not allowed")]
+    EmptyComponent,
+    #[error("backslashes are not allowed; separate folders with `/`")]
+    Backslash,
+    #[error("`:` is not allowed in vault paths (drive letters and alternate streams are refused)")]
+    Colon,
+    #[error("control characters are not allowed in vault paths")]
+    ControlCharacter,
+    #[error("hidden files and folders (names starting with `.`) are not accessible")]
+    Hidden,
+}
+
+impl VaultPath {
+    /// The vault root (the empty path).
+    pub fn root() -> Self {
+        VaultPath(String::new())
+    }
+
+    /// Parses a path to a file or folder. The empty string and a trailing `/` are refused.
+    pub fn parse(input: &str) -> Result<Self, PathError> {
+        if input.is_empty() {
+            return Err(PathError::Empty);
+        }
+        if input.len() > MAX_PATH_BYTES {
+            return Err(PathError::TooLong);
+        }
+        if input.starts_with('/') {
+            return Err(PathError::Absolute);
+        }
+        for component in input.split('/') {
+            check_component(component)?;
+        }
+        Ok(VaultPath(input.to_owned()))
+    }
+
+    /// Parses a folder argument: like [`VaultPath::parse`], but the empty string (and `/` alone
+    /// is still refused) means the vault root and one trailing `/` is accepted.
+    pub fn parse_folder(input: &str) -> Result<Self, PathError> {
+        if input.is_empty() {
+            return Ok(Self::root());
+        }
+        let trimmed = input.strip_suffix('/').unwrap_or(input);
+        if trimmed.is_empty() {
+            return Err(PathError::Absolute);
+        }
+        Self::parse(trimmed)
+    }
+
+    /// The path as a `/`-separated string; empty for the root.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// True for the vault root.
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The components, in order (none for the root).
+    pub fn components(&self) -> impl DoubleEndedIterator<Item = &str> {
+        self.0.split('/').filter(|c| !c.is_empty())
+    }
+
+    /// The last component (the file or folder name), or `""` for the root.
+    pub fn file_name(&self) -> &str {
+        self.0.rsplit('/').next().unwrap_or("")
+    }
+
+    /// The file name without its last extension (`Note` for `a/Note.md`).
+    pub fn stem(&self) -> &str {
+        let name = self.file_name();
+        match name.rfind('.') {
+            Some(i) if i > 0 => &name[..i],
+            _ => name,
+        }
+    }
+
+    /// The extension after the last `.` of the file name, if any.
+    pub fn extension(&self) -> Option<&str> {
+        let name = self.file_name();
+        match name.rfind('.') {
+            Some(i) if i > 0 => Some(&name[i + 1..]),
+            _ => None,
+        }
+    }
+
+    /// Appends one component that has already passed [`check_component`].
+    pub fn join(&self, component: &str) -> Result<Self, PathError> {
+        check_component(component)?;
+        let joined = if self.0.is_empty() {
+            component.to_owned()
+        } else {
+            format!("{}/{}", self.0, component)
+        };
+        if joined.len() > MAX_PATH_BYTES {
+            return Err(PathError::TooLong);
+        }
+        Ok(VaultPath(joined))
+    }
+
+    /// True when `self` is `other` or lies below it.
+    pub fn starts_with(&self, other: &VaultPath) -> bool {
+        other.is_root()
+            || self.0 == other.0
+            || (self.0.starts_with(&other.0) && self.0.as_bytes().get(other.0.len()) == Some(&b'/'))
+    }
+}
+
+impl fmt::Display for VaultPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("/")
+        } else {
+            f.write_str(&self.0)
+        }
+    }
+}
+
+/// Checks one path component against every rule of [`VaultPath`].
+pub fn check_component(component: &str) -> Result<(), PathError> {
+    if component.is_empty() {
+        return Err(PathError::EmptyComponent);
+    }
+    if component == "." || component == ".." {
+        return Err(PathError::DotComponent);
+    }
+    if component.len() > MAX_COMPONENT_BYTES {
+        return Err(PathError::ComponentTooLong);
+    }
+    if component.starts_with('.') {
+        return Err(PathError::Hidden);
+    }
+    for c in component.chars() {
+        if c == '\\' {
+            return Err(PathError::Backslash);
+        }
+        if c == ':' {
+            return Err(PathError::Colon);
+        }
+        if c.is_control() {
+            return Err(PathError::ControlCharacter);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn accepts_ordinary_note_paths() {
+        for ok in [
+            "Note.md",
+            "folder/Note.md",
+            "a/b/c/Deep note with spaces.md",
+            "Ünïcödé/日本語.md",
+            "%2e%2e/x.md",
+            "．．/x.md",
+            "emoji 🎉.md",
+        ] {
+            let p = VaultPath::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert_eq!(p.as_str(), ok);
+        }
+    }
+
+    #[test]
+    fn refuses_each_attack_form_with_its_reason() {
+        let cases: &[(&str, PathError)] = &[
+            ("", PathError::Empty),
+            ("/etc/passwd", PathError::Absolute),
+            ("../x.md", PathError::DotComponent),
+            ("a/../../x.md", PathError::DotComponent),
+            ("./x.md", PathError::DotComponent),
+            ("a//b.md", PathError::EmptyComponent),
+            ("a/", PathError::EmptyComponent),
+            ("a\\..\\b.md", PathError::Backslash),
+            ("\\\\server\\share", PathError::Backslash),
+            ("C:/Windows", PathError::Colon),
+            ("c:x", PathError::Colon),
+            ("note.md:stream", PathError::Colon),
+            ("a\0b", PathError::ControlCharacter),
+            ("a\nb", PathError::ControlCharacter),
+            ("a\u{85}b", PathError::ControlCharacter),
+            (".obsidian/app.json", PathError::Hidden),
+            ("notes/.Obsidian/x", PathError::Hidden),
+            (".GIT/config", PathError::Hidden),
+            ("notes/.env", PathError::Hidden),
+            (".trash/x.md", PathError::Hidden),
+        ];
+        for (input, want) in cases {
+            assert_eq!(
+                VaultPath::parse(input).as_ref(),
+                Err(want),
+                "input {input:?}"
+            );
+        }
+        let long_name = "a".repeat(5000);
+        assert_eq!(
+            VaultPath::parse(&long_name),
+            Err(PathError::TooLong),
+            "5,000-byte name"
+        );
+        let long_component = "a".repeat(256);
+        assert_eq!(
+            VaultPath::parse(&long_component),
+            Err(PathError::ComponentTooLong)
+        );
+        assert!(VaultPath::parse(&"a".repeat(255)).is_ok());
+    }
+
+    #[test]
+    fn folder_arguments_accept_root_and_one_trailing_slash() {
+        assert!(VaultPath::parse_folder("").unwrap().is_root());
+        assert_eq!(VaultPath::parse_folder("a/b/").unwrap().as_str(), "a/b");
+        assert_eq!(VaultPath::parse_folder("/"), Err(PathError::Absolute));
+        assert_eq!(
+            VaultPath::parse_folder("a//"),
+            Err(PathError::EmptyComponent)
+        );
+        assert_eq!(VaultPath::parse_folder("../"), Err(PathError::DotComponent));
+    }
+
+    #[test]
+    fn name_helpers() {
+        let p = VaultPath::parse("a/b/Note.v2.md").unwrap();
+        assert_eq!(p.file_name(), "Note.v2.md");
+        assert_eq!(p.stem(), "Note.v2");
+        assert_eq!(p.extension(), Some("md"));
+        assert!(p.starts_with(&VaultPath::parse("a/b").unwrap()));
+        assert!(!p.starts_with(&VaultPath::parse("a/bb").unwrap()));
+        assert!(
+            !VaultPath::parse("ab/x")
+                .unwrap()
+                .starts_with(&VaultPath::parse("a").unwrap())
+        );
+        assert!(p.starts_with(&VaultPath::root()));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Any string is either refused or yields only normal, visible components, and the
+        /// accepted path displays as exactly the input.
+        #[test]
+        fn any_string_is_refused_or_yields_only_normal_components(s in any::<String>()) {
+            if let Ok(p) = VaultPath::parse(&s) {
+                prop_assert_eq!(p.as_str(), s.as_str());
+                prop_assert_eq!(p.to_string(), s.clone());
+                prop_assert!(!p.is_root());
+                for c in p.components() {
+                    prop_assert!(!c.is_empty() && c != "." && c != "..");
+                    prop_assert!(!c.starts_with('.'));
+                    prop_assert!(!c.contains(['\\', ':', '\0']));
+                    prop_assert!(c.len() <= MAX_COMPONENT_BYTES);
+                }
+                prop_assert!(s.len() <= MAX_PATH_BYTES);
+                let std_path = std::path::Path::new(&s);
+                prop_assert!(std_path.is_relative());
+                for c in std_path.components() {
+                    prop_assert!(matches!(c, std::path::Component::Normal(_)));
+                }
+                // Parsing is idempotent.
+                prop_assert_eq!(VaultPath::parse(p.as_str()), Ok(p.clone()));
+            }
+        }
+
+        /// Strings built from path-ish pieces (the interesting region) obey the same rules.
+        #[test]
+        fn pathish_strings_never_yield_dot_dot(parts in proptest::collection::vec(
+            prop_oneof![
+                Just("..".to_string()), Just(".".to_string()), Just("".to_string()),
+                Just(".obsidian".to_string()), Just("a".to_string()), Just("b.md".to_string()),
+                Just("\\".to_string()), Just("C:".to_string()), Just("%2e%2e".to_string()),
+                "[a-z.]{1,4}",
+            ], 0..6), lead in any::<bool>()) {
+            let s = format!("{}{}", if lead { "/" } else { "" }, parts.join("/"));
+            if let Ok(p) = VaultPath::parse(&s) {
+                prop_assert!(p.components().all(|c| c != ".." && c != "." && !c.starts_with('.')));
+                prop_assert!(!p.as_str().starts_with('/'));
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The resolver: walks a [`VaultPath`] one component at a time from the root handle.
+//!
+//! Every step is a single-name `openat`/`fstatat` on a directory handle we already hold, with
+//! `O_NOFOLLOW` and through cap-std (so `RESOLVE_BENEATH` applies too). When a step meets a
+//! symlink, the resolver reads its target (`readlinkat` on the same handle), refuses absolute
+//! targets, and splices the target's components into the path still to walk. `..` from a link
+//! target pops one folder off the stack of handles; popping past the root is an escape.
+//!
+//! Because the walk never asks the kernel to follow a link, what is opened is exactly the
+//! location that was checked: a symlink swapped in mid-walk is either seen (and re-checked) or
+//! makes the no-follow open fail (and the step is retried). That is why policy holds on the
+//! *resolved* location: a component that starts with `.`, reached through a link, is refused
+//! just as it would be in the client's own path.
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, File, Metadata, OpenOptions, OpenOptionsExt};
+use rustix::fs::OFlags;
+
+use super::error::VaultError;
+use super::path::{PathError, VaultPath, check_component};
+
+/// How many symlinks one resolution may pass through (Linux's own limit is 40).
+pub const MAX_SYMLINK_HOPS: usize = 40;
+
+/// What the caller expects at the end of the path.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Want {
+    File,
+    Dir,
+    Any,
+}
+
+/// The object a path resolved to, opened, with where it really is.
+pub(crate) enum Resolved {
+    File {
+        file: File,
+        /// `fstat` of the open handle (never of a path).
+        meta: Metadata,
+    },
+    Dir {
+        dir: Dir,
+    },
+}
+
+/// Resolves `requested` beneath `root`. Errors name `requested` (what the client asked for).
+pub(crate) fn resolve(
+    root: &Dir,
+    requested: &VaultPath,
+    want: Want,
+) -> Result<Resolved, VaultError> {
+    let mut pending: VecDeque<String> = requested.components().map(str::to_owned).collect();
+    let mut stack: Vec<Dir> = Vec::new();
+    let mut hops = 0usize;
+
+    while let Some(name) = pending.pop_front() {
+        match name.as_str() {
+            "" | "." => continue,
+            ".." => {
+                if stack.pop().is_none() {
+                    return Err(VaultError::Escapes(requested.clone()));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        // Client paths were validated already; names spliced in from link targets are checked
+        // here, so a link can never lead into a hidden folder or to a name we would refuse.
+        match check_component(&name) {
+            Ok(()) => {}
+            Err(PathError::Hidden) => return Err(VaultError::LeadsToHidden(requested.clone())),
+            Err(_) => return Err(VaultError::NotFound(requested.clone())),
+        }
+        let current = stack.last().unwrap_or(root);
+        let meta = current
+            .symlink_metadata(&name)
+            .map_err(|e| VaultError::from_io(requested, &e))?;
+        let file_type = meta.file_type();
+
+        if file_type.is_symlink() {
+            hops += 1;
+            if hops > MAX_SYMLINK_HOPS {
+                return Err(VaultError::SymlinkLoop(requested.clone()));
+            }
+            let target = rustix::fs::readlinkat(current, name.as_str(), Vec::new())
+                .map_err(|e| VaultError::from_io(requested, &io::Error::from(e)))?;
+            let target = target
+                .to_str()
+                .map_err(|_| VaultError::NotFound(requested.clone()))?;
+            if target.starts_with('/') {
+                return Err(VaultError::Escapes(requested.clone()));
+            }
+            for component in target.rsplit('/') {
+                pending.push_front(component.to_owned());
+            }
+            continue;
+        }
+
+        if file_type.is_dir() {
+            match current.open_dir_nofollow(&name) {
+                Ok(dir) => stack.push(dir),
+                Err(e) if raced_into_symlink(&e) => {
+                    // Replaced by a symlink since the fstatat: look at it again.
+                    hops += 1;
+                    if hops > MAX_SYMLINK_HOPS {
+                        return Err(VaultError::SymlinkLoop(requested.clone()));
+                    }
+                    pending.push_front(name);
+                }
+                Err(e) => return Err(VaultError::from_io(requested, &e)),
+            }
+            continue;
+        }
+
+        // A file of some kind: it must be the last component.
+        if !pending.iter().all(|c| c.is_empty() || c == ".") {
+            return Err(VaultError::NotFound(requested.clone()));
+        }
+        if want == Want::Dir {
+            return Err(VaultError::NotAFolder(requested.clone()));
+        }
+        if !file_type.is_file() {
+            return Err(VaultError::NotRegular {
+                path: requested.clone(),
+                kind: kind_name(&meta),
+            });
+        }
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32);
+        match current.open_with(&name, &options) {
+            Ok(file) => {
+                let meta = file
+                    .metadata()
+                    .map_err(|e| VaultError::from_io(requested, &e))?;
+                if !meta.is_file() {
+                    return Err(VaultError::NotRegular {
+                        path: requested.clone(),
+                        kind: kind_name(&meta),
+                    });
+                }
+                return Ok(Resolved::File { file, meta });
+            }
+            Err(e) if raced_into_symlink(&e) => {
+                hops += 1;
+                if hops > MAX_SYMLINK_HOPS {
+                    return Err(VaultError::SymlinkLoop(requested.clone()));
+                }
+                pending.push_front(name);
+            }
+            Err(e) => return Err(VaultError::from_io(requested, &e)),
+        }
+    }
+
+    // Every component walked: we stand on a folder.
+    if want == Want::File {
+        return Err(VaultError::IsAFolder(requested.clone()));
+    }
+    let dir = match stack.pop() {
+        Some(dir) => dir,
+        None => root
+            .try_clone()
+            .map_err(|e| VaultError::from_io(requested, &e))?,
+    };
+    Ok(Resolved::Dir { dir })
+}
+
+/// Reads a whole regular file from an open handle, refusing it before reading when its size
+/// is over `limit`, and again if it grows past `limit` while being read.
+pub(crate) fn read_capped(
+    file: File,
+    size: u64,
+    limit: u64,
+    path: &VaultPath,
+) -> Result<Vec<u8>, VaultError> {
+    if size > limit {
+        return Err(VaultError::TooLarge {
+            path: path.clone(),
+            size,
+            limit,
+        });
+    }
+    // `size <= limit`, and limit is configured in bytes of memory we are willing to hold.
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| VaultError::from_io(path, &e))?;
+    if bytes.len() as u64 > limit {
+        return Err(VaultError::TooLarge {
+            path: path.clone(),
+            size: bytes.len() as u64,
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// `ELOOP` (a no-follow open met a symlink) or `ENOTDIR` (a no-follow directory open met a
+/// symlink or file): the entry changed between our `fstatat` and the open.
+fn raced_into_symlink(e: &io::Error) -> bool {
+    let raw = e.raw_os_error();
+    raw == Some(rustix::io::Errno::LOOP.raw_os_error())
+        || raw == Some(rustix::io::Errno::NOTDIR.raw_os_error())
+}
+
+/// A short name for a non-regular file type.
+pub(crate) fn kind_name(meta: &Metadata) -> &'static str {
+    use cap_std::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "device"
+    } else if t.is_dir() {
+        "folder"
+    } else if t.is_symlink() {
+        "symlink"
+    } else {
+        "special file"
+    }
+}
