@@ -1,0 +1,165 @@
+//! Shared harness for the integration tests: fixture trees on disk and a real rmcp client
+//! talking to the real `capvault` binary over stdio.
+//!
+//! Fixtures are built with `std::fs` by the trusted test harness; the product code never does.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types, dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestParams};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceError, ServiceExt};
+use serde_json::{Map, Value};
+
+/// A client connected to `capvault serve <vault>` running as a child process.
+pub struct Server {
+    pub client: RunningService<RoleClient, ()>,
+}
+
+/// What a tool call returned, flattened for assertions.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub is_error: bool,
+    /// `structuredContent`, or Null.
+    pub structured: Value,
+    /// All text content joined.
+    pub text: String,
+    /// The whole result as JSON (to scan for leaks).
+    pub raw: String,
+}
+
+impl Server {
+    /// Spawns the binary on `vault` with extra arguments.
+    pub async fn start_with(vault: &Path, extra: &[&str]) -> Server {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+        cmd.arg("serve").arg(vault).args(extra);
+        cmd.env("CAPVAULT_LOG", "capvault=warn");
+        let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
+        let client = ().serve(transport).await.expect("MCP handshake");
+        Server { client }
+    }
+
+    pub async fn start(vault: &Path) -> Server {
+        Self::start_with(vault, &[]).await
+    }
+
+    /// Calls a tool with JSON object arguments.
+    pub async fn call(&self, tool: &str, args: Value) -> Reply {
+        let args: Map<String, Value> = match args {
+            Value::Object(m) => m,
+            _ => panic!("arguments must be an object"),
+        };
+        let result = self
+            .client
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+            .await
+            .unwrap_or_else(|e| panic!("{tool}: protocol error {e:?}"));
+        reply(result)
+    }
+
+    /// Calls a tool and expects success.
+    pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        let r = self.call(tool, args.clone()).await;
+        assert!(!r.is_error, "{tool} {args} failed: {}", r.text);
+        r.structured
+    }
+
+    /// Calls a tool and expects an isError reply; returns its message.
+    pub async fn err(&self, tool: &str, args: Value) -> String {
+        let r = self.call(tool, args.clone()).await;
+        assert!(
+            r.is_error,
+            "{tool} {args} should fail but returned {}",
+            r.raw
+        );
+        r.text
+    }
+
+    /// Reads a resource; Err is the JSON-RPC error's message and code.
+    pub async fn read_resource(&self, uri: &str) -> Result<String, (i32, String)> {
+        match self
+            .client
+            .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+            .await
+        {
+            Ok(r) => Ok(serde_json::to_string(&r).unwrap()),
+            Err(ServiceError::McpError(e)) => Err((e.code.0, e.message.to_string())),
+            Err(other) => panic!("resources/read {uri}: unexpected failure {other:?}"),
+        }
+    }
+
+    pub async fn stop(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+fn reply(result: CallToolResult) -> Reply {
+    let raw = serde_json::to_string(&result).unwrap();
+    let text = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Reply {
+        is_error: result.is_error == Some(true),
+        structured: result.structured_content.unwrap_or(Value::Null),
+        text,
+        raw,
+    }
+}
+
+/// Writes `files` (path, content) under `root`, creating folders.
+pub fn write_tree(root: &Path, files: &[(&str, &str)]) {
+    for (path, content) in files {
+        let full = root.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, content).unwrap();
+    }
+}
+
+/// Creates a symlink `link` (relative to `root`) pointing at `target` (verbatim).
+pub fn symlink(root: &Path, link: &str, target: impl AsRef<Path>) {
+    let full = root.join(link);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(target, full).unwrap();
+}
+
+/// A snapshot of every file under `root` (path, bytes), for "unchanged" assertions.
+pub fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect();
+        entries.sort_by_key(|e| e.path());
+        for e in entries {
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                out.push((e.path(), std::fs::read(e.path()).unwrap()));
+            } else if ft.is_symlink() {
+                out.push((
+                    e.path(),
+                    std::fs::read_link(e.path())
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Where the shared real vaults live, if present.
+pub fn shared_vault(name: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/vaults")
+        .join(name);
+    p.is_dir().then_some(p)
+}
