@@ -81,10 +81,10 @@ pub(super) fn list(vault: &Vault, cursor: Option<&str>) -> Result<ListResourcesR
     // Scans visit paths in component-wise lexicographic order, which is the paging order.
     vault
         .walk(&VaultPath::root(), true, &is_note_name, &mut |entry| {
-            if let Some(after) = &after {
-                if entry.path.components().cmp(after.split('/')) != std::cmp::Ordering::Greater {
-                    return ControlFlow::Continue(());
-                }
+            if let Some(after) = &after
+                && entry.path.components().cmp(after.split('/')) != std::cmp::Ordering::Greater
+            {
+                return ControlFlow::Continue(());
             }
             if page.len() == PAGE_SIZE {
                 more = true;

@@ -199,6 +199,9 @@ impl Vault {
     }
 }
 
+#[cfg(test)]
+mod tests;
+
 /// True for a file name that Obsidian treats as a note.
 pub fn is_note_name(name: &str) -> bool {
     name.len() > 3 && name.ends_with(".md")

@@ -114,8 +114,9 @@ pub(crate) fn resolve(
             continue;
         }
 
-        // A file of some kind: it must be the last component.
-        if !pending.iter().all(|c| c.is_empty() || c == ".") {
+        // A file of some kind: it must be the last component. Like the kernel, a trailing
+        // `/` or `/.` (left over from a link target) after a file is "not a directory".
+        if !pending.is_empty() {
             return Err(VaultError::NotFound(requested.clone()));
         }
         if want == Want::Dir {

@@ -1,0 +1,377 @@
+//! The attack table: every row is one way out of the vault (or into a hidden folder), tried
+//! against every path-taking tool and `resources/read` through the real binary over stdio.
+//! Each row must fail, no reply may carry a byte of the secrets, and the tree outside the vault
+//! must be byte-for-byte unchanged. Scans must not surface escaping symlinks either. A race test
+//! swaps a folder for a symlink while reads go through it.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{Server, snapshot, symlink, write_tree};
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use serde_json::json;
+
+const SECRET: &str = "OUTSIDE-SECRET-4b1d9e";
+const EVIL: &str = "SIBLING-SECRET-77aa0c";
+const HIDDEN: &str = "HIDDEN-SECRET-e5f802";
+
+/// tmp/{vault, vault-evil, outside}: the vault holds ordinary notes, hidden folders and every
+/// kind of hostile entry.
+fn hostile_tree() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let outside = root.join("outside");
+    write_tree(
+        root,
+        &[
+            ("outside/secret.md", SECRET),
+            ("outside/sub/deeper.md", SECRET),
+            ("vault-evil/secret.md", EVIL),
+            ("vault/ok.md", "an ordinary note"),
+            ("vault/dir/inner.md", "inner note"),
+            ("vault/.obsidian/app.json", HIDDEN),
+            ("vault/.obsidian/plugins/x/main.js", HIDDEN),
+            ("vault/.git/config", HIDDEN),
+            ("vault/.trash/old.md", HIDDEN),
+            ("vault/notes/.env", HIDDEN),
+        ],
+    );
+    let v = root.join("vault");
+    symlink(&v, "link_file.md", "../outside/secret.md");
+    symlink(&v, "link_file_abs.md", outside.join("secret.md"));
+    symlink(&v, "link_dir", "../outside");
+    symlink(&v, "link_dir_abs", &outside);
+    symlink(&v, "dir/deep_link.md", "../../outside/secret.md");
+    symlink(&v, "chain1", "chain2");
+    symlink(&v, "chain2", "chain3");
+    symlink(&v, "chain3", "link_dir");
+    symlink(&v, "chain_file.md", "chain1/secret.md");
+    symlink(&v, "loop_a", "loop_b");
+    symlink(&v, "loop_b", "loop_a");
+    symlink(&v, "self_loop", "self_loop");
+    symlink(&v, "proc_root", "/proc/self/root");
+    symlink(
+        &v,
+        "proc_rel",
+        "../../../../../../../../../../proc/self/root",
+    );
+    symlink(&v, "cfg", ".obsidian");
+    symlink(&v, "notes/cfg", "../.obsidian");
+    symlink(&v, "notes/app.md", "../.obsidian/app.json");
+    symlink(&v, "git_link", "dir/../.git");
+    symlink(&v, "dangling.md", "../outside/missing.md");
+    symlink(&v, "sibling", "../vault-evil");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        v.join("fifo.md"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    tmp
+}
+
+/// Every row: a path a hostile client might send.
+fn rows(tmp: &Path) -> Vec<(String, &'static str)> {
+    let outside = tmp.join("outside").to_string_lossy().into_owned();
+    let mut rows: Vec<(String, &'static str)> = vec![
+        ("../outside/secret.md".into(), "dot-dot"),
+        (
+            "dir/../../outside/secret.md".into(),
+            "dot-dot after a folder",
+        ),
+        ("./../outside/secret.md".into(), "dot then dot-dot"),
+        (format!("{outside}/secret.md"), "absolute path"),
+        ("/etc/passwd".into(), "absolute system path"),
+        (
+            "../vault-evil/secret.md".into(),
+            "sibling folder sharing the name prefix",
+        ),
+        ("sibling/secret.md".into(), "symlink to the sibling folder"),
+        ("link_file.md".into(), "symlinked file, relative target"),
+        ("link_file_abs.md".into(), "symlinked file, absolute target"),
+        ("dir/deep_link.md".into(), "symlinked file in a subfolder"),
+        (
+            "link_dir/secret.md".into(),
+            "symlinked folder, relative target",
+        ),
+        (
+            "link_dir_abs/secret.md".into(),
+            "symlinked folder, absolute target",
+        ),
+        (
+            "link_dir/sub/deeper.md".into(),
+            "deeper through a symlinked folder",
+        ),
+        ("link_dir".into(), "the symlinked folder itself"),
+        ("chain1/secret.md".into(), "symlink chain leading out"),
+        ("chain_file.md".into(), "file symlink through a chain"),
+        ("loop_a".into(), "symlink loop"),
+        ("loop_a/x.md".into(), "through a symlink loop"),
+        ("self_loop".into(), "self-referencing symlink"),
+        (
+            "link_file.md/".into(),
+            "trailing slash after a file symlink",
+        ),
+        ("link_dir/".into(), "trailing slash after a folder symlink"),
+        (
+            "proc_root/etc/passwd".into(),
+            "/proc/self/root via a symlink",
+        ),
+        (
+            format!("proc_root{outside}/secret.md"),
+            "/proc/self/root to the secret",
+        ),
+        (
+            format!("proc_rel{outside}/secret.md"),
+            "relative climb to /proc",
+        ),
+        ("dangling.md".into(), "dangling symlink"),
+        ("fifo.md".into(), "a FIFO named like a note"),
+        ("ok\0.md".into(), "NUL byte"),
+        ("ok.md\0../../outside/secret.md".into(), "NUL truncation"),
+        ("ok\n.md".into(), "newline"),
+        ("dir\\..\\..\\outside\\secret.md".into(), "backslashes"),
+        ("..\\outside\\secret.md".into(), "backslash dot-dot"),
+        ("C:/outside/secret.md".into(), "drive letter"),
+        (
+            "C:\\Windows\\win.ini".into(),
+            "drive letter with backslashes",
+        ),
+        ("\\\\server\\share\\secret.md".into(), "UNC path"),
+        ("ok.md:secret".into(), "alternate data stream"),
+        ("．．/outside/secret.md".into(), "fullwidth dots"),
+        ("%2e%2e/outside/secret.md".into(), "percent-encoded dots"),
+        (
+            "%2e%2e%2foutside%2fsecret.md".into(),
+            "percent-encoded dots and slashes",
+        ),
+        (
+            "..%2foutside%2fsecret.md".into(),
+            "dot-dot with encoded slash",
+        ),
+        (".obsidian/app.json".into(), "hidden folder"),
+        (".OBSIDIAN/app.json".into(), "hidden folder, upper case"),
+        (
+            ".Obsidian/plugins/x/main.js".into(),
+            "hidden folder, mixed case",
+        ),
+        (".git/config".into(), "git folder"),
+        (".GIT/config".into(), "git folder, upper case"),
+        (".trash/old.md".into(), "trash folder"),
+        ("notes/.env".into(), "dotfile in a subfolder"),
+        (
+            "cfg/app.json".into(),
+            "hidden folder through an in-vault symlink",
+        ),
+        (
+            "notes/cfg/app.json".into(),
+            "hidden folder through a nested in-vault symlink",
+        ),
+        (
+            "notes/app.md".into(),
+            "hidden file through an in-vault file symlink",
+        ),
+        (
+            "git_link/config".into(),
+            "hidden folder through a symlink with dot-dot",
+        ),
+        ("a".repeat(5000), "5,000-byte name"),
+        ("a/".repeat(2100) + "x.md", "path over 4,096 bytes"),
+        ("".into(), "empty path"),
+        (".".into(), "the root as a dot"),
+        ("..".into(), "the parent"),
+    ];
+    rows.sort_by_key(|r| r.0.is_empty()); // keep the empty row last (it is the root for folders)
+    rows
+}
+
+fn assert_clean(what: &str, reply: &str, tmp: &Path) {
+    for secret in [SECRET, EVIL, HIDDEN] {
+        assert!(!reply.contains(secret), "{what}: leaked {secret}: {reply}");
+    }
+    let host = tmp.to_string_lossy();
+    assert!(
+        !reply.contains(host.as_ref()),
+        "{what}: reply names a host path: {reply}"
+    );
+}
+
+async fn with_deadline<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), f)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within 10 s (hang)"))
+}
+
+#[tokio::test]
+async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
+    let tmp = hostile_tree();
+    let before = snapshot(&tmp.path().join("outside"));
+    let before_evil = snapshot(&tmp.path().join("vault-evil"));
+    let s = Server::start(&tmp.path().join("vault")).await;
+
+    for (path, why) in rows(tmp.path()) {
+        // read_note: every row is refused.
+        let what = format!("read_note [{why}]");
+        let r = with_deadline(&what, s.call("read_note", json!({"path": path}))).await;
+        assert!(r.is_error, "{what}: accepted: {}", r.raw);
+        assert_clean(&what, &r.raw, tmp.path());
+
+        // Folder arguments: the empty path is the vault root, which is allowed; every other row
+        // is refused.
+        if !path.is_empty() {
+            let what = format!("list_notes [{why}]");
+            let r = with_deadline(&what, s.call("list_notes", json!({"folder": path}))).await;
+            assert!(r.is_error, "{what}: accepted: {}", r.raw);
+            assert_clean(&what, &r.raw, tmp.path());
+
+            let what = format!("search_notes [{why}]");
+            let args = json!({"query": "secret", "folder": path});
+            let r = with_deadline(&what, s.call("search_notes", args)).await;
+            assert!(r.is_error, "{what}: accepted: {}", r.raw);
+            assert_clean(&what, &r.raw, tmp.path());
+        }
+
+        // resources/read: the same rules after percent-decoding; raw and encoded forms.
+        let encoded = utf8_percent_encode(&path, NON_ALPHANUMERIC).to_string();
+        for uri in [
+            format!("capvault:///{path}"),
+            format!("capvault:///{encoded}"),
+        ] {
+            let what = format!("resources/read [{why}] {}", uri.escape_debug());
+            match with_deadline(&what, s.read_resource(&uri)).await {
+                Ok(body) => panic!("{what}: accepted: {body}"),
+                Err((_, msg)) => assert_clean(&what, &msg, tmp.path()),
+            }
+        }
+    }
+
+    // Scans never surface what lies outside or hidden.
+    for query in [SECRET, EVIL, HIDDEN, "secret"] {
+        let r = s.ok("search_notes", json!({"query": query})).await;
+        assert_eq!(r["total"], 0, "search for {query} found {r}");
+    }
+    let listed = s.ok("list_notes", json!({"limit": 1000})).await;
+    let listed: Vec<&str> = listed["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(listed.contains(&"ok.md") && listed.contains(&"dir/inner.md"));
+    let resources = s.client.list_all_resources().await.unwrap();
+    assert_eq!(resources.len(), 2);
+    s.stop().await;
+
+    assert_eq!(
+        snapshot(&tmp.path().join("outside")),
+        before,
+        "outside tree changed"
+    );
+    assert_eq!(snapshot(&tmp.path().join("vault-evil")), before_evil);
+}
+
+#[tokio::test]
+async fn in_vault_symlinks_that_stay_visible_are_followed() {
+    let tmp = hostile_tree();
+    let v = tmp.path().join("vault");
+    symlink(&v, "alias.md", "ok.md");
+    symlink(&v, "notes/up.md", "../dir/inner.md");
+    symlink(&v, "dir_alias", "dir");
+    let s = Server::start(&v).await;
+    let r = s.ok("read_note", json!({"path": "alias.md"})).await;
+    assert_eq!(r["content"], "an ordinary note");
+    let r = s.ok("read_note", json!({"path": "notes/up.md"})).await;
+    assert_eq!(r["content"], "inner note");
+    let r = s
+        .ok("read_note", json!({"path": "dir_alias/inner.md"}))
+        .await;
+    assert_eq!(r["content"], "inner note");
+    // File links are listed under their own names; folder links are not descended (as in
+    // Obsidian), so nothing is listed twice.
+    let listed = s.ok("list_notes", json!({})).await;
+    let mut paths: Vec<&str> = listed["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(paths, ["alias.md", "dir/inner.md", "notes/up.md", "ok.md"]);
+    s.stop().await;
+}
+
+/// One thread keeps swapping `vault/swap` between a real folder and a symlink to the outside
+/// folder (by rename) while the client reads `swap/note.md` through the real binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folder_swapped_for_a_symlink_mid_read_never_leaks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write_tree(
+        root,
+        &[
+            ("outside/note.md", SECRET),
+            ("vault/swap/note.md", "inside note"),
+        ],
+    );
+    let v = root.join("vault");
+    symlink(&v, "parked_link", "../outside");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicUsize::new(0));
+    let swapper = {
+        let (stop, swaps, v) = (Arc::clone(&stop), Arc::clone(&swaps), v.clone());
+        std::thread::spawn(move || {
+            let (swap, real, link) = (v.join("swap"), v.join("parked_real"), v.join("parked_link"));
+            while !stop.load(Ordering::Relaxed) {
+                std::fs::rename(&swap, &real).unwrap();
+                std::fs::rename(&link, &swap).unwrap();
+                std::fs::rename(&swap, &link).unwrap();
+                std::fs::rename(&real, &swap).unwrap();
+                swaps.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+
+    let s = Server::start(&v).await;
+    let (mut leaks, mut inside, mut refused) = (0, 0, 0);
+    let started = Instant::now();
+    for _ in 0..3000 {
+        let r = s.call("read_note", json!({"path": "swap/note.md"})).await;
+        if r.raw.contains(SECRET) {
+            leaks += 1;
+        } else if !r.is_error && r.structured["content"] == "inside note" {
+            inside += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    s.stop().await;
+    eprintln!(
+        "race: {inside} inside, {refused} refused, {leaks} leaks, {} swaps in {:?}",
+        swaps.load(Ordering::Relaxed),
+        started.elapsed()
+    );
+    assert_eq!(leaks, 0, "the outside file leaked {leaks} times");
+    assert!(
+        inside > 0,
+        "no read ever succeeded: the test exercised nothing"
+    );
+    assert!(
+        swaps.load(Ordering::Relaxed) > 100,
+        "the swapper barely ran"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("outside/note.md")).unwrap(),
+        SECRET
+    );
+}
