@@ -20,7 +20,8 @@ pub const MAX_COMPONENT_BYTES: usize = 255;
 /// A relative, normalised, UTF-8 path inside the vault, with `/` separators.
 ///
 /// Invariants (upheld by every constructor): no empty components, no `.` or `..`, no
-/// component that starts with `.` (hidden), no `\`, `:`, NUL or other control character,
+/// component that starts with `.` (hidden), no `\`, NUL or other control character, no `:`
+/// except before a space (no drive letters, no `name:stream`),
 /// no component over [`MAX_COMPONENT_BYTES`], total length at most [`MAX_PATH_BYTES`].
 /// The empty path is the vault root; only [`VaultPath::root`] and [`VaultPath::parse_folder`]
 /// produce it.
@@ -48,7 +49,9 @@ pub enum PathError {
     EmptyComponent,
     #[error("backslashes are not allowed; separate folders with `/`")]
     Backslash,
-    #[error("`:` is not allowed in vault paths (drive letters and alternate streams are refused)")]
+    #[error(
+        "drive letters (`C:`) and `name:stream` forms are not allowed; a `:` may only be followed by a space"
+    )]
     Colon,
     #[error("control characters are not allowed in vault paths")]
     ControlCharacter,
@@ -180,14 +183,32 @@ pub fn check_component(component: &str) -> Result<(), PathError> {
         if c == '\\' {
             return Err(PathError::Backslash);
         }
-        if c == ':' {
-            return Err(PathError::Colon);
-        }
         if c.is_control() {
             return Err(PathError::ControlCharacter);
         }
     }
+    if !colons_are_literal(component) {
+        return Err(PathError::Colon);
+    }
     Ok(())
+}
+
+/// A `:` is harmless text on Unix ("Project: Plan.md" is a real note name in real vaults), but
+/// Windows reads `C:` as a drive and `name:stream` as an alternate data stream. Accept a colon
+/// only where neither reading is possible: after the first character and before a space, and
+/// never on Windows.
+fn colons_are_literal(component: &str) -> bool {
+    if cfg!(windows) {
+        return !component.contains(':');
+    }
+    let b = component.as_bytes();
+    if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+        return false;
+    }
+    b.iter()
+        .enumerate()
+        .filter(|&(_, &c)| c == b':')
+        .all(|(i, _)| i > 0 && b.get(i + 1) == Some(&b' '))
 }
 
 #[cfg(test)]
@@ -205,6 +226,7 @@ mod tests {
             "%2e%2e/x.md",
             "．．/x.md",
             "emoji 🎉.md",
+            "Themes/RedShift: OLED Blue Light Filter.md",
         ] {
             let p = VaultPath::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
             assert_eq!(p.as_str(), ok);
@@ -226,6 +248,10 @@ mod tests {
             ("C:/Windows", PathError::Colon),
             ("c:x", PathError::Colon),
             ("note.md:stream", PathError::Colon),
+            ("note.md::$DATA", PathError::Colon),
+            ("a/Z: drive.md", PathError::Colon),
+            ("trailing:", PathError::Colon),
+            (": x.md", PathError::Colon),
             ("a\0b", PathError::ControlCharacter),
             ("a\nb", PathError::ControlCharacter),
             ("a\u{85}b", PathError::ControlCharacter),
@@ -298,7 +324,10 @@ mod tests {
                 for c in p.components() {
                     prop_assert!(!c.is_empty() && c != "." && c != "..");
                     prop_assert!(!c.starts_with('.'));
-                    prop_assert!(!c.contains(['\\', ':', '\0']));
+                    prop_assert!(!c.contains(['\\', '\0']));
+                    prop_assert!(colons_are_literal(c));
+                    prop_assert!(!(c.len() >= 2 && c.as_bytes()[1] == b':'));
+                    prop_assert!(!c.contains(":$") && !c.ends_with(':'));
                     prop_assert!(c.len() <= MAX_COMPONENT_BYTES);
                 }
                 prop_assert!(s.len() <= MAX_PATH_BYTES);
