@@ -102,14 +102,17 @@ pub fn list_notes(vault: &Vault, query: &ListQuery) -> Result<ListPage, NoteErro
         query.recursive,
         &is_note_name,
         &mut |entry| {
-            all.push((
-                Key {
-                    m: nanos(entry.meta.modified),
-                    p: entry.path.as_str().to_owned(),
-                },
-                entry.meta.modified,
-                entry.meta.size,
-            ));
+            match entry.meta(vault) {
+                Ok(meta) => all.push((
+                    Key {
+                        m: nanos(meta.modified),
+                        p: entry.path.as_str().to_owned(),
+                    },
+                    meta.modified,
+                    meta.size,
+                )),
+                Err(e) => tracing::warn!(path = %entry.path, error = %e, "listing skipped a note"),
+            }
             ControlFlow::Continue(())
         },
     )?;

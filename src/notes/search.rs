@@ -8,7 +8,6 @@
 
 use std::ops::ControlFlow;
 
-use memchr::memmem;
 use serde::Serialize;
 
 use super::{NoteError, check_limit};
@@ -64,11 +63,23 @@ pub struct SearchResults {
     pub mode: &'static str,
 }
 
-/// One note's matches.
-struct NoteHits {
-    score: u64,
-    path: String,
-    hits: Vec<SearchHit>,
+/// A compiled exact-text matcher: the query as an escaped literal regex, so that
+/// case-insensitive matching uses Unicode simple case folding and SIMD literal search, and runs
+/// on raw bytes (notes that are not valid UTF-8 are still searched).
+pub struct Matcher {
+    re: regex::bytes::Regex,
+}
+
+impl Matcher {
+    /// Compiles `query` (validated by the caller) as a literal.
+    pub fn literal(query: &str, case_sensitive: bool) -> Result<Self, NoteError> {
+        let re = regex::bytes::RegexBuilder::new(&regex::escape(query))
+            .case_insensitive(!case_sensitive)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| NoteError::InvalidArgument(format!("cannot search for that text: {e}")))?;
+        Ok(Matcher { re })
+    }
 }
 
 /// Runs an exact substring search.
@@ -84,41 +95,46 @@ pub fn search_exact(vault: &Vault, q: &SearchQuery) -> Result<SearchResults, Not
             "query is longer than {MAX_QUERY_BYTES} bytes"
         )));
     }
-    let needle = if q.case_sensitive {
-        q.query.clone()
-    } else {
-        q.query.to_lowercase()
-    };
-    let finder = memmem::Finder::new(needle.as_bytes());
+    let matcher = Matcher::literal(&q.query, q.case_sensitive)?;
 
-    let mut kept: Vec<NoteHits> = Vec::new();
-    let mut total = 0usize;
+    // Pass 1: score every note (counting is cheap; excerpts are not).
+    let mut scored: Vec<(u64, VaultPath, usize)> = Vec::new();
     vault.walk(&q.folder, true, &is_note_name, &mut |entry| {
         let bytes = match entry.read(vault) {
-            Ok(bytes) => bytes,
+            Ok(data) => data.bytes,
             Err(e) => {
                 tracing::debug!(path = %entry.path, error = %e, "search skipped a note");
                 return ControlFlow::Continue(());
             }
         };
-        if let Some(note) = match_note(
-            &entry.path,
-            &bytes,
-            &needle,
-            &finder,
-            q.case_sensitive,
-            limit,
-        ) {
-            total += note.1;
-            kept.push(note.0);
-            if kept.len() >= 4 * limit + 64 {
-                prune(&mut kept, limit);
-            }
+        let name_match = matcher.re.is_match(entry.path.stem().as_bytes());
+        let lines = count_matching_lines(&bytes, &matcher);
+        if lines > 0 || name_match {
+            let score = lines as u64 + if name_match { NAME_MATCH_BONUS } else { 0 };
+            scored.push((score, entry.path.clone(), lines.max(1)));
         }
         ControlFlow::Continue(())
     })?;
-    prune(&mut kept, limit);
-    let hits: Vec<SearchHit> = kept.into_iter().flat_map(|n| n.hits).take(limit).collect();
+    let total: usize = scored.iter().map(|n| n.2).sum();
+    scored.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+
+    // Pass 2: build the hits of the few notes that make the page.
+    let mut hits: Vec<SearchHit> = Vec::with_capacity(limit);
+    for (_, path, _) in &scored {
+        if hits.len() >= limit {
+            break;
+        }
+        let bytes = match vault.read_file(path) {
+            Ok(data) => data.bytes,
+            Err(e) => {
+                tracing::debug!(path = %path, error = %e, "search skipped a note");
+                continue;
+            }
+        };
+        if let Some((note_hits, _)) = match_note(path, &bytes, &matcher, limit - hits.len()) {
+            hits.extend(note_hits);
+        }
+    }
     Ok(SearchResults {
         truncated: total > hits.len(),
         hits,
@@ -127,94 +143,80 @@ pub fn search_exact(vault: &Vault, q: &SearchQuery) -> Result<SearchResults, Not
     })
 }
 
-/// Sorts notes best first and drops those that cannot reach the first `limit` hits.
-fn prune(kept: &mut Vec<NoteHits>, limit: usize) {
-    kept.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
+/// The number of lines of `bytes` that contain a match.
+fn count_matching_lines(bytes: &[u8], matcher: &Matcher) -> usize {
     let mut count = 0;
-    let mut keep = kept.len();
-    for (i, n) in kept.iter().enumerate() {
-        count += n.hits.len();
-        if count >= limit {
-            keep = i + 1;
-            break;
+    let mut from = 0;
+    while let Some(m) = matcher.re.find_at(bytes, from) {
+        count += 1;
+        match memchr::memchr(b'\n', &bytes[m.start()..]) {
+            Some(i) => from = m.start() + i + 1,
+            None => break,
         }
     }
-    kept.truncate(keep);
+    count
 }
 
-/// Matches one note. Returns its hits (at most `limit` kept) and its total hit count.
+/// Matches one note. Returns its hits (at most `limit` kept, each carrying the note's score)
+/// and its total hit count.
 fn match_note(
     path: &VaultPath,
     bytes: &[u8],
-    needle: &str,
-    finder: &memmem::Finder<'_>,
-    case_sensitive: bool,
+    matcher: &Matcher,
     limit: usize,
-) -> Option<(NoteHits, usize)> {
-    let text = String::from_utf8_lossy(bytes);
-    let folded;
-    let haystack: &str = if case_sensitive {
-        &text
-    } else {
-        folded = text.to_lowercase();
-        &folded
-    };
-    let stem = path.stem();
-    let name_match = if case_sensitive {
-        stem.contains(needle)
-    } else {
-        stem.to_lowercase().contains(needle)
-    };
-    let body_match = finder.find(haystack.as_bytes()).is_some();
-    if !name_match && !body_match {
-        return None;
-    }
-
+) -> Option<(Vec<SearchHit>, usize)> {
+    let name_match = matcher.re.is_match(path.stem().as_bytes());
     let mut hits = Vec::new();
     let mut count = 0usize;
-    if body_match {
-        // Lower-casing never adds or removes a line break, so the two line sequences align.
-        for (i, (original, searched)) in text.lines().zip(haystack.lines()).enumerate() {
-            if let Some(at) = finder.find(searched.as_bytes()) {
-                count += 1;
-                if hits.len() < limit {
-                    let char_at = searched[..at].chars().count();
-                    hits.push(SearchHit {
-                        path: path.to_string(),
-                        line: i + 1,
-                        excerpt: excerpt(original, char_at, needle.chars().count()),
-                        score: 0,
-                    });
-                }
-            }
+    let mut line_no = 1usize;
+    let mut counted_to = 0usize; // newlines are counted in bytes[..counted_to]
+    let mut from = 0usize;
+    while let Some(m) = matcher.re.find_at(bytes, from) {
+        line_no += memchr::memchr_iter(b'\n', &bytes[counted_to..m.start()]).count();
+        let line_start = memchr::memrchr(b'\n', &bytes[..m.start()]).map_or(0, |i| i + 1);
+        let line_end =
+            memchr::memchr(b'\n', &bytes[m.start()..]).map_or(bytes.len(), |i| m.start() + i);
+        count += 1;
+        if hits.len() < limit {
+            let line = String::from_utf8_lossy(&bytes[line_start..line_end]);
+            let before = String::from_utf8_lossy(&bytes[line_start..m.start()]);
+            let matched = String::from_utf8_lossy(m.as_bytes());
+            hits.push(SearchHit {
+                path: path.to_string(),
+                line: line_no,
+                excerpt: excerpt(&line, before.chars().count(), matched.chars().count()),
+                score: 0,
+            });
+        }
+        // Next search starts on the next line: one hit per matching line.
+        counted_to = m.start();
+        from = line_end + 1;
+        if from > bytes.len() {
+            break;
         }
     }
-    let score = count as u64 + if name_match { NAME_MATCH_BONUS } else { 0 };
-    if hits.is_empty() {
+    if count == 0 {
         if !name_match {
-            // The query spans a line break: no line holds it.
             return None;
         }
         // Matched by name only: one hit on line 1.
+        let first_line_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len());
         count = 1;
         hits.push(SearchHit {
             path: path.to_string(),
             line: 1,
-            excerpt: excerpt(text.lines().next().unwrap_or(""), 0, 0),
+            excerpt: excerpt(&String::from_utf8_lossy(&bytes[..first_line_end]), 0, 0),
             score: 0,
         });
+        let score = NAME_MATCH_BONUS;
+        hits[0].score = score;
+        return Some((hits, count));
     }
+    let score = count as u64 + if name_match { NAME_MATCH_BONUS } else { 0 };
     for h in &mut hits {
         h.score = score;
     }
-    Some((
-        NoteHits {
-            score,
-            path: path.to_string(),
-            hits,
-        },
-        count,
-    ))
+    Some((hits, count))
 }
 
 /// At most [`MAX_EXCERPT_CHARS`] characters of `line`, keeping the match (at character
@@ -272,65 +274,70 @@ mod tests {
     #[test]
     fn scoring_counts_lines_and_rewards_name_matches() {
         let p = VaultPath::parse("Garden plan.md").unwrap();
-        let f = memmem::Finder::new(b"garden");
-        let (n, count) =
-            match_note(&p, b"Garden\nnothing\nmy garden\n", "garden", &f, false, 20).unwrap();
-        assert_eq!(count, 2);
-        assert_eq!(n.score, 12);
-        assert_eq!(
-            n.hits.iter().map(|h| h.line).collect::<Vec<_>>(),
-            vec![1, 3]
-        );
-        // Case-sensitive: only line 3 matches, and the name does not.
-        let (n, _) = match_note(&p, b"Garden\nmy garden\n", "garden", &f, true, 20).unwrap();
-        assert_eq!(n.score, 1);
-        assert_eq!(n.hits[0].line, 2);
+        let f = Matcher::literal("garden", false).unwrap();
+        let (n, count) = match_note(&p, b"Garden\nnothing\nmy garden garden\n", &f, 20).unwrap();
+        assert_eq!(count, 2, "one hit per matching line");
+        assert_eq!(n[0].score, 12);
+        assert_eq!(n.iter().map(|h| h.line).collect::<Vec<_>>(), vec![1, 3]);
+        // Case-sensitive: only line 2 matches, and the name does not.
+        let f = Matcher::literal("garden", true).unwrap();
+        let (n, _) = match_note(&p, b"Garden\nmy garden\n", &f, 20).unwrap();
+        assert_eq!(n[0].score, 1);
+        assert_eq!(n[0].line, 2);
         // Name only: one hit on line 1.
-        let (n, count) = match_note(&p, b"# Title\nbody", "garden", &f, false, 20).unwrap();
-        assert_eq!(
-            (n.score, count, n.hits.len(), n.hits[0].line),
-            (10, 1, 1, 1)
-        );
-        assert_eq!(n.hits[0].excerpt, "# Title");
-        assert!(
-            match_note(
-                &p,
-                b"nothing",
-                "zebra",
-                &memmem::Finder::new(b"zebra"),
-                false,
-                20
-            )
-            .is_none()
-        );
+        let f = Matcher::literal("garden", false).unwrap();
+        let (n, count) = match_note(&p, b"# Title\nbody", &f, 20).unwrap();
+        assert_eq!((n[0].score, count, n.len(), n[0].line), (10, 1, 1, 1));
+        assert_eq!(n[0].excerpt, "# Title");
+        let f = Matcher::literal("zebra", false).unwrap();
+        assert!(match_note(&p, b"nothing", &f, 20).is_none());
+    }
+
+    #[test]
+    fn case_insensitive_matching_folds_unicode_and_keeps_line_numbers() {
+        let p = VaultPath::parse("x.md").unwrap();
+        let f = Matcher::literal("ÉTÉ", false).unwrap();
+        let (n, _) = match_note(&p, b"a\r\nb\r\nun \xc3\xa9t\xc3\xa9 chaud\r\n", &f, 20).unwrap();
+        assert_eq!(n[0].line, 3);
+        assert_eq!(n[0].excerpt, "un été chaud");
+        // Regex metacharacters are literal text.
+        let f = Matcher::literal("a.b(", false).unwrap();
+        assert!(match_note(&p, b"axb(", &f, 20).is_none());
+        assert!(match_note(&p, b"a.b(", &f, 20).is_some());
+    }
+
+    #[test]
+    fn only_limit_hits_are_kept_but_all_are_counted() {
+        let p = VaultPath::parse("x.md").unwrap();
+        let f = Matcher::literal("w", false).unwrap();
+        let text = "w\n".repeat(1000);
+        let (n, count) = match_note(&p, text.as_bytes(), &f, 5).unwrap();
+        assert_eq!((count, n.len(), n[0].score), (1000, 5, 1000));
+        assert_eq!(n[4].line, 5);
+    }
+
+    #[test]
+    fn counting_agrees_with_hit_extraction() {
+        let p = VaultPath::parse("x.md").unwrap();
+        for (text, query) in [
+            ("a\nab\nb\nabab\n", "ab"),
+            ("x\ny\nx\ny", "x\ny"),
+            ("no newline at end", "end"),
+            ("", "a"),
+            ("\n\n\n", "\n"),
+        ] {
+            let f = Matcher::literal(query, false).unwrap();
+            let counted = count_matching_lines(text.as_bytes(), &f);
+            let extracted = match_note(&p, text.as_bytes(), &f, 100).map_or(0, |(_, c)| c);
+            assert_eq!(counted, extracted, "{text:?} / {query:?}");
+        }
     }
 
     #[test]
     fn invalid_utf8_is_replaced_not_refused() {
         let p = VaultPath::parse("x.md").unwrap();
-        let f = memmem::Finder::new(b"caf");
-        let (n, _) = match_note(&p, b"caf\xff au lait", "caf", &f, false, 20).unwrap();
-        assert!(n.hits[0].excerpt.contains('\u{fffd}'));
-    }
-
-    #[test]
-    fn pruning_keeps_the_best_notes_in_order() {
-        let mk = |score, path: &str, n: usize| NoteHits {
-            score,
-            path: path.into(),
-            hits: vec![
-                SearchHit {
-                    path: path.into(),
-                    line: 1,
-                    excerpt: String::new(),
-                    score
-                };
-                n
-            ],
-        };
-        let mut kept = vec![mk(1, "c", 1), mk(5, "b", 3), mk(5, "a", 3), mk(2, "d", 1)];
-        prune(&mut kept, 4);
-        let order: Vec<_> = kept.iter().map(|n| n.path.as_str()).collect();
-        assert_eq!(order, ["a", "b"]);
+        let f = Matcher::literal("caf", false).unwrap();
+        let (n, _) = match_note(&p, b"caf\xff au lait", &f, 20).unwrap();
+        assert!(n[0].excerpt.contains('\u{fffd}'));
     }
 }

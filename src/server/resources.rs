@@ -90,12 +90,13 @@ pub(super) fn list(vault: &Vault, cursor: Option<&str>) -> Result<ListResourcesR
                 more = true;
                 return ControlFlow::Break(());
             }
-            page.push(
-                Resource::new(uri_for(&entry.path), entry.path.as_str())
-                    .with_title(entry.path.stem())
-                    .with_mime_type(MIME)
-                    .with_size(entry.meta.size),
-            );
+            let mut resource = Resource::new(uri_for(&entry.path), entry.path.as_str())
+                .with_title(entry.path.stem())
+                .with_mime_type(MIME);
+            if let Ok(meta) = entry.meta(vault) {
+                resource = resource.with_size(meta.size);
+            }
+            page.push(resource);
             ControlFlow::Continue(())
         })
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

@@ -179,22 +179,18 @@ impl Vault {
         scan::walk(self, folder, recursive, want_name, visit)
     }
 
-    /// Reads `name` in the already-open folder `dir` (used by scans, no re-walk from the root).
+    /// Reads `name` in the already-open folder `dir` (used by scans: no re-walk from the root).
+    /// The open does not follow symlinks; if `name` has become a symlink since the folder was
+    /// listed, the read starts again from the root through the resolver.
     fn read_in(&self, dir: &Dir, name: &str, path: &VaultPath) -> Result<FileData, VaultError> {
-        // A single visible component: the resolver's walk from `dir` is one no-follow step,
-        // or a symlink re-resolved from the root.
-        let single = VaultPath::parse(name)?;
-        match resolve(dir, &single, Want::File) {
-            Ok(Resolved::File { file, meta }) => {
+        match resolve::open_regular_nofollow(dir, name, path) {
+            Ok((file, meta)) => {
                 let meta = FileMeta::from_metadata(&meta);
                 let bytes = read_capped(file, meta.size, self.limits.max_read_bytes, path)?;
                 Ok(FileData { bytes, meta })
             }
-            Ok(Resolved::Dir { .. }) => Err(VaultError::IsAFolder(path.clone())),
-            // Errors from the one-step walk name only `name`; report the full path instead,
-            // and never follow a link relative to `dir` (it may have been swapped in).
-            Err(VaultError::NotFound(_)) => Err(VaultError::NotFound(path.clone())),
-            Err(_) => self.read_file(path),
+            Err(resolve::OpenOutcome::Symlink) => self.read_file(path),
+            Err(resolve::OpenOutcome::Failed(e)) => Err(e),
         }
     }
 }

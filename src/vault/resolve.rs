@@ -128,32 +128,17 @@ pub(crate) fn resolve(
                 kind: kind_name(&meta),
             });
         }
-        let mut options = OpenOptions::new();
-        options
-            .read(true)
-            .follow(FollowSymlinks::No)
-            .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32);
-        match current.open_with(&name, &options) {
-            Ok(file) => {
-                let meta = file
-                    .metadata()
-                    .map_err(|e| VaultError::from_io(requested, &e))?;
-                if !meta.is_file() {
-                    return Err(VaultError::NotRegular {
-                        path: requested.clone(),
-                        kind: kind_name(&meta),
-                    });
-                }
-                return Ok(Resolved::File { file, meta });
-            }
-            Err(e) if raced_into_symlink(&e) => {
+        match open_regular_nofollow(current, &name, requested) {
+            Ok((file, meta)) => return Ok(Resolved::File { file, meta }),
+            Err(OpenOutcome::Symlink) => {
+                // Replaced by a symlink since the fstatat: look at it again.
                 hops += 1;
                 if hops > MAX_SYMLINK_HOPS {
                     return Err(VaultError::SymlinkLoop(requested.clone()));
                 }
                 pending.push_front(name);
             }
-            Err(e) => return Err(VaultError::from_io(requested, &e)),
+            Err(OpenOutcome::Failed(e)) => return Err(e),
         }
     }
 
@@ -168,6 +153,46 @@ pub(crate) fn resolve(
             .map_err(|e| VaultError::from_io(requested, &e))?,
     };
     Ok(Resolved::Dir { dir })
+}
+
+/// Why [`open_regular_nofollow`] did not return a file.
+pub(crate) enum OpenOutcome {
+    /// `name` is (now) a symlink: the caller must resolve it.
+    Symlink,
+    /// Anything else, already mapped to an error naming `path`.
+    Failed(VaultError),
+}
+
+/// Opens `name` in `dir` for reading without following a symlink and without blocking (a FIFO
+/// opens at once instead of waiting for a writer), then checks with `fstat` on the handle that
+/// it is a regular file. Errors name `path`.
+pub(crate) fn open_regular_nofollow(
+    dir: &Dir,
+    name: &str,
+    path: &VaultPath,
+) -> Result<(File, Metadata), OpenOutcome> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .follow(FollowSymlinks::No)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32);
+    match dir.open_with(name, &options) {
+        Ok(file) => {
+            let meta = file
+                .metadata()
+                .map_err(|e| OpenOutcome::Failed(VaultError::from_io(path, &e)))?;
+            if meta.is_file() {
+                Ok((file, meta))
+            } else {
+                Err(OpenOutcome::Failed(VaultError::NotRegular {
+                    path: path.clone(),
+                    kind: kind_name(&meta),
+                }))
+            }
+        }
+        Err(e) if raced_into_symlink(&e) => Err(OpenOutcome::Symlink),
+        Err(e) => Err(OpenOutcome::Failed(VaultError::from_io(path, &e))),
+    }
 }
 
 /// Reads a whole regular file from an open handle, refusing it before reading when its size

@@ -11,8 +11,10 @@
 
 use std::ops::ControlFlow;
 
+use std::cell::OnceCell;
+
 use cap_fs_ext::DirExt;
-use cap_std::fs::Dir;
+use cap_std::fs::{Dir, FileType};
 
 use super::error::VaultError;
 use super::path::{VaultPath, check_component};
@@ -26,8 +28,8 @@ pub const MAX_SCAN_DEPTH: usize = 128;
 pub struct ScanEntry<'a> {
     /// Where the client would address it (the link's path for an in-vault file symlink).
     pub path: VaultPath,
-    /// Size and times of the file itself.
-    pub meta: FileMeta,
+    /// Size and times, fetched on first use (a search that reads the file never needs them).
+    meta: OnceCell<FileMeta>,
     source: Source<'a>,
 }
 
@@ -39,11 +41,26 @@ enum Source<'a> {
 }
 
 impl ScanEntry<'_> {
-    /// Reads the file's bytes under the vault's size cap.
-    pub fn read(&self, vault: &Vault) -> Result<Vec<u8>, VaultError> {
+    /// Size and times of the file (`fstatat` without following, or of the link's target).
+    pub fn meta(&self, vault: &Vault) -> Result<FileMeta, VaultError> {
+        if let Some(meta) = self.meta.get() {
+            return Ok(*meta);
+        }
+        let meta = match &self.source {
+            Source::Direct { dir, name } => dir
+                .symlink_metadata(name)
+                .map(|m| FileMeta::from_metadata(&m))
+                .map_err(|e| VaultError::from_io(&self.path, &e))?,
+            Source::Link => vault.stat_file(&self.path)?,
+        };
+        Ok(*self.meta.get_or_init(|| meta))
+    }
+
+    /// Reads the file's bytes under the vault's size cap, with the metadata of the handle read.
+    pub fn read(&self, vault: &Vault) -> Result<super::FileData, VaultError> {
         match &self.source {
-            Source::Direct { dir, name } => vault.read_in(dir, name, &self.path).map(|d| d.bytes),
-            Source::Link => vault.read_file(&self.path).map(|d| d.bytes),
+            Source::Direct { dir, name } => vault.read_in(dir, name, &self.path),
+            Source::Link => vault.read_file(&self.path),
         }
     }
 }
@@ -51,7 +68,7 @@ impl ScanEntry<'_> {
 struct Frame {
     path: VaultPath,
     dir: Dir,
-    names: std::vec::IntoIter<String>,
+    names: std::vec::IntoIter<(String, FileType)>,
 }
 
 /// Walks `folder` (the root when empty), calling `visit` for each regular file whose name
@@ -75,7 +92,7 @@ pub(crate) fn walk(
 
     while let Some(depth) = frames.len().checked_sub(1) {
         let frame = &mut frames[depth];
-        let Some(name) = frame.names.next() else {
+        let Some((name, file_type)) = frame.names.next() else {
             frames.pop();
             continue;
         };
@@ -83,14 +100,6 @@ pub(crate) fn walk(
             // Hidden, or a name no client could ask for: not part of the vault's surface.
             continue;
         };
-        let meta = match frame.dir.symlink_metadata(&name) {
-            Ok(meta) => meta,
-            Err(e) => {
-                tracing::warn!(path = %path, error = ?e.kind(), "skipped an unreadable entry");
-                continue;
-            }
-        };
-        let file_type = meta.file_type();
         if file_type.is_dir() {
             if !recursive {
                 continue;
@@ -123,7 +132,7 @@ pub(crate) fn walk(
         }
         if file_type.is_file() {
             let flow = visit(ScanEntry {
-                meta: FileMeta::from_metadata(&meta),
+                meta: OnceCell::new(),
                 source: Source::Direct {
                     dir: &frame.dir,
                     name: &name,
@@ -137,7 +146,7 @@ pub(crate) fn walk(
             match resolve(&vault.root, &path, Want::Any) {
                 Ok(Resolved::File { meta, .. }) => {
                     let flow = visit(ScanEntry {
-                        meta: FileMeta::from_metadata(&meta),
+                        meta: OnceCell::from(FileMeta::from_metadata(&meta)),
                         source: Source::Link,
                         path,
                     });
@@ -154,8 +163,9 @@ pub(crate) fn walk(
     Ok(())
 }
 
-/// The names in `dir`, sorted, skipping hidden and non-UTF-8 names.
-fn list_names(dir: &Dir, at: &VaultPath) -> std::io::Result<Vec<String>> {
+/// The names in `dir` with their types (from the directory entry, no extra `stat` where the
+/// filesystem reports types), sorted by name, skipping hidden and non-UTF-8 names.
+fn list_names(dir: &Dir, at: &VaultPath) -> std::io::Result<Vec<(String, FileType)>> {
     let mut names = Vec::new();
     for entry in dir.entries()? {
         let entry = match entry {
@@ -165,12 +175,21 @@ fn list_names(dir: &Dir, at: &VaultPath) -> std::io::Result<Vec<String>> {
                 continue;
             }
         };
-        match entry.file_name().into_string() {
-            Ok(name) if check_component(&name).is_ok() => names.push(name),
-            Ok(_) => {}
-            Err(_) => tracing::debug!(path = %at, "skipped a name that is not UTF-8"),
+        let name = match entry.file_name().into_string() {
+            Ok(name) if check_component(&name).is_ok() => name,
+            Ok(_) => continue,
+            Err(_) => {
+                tracing::debug!(path = %at, "skipped a name that is not UTF-8");
+                continue;
+            }
+        };
+        match entry.file_type() {
+            Ok(file_type) => names.push((name, file_type)),
+            Err(e) => {
+                tracing::warn!(path = %at, error = ?e.kind(), "skipped an unreadable entry");
+            }
         }
     }
-    names.sort_unstable();
+    names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(names)
 }

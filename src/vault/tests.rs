@@ -132,9 +132,10 @@ proptest! {
         let mut seen = 0;
         vault.walk(&VaultPath::root(), true, &|_| true, &mut |entry| {
             seen += 1;
-            let bytes = entry.read(&vault).unwrap();
-            assert!(bytes != SECRET && bytes != HIDDEN, "{} leaked", entry.path);
-            assert!(inside.contains(&entry.meta.ino), "{} is not inside", entry.path);
+            let data = entry.read(&vault).unwrap();
+            assert!(data.bytes != SECRET && data.bytes != HIDDEN, "{} leaked", entry.path);
+            assert!(inside.contains(&data.meta.ino), "{} is not inside", entry.path);
+            assert_eq!(entry.meta(&vault).unwrap().ino, data.meta.ino);
             ControlFlow::Continue(())
         }).unwrap();
         prop_assert!(seen >= 3);
