@@ -50,6 +50,16 @@ pub fn uri_for(path: &VaultPath) -> String {
 }
 
 /// The vault path a resource URI names, under the same rules as a tool's `path` argument.
+///
+/// ```
+/// use capvault::server::{path_from_uri, uri_for};
+/// use capvault::vault::VaultPath;
+///
+/// let p = VaultPath::parse("Daily/2026-11-30 notes.md").unwrap();
+/// assert_eq!(uri_for(&p), "capvault:///Daily/2026-11-30%20notes.md");
+/// assert_eq!(path_from_uri(&uri_for(&p)), Ok(p));
+/// assert!(path_from_uri("capvault:///%2e%2e/secret.md").is_err());
+/// ```
 pub fn path_from_uri(uri: &str) -> Result<VaultPath, String> {
     let rest = uri.strip_prefix(URI_PREFIX).ok_or_else(|| {
         format!("unknown resource URI: note URIs look like `{URI_PREFIX}folder/Note.md`")

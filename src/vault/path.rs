@@ -66,6 +66,17 @@ impl VaultPath {
     }
 
     /// Parses a path to a file or folder. The empty string and a trailing `/` are refused.
+    ///
+    /// ```
+    /// use capvault::vault::{PathError, VaultPath};
+    ///
+    /// let p = VaultPath::parse("Projects/Garden Plan.md").unwrap();
+    /// assert_eq!(p.stem(), "Garden Plan");
+    /// assert_eq!(VaultPath::parse("../secret.md"), Err(PathError::DotComponent));
+    /// assert_eq!(VaultPath::parse(".obsidian/app.json"), Err(PathError::Hidden));
+    /// // Never decoded: `%2e%2e` is a literal (and harmless) name.
+    /// assert!(VaultPath::parse("%2e%2e/x.md").is_ok());
+    /// ```
     pub fn parse(input: &str) -> Result<Self, PathError> {
         if input.is_empty() {
             return Err(PathError::Empty);
