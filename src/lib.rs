@@ -28,6 +28,8 @@
 
 pub mod app;
 pub mod demo;
+pub mod markdown;
 pub mod notes;
+pub mod obsidian;
 pub mod server;
 pub mod vault;
