@@ -35,6 +35,9 @@ pub use scan::ScanEntry;
 
 use resolve::{Resolved, Want, read_capped, resolve};
 
+/// Obsidian's default config folder name.
+pub const DEFAULT_CONFIG_DIR: &str = ".obsidian";
+
 /// Default cap on the size of a file read in one piece (8 MiB).
 pub const DEFAULT_MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -108,6 +111,42 @@ pub struct Vault {
     name: String,
     /// Read limits in force.
     limits: Limits,
+    /// Name of Obsidian's config folder at the vault root (hidden from clients).
+    config_dir: String,
+}
+
+/// Largest settings file read from the config folder.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// The settings files capvault reads from the vault's config folder (`.obsidian`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigFile {
+    /// `app.json`: links, attachments, trash, excluded files.
+    App,
+    /// `daily-notes.json`: the core Daily notes plugin.
+    DailyNotes,
+    /// `templates.json`: the core Templates plugin.
+    Templates,
+    /// `core-plugins.json`: which core plugins are enabled.
+    CorePlugins,
+    /// `community-plugins.json`: which community plugins are enabled.
+    CommunityPlugins,
+    /// `plugins/periodic-notes/data.json`: the Periodic Notes plugin.
+    PeriodicNotes,
+}
+
+impl ConfigFile {
+    /// The file's path inside the config folder.
+    pub fn relative_path(self) -> &'static str {
+        match self {
+            ConfigFile::App => "app.json",
+            ConfigFile::DailyNotes => "daily-notes.json",
+            ConfigFile::Templates => "templates.json",
+            ConfigFile::CorePlugins => "core-plugins.json",
+            ConfigFile::CommunityPlugins => "community-plugins.json",
+            ConfigFile::PeriodicNotes => "plugins/periodic-notes/data.json",
+        }
+    }
 }
 
 impl Vault {
@@ -129,6 +168,7 @@ impl Vault {
             root: dir,
             name,
             limits,
+            config_dir: DEFAULT_CONFIG_DIR.to_owned(),
         })
     }
 
@@ -160,6 +200,35 @@ impl Vault {
             Resolved::File { meta, .. } => Ok(FileMeta::from_metadata(&meta)),
             Resolved::Dir { .. } => Err(VaultError::IsAFolder(path.clone())),
         }
+    }
+
+    /// Reads one of Obsidian's settings files from the vault's config folder, under a 1 MiB cap.
+    /// `Ok(None)` when the file does not exist. The config folder is hidden from clients; only
+    /// this fixed list of files is ever read from it, and never written.
+    pub fn read_config(&self, file: ConfigFile) -> Result<Option<Vec<u8>>, VaultError> {
+        let mut components: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+        components.push_back(self.config_dir.clone());
+        components.extend(file.relative_path().split('/').map(str::to_owned));
+        let display = VaultPath::internal(&format!("{}/{}", self.config_dir, file.relative_path()));
+        match resolve::resolve_components(
+            &self.root,
+            components,
+            &display,
+            Want::File,
+            resolve::Hidden::Allow,
+        ) {
+            Ok(Resolved::File { file, meta }) => {
+                read_capped(file, meta.len(), MAX_CONFIG_BYTES, &display).map(Some)
+            }
+            Ok(Resolved::Dir { .. }) => Err(VaultError::IsAFolder(display)),
+            Err(VaultError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The name of the vault's config folder (`.obsidian` unless configured otherwise).
+    pub fn config_dir(&self) -> &str {
+        &self.config_dir
     }
 
     /// Checks that `path` is a folder (through in-vault symlinks if need be).

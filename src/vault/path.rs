@@ -106,6 +106,12 @@ impl VaultPath {
         Self::parse(trimmed)
     }
 
+    /// A path built by the capability layer itself for its own files (the config folder), which
+    /// a client could never give. Only for naming such a file in logs and errors.
+    pub(crate) fn internal(path: &str) -> Self {
+        VaultPath(path.to_owned())
+    }
+
     /// The path as a `/`-separated string; empty for the root.
     pub fn as_str(&self) -> &str {
         &self.0

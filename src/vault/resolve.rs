@@ -51,7 +51,27 @@ pub(crate) fn resolve(
     requested: &VaultPath,
     want: Want,
 ) -> Result<Resolved, VaultError> {
-    let mut pending: VecDeque<String> = requested.components().map(str::to_owned).collect();
+    let pending = requested.components().map(str::to_owned).collect();
+    resolve_components(root, pending, requested, want, Hidden::Refuse)
+}
+
+/// Whether hidden names may be walked through.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Hidden {
+    /// Client requests and scans: a hidden name anywhere on the way is refused.
+    Refuse,
+    /// The server's own reads of the vault's config folder (never a client path).
+    Allow,
+}
+
+/// Resolves `pending` components beneath `root`; errors name `requested`.
+pub(crate) fn resolve_components(
+    root: &Dir,
+    mut pending: VecDeque<String>,
+    requested: &VaultPath,
+    want: Want,
+    hidden: Hidden,
+) -> Result<Resolved, VaultError> {
     let mut stack: Vec<Dir> = Vec::new();
     let mut hops = 0usize;
 
@@ -70,6 +90,7 @@ pub(crate) fn resolve(
         // here, so a link can never lead into a hidden folder or to a name we would refuse.
         match check_component(&name) {
             Ok(()) => {}
+            Err(PathError::Hidden) if hidden == Hidden::Allow => {}
             Err(PathError::Hidden) => return Err(VaultError::LeadsToHidden(requested.clone())),
             Err(_) => return Err(VaultError::NotFound(requested.clone())),
         }

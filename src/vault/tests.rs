@@ -204,3 +204,36 @@ fn scans_survive_symlink_loops_and_deep_link_chains() {
         "{err}"
     );
 }
+
+#[test]
+fn config_files_are_read_by_the_server_but_stay_confined() {
+    let tmp = build_tree(&[]);
+    let root = tmp.path().join("vault");
+    std::fs::create_dir_all(root.join(".obsidian/plugins/periodic-notes")).unwrap();
+    std::fs::write(
+        root.join(".obsidian/app.json"),
+        b"{\"useMarkdownLinks\": true}",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "../../outside/secret.md",
+        root.join(".obsidian/daily-notes.json"),
+    )
+    .unwrap();
+    let vault = Vault::open(&root, Limits::default()).unwrap();
+    use super::ConfigFile;
+    assert_eq!(
+        vault.read_config(ConfigFile::App).unwrap().as_deref(),
+        Some(b"{\"useMarkdownLinks\": true}".as_slice())
+    );
+    assert_eq!(vault.read_config(ConfigFile::Templates).unwrap(), None);
+    assert_eq!(vault.read_config(ConfigFile::PeriodicNotes).unwrap(), None);
+    let err = vault.read_config(ConfigFile::DailyNotes).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(".obsidian/daily-notes.json: leads outside"),
+        "{err}"
+    );
+    // Clients still cannot name the config folder.
+    assert!(VaultPath::parse(".obsidian/app.json").is_err());
+}
