@@ -13,9 +13,11 @@ use crate::server::CapvaultServer;
 use crate::vault::Vault;
 
 /// Serves `vault` over stdin/stdout until the client disconnects.
-pub async fn serve_stdio(vault: Vault) -> anyhow::Result<()> {
+pub async fn serve_stdio(vault: Vault, rescan_interval: std::time::Duration) -> anyhow::Result<()> {
     tracing::info!(vault = vault.name(), "serving over stdio");
-    let service = CapvaultServer::new(vault)
+    let server = CapvaultServer::with_rescan_interval(vault, rescan_interval);
+    server.start_background_build();
+    let service = server
         .serve(rmcp::transport::stdio())
         .await
         .context("the MCP handshake failed")?;

@@ -29,6 +29,7 @@
 pub mod app;
 pub mod demo;
 pub mod markdown;
+pub mod model;
 pub mod notes;
 pub mod obsidian;
 pub mod server;

@@ -27,6 +27,10 @@ enum Command {
     Serve {
         #[command(flatten)]
         vault: VaultArgs,
+        /// How old, in milliseconds, the parsed vault (links, tags) may be before a query rescans
+        /// the folder for changes; 0 rescans on every query.
+        #[arg(long, value_name = "MS", default_value_t = 1000)]
+        rescan_after: u64,
     },
     /// Run one tool in-process and print its JSON result (to try a tool or reproduce a bug).
     ///
@@ -34,7 +38,7 @@ enum Command {
     Call {
         #[command(flatten)]
         vault: VaultArgs,
-        /// Tool name: read_note, list_notes or search_notes.
+        /// Tool name (`capvault demo` lists them all), e.g. search_notes or get_links.
         tool: String,
         /// Tool arguments as a JSON object (default: {}).
         json_args: Option<String>,
@@ -94,7 +98,13 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve { vault } => capvault::app::serve_stdio(vault.open()?).await,
+        Command::Serve {
+            vault,
+            rescan_after,
+        } => {
+            let interval = std::time::Duration::from_millis(rescan_after);
+            capvault::app::serve_stdio(vault.open()?, interval).await
+        }
         Command::Call {
             vault,
             tool,

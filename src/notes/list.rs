@@ -25,6 +25,8 @@ pub struct ListQuery {
     pub limit: Option<u32>,
     /// `next_cursor` from the previous page.
     pub cursor: Option<String>,
+    /// Identifies the filters in force (0 for none), so a cursor cannot cross filters.
+    pub filter_id: u64,
 }
 
 /// One note in a listing.
@@ -64,6 +66,9 @@ struct ListCursor {
     /// The folder and recursion of the query the cursor belongs to.
     f: String,
     r: bool,
+    /// The filters of the query (see [`ListQuery::filter_id`]).
+    #[serde(default)]
+    x: u64,
     /// The last key returned.
     k: Key,
 }
@@ -80,12 +85,17 @@ fn nanos(t: SystemTime) -> u128 {
 }
 
 /// Lists notes per `query`.
-pub fn list_notes(vault: &Vault, query: &ListQuery) -> Result<ListPage, NoteError> {
+/// `keep`, when given, filters notes by path (tag, property and glob filters).
+pub fn list_notes(
+    vault: &Vault,
+    query: &ListQuery,
+    keep: Option<&dyn Fn(&VaultPath) -> bool>,
+) -> Result<ListPage, NoteError> {
     let limit = check_limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let after = match &query.cursor {
         Some(c) => {
             let c: ListCursor = cursor::decode(c)?;
-            if c.f != query.folder.as_str() || c.r != query.recursive {
+            if c.f != query.folder.as_str() || c.r != query.recursive || c.x != query.filter_id {
                 return Err(NoteError::InvalidArgument(
                     "this cursor belongs to a listing with other arguments; start again without a cursor"
                         .to_owned(),
@@ -102,6 +112,9 @@ pub fn list_notes(vault: &Vault, query: &ListQuery) -> Result<ListPage, NoteErro
         query.recursive,
         &is_note_name,
         &mut |entry| {
+            if keep.is_some_and(|k| !k(&entry.path)) {
+                return ControlFlow::Continue(());
+            }
             match entry.meta(vault) {
                 Ok(meta) => all.push((
                     Key {
@@ -129,6 +142,7 @@ pub fn list_notes(vault: &Vault, query: &ListQuery) -> Result<ListPage, NoteErro
             cursor::encode(&ListCursor {
                 f: query.folder.as_str().to_owned(),
                 r: query.recursive,
+                x: query.filter_id,
                 k: k.clone(),
             })
         })

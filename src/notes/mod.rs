@@ -5,8 +5,13 @@
 //! file size through the vault's read cap).
 
 pub mod cursor;
+pub mod filter;
+pub mod graph;
 pub mod list;
+pub mod paging;
 pub mod search;
+pub mod settings;
+pub mod view;
 
 use std::time::SystemTime;
 

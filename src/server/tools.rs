@@ -8,7 +8,8 @@ use serde::Deserialize;
 use super::CapvaultServer;
 use crate::notes::list::{ListPage, ListQuery, list_notes};
 use crate::notes::search::{SearchQuery, SearchResults, search_exact};
-use crate::notes::{NoteText, read_note};
+use crate::notes::view::{Format, NoteView, ViewRequest, view_note};
+use crate::notes::filter::NoteFilter;
 use crate::vault::VaultPath;
 
 /// Arguments of `read_note`.
@@ -17,6 +18,18 @@ use crate::vault::VaultPath;
 pub struct ReadNoteArgs {
     /// Path of the note relative to the vault root, with `/` separators, e.g. `Projects/Plan.md`.
     pub path: String,
+    /// `content` (the text, default), `outline` (headings with line numbers), `frontmatter`, or
+    /// `metadata` (frontmatter, aliases, tags, links, headings, block ids).
+    #[serde(default)]
+    pub format: Format,
+    /// Only the section under this heading (up to the next heading of the same or higher level).
+    pub section: Option<String>,
+    /// Only these lines, 1-based and inclusive: `"10-20"`, `"10-"` or `"10"`.
+    pub lines: Option<String>,
+    /// Start this many characters into the text: pass the `next_offset` of a previous reply.
+    pub offset: Option<u64>,
+    /// At most this many characters of text, 1 to 400000 (default 40000).
+    pub max_chars: Option<u32>,
 }
 
 /// Arguments of `list_notes`.
@@ -33,6 +46,15 @@ pub struct ListNotesArgs {
     pub limit: Option<u32>,
     /// The `next_cursor` of the previous page, to get the next one.
     pub cursor: Option<String>,
+    /// Only notes with this tag or a tag nested under it (`project` matches `#project/alpha`).
+    pub tag: Option<String>,
+    /// Only notes whose frontmatter has this property (exact key).
+    pub property: Option<String>,
+    /// With `property`: only notes where the property equals this value (case-insensitive; for a
+    /// list property, any element).
+    pub value: Option<String>,
+    /// Only paths matching this glob, e.g. `Projects/**` or `**/2026-*.md`.
+    pub glob: Option<String>,
 }
 
 /// Arguments of `search_notes`.
@@ -56,7 +78,9 @@ fn yes() -> bool {
 
 #[tool_router(vis = "pub(super)")]
 impl CapvaultServer {
-    /// Read one note: its full Markdown text, size, modification time and SHA-256 version.
+    /// Read one note: its Markdown text (whole, one section, or a line range; long notes come in
+    /// pages of characters), or its outline, frontmatter or metadata. Always returns size,
+    /// modification time and the SHA-256 version.
     #[tool(annotations(
         title = "Read note",
         read_only_hint = true,
@@ -67,9 +91,16 @@ impl CapvaultServer {
     pub async fn read_note(
         &self,
         Parameters(args): Parameters<ReadNoteArgs>,
-    ) -> Result<Json<NoteText>, String> {
+    ) -> Result<Json<NoteView>, String> {
         let path = VaultPath::parse(&args.path).map_err(|e| format!("invalid path: {e}"))?;
-        self.blocking(move |vault| read_note(vault, &path).map_err(|e| e.to_string()))
+        let req = ViewRequest {
+            format: args.format,
+            section: args.section,
+            lines: args.lines,
+            offset: args.offset,
+            max_chars: args.max_chars,
+        };
+        self.blocking(move |vault| view_note(vault, &path, &req).map_err(|e| e.to_string()))
             .await
             .map(Json)
     }
@@ -88,15 +119,27 @@ impl CapvaultServer {
     ) -> Result<Json<ListPage>, String> {
         let folder =
             VaultPath::parse_folder(&args.folder).map_err(|e| format!("invalid folder: {e}"))?;
+        let filter = NoteFilter::new(args.tag, args.property, args.value, args.glob)
+            .map_err(|e| e.to_string())?;
         let query = ListQuery {
             folder,
             recursive: args.recursive,
             limit: args.limit,
             cursor: args.cursor,
+            filter_id: filter.id(),
         };
-        self.blocking(move |vault| list_notes(vault, &query).map_err(|e| e.to_string()))
-            .await
-            .map(Json)
+        if filter.is_empty() {
+            return self
+                .blocking(move |vault| list_notes(vault, &query, None).map_err(|e| e.to_string()))
+                .await
+                .map(Json);
+        }
+        self.with_model(move |vault, model| {
+            let keep = |p: &VaultPath| filter.matches(model, p);
+            list_notes(vault, &query, Some(&keep))
+        })
+        .await
+        .map(Json)
     }
 
     /// Search all notes for an exact piece of text (case-insensitive by default). Hits are

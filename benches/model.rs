@@ -1,0 +1,101 @@
+//! Vault model build time (in-process) and model-query latency (through a real MCP client over
+//! stdio) on generated vaults.
+//!
+//! Run: `cargo bench --bench model` (10,000 and 100,000 notes; `CAPVAULT_BENCH_SIZES=10000` to
+//! pick sizes, `CAPVAULT_BENCH_VAULT=/path` for an existing vault). Prints figures only.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+#[path = "support/generator.rs"]
+mod generator;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use capvault::model::Model;
+use capvault::vault::{Limits, Vault};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+fn p50_p95(mut v: Vec<Duration>) -> (f64, f64) {
+    v.sort();
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
+    (at(0.5), at(0.95))
+}
+
+fn main() {
+    let vaults: Vec<(PathBuf, String)> = match std::env::var("CAPVAULT_BENCH_VAULT") {
+        Ok(p) => vec![(PathBuf::from(&p), p)],
+        Err(_) => std::env::var("CAPVAULT_BENCH_SIZES")
+            .unwrap_or_else(|_| "10000,100000".to_owned())
+            .split(',')
+            .filter_map(|n| n.trim().parse::<usize>().ok())
+            .map(|n| {
+                let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-vaults");
+                let g = generator::generate(&dir, n, 42);
+                (g.root, format!("synthetic {n} notes, {:.0} MB", g.bytes as f64 / 1e6))
+            })
+            .collect(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    for (root, label) in vaults {
+        println!("\n## {label}");
+        let vault = Vault::open(&root, Limits::default()).unwrap();
+        let mut model = Model::default();
+        let t = Instant::now();
+        let stats = model.refresh(&vault).unwrap();
+        let build = t.elapsed();
+        let t = Instant::now();
+        let again = model.refresh(&vault).unwrap();
+        let noop = t.elapsed();
+        let links: usize = model.notes().values().map(|n| n.parsed.links.len()).sum();
+        println!(
+            "model build (scan + parse {} notes on {} threads + resolve {} links): {:.2} s",
+            stats.parsed,
+            rayon::current_num_threads(),
+            links,
+            build.as_secs_f64()
+        );
+        println!("refresh with nothing changed (stat scan of {} files): {:.0} ms", again.files, noop.as_secs_f64() * 1e3);
+        let some_note = model.notes().keys().nth(model.note_count() / 2).unwrap().to_string();
+        let hub = model
+            .notes()
+            .keys()
+            .max_by_key(|p| model.backlinks(p).count())
+            .unwrap()
+            .to_string();
+        drop(model);
+
+        rt.block_on(async {
+            let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+            cmd.arg("serve").arg(&root).env("CAPVAULT_LOG", "capvault=warn");
+            let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+            let cases: Vec<(&str, &str, Value)> = vec![
+                ("get_links out (a note)", "get_links", json!({"path": some_note, "direction": "out"})),
+                ("get_links in (most-linked note)", "get_links", json!({"path": hub, "direction": "in", "limit": 20})),
+                ("list_tags (top 100 by count)", "list_tags", json!({})),
+                ("find_broken_links (first 100)", "find_broken_links", json!({})),
+                ("resolve_link", "resolve_link", json!({"link": format!("[[{}]]", some_note.trim_end_matches(".md"))})),
+            ];
+            println!("{:<36} {:>9} {:>9}", "call (client round trip)", "p50 ms", "p95 ms");
+            for (label, tool, args) in cases {
+                let mut times = Vec::new();
+                for i in 0..21 {
+                    let t = Instant::now();
+                    let r = client
+                        .call_tool(CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone()))
+                        .await
+                        .unwrap();
+                    assert_ne!(r.is_error, Some(true), "{label}: {:?}", r.content);
+                    if i > 0 {
+                        times.push(t.elapsed());
+                    }
+                }
+                let (p50, p95) = p50_p95(times);
+                println!("{label:<36} {p50:>9.1} {p95:>9.1}");
+            }
+            let _ = client.cancel().await;
+        });
+    }
+}

@@ -1,0 +1,166 @@
+//! `list_notes` filters: tag (nested tags included), frontmatter property (and value), path glob.
+
+use globset::{Glob, GlobMatcher};
+use serde_json::Value;
+
+use super::NoteError;
+use super::paging::fingerprint;
+use crate::markdown::{self, Frontmatter};
+use crate::model::Model;
+use crate::vault::VaultPath;
+
+/// Longest filter argument accepted, in bytes.
+const MAX_FILTER_BYTES: usize = 1024;
+
+/// A conjunction of optional filters.
+#[derive(Debug, Default)]
+pub struct NoteFilter {
+    tag: Option<String>,
+    property: Option<String>,
+    value: Option<String>,
+    glob: Option<GlobMatcher>,
+    /// Identifies the filter in paging cursors.
+    id: u64,
+}
+
+impl NoteFilter {
+    /// Validates and compiles the filters.
+    pub fn new(
+        tag: Option<String>,
+        property: Option<String>,
+        value: Option<String>,
+        glob: Option<String>,
+    ) -> Result<Self, NoteError> {
+        for s in [&tag, &property, &value, &glob].into_iter().flatten() {
+            if s.len() > MAX_FILTER_BYTES {
+                return Err(NoteError::InvalidArgument(format!(
+                    "filter arguments are limited to {MAX_FILTER_BYTES} bytes"
+                )));
+            }
+        }
+        if value.is_some() && property.is_none() {
+            return Err(NoteError::InvalidArgument(
+                "`value` needs `property`: the frontmatter key to compare".to_owned(),
+            ));
+        }
+        let id = fingerprint(&(&tag, &property, &value, &glob));
+        let glob = match glob {
+            Some(g) => Some(
+                Glob::new(&g)
+                    .map_err(|e| NoteError::InvalidArgument(format!("invalid glob: {e}")))?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        let tag = tag
+            .map(|t| markdown::normalize_tag(&t))
+            .filter(|t| !t.is_empty());
+        Ok(NoteFilter {
+            tag,
+            property,
+            value,
+            glob,
+            id,
+        })
+    }
+
+    /// True when no filter is set.
+    pub fn is_empty(&self) -> bool {
+        self.tag.is_none() && self.property.is_none() && self.glob.is_none()
+    }
+
+    /// Identifies the filter (for cursors).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// True when the note at `path` passes every filter.
+    pub fn matches(&self, model: &Model, path: &VaultPath) -> bool {
+        if let Some(g) = &self.glob
+            && !g.is_match(path.as_str())
+        {
+            return false;
+        }
+        if self.tag.is_none() && self.property.is_none() {
+            return true;
+        }
+        let Some(note) = model.note(path) else {
+            return false;
+        };
+        if let Some(tag) = &self.tag
+            && !note
+                .parsed
+                .tags
+                .iter()
+                .any(|t| markdown::tag_matches(&t.name, tag))
+        {
+            return false;
+        }
+        if let Some(key) = &self.property {
+            let Frontmatter::Valid { value: fm, .. } = &note.parsed.frontmatter else {
+                return false;
+            };
+            let Some(v) = fm.get(key.as_str()) else {
+                return false;
+            };
+            return match &self.value {
+                None => !v.is_null(),
+                Some(want) => value_matches(v, want),
+            };
+        }
+        true
+    }
+}
+
+/// A frontmatter value equals `want`: scalars by their text (case-insensitive), lists when any
+/// element does. A wikilink value `"[[Note]]"` also matches `Note`.
+fn value_matches(v: &Value, want: &str) -> bool {
+    let want = want.trim().to_lowercase();
+    let scalar = |v: &Value| -> Option<String> {
+        match v {
+            Value::String(s) => Some(s.trim().to_lowercase()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        }
+    };
+    let eq = |v: &Value| {
+        scalar(v).is_some_and(|s| {
+            s == want
+                || s.strip_prefix("[[")
+                    .and_then(|x| x.strip_suffix("]]"))
+                    .is_some_and(|inner| inner.split('|').next() == Some(want.as_str()))
+        })
+    };
+    match v {
+        Value::Array(items) => items.iter().any(eq),
+        other => eq(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_compare_as_text_and_lists_by_element() {
+        assert!(value_matches(&json!("Active"), "active"));
+        assert!(value_matches(&json!(3), "3"));
+        assert!(value_matches(&json!(true), "true"));
+        assert!(value_matches(&json!(["a", "B"]), "b"));
+        assert!(value_matches(&json!("[[Garden Plan]]"), "garden plan"));
+        assert!(value_matches(&json!(["[[Garden Plan|the plan]]"]), "Garden Plan"));
+        assert!(!value_matches(&json!("activex"), "active"));
+        assert!(!value_matches(&json!({"a": 1}), "a"));
+    }
+
+    #[test]
+    fn bad_filters_are_refused_with_a_reason() {
+        let e = NoteFilter::new(None, None, Some("x".into()), None).unwrap_err();
+        assert!(e.to_string().contains("needs `property`"));
+        let e = NoteFilter::new(None, None, None, Some("a/[".into())).unwrap_err();
+        assert!(e.to_string().contains("invalid glob"));
+        assert!(NoteFilter::new(None, None, None, None).unwrap().is_empty());
+    }
+}

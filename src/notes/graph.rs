@@ -1,0 +1,478 @@
+//! The link graph and tag queries over the vault model: `get_links`, `find_broken_links`,
+//! `find_orphans`, `get_neighbors`, `list_tags`, `resolve_link`.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::Serialize;
+
+use super::paging::{Page, fingerprint, page};
+use super::search::excerpt;
+use super::NoteError;
+use crate::markdown::{self, Link, LinkKind, Subpath};
+use crate::model::linkres::Resolution;
+use crate::model::{Model, Target};
+use crate::vault::{Vault, VaultPath};
+
+/// Default and largest page sizes for graph lists.
+pub const DEFAULT_LIMIT: u32 = 100;
+/// Largest page a client may ask for.
+pub const MAX_LIMIT: u32 = 1000;
+
+/// How a link's target fared.
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkStatus {
+    /// Opens a file, and its heading or block (if any) exists.
+    Resolved,
+    /// No file matches.
+    Broken,
+    /// The file exists but the `#heading` does not.
+    MissingHeading,
+    /// The file exists but the `#^block` does not.
+    MissingBlock,
+}
+
+/// One outgoing link.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct OutLink {
+    /// The link as written, e.g. `[[Plan#Goals|the plan]]`.
+    pub raw: String,
+    /// The path part of the link, e.g. `Plan`.
+    pub target: String,
+    /// `#Heading` or `#^block`, when the link has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subpath: Option<String>,
+    /// The vault path it opens, or null when broken.
+    pub resolved: Option<String>,
+    /// wikilink | embed | markdown | frontmatter.
+    pub kind: LinkKind,
+    /// 1-based line of the link.
+    pub line: usize,
+    /// Whether the link works.
+    pub status: LinkStatus,
+}
+
+/// One incoming link (backlink).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct InLink {
+    /// The note that links here.
+    pub source: String,
+    /// 1-based line of the link in the source.
+    pub line: usize,
+    /// The source line, at most 200 characters.
+    pub excerpt: String,
+}
+
+fn subpath_text(sub: &Option<Subpath>) -> Option<String> {
+    match sub {
+        None => None,
+        Some(Subpath::Heading(chain)) => Some(format!("#{}", chain.join("#"))),
+        Some(Subpath::Block(id)) => Some(format!("#^{id}")),
+    }
+}
+
+fn status(link: &Link, target: &Target) -> LinkStatus {
+    match target {
+        Target::Broken => LinkStatus::Broken,
+        Target::File { subpath_ok: true, .. } => LinkStatus::Resolved,
+        Target::File { .. } => match link.subpath {
+            Some(Subpath::Block(_)) => LinkStatus::MissingBlock,
+            _ => LinkStatus::MissingHeading,
+        },
+    }
+}
+
+fn out_link(link: &Link, target: &Target) -> OutLink {
+    OutLink {
+        raw: link.raw.clone(),
+        target: link.target.clone(),
+        subpath: subpath_text(&link.subpath),
+        resolved: match target {
+            Target::File { path, .. } => Some(path.to_string()),
+            Target::Broken => None,
+        },
+        kind: link.kind,
+        line: link.pos.line,
+        status: status(link, target),
+    }
+}
+
+/// The outgoing links of a note, in text order.
+pub fn outgoing(model: &Model, path: &VaultPath) -> Result<Vec<OutLink>, NoteError> {
+    let note = model
+        .note(path)
+        .ok_or_else(|| NoteError::InvalidArgument(format!("{path}: not a note of the vault")))?;
+    Ok(note
+        .parsed
+        .links
+        .iter()
+        .zip(&note.targets)
+        .map(|(l, t)| out_link(l, t))
+        .collect())
+}
+
+/// The links into `path` from other notes (and itself), by source path then line. Excerpts are
+/// read from the sources, so only the requested page's sources are read.
+pub fn incoming(
+    model: &Model,
+    vault: &Vault,
+    path: &VaultPath,
+    limit: Option<u32>,
+    cursor: Option<&str>,
+) -> Result<Page<InLink>, NoteError> {
+    if !model.files().contains_key(path) {
+        return Err(NoteError::InvalidArgument(format!(
+            "{path}: not a file of the vault"
+        )));
+    }
+    let mut found: Vec<(VaultPath, usize, usize, usize)> = Vec::new(); // source, line, start, end
+    for source in model.backlinks(path) {
+        let Some(note) = model.note(source) else {
+            continue;
+        };
+        for (l, t) in note.parsed.links.iter().zip(&note.targets) {
+            if matches!(t, Target::File { path: p, .. } if p == path) {
+                found.push((source.clone(), l.pos.line, l.pos.start, l.pos.end));
+            }
+        }
+    }
+    let query = fingerprint(&("in", path.as_str()));
+    let page = page(found, limit, DEFAULT_LIMIT, MAX_LIMIT, cursor, query)?;
+    let mut texts: BTreeMap<VaultPath, Option<String>> = BTreeMap::new();
+    let items = page
+        .items
+        .into_iter()
+        .map(|(source, line, start, _end)| {
+            let text = texts.entry(source.clone()).or_insert_with(|| {
+                vault
+                    .read_file(&source)
+                    .ok()
+                    .map(|d| String::from_utf8_lossy(&d.bytes).into_owned())
+            });
+            let excerpt_text = text
+                .as_deref()
+                .and_then(|t| t.lines().nth(line.saturating_sub(1)))
+                .map(|l| {
+                    let line_start = text
+                        .as_deref()
+                        .map(|t| t[..start.min(t.len())].rfind('\n').map_or(0, |i| i + 1))
+                        .unwrap_or(0);
+                    let at = start.saturating_sub(line_start);
+                    let chars_before = l.get(..at.min(l.len())).map_or(0, |s| s.chars().count());
+                    excerpt(l, chars_before, 1)
+                })
+                .unwrap_or_default();
+            InLink {
+                source: source.to_string(),
+                line,
+                excerpt: excerpt_text,
+            }
+        })
+        .collect();
+    Ok(Page {
+        items,
+        total: page.total,
+        next_cursor: page.next_cursor,
+    })
+}
+
+/// A broken link somewhere in the vault.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct BrokenLink {
+    /// The note containing the link.
+    pub source: String,
+    /// 1-based line.
+    pub line: usize,
+    /// The link as written.
+    pub raw: String,
+    /// Its path part.
+    pub target: String,
+    /// broken (no such file) | missing_heading | missing_block.
+    pub status: LinkStatus,
+}
+
+/// Every broken link of notes under `folder`, by source path then line.
+pub fn broken_links(model: &Model, folder: &VaultPath) -> Vec<BrokenLink> {
+    let mut out = Vec::new();
+    for (path, note) in model.notes() {
+        if !path.starts_with(folder) {
+            continue;
+        }
+        for (l, t) in note.parsed.links.iter().zip(&note.targets) {
+            let s = status(l, t);
+            if s != LinkStatus::Resolved {
+                out.push(BrokenLink {
+                    source: path.to_string(),
+                    line: l.pos.line,
+                    raw: l.raw.clone(),
+                    target: l.target.clone(),
+                    status: s,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Notes nothing else links to (self-links do not count); with `no_outbound`, only those that
+/// also link to nothing.
+pub fn orphans(model: &Model, no_outbound: bool) -> Vec<String> {
+    model
+        .notes()
+        .iter()
+        .filter(|(path, note)| {
+            let inbound = model.backlinks(path).any(|s| s != *path);
+            let outbound = note
+                .targets
+                .iter()
+                .any(|t| matches!(t, Target::File { path: p, .. } if p != *path));
+            !inbound && !(no_outbound && outbound)
+        })
+        .map(|(p, _)| p.to_string())
+        .collect()
+}
+
+/// Which links `get_neighbors` follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Links from the note to others.
+    Out,
+    /// Links from others to the note.
+    In,
+    /// Both.
+    Both,
+}
+
+/// A note reached by `get_neighbors`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Neighbor {
+    /// Vault path.
+    pub path: String,
+    /// Number of links from the start note (1 = direct).
+    pub distance: usize,
+}
+
+/// Breadth-first neighbours of `start` up to `depth` links away, nearest first, then by path.
+pub fn neighbors(
+    model: &Model,
+    start: &VaultPath,
+    depth: usize,
+    direction: Direction,
+) -> Result<Vec<Neighbor>, NoteError> {
+    if !model.files().contains_key(start) {
+        return Err(NoteError::InvalidArgument(format!(
+            "{start}: not a file of the vault"
+        )));
+    }
+    let mut seen: BTreeSet<VaultPath> = BTreeSet::from([start.clone()]);
+    let mut out = Vec::new();
+    let mut queue = VecDeque::from([(start.clone(), 0usize)]);
+    while let Some((node, d)) = queue.pop_front() {
+        if d == depth {
+            continue;
+        }
+        let mut next: BTreeSet<VaultPath> = BTreeSet::new();
+        if direction != Direction::In
+            && let Some(note) = model.note(&node)
+        {
+            for t in &note.targets {
+                if let Target::File { path, .. } = t {
+                    next.insert(path.clone());
+                }
+            }
+        }
+        if direction != Direction::Out {
+            next.extend(model.backlinks(&node).cloned());
+        }
+        for n in next {
+            if seen.insert(n.clone()) {
+                out.push(Neighbor {
+                    path: n.to_string(),
+                    distance: d + 1,
+                });
+                queue.push_back((n, d + 1));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.distance.cmp(&b.distance).then_with(|| a.path.cmp(&b.path)));
+    Ok(out)
+}
+
+/// A tag with the number of notes that carry it or one of its nested tags.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct TagCount {
+    /// The tag without `#`, as first written in the vault (`Project/Alpha`).
+    pub tag: String,
+    /// Notes carrying this tag or a tag nested under it.
+    pub notes: usize,
+}
+
+/// How `list_tags` orders tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TagSort {
+    /// Most notes first, then by name.
+    #[default]
+    Count,
+    /// By name.
+    Name,
+}
+
+/// Every tag (nested tags rolled up into their parents) under `prefix`.
+pub fn tag_counts(model: &Model, prefix: Option<&str>, sort: TagSort) -> Vec<TagCount> {
+    let mut rolled: BTreeMap<String, BTreeSet<&VaultPath>> = BTreeMap::new();
+    for (tag, notes) in model.tags() {
+        let mut end = 0;
+        loop {
+            let next = tag[end..].find('/').map(|i| end + i);
+            let parent = &tag[..next.unwrap_or(tag.len())];
+            rolled.entry(parent.to_owned()).or_default().extend(notes.iter());
+            match next {
+                Some(i) => end = i + 1,
+                None => break,
+            }
+        }
+    }
+    let prefix = prefix.map(markdown::normalize_tag);
+    let mut out: Vec<TagCount> = rolled
+        .into_iter()
+        .filter(|(t, _)| prefix.as_deref().is_none_or(|p| markdown::tag_matches(t, p)))
+        .map(|(t, notes)| TagCount {
+            tag: display_tag(model, &t),
+            notes: notes.len(),
+        })
+        .collect();
+    if sort == TagSort::Count {
+        out.sort_by(|a, b| b.notes.cmp(&a.notes).then_with(|| a.tag.to_lowercase().cmp(&b.tag.to_lowercase())));
+    }
+    out
+}
+
+/// The display form of a (possibly rolled-up parent) normalised tag.
+fn display_tag(model: &Model, normalized: &str) -> String {
+    let shown = model.tag_display(normalized);
+    if shown != normalized {
+        return shown.to_owned();
+    }
+    // A parent that never appears alone: take its casing from a child.
+    let prefix = format!("{normalized}/");
+    model
+        .tags()
+        .range(prefix.clone()..)
+        .next()
+        .filter(|(t, _)| t.starts_with(&prefix))
+        .map(|(t, _)| model.tag_display(t)[..normalized.len()].to_owned())
+        .unwrap_or_else(|| normalized.to_owned())
+}
+
+/// What `resolve_link` answers.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct LinkResolution {
+    /// The path Obsidian would open, or null.
+    pub resolved: Option<String>,
+    /// resolved | broken | ambiguous | missing_heading | missing_block.
+    pub status: String,
+    /// The link's path part as parsed.
+    pub target: String,
+    /// `#Heading` or `#^block`, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subpath: Option<String>,
+    /// Other files the link could have meant (nearest first), when ambiguous.
+    pub candidates: Vec<String>,
+    /// Notes whose `aliases` match the link text (a hint: aliases are not link targets).
+    pub alias_matches: Vec<String>,
+    /// A sentence explaining the outcome.
+    pub explanation: String,
+}
+
+/// Resolves a link (`[[Note#H|alias]]`, `![[img.png]]`, `[t](a%20b.md)` or a bare `Note#H`) as
+/// Obsidian would from the note `from`.
+pub fn resolve_link(model: &Model, link: &str, from: Option<&VaultPath>) -> Result<LinkResolution, NoteError> {
+    let link = link.trim();
+    if link.is_empty() || link.len() > 4096 {
+        return Err(NoteError::InvalidArgument(
+            "link must be 1 to 4096 bytes, like `[[Note#Heading]]` or `Folder/Note`".to_owned(),
+        ));
+    }
+    let parsed = markdown::parse_note(link);
+    let bare;
+    let l: &Link = match parsed.links.first() {
+        Some(l) => l,
+        None => {
+            let text = if link.starts_with("[[") || link.starts_with("![[") {
+                link.to_owned()
+            } else {
+                format!("[[{link}]]")
+            };
+            bare = markdown::parse_note(&text);
+            bare.links.first().ok_or_else(|| {
+                NoteError::InvalidArgument(format!(
+                    "cannot read `{link}` as a link; give `[[Note]]`, `[[Note#Heading]]` or a path"
+                ))
+            })?
+        }
+    };
+    let subpath = subpath_text(&l.subpath);
+    let alias_key = crate::model::linkres::key(&l.target);
+    let alias_matches: Vec<String> = model
+        .notes()
+        .iter()
+        .filter(|(_, n)| n.parsed.aliases.iter().any(|a| crate::model::linkres::key(a) == alias_key))
+        .map(|(p, _)| p.to_string())
+        .take(20)
+        .collect();
+    let (resolved, candidates, status, explanation) = match model.resolve(&l.target, from) {
+        Resolution::NotFound => {
+            let why = if alias_matches.is_empty() {
+                format!("no file matches `{}`", l.target)
+            } else {
+                format!(
+                    "no file matches `{}`, but it is an alias of {}; Obsidian links to the note's name, like `[[{}|{}]]`",
+                    l.target,
+                    alias_matches.join(", "),
+                    alias_matches[0].trim_end_matches(".md"),
+                    l.target
+                )
+            };
+            (None, Vec::new(), "broken".to_owned(), why)
+        }
+        Resolution::Found { path, alternatives } => {
+            let target = model.target_of(l, from.unwrap_or(&path));
+            let st = status(l, &target);
+            let (status, explanation) = match st {
+                LinkStatus::MissingHeading => (
+                    "missing_heading",
+                    format!("{path} exists but has no heading {}", subpath.clone().unwrap_or_default()),
+                ),
+                LinkStatus::MissingBlock => (
+                    "missing_block",
+                    format!("{path} exists but has no block {}", subpath.clone().unwrap_or_default()),
+                ),
+                _ if !alternatives.is_empty() => (
+                    "ambiguous",
+                    format!(
+                        "{} files match; Obsidian opens {path}, the nearest to the linking note",
+                        alternatives.len() + 1
+                    ),
+                ),
+                _ => ("resolved", format!("opens {path}")),
+            };
+            (
+                Some(path.to_string()),
+                alternatives.iter().map(|p| p.to_string()).collect(),
+                status.to_owned(),
+                explanation,
+            )
+        }
+    };
+    Ok(LinkResolution {
+        resolved,
+        status,
+        target: l.target.clone(),
+        subpath,
+        candidates,
+        alias_matches,
+        explanation,
+    })
+}

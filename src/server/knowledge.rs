@@ -1,0 +1,321 @@
+//! Tools over the vault model: links, backlinks, broken links, orphans, neighbours, tags,
+//! link resolution.
+
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::CapvaultServer;
+use crate::notes::graph::{
+    self, BrokenLink, Direction, InLink, LinkResolution, Neighbor, OutLink, TagCount, TagSort,
+};
+use crate::notes::paging::{fingerprint, page};
+use crate::vault::VaultPath;
+
+/// Arguments of `get_links`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetLinksArgs {
+    /// Path of the note (or any file, for incoming links), relative to the vault root.
+    pub path: String,
+    /// `out` (links in this note), `in` (backlinks) or `both` (default).
+    #[serde(default = "both")]
+    pub direction: Direction,
+    /// Maximum links per direction, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page (only with direction `out` or `in`).
+    pub cursor: Option<String>,
+}
+
+fn both() -> Direction {
+    Direction::Both
+}
+
+/// Reply of `get_links`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LinksReply {
+    /// The note asked about.
+    pub path: String,
+    /// Outgoing links in text order (direction `out` or `both`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outgoing: Option<Vec<OutLink>>,
+    /// Number of outgoing links in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outgoing_total: Option<usize>,
+    /// Backlinks by source path then line (direction `in` or `both`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incoming: Option<Vec<InLink>>,
+    /// Number of backlinks in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incoming_total: Option<usize>,
+    /// True when a list was cut; page with `direction` `out` or `in` and `cursor`.
+    pub truncated: bool,
+    /// Cursor for the next page (direction `out` or `in` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Arguments of `find_broken_links`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrokenLinksArgs {
+    /// Only notes under this folder (default: the whole vault).
+    #[serde(default)]
+    pub folder: String,
+    /// Maximum results, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// A page of a list.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PageReply<T: JsonSchema> {
+    /// The items of this page.
+    pub items: Vec<T>,
+    /// Items in all.
+    pub total: usize,
+    /// True when more items exist than this page returns.
+    pub truncated: bool,
+    /// Pass back as `cursor` for the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl<T: JsonSchema> From<crate::notes::paging::Page<T>> for PageReply<T> {
+    fn from(p: crate::notes::paging::Page<T>) -> Self {
+        PageReply {
+            truncated: p.truncated(),
+            items: p.items,
+            total: p.total,
+            next_cursor: p.next_cursor,
+        }
+    }
+}
+
+/// Arguments of `find_orphans`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OrphansArgs {
+    /// Also require that the note links to nothing (default false: only "nothing links here").
+    #[serde(default)]
+    pub no_outbound: bool,
+    /// Maximum results, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Arguments of `get_neighbors`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NeighborsArgs {
+    /// Path of the starting note.
+    pub path: String,
+    /// How many links away to go, 1 to 5 (default 1).
+    pub depth: Option<u32>,
+    /// Follow `out` links, `in` links (backlinks) or `both` (default).
+    #[serde(default = "both")]
+    pub direction: Direction,
+    /// Maximum notes, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Arguments of `list_tags`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListTagsArgs {
+    /// Only this tag and the tags nested under it (e.g. `project` gives `project`, `project/alpha`).
+    pub prefix: Option<String>,
+    /// `count` (most used first, default) or `name`.
+    #[serde(default)]
+    pub sort: TagSort,
+    /// Maximum tags, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Arguments of `resolve_link`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveLinkArgs {
+    /// The link: `[[Note#Heading|alias]]`, `![[image.png]]`, `[text](Folder/Note.md)` or a bare
+    /// `Folder/Note#Heading`.
+    pub link: String,
+    /// The note that contains the link (changes which of several same-named notes is chosen).
+    pub from: Option<String>,
+}
+
+fn parse_path(p: &str) -> Result<VaultPath, String> {
+    VaultPath::parse(p).map_err(|e| format!("invalid path: {e}"))
+}
+
+#[tool_router(router = knowledge_router, vis = "pub(super)")]
+impl CapvaultServer {
+    /// Links of a note: outgoing links (raw text, target, resolved path or null, kind, line,
+    /// status) and backlinks (source note, line, excerpt).
+    #[tool(annotations(
+        title = "Get links and backlinks",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn get_links(
+        &self,
+        Parameters(args): Parameters<GetLinksArgs>,
+    ) -> Result<Json<LinksReply>, String> {
+        let path = parse_path(&args.path)?;
+        if args.cursor.is_some() && args.direction == Direction::Both {
+            return Err("a cursor pages one list: pass direction `out` or `in` with it".to_owned());
+        }
+        self.with_model(move |vault, model| {
+            let mut reply = LinksReply {
+                path: path.to_string(),
+                outgoing: None,
+                outgoing_total: None,
+                incoming: None,
+                incoming_total: None,
+                truncated: false,
+                next_cursor: None,
+            };
+            if args.direction != Direction::In {
+                let all = graph::outgoing(model, &path)?;
+                let q = fingerprint(&("out", path.as_str()));
+                let p = page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?;
+                reply.truncated |= p.truncated();
+                reply.outgoing_total = Some(p.total);
+                reply.next_cursor = p.next_cursor;
+                reply.outgoing = Some(p.items);
+            }
+            if args.direction != Direction::Out {
+                let p = graph::incoming(model, vault, &path, args.limit, args.cursor.as_deref())?;
+                reply.truncated |= p.truncated();
+                reply.incoming_total = Some(p.total);
+                if args.direction == Direction::In {
+                    reply.next_cursor = p.next_cursor;
+                }
+                reply.incoming = Some(p.items);
+            }
+            Ok(reply)
+        })
+        .await
+        .map(Json)
+    }
+
+    /// Links that lead nowhere: no such note, or a `#heading`/`#^block` the target lacks.
+    #[tool(annotations(
+        title = "Find broken links",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn find_broken_links(
+        &self,
+        Parameters(args): Parameters<BrokenLinksArgs>,
+    ) -> Result<Json<PageReply<BrokenLink>>, String> {
+        let folder = VaultPath::parse_folder(&args.folder).map_err(|e| format!("invalid folder: {e}"))?;
+        self.with_model(move |vault, model| {
+            if !folder.is_root() {
+                vault.check_folder(&folder)?;
+            }
+            let all = graph::broken_links(model, &folder);
+            let q = fingerprint(&("broken", folder.as_str()));
+            Ok(page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?.into())
+        })
+        .await
+        .map(Json)
+    }
+
+    /// Notes that no other note links to (optionally: that also link to nothing).
+    #[tool(annotations(
+        title = "Find orphan notes",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn find_orphans(
+        &self,
+        Parameters(args): Parameters<OrphansArgs>,
+    ) -> Result<Json<PageReply<String>>, String> {
+        self.with_model(move |_, model| {
+            let all = graph::orphans(model, args.no_outbound);
+            let q = fingerprint(&("orphans", args.no_outbound));
+            Ok(page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?.into())
+        })
+        .await
+        .map(Json)
+    }
+
+    /// Notes within a few links of a note (breadth-first), nearest first.
+    #[tool(annotations(
+        title = "Get neighbouring notes",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn get_neighbors(
+        &self,
+        Parameters(args): Parameters<NeighborsArgs>,
+    ) -> Result<Json<PageReply<Neighbor>>, String> {
+        let path = parse_path(&args.path)?;
+        let depth = args.depth.unwrap_or(1);
+        if !(1..=5).contains(&depth) {
+            return Err(format!("depth must be between 1 and 5 (got {depth})"));
+        }
+        self.with_model(move |_, model| {
+            let all = graph::neighbors(model, &path, depth as usize, args.direction)?;
+            let q = fingerprint(&("neighbors", path.as_str(), depth, args.direction));
+            Ok(page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?.into())
+        })
+        .await
+        .map(Json)
+    }
+
+    /// Tags with the number of notes using each; nested tags (`a/b`) also count toward `a`.
+    #[tool(annotations(
+        title = "List tags",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn list_tags(
+        &self,
+        Parameters(args): Parameters<ListTagsArgs>,
+    ) -> Result<Json<PageReply<TagCount>>, String> {
+        self.with_model(move |_, model| {
+            let all = graph::tag_counts(model, args.prefix.as_deref(), args.sort);
+            let q = fingerprint(&("tags", args.prefix.as_deref(), args.sort));
+            Ok(page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?.into())
+        })
+        .await
+        .map(Json)
+    }
+
+    /// Which file a link opens in Obsidian, or why it opens nothing (broken, ambiguous, missing
+    /// heading or block).
+    #[tool(annotations(
+        title = "Resolve a link",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn resolve_link(
+        &self,
+        Parameters(args): Parameters<ResolveLinkArgs>,
+    ) -> Result<Json<LinkResolution>, String> {
+        let from = args.from.as_deref().map(parse_path).transpose()?;
+        self.with_model(move |_, model| Ok(graph::resolve_link(model, &args.link, from.as_ref())?))
+            .await
+            .map(Json)
+    }
+}

@@ -1,0 +1,292 @@
+//! The knowledge-model tools over the example vault, through the real binary over stdio.
+//! Facts asserted here were checked by hand against `examples/vault/`.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::Server;
+use serde_json::{Value, json};
+
+/// A private copy of examples/vault plus one orphan note.
+fn example_copy() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("vault");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/vault"), &dst);
+    std::fs::write(dst.join("Loose Thought.md"), "Nothing links here, and this links nowhere.\n").unwrap();
+    (tmp, dst)
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), to).unwrap();
+        }
+    }
+}
+
+fn strings(v: &Value, field: &str) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|x| x[field].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn outgoing_links_resolve_with_headings_blocks_and_aliases() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let r = s
+        .ok("get_links", json!({"path": "Projects/Garden Plan.md", "direction": "out"}))
+        .await;
+    let out = r["outgoing"].as_array().unwrap();
+    let find = |raw: &str| {
+        out.iter()
+            .find(|l| l["raw"] == raw)
+            .unwrap_or_else(|| panic!("no link {raw} in {r}"))
+            .clone()
+    };
+    let l = find("[[Compost#Ratios]]");
+    assert_eq!(l["resolved"], "Resources/Compost.md");
+    assert_eq!(l["subpath"], "#Ratios");
+    assert_eq!(l["status"], "resolved");
+    assert_eq!(l["kind"], "wikilink");
+    assert_eq!(l["line"], 34);
+    let l = find("[[Compost#^browns-greens]]");
+    assert_eq!(l["status"], "resolved");
+    assert_eq!(l["subpath"], "#^browns-greens");
+    let l = find("[[Daily/2026-11-30|today]]");
+    assert_eq!(l["resolved"], "Daily/2026-11-30.md");
+    assert_eq!(l["line"], 11);
+    assert!(r.get("incoming").is_none());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn backlinks_list_every_source_with_line_and_excerpt() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let r = s
+        .ok("get_links", json!({"path": "Resources/Compost.md", "direction": "in"}))
+        .await;
+    let sources = strings(&r["incoming"], "source");
+    for want in [
+        "Areas/Garden Journal.md",
+        "Home.md",
+        "Projects/Garden Plan.md",
+        "Resources/The Patient Plot.md",
+    ] {
+        assert!(sources.iter().any(|s| s == want), "{want} missing from {sources:?}");
+    }
+    // The markdown link [compost ratios](Resources/Compost.md#Ratios) in Home.md counts.
+    let home: Vec<&Value> = r["incoming"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["source"] == "Home.md")
+        .collect();
+    assert_eq!(home.len(), 2, "{home:?}");
+    assert!(home.iter().all(|l| l["line"] == 22));
+    assert!(home[0]["excerpt"].as_str().unwrap().contains("compost ratios"));
+    assert_eq!(r["incoming_total"], r["incoming"].as_array().unwrap().len());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_only_broken_link_is_the_deliberate_one() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let r = s.ok("find_broken_links", json!({})).await;
+    assert_eq!(r["total"], 1, "{r}");
+    assert_eq!(r["items"][0]["source"], "Inbox.md");
+    assert_eq!(r["items"][0]["raw"], "[[Greenhouse Ideas]]");
+    assert_eq!(r["items"][0]["status"], "broken");
+    // A heading that does not exist is reported as such.
+    std::fs::write(v.join("Bad.md"), "See [[Compost#No Such Heading]] and [[Compost#^nope]].\n").unwrap();
+    let r = s.ok("find_broken_links", json!({"limit": 10})).await;
+    let statuses: Vec<String> = strings(&r["items"], "status");
+    assert_eq!(statuses, ["missing_heading", "missing_block", "broken"], "{r}");
+    let r = s.ok("find_broken_links", json!({"folder": "Projects"})).await;
+    assert_eq!(r["total"], 0);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn orphans_neighbors_and_tags() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let r = s.ok("find_orphans", json!({})).await;
+    assert_eq!(r["items"], json!(["Loose Thought.md"]), "{r}");
+    let r = s.ok("find_orphans", json!({"no_outbound": true})).await;
+    assert_eq!(r["items"], json!(["Loose Thought.md"]));
+
+    let r = s
+        .ok("get_neighbors", json!({"path": "Resources/Compost.md", "direction": "in", "depth": 1}))
+        .await;
+    let near = strings(&r["items"], "path");
+    assert!(near.contains(&"Home.md".to_owned()) && near.contains(&"Areas/Garden Journal.md".to_owned()));
+    assert!(r["items"].as_array().unwrap().iter().all(|n| n["distance"] == 1));
+    let r2 = s
+        .ok("get_neighbors", json!({"path": "Resources/Compost.md", "direction": "in", "depth": 2}))
+        .await;
+    assert!(r2["total"].as_u64() > r["total"].as_u64(), "{r2}");
+    let msg = s.err("get_neighbors", json!({"path": "Home.md", "depth": 6})).await;
+    assert!(msg.contains("depth must be between 1 and 5"));
+
+    let r = s.ok("list_tags", json!({"prefix": "garden"})).await;
+    let tags: Vec<(String, u64)> = r["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["tag"].as_str().unwrap().to_owned(), t["notes"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        tags,
+        [("garden".to_owned(), 6), ("garden/planning".to_owned(), 1), ("garden/soil".to_owned(), 1)]
+    );
+    let r = s.ok("list_tags", json!({"sort": "name", "limit": 3})).await;
+    assert_eq!(strings(&r["items"], "tag"), ["area", "book", "daily"]);
+    assert_eq!(r["truncated"], true);
+    // `not-a-tag` sits in a code block and must not be a tag.
+    let r = s.ok("list_tags", json!({"limit": 1000})).await;
+    assert!(!strings(&r["items"], "tag").iter().any(|t| t == "not-a-tag"));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn resolve_link_explains_each_outcome() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let r = s.ok("resolve_link", json!({"link": "[[Compost#Ratios|ratios]]"})).await;
+    assert_eq!((r["resolved"].as_str(), r["status"].as_str()), (Some("Resources/Compost.md"), Some("resolved")));
+    let r = s.ok("resolve_link", json!({"link": "Seed Catalogue"})).await;
+    assert_eq!(r["resolved"], "Resources/Seed Catalogue.md");
+    let r = s.ok("resolve_link", json!({"link": "[[Greenhouse Ideas]]"})).await;
+    assert_eq!(r["status"], "broken");
+    assert!(r["resolved"].is_null());
+    let r = s.ok("resolve_link", json!({"link": "[[Veg Garden]]"})).await;
+    assert_eq!(r["status"], "broken");
+    assert_eq!(r["alias_matches"], json!(["Projects/Garden Plan.md"]));
+    assert!(r["explanation"].as_str().unwrap().contains("alias"));
+    let r = s.ok("resolve_link", json!({"link": "[[Garden Plan#Nope]]"})).await;
+    assert_eq!(r["status"], "missing_heading");
+    let r = s.ok("resolve_link", json!({"link": "[text](Resources/Compost.md#Ratios)"})).await;
+    assert_eq!(r["resolved"], "Resources/Compost.md");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn read_note_views_sections_lines_and_pages() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let p = "Projects/Garden Plan.md";
+    let full = s.ok("read_note", json!({"path": p})).await;
+    let text = full["content"].as_str().unwrap().to_owned();
+    assert!(full.get("next_offset").is_none());
+
+    let outline = s.ok("read_note", json!({"path": p, "format": "outline"})).await;
+    let headings = outline["outline"].as_array().unwrap();
+    assert!(!headings.is_empty());
+    assert!(outline.get("content").is_none());
+    let first = &headings[0];
+    let line = first["line"].as_u64().unwrap() as usize;
+    assert!(text.lines().nth(line - 1).unwrap().contains(first["text"].as_str().unwrap()));
+
+    let sec = s
+        .ok("read_note", json!({"path": p, "section": "Sowing dates"}))
+        .await;
+    let body = sec["content"].as_str().unwrap();
+    assert!(body.starts_with("## Sowing dates") || body.contains("Sowing dates"), "{body}");
+    assert!(body.len() < text.len());
+    let (a, b) = (sec["line_range"][0].as_u64().unwrap(), sec["line_range"][1].as_u64().unwrap());
+    let expected: String = text.lines().skip(a as usize - 1).take((b - a + 1) as usize).map(|l| format!("{l}\n")).collect();
+    assert_eq!(body.trim_end(), expected.trim_end());
+
+    let lines = s.ok("read_note", json!({"path": p, "lines": "1-3"})).await;
+    assert_eq!(lines["content"].as_str().unwrap().lines().count(), 3);
+    assert_eq!(lines["content"].as_str().unwrap(), text.lines().take(3).map(|l| format!("{l}\n")).collect::<String>());
+
+    // Paging by characters reassembles the note exactly.
+    let mut assembled = String::new();
+    let mut offset = 0u64;
+    loop {
+        let page = s.ok("read_note", json!({"path": p, "max_chars": 100, "offset": offset})).await;
+        assembled.push_str(page["content"].as_str().unwrap());
+        match page["next_offset"].as_u64() {
+            Some(n) => offset = n,
+            None => break,
+        }
+    }
+    assert_eq!(assembled, text);
+
+    let fm = s.ok("read_note", json!({"path": p, "format": "frontmatter"})).await;
+    assert_eq!(fm["frontmatter"]["status"], "active");
+    assert_eq!(fm["frontmatter"]["aliases"], json!(["Veg Garden"]));
+    let md = s.ok("read_note", json!({"path": p, "format": "metadata"})).await;
+    let tags: Vec<&str> = md["metadata"]["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(tags, ["project", "garden", "garden/planning"]);
+    assert!(md["metadata"]["block_ids"].as_array().unwrap().iter().any(|b| b["id"] == "sowing-dates"));
+    assert_eq!(md["sha256"], full["sha256"]);
+
+    let msg = s.err("read_note", json!({"path": p, "section": "Nope"})).await;
+    assert!(msg.contains("no heading `Nope`"), "{msg}");
+    let msg = s.err("read_note", json!({"path": p, "lines": "500-600"})).await;
+    assert!(msg.contains("lines must look like"), "{msg}");
+    let msg = s.err("read_note", json!({"path": p, "format": "outline", "lines": "1"})).await;
+    assert!(msg.contains("format `content` only"), "{msg}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn list_notes_filters_by_tag_property_and_glob() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let paths = |r: &Value| {
+        let mut p = strings(&r["notes"], "path");
+        p.sort();
+        p
+    };
+    let r = s.ok("list_notes", json!({"tag": "garden/soil"})).await;
+    // Compost has `soil` and `garden` as separate tags, not the nested `garden/soil`.
+    assert_eq!(paths(&r), ["Areas/Garden Journal.md"]);
+    let r = s.ok("list_notes", json!({"tag": "#Garden"})).await;
+    assert_eq!(r["total"], 6);
+    let r = s.ok("list_notes", json!({"property": "status", "value": "ACTIVE"})).await;
+    assert!(paths(&r).contains(&"Projects/Garden Plan.md".to_owned()), "{r}");
+    let r = s.ok("list_notes", json!({"glob": "Daily/**"})).await;
+    assert_eq!(paths(&r), ["Daily/2026-11-29.md", "Daily/2026-11-30.md"]);
+    let r = s.ok("list_notes", json!({"glob": "Daily/**", "tag": "garden"})).await;
+    assert_eq!(r["total"], 0);
+    let msg = s.err("list_notes", json!({"value": "x"})).await;
+    assert!(msg.contains("needs `property`"));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_model_follows_changes_on_disk() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let r = s.ok("find_broken_links", json!({})).await;
+    assert_eq!(r["total"], 1);
+    // Creating the missing note fixes the broken link...
+    std::fs::write(v.join("Projects/Greenhouse Ideas.md"), "# Greenhouse\n#garden/greenhouse\n").unwrap();
+    let r = s.ok("find_broken_links", json!({})).await;
+    assert_eq!(r["total"], 0, "{r}");
+    let r = s.ok("list_tags", json!({"prefix": "garden/greenhouse"})).await;
+    assert_eq!(r["items"][0]["notes"], 1);
+    // ...deleting it breaks it again, and renaming a linked note breaks its backlinks.
+    std::fs::remove_file(v.join("Projects/Greenhouse Ideas.md")).unwrap();
+    std::fs::rename(v.join("Resources/Compost.md"), v.join("Resources/Humus.md")).unwrap();
+    let r = s.ok("find_broken_links", json!({"limit": 1000})).await;
+    let raws = strings(&r["items"], "raw");
+    assert!(raws.contains(&"[[Greenhouse Ideas]]".to_owned()));
+    assert!(raws.iter().filter(|r| r.contains("Compost")).count() >= 5, "{raws:?}");
+    s.stop().await;
+}
