@@ -223,11 +223,32 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
         assert!(r.is_error, "{what}: accepted: {}", r.raw);
         assert_clean(&what, &r.raw, tmp.path());
 
+        // Every other tool that takes a file path.
+        for (tool, args) in [
+            ("get_links", json!({"path": path})),
+            ("get_links", json!({"path": path, "direction": "in"})),
+            ("get_neighbors", json!({"path": path})),
+            ("read_canvas", json!({"path": path})),
+            ("read_attachment", json!({"path": path})),
+            ("resolve_link", json!({"link": "[[ok]]", "from": path})),
+            ("read_note", json!({"path": path, "format": "metadata"})),
+        ] {
+            let what = format!("{tool} [{why}]");
+            let r = with_deadline(&what, s.call(tool, args)).await;
+            assert!(r.is_error, "{what}: accepted: {}", r.raw);
+            assert_clean(&what, &r.raw, tmp.path());
+        }
+
         // Folder arguments: the empty path is the vault root, which is allowed; every other row
         // is refused.
         if !path.is_empty() {
             let what = format!("list_notes [{why}]");
             let r = with_deadline(&what, s.call("list_notes", json!({"folder": path}))).await;
+            assert!(r.is_error, "{what}: accepted: {}", r.raw);
+            assert_clean(&what, &r.raw, tmp.path());
+
+            let what = format!("find_broken_links [{why}]");
+            let r = with_deadline(&what, s.call("find_broken_links", json!({"folder": path}))).await;
             assert!(r.is_error, "{what}: accepted: {}", r.raw);
             assert_clean(&what, &r.raw, tmp.path());
 
@@ -268,6 +289,20 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
     assert!(listed.contains(&"ok.md") && listed.contains(&"dir/inner.md"));
     let resources = s.client.list_all_resources().await.unwrap();
     assert_eq!(resources.len(), 2);
+    // The model-based tools see the same two notes and no secret.
+    for (tool, args) in [
+        ("vault_info", json!({})),
+        ("list_tags", json!({"limit": 1000})),
+        ("find_orphans", json!({"limit": 1000})),
+        ("find_broken_links", json!({"limit": 1000})),
+        ("list_notes", json!({"glob": "**", "limit": 1000})),
+    ] {
+        let r = s.call(tool, args).await;
+        assert!(!r.is_error, "{tool}: {}", r.raw);
+        assert_clean(tool, &r.raw, tmp.path());
+    }
+    let info = s.ok("vault_info", json!({})).await;
+    assert_eq!(info["notes"], 2, "{info}");
     s.stop().await;
 
     assert_eq!(

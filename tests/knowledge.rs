@@ -290,3 +290,118 @@ async fn the_model_follows_changes_on_disk() {
     assert!(raws.iter().filter(|r| r.contains("Compost")).count() >= 5, "{raws:?}");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn vault_info_reports_counts_and_obsidian_settings() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let r = s.ok("vault_info", json!({})).await;
+    assert_eq!(r["name"], "vault");
+    assert_eq!(r["notes"], 15, "{r}");
+    assert_eq!(r["canvases"], 1);
+    assert_eq!(r["attachments"], 0);
+    assert_eq!(r["writes_enabled"], false);
+    assert_eq!(r["settings"]["app"]["new_link_format"], "shortest");
+    assert_eq!(r["settings"]["app"]["attachment_folder_path"], "Attachments");
+    assert_eq!(r["settings"]["app"]["trash_option"], "local");
+    assert_eq!(r["settings"]["daily_notes"]["folder"], "Daily");
+    assert_eq!(r["settings"]["daily_notes"]["source"], "daily-notes");
+    assert_eq!(r["settings"]["templates"]["folder"], "Templates");
+    assert_eq!(r["settings"]["errors"], json!([]));
+    // A broken settings file is reported by its vault-relative name, not fatal.
+    std::fs::write(v.join(".obsidian/templates.json"), "{not json").unwrap();
+    let r = s.ok("vault_info", json!({})).await;
+    let errors = r["settings"]["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].as_str().unwrap().starts_with(".obsidian/templates.json"), "{errors:?}");
+    assert!(!r.to_string().contains(_tmp.path().to_str().unwrap()));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn daily_notes_follow_the_vault_settings() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start(&v).await;
+    let r = s.ok("get_daily_note", json!({"date": "2026-11-30"})).await;
+    assert_eq!(r["path"], "Daily/2026-11-30.md");
+    assert_eq!(r["exists"], true);
+    assert!(r["content"].as_str().unwrap().contains("date: 2026-11-30"));
+    assert_eq!(r["source"], "daily-notes");
+    let r = s.ok("get_daily_note", json!({"date": "2026-11-28"})).await;
+    assert_eq!(r["exists"], false);
+    assert_eq!(r["path"], "Daily/2026-11-28.md");
+    assert!(r["message"].as_str().unwrap().contains("no daily note for 2026-11-28"));
+    let msg = s.err("get_daily_note", json!({"date": "30/11/2026"})).await;
+    assert!(msg.contains("invalid date"), "{msg}");
+    s.stop().await;
+
+    // Periodic Notes, when enabled, takes precedence, and `/` in the format makes folders.
+    std::fs::write(v.join(".obsidian/community-plugins.json"), r#"["periodic-notes"]"#).unwrap();
+    std::fs::create_dir_all(v.join(".obsidian/plugins/periodic-notes")).unwrap();
+    std::fs::write(
+        v.join(".obsidian/plugins/periodic-notes/data.json"),
+        r#"{"daily": {"enabled": true, "folder": "Journal", "format": "YYYY/MM/YYYY-MM-DD ddd", "template": ""}}"#,
+    )
+    .unwrap();
+    common::write_tree(&v, &[("Journal/2026/11/2026-11-30 Mon.md", "periodic daily\n")]);
+    let s = Server::start(&v).await;
+    let r = s.ok("get_daily_note", json!({"date": "2026-11-30"})).await;
+    assert_eq!(r["path"], "Journal/2026/11/2026-11-30 Mon.md", "{r}");
+    assert_eq!(r["source"], "periodic-notes");
+    assert_eq!(r["content"], "periodic daily\n");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn canvases_are_validated_and_file_nodes_resolved() {
+    let (_tmp, v) = example_copy();
+    let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    let r = s.ok("read_canvas", json!({"path": "Projects/Garden Layout.canvas"})).await;
+    assert!(r["canvas"]["nodes"].as_array().unwrap().len() >= 3);
+    assert_eq!(r["canvas"]["issues"], json!([]), "{r}");
+    let files = r["files"].as_array().unwrap();
+    assert!(files.iter().any(|f| f["resolved"] == "Projects/Garden Plan.md"), "{r}");
+    std::fs::write(
+        v.join("Bad.canvas"),
+        r#"{"nodes":[{"id":"a","type":"file","file":"Nowhere.md","x":0,"y":0,"width":10,"height":10}],"edges":[{"id":"e","fromNode":"a","toNode":"zz"}]}"#,
+    )
+    .unwrap();
+    let r = s.ok("read_canvas", json!({"path": "Bad.canvas"})).await;
+    assert!(r["files"][0]["resolved"].is_null());
+    assert!(!r["canvas"]["issues"].as_array().unwrap().is_empty(), "{r}");
+    let msg = s.err("read_canvas", json!({"path": "Home.md"})).await;
+    assert!(msg.contains("not a canvas"));
+    std::fs::write(v.join("Broken.canvas"), "{nope").unwrap();
+    let msg = s.err("read_canvas", json!({"path": "Broken.canvas"})).await;
+    assert!(msg.starts_with("Broken.canvas:"), "{msg}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn attachments_come_back_whole_or_not_at_all() {
+    let (_tmp, v) = example_copy();
+    let png: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDRfake";
+    common::write_tree(&v, &[("Attachments/readme.txt", "x")]);
+    std::fs::write(v.join("Attachments/pixel.png"), png).unwrap();
+    let big = std::fs::File::create(v.join("Attachments/huge.pdf")).unwrap();
+    big.set_len(7 * 1024 * 1024).unwrap();
+    let s = Server::start(&v).await;
+    let r = s.call("read_attachment", json!({"path": "Attachments/pixel.png"})).await;
+    assert!(!r.is_error, "{}", r.raw);
+    assert_eq!(r.structured["mime_type"], "image/png");
+    assert_eq!(r.structured["size"], png.len());
+    let raw: Value = serde_json::from_str(&r.raw).unwrap();
+    let blob = raw["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|c| c["resource"]["blob"].as_str())
+        .expect("an embedded blob resource");
+    use base64::Engine;
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(blob).unwrap(), png);
+    let msg = s.err("read_attachment", json!({"path": "Attachments/huge.pdf"})).await;
+    assert!(msg.contains("over the 6291456-byte limit"), "{msg}");
+    let msg = s.err("read_attachment", json!({"path": ".obsidian/app.json"})).await;
+    assert!(msg.contains("hidden"), "{msg}");
+    s.stop().await;
+}

@@ -89,7 +89,24 @@ async fn tools_have_fixed_names_truthful_annotations_and_output_schemas() {
     let tools = s.client.list_all_tools().await.unwrap();
     let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    assert_eq!(names, ["list_notes", "read_note", "search_notes"]);
+    assert_eq!(
+        names,
+        [
+            "find_broken_links",
+            "find_orphans",
+            "get_daily_note",
+            "get_links",
+            "get_neighbors",
+            "list_notes",
+            "list_tags",
+            "read_attachment",
+            "read_canvas",
+            "read_note",
+            "resolve_link",
+            "search_notes",
+            "vault_info",
+        ]
+    );
     for t in &tools {
         let a = t.annotations.as_ref().expect("annotations");
         assert_eq!(a.read_only_hint, Some(true), "{}", t.name);

@@ -314,7 +314,16 @@ impl CapvaultServer {
         Parameters(args): Parameters<ResolveLinkArgs>,
     ) -> Result<Json<LinkResolution>, String> {
         let from = args.from.as_deref().map(parse_path).transpose()?;
-        self.with_model(move |_, model| Ok(graph::resolve_link(model, &args.link, from.as_ref())?))
+        self.with_model(move |_, model| {
+            if let Some(f) = &from
+                && model.note(f).is_none()
+            {
+                return Err(crate::notes::NoteError::InvalidArgument(format!(
+                    "{f}: not a note of the vault (`from` names the note that contains the link)"
+                )));
+            }
+            Ok(graph::resolve_link(model, &args.link, from.as_ref())?)
+        })
             .await
             .map(Json)
     }
