@@ -15,8 +15,16 @@
 //!   step at a time so that symlinks can neither leave the vault nor lead into hidden folders.
 //!   clippy's `disallowed-methods` (`clippy.toml`) keeps `std::fs`/`tokio::fs` out of every other
 //!   module.
-//! - [`notes`]: the operations behind the tools (read, list, search) as plain functions over a
-//!   `Vault`, with bounded results and errors written for the client.
+//! - [`markdown`]: pure parsing of one note (frontmatter, aliases, tags, headings, block ids, links
+//!   with positions) as Obsidian reads it. No I/O.
+//! - [`obsidian`]: Obsidian's own formats, parsed without I/O: `.obsidian` settings, Moment.js
+//!   date formats for daily notes, JSON Canvas.
+//! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
+//!   (in parallel), the file index for link resolution, tags, forward links and backlinks, kept
+//!   current by a stat-based refresh that applies changes one note at a time.
+//! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
+//!   graph and tags, settings) as plain functions over a `Vault` and the model, with bounded,
+//!   paged results and errors written for the client.
 //! - [`server`]: the MCP server (rmcp): thin tool handlers and the resources API. Handlers parse
 //!   arguments, call [`notes`], shape replies.
 //! - [`app`]: what the subcommands do (`serve` over stdio, `call` one tool in-process);
