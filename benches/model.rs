@@ -34,11 +34,17 @@ fn main() {
             .map(|n| {
                 let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-vaults");
                 let g = generator::generate(&dir, n, 42);
-                (g.root, format!("synthetic {n} notes, {:.0} MB", g.bytes as f64 / 1e6))
+                (
+                    g.root,
+                    format!("synthetic {n} notes, {:.0} MB", g.bytes as f64 / 1e6),
+                )
             })
             .collect(),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     for (root, label) in vaults {
         println!("\n## {label}");
         let vault = Vault::open(&root, Limits::default()).unwrap();
@@ -57,8 +63,17 @@ fn main() {
             links,
             build.as_secs_f64()
         );
-        println!("refresh with nothing changed (stat scan of {} files): {:.0} ms", again.files, noop.as_secs_f64() * 1e3);
-        let some_note = model.notes().keys().nth(model.note_count() / 2).unwrap().to_string();
+        println!(
+            "refresh with nothing changed (stat scan of {} files): {:.0} ms",
+            again.files,
+            noop.as_secs_f64() * 1e3
+        );
+        let some_note = model
+            .notes()
+            .keys()
+            .nth(model.note_count() / 2)
+            .unwrap()
+            .to_string();
         let hub = model
             .notes()
             .keys()
@@ -69,22 +84,46 @@ fn main() {
 
         rt.block_on(async {
             let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-            cmd.arg("serve").arg(&root).env("CAPVAULT_LOG", "capvault=warn");
+            cmd.arg("serve")
+                .arg(&root)
+                .env("CAPVAULT_LOG", "capvault=warn");
             let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
             let cases: Vec<(&str, &str, Value)> = vec![
-                ("get_links out (a note)", "get_links", json!({"path": some_note, "direction": "out"})),
-                ("get_links in (most-linked note)", "get_links", json!({"path": hub, "direction": "in", "limit": 20})),
+                (
+                    "get_links out (a note)",
+                    "get_links",
+                    json!({"path": some_note, "direction": "out"}),
+                ),
+                (
+                    "get_links in (most-linked note)",
+                    "get_links",
+                    json!({"path": hub, "direction": "in", "limit": 20}),
+                ),
                 ("list_tags (top 100 by count)", "list_tags", json!({})),
-                ("find_broken_links (first 100)", "find_broken_links", json!({})),
-                ("resolve_link", "resolve_link", json!({"link": format!("[[{}]]", some_note.trim_end_matches(".md"))})),
+                (
+                    "find_broken_links (first 100)",
+                    "find_broken_links",
+                    json!({}),
+                ),
+                (
+                    "resolve_link",
+                    "resolve_link",
+                    json!({"link": format!("[[{}]]", some_note.trim_end_matches(".md"))}),
+                ),
             ];
-            println!("{:<36} {:>9} {:>9}", "call (client round trip)", "p50 ms", "p95 ms");
+            println!(
+                "{:<36} {:>9} {:>9}",
+                "call (client round trip)", "p50 ms", "p95 ms"
+            );
             for (label, tool, args) in cases {
                 let mut times = Vec::new();
                 for i in 0..21 {
                     let t = Instant::now();
                     let r = client
-                        .call_tool(CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone()))
+                        .call_tool(
+                            CallToolRequestParams::new(tool)
+                                .with_arguments(args.as_object().unwrap().clone()),
+                        )
                         .await
                         .unwrap();
                     assert_ne!(r.is_error, Some(true), "{label}: {:?}", r.content);

@@ -248,7 +248,8 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
             assert_clean(&what, &r.raw, tmp.path());
 
             let what = format!("find_broken_links [{why}]");
-            let r = with_deadline(&what, s.call("find_broken_links", json!({"folder": path}))).await;
+            let r =
+                with_deadline(&what, s.call("find_broken_links", json!({"folder": path}))).await;
             assert!(r.is_error, "{what}: accepted: {}", r.raw);
             assert_clean(&what, &r.raw, tmp.path());
 

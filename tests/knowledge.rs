@@ -13,8 +13,15 @@ use serde_json::{Value, json};
 fn example_copy() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join("vault");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/vault"), &dst);
-    std::fs::write(dst.join("Loose Thought.md"), "Nothing links here, and this links nowhere.\n").unwrap();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/vault"),
+        &dst,
+    );
+    std::fs::write(
+        dst.join("Loose Thought.md"),
+        "Nothing links here, and this links nowhere.\n",
+    )
+    .unwrap();
     (tmp, dst)
 }
 
@@ -44,7 +51,10 @@ async fn outgoing_links_resolve_with_headings_blocks_and_aliases() {
     let (_tmp, v) = example_copy();
     let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
     let r = s
-        .ok("get_links", json!({"path": "Projects/Garden Plan.md", "direction": "out"}))
+        .ok(
+            "get_links",
+            json!({"path": "Projects/Garden Plan.md", "direction": "out"}),
+        )
         .await;
     let out = r["outgoing"].as_array().unwrap();
     let find = |raw: &str| {
@@ -74,7 +84,10 @@ async fn backlinks_list_every_source_with_line_and_excerpt() {
     let (_tmp, v) = example_copy();
     let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
     let r = s
-        .ok("get_links", json!({"path": "Resources/Compost.md", "direction": "in"}))
+        .ok(
+            "get_links",
+            json!({"path": "Resources/Compost.md", "direction": "in"}),
+        )
         .await;
     let sources = strings(&r["incoming"], "source");
     for want in [
@@ -83,7 +96,10 @@ async fn backlinks_list_every_source_with_line_and_excerpt() {
         "Projects/Garden Plan.md",
         "Resources/The Patient Plot.md",
     ] {
-        assert!(sources.iter().any(|s| s == want), "{want} missing from {sources:?}");
+        assert!(
+            sources.iter().any(|s| s == want),
+            "{want} missing from {sources:?}"
+        );
     }
     // The markdown link [compost ratios](Resources/Compost.md#Ratios) in Home.md counts.
     let home: Vec<&Value> = r["incoming"]
@@ -94,7 +110,12 @@ async fn backlinks_list_every_source_with_line_and_excerpt() {
         .collect();
     assert_eq!(home.len(), 2, "{home:?}");
     assert!(home.iter().all(|l| l["line"] == 22));
-    assert!(home[0]["excerpt"].as_str().unwrap().contains("compost ratios"));
+    assert!(
+        home[0]["excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("compost ratios")
+    );
     assert_eq!(r["incoming_total"], r["incoming"].as_array().unwrap().len());
     s.stop().await;
 }
@@ -109,11 +130,21 @@ async fn the_only_broken_link_is_the_deliberate_one() {
     assert_eq!(r["items"][0]["raw"], "[[Greenhouse Ideas]]");
     assert_eq!(r["items"][0]["status"], "broken");
     // A heading that does not exist is reported as such.
-    std::fs::write(v.join("Bad.md"), "See [[Compost#No Such Heading]] and [[Compost#^nope]].\n").unwrap();
+    std::fs::write(
+        v.join("Bad.md"),
+        "See [[Compost#No Such Heading]] and [[Compost#^nope]].\n",
+    )
+    .unwrap();
     let r = s.ok("find_broken_links", json!({"limit": 10})).await;
     let statuses: Vec<String> = strings(&r["items"], "status");
-    assert_eq!(statuses, ["missing_heading", "missing_block", "broken"], "{r}");
-    let r = s.ok("find_broken_links", json!({"folder": "Projects"})).await;
+    assert_eq!(
+        statuses,
+        ["missing_heading", "missing_block", "broken"],
+        "{r}"
+    );
+    let r = s
+        .ok("find_broken_links", json!({"folder": "Projects"}))
+        .await;
     assert_eq!(r["total"], 0);
     s.stop().await;
 }
@@ -128,16 +159,33 @@ async fn orphans_neighbors_and_tags() {
     assert_eq!(r["items"], json!(["Loose Thought.md"]));
 
     let r = s
-        .ok("get_neighbors", json!({"path": "Resources/Compost.md", "direction": "in", "depth": 1}))
+        .ok(
+            "get_neighbors",
+            json!({"path": "Resources/Compost.md", "direction": "in", "depth": 1}),
+        )
         .await;
     let near = strings(&r["items"], "path");
-    assert!(near.contains(&"Home.md".to_owned()) && near.contains(&"Areas/Garden Journal.md".to_owned()));
-    assert!(r["items"].as_array().unwrap().iter().all(|n| n["distance"] == 1));
+    assert!(
+        near.contains(&"Home.md".to_owned())
+            && near.contains(&"Areas/Garden Journal.md".to_owned())
+    );
+    assert!(
+        r["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["distance"] == 1)
+    );
     let r2 = s
-        .ok("get_neighbors", json!({"path": "Resources/Compost.md", "direction": "in", "depth": 2}))
+        .ok(
+            "get_neighbors",
+            json!({"path": "Resources/Compost.md", "direction": "in", "depth": 2}),
+        )
         .await;
     assert!(r2["total"].as_u64() > r["total"].as_u64(), "{r2}");
-    let msg = s.err("get_neighbors", json!({"path": "Home.md", "depth": 6})).await;
+    let msg = s
+        .err("get_neighbors", json!({"path": "Home.md", "depth": 6}))
+        .await;
     assert!(msg.contains("depth must be between 1 and 5"));
 
     let r = s.ok("list_tags", json!({"prefix": "garden"})).await;
@@ -145,11 +193,20 @@ async fn orphans_neighbors_and_tags() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["tag"].as_str().unwrap().to_owned(), t["notes"].as_u64().unwrap()))
+        .map(|t| {
+            (
+                t["tag"].as_str().unwrap().to_owned(),
+                t["notes"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         tags,
-        [("garden".to_owned(), 6), ("garden/planning".to_owned(), 1), ("garden/soil".to_owned(), 1)]
+        [
+            ("garden".to_owned(), 6),
+            ("garden/planning".to_owned(), 1),
+            ("garden/soil".to_owned(), 1)
+        ]
     );
     let r = s.ok("list_tags", json!({"sort": "name", "limit": 3})).await;
     assert_eq!(strings(&r["items"], "tag"), ["area", "book", "daily"]);
@@ -164,20 +221,38 @@ async fn orphans_neighbors_and_tags() {
 async fn resolve_link_explains_each_outcome() {
     let (_tmp, v) = example_copy();
     let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
-    let r = s.ok("resolve_link", json!({"link": "[[Compost#Ratios|ratios]]"})).await;
-    assert_eq!((r["resolved"].as_str(), r["status"].as_str()), (Some("Resources/Compost.md"), Some("resolved")));
-    let r = s.ok("resolve_link", json!({"link": "Seed Catalogue"})).await;
+    let r = s
+        .ok("resolve_link", json!({"link": "[[Compost#Ratios|ratios]]"}))
+        .await;
+    assert_eq!(
+        (r["resolved"].as_str(), r["status"].as_str()),
+        (Some("Resources/Compost.md"), Some("resolved"))
+    );
+    let r = s
+        .ok("resolve_link", json!({"link": "Seed Catalogue"}))
+        .await;
     assert_eq!(r["resolved"], "Resources/Seed Catalogue.md");
-    let r = s.ok("resolve_link", json!({"link": "[[Greenhouse Ideas]]"})).await;
+    let r = s
+        .ok("resolve_link", json!({"link": "[[Greenhouse Ideas]]"}))
+        .await;
     assert_eq!(r["status"], "broken");
     assert!(r["resolved"].is_null());
-    let r = s.ok("resolve_link", json!({"link": "[[Veg Garden]]"})).await;
+    let r = s
+        .ok("resolve_link", json!({"link": "[[Veg Garden]]"}))
+        .await;
     assert_eq!(r["status"], "broken");
     assert_eq!(r["alias_matches"], json!(["Projects/Garden Plan.md"]));
     assert!(r["explanation"].as_str().unwrap().contains("alias"));
-    let r = s.ok("resolve_link", json!({"link": "[[Garden Plan#Nope]]"})).await;
+    let r = s
+        .ok("resolve_link", json!({"link": "[[Garden Plan#Nope]]"}))
+        .await;
     assert_eq!(r["status"], "missing_heading");
-    let r = s.ok("resolve_link", json!({"link": "[text](Resources/Compost.md#Ratios)"})).await;
+    let r = s
+        .ok(
+            "resolve_link",
+            json!({"link": "[text](Resources/Compost.md#Ratios)"}),
+        )
+        .await;
     assert_eq!(r["resolved"], "Resources/Compost.md");
     s.stop().await;
 }
@@ -191,33 +266,62 @@ async fn read_note_views_sections_lines_and_pages() {
     let text = full["content"].as_str().unwrap().to_owned();
     assert!(full.get("next_offset").is_none());
 
-    let outline = s.ok("read_note", json!({"path": p, "format": "outline"})).await;
+    let outline = s
+        .ok("read_note", json!({"path": p, "format": "outline"}))
+        .await;
     let headings = outline["outline"].as_array().unwrap();
     assert!(!headings.is_empty());
     assert!(outline.get("content").is_none());
     let first = &headings[0];
     let line = first["line"].as_u64().unwrap() as usize;
-    assert!(text.lines().nth(line - 1).unwrap().contains(first["text"].as_str().unwrap()));
+    assert!(
+        text.lines()
+            .nth(line - 1)
+            .unwrap()
+            .contains(first["text"].as_str().unwrap())
+    );
 
     let sec = s
         .ok("read_note", json!({"path": p, "section": "Sowing dates"}))
         .await;
     let body = sec["content"].as_str().unwrap();
-    assert!(body.starts_with("## Sowing dates") || body.contains("Sowing dates"), "{body}");
+    assert!(
+        body.starts_with("## Sowing dates") || body.contains("Sowing dates"),
+        "{body}"
+    );
     assert!(body.len() < text.len());
-    let (a, b) = (sec["line_range"][0].as_u64().unwrap(), sec["line_range"][1].as_u64().unwrap());
-    let expected: String = text.lines().skip(a as usize - 1).take((b - a + 1) as usize).map(|l| format!("{l}\n")).collect();
+    let (a, b) = (
+        sec["line_range"][0].as_u64().unwrap(),
+        sec["line_range"][1].as_u64().unwrap(),
+    );
+    let expected: String = text
+        .lines()
+        .skip(a as usize - 1)
+        .take((b - a + 1) as usize)
+        .map(|l| format!("{l}\n"))
+        .collect();
     assert_eq!(body.trim_end(), expected.trim_end());
 
     let lines = s.ok("read_note", json!({"path": p, "lines": "1-3"})).await;
     assert_eq!(lines["content"].as_str().unwrap().lines().count(), 3);
-    assert_eq!(lines["content"].as_str().unwrap(), text.lines().take(3).map(|l| format!("{l}\n")).collect::<String>());
+    assert_eq!(
+        lines["content"].as_str().unwrap(),
+        text.lines()
+            .take(3)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
 
     // Paging by characters reassembles the note exactly.
     let mut assembled = String::new();
     let mut offset = 0u64;
     loop {
-        let page = s.ok("read_note", json!({"path": p, "max_chars": 100, "offset": offset})).await;
+        let page = s
+            .ok(
+                "read_note",
+                json!({"path": p, "max_chars": 100, "offset": offset}),
+            )
+            .await;
         assembled.push_str(page["content"].as_str().unwrap());
         match page["next_offset"].as_u64() {
             Some(n) => offset = n,
@@ -226,20 +330,44 @@ async fn read_note_views_sections_lines_and_pages() {
     }
     assert_eq!(assembled, text);
 
-    let fm = s.ok("read_note", json!({"path": p, "format": "frontmatter"})).await;
+    let fm = s
+        .ok("read_note", json!({"path": p, "format": "frontmatter"}))
+        .await;
     assert_eq!(fm["frontmatter"]["status"], "active");
     assert_eq!(fm["frontmatter"]["aliases"], json!(["Veg Garden"]));
-    let md = s.ok("read_note", json!({"path": p, "format": "metadata"})).await;
-    let tags: Vec<&str> = md["metadata"]["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let md = s
+        .ok("read_note", json!({"path": p, "format": "metadata"}))
+        .await;
+    let tags: Vec<&str> = md["metadata"]["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
     assert_eq!(tags, ["project", "garden", "garden/planning"]);
-    assert!(md["metadata"]["block_ids"].as_array().unwrap().iter().any(|b| b["id"] == "sowing-dates"));
+    assert!(
+        md["metadata"]["block_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["id"] == "sowing-dates")
+    );
     assert_eq!(md["sha256"], full["sha256"]);
 
-    let msg = s.err("read_note", json!({"path": p, "section": "Nope"})).await;
+    let msg = s
+        .err("read_note", json!({"path": p, "section": "Nope"}))
+        .await;
     assert!(msg.contains("no heading `Nope`"), "{msg}");
-    let msg = s.err("read_note", json!({"path": p, "lines": "500-600"})).await;
+    let msg = s
+        .err("read_note", json!({"path": p, "lines": "500-600"}))
+        .await;
     assert!(msg.contains("lines must look like"), "{msg}");
-    let msg = s.err("read_note", json!({"path": p, "format": "outline", "lines": "1"})).await;
+    let msg = s
+        .err(
+            "read_note",
+            json!({"path": p, "format": "outline", "lines": "1"}),
+        )
+        .await;
     assert!(msg.contains("format `content` only"), "{msg}");
     s.stop().await;
 }
@@ -258,11 +386,21 @@ async fn list_notes_filters_by_tag_property_and_glob() {
     assert_eq!(paths(&r), ["Areas/Garden Journal.md"]);
     let r = s.ok("list_notes", json!({"tag": "#Garden"})).await;
     assert_eq!(r["total"], 6);
-    let r = s.ok("list_notes", json!({"property": "status", "value": "ACTIVE"})).await;
-    assert!(paths(&r).contains(&"Projects/Garden Plan.md".to_owned()), "{r}");
+    let r = s
+        .ok(
+            "list_notes",
+            json!({"property": "status", "value": "ACTIVE"}),
+        )
+        .await;
+    assert!(
+        paths(&r).contains(&"Projects/Garden Plan.md".to_owned()),
+        "{r}"
+    );
     let r = s.ok("list_notes", json!({"glob": "Daily/**"})).await;
     assert_eq!(paths(&r), ["Daily/2026-11-29.md", "Daily/2026-11-30.md"]);
-    let r = s.ok("list_notes", json!({"glob": "Daily/**", "tag": "garden"})).await;
+    let r = s
+        .ok("list_notes", json!({"glob": "Daily/**", "tag": "garden"}))
+        .await;
     assert_eq!(r["total"], 0);
     let msg = s.err("list_notes", json!({"value": "x"})).await;
     assert!(msg.contains("needs `property`"));
@@ -276,10 +414,16 @@ async fn the_model_follows_changes_on_disk() {
     let r = s.ok("find_broken_links", json!({})).await;
     assert_eq!(r["total"], 1);
     // Creating the missing note fixes the broken link...
-    std::fs::write(v.join("Projects/Greenhouse Ideas.md"), "# Greenhouse\n#garden/greenhouse\n").unwrap();
+    std::fs::write(
+        v.join("Projects/Greenhouse Ideas.md"),
+        "# Greenhouse\n#garden/greenhouse\n",
+    )
+    .unwrap();
     let r = s.ok("find_broken_links", json!({})).await;
     assert_eq!(r["total"], 0, "{r}");
-    let r = s.ok("list_tags", json!({"prefix": "garden/greenhouse"})).await;
+    let r = s
+        .ok("list_tags", json!({"prefix": "garden/greenhouse"}))
+        .await;
     assert_eq!(r["items"][0]["notes"], 1);
     // ...deleting it breaks it again, and renaming a linked note breaks its backlinks.
     std::fs::remove_file(v.join("Projects/Greenhouse Ideas.md")).unwrap();
@@ -287,7 +431,10 @@ async fn the_model_follows_changes_on_disk() {
     let r = s.ok("find_broken_links", json!({"limit": 1000})).await;
     let raws = strings(&r["items"], "raw");
     assert!(raws.contains(&"[[Greenhouse Ideas]]".to_owned()));
-    assert!(raws.iter().filter(|r| r.contains("Compost")).count() >= 5, "{raws:?}");
+    assert!(
+        raws.iter().filter(|r| r.contains("Compost")).count() >= 5,
+        "{raws:?}"
+    );
     s.stop().await;
 }
 
@@ -302,7 +449,10 @@ async fn vault_info_reports_counts_and_obsidian_settings() {
     assert_eq!(r["attachments"], 0);
     assert_eq!(r["writes_enabled"], false);
     assert_eq!(r["settings"]["app"]["new_link_format"], "shortest");
-    assert_eq!(r["settings"]["app"]["attachment_folder_path"], "Attachments");
+    assert_eq!(
+        r["settings"]["app"]["attachment_folder_path"],
+        "Attachments"
+    );
     assert_eq!(r["settings"]["app"]["trash_option"], "local");
     assert_eq!(r["settings"]["daily_notes"]["folder"], "Daily");
     assert_eq!(r["settings"]["daily_notes"]["source"], "daily-notes");
@@ -313,7 +463,13 @@ async fn vault_info_reports_counts_and_obsidian_settings() {
     let r = s.ok("vault_info", json!({})).await;
     let errors = r["settings"]["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1);
-    assert!(errors[0].as_str().unwrap().starts_with(".obsidian/templates.json"), "{errors:?}");
+    assert!(
+        errors[0]
+            .as_str()
+            .unwrap()
+            .starts_with(".obsidian/templates.json"),
+        "{errors:?}"
+    );
     assert!(!r.to_string().contains(_tmp.path().to_str().unwrap()));
     s.stop().await;
 }
@@ -330,20 +486,32 @@ async fn daily_notes_follow_the_vault_settings() {
     let r = s.ok("get_daily_note", json!({"date": "2026-11-28"})).await;
     assert_eq!(r["exists"], false);
     assert_eq!(r["path"], "Daily/2026-11-28.md");
-    assert!(r["message"].as_str().unwrap().contains("no daily note for 2026-11-28"));
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("no daily note for 2026-11-28")
+    );
     let msg = s.err("get_daily_note", json!({"date": "30/11/2026"})).await;
     assert!(msg.contains("invalid date"), "{msg}");
     s.stop().await;
 
     // Periodic Notes, when enabled, takes precedence, and `/` in the format makes folders.
-    std::fs::write(v.join(".obsidian/community-plugins.json"), r#"["periodic-notes"]"#).unwrap();
+    std::fs::write(
+        v.join(".obsidian/community-plugins.json"),
+        r#"["periodic-notes"]"#,
+    )
+    .unwrap();
     std::fs::create_dir_all(v.join(".obsidian/plugins/periodic-notes")).unwrap();
     std::fs::write(
         v.join(".obsidian/plugins/periodic-notes/data.json"),
         r#"{"daily": {"enabled": true, "folder": "Journal", "format": "YYYY/MM/YYYY-MM-DD ddd", "template": ""}}"#,
     )
     .unwrap();
-    common::write_tree(&v, &[("Journal/2026/11/2026-11-30 Mon.md", "periodic daily\n")]);
+    common::write_tree(
+        &v,
+        &[("Journal/2026/11/2026-11-30 Mon.md", "periodic daily\n")],
+    );
     let s = Server::start(&v).await;
     let r = s.ok("get_daily_note", json!({"date": "2026-11-30"})).await;
     assert_eq!(r["path"], "Journal/2026/11/2026-11-30 Mon.md", "{r}");
@@ -356,11 +524,21 @@ async fn daily_notes_follow_the_vault_settings() {
 async fn canvases_are_validated_and_file_nodes_resolved() {
     let (_tmp, v) = example_copy();
     let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
-    let r = s.ok("read_canvas", json!({"path": "Projects/Garden Layout.canvas"})).await;
+    let r = s
+        .ok(
+            "read_canvas",
+            json!({"path": "Projects/Garden Layout.canvas"}),
+        )
+        .await;
     assert!(r["canvas"]["nodes"].as_array().unwrap().len() >= 3);
     assert_eq!(r["canvas"]["issues"], json!([]), "{r}");
     let files = r["files"].as_array().unwrap();
-    assert!(files.iter().any(|f| f["resolved"] == "Projects/Garden Plan.md"), "{r}");
+    assert!(
+        files
+            .iter()
+            .any(|f| f["resolved"] == "Projects/Garden Plan.md"),
+        "{r}"
+    );
     std::fs::write(
         v.join("Bad.canvas"),
         r#"{"nodes":[{"id":"a","type":"file","file":"Nowhere.md","x":0,"y":0,"width":10,"height":10}],"edges":[{"id":"e","fromNode":"a","toNode":"zz"}]}"#,
@@ -386,7 +564,9 @@ async fn attachments_come_back_whole_or_not_at_all() {
     let big = std::fs::File::create(v.join("Attachments/huge.pdf")).unwrap();
     big.set_len(7 * 1024 * 1024).unwrap();
     let s = Server::start(&v).await;
-    let r = s.call("read_attachment", json!({"path": "Attachments/pixel.png"})).await;
+    let r = s
+        .call("read_attachment", json!({"path": "Attachments/pixel.png"}))
+        .await;
     assert!(!r.is_error, "{}", r.raw);
     assert_eq!(r.structured["mime_type"], "image/png");
     assert_eq!(r.structured["size"], png.len());
@@ -398,10 +578,19 @@ async fn attachments_come_back_whole_or_not_at_all() {
         .find_map(|c| c["resource"]["blob"].as_str())
         .expect("an embedded blob resource");
     use base64::Engine;
-    assert_eq!(base64::engine::general_purpose::STANDARD.decode(blob).unwrap(), png);
-    let msg = s.err("read_attachment", json!({"path": "Attachments/huge.pdf"})).await;
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(blob)
+            .unwrap(),
+        png
+    );
+    let msg = s
+        .err("read_attachment", json!({"path": "Attachments/huge.pdf"}))
+        .await;
     assert!(msg.contains("over the 6291456-byte limit"), "{msg}");
-    let msg = s.err("read_attachment", json!({"path": ".obsidian/app.json"})).await;
+    let msg = s
+        .err("read_attachment", json!({"path": ".obsidian/app.json"}))
+        .await;
     assert!(msg.contains("hidden"), "{msg}");
     s.stop().await;
 }

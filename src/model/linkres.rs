@@ -56,7 +56,11 @@ pub enum Resolution {
 impl FileIndex {
     /// Adds a file.
     pub fn insert(&mut self, path: &VaultPath) {
-        if self.by_path.insert(key(path.as_str()), path.clone()).is_none() {
+        if self
+            .by_path
+            .insert(key(path.as_str()), path.clone())
+            .is_none()
+        {
             self.by_name
                 .entry(key(path.file_name()))
                 .or_default()
@@ -178,7 +182,9 @@ impl FileIndex {
                     .count();
                 (std::cmp::Reverse(common), dirs.len())
             };
-            rank(a).cmp(&rank(b)).then_with(|| a.as_str().cmp(b.as_str()))
+            rank(a)
+                .cmp(&rank(b))
+                .then_with(|| a.as_str().cmp(b.as_str()))
         });
         let mut iter = candidates.into_iter().cloned();
         match iter.next() {
@@ -228,15 +234,39 @@ mod tests {
 
     #[test]
     fn exact_path_then_suffix_then_name() {
-        let idx = index(&["Note.md", "A/Note.md", "A/B/Deep.md", "X/A/B/Deep.md", "img.png"]);
+        let idx = index(&[
+            "Note.md",
+            "A/Note.md",
+            "A/B/Deep.md",
+            "X/A/B/Deep.md",
+            "img.png",
+        ]);
         assert_eq!(resolve(&idx, "Note", "Z/x.md").as_deref(), Some("Note.md"));
-        assert_eq!(resolve(&idx, "A/Note", "Z/x.md").as_deref(), Some("A/Note.md"));
-        assert_eq!(resolve(&idx, "A/Note.md", "Z/x.md").as_deref(), Some("A/Note.md"));
-        assert_eq!(resolve(&idx, "/A/Note", "Z/x.md").as_deref(), Some("A/Note.md"));
+        assert_eq!(
+            resolve(&idx, "A/Note", "Z/x.md").as_deref(),
+            Some("A/Note.md")
+        );
+        assert_eq!(
+            resolve(&idx, "A/Note.md", "Z/x.md").as_deref(),
+            Some("A/Note.md")
+        );
+        assert_eq!(
+            resolve(&idx, "/A/Note", "Z/x.md").as_deref(),
+            Some("A/Note.md")
+        );
         // Exact vault path beats a longer suffix match.
-        assert_eq!(resolve(&idx, "A/B/Deep", "X/y.md").as_deref(), Some("A/B/Deep.md"));
-        assert_eq!(resolve(&idx, "B/Deep", "Z/x.md").as_deref(), Some("A/B/Deep.md"));
-        assert_eq!(resolve(&idx, "Deep", "X/A/q.md").as_deref(), Some("X/A/B/Deep.md"));
+        assert_eq!(
+            resolve(&idx, "A/B/Deep", "X/y.md").as_deref(),
+            Some("A/B/Deep.md")
+        );
+        assert_eq!(
+            resolve(&idx, "B/Deep", "Z/x.md").as_deref(),
+            Some("A/B/Deep.md")
+        );
+        assert_eq!(
+            resolve(&idx, "Deep", "X/A/q.md").as_deref(),
+            Some("X/A/B/Deep.md")
+        );
         assert_eq!(resolve(&idx, "Missing", "Z/x.md"), None);
         // A suffix must start at a folder boundary.
         assert_eq!(resolve(&idx, "ote", "Z/x.md"), None);
@@ -245,28 +275,55 @@ mod tests {
     #[test]
     fn matching_ignores_case_and_unicode_normalisation() {
         let idx = index(&["Caf\u{e9}/R\u{e9}sum\u{e9}.md"]);
-        assert_eq!(resolve(&idx, "cafe\u{301}/re\u{301}sume\u{301}", "x.md").as_deref(), Some("Café/Résumé.md"));
-        assert_eq!(resolve(&idx, "RÉSUMÉ", "x.md").as_deref(), Some("Café/Résumé.md"));
+        assert_eq!(
+            resolve(&idx, "cafe\u{301}/re\u{301}sume\u{301}", "x.md").as_deref(),
+            Some("Café/Résumé.md")
+        );
+        assert_eq!(
+            resolve(&idx, "RÉSUMÉ", "x.md").as_deref(),
+            Some("Café/Résumé.md")
+        );
     }
 
     #[test]
     fn attachments_need_their_extension_and_dotted_names_work() {
         let idx = index(&["diagram.png", "Note.v2.md", "Board.canvas"]);
         assert_eq!(resolve(&idx, "diagram", "x.md"), None);
-        assert_eq!(resolve(&idx, "diagram.png", "x.md").as_deref(), Some("diagram.png"));
-        assert_eq!(resolve(&idx, "Note.v2", "x.md").as_deref(), Some("Note.v2.md"));
-        assert_eq!(resolve(&idx, "Board.canvas", "x.md").as_deref(), Some("Board.canvas"));
+        assert_eq!(
+            resolve(&idx, "diagram.png", "x.md").as_deref(),
+            Some("diagram.png")
+        );
+        assert_eq!(
+            resolve(&idx, "Note.v2", "x.md").as_deref(),
+            Some("Note.v2.md")
+        );
+        assert_eq!(
+            resolve(&idx, "Board.canvas", "x.md").as_deref(),
+            Some("Board.canvas")
+        );
         assert_eq!(resolve(&idx, "Board", "x.md"), None);
     }
 
     #[test]
     fn ambiguous_names_prefer_the_nearest_candidate_deterministically() {
         let idx = index(&["A/Same.md", "B/Same.md", "B/C/Same.md", "D/E/F/Same.md"]);
-        assert_eq!(resolve(&idx, "Same", "B/C/n.md").as_deref(), Some("B/C/Same.md"));
-        assert_eq!(resolve(&idx, "Same", "B/n.md").as_deref(), Some("B/Same.md"));
-        assert_eq!(resolve(&idx, "Same", "A/x/y.md").as_deref(), Some("A/Same.md"));
+        assert_eq!(
+            resolve(&idx, "Same", "B/C/n.md").as_deref(),
+            Some("B/C/Same.md")
+        );
+        assert_eq!(
+            resolve(&idx, "Same", "B/n.md").as_deref(),
+            Some("B/Same.md")
+        );
+        assert_eq!(
+            resolve(&idx, "Same", "A/x/y.md").as_deref(),
+            Some("A/Same.md")
+        );
         // No folder in common: the shallowest, then by path.
-        assert_eq!(resolve(&idx, "Same", "Z/n.md").as_deref(), Some("A/Same.md"));
+        assert_eq!(
+            resolve(&idx, "Same", "Z/n.md").as_deref(),
+            Some("A/Same.md")
+        );
         match idx.resolve("Same", Some(&VaultPath::parse("B/C/n.md").unwrap())) {
             Resolution::Found { alternatives, .. } => {
                 let alt: Vec<_> = alternatives.iter().map(|p| p.as_str()).collect();
@@ -280,7 +337,10 @@ mod tests {
     fn relative_targets_and_self_links() {
         let idx = index(&["A/B/x.md", "A/y.md", "y.md"]);
         assert_eq!(resolve(&idx, "../y", "A/B/x.md").as_deref(), Some("A/y.md"));
-        assert_eq!(resolve(&idx, "./x.md", "A/B/n.md").as_deref(), Some("A/B/x.md"));
+        assert_eq!(
+            resolve(&idx, "./x.md", "A/B/n.md").as_deref(),
+            Some("A/B/x.md")
+        );
         assert_eq!(resolve(&idx, "../../../y", "A/B/x.md"), None);
         assert_eq!(resolve(&idx, "", "A/y.md").as_deref(), Some("A/y.md"));
     }
@@ -289,7 +349,10 @@ mod tests {
     fn removal_unindexes() {
         let mut idx = index(&["A/Same.md", "B/Same.md"]);
         idx.remove(&VaultPath::parse("A/Same.md").unwrap());
-        assert_eq!(resolve(&idx, "Same", "A/n.md").as_deref(), Some("B/Same.md"));
+        assert_eq!(
+            resolve(&idx, "Same", "A/n.md").as_deref(),
+            Some("B/Same.md")
+        );
         idx.remove(&VaultPath::parse("B/Same.md").unwrap());
         assert_eq!(resolve(&idx, "Same", "A/n.md"), None);
         assert!(idx.is_empty());

@@ -150,7 +150,10 @@ mod tests {
         assert!(value_matches(&json!(true), "true"));
         assert!(value_matches(&json!(["a", "B"]), "b"));
         assert!(value_matches(&json!("[[Garden Plan]]"), "garden plan"));
-        assert!(value_matches(&json!(["[[Garden Plan|the plan]]"]), "Garden Plan"));
+        assert!(value_matches(
+            &json!(["[[Garden Plan|the plan]]"]),
+            "Garden Plan"
+        ));
         assert!(!value_matches(&json!("activex"), "active"));
         assert!(!value_matches(&json!({"a": 1}), "a"));
     }

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::Serialize;
 
+use super::NoteError;
 use super::paging::{Page, fingerprint, page};
 use super::search::excerpt;
-use super::NoteError;
 use crate::markdown::{self, Link, LinkKind, Subpath};
 use crate::model::linkres::Resolution;
 use crate::model::{Model, Target};
@@ -74,7 +74,9 @@ fn subpath_text(sub: &Option<Subpath>) -> Option<String> {
 fn status(link: &Link, target: &Target) -> LinkStatus {
     match target {
         Target::Broken => LinkStatus::Broken,
-        Target::File { subpath_ok: true, .. } => LinkStatus::Resolved,
+        Target::File {
+            subpath_ok: true, ..
+        } => LinkStatus::Resolved,
         Target::File { .. } => match link.subpath {
             Some(Subpath::Block(_)) => LinkStatus::MissingBlock,
             _ => LinkStatus::MissingHeading,
@@ -226,7 +228,7 @@ pub fn orphans(model: &Model, no_outbound: bool) -> Vec<String> {
                 .targets
                 .iter()
                 .any(|t| matches!(t, Target::File { path: p, .. } if p != *path));
-            !inbound && !(no_outbound && outbound)
+            !(inbound || (no_outbound && outbound))
         })
         .map(|(p, _)| p.to_string())
         .collect()
@@ -295,7 +297,11 @@ pub fn neighbors(
             }
         }
     }
-    out.sort_by(|a, b| a.distance.cmp(&b.distance).then_with(|| a.path.cmp(&b.path)));
+    out.sort_by(|a, b| {
+        a.distance
+            .cmp(&b.distance)
+            .then_with(|| a.path.cmp(&b.path))
+    });
     Ok(out)
 }
 
@@ -309,7 +315,9 @@ pub struct TagCount {
 }
 
 /// How `list_tags` orders tags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema, Hash, Default,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TagSort {
     /// Most notes first, then by name.
@@ -327,7 +335,10 @@ pub fn tag_counts(model: &Model, prefix: Option<&str>, sort: TagSort) -> Vec<Tag
         loop {
             let next = tag[end..].find('/').map(|i| end + i);
             let parent = &tag[..next.unwrap_or(tag.len())];
-            rolled.entry(parent.to_owned()).or_default().extend(notes.iter());
+            rolled
+                .entry(parent.to_owned())
+                .or_default()
+                .extend(notes.iter());
             match next {
                 Some(i) => end = i + 1,
                 None => break,
@@ -337,14 +348,22 @@ pub fn tag_counts(model: &Model, prefix: Option<&str>, sort: TagSort) -> Vec<Tag
     let prefix = prefix.map(markdown::normalize_tag);
     let mut out: Vec<TagCount> = rolled
         .into_iter()
-        .filter(|(t, _)| prefix.as_deref().is_none_or(|p| markdown::tag_matches(t, p)))
+        .filter(|(t, _)| {
+            prefix
+                .as_deref()
+                .is_none_or(|p| markdown::tag_matches(t, p))
+        })
         .map(|(t, notes)| TagCount {
             tag: display_tag(model, &t),
             notes: notes.len(),
         })
         .collect();
     if sort == TagSort::Count {
-        out.sort_by(|a, b| b.notes.cmp(&a.notes).then_with(|| a.tag.to_lowercase().cmp(&b.tag.to_lowercase())));
+        out.sort_by(|a, b| {
+            b.notes
+                .cmp(&a.notes)
+                .then_with(|| a.tag.to_lowercase().cmp(&b.tag.to_lowercase()))
+        });
     }
     out
 }
@@ -388,7 +407,11 @@ pub struct LinkResolution {
 
 /// Resolves a link (`[[Note#H|alias]]`, `![[img.png]]`, `[t](a%20b.md)` or a bare `Note#H`) as
 /// Obsidian would from the note `from`.
-pub fn resolve_link(model: &Model, link: &str, from: Option<&VaultPath>) -> Result<LinkResolution, NoteError> {
+pub fn resolve_link(
+    model: &Model,
+    link: &str,
+    from: Option<&VaultPath>,
+) -> Result<LinkResolution, NoteError> {
     let link = link.trim();
     if link.is_empty() || link.len() > 4096 {
         return Err(NoteError::InvalidArgument(
@@ -418,7 +441,12 @@ pub fn resolve_link(model: &Model, link: &str, from: Option<&VaultPath>) -> Resu
     let alias_matches: Vec<String> = model
         .notes()
         .iter()
-        .filter(|(_, n)| n.parsed.aliases.iter().any(|a| crate::model::linkres::key(a) == alias_key))
+        .filter(|(_, n)| {
+            n.parsed
+                .aliases
+                .iter()
+                .any(|a| crate::model::linkres::key(a) == alias_key)
+        })
         .map(|(p, _)| p.to_string())
         .take(20)
         .collect();
@@ -443,11 +471,17 @@ pub fn resolve_link(model: &Model, link: &str, from: Option<&VaultPath>) -> Resu
             let (status, explanation) = match st {
                 LinkStatus::MissingHeading => (
                     "missing_heading",
-                    format!("{path} exists but has no heading {}", subpath.clone().unwrap_or_default()),
+                    format!(
+                        "{path} exists but has no heading {}",
+                        subpath.clone().unwrap_or_default()
+                    ),
                 ),
                 LinkStatus::MissingBlock => (
                     "missing_block",
-                    format!("{path} exists but has no block {}", subpath.clone().unwrap_or_default()),
+                    format!(
+                        "{path} exists but has no block {}",
+                        subpath.clone().unwrap_or_default()
+                    ),
                 ),
                 _ if !alternatives.is_empty() => (
                     "ambiguous",

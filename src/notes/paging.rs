@@ -86,7 +86,15 @@ mod tests {
         let mut all = Vec::new();
         let mut cursor = None;
         loop {
-            let p = page((0..25).collect::<Vec<_>>(), Some(10), 10, 100, cursor.as_deref(), q).unwrap();
+            let p = page(
+                (0..25).collect::<Vec<_>>(),
+                Some(10),
+                10,
+                100,
+                cursor.as_deref(),
+                q,
+            )
+            .unwrap();
             assert_eq!(p.total, 25);
             all.extend(p.items);
             match p.next_cursor {
@@ -97,7 +105,15 @@ mod tests {
         assert_eq!(all, (0..25).collect::<Vec<_>>());
         let p = page(vec![1, 2, 3], Some(1), 10, 100, None, q).unwrap();
         let other = fingerprint(&("tags", 2));
-        let err = page(vec![1, 2, 3], Some(1), 10, 100, p.next_cursor.as_deref(), other).unwrap_err();
+        let err = page(
+            vec![1, 2, 3],
+            Some(1),
+            10,
+            100,
+            p.next_cursor.as_deref(),
+            other,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("other arguments"));
         assert!(page(vec![1], Some(0), 10, 100, None, q).is_err());
     }

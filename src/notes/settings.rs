@@ -63,19 +63,35 @@ pub fn load_settings(vault: &Vault) -> VaultSettings {
         &mut errors,
     )
     .unwrap_or_default();
-    let _core: Option<CorePlugins> =
-        load(vault, ConfigFile::CorePlugins, config::parse_core_plugins, &mut errors);
-    let daily: Option<DailyNotesSettings> =
-        load(vault, ConfigFile::DailyNotes, config::parse_daily_notes, &mut errors);
-    let periodic: Option<PeriodicNotesSettings> = if community_plugins
-        .iter()
-        .any(|p| p == "periodic-notes")
-    {
-        load(vault, ConfigFile::PeriodicNotes, config::parse_periodic_notes, &mut errors)
-    } else {
-        None
-    };
-    let templates = load(vault, ConfigFile::Templates, config::parse_templates, &mut errors);
+    let _core: Option<CorePlugins> = load(
+        vault,
+        ConfigFile::CorePlugins,
+        config::parse_core_plugins,
+        &mut errors,
+    );
+    let daily: Option<DailyNotesSettings> = load(
+        vault,
+        ConfigFile::DailyNotes,
+        config::parse_daily_notes,
+        &mut errors,
+    );
+    let periodic: Option<PeriodicNotesSettings> =
+        if community_plugins.iter().any(|p| p == "periodic-notes") {
+            load(
+                vault,
+                ConfigFile::PeriodicNotes,
+                config::parse_periodic_notes,
+                &mut errors,
+            )
+        } else {
+            None
+        };
+    let templates = load(
+        vault,
+        ConfigFile::Templates,
+        config::parse_templates,
+        &mut errors,
+    );
     let daily_notes =
         config::daily_note_location(&community_plugins, periodic.as_ref(), daily.as_ref());
     VaultSettings {

@@ -15,7 +15,9 @@ pub const DEFAULT_MAX_CHARS: u32 = 40_000;
 pub const MAX_MAX_CHARS: u32 = 400_000;
 
 /// What `read_note` returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema, Default,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Format {
     /// The text (default).
@@ -129,7 +131,11 @@ pub struct NoteView {
 }
 
 /// Reads `path` and builds the requested view.
-pub fn view_note(vault: &Vault, path: &VaultPath, req: &ViewRequest) -> Result<NoteView, NoteError> {
+pub fn view_note(
+    vault: &Vault,
+    path: &VaultPath,
+    req: &ViewRequest,
+) -> Result<NoteView, NoteError> {
     let data = vault.read_file(path)?;
     let sha256 = sha256_hex(&data.bytes);
     let text = String::from_utf8(data.bytes).map_err(|_| VaultError::NotUtf8(path.clone()))?;
@@ -209,7 +215,10 @@ fn set_frontmatter(view: &mut NoteView, parsed: Option<&ParsedNote>) {
 fn metadata(p: &ParsedNote) -> NoteMetadata {
     let mut tags: Vec<String> = Vec::new();
     for t in &p.tags {
-        if !tags.iter().any(|x| markdown::normalize_tag(x) == markdown::normalize_tag(&t.name)) {
+        if !tags
+            .iter()
+            .any(|x| markdown::normalize_tag(x) == markdown::normalize_tag(&t.name))
+        {
             tags.push(t.name.clone());
         }
     }
@@ -237,12 +246,15 @@ fn metadata(p: &ParsedNote) -> NoteMetadata {
     }
 }
 
+/// First and last line (1-based, inclusive).
+type LineRange = (usize, usize);
+
 /// The text a `content` request selects, with its line range when restricted.
 fn select<'t>(
     text: &'t str,
     parsed: Option<&ParsedNote>,
     req: &ViewRequest,
-) -> Result<(&'t str, Option<(usize, usize)>), NoteError> {
+) -> Result<(&'t str, Option<LineRange>), NoteError> {
     match (&req.section, &req.lines) {
         (Some(_), Some(_)) => Err(NoteError::InvalidArgument(
             "give either section or lines, not both".to_owned(),
@@ -257,11 +269,16 @@ fn select<'t>(
             let headings = parsed.map(|p| p.headings.as_slice()).unwrap_or_default();
             let want = key(heading.trim().trim_start_matches('#').trim());
             let Some(i) = headings.iter().position(|h| key(h.text.trim()) == want) else {
-                let available: Vec<&str> = headings.iter().take(30).map(|h| h.text.as_str()).collect();
+                let available: Vec<&str> =
+                    headings.iter().take(30).map(|h| h.text.as_str()).collect();
                 return Err(NoteError::InvalidArgument(format!(
                     "no heading `{}` in this note; headings: {}",
                     heading.trim(),
-                    if available.is_empty() { "none".to_owned() } else { available.join(" | ") }
+                    if available.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        available.join(" | ")
+                    }
                 )));
             };
             let level = headings[i].level;
@@ -322,13 +339,18 @@ fn cap(text: &str, offset: u64, max: usize) -> Result<(&str, u64, Option<u64>), 
             "offset {offset} is past the end ({total} characters)"
         )));
     }
-    let mut indices = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len()));
+    let mut indices = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(text.len()));
     let start = indices.nth(offset as usize).unwrap_or(text.len());
     let end_char = (offset as usize).saturating_add(max);
     let end = if end_char as u64 >= total {
         text.len()
     } else {
-        text.char_indices().nth(end_char).map_or(text.len(), |(i, _)| i)
+        text.char_indices()
+            .nth(end_char)
+            .map_or(text.len(), |(i, _)| i)
     };
     let next = (end < text.len()).then_some(end_char as u64);
     Ok((&text[start..end], total, next))

@@ -186,7 +186,14 @@ impl CapvaultServer {
             if args.direction != Direction::In {
                 let all = graph::outgoing(model, &path)?;
                 let q = fingerprint(&("out", path.as_str()));
-                let p = page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?;
+                let p = page(
+                    all,
+                    args.limit,
+                    graph::DEFAULT_LIMIT,
+                    graph::MAX_LIMIT,
+                    args.cursor.as_deref(),
+                    q,
+                )?;
                 reply.truncated |= p.truncated();
                 reply.outgoing_total = Some(p.total);
                 reply.next_cursor = p.next_cursor;
@@ -219,14 +226,23 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<BrokenLinksArgs>,
     ) -> Result<Json<PageReply<BrokenLink>>, String> {
-        let folder = VaultPath::parse_folder(&args.folder).map_err(|e| format!("invalid folder: {e}"))?;
+        let folder =
+            VaultPath::parse_folder(&args.folder).map_err(|e| format!("invalid folder: {e}"))?;
         self.with_model(move |vault, model| {
             if !folder.is_root() {
                 vault.check_folder(&folder)?;
             }
             let all = graph::broken_links(model, &folder);
             let q = fingerprint(&("broken", folder.as_str()));
-            Ok(page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?.into())
+            Ok(page(
+                all,
+                args.limit,
+                graph::DEFAULT_LIMIT,
+                graph::MAX_LIMIT,
+                args.cursor.as_deref(),
+                q,
+            )?
+            .into())
         })
         .await
         .map(Json)
@@ -247,7 +263,15 @@ impl CapvaultServer {
         self.with_model(move |_, model| {
             let all = graph::orphans(model, args.no_outbound);
             let q = fingerprint(&("orphans", args.no_outbound));
-            Ok(page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?.into())
+            Ok(page(
+                all,
+                args.limit,
+                graph::DEFAULT_LIMIT,
+                graph::MAX_LIMIT,
+                args.cursor.as_deref(),
+                q,
+            )?
+            .into())
         })
         .await
         .map(Json)
@@ -273,7 +297,15 @@ impl CapvaultServer {
         self.with_model(move |_, model| {
             let all = graph::neighbors(model, &path, depth as usize, args.direction)?;
             let q = fingerprint(&("neighbors", path.as_str(), depth, args.direction));
-            Ok(page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?.into())
+            Ok(page(
+                all,
+                args.limit,
+                graph::DEFAULT_LIMIT,
+                graph::MAX_LIMIT,
+                args.cursor.as_deref(),
+                q,
+            )?
+            .into())
         })
         .await
         .map(Json)
@@ -294,7 +326,15 @@ impl CapvaultServer {
         self.with_model(move |_, model| {
             let all = graph::tag_counts(model, args.prefix.as_deref(), args.sort);
             let q = fingerprint(&("tags", args.prefix.as_deref(), args.sort));
-            Ok(page(all, args.limit, graph::DEFAULT_LIMIT, graph::MAX_LIMIT, args.cursor.as_deref(), q)?.into())
+            Ok(page(
+                all,
+                args.limit,
+                graph::DEFAULT_LIMIT,
+                graph::MAX_LIMIT,
+                args.cursor.as_deref(),
+                q,
+            )?
+            .into())
         })
         .await
         .map(Json)
@@ -322,9 +362,9 @@ impl CapvaultServer {
                     "{f}: not a note of the vault (`from` names the note that contains the link)"
                 )));
             }
-            Ok(graph::resolve_link(model, &args.link, from.as_ref())?)
+            graph::resolve_link(model, &args.link, from.as_ref())
         })
-            .await
-            .map(Json)
+        .await
+        .map(Json)
     }
 }

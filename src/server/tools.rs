@@ -6,10 +6,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::CapvaultServer;
+use crate::notes::filter::NoteFilter;
 use crate::notes::list::{ListPage, ListQuery, list_notes};
 use crate::notes::search::{SearchQuery, SearchResults, search_exact};
 use crate::notes::view::{Format, NoteView, ViewRequest, view_note};
-use crate::notes::filter::NoteFilter;
 use crate::vault::VaultPath;
 
 /// Arguments of `read_note`.

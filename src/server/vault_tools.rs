@@ -193,10 +193,17 @@ impl CapvaultServer {
         self.blocking(move |vault| {
             let settings = load_settings(vault);
             let cfg = &settings.daily_notes;
-            let path_text = moment::daily_note_path(&cfg.folder, &cfg.format, date)
-                .map_err(|e| format!("cannot build the daily note's name from format `{}`: {e}", cfg.format))?;
+            let path_text =
+                moment::daily_note_path(&cfg.folder, &cfg.format, date).map_err(|e| {
+                    format!(
+                        "cannot build the daily note's name from format `{}`: {e}",
+                        cfg.format
+                    )
+                })?;
             let path = VaultPath::parse(&path_text).map_err(|e| {
-                format!("the daily-note settings give `{path_text}`, which capvault cannot open: {e}")
+                format!(
+                    "the daily-note settings give `{path_text}`, which capvault cannot open: {e}"
+                )
             })?;
             let day = date.format("%Y-%m-%d").to_string();
             let source = serde_json::to_value(cfg.source)
@@ -316,7 +323,9 @@ impl CapvaultServer {
             }
             let data = vault.read_file(&path).map_err(|e| e.to_string())?;
             if data.bytes.len() as u64 > limit {
-                return Err(format!("{path}: grew past the {limit}-byte limit while being read"));
+                return Err(format!(
+                    "{path}: grew past the {limit}-byte limit while being read"
+                ));
             }
             let mime = mime_guess::from_path(path.file_name())
                 .first_raw()
@@ -332,7 +341,8 @@ impl CapvaultServer {
             let value = serde_json::to_value(&info).map_err(|e| e.to_string())?;
             let mut result = CallToolResult::structured(value);
             result.content.push(ContentBlock::resource(
-                ResourceContents::blob(STANDARD.encode(&data.bytes), uri_for(&path)).with_mime_type(mime),
+                ResourceContents::blob(STANDARD.encode(&data.bytes), uri_for(&path))
+                    .with_mime_type(mime),
             ));
             Ok(result)
         })
