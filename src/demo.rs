@@ -57,6 +57,25 @@ pub async fn run(out: Box<dyn Write + Send>) -> anyhow::Result<()> {
             "Read a note",
             Step::Tool("read_note", json!({"path": "Projects/Garden Plan.md"})),
         ),
+        (
+            "Who links to a note (backlinks)",
+            Step::Tool(
+                "get_links",
+                json!({"path": "Resources/Compost.md", "direction": "in", "limit": 3}),
+            ),
+        ),
+        (
+            "Find broken links",
+            Step::Tool("find_broken_links", json!({})),
+        ),
+        (
+            "Tags, nested tags rolled up",
+            Step::Tool("list_tags", json!({"limit": 5})),
+        ),
+        (
+            "A daily note, located from .obsidian/daily-notes.json",
+            Step::Tool("get_daily_note", json!({"date": "2026-11-30"})),
+        ),
         ("Browse the note resources", Step::ListResources),
         (
             "Read a note as a resource",

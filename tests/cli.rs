@@ -106,6 +106,8 @@ fn demo_prints_a_real_wire_session_over_the_embedded_vault() {
         "`.` and `..` components are not allowed",
         "hidden files and folders",
         "Nowhere.md: not found",
+        "[[Greenhouse Ideas]]",
+        "\"source\": \"daily-notes\"",
     ] {
         assert!(out.contains(want), "demo output lacks {want}");
     }
