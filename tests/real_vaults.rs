@@ -107,3 +107,126 @@ async fn obsidian_hub_search_finds_a_known_phrase() {
     assert!(r["hits"][0]["score"].as_u64().unwrap() >= 10);
     s.stop().await;
 }
+
+fn find<'a>(list: &'a Value, field: &str, want: &str) -> &'a Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x[field] == want)
+        .unwrap_or_else(|| panic!("no {field} = {want} in {list}"))
+}
+
+/// Facts checked by hand with grep and ls against ../shared/vaults/kepano-obsidian.
+#[tokio::test]
+async fn kepano_vault_links_tags_and_settings_match_what_is_on_disk() {
+    let Some(root) = shared_vault("kepano-obsidian") else {
+        eprintln!("skipped: ../shared/vaults/kepano-obsidian is absent");
+        return;
+    };
+    let s = Server::start(&root).await;
+    // Frontmatter list links of a book note: two targets exist, two do not.
+    let r = s
+        .ok(
+            "get_links",
+            json!({"path": "References/The Machine Stops.md", "direction": "out"}),
+        )
+        .await;
+    assert_eq!(r["outgoing_total"], 4);
+    let books = find(&r["outgoing"], "raw", "[[Books]]");
+    assert_eq!(
+        (&books["resolved"], &books["kind"], &books["line"]),
+        (
+            &json!("Categories/Books.md"),
+            &json!("frontmatter"),
+            &json!(3)
+        )
+    );
+    assert_eq!(
+        find(&r["outgoing"], "raw", "[[Sci-fi]]")["resolved"],
+        "References/Sci-fi.md"
+    );
+    assert_eq!(
+        find(&r["outgoing"], "raw", "[[E. M. Forster]]")["status"],
+        "broken"
+    );
+    assert_eq!(
+        find(&r["outgoing"], "raw", "[[Humanism]]")["status"],
+        "broken"
+    );
+    // The only backlink of "Out of Control" is in the meeting note, line 15.
+    let r = s
+        .ok(
+            "get_links",
+            json!({"path": "References/Out of Control.md", "direction": "in"}),
+        )
+        .await;
+    assert_eq!(r["incoming_total"], 1);
+    assert_eq!(
+        r["incoming"][0]["source"],
+        "Notes/2023-09-12 Meeting with Steph.md"
+    );
+    assert_eq!(r["incoming"][0]["line"], 15);
+    // `to-read` is carried by exactly two notes (grep -rl to-read finds two files).
+    let r = s.ok("list_tags", json!({"prefix": "to-read"})).await;
+    assert_eq!(r["items"][0]["notes"], 2);
+    // [[Composability|composable]] in Categories/Evergreen.md has no target in the vault.
+    let r = s.ok("find_broken_links", json!({"limit": 1000})).await;
+    assert!(
+        r["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["source"] == "Categories/Evergreen.md"
+                && b["raw"] == "[[Composability|composable]]"
+                && b["line"] == 5)
+    );
+    // Settings from .obsidian: daily notes in Daily/ with the default format.
+    let r = s.ok("vault_info", json!({})).await;
+    assert_eq!(r["settings"]["daily_notes"]["folder"], "Daily");
+    assert_eq!(r["settings"]["daily_notes"]["source"], "daily-notes");
+    assert_eq!(
+        r["settings"]["app"]["attachment_folder_path"],
+        "Attachments"
+    );
+    assert_eq!(r["settings"]["errors"], json!([]));
+    let r = s.ok("get_daily_note", json!({"date": "2023-09-12"})).await;
+    assert_eq!(
+        (&r["path"], &r["exists"]),
+        (&json!("Daily/2023-09-12.md"), &json!(true))
+    );
+    s.stop().await;
+}
+
+/// Facts checked by hand against ../shared/vaults/obsidian-hub.
+#[tokio::test]
+async fn obsidian_hub_links_resolve_across_folders_and_headings_match_like_obsidian() {
+    let Some(root) = shared_vault("obsidian-hub") else {
+        eprintln!("skipped: ../shared/vaults/obsidian-hub is absent");
+        return;
+    };
+    let s = Server::start(&root).await;
+    let r = s
+        .ok(
+            "get_links",
+            json!({"path": "00 - Start here.md", "direction": "out", "limit": 1000}),
+        )
+        .await;
+    assert_eq!(
+        find(&r["outgoing"], "raw", "[[Digital garden]]")["resolved"],
+        "05 - Concepts/Digital garden.md"
+    );
+    // `#What is the Obsidian Hub` matches the heading "What is the Obsidian Hub?" (Obsidian's
+    // heading matching ignores punctuation).
+    let embed = find(
+        &r["outgoing"],
+        "raw",
+        "![[README#What is the Obsidian Hub]]",
+    );
+    assert_eq!(
+        (&embed["resolved"], &embed["status"], &embed["kind"]),
+        (&json!("README.md"), &json!("resolved"), &json!("embed"))
+    );
+    let info = s.ok("vault_info", json!({})).await;
+    assert_eq!(info["notes"], 6571);
+    s.stop().await;
+}

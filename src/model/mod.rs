@@ -427,9 +427,23 @@ pub fn subpath_exists(target: &ParsedNote, sub: &Subpath) -> bool {
     }
 }
 
-/// Headings compare case-insensitively, ignoring surrounding space and NFC/NFD differences.
-fn heading_key(s: &str) -> String {
-    key(s.trim())
+/// How a `#Heading` subpath is compared with a note's headings, as Obsidian's `stripHeading`
+/// does: punctuation and other special characters count as spaces, runs of spaces collapse, and
+/// case and Unicode normalisation are ignored. So `[[README#What is the Hub]]` finds the heading
+/// `What is the Hub?`.
+pub fn heading_key(s: &str) -> String {
+    let spaced: String = key(s)
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' || (!c.is_ascii() && !c.is_whitespace())
+            {
+                c
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    spaced.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The model behind a lock, refreshed on demand: a refresh scans and parses without holding the
@@ -480,5 +494,22 @@ impl SharedModel {
     /// The model as it is, without refreshing.
     pub fn current(&self) -> RwLockReadGuard<'_, Model> {
         self.model.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heading_subpaths_match_like_obsidian_strip_heading() {
+        assert_eq!(
+            heading_key("What is the Obsidian Hub?"),
+            heading_key("What is the Obsidian Hub")
+        );
+        assert_eq!(heading_key("  Sowing   dates "), "sowing dates");
+        assert_eq!(heading_key("A: b / c (d)"), "a b c d");
+        assert_eq!(heading_key("Café ☕"), "café ☕");
+        assert_ne!(heading_key("Plan A"), heading_key("Plan B"));
     }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{NoteError, rfc3339, sha256_hex};
 use crate::markdown::{self, Frontmatter, LinkKind, ParsedNote};
-use crate::model::linkres::key;
+use crate::model::heading_key;
 use crate::vault::{Vault, VaultError, VaultPath};
 
 /// Default cap on returned characters.
@@ -267,8 +267,8 @@ fn select<'t>(
         }
         (Some(heading), None) => {
             let headings = parsed.map(|p| p.headings.as_slice()).unwrap_or_default();
-            let want = key(heading.trim().trim_start_matches('#').trim());
-            let Some(i) = headings.iter().position(|h| key(h.text.trim()) == want) else {
+            let want = heading_key(heading.trim().trim_start_matches('#'));
+            let Some(i) = headings.iter().position(|h| heading_key(&h.text) == want) else {
                 let available: Vec<&str> =
                     headings.iter().take(30).map(|h| h.text.as_str()).collect();
                 return Err(NoteError::InvalidArgument(format!(
