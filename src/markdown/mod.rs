@@ -1,2 +1,383 @@
-//! Pure parsing of a note's Markdown (no I/O): frontmatter, tags, headings, block ids and links,
-//! as Obsidian reads them. (Being written.)
+//! Pure parsing of one note's Markdown (no I/O): frontmatter, aliases, tags, headings, block ids
+//! and links, with positions, as Obsidian's metadata cache reads them.
+//!
+//! [`parse_note`] is the entry point. It never panics, never loops without end and uses memory
+//! bounded by the size of the note, whatever the input (the frontmatter reader has hard limits
+//! against alias bombs and deep nesting; see the `frontmatter` submodule).
+//!
+//! ## Layout
+//!
+//! - `frontmatter`: finds the `---` block at the top and reads its YAML (saphyr-parser events)
+//!   into JSON with limits.
+//! - `body`: one walk over pulldown-cmark's events; code, math and HTML are skipped as whole
+//!   events, text runs are scanned for tags, block ids and `%%` comment markers.
+//! - `links`: taking one link apart (`target#H1#H2|alias`, `^block`, sizes, `page=`), percent
+//!   decoding, [`is_external_url`].
+//! - `tags`: tag characters and boundaries, [`normalize_tag`], [`tag_matches`], [`nfc`].
+//! - `pos`: byte offsets to 1-based line and character column.
+//!
+//! ## Decisions where Obsidian's rules are not written down
+//!
+//! Each is pinned by a test named after it.
+//! - Inline tags: `#` must follow line start, whitespace (any Unicode whitespace), `_` or `*`,
+//!   or end another tag (`#a#b` is two tags), per readbacks of Obsidian's cache. Tags in
+//!   Markdown link text count (`[text #tag](url)`); text inside wikilinks (`[[Note|#x]]`) and
+//!   image alt text does not. Only ASCII digits count as digits for the "not all digits" rule.
+//! - Block ids: ` ^id` ending the last line of a paragraph or list item, or a line `^id` alone
+//!   (its own paragraph, a lazy continuation line, or a line right under a table); not in
+//!   headings, not in table cells.
+//! - Wikilinks never span lines; `\|` in a wikilink (tables) is the alias pipe. Page numbers
+//!   (`#page=3`) are read for targets ending in `.pdf`.
+//! - Frontmatter: closed by `---` or `...`; duplicate keys make it invalid (js-yaml does the
+//!   same); invalid frontmatter is still not part of the body.
+
+mod body;
+mod frontmatter;
+mod links;
+mod pos;
+mod tags;
+
+#[cfg(test)]
+mod tests;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+pub use links::is_external_url;
+pub use tags::{nfc, normalize_tag, tag_matches};
+
+use frontmatter::{Document, SourceScalar};
+use pos::LineIndex;
+
+/// Everything Obsidian's metadata cache extracts from one note.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ParsedNote {
+    /// The YAML properties block at the top of the note, if any.
+    pub frontmatter: Frontmatter,
+    /// Other names of the note, from the `aliases` property (or legacy `alias`), in order and
+    /// without duplicates; what a search or link resolver may match besides the file name.
+    pub aliases: Vec<String>,
+    /// Every tag occurrence: frontmatter `tags` (or legacy `tag`) first, then inline `#tags`
+    /// in text order.
+    pub tags: Vec<Tag>,
+    /// ATX and setext headings in text order; the outline of the note.
+    pub headings: Vec<Heading>,
+    /// Block identifiers (`^id`) that `[[Note#^id]]` links can point at.
+    pub block_ids: Vec<BlockId>,
+    /// Every vault link: frontmatter links first, then body links in text order. External URLs
+    /// are not included.
+    pub links: Vec<Link>,
+}
+
+/// The frontmatter of a note.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum Frontmatter {
+    /// The note does not start with a closed `---` block.
+    None,
+    /// The YAML was read.
+    Valid {
+        /// The properties: always a JSON object (empty for an empty block).
+        value: serde_json::Value,
+        /// 1-based line of the closing `---`, so that an edit can leave the block alone.
+        end_line: usize,
+    },
+    /// The block is there but its YAML could not be read (Obsidian shows "invalid properties").
+    /// The body after it is still parsed.
+    Invalid {
+        /// `invalid frontmatter: <reason> (line N)`, N a line of the note.
+        error: String,
+        /// 1-based line of the closing `---`.
+        end_line: usize,
+    },
+}
+
+/// Where a tag was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TagSource {
+    /// In the `tags` property.
+    Frontmatter,
+    /// As `#tag` in the body.
+    Inline,
+}
+
+/// One occurrence of a tag.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Tag {
+    /// The name without `#`, with its original casing (`Project/Alpha`); compare with
+    /// [`tag_matches`] or [`normalize_tag`].
+    pub name: String,
+    /// Property or inline.
+    pub source: TagSource,
+    /// Where it is: the `#name` text (or the name in the frontmatter).
+    pub pos: Pos,
+}
+
+/// A heading of the note.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Heading {
+    /// 1 to 6.
+    pub level: u8,
+    /// The heading as plain text, as the outline shows it (inline markup stripped, link text
+    /// kept); what `[[Note#Heading]]` links name.
+    pub text: String,
+    /// The heading's lines (a setext heading includes its underline).
+    pub pos: Pos,
+}
+
+/// A block identifier.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct BlockId {
+    /// The id without `^`.
+    pub id: String,
+    /// The `^id` text.
+    pub pos: Pos,
+}
+
+/// How a link is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    /// `[[Note]]`.
+    Wikilink,
+    /// `![[file]]` or `![alt](file)`: the target's content is shown in place.
+    Embed,
+    /// `[text](Note.md)`.
+    Markdown,
+    /// `"[[Note]]"` inside a property value.
+    Frontmatter,
+}
+
+/// What follows `#` in a link target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Subpath {
+    /// `#H1#H2`: a heading path, outermost first.
+    Heading(Vec<String>),
+    /// `#^id`: a block id, without `^`.
+    Block(String),
+}
+
+/// A link to something in the vault.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Link {
+    /// How the link is written.
+    pub kind: LinkKind,
+    /// The exact source text, e.g. `![[img.png|100]]`; rewriting a link replaces this text.
+    pub raw: String,
+    /// The path part (`Folder/Note`, `Note.md`, `img.png`); `""` for a link into the same
+    /// note. Markdown targets are percent-decoded.
+    pub target: String,
+    /// A heading path or block id after `#`.
+    pub subpath: Option<Subpath>,
+    /// Text after `|`, or a Markdown link's text; `None` for embeds whose `|` holds a size.
+    pub display: Option<String>,
+    /// Embed size: `|640x480` → `(640, Some(480))`, `|100` → `(100, None)`.
+    pub size: Option<(u32, Option<u32>)>,
+    /// `#page=3` on a link to a PDF.
+    pub page: Option<u32>,
+    /// Where `raw` is.
+    pub pos: Pos,
+}
+
+/// A position in the note text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Pos {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters (not bytes).
+    pub column: usize,
+    /// Byte offset of the start in the note text.
+    pub start: usize,
+    /// Byte offset just past the end.
+    pub end: usize,
+}
+
+/// Parses one note.
+///
+/// ```
+/// use capvault::markdown::{parse_note, Frontmatter, LinkKind, Subpath};
+///
+/// let note = parse_note("---\naliases: [AI]\ntags: [ml]\n---\n# Intro\nSee [[Folder/Note#Part|this]] #todo\n");
+/// assert!(matches!(note.frontmatter, Frontmatter::Valid { end_line: 4, .. }));
+/// assert_eq!(note.aliases, ["AI"]);
+/// let tags: Vec<&str> = note.tags.iter().map(|t| t.name.as_str()).collect();
+/// assert_eq!(tags, ["ml", "todo"]);
+/// assert_eq!(note.headings[0].text, "Intro");
+/// let link = &note.links[0];
+/// assert_eq!((link.kind, link.target.as_str()), (LinkKind::Wikilink, "Folder/Note"));
+/// assert_eq!(link.subpath, Some(Subpath::Heading(vec!["Part".into()])));
+/// assert_eq!(link.display.as_deref(), Some("this"));
+/// assert_eq!((link.pos.line, link.pos.column), (6, 5));
+/// ```
+pub fn parse_note(text: &str) -> ParsedNote {
+    let lines = LineIndex::new(text);
+    let mut note = ParsedNote {
+        frontmatter: Frontmatter::None,
+        aliases: Vec::new(),
+        tags: Vec::new(),
+        headings: Vec::new(),
+        block_ids: Vec::new(),
+        links: Vec::new(),
+    };
+    let mut body_start = 0;
+    if let Some(block) = frontmatter::find_block(text) {
+        body_start = block.body_start;
+        note.frontmatter = match frontmatter::parse(text, &block) {
+            Ok(doc) => {
+                add_frontmatter_items(text, &doc, &lines, &mut note);
+                Frontmatter::Valid {
+                    value: serde_json::Value::Object(doc.properties),
+                    end_line: block.end_line,
+                }
+            }
+            Err(e) => Frontmatter::Invalid {
+                error: format!("invalid frontmatter: {} (line {})", e.reason, e.line),
+                end_line: block.end_line,
+            },
+        };
+    }
+
+    let body = body::scan(text, body_start);
+    note.tags.extend(body.tags.into_iter().map(|t| Tag {
+        name: t.name,
+        source: TagSource::Inline,
+        pos: lines.pos(t.start, t.end),
+    }));
+    note.headings = body
+        .headings
+        .into_iter()
+        .map(|h| Heading {
+            level: h.level,
+            text: h.text,
+            pos: lines.pos(h.start, h.end),
+        })
+        .collect();
+    note.block_ids = body
+        .block_ids
+        .into_iter()
+        .map(|b| BlockId {
+            id: b.id,
+            pos: lines.pos(b.start, b.end),
+        })
+        .collect();
+    note.links.extend(body.links.into_iter().map(|l| Link {
+        kind: l.kind,
+        raw: text[l.start..l.end].to_owned(),
+        target: l.parts.target,
+        subpath: l.parts.subpath,
+        display: l.parts.display,
+        size: l.parts.size,
+        page: l.parts.page,
+        pos: lines.pos(l.start, l.end),
+    }));
+    note
+}
+
+/// Is this the property `name` (case-insensitive, as Obsidian matches `tags`/`Tags`)?
+fn is_key(scalar: &SourceScalar, names: &[&str]) -> bool {
+    names.iter().any(|n| scalar.top_key.eq_ignore_ascii_case(n))
+}
+
+/// Where the scalar's text starts in the note, when the source holds it verbatim (plain and
+/// quoted scalars without escapes on one line).
+fn verbatim_start(text: &str, scalar: &SourceScalar) -> Option<usize> {
+    text[scalar.start..scalar.end]
+        .rfind(&scalar.text)
+        .map(|i| scalar.start + i)
+}
+
+/// Aliases, tags and links of the frontmatter.
+fn add_frontmatter_items(text: &str, doc: &Document, lines: &LineIndex<'_>, note: &mut ParsedNote) {
+    let mut seen_aliases = std::collections::HashSet::new();
+    for scalar in doc.scalars.iter().filter(|s| s.is_string) {
+        if scalar.depth <= 1 && is_key(scalar, &["aliases", "alias"]) {
+            // A single string is a comma-separated list (old vaults); list items are whole.
+            let names: Vec<&str> = if scalar.depth == 0 {
+                scalar.text.split(',').collect()
+            } else {
+                vec![scalar.text.as_str()]
+            };
+            for name in names.into_iter().map(str::trim).filter(|n| !n.is_empty()) {
+                if seen_aliases.insert(name) {
+                    note.aliases.push(name.to_owned());
+                }
+            }
+        }
+        if scalar.depth <= 1 && is_key(scalar, &["tags", "tag"]) {
+            let base = verbatim_start(text, scalar);
+            for (start, end, name) in tags::split_frontmatter_tags(&scalar.text) {
+                let pos = match base {
+                    Some(base) => lines.pos(base + start, base + end),
+                    None => lines.pos(scalar.start, scalar.end),
+                };
+                note.tags.push(Tag {
+                    name: name.to_owned(),
+                    source: TagSource::Frontmatter,
+                    pos,
+                });
+            }
+        }
+        if scalar.text.contains("[[") {
+            add_frontmatter_links(text, scalar, lines, note);
+        }
+    }
+}
+
+/// `[[...]]` occurrences in a property value.
+///
+/// Links are found in the value (what Obsidian reads) and located in the source: exactly when
+/// the value is verbatim in the source (plain and quoted scalars on one line, the usual case);
+/// else by pairing the value's links in order with the `[[...]]` pairs of the source, which may
+/// span folded lines (`[[Far\n  Away]]`). A link whose source cannot be paired (escapes inside
+/// the brackets, which real notes do not use) is left out rather than given a wrong position.
+fn add_frontmatter_links(
+    text: &str,
+    scalar: &SourceScalar,
+    lines: &LineIndex<'_>,
+    note: &mut ParsedNote,
+) {
+    let base = verbatim_start(text, scalar);
+    let source = &text[scalar.start..scalar.end];
+    let source_pairs = if base.is_none() {
+        links::find_wikilinks(source, true)
+    } else {
+        Vec::new()
+    };
+    let mut next_pair = 0;
+    for (start, end) in links::find_wikilinks(&scalar.text, false) {
+        let inner = &scalar.text[start + 2..end - 2];
+        let Some(parts) = links::parse_wikilink_inner(inner, false) else {
+            continue;
+        };
+        let (abs_start, abs_end) = match base {
+            Some(base) => (base + start, base + end),
+            None => {
+                let Some(&(s, e)) = source_pairs.get(next_pair) else {
+                    break;
+                };
+                next_pair += 1;
+                if !same_words(&source[s + 2..e - 2], inner) {
+                    continue;
+                }
+                (scalar.start + s, scalar.start + e)
+            }
+        };
+        note.links.push(Link {
+            kind: LinkKind::Frontmatter,
+            raw: text[abs_start..abs_end].to_owned(),
+            target: parts.target,
+            subpath: parts.subpath,
+            display: parts.display,
+            size: parts.size,
+            page: parts.page,
+            pos: lines.pos(abs_start, abs_end),
+        });
+    }
+}
+
+/// Equal once runs of whitespace (line folding and indentation) count as one space.
+fn same_words(a: &str, b: &str) -> bool {
+    a.split_whitespace().eq(b.split_whitespace())
+}

@@ -1,0 +1,56 @@
+//! Fuzzes `parse_note` with arbitrary text (lossy UTF-8).
+//!
+//! It must not panic and must finish, and every position it reports must be sound: `start <=
+//! end <= len`, both on char boundaries, line and column (1-based, in chars) agreeing with the
+//! byte offset, a link's `raw` equal to the text at its position, a block id's position
+//! holding `^id`, an inline tag's position holding `#name`.
+
+#![no_main]
+
+use capvault::markdown::{Frontmatter, Pos, TagSource, parse_note};
+use libfuzzer_sys::fuzz_target;
+
+fn check_pos(text: &str, pos: &Pos) {
+    assert!(pos.start <= pos.end && pos.end <= text.len(), "{pos:?}");
+    assert!(
+        text.is_char_boundary(pos.start) && text.is_char_boundary(pos.end),
+        "{pos:?} not on char boundaries"
+    );
+    let before = &text[..pos.start];
+    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = text[line_start..pos.start].chars().count() + 1;
+    assert_eq!((pos.line, pos.column), (line, column), "{pos:?}");
+}
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let text = text.as_ref();
+    let note = parse_note(text);
+    for link in &note.links {
+        check_pos(text, &link.pos);
+        assert_eq!(&text[link.pos.start..link.pos.end], link.raw);
+    }
+    for tag in &note.tags {
+        check_pos(text, &tag.pos);
+        assert!(!tag.name.is_empty());
+        if tag.source == TagSource::Inline {
+            // (A frontmatter tag written with YAML escapes points at its whole scalar.)
+            assert_eq!(&text[tag.pos.start..tag.pos.end], format!("#{}", tag.name));
+        }
+    }
+    for heading in &note.headings {
+        check_pos(text, &heading.pos);
+        assert!((1..=6).contains(&heading.level));
+    }
+    for block in &note.block_ids {
+        check_pos(text, &block.pos);
+        assert_eq!(
+            &text[block.pos.start..block.pos.end],
+            format!("^{}", block.id)
+        );
+    }
+    if let Frontmatter::Valid { value, .. } = &note.frontmatter {
+        assert!(value.is_object());
+    }
+});
