@@ -27,7 +27,12 @@ use crate::vault::VaultPath;
 
 /// The lookup key of a path or name: NFC, lower case.
 pub fn key(s: &str) -> String {
-    s.nfc().collect::<String>().to_lowercase()
+    if s.is_ascii() {
+        // ASCII is already in NFC.
+        s.to_ascii_lowercase()
+    } else {
+        s.nfc().collect::<String>().to_lowercase()
+    }
 }
 
 /// Every file of the vault, indexed for link resolution.
@@ -35,8 +40,8 @@ pub fn key(s: &str) -> String {
 pub struct FileIndex {
     /// key(path) → path.
     by_path: HashMap<String, VaultPath>,
-    /// key(file name, with extension) → paths with that name.
-    by_name: HashMap<String, Vec<VaultPath>>,
+    /// key(file name, with extension) → paths with that name, each with key(path).
+    by_name: HashMap<String, Vec<(VaultPath, String)>>,
 }
 
 /// The outcome of resolving a link target.
@@ -56,15 +61,16 @@ pub enum Resolution {
 impl FileIndex {
     /// Adds a file.
     pub fn insert(&mut self, path: &VaultPath) {
+        let path_key = key(path.as_str());
         if self
             .by_path
-            .insert(key(path.as_str()), path.clone())
+            .insert(path_key.clone(), path.clone())
             .is_none()
         {
             self.by_name
                 .entry(key(path.file_name()))
                 .or_default()
-                .push(path.clone());
+                .push((path.clone(), path_key));
         }
     }
 
@@ -73,7 +79,7 @@ impl FileIndex {
         if self.by_path.remove(&key(path.as_str())).is_some() {
             let name = key(path.file_name());
             if let Some(list) = self.by_name.get_mut(&name) {
-                list.retain(|p| p != path);
+                list.retain(|(p, _)| p != path);
                 if list.is_empty() {
                     self.by_name.remove(&name);
                 }
@@ -96,11 +102,20 @@ impl FileIndex {
         self.by_path.is_empty()
     }
 
-    /// The lookup key of the file name a link target would match (`note.md` for `[[Note]]`), used
-    /// to find the notes whose links a new or removed file may change.
-    pub fn name_keys(target: &str) -> [String; 2] {
-        let name = target.rsplit('/').next().unwrap_or(target);
-        [key(name), key(&format!("{name}.md"))]
+    /// The key under which the model remembers which notes link to `target`: its last path
+    /// segment (`note` for `[[Folder/Note#H]]`'s target `Folder/Note`).
+    pub fn link_name_key(target: &str) -> String {
+        key(target.trim().rsplit('/').next().unwrap_or(target))
+    }
+
+    /// The link-name keys that a file named `file_name` can satisfy: its name, and its name
+    /// without `.md` for a note (links may omit the extension).
+    pub fn file_name_keys(file_name: &str) -> Vec<String> {
+        let k = key(file_name);
+        match k.strip_suffix(".md") {
+            Some(stem) if !stem.is_empty() => vec![stem.to_owned(), k],
+            _ => vec![k],
+        }
     }
 
     /// Resolves `target` (the path part of a link, no `#subpath`) from the note `from`.
@@ -119,18 +134,18 @@ impl FileIndex {
             let Some(joined) = from.and_then(|f| join_relative(f, target)) else {
                 return Resolution::NotFound;
             };
-            return self.exact(&joined);
+            return self.exact(&keys(&joined));
         }
-        let target = target.trim_start_matches('/');
-        if let found @ Resolution::Found { .. } = self.exact(target) {
+        let keys = keys(target.trim_start_matches('/'));
+        if let found @ Resolution::Found { .. } = self.exact(&keys) {
             return found;
         }
-        self.by_suffix(target, from)
+        self.by_suffix(&keys, from)
     }
 
-    fn exact(&self, target: &str) -> Resolution {
-        for candidate in [key(target), key(&format!("{target}.md"))] {
-            if let Some(path) = self.by_path.get(&candidate) {
+    fn exact(&self, keys: &[String; 2]) -> Resolution {
+        for candidate in keys {
+            if let Some(path) = self.by_path.get(candidate) {
                 return Resolution::Found {
                     path: path.clone(),
                     alternatives: Vec::new(),
@@ -140,18 +155,17 @@ impl FileIndex {
         Resolution::NotFound
     }
 
-    fn by_suffix(&self, target: &str, from: Option<&VaultPath>) -> Resolution {
+    fn by_suffix(&self, keys: &[String; 2], from: Option<&VaultPath>) -> Resolution {
         let mut candidates: Vec<&VaultPath> = Vec::new();
-        for suffix in [key(target), key(&format!("{target}.md"))] {
-            let name = suffix.rsplit('/').next().unwrap_or(&suffix);
+        for suffix in keys {
+            let name = suffix.rsplit('/').next().unwrap_or(suffix);
             let Some(list) = self.by_name.get(name) else {
                 continue;
             };
-            for path in list {
-                let k = key(path.as_str());
+            for (path, k) in list {
                 let matches = k == suffix
                     || (k.len() > suffix.len()
-                        && k.ends_with(&suffix)
+                        && k.ends_with(suffix.as_str())
                         && k.as_bytes()[k.len() - suffix.len() - 1] == b'/');
                 if matches && !candidates.contains(&path) {
                     candidates.push(path);
@@ -195,6 +209,13 @@ impl FileIndex {
             None => Resolution::NotFound,
         }
     }
+}
+
+/// The lookup keys of a target as written and with `.md` added.
+fn keys(target: &str) -> [String; 2] {
+    let k = key(target);
+    let md = format!("{k}.md");
+    [k, md]
 }
 
 /// `from`'s folder joined with a `./` or `../` target, lexically; None above the root.

@@ -150,6 +150,8 @@ impl Model {
 
     /// Applies a batch of changes, then re-resolves the links they can affect.
     pub fn apply(&mut self, changes: Vec<Change>) -> usize {
+        // On the first build every note is relinked anyway: skip working out which.
+        let initial = self.notes.is_empty();
         let mut relink: BTreeSet<VaultPath> = BTreeSet::new();
         let mut names_changed: BTreeSet<String> = BTreeSet::new();
         for change in changes {
@@ -158,7 +160,7 @@ impl Model {
                     let is_new = !self.files.contains_key(&path);
                     if is_new {
                         self.index.insert(&path);
-                        names_changed.insert(key(path.file_name()));
+                        names_changed.extend(FileIndex::file_name_keys(path.file_name()));
                     }
                     self.files.insert(path.clone(), meta);
                     // Notes linking here may gain or lose a heading or block.
@@ -178,7 +180,7 @@ impl Model {
                 Change::File(path, meta) => {
                     if !self.files.contains_key(&path) {
                         self.index.insert(&path);
-                        names_changed.insert(key(path.file_name()));
+                        names_changed.extend(FileIndex::file_name_keys(path.file_name()));
                     }
                     self.files.insert(path, meta);
                 }
@@ -187,7 +189,7 @@ impl Model {
                         continue;
                     }
                     self.index.remove(&path);
-                    names_changed.insert(key(path.file_name()));
+                    names_changed.extend(FileIndex::file_name_keys(path.file_name()));
                     relink.extend(self.backlinks(&path).cloned());
                     if self.notes.contains_key(&path) {
                         self.remove_note_entries(&path);
@@ -198,9 +200,13 @@ impl Model {
                 }
             }
         }
-        for name in &names_changed {
-            if let Some(sources) = self.by_link_name.get(name) {
-                relink.extend(sources.iter().cloned());
+        if initial {
+            relink = self.notes.keys().cloned().collect();
+        } else {
+            for name in &names_changed {
+                if let Some(sources) = self.by_link_name.get(name) {
+                    relink.extend(sources.iter().cloned());
+                }
             }
         }
         relink.retain(|p| self.notes.contains_key(p));
@@ -225,7 +231,7 @@ impl Model {
             .parsed
             .links
             .iter()
-            .flat_map(|l| FileIndex::name_keys(&l.target))
+            .map(|l| FileIndex::link_name_key(&l.target))
             .collect();
         for t in tags {
             if let Some(set) = self.tags.get_mut(&t) {
@@ -258,9 +264,10 @@ impl Model {
             self.tags.entry(norm).or_default().insert(path.clone());
         }
         for l in &parsed.links {
-            for n in FileIndex::name_keys(&l.target) {
-                self.by_link_name.entry(n).or_default().insert(path.clone());
-            }
+            self.by_link_name
+                .entry(FileIndex::link_name_key(&l.target))
+                .or_default()
+                .insert(path.clone());
         }
     }
 

@@ -327,35 +327,50 @@ pub enum TagSort {
     Name,
 }
 
-/// Every tag (nested tags rolled up into their parents) under `prefix`.
+/// Every tag (nested tags rolled up into their parents) under `prefix`. A tag with no nested
+/// tags costs one lookup; only parents pay for a union of their children's notes.
 pub fn tag_counts(model: &Model, prefix: Option<&str>, sort: TagSort) -> Vec<TagCount> {
-    let mut rolled: BTreeMap<String, BTreeSet<&VaultPath>> = BTreeMap::new();
-    for (tag, notes) in model.tags() {
-        let mut end = 0;
-        loop {
-            let next = tag[end..].find('/').map(|i| end + i);
-            let parent = &tag[..next.unwrap_or(tag.len())];
-            rolled
-                .entry(parent.to_owned())
-                .or_default()
-                .extend(notes.iter());
-            match next {
-                Some(i) => end = i + 1,
-                None => break,
+    let tags = model.tags();
+    let prefix = prefix.map(markdown::normalize_tag);
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    for tag in tags.keys() {
+        for (i, c) in tag.char_indices() {
+            if c == '/' {
+                names.insert(&tag[..i]);
             }
         }
+        names.insert(tag);
     }
-    let prefix = prefix.map(markdown::normalize_tag);
-    let mut out: Vec<TagCount> = rolled
+    let mut out: Vec<TagCount> = names
         .into_iter()
-        .filter(|(t, _)| {
+        .filter(|t| {
             prefix
                 .as_deref()
                 .is_none_or(|p| markdown::tag_matches(t, p))
         })
-        .map(|(t, notes)| TagCount {
-            tag: display_tag(model, &t),
-            notes: notes.len(),
+        .map(|t| {
+            let child_prefix = format!("{t}/");
+            let mut children = tags
+                .range::<str, _>((
+                    std::ops::Bound::Included(child_prefix.as_str()),
+                    std::ops::Bound::Unbounded,
+                ))
+                .take_while(|(k, _)| k.starts_with(&child_prefix))
+                .peekable();
+            let notes = if children.peek().is_none() {
+                tags.get(t).map_or(0, BTreeSet::len)
+            } else {
+                let mut all: std::collections::HashSet<&VaultPath> =
+                    tags.get(t).into_iter().flatten().collect();
+                for (_, set) in children {
+                    all.extend(set);
+                }
+                all.len()
+            };
+            TagCount {
+                tag: display_tag(model, t),
+                notes,
+            }
         })
         .collect();
     if sort == TagSort::Count {

@@ -11,13 +11,15 @@
 //! be an absolute host path, and error messages name only vault-relative paths).
 
 use std::fmt;
+use std::sync::Arc;
 
 /// Longest accepted path, in bytes (Linux `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
 /// Longest accepted path component, in bytes (Linux `NAME_MAX`).
 pub const MAX_COMPONENT_BYTES: usize = 255;
 
-/// A relative, normalised, UTF-8 path inside the vault, with `/` separators.
+/// A relative, normalised, UTF-8 path inside the vault, with `/` separators. Cheap to clone
+/// (shared, immutable text): the model holds the same path in several indexes.
 ///
 /// Invariants (upheld by every constructor): no empty components, no `.` or `..`, no
 /// component that starts with `.` (hidden), no `\`, NUL or other control character, no `:`
@@ -26,7 +28,7 @@ pub const MAX_COMPONENT_BYTES: usize = 255;
 /// The empty path is the vault root; only [`VaultPath::root`] and [`VaultPath::parse_folder`]
 /// produce it.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub struct VaultPath(String);
+pub struct VaultPath(Arc<str>);
 
 /// Why a client-supplied path was refused. The messages are written for the model reading
 /// them: they say what is wrong and what a valid path looks like.
@@ -62,7 +64,7 @@ pub enum PathError {
 impl VaultPath {
     /// The vault root (the empty path).
     pub fn root() -> Self {
-        VaultPath(String::new())
+        VaultPath(Arc::from(""))
     }
 
     /// Parses a path to a file or folder. The empty string and a trailing `/` are refused.
@@ -90,7 +92,7 @@ impl VaultPath {
         for component in input.split('/') {
             check_component(component)?;
         }
-        Ok(VaultPath(input.to_owned()))
+        Ok(VaultPath(Arc::from(input)))
     }
 
     /// Parses a folder argument: like [`VaultPath::parse`], but the empty string (and `/` alone
@@ -109,7 +111,7 @@ impl VaultPath {
     /// A path built by the capability layer itself for its own files (the config folder), which
     /// a client could never give. Only for naming such a file in logs and errors.
     pub(crate) fn internal(path: &str) -> Self {
-        VaultPath(path.to_owned())
+        VaultPath(Arc::from(path))
     }
 
     /// The path as a `/`-separated string; empty for the root.
@@ -161,14 +163,15 @@ impl VaultPath {
         if joined.len() > MAX_PATH_BYTES {
             return Err(PathError::TooLong);
         }
-        Ok(VaultPath(joined))
+        Ok(VaultPath(Arc::from(joined)))
     }
 
     /// True when `self` is `other` or lies below it.
     pub fn starts_with(&self, other: &VaultPath) -> bool {
         other.is_root()
             || self.0 == other.0
-            || (self.0.starts_with(&other.0) && self.0.as_bytes().get(other.0.len()) == Some(&b'/'))
+            || (self.0.starts_with(&*other.0)
+                && self.0.as_bytes().get(other.0.len()) == Some(&b'/'))
     }
 }
 
