@@ -195,6 +195,9 @@ async fn list_notes_is_newest_first_with_path_ties_and_filters() {
     );
     assert_eq!(all["total"], 7);
     assert!(all.get("next_cursor").is_none());
+    assert_eq!(all["truncated"], false);
+    let first = s.ok("list_notes", json!({"limit": 2})).await;
+    assert_eq!(first["truncated"], true);
     assert_eq!(all["notes"][0]["size"], 40);
     let archive = s.ok("list_notes", json!({"folder": "Archive"})).await;
     assert_eq!(paths(&archive), ["Archive/Deep/Older.md", "Archive/Old.md"]);

@@ -47,6 +47,8 @@ pub struct ListPage {
     pub notes: Vec<NoteSummary>,
     /// Number of notes the query matches in all.
     pub total: usize,
+    /// True when more notes follow this page (see `next_cursor`).
+    pub truncated: bool,
     /// Pass this back as `cursor` for the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
@@ -159,6 +161,7 @@ pub fn list_notes(
             })
             .collect(),
         total,
+        truncated: next_cursor.is_some(),
         next_cursor,
     })
 }
