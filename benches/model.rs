@@ -7,22 +7,17 @@
 
 #[path = "support/generator.rs"]
 mod generator;
+#[path = "support/timing.rs"]
+mod timing;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use capvault::model::Model;
 use capvault::vault::{Limits, Vault};
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
-
-fn p50_p95(mut v: Vec<Duration>) -> (f64, f64) {
-    v.sort();
-    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
-    (at(0.5), at(0.95))
-}
 
 fn main() {
     let vaults: Vec<(PathBuf, String)> = match std::env::var("CAPVAULT_BENCH_VAULT") {
@@ -128,20 +123,12 @@ fn main() {
             for (label, tool, args) in cases {
                 let mut times = Vec::new();
                 for i in 0..21 {
-                    let t = Instant::now();
-                    let r = client
-                        .call_tool(
-                            CallToolRequestParams::new(tool)
-                                .with_arguments(args.as_object().unwrap().clone()),
-                        )
-                        .await
-                        .unwrap();
-                    assert_ne!(r.is_error, Some(true), "{label}: {:?}", r.content);
+                    let (dt, _) = timing::timed_call(&client, tool, &args).await;
                     if i > 0 {
-                        times.push(t.elapsed());
+                        times.push(dt);
                     }
                 }
-                let (p50, p95) = p50_p95(times);
+                let (p50, p95) = timing::p50_p95(times);
                 println!("{label:<36} {p50:>9.1} {p95:>9.1}");
             }
             let _ = client.cancel().await;

@@ -9,12 +9,13 @@
 
 #[path = "support/generator.rs"]
 mod generator;
+#[path = "support/timing.rs"]
+mod timing;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
@@ -23,11 +24,6 @@ fn env_usize(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 fn main() {
@@ -124,16 +120,7 @@ fn main() {
             let mut times = Vec::with_capacity(runs);
             // One warm-up call, then timed calls.
             for i in 0..=runs {
-                let t = Instant::now();
-                let r = client
-                    .call_tool(
-                        CallToolRequestParams::new(tool)
-                            .with_arguments(args.as_object().unwrap().clone()),
-                    )
-                    .await
-                    .unwrap();
-                let dt = t.elapsed();
-                assert_ne!(r.is_error, Some(true), "{label}: {:?}", r.content);
+                let (dt, r) = timing::timed_call(&client, tool, &args).await;
                 if tool == "list_notes" && page2_cursor.is_none() {
                     page2_cursor = r
                         .structured_content
@@ -144,14 +131,8 @@ fn main() {
                     times.push(dt);
                 }
             }
-            times.sort();
-            println!(
-                "{:<44} {:>10.1} {:>10.1} {:>8}",
-                label,
-                percentile(&times, 0.5).as_secs_f64() * 1e3,
-                percentile(&times, 0.95).as_secs_f64() * 1e3,
-                runs
-            );
+            let (p50, p95) = timing::p50_p95(times);
+            println!("{label:<44} {p50:>10.1} {p95:>10.1} {runs:>8}");
         }
         if let Some(pid) = pid
             && let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
