@@ -59,7 +59,7 @@ fn main() {
         let client = ().serve(transport).await.unwrap();
         let tools = client.list_all_tools().await.unwrap();
         let first_answer = spawned.elapsed();
-        assert_eq!(tools.len(), 3);
+        assert!(tools.iter().any(|t| t.name == "search_notes"));
 
         println!("capvault read tools, {label}");
         println!(
