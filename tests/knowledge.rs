@@ -594,3 +594,35 @@ async fn attachments_come_back_whole_or_not_at_all() {
     assert!(msg.contains("hidden"), "{msg}");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn parent_tags_take_their_casing_from_a_child_even_when_case_changes_length() {
+    let tmp = tempfile::tempdir().unwrap();
+    // `İ` lower-cases to two characters: byte lengths of display and normalised forms differ.
+    common::write_tree(
+        tmp.path(),
+        &[
+            ("a.md", "#İstanbul/Trip and #Proj/Alpha\n"),
+            ("b.md", "#proj/beta\n"),
+        ],
+    );
+    let s = Server::start(tmp.path()).await;
+    let r = s
+        .ok("list_tags", json!({"sort": "name", "limit": 100}))
+        .await;
+    let tags = strings(&r["items"], "tag");
+    assert!(tags.contains(&"İstanbul".to_owned()), "{tags:?}");
+    assert!(tags.contains(&"Proj".to_owned()), "{tags:?}");
+    assert_eq!(find_count(&r, "Proj"), 2);
+    s.stop().await;
+}
+
+fn find_count(r: &Value, tag: &str) -> u64 {
+    r["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == tag)
+        .and_then(|t| t["notes"].as_u64())
+        .unwrap_or(0)
+}

@@ -157,7 +157,10 @@ pub fn incoming(
                 .map(|l| {
                     let line_start = text
                         .as_deref()
-                        .map(|t| t[..start.min(t.len())].rfind('\n').map_or(0, |i| i + 1))
+                        // The note may have changed since it was parsed: `get` instead of
+                        // slicing, so a stale offset off a character boundary cannot panic.
+                        .and_then(|t| t.get(..start.min(t.len())))
+                        .map(|before| before.rfind('\n').map_or(0, |i| i + 1))
                         .unwrap_or(0);
                     let at = start.saturating_sub(line_start);
                     let chars_before = l.get(..at.min(l.len())).map_or(0, |s| s.chars().count());
@@ -396,7 +399,14 @@ fn display_tag(model: &Model, normalized: &str) -> String {
         .range(prefix.clone()..)
         .next()
         .filter(|(t, _)| t.starts_with(&prefix))
-        .map(|(t, _)| model.tag_display(t)[..normalized.len()].to_owned())
+        .and_then(|(t, _)| {
+            // The child's display form, cut after as many `/`-separated parts as the parent
+            // has (lower-casing can change byte lengths, so cut by parts, not bytes).
+            let parts = normalized.split('/').count();
+            let shown: Vec<&str> = model.tag_display(t).split('/').take(parts).collect();
+            let shown = shown.join("/");
+            (markdown::normalize_tag(&shown) == normalized).then_some(shown)
+        })
         .unwrap_or_else(|| normalized.to_owned())
 }
 
