@@ -309,6 +309,36 @@ async fn search_notes_scores_name_matches_first_then_lines() {
     assert_eq!(r["total"], 3);
     assert_eq!(r["truncated"], true);
 
+    // Paging through every hit with the cursor gives the same hits as one big page.
+    let all = s
+        .ok("search_notes", json!({"query": "garden", "limit": 200}))
+        .await;
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"query": "garden", "limit": 2});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let page = s.ok("search_notes", args).await;
+        paged.extend(page["hits"].as_array().unwrap().iter().cloned());
+        match page.get("next_cursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(&Value::Array(paged), &all["hits"]);
+    let c = s
+        .ok("search_notes", json!({"query": "garden", "limit": 1}))
+        .await["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let msg = s
+        .err("search_notes", json!({"query": "compost", "cursor": c}))
+        .await;
+    assert!(msg.contains("other arguments"), "{msg}");
+
     // A match on the file name alone yields one hit on line 1.
     let r = s.ok("search_notes", json!({"query": "budget"})).await;
     assert_eq!(r["hits"][0]["path"], "Projects/Budget.md");

@@ -42,6 +42,31 @@ pub fn fingerprint(parts: &impl Hash) -> u64 {
     h.finish()
 }
 
+/// The offset a cursor names (0 without a cursor), refusing a cursor made for another query.
+pub fn decode_offset(cursor_text: Option<&str>, query: u64) -> Result<usize, NoteError> {
+    match cursor_text {
+        None => Ok(0),
+        Some(c) => {
+            let c: OffsetCursor = cursor::decode(c)?;
+            if c.q != query {
+                return Err(NoteError::InvalidArgument(
+                    "this cursor belongs to a call with other arguments; start again without a cursor"
+                        .to_owned(),
+                ));
+            }
+            Ok(c.o)
+        }
+    }
+}
+
+/// A cursor for the item at `offset` of the list `query` produces.
+pub fn encode_offset(offset: usize, query: u64) -> String {
+    cursor::encode(&OffsetCursor {
+        o: offset,
+        q: query,
+    })
+}
+
 /// Cuts the page that `cursor` (or the start) names out of `items`.
 pub fn page<T>(
     items: Vec<T>,
@@ -52,23 +77,11 @@ pub fn page<T>(
     query: u64,
 ) -> Result<Page<T>, NoteError> {
     let limit = check_limit(limit, default_limit, max_limit)?;
-    let start = match cursor_text {
-        None => 0,
-        Some(c) => {
-            let c: OffsetCursor = cursor::decode(c)?;
-            if c.q != query {
-                return Err(NoteError::InvalidArgument(
-                    "this cursor belongs to a call with other arguments; start again without a cursor"
-                        .to_owned(),
-                ));
-            }
-            c.o
-        }
-    };
+    let start = decode_offset(cursor_text, query)?;
     let total = items.len();
     let items: Vec<T> = items.into_iter().skip(start).take(limit).collect();
     let end = start.saturating_add(items.len());
-    let next_cursor = (end < total).then(|| cursor::encode(&OffsetCursor { o: end, q: query }));
+    let next_cursor = (end < total).then(|| encode_offset(end, query));
     Ok(Page {
         items,
         total,

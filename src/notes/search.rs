@@ -10,6 +10,7 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 
+use super::paging::{decode_offset, encode_offset, fingerprint};
 use super::{NoteError, check_limit};
 use crate::vault::{Vault, VaultPath, is_note_name};
 
@@ -35,6 +36,8 @@ pub struct SearchQuery {
     pub case_sensitive: bool,
     /// Only notes under this folder (the root when empty).
     pub folder: VaultPath,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
 }
 
 /// One matching line.
@@ -59,6 +62,9 @@ pub struct SearchResults {
     pub total: usize,
     /// True when more hits exist than were returned.
     pub truncated: bool,
+    /// Pass back as `cursor` for the next page of hits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
     /// How the search ran (`exact`: a scan of every note).
     pub mode: &'static str,
 }
@@ -118,11 +124,19 @@ pub fn search_exact(vault: &Vault, q: &SearchQuery) -> Result<SearchResults, Not
     let total: usize = scored.iter().map(|n| n.2).sum();
     scored.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
 
-    // Pass 2: build the hits of the few notes that make the page.
+    // Pass 2: build the hits of the few notes that make the page, skipping whole notes (by
+    // their hit counts) up to the cursor's offset.
+    let query_id = fingerprint(&(&q.query, q.case_sensitive, q.folder.as_str()));
+    let offset = decode_offset(q.cursor.as_deref(), query_id)?;
+    let mut to_skip = offset;
     let mut hits: Vec<SearchHit> = Vec::with_capacity(limit);
-    for (_, path, _) in &scored {
+    for (_, path, count) in &scored {
         if hits.len() >= limit {
             break;
+        }
+        if to_skip >= *count {
+            to_skip -= count;
+            continue;
         }
         let bytes = match vault.read_file(path) {
             Ok(data) => data.bytes,
@@ -131,12 +145,17 @@ pub fn search_exact(vault: &Vault, q: &SearchQuery) -> Result<SearchResults, Not
                 continue;
             }
         };
-        if let Some((note_hits, _)) = match_note(path, &bytes, &matcher, limit - hits.len()) {
-            hits.extend(note_hits);
+        let want = to_skip + (limit - hits.len());
+        if let Some((note_hits, _)) = match_note(path, &bytes, &matcher, want) {
+            hits.extend(note_hits.into_iter().skip(to_skip));
         }
+        to_skip = 0;
     }
+    let end = offset + hits.len();
+    let next_cursor = (end < total && !hits.is_empty()).then(|| encode_offset(end, query_id));
     Ok(SearchResults {
-        truncated: total > hits.len(),
+        truncated: next_cursor.is_some(),
+        next_cursor,
         hits,
         total,
         mode: "exact",

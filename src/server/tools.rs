@@ -70,6 +70,8 @@ pub struct SearchNotesArgs {
     pub case_sensitive: bool,
     /// Only search notes under this folder (relative to the vault root).
     pub folder: Option<String>,
+    /// The `next_cursor` of the previous page of hits.
+    pub cursor: Option<String>,
 }
 
 fn yes() -> bool {
@@ -162,6 +164,7 @@ impl CapvaultServer {
             limit: args.limit,
             case_sensitive: args.case_sensitive,
             folder,
+            cursor: args.cursor,
         };
         self.blocking(move |vault| search_exact(vault, &query).map_err(|e| e.to_string()))
             .await
