@@ -17,7 +17,8 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 /// characters. Compiled once; used only for non-ASCII characters, which are rare in tags.
 static NON_TAG_CHAR: LazyLock<Regex> = LazyLock::new(|| {
     // infallible: a constant, valid pattern (every test that scans a tag compiles it)
-    Regex::new(r"\A[\p{P}\p{Z}\p{Cc}\p{Cf}\p{Cn}]\z").expect("constant regex")
+    Regex::new(r"\A[\p{P}\p{Z}\p{Cc}\p{Cf}\p{Cn}]\z")
+        .expect("infallible: a constant, valid pattern")
 });
 
 /// True for a character that may appear in a tag name.
