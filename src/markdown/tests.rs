@@ -1,3 +1,4 @@
+//! Test-only module: its parent declares it under `#[cfg(test)]`, so nothing here ships.
 //! Behaviour tests of [`parse_note`]: one test per rule, named after what it pins down, then
 //! property tests for the invariants every input must keep.
 

@@ -150,6 +150,24 @@ pub struct ResolveLinkArgs {
     pub from: Option<String>,
 }
 
+/// One page of a model list, with the graph tools' page sizes.
+fn graph_page<T: JsonSchema>(
+    all: Vec<T>,
+    limit: Option<u32>,
+    cursor: Option<&str>,
+    query: u64,
+) -> Result<PageReply<T>, crate::notes::NoteError> {
+    Ok(page(
+        all,
+        limit,
+        graph::DEFAULT_LIMIT,
+        graph::MAX_LIMIT,
+        cursor,
+        query,
+    )?
+    .into())
+}
+
 fn parse_path(p: &str) -> Result<VaultPath, String> {
     VaultPath::parse(p).map_err(|e| format!("invalid path: {e}"))
 }
@@ -234,15 +252,7 @@ impl CapvaultServer {
             }
             let all = graph::broken_links(model, &folder);
             let q = fingerprint(&("broken", folder.as_str()));
-            Ok(page(
-                all,
-                args.limit,
-                graph::DEFAULT_LIMIT,
-                graph::MAX_LIMIT,
-                args.cursor.as_deref(),
-                q,
-            )?
-            .into())
+            graph_page(all, args.limit, args.cursor.as_deref(), q)
         })
         .await
         .map(Json)
@@ -263,15 +273,7 @@ impl CapvaultServer {
         self.with_model(move |_, model| {
             let all = graph::orphans(model, args.no_outbound);
             let q = fingerprint(&("orphans", args.no_outbound));
-            Ok(page(
-                all,
-                args.limit,
-                graph::DEFAULT_LIMIT,
-                graph::MAX_LIMIT,
-                args.cursor.as_deref(),
-                q,
-            )?
-            .into())
+            graph_page(all, args.limit, args.cursor.as_deref(), q)
         })
         .await
         .map(Json)
@@ -297,15 +299,7 @@ impl CapvaultServer {
         self.with_model(move |_, model| {
             let all = graph::neighbors(model, &path, depth as usize, args.direction)?;
             let q = fingerprint(&("neighbors", path.as_str(), depth, args.direction));
-            Ok(page(
-                all,
-                args.limit,
-                graph::DEFAULT_LIMIT,
-                graph::MAX_LIMIT,
-                args.cursor.as_deref(),
-                q,
-            )?
-            .into())
+            graph_page(all, args.limit, args.cursor.as_deref(), q)
         })
         .await
         .map(Json)
@@ -326,15 +320,7 @@ impl CapvaultServer {
         self.with_model(move |_, model| {
             let all = graph::tag_counts(model, args.prefix.as_deref(), args.sort);
             let q = fingerprint(&("tags", args.prefix.as_deref(), args.sort));
-            Ok(page(
-                all,
-                args.limit,
-                graph::DEFAULT_LIMIT,
-                graph::MAX_LIMIT,
-                args.cursor.as_deref(),
-                q,
-            )?
-            .into())
+            graph_page(all, args.limit, args.cursor.as_deref(), q)
         })
         .await
         .map(Json)

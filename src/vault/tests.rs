@@ -1,3 +1,4 @@
+//! Test-only module: its parent declares it under `#[cfg(test)]`, so nothing here ships.
 //! Property tests of the resolver on real temporary trees with random symlinks, using the
 //! kernel's own path resolution as the oracle.
 //!
