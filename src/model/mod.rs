@@ -71,6 +71,19 @@ pub enum Change {
     Removed(VaultPath),
 }
 
+/// One note as a refresh read it, handed to [`Model::changes_since_with`]'s callback.
+#[derive(Debug, Clone, Copy)]
+pub struct NoteRead<'a> {
+    /// The note.
+    pub path: &'a VaultPath,
+    /// Its metadata from the scan.
+    pub meta: &'a FileMeta,
+    /// Its text (invalid UTF-8 replaced).
+    pub text: &'a str,
+    /// What the parser extracted.
+    pub parsed: &'a ParsedNote,
+}
+
 /// The model of one vault.
 #[derive(Debug, Default)]
 pub struct Model {
@@ -348,6 +361,16 @@ impl Model {
     /// What changed in `vault` since the model was last refreshed: the read-only half of a
     /// refresh (scanning and parsing), which needs no write access to the model.
     pub fn changes_since(&self, vault: &Vault) -> Result<(Vec<Change>, RefreshStats), VaultError> {
+        self.changes_since_with(vault, &|_| {})
+    }
+
+    /// [`Model::changes_since`], handing each note that was read to `on_note` as well (on the
+    /// parallel workers, as soon as it is parsed): how the search index is fed from the same read.
+    pub fn changes_since_with(
+        &self,
+        vault: &Vault,
+        on_note: &(dyn Fn(NoteRead<'_>) + Sync),
+    ) -> Result<(Vec<Change>, RefreshStats), VaultError> {
         let seen = scan_files(vault)?;
         let mut stats = RefreshStats {
             files: seen.len(),
@@ -376,8 +399,15 @@ impl Model {
             .map(|(path, meta)| match vault.read_file(&path) {
                 Ok(data) => {
                     let text = String::from_utf8_lossy(&data.bytes);
+                    let parsed = markdown::parse_note(&text);
+                    on_note(NoteRead {
+                        path: &path,
+                        meta: &meta,
+                        text: &text,
+                        parsed: &parsed,
+                    });
                     // The scan's metadata is what the next refresh compares against.
-                    Change::Note(path, meta, markdown::parse_note(&text))
+                    Change::Note(path, meta, parsed)
                 }
                 Err(e) => {
                     tracing::warn!(path = %path, error = %e, "could not read a note; kept as a file");

@@ -1,0 +1,3 @@
+//! Search benchmark, side by side with other MCP servers (being written).
+
+fn main() {}
