@@ -36,6 +36,8 @@
 
 pub mod app;
 pub mod demo;
+pub mod engine;
+pub mod index;
 pub mod markdown;
 pub mod model;
 pub mod notes;

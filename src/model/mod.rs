@@ -371,7 +371,29 @@ impl Model {
         vault: &Vault,
         on_note: &(dyn Fn(NoteRead<'_>) + Sync),
     ) -> Result<(Vec<Change>, RefreshStats), VaultError> {
-        let seen = scan_files(vault)?;
+        self.changes_under(vault, &VaultPath::root(), on_note)
+    }
+
+    /// What changed at `scope` (a file, or a folder and everything below it) since the model
+    /// last saw it: the targeted reconcile behind file-watcher events. A scope that no longer
+    /// exists (deleted, or moved away) removes what the model had there; the root scope is a full
+    /// [`Model::changes_since_with`].
+    pub fn changes_under(
+        &self,
+        vault: &Vault,
+        scope: &VaultPath,
+        on_note: &(dyn Fn(NoteRead<'_>) + Sync),
+    ) -> Result<(Vec<Change>, RefreshStats), VaultError> {
+        let seen = if scope.is_root() {
+            scan_files(vault, scope)?
+        } else {
+            match vault.stat_file(scope) {
+                Ok(meta) => HashMap::from([(scope.clone(), meta)]),
+                Err(VaultError::IsAFolder(_)) => scan_files(vault, scope)?,
+                // Gone, or no longer something the vault serves (a symlink out, a FIFO...).
+                Err(_) => HashMap::new(),
+            }
+        };
         let mut stats = RefreshStats {
             files: seen.len(),
             ..RefreshStats::default()
@@ -379,9 +401,10 @@ impl Model {
         let mut changes = Vec::new();
         let removed: Vec<VaultPath> = self
             .files
-            .keys()
-            .filter(|p| !seen.contains_key(*p))
-            .cloned()
+            .range::<VaultPath, _>(scope..)
+            .take_while(|(p, _)| scope.is_root() || p.as_str().starts_with(scope.as_str()))
+            .filter(|(p, _)| p.starts_with(scope) && !seen.contains_key(*p))
+            .map(|(p, _)| p.clone())
             .collect();
         stats.removed = removed.len();
         changes.extend(removed.into_iter().map(Change::Removed));
@@ -433,9 +456,9 @@ impl Model {
 }
 
 /// Every visible regular file of the vault with its metadata.
-fn scan_files(vault: &Vault) -> Result<HashMap<VaultPath, FileMeta>, VaultError> {
+fn scan_files(vault: &Vault, folder: &VaultPath) -> Result<HashMap<VaultPath, FileMeta>, VaultError> {
     let mut seen = HashMap::new();
-    vault.walk(&VaultPath::root(), true, &|_| true, &mut |entry| {
+    vault.walk(folder, true, &|_| true, &mut |entry| {
         match entry.meta(vault) {
             Ok(meta) => {
                 seen.insert(entry.path, meta);
@@ -526,6 +549,16 @@ impl SharedModel {
             }
         }
         Ok(self.current())
+    }
+
+    /// Applies changes computed from [`Model::changes_under`] (by a caller that serialises its
+    /// reconciles), recording a refresh that began at `started`.
+    pub fn apply_changes(&self, changes: Vec<Change>, started: Instant) {
+        let mut model = self.model.write().unwrap_or_else(|e| e.into_inner());
+        if !changes.is_empty() {
+            model.apply(changes);
+        }
+        model.mark_refreshed(started);
     }
 
     /// The model as it is, without refreshing.

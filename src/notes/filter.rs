@@ -112,20 +112,63 @@ impl NoteFilter {
     }
 }
 
+/// The terms under which the search index files a note's properties, so that an index lookup
+/// agrees with [`NoteFilter`]: each key with a non-null value, and [`property_term`] for each
+/// scalar value (each element of a list; the target of a wikilink value as well).
+pub fn property_terms(frontmatter: &Frontmatter) -> Vec<String> {
+    let Frontmatter::Valid {
+        value: Value::Object(map),
+        ..
+    } = frontmatter
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, v) in map {
+        if v.is_null() {
+            continue;
+        }
+        out.push(key.clone());
+        let items: &[Value] = match v {
+            Value::Array(items) => items,
+            other => std::slice::from_ref(other),
+        };
+        for item in items {
+            let Some(text) = scalar_text(item) else {
+                continue;
+            };
+            if let Some(inner) = text.strip_prefix("[[").and_then(|x| x.strip_suffix("]]")) {
+                let target = inner.split('|').next().unwrap_or(inner);
+                out.push(property_term(key, target));
+            }
+            out.push(property_term(key, &text));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The index term for "property `key` has value `value`" (value compared case-insensitively).
+pub fn property_term(key: &str, value: &str) -> String {
+    format!("{key}\u{1f}{}", value.trim().to_lowercase())
+}
+
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.trim().to_lowercase()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
 /// A frontmatter value equals `want`: scalars by their text (case-insensitive), lists when any
 /// element does. A wikilink value `"[[Note]]"` also matches `Note`.
 fn value_matches(v: &Value, want: &str) -> bool {
     let want = want.trim().to_lowercase();
-    let scalar = |v: &Value| -> Option<String> {
-        match v {
-            Value::String(s) => Some(s.trim().to_lowercase()),
-            Value::Number(n) => Some(n.to_string()),
-            Value::Bool(b) => Some(b.to_string()),
-            _ => None,
-        }
-    };
     let eq = |v: &Value| {
-        scalar(v).is_some_and(|s| {
+        scalar_text(v).is_some_and(|s| {
             s == want
                 || s.strip_prefix("[[")
                     .and_then(|x| x.strip_suffix("]]"))
@@ -156,6 +199,44 @@ mod tests {
         ));
         assert!(!value_matches(&json!("activex"), "active"));
         assert!(!value_matches(&json!({"a": 1}), "a"));
+    }
+
+    #[test]
+    fn index_property_terms_agree_with_the_filter() {
+        let fm = Frontmatter::Valid {
+            value: json!({
+                "status": "Active",
+                "n": 3,
+                "up": ["[[Garden Plan|the plan]]", "B"],
+                "empty": null,
+                "deep": {"a": 1},
+            }),
+            end_line: 7,
+        };
+        let terms = property_terms(&fm);
+        let has = |k: &str, v: Option<&str>| {
+            terms.contains(&match v {
+                None => k.to_owned(),
+                Some(v) => property_term(k, v),
+            })
+        };
+        let Frontmatter::Valid { value, .. } = &fm else {
+            unreachable!()
+        };
+        for (key, want) in [
+            ("status", "active"),
+            ("status", "ACTIVE "),
+            ("status", "activex"),
+            ("n", "3"),
+            ("up", "garden plan"),
+            ("up", "b"),
+            ("up", "the plan"),
+            ("deep", "a"),
+        ] {
+            let filter_says = value.get(key).is_some_and(|v| value_matches(v, want));
+            assert_eq!(has(key, Some(want)), filter_says, "{key}={want}");
+        }
+        assert!(has("status", None) && has("deep", None) && !has("empty", None));
     }
 
     #[test]

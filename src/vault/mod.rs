@@ -21,6 +21,7 @@ pub mod example;
 pub mod path;
 mod resolve;
 pub mod scan;
+pub mod watch;
 
 use std::ops::ControlFlow;
 use std::path::Path;

@@ -1,0 +1,433 @@
+//! The engine: the vault model and the search index, built together and kept fresh together.
+//!
+//! At startup one background pass reads every note once through the capability layer; each
+//! parse feeds the model and the index. After that, three things bring both up to date, always
+//! by re-reading through the vault (never trusting a path or content from elsewhere):
+//!
+//! - the file watcher ([`crate::vault::watch`]): a debounced burst of events becomes a set of
+//!   scopes (files or folders) to reconcile; an overflow of the kernel queue, or a burst touching
+//!   more than [`MAX_SCOPES`] places, becomes a full reconcile;
+//! - a periodic full reconcile (a stat scan of every file; only changed files are re-read), which
+//!   also covers anything the watcher missed;
+//! - optionally, a query-time reconcile when the model is older than `--rescan-after`.
+//!
+//! Every reconcile is serialised; it computes the difference without holding the model, then
+//! takes the write lock only to apply it, and commits the index once per batch.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLockReadGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use crate::index::SearchIndex;
+use crate::model::{Change, Model, NoteRead, SharedModel};
+use crate::vault::{Vault, VaultError, VaultPath, is_note_name};
+
+/// A burst touching more places than this is reconciled with one full scan instead.
+pub const MAX_SCOPES: usize = 1000;
+
+/// When the engine brings itself up to date.
+#[derive(Debug, Clone, Copy)]
+pub struct Freshness {
+    /// Reconcile before a query when the last reconcile is older than this (`None`: never at
+    /// query time; the watcher and the periodic reconcile keep things fresh).
+    pub query_max_age: Option<Duration>,
+    /// Full reconcile at this interval.
+    pub periodic: Duration,
+    /// Watch the vault for changes.
+    pub watch: bool,
+}
+
+impl Default for Freshness {
+    fn default() -> Self {
+        Freshness {
+            query_max_age: None,
+            periodic: Duration::from_secs(60),
+            watch: true,
+        }
+    }
+}
+
+/// The index state as `vault_info` and search replies report it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
+pub struct IndexStatus {
+    /// `building` (the first build is running; searches are answered by a scan), `ready`, or
+    /// `failed` (see `last_error`; searches are answered by a scan).
+    pub state: &'static str,
+    /// Notes searchable in the index.
+    pub documents: u64,
+    /// Build progress: notes read so far, and notes to read (0 until counted).
+    pub progress: Progress,
+    /// When the index last changed (RFC 3339), if it has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_update: Option<String>,
+    /// How long the first build took, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_ms: Option<u64>,
+    /// `watching`, `starting`, `off`, or `unavailable: <reason>` (then only the periodic
+    /// reconcile keeps the index fresh).
+    pub watcher: String,
+    /// Seconds between full reconciles (stat scans).
+    pub reconcile_every_s: u64,
+    /// The last error met while indexing, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// Notes read of notes to read.
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema, PartialEq, Eq)]
+pub struct Progress {
+    /// Notes read so far.
+    pub done: u64,
+    /// Notes to read (0 until the first scan has counted them).
+    pub total: u64,
+}
+
+#[derive(Debug, Default)]
+struct Status {
+    failed: bool,
+    last_update: Option<SystemTime>,
+    build_ms: Option<u64>,
+    watcher: String,
+    last_error: Option<String>,
+}
+
+/// The model and the index of one vault, and what keeps them fresh.
+pub struct Engine {
+    vault: Arc<Vault>,
+    model: SharedModel,
+    index: Option<SearchIndex>,
+    freshness: Freshness,
+    /// Serialises reconciles; holds when the last one finished.
+    syncing: Mutex<Option<Instant>>,
+    ready: AtomicBool,
+    done: AtomicU64,
+    total: AtomicU64,
+    status: Mutex<Status>,
+    /// Bumped after every applied change (tests and benchmarks wait on it).
+    generation: AtomicUsize,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("ready", &self.is_ready())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine for `vault`; nothing is read until [`Engine::build`].
+    pub fn new(vault: Arc<Vault>, freshness: Freshness) -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (index, error) = match SearchIndex::new(threads) {
+            Ok(i) => (Some(i), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let failed = index.is_none();
+        Engine {
+            vault,
+            model: SharedModel::new(freshness.query_max_age.unwrap_or(Duration::MAX)),
+            index,
+            freshness,
+            syncing: Mutex::new(None),
+            ready: AtomicBool::new(false),
+            done: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+            status: Mutex::new(Status {
+                failed,
+                watcher: if freshness.watch { "starting" } else { "off" }.to_owned(),
+                last_error: error,
+                ..Status::default()
+            }),
+            generation: AtomicUsize::new(0),
+        }
+    }
+
+    /// The vault.
+    pub fn vault(&self) -> &Vault {
+        &self.vault
+    }
+
+    /// The search index, once the first build is complete.
+    pub fn index(&self) -> Option<&SearchIndex> {
+        self.index.as_ref().filter(|_| self.is_ready())
+    }
+
+    /// True once the first build is complete.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// How many batches of changes have been applied.
+    pub fn generation(&self) -> usize {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The first build: reads every note once, feeding model and index. Blocks; run it on a
+    /// background thread.
+    pub fn build(&self) {
+        let started = Instant::now();
+        // Count the notes first (names only, no stat), so progress has a total.
+        let mut count = 0u64;
+        let counted = self.vault.walk(
+            &VaultPath::root(),
+            true,
+            &is_note_name,
+            &mut |_| {
+                count += 1;
+                std::ops::ControlFlow::Continue(())
+            },
+        );
+        if counted.is_ok() {
+            self.total.store(count, Ordering::Release);
+        }
+        match self.sync(&VaultPath::root()) {
+            Ok(()) => {
+                let ms = started.elapsed().as_millis() as u64;
+                self.lock_status().build_ms = Some(ms);
+                tracing::info!(
+                    notes = self.model.current().note_count(),
+                    ms,
+                    "vault model and search index built"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "first build failed");
+                let mut s = self.lock_status();
+                s.failed = true;
+                s.last_error = Some(e.to_string());
+            }
+        }
+        self.ready.store(true, Ordering::Release);
+    }
+
+    /// The model, reconciled first if the query-time policy asks for it.
+    pub fn model(&self) -> Result<RwLockReadGuard<'_, Model>, VaultError> {
+        if let Some(max_age) = self.freshness.query_max_age {
+            let stale = self
+                .syncing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none_or(|t| t.elapsed() >= max_age);
+            if stale {
+                self.sync(&VaultPath::root())?;
+            }
+        } else if !self.is_ready() {
+            // A query that arrives during the first build waits for it.
+            self.wait_ready(Duration::from_secs(600));
+        }
+        Ok(self.model.current())
+    }
+
+    /// The model as it is now, without reconciling or waiting.
+    pub fn model_now(&self) -> RwLockReadGuard<'_, Model> {
+        self.model.current()
+    }
+
+    /// Brings the query-time freshness policy to bear without reading the model (for searches).
+    pub fn refresh_if_stale(&self) -> Result<(), VaultError> {
+        if self.freshness.query_max_age.is_some() && self.is_ready() {
+            drop(self.model()?);
+        }
+        Ok(())
+    }
+
+    /// Waits until the first build is complete or `timeout` passes.
+    pub fn wait_ready(&self, timeout: Duration) -> bool {
+        let until = Instant::now() + timeout;
+        while !self.is_ready() {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
+    /// Reconciles one scope (a file, a folder and below, or the root) with the vault, updating
+    /// model and index together.
+    pub fn sync(&self, scope: &VaultPath) -> Result<(), VaultError> {
+        self.sync_all(std::slice::from_ref(scope))
+    }
+
+    /// Reconciles several scopes in one batch (one index commit).
+    pub fn sync_all(&self, scopes: &[VaultPath]) -> Result<(), VaultError> {
+        let mut last = self.syncing.lock().unwrap_or_else(|e| e.into_inner());
+        let started = Instant::now();
+        let first = self.model.current().refreshed_at().is_none();
+        let index = self.index.as_ref();
+        let stage = |n: NoteRead<'_>| {
+            if first {
+                self.done.fetch_add(1, Ordering::Relaxed);
+            }
+            if let Some(ix) = index
+                && let Err(e) = ix.stage(n)
+            {
+                tracing::warn!(path = %n.path, error = %e, "could not index a note");
+            }
+        };
+        let mut changes: Vec<Change> = Vec::new();
+        let scopes = minimal_scopes(scopes);
+        for scope in &scopes {
+            let (mut c, _) = self.model.current().changes_under(&self.vault, scope, &stage)?;
+            changes.append(&mut c);
+        }
+        if let Some(ix) = index {
+            for c in &changes {
+                match c {
+                    Change::Removed(p) => ix.stage_removal(p),
+                    // A note that could not be read is kept as a plain file: not searchable.
+                    Change::File(p, _) if is_note_name(p.file_name()) => ix.stage_removal(p),
+                    _ => {}
+                }
+            }
+        }
+        let changed = !changes.is_empty();
+        self.model.apply_changes(changes, started);
+        if let Some(ix) = index
+            && (changed || first)
+            && let Err(e) = ix.commit()
+        {
+            tracing::warn!(error = %e, "search index commit failed");
+            self.lock_status().last_error = Some(e.to_string());
+        }
+        if changed {
+            self.lock_status().last_update = Some(SystemTime::now());
+        }
+        *last = Some(Instant::now());
+        drop(last);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Starts the first build, the watcher and the periodic reconcile on background threads.
+    /// Returns at once.
+    pub fn start(self: &Arc<Self>) {
+        let engine = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("capvault-build".into())
+            .spawn(move || {
+                engine.build();
+                if engine.freshness.watch {
+                    engine.run_watcher();
+                }
+            })
+            .ok();
+        let engine = Arc::downgrade(self);
+        let every = self.freshness.periodic;
+        std::thread::Builder::new()
+            .name("capvault-reconcile".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(every);
+                    let Some(e) = engine.upgrade() else { return };
+                    if e.is_ready()
+                        && let Err(err) = e.sync(&VaultPath::root())
+                    {
+                        tracing::warn!(error = %err, "periodic reconcile failed");
+                    }
+                }
+            })
+            .ok();
+    }
+
+    /// Runs the watcher on this thread until the engine is dropped.
+    fn run_watcher(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let watcher = match crate::vault::watch::Watcher::start(&self.vault, tx) {
+            Ok(w) => {
+                self.lock_status().watcher = "watching".to_owned();
+                w
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "file watcher unavailable; relying on periodic reconcile");
+                self.lock_status().watcher = format!("unavailable: {e}");
+                return;
+            }
+        };
+        // A build that ran before the watch was in place may have missed changes.
+        if let Err(e) = self.sync(&VaultPath::root()) {
+            tracing::warn!(error = %e, "reconcile after starting the watcher failed");
+        }
+        let debounce = crate::vault::watch::Debounce::default();
+        while let Some(batch) = debounce.next_batch(&rx) {
+            let Some(engine) = weak.upgrade() else { break };
+            let result = match batch {
+                crate::vault::watch::Batch::Rescan => engine.sync(&VaultPath::root()),
+                crate::vault::watch::Batch::Paths(paths) if paths.len() > MAX_SCOPES => {
+                    engine.sync(&VaultPath::root())
+                }
+                crate::vault::watch::Batch::Paths(paths) => engine.sync_all(&paths),
+                crate::vault::watch::Batch::Error(e) => {
+                    engine.lock_status().last_error = Some(format!("watcher: {e}"));
+                    engine.sync(&VaultPath::root())
+                }
+            };
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "reconcile after file events failed");
+                engine.lock_status().last_error = Some(e.to_string());
+            }
+        }
+        drop(watcher);
+    }
+
+    /// The index state.
+    pub fn status(&self) -> IndexStatus {
+        let s = self.lock_status();
+        let ready = self.is_ready();
+        IndexStatus {
+            state: if s.failed || self.index.is_none() {
+                "failed"
+            } else if ready {
+                "ready"
+            } else {
+                "building"
+            },
+            documents: self.index().map_or(0, SearchIndex::num_docs),
+            progress: Progress {
+                done: self.done.load(Ordering::Relaxed),
+                total: self.total.load(Ordering::Relaxed),
+            },
+            last_update: s.last_update.map(crate::notes::rfc3339),
+            build_ms: s.build_ms,
+            watcher: s.watcher.clone(),
+            reconcile_every_s: self.freshness.periodic.as_secs(),
+            last_error: s.last_error.clone(),
+        }
+    }
+
+    fn lock_status(&self) -> std::sync::MutexGuard<'_, Status> {
+        self.status.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Drops scopes that lie under another scope of the list (the root covers everything).
+fn minimal_scopes(scopes: &[VaultPath]) -> Vec<VaultPath> {
+    let mut sorted: Vec<VaultPath> = scopes.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    let mut out: Vec<VaultPath> = Vec::with_capacity(sorted.len());
+    for s in sorted {
+        if out.iter().any(|kept| s.starts_with(kept)) {
+            continue;
+        }
+        out.push(s);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_under_other_scopes_are_dropped() {
+        let p = |s: &str| VaultPath::parse_folder(s).unwrap();
+        let got = minimal_scopes(&[p("A/B/c.md"), p("A/B"), p("A/Bc.md"), p("Z.md"), p("A/B")]);
+        assert_eq!(got, vec![p("A/B"), p("A/Bc.md"), p("Z.md")]);
+        assert_eq!(minimal_scopes(&[p("x.md"), p("")]), vec![p("")]);
+    }
+}

@@ -1,0 +1,530 @@
+//! The full-text index behind ranked search: tantivy, in memory, fed from the same reads that
+//! build the vault model.
+//!
+//! The index lives in RAM only, so it is never written inside the vault, never goes stale on disk
+//! and needs no invalidation: every start builds it afresh in the background while the server
+//! answers (about six seconds of CPU at 100,000 notes, see `docs/performance.md`).
+//!
+//! ## Fields
+//!
+//! | field | holds | boost |
+//! |---|---|---|
+//! | `title` | file name without `.md`, aliases | 4 |
+//! | `headings` | heading texts | 2.5 |
+//! | `tags` | tag names (split into words) | 1.8 |
+//! | `props` | frontmatter keys and values as text | 1.2 |
+//! | `body` | the text after the frontmatter | 1 |
+//! | `cjk2` / `cjk1` | Chinese, Japanese, Korean runs of all the above, as bigrams / single characters | 1 |
+//!
+//! plus filter fields that are never scored: `folder` (every ancestor folder), `tag` (each tag,
+//! normalised, and its parents, so `project` finds `project/alpha`), `prop` (see
+//! [`crate::notes::filter::property_terms`]) and `mtime` (milliseconds since the epoch). The path
+//! is the one stored field; excerpts are cut from the note itself, re-read through the capability
+//! layer, so note text is not held twice in memory.
+//!
+//! ## Writes
+//!
+//! One long-lived writer. Changes are staged (delete the path's document, add the new one) by
+//! the parallel readers as they parse, then committed once per batch (the startup build, one
+//! debounced burst of watcher events, one reconcile), and the reader is reloaded by hand.
+
+pub mod query;
+pub mod text;
+
+use std::ops::Bound;
+use std::sync::RwLock;
+use std::time::UNIX_EPOCH;
+
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query as TQuery, RangeQuery,
+    TermQuery,
+};
+use tantivy::schema::{
+    Field, FAST, INDEXED, IndexRecordOption, NumericOptions, STORED, STRING, Schema,
+    TextFieldIndexing, TextOptions, Value,
+};
+use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
+use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::markdown::{self, Frontmatter};
+use crate::model::NoteRead;
+use crate::vault::VaultPath;
+use query::{Clause, Query};
+use text::{Needles, TEXT_ANALYZER};
+
+/// Name of the whitespace tokenizer used by the CJK fields.
+const CJK_ANALYZER: &str = "capvault_cjk";
+/// Memory the writer may buffer before flushing a segment, all threads together.
+const WRITER_BUDGET: usize = 64 * 1024 * 1024;
+/// Largest page offset a ranked search accepts (deeper pages cost as much as a full sort).
+pub const MAX_OFFSET: usize = 10_000;
+
+/// Field boosts: title > headings > tags > properties > body.
+const BOOST_TITLE: f32 = 4.0;
+const BOOST_HEADINGS: f32 = 2.5;
+const BOOST_TAGS: f32 = 1.8;
+const BOOST_PROPS: f32 = 1.2;
+
+/// An error from the index, shown to clients as a short message.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// The query cannot be searched.
+    #[error("{0}")]
+    Query(String),
+    /// tantivy failed (out of memory and the like).
+    #[error("search index error: {0}")]
+    Engine(#[from] tantivy::TantivyError),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    path: Field,
+    title: Field,
+    headings: Field,
+    tags: Field,
+    props: Field,
+    body: Field,
+    cjk2: Field,
+    cjk1: Field,
+    folder: Field,
+    tag: Field,
+    prop: Field,
+    mtime: Field,
+}
+
+/// Filters applied inside the index (never scored).
+#[derive(Debug, Clone, Default)]
+pub struct IndexFilter {
+    /// Only notes under this folder.
+    pub folder: Option<VaultPath>,
+    /// Only notes with this normalised tag or one nested under it.
+    pub tag: Option<String>,
+    /// Only notes with this property (and, with `Some`, one of its values equal to this text).
+    pub property: Option<(String, Option<String>)>,
+    /// Only notes modified at or after this time (ms since the epoch).
+    pub modified_after: Option<i64>,
+    /// Only notes modified at or before this time (ms since the epoch).
+    pub modified_before: Option<i64>,
+}
+
+/// One page of ranked hits.
+#[derive(Debug, Clone)]
+pub struct RankedHits {
+    /// Notes, best first, with their BM25 score.
+    pub hits: Vec<(f32, VaultPath)>,
+    /// Notes matching in all.
+    pub total: usize,
+    /// False when no note had every word and notes with any of them were ranked instead.
+    pub matched_all: bool,
+    /// What to highlight in the hits.
+    pub needles: Needles,
+}
+
+/// The in-memory full-text index of one vault.
+pub struct SearchIndex {
+    writer: RwLock<IndexWriter<TantivyDocument>>,
+    reader: IndexReader,
+    fields: Fields,
+    analyzer: TextAnalyzer,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("documents", &self.num_docs())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SearchIndex {
+    /// An empty index, writing with up to `threads` indexing threads.
+    pub fn new(threads: usize) -> Result<Self, IndexError> {
+        let mut sb = Schema::builder();
+        let text = |tokenizer: &str| {
+            TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_tokenizer(tokenizer)
+                    .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+            )
+        };
+        let fields = Fields {
+            path: sb.add_text_field("path", STRING | STORED),
+            title: sb.add_text_field("title", text(TEXT_ANALYZER)),
+            headings: sb.add_text_field("headings", text(TEXT_ANALYZER)),
+            tags: sb.add_text_field("tags", text(TEXT_ANALYZER)),
+            props: sb.add_text_field("props", text(TEXT_ANALYZER)),
+            body: sb.add_text_field("body", text(TEXT_ANALYZER)),
+            cjk2: sb.add_text_field("cjk2", text(CJK_ANALYZER)),
+            cjk1: sb.add_text_field("cjk1", text(CJK_ANALYZER)),
+            folder: sb.add_text_field("folder", STRING),
+            tag: sb.add_text_field("tag", STRING),
+            prop: sb.add_text_field("prop", STRING),
+            mtime: sb.add_i64_field("mtime", NumericOptions::default() | INDEXED | FAST),
+        };
+        let index = Index::create_in_ram(sb.build());
+        index
+            .tokenizers()
+            .register(TEXT_ANALYZER, text::analyzer());
+        index.tokenizers().register(
+            CJK_ANALYZER,
+            TextAnalyzer::builder(WhitespaceTokenizer::default()).build(),
+        );
+        let threads = threads.clamp(1, 4);
+        let writer = index.writer_with_num_threads(threads, WRITER_BUDGET.max(threads * 16 << 20))?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(SearchIndex {
+            writer: RwLock::new(writer),
+            reader,
+            fields,
+            analyzer: text::analyzer(),
+        })
+    }
+
+    /// Documents searchable now (committed).
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// Stages a note's new version (replacing any previous one); searchable after [`commit`].
+    ///
+    /// [`commit`]: SearchIndex::commit
+    pub fn stage(&self, note: NoteRead<'_>) -> Result<(), IndexError> {
+        let doc = self.document(note);
+        let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
+        writer.delete_term(Term::from_field_text(self.fields.path, note.path.as_str()));
+        writer.add_document(doc)?;
+        Ok(())
+    }
+
+    /// Stages the removal of a note.
+    pub fn stage_removal(&self, path: &VaultPath) {
+        let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
+        writer.delete_term(Term::from_field_text(self.fields.path, path.as_str()));
+    }
+
+    /// Makes every staged change searchable.
+    pub fn commit(&self) -> Result<(), IndexError> {
+        let mut writer = self.writer.write().unwrap_or_else(|e| e.into_inner());
+        writer.commit()?;
+        drop(writer);
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    fn document(&self, note: NoteRead<'_>) -> TantivyDocument {
+        let f = &self.fields;
+        let mut doc = TantivyDocument::default();
+        let path = note.path;
+        doc.add_text(f.path, path.as_str());
+        let mut title = path.stem().to_owned();
+        for a in &note.parsed.aliases {
+            title.push('\n');
+            title.push_str(a);
+        }
+        let headings: String = note
+            .parsed
+            .headings
+            .iter()
+            .map(|h| h.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let tags: String = note
+            .parsed
+            .tags
+            .iter()
+            .map(|t| t.name.trim_start_matches('#'))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let body_at = text::frontmatter_end(note.text);
+        let body = &note.text[body_at..];
+        let mut props = String::new();
+        if let Frontmatter::Valid { value, .. } = &note.parsed.frontmatter {
+            flatten_props(value, &mut props, 0);
+        }
+        for (field, value) in [
+            (f.title, title.as_str()),
+            (f.headings, headings.as_str()),
+            (f.tags, tags.as_str()),
+            (f.props, props.as_str()),
+            (f.body, body),
+        ] {
+            if !value.is_empty() {
+                doc.add_text(field, value);
+            }
+            let cjk2 = text::cjk_bigrams(value);
+            if !cjk2.is_empty() {
+                doc.add_text(f.cjk2, &cjk2);
+                doc.add_text(f.cjk1, &text::cjk_unigrams(value));
+            }
+        }
+        let comps: Vec<&str> = path.components().collect();
+        for i in 1..comps.len() {
+            doc.add_text(f.folder, &comps[..i].join("/"));
+        }
+        let mut tag_terms: Vec<String> = Vec::new();
+        for t in &note.parsed.tags {
+            let norm = markdown::normalize_tag(&t.name);
+            let mut at = 0;
+            while let Some(i) = norm[at..].find('/') {
+                tag_terms.push(norm[..at + i].to_owned());
+                at += i + 1;
+            }
+            if !norm.is_empty() {
+                tag_terms.push(norm);
+            }
+        }
+        tag_terms.sort();
+        tag_terms.dedup();
+        for t in &tag_terms {
+            doc.add_text(f.tag, t);
+        }
+        for p in crate::notes::filter::property_terms(&note.parsed.frontmatter) {
+            doc.add_text(f.prop, &p);
+        }
+        doc.add_i64(f.mtime, millis(note.meta.modified));
+        doc
+    }
+
+    /// Ranks the notes matching `query` under `filter`, returning `limit` of them from `offset`.
+    pub fn search(
+        &self,
+        query: &Query,
+        filter: &IndexFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<RankedHits, IndexError> {
+        if offset > MAX_OFFSET {
+            return Err(IndexError::Query(format!(
+                "cannot page past {MAX_OFFSET} ranked hits; narrow the query or add filters"
+            )));
+        }
+        let mut analyzer = self.analyzer.clone();
+        let mut needles = Needles::default();
+        let mut positives: Vec<Box<dyn TQuery>> = Vec::new();
+        for c in query.positive() {
+            if let Some(q) = self.clause_query(&mut analyzer, c, Some(&mut needles)) {
+                positives.push(q);
+            }
+        }
+        if positives.is_empty() {
+            return Err(IndexError::Query(
+                "the query has no words to search for (only punctuation?)".to_owned(),
+            ));
+        }
+        let mut musts: Vec<(Occur, Box<dyn TQuery>)> = self.filter_clauses(filter);
+        for c in query.negative() {
+            if let Some(q) = self.clause_query(&mut analyzer, c, None) {
+                musts.push((Occur::MustNot, q));
+            }
+        }
+        let searcher = self.reader.searcher();
+        let many = positives.len() > 1;
+        let all: Vec<(Occur, Box<dyn TQuery>)> = positives
+            .iter()
+            .map(|q| (Occur::Must, q.box_clone()))
+            .chain(musts.iter().map(|(o, q)| (*o, q.box_clone())))
+            .collect();
+        let top = TopDocs::with_limit(limit.max(1))
+            .and_offset(offset)
+            .order_by_score();
+        let (mut found, mut total) = searcher.search(&BooleanQuery::new(all), &(top, Count))?;
+        let mut matched_all = true;
+        if total == 0 && many {
+            // No note has every word: rank the notes with any of them.
+            matched_all = false;
+            let any: Box<dyn TQuery> = Box::new(BooleanQuery::union(positives));
+            let mut clauses = vec![(Occur::Must, any)];
+            clauses.extend(musts);
+            let top = TopDocs::with_limit(limit.max(1))
+                .and_offset(offset)
+                .order_by_score();
+            (found, total) = searcher.search(&BooleanQuery::new(clauses), &(top, Count))?;
+        }
+        let mut hits = Vec::with_capacity(found.len());
+        for (score, addr) in found {
+            if let Some(p) = self.path_of(&searcher, addr)? {
+                hits.push((score, p));
+            }
+        }
+        needles.terms.sort();
+        needles.terms.dedup();
+        Ok(RankedHits {
+            hits,
+            total,
+            matched_all,
+            needles,
+        })
+    }
+
+    fn path_of(
+        &self,
+        searcher: &tantivy::Searcher,
+        addr: DocAddress,
+    ) -> Result<Option<VaultPath>, IndexError> {
+        let doc: TantivyDocument = searcher.doc(addr)?;
+        Ok(doc
+            .get_first(self.fields.path)
+            .and_then(|v| v.as_str())
+            .and_then(|s| VaultPath::parse(s).ok()))
+    }
+
+    /// The query for one clause over every text field, or `None` when it has nothing to search
+    /// for. Collects what to highlight into `needles`.
+    fn clause_query(
+        &self,
+        analyzer: &mut TextAnalyzer,
+        clause: &Clause,
+        needles: Option<&mut Needles>,
+    ) -> Option<Box<dyn TQuery>> {
+        let f = &self.fields;
+        let words: Vec<String> = text::tokens(analyzer, &clause.text)
+            .into_iter()
+            .map(|t| t.text)
+            .collect();
+        let runs: Vec<String> = text::cjk_runs(&clause.text).map(str::to_owned).collect();
+        let mut alternatives: Vec<Box<dyn TQuery>> = Vec::new();
+        if !words.is_empty() {
+            for (field, boost) in [
+                (f.title, BOOST_TITLE),
+                (f.headings, BOOST_HEADINGS),
+                (f.tags, BOOST_TAGS),
+                (f.props, BOOST_PROPS),
+                (f.body, 1.0),
+            ] {
+                let q = terms_query(field, &words);
+                alternatives.push(if boost == 1.0 {
+                    q
+                } else {
+                    Box::new(BoostQuery::new(q, boost))
+                });
+            }
+        }
+        if !runs.is_empty() {
+            let mut per_run: Vec<Box<dyn TQuery>> = Vec::new();
+            for run in &runs {
+                let chars: Vec<char> = run.chars().collect();
+                if chars.len() == 1 {
+                    per_run.push(term_query(f.cjk1, run));
+                } else {
+                    let grams: Vec<String> = chars
+                        .windows(2)
+                        .map(|w| w.iter().collect::<String>())
+                        .collect();
+                    per_run.push(terms_query(f.cjk2, &grams));
+                }
+            }
+            alternatives.push(if per_run.len() == 1 {
+                per_run.pop()?
+            } else {
+                Box::new(BooleanQuery::intersection(per_run))
+            });
+        }
+        if alternatives.is_empty() {
+            return None;
+        }
+        if let Some(n) = needles {
+            n.terms.extend(words);
+            n.cjk.extend(runs);
+        }
+        Some(Box::new(BooleanQuery::union(alternatives)))
+    }
+
+    fn filter_clauses(&self, filter: &IndexFilter) -> Vec<(Occur, Box<dyn TQuery>)> {
+        let f = &self.fields;
+        let mut out: Vec<Box<dyn TQuery>> = Vec::new();
+        if let Some(folder) = filter.folder.as_ref().filter(|p| !p.is_root()) {
+            out.push(term_query(f.folder, folder.as_str()));
+        }
+        if let Some(tag) = &filter.tag {
+            out.push(term_query(f.tag, tag));
+        }
+        if let Some((key, value)) = &filter.property {
+            let term = match value {
+                None => key.clone(),
+                Some(v) => crate::notes::filter::property_term(key, v),
+            };
+            out.push(term_query(f.prop, &term));
+        }
+        if filter.modified_after.is_some() || filter.modified_before.is_some() {
+            let bound = |v: Option<i64>| match v {
+                Some(v) => Bound::Included(Term::from_field_i64(f.mtime, v)),
+                None => Bound::Unbounded,
+            };
+            out.push(Box::new(RangeQuery::new(
+                bound(filter.modified_after),
+                bound(filter.modified_before),
+            )));
+        }
+        out.into_iter()
+            .map(|q| {
+                (
+                    Occur::Must,
+                    Box::new(ConstScoreQuery::new(q, 0.0)) as Box<dyn TQuery>,
+                )
+            })
+            .collect()
+    }
+}
+
+fn term_query(field: Field, text: &str) -> Box<dyn TQuery> {
+    Box::new(TermQuery::new(
+        Term::from_field_text(field, text),
+        IndexRecordOption::WithFreqs,
+    ))
+}
+
+/// One term, or the terms as a phrase.
+fn terms_query(field: Field, terms: &[String]) -> Box<dyn TQuery> {
+    if terms.len() == 1 {
+        return term_query(field, &terms[0]);
+    }
+    Box::new(PhraseQuery::new(
+        terms
+            .iter()
+            .map(|t| Term::from_field_text(field, t))
+            .collect(),
+    ))
+}
+
+/// Frontmatter as searchable text: `key value` pairs, nested values flattened, bounded depth.
+fn flatten_props(value: &serde_json::Value, out: &mut String, depth: usize) {
+    use serde_json::Value as J;
+    if depth > 8 {
+        return;
+    }
+    match value {
+        J::Object(map) => {
+            for (k, v) in map {
+                out.push_str(k);
+                out.push(' ');
+                flatten_props(v, out, depth + 1);
+                out.push('\n');
+            }
+        }
+        J::Array(items) => {
+            for v in items {
+                flatten_props(v, out, depth + 1);
+                out.push(' ');
+            }
+        }
+        J::String(s) => out.push_str(s),
+        J::Number(n) => out.push_str(&n.to_string()),
+        J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        J::Null => {}
+    }
+}
+
+/// Milliseconds since the Unix epoch (negative before it).
+pub fn millis(t: std::time::SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests;

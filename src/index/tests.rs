@@ -1,0 +1,201 @@
+//! Ranking basics, phrases, filters and CJK, on a small in-memory index.
+
+use std::time::{Duration, SystemTime};
+
+use super::*;
+use crate::markdown::parse_note;
+use crate::vault::FileMeta;
+
+fn index_of(notes: &[(&str, &str)]) -> SearchIndex {
+    let ix = SearchIndex::new(1).unwrap();
+    for (i, (path, text)) in notes.iter().enumerate() {
+        let path = VaultPath::parse(path).unwrap();
+        let parsed = parse_note(text);
+        let meta = FileMeta {
+            size: text.len() as u64,
+            modified: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000 * (i as u64 + 1)),
+            ino: i as u64,
+            nlink: 1,
+        };
+        ix.stage(NoteRead {
+            path: &path,
+            meta: &meta,
+            text,
+            parsed: &parsed,
+        })
+        .unwrap();
+    }
+    ix.commit().unwrap();
+    ix
+}
+
+fn paths(ix: &SearchIndex, q: &str, filter: &IndexFilter) -> Vec<String> {
+    let q = query::parse(q).unwrap();
+    ix.search(&q, filter, 0, 50)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|(_, p)| p.to_string())
+        .collect()
+}
+
+fn all(ix: &SearchIndex, q: &str) -> Vec<String> {
+    paths(ix, q, &IndexFilter::default())
+}
+
+#[test]
+fn a_title_match_outranks_body_matches() {
+    let ix = index_of(&[
+        ("a.md", "compost compost compost, all about compost and more compost"),
+        ("Compost.md", "A short note."),
+        ("b.md", "one mention of compost"),
+    ]);
+    let got = all(&ix, "compost");
+    assert_eq!(got[0], "Compost.md", "{got:?}");
+    assert_eq!(got.len(), 3);
+}
+
+#[test]
+fn headings_outrank_body_and_aliases_count_as_title() {
+    let ix = index_of(&[
+        ("body.md", "# Intro\nwe talk about irrigation here\n"),
+        ("head.md", "# Irrigation\nsome text\n"),
+        ("alias.md", "---\naliases: [Irrigation plan]\n---\ntext\n"),
+    ]);
+    let got = all(&ix, "irrigation");
+    assert_eq!(got[0], "alias.md", "{got:?}");
+    assert_eq!(got[1], "head.md", "{got:?}");
+}
+
+#[test]
+fn phrases_need_the_words_together_and_in_order() {
+    let ix = index_of(&[
+        ("apart.md", "the seed was sown; dates later"),
+        ("together.md", "remember the sowing dates for spring"),
+        ("reversed.md", "dates sowing"),
+    ]);
+    assert_eq!(all(&ix, r#""sowing dates""#), ["together.md"]);
+    let mut both = all(&ix, "sowing dates");
+    both.sort();
+    assert_eq!(both, ["reversed.md", "together.md"]);
+}
+
+#[test]
+fn every_word_must_match_unless_no_note_has_them_all() {
+    let ix = index_of(&[
+        ("a.md", "apple banana"),
+        ("b.md", "apple"),
+        ("c.md", "cherry"),
+    ]);
+    assert_eq!(all(&ix, "apple banana"), ["a.md"]);
+    let q = query::parse("apple zzz").unwrap();
+    let r = ix.search(&q, &IndexFilter::default(), 0, 10).unwrap();
+    assert!(!r.matched_all);
+    assert_eq!(r.total, 2);
+    assert_eq!(all(&ix, "apple -banana"), ["b.md"]);
+}
+
+#[test]
+fn filters_restrict_by_folder_tag_property_and_time() {
+    let ix = index_of(&[
+        ("Projects/Alpha/plan.md", "---\nstatus: Active\ntags: [project/alpha]\n---\nplan it\n"),
+        ("Projects/beta.md", "---\nstatus: done\n---\nplan #project\n"),
+        ("Projects.md", "plan"),
+        ("Other/plan.md", "plan #projectx"),
+    ]);
+    let f = |folder: Option<&str>, tag: Option<&str>, prop: Option<(&str, Option<&str>)>| IndexFilter {
+        folder: folder.map(|f| VaultPath::parse_folder(f).unwrap()),
+        tag: tag.map(str::to_owned),
+        property: prop.map(|(k, v)| (k.to_owned(), v.map(str::to_owned))),
+        ..IndexFilter::default()
+    };
+    let mut got = paths(&ix, "plan", &f(Some("Projects"), None, None));
+    got.sort();
+    assert_eq!(got, ["Projects/Alpha/plan.md", "Projects/beta.md"]);
+    let mut got = paths(&ix, "plan", &f(None, Some("project"), None));
+    got.sort();
+    assert_eq!(got, ["Projects/Alpha/plan.md", "Projects/beta.md"], "nested tags count, #projectx does not");
+    assert_eq!(
+        paths(&ix, "plan", &f(None, None, Some(("status", Some("active"))))),
+        ["Projects/Alpha/plan.md"]
+    );
+    assert_eq!(paths(&ix, "plan", &f(None, None, Some(("status", None)))).len(), 2);
+    // Notes were given modification times 1000 s apart, in order.
+    let since = IndexFilter {
+        modified_after: Some(3_000_000),
+        ..IndexFilter::default()
+    };
+    let mut got = paths(&ix, "plan", &since);
+    got.sort();
+    assert_eq!(got, ["Other/plan.md", "Projects.md"]);
+    let before = IndexFilter {
+        modified_before: Some(1_000_000),
+        ..IndexFilter::default()
+    };
+    assert_eq!(paths(&ix, "plan", &before), ["Projects/Alpha/plan.md"]);
+}
+
+#[test]
+fn chinese_japanese_and_korean_text_is_findable() {
+    let ix = index_of(&[
+        ("zh.md", "# 笔记\n我爱北京天安门\n"),
+        ("ja.md", "東京でラーメンを食べた"),
+        ("ko.md", "서울에서 비빔밥을 먹었다"),
+        ("en.md", "nothing here"),
+    ]);
+    assert_eq!(all(&ix, "北京"), ["zh.md"]);
+    assert_eq!(all(&ix, "天安门"), ["zh.md"]);
+    assert_eq!(all(&ix, "ラーメン"), ["ja.md"]);
+    assert_eq!(all(&ix, "비빔밥"), ["ko.md"]);
+    let mut got = all(&ix, "京");
+    got.sort();
+    assert_eq!(got, ["ja.md", "zh.md"], "one character finds it inside longer runs");
+    assert!(all(&ix, "门北").is_empty(), "characters not adjacent in any note");
+}
+
+#[test]
+fn updates_replace_and_removals_remove() {
+    let ix = index_of(&[("a.md", "old words")]);
+    let path = VaultPath::parse("a.md").unwrap();
+    let parsed = parse_note("new words");
+    let meta = FileMeta {
+        size: 9,
+        modified: SystemTime::UNIX_EPOCH,
+        ino: 1,
+        nlink: 1,
+    };
+    ix.stage(NoteRead {
+        path: &path,
+        meta: &meta,
+        text: "new words",
+        parsed: &parsed,
+    })
+    .unwrap();
+    ix.commit().unwrap();
+    assert!(all(&ix, "old").is_empty());
+    assert_eq!(all(&ix, "new"), ["a.md"]);
+    assert_eq!(ix.num_docs(), 1);
+    ix.stage_removal(&path);
+    ix.commit().unwrap();
+    assert!(all(&ix, "new").is_empty());
+    assert_eq!(ix.num_docs(), 0);
+}
+
+#[test]
+fn paging_is_stable_and_deep_offsets_are_refused() {
+    let notes: Vec<(String, String)> = (0..30)
+        .map(|i| (format!("n{i:02}.md"), format!("word {}", "word ".repeat(i))))
+        .collect();
+    let refs: Vec<(&str, &str)> = notes.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let ix = index_of(&refs);
+    let q = query::parse("word").unwrap();
+    let f = IndexFilter::default();
+    let first = ix.search(&q, &f, 0, 10).unwrap();
+    let second = ix.search(&q, &f, 10, 10).unwrap();
+    assert_eq!(first.total, 30);
+    let mut seen: Vec<_> = first.hits.iter().chain(&second.hits).map(|h| h.1.clone()).collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 20, "pages do not overlap");
+    assert!(ix.search(&q, &f, MAX_OFFSET + 1, 10).is_err());
+}

@@ -1,0 +1,418 @@
+//! Text handling shared by indexing and result display (pure, no I/O): the analyzer, the
+//! Chinese/Japanese/Korean n-grams, and picking the line, excerpt, match ranges and heading that
+//! a hit shows.
+
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, TokenStream,
+};
+
+/// Name under which [`analyzer`] is registered with the index.
+pub const TEXT_ANALYZER: &str = "capvault_text";
+/// Longest token indexed, in bytes (longer ones are dropped: base64 blobs, URLs).
+pub const MAX_TOKEN_BYTES: usize = 64;
+/// Longest excerpt, in characters.
+pub const MAX_EXCERPT_CHARS: usize = 200;
+
+/// The analyzer for every text field: words split at anything that is not a letter or digit,
+/// lower-cased and folded to ASCII where a folding exists (`Café` → `cafe`).
+pub fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build()
+}
+
+/// One token of a text: its index form and where it lies (bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// Lower-cased, folded form.
+    pub text: String,
+    /// Byte range in the text.
+    pub start: usize,
+    /// End of the byte range.
+    pub end: usize,
+}
+
+/// The tokens of `text` as the index sees them.
+pub fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        let t = stream.token();
+        out.push(Token {
+            text: t.text.clone(),
+            start: t.offset_from,
+            end: t.offset_to,
+        });
+    }
+    out
+}
+
+/// True for characters of scripts written without spaces between words (Han, Hiragana,
+/// Katakana) and for Hangul, which the word tokenizer cannot split usefully.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x31F0..=0x31FF    // Katakana phonetic extensions
+        | 0x3400..=0x4DBF    // CJK extension A
+        | 0x4E00..=0x9FFF    // CJK unified ideographs
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F    // half-width Katakana
+        | 0x1100..=0x11FF    // Hangul Jamo
+        | 0x3130..=0x318F    // Hangul compatibility Jamo
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0x20000..=0x2FA1F  // CJK extensions B to F, compatibility supplement
+    )
+}
+
+/// The runs of CJK characters in `text`, in order.
+pub fn cjk_runs(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !is_cjk(c)).filter(|r| !r.is_empty())
+}
+
+/// Every CJK run of `text` as overlapping character bigrams, space-separated, in order: the
+/// content of the bigram field. A run of one character contributes nothing here (see
+/// [`cjk_unigrams`]). A phrase query over consecutive bigrams finds any CJK substring of two
+/// characters or more.
+pub fn cjk_bigrams(text: &str) -> String {
+    let mut out = String::new();
+    for run in cjk_runs(text) {
+        let chars: Vec<char> = run.chars().collect();
+        for pair in chars.windows(2) {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push(pair[0]);
+            out.push(pair[1]);
+        }
+    }
+    out
+}
+
+/// Every CJK character of `text`, space-separated: the unigram field, for one-character queries.
+pub fn cjk_unigrams(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars().filter(|c| is_cjk(*c)) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The query words a hit is shown for: index-form tokens and CJK substrings.
+#[derive(Debug, Default, Clone)]
+pub struct Needles {
+    /// Index-form tokens (lower-cased, folded).
+    pub terms: Vec<String>,
+    /// CJK runs, matched as substrings.
+    pub cjk: Vec<String>,
+}
+
+impl Needles {
+    /// True when there is nothing to look for.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty() && self.cjk.is_empty()
+    }
+}
+
+/// The line a hit shows: its 1-based number, the excerpt, the match ranges in it (character
+/// offsets into the excerpt, end exclusive) and the heading it sits under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    /// 1-based line number.
+    pub line: usize,
+    /// At most [`MAX_EXCERPT_CHARS`] characters of the line.
+    pub excerpt: String,
+    /// `[start, end)` character offsets of each match in `excerpt`.
+    pub matches: Vec<[usize; 2]>,
+    /// The nearest heading above the line, if any.
+    pub heading: Option<String>,
+}
+
+/// Picks the line of `text` that best shows `needles`: the one matching the most distinct
+/// needles, then the most matches, then the first; body lines before frontmatter lines. When no
+/// line matches (a hit on the file name or an alias), the first line of the body.
+pub fn best_line(analyzer: &mut TextAnalyzer, text: &str, needles: &Needles) -> Shown {
+    let body_start = frontmatter_end(text);
+    let mut best: Option<(bool, usize, usize, usize, usize, Vec<(usize, usize)>)> = None;
+    let mut offset = 0usize;
+    for (idx, raw) in text.split_inclusive('\n').enumerate() {
+        let line = raw.trim_end_matches(['\n', '\r']);
+        let ranges = line_matches(analyzer, line, needles);
+        if !ranges.is_empty() {
+            let in_body = offset >= body_start;
+            let distinct = distinct_needles(line, &ranges);
+            let key = (in_body, distinct, ranges.len());
+            let better = match &best {
+                None => true,
+                Some((b, d, n, ..)) => key > (*b, *d, *n),
+            };
+            if better {
+                best = Some((in_body, distinct, ranges.len(), idx, offset, ranges));
+            }
+        }
+        offset += raw.len();
+    }
+    match best {
+        Some((_, _, _, idx, at, ranges)) => {
+            let line = line_at(text, at);
+            let (excerpt, matches) = cut_excerpt(line, &ranges);
+            Shown {
+                line: idx + 1,
+                excerpt,
+                matches,
+                heading: heading_before(text, at),
+            }
+        }
+        None => {
+            let at = body_start.min(text.len());
+            let line_no = text[..at].matches('\n').count() + 1;
+            let (excerpt, _) = cut_excerpt(line_at(text, at), &[]);
+            Shown {
+                line: line_no,
+                excerpt,
+                matches: Vec::new(),
+                heading: None,
+            }
+        }
+    }
+}
+
+/// The line of `text` starting at byte `at` (without its line ending).
+pub fn line_at(text: &str, at: usize) -> &str {
+    let rest = &text[at..];
+    let end = rest.find('\n').unwrap_or(rest.len());
+    rest[..end].trim_end_matches('\r')
+}
+
+fn distinct_needles(line: &str, ranges: &[(usize, usize)]) -> usize {
+    let mut seen: Vec<String> = ranges
+        .iter()
+        .map(|&(s, e)| line[s..e].to_lowercase())
+        .collect();
+    seen.sort();
+    seen.dedup();
+    seen.len()
+}
+
+/// Byte ranges in `line` where a needle occurs, sorted, without overlaps.
+pub fn line_matches(
+    analyzer: &mut TextAnalyzer,
+    line: &str,
+    needles: &Needles,
+) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    if !needles.terms.is_empty() {
+        for t in tokens(analyzer, line) {
+            if needles.terms.contains(&t.text) {
+                ranges.push((t.start, t.end));
+            }
+        }
+    }
+    for n in &needles.cjk {
+        ranges.extend(line.match_indices(n.as_str()).map(|(i, m)| (i, i + m.len())));
+    }
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (s, e) in ranges {
+        match merged.last_mut() {
+            Some(last) if s < last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+}
+
+/// Cuts `line` to at most [`MAX_EXCERPT_CHARS`] characters around the first match, marking cuts
+/// with `…`, and turns the byte `ranges` into character offsets into the excerpt (ranges that fall
+/// outside are dropped, ranges cut by the window are clipped).
+pub fn cut_excerpt(line: &str, ranges: &[(usize, usize)]) -> (String, Vec<[usize; 2]>) {
+    let line = line.trim_end();
+    let total = line.chars().count();
+    let char_of = |byte: usize| line[..byte.min(line.len())].chars().count();
+    let (start, end) = if total <= MAX_EXCERPT_CHARS {
+        (0, total)
+    } else {
+        let budget = MAX_EXCERPT_CHARS - 2; // room for two ellipses
+        let (ms, me) = ranges
+            .first()
+            .map(|&(s, e)| (char_of(s), char_of(e)))
+            .unwrap_or((0, 0));
+        let center = ms + (me - ms).min(budget) / 2;
+        let mut start = center.saturating_sub(budget / 2);
+        if start + budget > total {
+            start = total - budget;
+        }
+        (start, start + budget)
+    };
+    let mut out = String::new();
+    let lead = usize::from(start > 0);
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(line.chars().skip(start).take(end - start));
+    if end < total {
+        out.push('…');
+    }
+    let matches = ranges
+        .iter()
+        .filter_map(|&(s, e)| {
+            let (s, e) = (char_of(s).max(start), char_of(e).min(end));
+            (s < e).then_some([s - start + lead, e - start + lead])
+        })
+        .collect();
+    (out, matches)
+}
+
+/// Byte offset where the body starts: after a frontmatter block opened by `---` on the first line
+/// and closed by `---` or `...`; 0 without one.
+pub fn frontmatter_end(text: &str) -> usize {
+    let mut lines = text.split_inclusive('\n');
+    match lines.next() {
+        Some(first) if first.trim_end() == "---" => {}
+        _ => return 0,
+    }
+    let mut at = text.split_inclusive('\n').next().map_or(0, str::len);
+    for l in lines {
+        at += l.len();
+        let t = l.trim_end();
+        if t == "---" || t == "..." {
+            return at;
+        }
+    }
+    0
+}
+
+/// The text of the last ATX heading (`# Title`) that starts before byte `at`, outside code fences
+/// and frontmatter.
+pub fn heading_before(text: &str, at: usize) -> Option<String> {
+    let mut heading = None;
+    let mut fence: Option<(char, usize)> = None;
+    let mut offset = frontmatter_end(text);
+    for raw in text[offset.min(text.len())..].split_inclusive('\n') {
+        if offset > at {
+            break;
+        }
+        let line = raw.trim_end_matches(['\n', '\r']);
+        let trimmed = line.trim_start_matches(' ');
+        let indent = line.len() - trimmed.len();
+        offset += raw.len();
+        if indent > 3 {
+            continue;
+        }
+        let fence_char = trimmed.chars().next().filter(|c| *c == '`' || *c == '~');
+        if let Some(c) = fence_char {
+            let run = trimmed.chars().take_while(|x| *x == c).count();
+            if run >= 3 {
+                match fence {
+                    None => fence = Some((c, run)),
+                    Some((fc, fl)) if fc == c && run >= fl && trimmed[run..].trim().is_empty() => {
+                        fence = None
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+        }
+        if fence.is_some() {
+            continue;
+        }
+        let hashes = trimmed.chars().take_while(|c| *c == '#').count();
+        if (1..=6).contains(&hashes) {
+            let rest = &trimmed[hashes..];
+            if rest.is_empty() || rest.starts_with([' ', '\t']) {
+                let title = rest.trim().trim_end_matches('#').trim_end();
+                if !title.is_empty() {
+                    heading = Some(title.chars().take(MAX_EXCERPT_CHARS).collect());
+                }
+            }
+        }
+    }
+    heading
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needles(terms: &[&str]) -> Needles {
+        Needles {
+            terms: terms.iter().map(|t| t.to_string()).collect(),
+            cjk: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_analyzer_lowercases_and_folds_accents() {
+        let mut a = analyzer();
+        let t: Vec<String> = tokens(&mut a, "Café-Menü, NAÏVE_x 2026")
+            .into_iter()
+            .map(|t| t.text)
+            .collect();
+        assert_eq!(t, ["cafe", "menu", "naive", "x", "2026"]);
+    }
+
+    #[test]
+    fn cjk_text_becomes_bigrams_and_unigrams() {
+        assert_eq!(cjk_bigrams("我爱北京 and 東京"), "我爱 爱北 北京 東京");
+        assert_eq!(cjk_unigrams("a中b"), "中");
+        assert_eq!(cjk_bigrams("中 text"), "");
+        assert!(is_cjk('한') && is_cjk('カ') && !is_cjk('a') && !is_cjk('é'));
+    }
+
+    #[test]
+    fn the_best_line_matches_most_query_words_and_keeps_its_heading() {
+        let mut a = analyzer();
+        let text = "---\ntags: garden\n---\n# Plan\nsome garden\n## Beds\nthe Garden beds are ready\n";
+        let s = best_line(&mut a, text, &needles(&["garden", "beds"]));
+        assert_eq!(s.line, 7);
+        assert_eq!(s.heading.as_deref(), Some("Beds"));
+        assert_eq!(s.excerpt, "the Garden beds are ready");
+        assert_eq!(s.matches, vec![[4, 10], [11, 15]]);
+    }
+
+    #[test]
+    fn frontmatter_lines_are_shown_only_when_the_body_has_no_match() {
+        let mut a = analyzer();
+        let s = best_line(&mut a, "---\nstatus: active\n---\nbody\n", &needles(&["active"]));
+        assert_eq!((s.line, s.heading), (2, None));
+        // No match at all (a title hit): the first body line.
+        let s = best_line(&mut a, "---\nx: 1\n---\nfirst\n", &needles(&["zzz"]));
+        assert_eq!((s.line, s.excerpt.as_str()), (4, "first"));
+        assert!(s.matches.is_empty());
+    }
+
+    #[test]
+    fn headings_inside_code_fences_do_not_count() {
+        let text = "# Real\n```\n# not a heading\n```\nhit\n";
+        assert_eq!(heading_before(text, text.find("hit").unwrap()).as_deref(), Some("Real"));
+        assert_eq!(heading_before("#tag only\nhit", 10), None);
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_ranges_follow_the_cut() {
+        let line = format!("{}NEEDLE{}", "é".repeat(500), "b".repeat(500));
+        let at = line.find("NEEDLE").unwrap();
+        let (e, m) = cut_excerpt(&line, &[(at, at + 6)]);
+        assert!(e.chars().count() <= MAX_EXCERPT_CHARS);
+        assert!(e.starts_with('…') && e.ends_with('…'));
+        let chars: Vec<char> = e.chars().collect();
+        let [s, t] = m[0];
+        assert_eq!(chars[s..t].iter().collect::<String>(), "NEEDLE");
+    }
+
+    #[test]
+    fn cjk_needles_match_as_substrings() {
+        let mut a = analyzer();
+        let n = Needles {
+            terms: vec![],
+            cjk: vec!["北京".into()],
+        };
+        let s = best_line(&mut a, "first\n我爱北京天安门\n", &n);
+        assert_eq!(s.line, 2);
+        assert_eq!(s.matches, vec![[2, 4]]);
+    }
+}
