@@ -9,14 +9,15 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
+use crate::engine::Freshness;
 use crate::server::CapvaultServer;
 use crate::vault::Vault;
 
 /// Serves `vault` over stdin/stdout until the client disconnects.
-pub async fn serve_stdio(vault: Vault, rescan_interval: std::time::Duration) -> anyhow::Result<()> {
+pub async fn serve_stdio(vault: Vault, freshness: Freshness) -> anyhow::Result<()> {
     tracing::info!(vault = vault.name(), "serving over stdio");
-    let server = CapvaultServer::with_rescan_interval(vault, rescan_interval);
-    server.start_background_build();
+    let server = CapvaultServer::with_freshness(vault, freshness);
+    server.start();
     let service = server
         .serve(rmcp::transport::stdio())
         .await
@@ -62,7 +63,13 @@ pub async fn call_tool(
             _ => bail!("JSON_ARGS must be a JSON object, like '{{\"path\": \"Note.md\"}}'"),
         },
     };
-    let client = connect_in_process(CapvaultServer::new(vault), |s| s).await?;
+    let server = CapvaultServer::new(vault);
+    if tool == "search_notes" {
+        // One-shot: build the index first so a ranked search uses it.
+        let engine = std::sync::Arc::clone(server.engine());
+        tokio::task::spawn_blocking(move || engine.ensure_built()).await?;
+    }
+    let client = connect_in_process(server, |s| s).await?;
     let tools = client.list_all_tools().await?;
     if !tools.iter().any(|t| t.name == tool) {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();

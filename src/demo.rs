@@ -36,6 +36,9 @@ pub async fn run(out: Box<dyn Write + Send>) -> anyhow::Result<()> {
         example::files().len(),
     ));
     let server = CapvaultServer::new(ex.vault);
+    // Build the model and search index in the background, as `capvault serve` does.
+    server.start();
+    let engine = Arc::clone(server.engine());
     let tap_log = Arc::clone(&log);
     let client = connect_in_process(server, move |s| Tap {
         inner: s,
@@ -43,11 +46,42 @@ pub async fn run(out: Box<dyn Write + Send>) -> anyhow::Result<()> {
     })
     .await?;
 
+    // The example vault indexes in milliseconds; wait so the searches below use the index.
+    tokio::task::spawn_blocking(move || engine.wait_ready(std::time::Duration::from_secs(30)))
+        .await?;
     let steps: Vec<(&str, Step)> = vec![
         ("List the tools", Step::ListTools),
         (
-            "Search for a word",
-            Step::Tool("search_notes", json!({"query": "garden", "limit": 5})),
+            "Ranked search: words, best note first, with its best line and heading",
+            Step::Tool(
+                "search_notes",
+                json!({"query": "garden compost", "limit": 3}),
+            ),
+        ),
+        (
+            "Ranked search for a phrase, only in notes tagged #garden (or #garden/...)",
+            Step::Tool(
+                "search_notes",
+                json!({"query": "\"hard frost\"", "tag": "garden", "limit": 3}),
+            ),
+        ),
+        (
+            "Exact search: every matching line",
+            Step::Tool(
+                "search_notes",
+                json!({"query": "tomato", "mode": "exact", "limit": 3}),
+            ),
+        ),
+        (
+            "Regex search",
+            Step::Tool(
+                "search_notes",
+                json!({"query": "^- \\[ \\] ", "mode": "regex", "limit": 3}),
+            ),
+        ),
+        (
+            "Vault facts and the index state",
+            Step::Tool("vault_info", json!({})),
         ),
         (
             "List the newest notes",

@@ -52,8 +52,9 @@ impl Default for Freshness {
 /// The index state as `vault_info` and search replies report it.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct IndexStatus {
-    /// `building` (the first build is running; searches are answered by a scan), `ready`, or
-    /// `failed` (see `last_error`; searches are answered by a scan).
+    /// `building` (the first build is running; searches are answered by a scan), `ready`,
+    /// `failed` (see `last_error`; searches are answered by a scan), or `not started` (one-shot
+    /// `capvault call`: searches are answered by a scan).
     pub state: &'static str,
     /// Notes searchable in the index.
     pub documents: u64,
@@ -65,8 +66,8 @@ pub struct IndexStatus {
     /// How long the first build took, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub build_ms: Option<u64>,
-    /// `watching`, `starting`, `off`, or `unavailable: <reason>` (then only the periodic
-    /// reconcile keeps the index fresh).
+    /// `watching`, `starting`, `off`, `not started` (one-shot `capvault call`), or
+    /// `unavailable: <reason>` (then only the periodic reconcile keeps the index fresh).
     pub watcher: String,
     /// Seconds between full reconciles (stat scans).
     pub reconcile_every_s: u64,
@@ -107,6 +108,10 @@ pub struct Engine {
     status: Mutex<Status>,
     /// Bumped after every applied change (tests and benchmarks wait on it).
     generation: AtomicUsize,
+    /// Runs the first build exactly once, whoever asks first.
+    built: std::sync::Once,
+    /// True once background work was started.
+    started: AtomicBool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -137,12 +142,19 @@ impl Engine {
             total: AtomicU64::new(0),
             status: Mutex::new(Status {
                 failed,
-                watcher: if freshness.watch { "starting" } else { "off" }.to_owned(),
+                watcher: "not started".to_owned(),
                 last_error: error,
                 ..Status::default()
             }),
             generation: AtomicUsize::new(0),
+            built: std::sync::Once::new(),
+            started: AtomicBool::new(false),
         }
+    }
+
+    /// Runs the first build if it has not run yet; returns when it is complete.
+    pub fn ensure_built(&self) {
+        self.built.call_once(|| self.build());
     }
 
     /// The vault.
@@ -165,21 +177,17 @@ impl Engine {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// The first build: reads every note once, feeding model and index. Blocks; run it on a
-    /// background thread.
-    pub fn build(&self) {
+    /// The first build: reads every note once, feeding model and index.
+    fn build(&self) {
         let started = Instant::now();
         // Count the notes first (names only, no stat), so progress has a total.
         let mut count = 0u64;
-        let counted = self.vault.walk(
-            &VaultPath::root(),
-            true,
-            &is_note_name,
-            &mut |_| {
+        let counted = self
+            .vault
+            .walk(&VaultPath::root(), true, &is_note_name, &mut |_| {
                 count += 1;
                 std::ops::ControlFlow::Continue(())
-            },
-        );
+            });
         if counted.is_ok() {
             self.total.store(count, Ordering::Release);
         }
@@ -205,6 +213,8 @@ impl Engine {
 
     /// The model, reconciled first if the query-time policy asks for it.
     pub fn model(&self) -> Result<RwLockReadGuard<'_, Model>, VaultError> {
+        // A query that arrives during the first build waits for it (or runs it).
+        self.ensure_built();
         if let Some(max_age) = self.freshness.query_max_age {
             let stale = self
                 .syncing
@@ -214,9 +224,6 @@ impl Engine {
             if stale {
                 self.sync(&VaultPath::root())?;
             }
-        } else if !self.is_ready() {
-            // A query that arrives during the first build waits for it.
-            self.wait_ready(Duration::from_secs(600));
         }
         Ok(self.model.current())
     }
@@ -271,7 +278,10 @@ impl Engine {
         let mut changes: Vec<Change> = Vec::new();
         let scopes = minimal_scopes(scopes);
         for scope in &scopes {
-            let (mut c, _) = self.model.current().changes_under(&self.vault, scope, &stage)?;
+            let (mut c, _) = self
+                .model
+                .current()
+                .changes_under(&self.vault, scope, &stage)?;
             changes.append(&mut c);
         }
         if let Some(ix) = index {
@@ -305,11 +315,20 @@ impl Engine {
     /// Starts the first build, the watcher and the periodic reconcile on background threads.
     /// Returns at once.
     pub fn start(self: &Arc<Self>) {
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.lock_status().watcher = if self.freshness.watch {
+            "starting"
+        } else {
+            "off"
+        }
+        .to_owned();
         let engine = Arc::clone(self);
         std::thread::Builder::new()
             .name("capvault-build".into())
             .spawn(move || {
-                engine.build();
+                engine.ensure_built();
                 if engine.freshness.watch {
                     engine.run_watcher();
                 }
@@ -383,8 +402,11 @@ impl Engine {
                 "failed"
             } else if ready {
                 "ready"
-            } else {
+            } else if self.started.load(Ordering::Acquire) || self.done.load(Ordering::Relaxed) > 0
+            {
                 "building"
+            } else {
+                "not started"
             },
             documents: self.index().map_or(0, SearchIndex::num_docs),
             progress: Progress {

@@ -27,10 +27,18 @@ enum Command {
     Serve {
         #[command(flatten)]
         vault: VaultArgs,
-        /// How old, in milliseconds, the parsed vault (links, tags) may be before a query rescans
-        /// the folder for changes; 0 rescans on every query.
-        #[arg(long, value_name = "MS", default_value_t = 1000)]
-        rescan_after: u64,
+        /// Also rescan the vault before a query when the last rescan is older than this many
+        /// milliseconds (0: before every query). Off by default: the file watcher and the
+        /// periodic reconcile keep the index fresh.
+        #[arg(long, value_name = "MS")]
+        rescan_after: Option<u64>,
+        /// Seconds between full reconciles (a stat scan of every file that re-reads only what
+        /// changed), which back up the file watcher.
+        #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+        reconcile_every: u64,
+        /// Do not watch the vault for changes (rely on the periodic reconcile).
+        #[arg(long)]
+        no_watch: bool,
     },
     /// Run one tool in-process and print its JSON result (to try a tool or reproduce a bug).
     ///
@@ -101,9 +109,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve {
             vault,
             rescan_after,
+            reconcile_every,
+            no_watch,
         } => {
-            let interval = std::time::Duration::from_millis(rescan_after);
-            capvault::app::serve_stdio(vault.open()?, interval).await
+            let freshness = capvault::engine::Freshness {
+                query_max_age: rescan_after.map(std::time::Duration::from_millis),
+                periodic: std::time::Duration::from_secs(reconcile_every),
+                watch: !no_watch,
+            };
+            capvault::app::serve_stdio(vault.open()?, freshness).await
         }
         Command::Call {
             vault,

@@ -41,7 +41,7 @@ use tantivy::query::{
     TermQuery,
 };
 use tantivy::schema::{
-    Field, FAST, INDEXED, IndexRecordOption, NumericOptions, STORED, STRING, Schema,
+    FAST, Field, INDEXED, IndexRecordOption, NumericOptions, STORED, STRING, Schema,
     TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
@@ -163,15 +163,14 @@ impl SearchIndex {
             mtime: sb.add_i64_field("mtime", NumericOptions::default() | INDEXED | FAST),
         };
         let index = Index::create_in_ram(sb.build());
-        index
-            .tokenizers()
-            .register(TEXT_ANALYZER, text::analyzer());
+        index.tokenizers().register(TEXT_ANALYZER, text::analyzer());
         index.tokenizers().register(
             CJK_ANALYZER,
             TextAnalyzer::builder(WhitespaceTokenizer::default()).build(),
         );
         let threads = threads.clamp(1, 4);
-        let writer = index.writer_with_num_threads(threads, WRITER_BUDGET.max(threads * 16 << 20))?;
+        let writer =
+            index.writer_with_num_threads(threads, WRITER_BUDGET.max(threads * 16 << 20))?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)

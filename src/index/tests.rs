@@ -46,7 +46,10 @@ fn all(ix: &SearchIndex, q: &str) -> Vec<String> {
 #[test]
 fn a_title_match_outranks_body_matches() {
     let ix = index_of(&[
-        ("a.md", "compost compost compost, all about compost and more compost"),
+        (
+            "a.md",
+            "compost compost compost, all about compost and more compost",
+        ),
         ("Compost.md", "A short note."),
         ("b.md", "one mention of compost"),
     ]);
@@ -98,28 +101,46 @@ fn every_word_must_match_unless_no_note_has_them_all() {
 #[test]
 fn filters_restrict_by_folder_tag_property_and_time() {
     let ix = index_of(&[
-        ("Projects/Alpha/plan.md", "---\nstatus: Active\ntags: [project/alpha]\n---\nplan it\n"),
-        ("Projects/beta.md", "---\nstatus: done\n---\nplan #project\n"),
+        (
+            "Projects/Alpha/plan.md",
+            "---\nstatus: Active\ntags: [project/alpha]\n---\nplan it\n",
+        ),
+        (
+            "Projects/beta.md",
+            "---\nstatus: done\n---\nplan #project\n",
+        ),
         ("Projects.md", "plan"),
         ("Other/plan.md", "plan #projectx"),
     ]);
-    let f = |folder: Option<&str>, tag: Option<&str>, prop: Option<(&str, Option<&str>)>| IndexFilter {
-        folder: folder.map(|f| VaultPath::parse_folder(f).unwrap()),
-        tag: tag.map(str::to_owned),
-        property: prop.map(|(k, v)| (k.to_owned(), v.map(str::to_owned))),
-        ..IndexFilter::default()
-    };
+    let f =
+        |folder: Option<&str>, tag: Option<&str>, prop: Option<(&str, Option<&str>)>| IndexFilter {
+            folder: folder.map(|f| VaultPath::parse_folder(f).unwrap()),
+            tag: tag.map(str::to_owned),
+            property: prop.map(|(k, v)| (k.to_owned(), v.map(str::to_owned))),
+            ..IndexFilter::default()
+        };
     let mut got = paths(&ix, "plan", &f(Some("Projects"), None, None));
     got.sort();
     assert_eq!(got, ["Projects/Alpha/plan.md", "Projects/beta.md"]);
     let mut got = paths(&ix, "plan", &f(None, Some("project"), None));
     got.sort();
-    assert_eq!(got, ["Projects/Alpha/plan.md", "Projects/beta.md"], "nested tags count, #projectx does not");
     assert_eq!(
-        paths(&ix, "plan", &f(None, None, Some(("status", Some("active"))))),
+        got,
+        ["Projects/Alpha/plan.md", "Projects/beta.md"],
+        "nested tags count, #projectx does not"
+    );
+    assert_eq!(
+        paths(
+            &ix,
+            "plan",
+            &f(None, None, Some(("status", Some("active"))))
+        ),
         ["Projects/Alpha/plan.md"]
     );
-    assert_eq!(paths(&ix, "plan", &f(None, None, Some(("status", None)))).len(), 2);
+    assert_eq!(
+        paths(&ix, "plan", &f(None, None, Some(("status", None)))).len(),
+        2
+    );
     // Notes were given modification times 1000 s apart, in order.
     let since = IndexFilter {
         modified_after: Some(3_000_000),
@@ -149,8 +170,15 @@ fn chinese_japanese_and_korean_text_is_findable() {
     assert_eq!(all(&ix, "비빔밥"), ["ko.md"]);
     let mut got = all(&ix, "京");
     got.sort();
-    assert_eq!(got, ["ja.md", "zh.md"], "one character finds it inside longer runs");
-    assert!(all(&ix, "门北").is_empty(), "characters not adjacent in any note");
+    assert_eq!(
+        got,
+        ["ja.md", "zh.md"],
+        "one character finds it inside longer runs"
+    );
+    assert!(
+        all(&ix, "门北").is_empty(),
+        "characters not adjacent in any note"
+    );
 }
 
 #[test]
@@ -186,14 +214,22 @@ fn paging_is_stable_and_deep_offsets_are_refused() {
     let notes: Vec<(String, String)> = (0..30)
         .map(|i| (format!("n{i:02}.md"), format!("word {}", "word ".repeat(i))))
         .collect();
-    let refs: Vec<(&str, &str)> = notes.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let refs: Vec<(&str, &str)> = notes
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let ix = index_of(&refs);
     let q = query::parse("word").unwrap();
     let f = IndexFilter::default();
     let first = ix.search(&q, &f, 0, 10).unwrap();
     let second = ix.search(&q, &f, 10, 10).unwrap();
     assert_eq!(first.total, 30);
-    let mut seen: Vec<_> = first.hits.iter().chain(&second.hits).map(|h| h.1.clone()).collect();
+    let mut seen: Vec<_> = first
+        .hits
+        .iter()
+        .chain(&second.hits)
+        .map(|h| h.1.clone())
+        .collect();
     seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), 20, "pages do not overlap");

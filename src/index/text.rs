@@ -213,7 +213,10 @@ pub fn line_matches(
         }
     }
     for n in &needles.cjk {
-        ranges.extend(line.match_indices(n.as_str()).map(|(i, m)| (i, i + m.len())));
+        ranges.extend(
+            line.match_indices(n.as_str())
+                .map(|(i, m)| (i, i + m.len())),
+        );
     }
     ranges.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
@@ -289,36 +292,68 @@ pub fn frontmatter_end(text: &str) -> usize {
 /// The text of the last ATX heading (`# Title`) that starts before byte `at`, outside code fences
 /// and frontmatter.
 pub fn heading_before(text: &str, at: usize) -> Option<String> {
-    let mut heading = None;
-    let mut fence: Option<(char, usize)> = None;
-    let mut offset = frontmatter_end(text);
-    for raw in text[offset.min(text.len())..].split_inclusive('\n') {
-        if offset > at {
-            break;
+    let mut t = HeadingTracker::new(text);
+    t.advance_to(text, at);
+    t.heading().map(str::to_owned)
+}
+
+/// Follows the headings of a text line by line, forward only, so that the heading of many
+/// positions costs one pass.
+#[derive(Debug, Clone)]
+pub struct HeadingTracker {
+    /// Byte offset of the next line to read.
+    pos: usize,
+    fence: Option<(char, usize)>,
+    heading: Option<String>,
+}
+
+impl HeadingTracker {
+    /// A tracker at the start of `text`'s body.
+    pub fn new(text: &str) -> Self {
+        HeadingTracker {
+            pos: frontmatter_end(text),
+            fence: None,
+            heading: None,
         }
-        let line = raw.trim_end_matches(['\n', '\r']);
+    }
+
+    /// The heading in force at the position reached.
+    pub fn heading(&self) -> Option<&str> {
+        self.heading.as_deref()
+    }
+
+    /// Reads every line of `text` that starts at or before byte `at`.
+    pub fn advance_to(&mut self, text: &str, at: usize) {
+        while self.pos <= at && self.pos < text.len() {
+            let rest = &text[self.pos..];
+            let len = rest.find('\n').map_or(rest.len(), |i| i + 1);
+            let line = rest[..len].trim_end_matches(['\n', '\r']);
+            self.pos += len;
+            self.read_line(line);
+        }
+    }
+
+    fn read_line(&mut self, line: &str) {
         let trimmed = line.trim_start_matches(' ');
-        let indent = line.len() - trimmed.len();
-        offset += raw.len();
-        if indent > 3 {
-            continue;
+        if line.len() - trimmed.len() > 3 {
+            return;
         }
         let fence_char = trimmed.chars().next().filter(|c| *c == '`' || *c == '~');
         if let Some(c) = fence_char {
             let run = trimmed.chars().take_while(|x| *x == c).count();
             if run >= 3 {
-                match fence {
-                    None => fence = Some((c, run)),
+                match self.fence {
+                    None => self.fence = Some((c, run)),
                     Some((fc, fl)) if fc == c && run >= fl && trimmed[run..].trim().is_empty() => {
-                        fence = None
+                        self.fence = None
                     }
                     _ => {}
                 }
-                continue;
+                return;
             }
         }
-        if fence.is_some() {
-            continue;
+        if self.fence.is_some() {
+            return;
         }
         let hashes = trimmed.chars().take_while(|c| *c == '#').count();
         if (1..=6).contains(&hashes) {
@@ -326,12 +361,11 @@ pub fn heading_before(text: &str, at: usize) -> Option<String> {
             if rest.is_empty() || rest.starts_with([' ', '\t']) {
                 let title = rest.trim().trim_end_matches('#').trim_end();
                 if !title.is_empty() {
-                    heading = Some(title.chars().take(MAX_EXCERPT_CHARS).collect());
+                    self.heading = Some(title.chars().take(MAX_EXCERPT_CHARS).collect());
                 }
             }
         }
     }
-    heading
 }
 
 #[cfg(test)]
@@ -366,7 +400,8 @@ mod tests {
     #[test]
     fn the_best_line_matches_most_query_words_and_keeps_its_heading() {
         let mut a = analyzer();
-        let text = "---\ntags: garden\n---\n# Plan\nsome garden\n## Beds\nthe Garden beds are ready\n";
+        let text =
+            "---\ntags: garden\n---\n# Plan\nsome garden\n## Beds\nthe Garden beds are ready\n";
         let s = best_line(&mut a, text, &needles(&["garden", "beds"]));
         assert_eq!(s.line, 7);
         assert_eq!(s.heading.as_deref(), Some("Beds"));
@@ -377,7 +412,11 @@ mod tests {
     #[test]
     fn frontmatter_lines_are_shown_only_when_the_body_has_no_match() {
         let mut a = analyzer();
-        let s = best_line(&mut a, "---\nstatus: active\n---\nbody\n", &needles(&["active"]));
+        let s = best_line(
+            &mut a,
+            "---\nstatus: active\n---\nbody\n",
+            &needles(&["active"]),
+        );
         assert_eq!((s.line, s.heading), (2, None));
         // No match at all (a title hit): the first body line.
         let s = best_line(&mut a, "---\nx: 1\n---\nfirst\n", &needles(&["zzz"]));
@@ -388,7 +427,10 @@ mod tests {
     #[test]
     fn headings_inside_code_fences_do_not_count() {
         let text = "# Real\n```\n# not a heading\n```\nhit\n";
-        assert_eq!(heading_before(text, text.find("hit").unwrap()).as_deref(), Some("Real"));
+        assert_eq!(
+            heading_before(text, text.find("hit").unwrap()).as_deref(),
+            Some("Real")
+        );
         assert_eq!(heading_before("#tag only\nhit", 10), None);
     }
 

@@ -84,12 +84,17 @@ impl NoteFilter {
         if self.tag.is_none() && self.property.is_none() {
             return true;
         }
-        let Some(note) = model.note(path) else {
-            return false;
-        };
+        match model.note(path) {
+            Some(note) => self.matches_parsed(&note.parsed),
+            None => false,
+        }
+    }
+
+    /// True when a note parsed as `parsed` passes the tag and property filters (the glob, which
+    /// needs the path, is not checked here).
+    pub fn matches_parsed(&self, parsed: &markdown::ParsedNote) -> bool {
         if let Some(tag) = &self.tag
-            && !note
-                .parsed
+            && !parsed
                 .tags
                 .iter()
                 .any(|t| markdown::tag_matches(&t.name, tag))
@@ -97,7 +102,7 @@ impl NoteFilter {
             return false;
         }
         if let Some(key) = &self.property {
-            let Frontmatter::Valid { value: fm, .. } = &note.parsed.frontmatter else {
+            let Frontmatter::Valid { value: fm, .. } = &parsed.frontmatter else {
                 return false;
             };
             let Some(v) = fm.get(key.as_str()) else {

@@ -20,40 +20,51 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 
-use crate::model::{Model, SharedModel};
+use crate::engine::{Engine, Freshness};
+use crate::model::Model;
 use crate::notes::NoteError;
 use crate::vault::Vault;
 
 pub use resources::{URI_PREFIX, path_from_uri, uri_for};
-
-/// How old the vault model may be before a query rescans the vault.
-pub const DEFAULT_RESCAN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1000);
 
 /// The capvault MCP server. Cheap to clone: the vault is shared.
 #[derive(Clone)]
 pub struct CapvaultServer {
     /// The vault every request is served from.
     vault: Arc<Vault>,
-    /// The parsed vault (notes, tags, links), refreshed before each query that needs it.
-    model: Arc<SharedModel>,
+    /// The parsed vault (notes, tags, links) and the search index, kept fresh together.
+    engine: Arc<Engine>,
     /// Routes `tools/call` to the `#[tool]` methods.
     tool_router: ToolRouter<Self>,
 }
 
 impl CapvaultServer {
-    /// A server for `vault` whose model rescans the vault when older than one second.
+    /// A server for `vault` with the default freshness (file watcher, periodic reconcile). Call
+    /// [`CapvaultServer::start`] to build the model and index in the background; otherwise the
+    /// first query that needs the model builds it.
     pub fn new(vault: Vault) -> Self {
-        Self::with_rescan_interval(vault, DEFAULT_RESCAN_INTERVAL)
+        Self::with_freshness(vault, Freshness::default())
     }
 
-    /// A server for `vault` whose model rescans the vault when older than `interval` (zero: on
-    /// every model query).
-    pub fn with_rescan_interval(vault: Vault, interval: std::time::Duration) -> Self {
+    /// A server for `vault` kept fresh as `freshness` says.
+    pub fn with_freshness(vault: Vault, freshness: Freshness) -> Self {
+        let vault = Arc::new(vault);
         CapvaultServer {
-            vault: Arc::new(vault),
-            model: Arc::new(SharedModel::new(interval)),
+            engine: Arc::new(Engine::new(Arc::clone(&vault), freshness)),
+            vault,
             tool_router: Self::tool_router() + Self::knowledge_router() + Self::vault_router(),
         }
+    }
+
+    /// Starts the background work: the first build of model and index, then the file watcher
+    /// and the periodic reconcile. The server answers at once meanwhile.
+    pub fn start(&self) {
+        self.engine.start();
+    }
+
+    /// The engine (model and index).
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
     }
 
     /// The vault being served.
@@ -73,36 +84,16 @@ impl CapvaultServer {
             .map_err(|_| "internal error: the operation was aborted".to_owned())?
     }
 
-    /// Builds the model in the background (when called inside a tokio runtime), so the first
-    /// model query finds most of the work done. The server answers at once meanwhile.
-    pub fn start_background_build(&self) {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return;
-        }
-        let (vault, model) = (Arc::clone(&self.vault), Arc::clone(&self.model));
-        tokio::task::spawn_blocking(move || {
-            let started = std::time::Instant::now();
-            match model.fresh(&vault) {
-                Ok(m) => tracing::info!(
-                    notes = m.note_count(),
-                    ms = started.elapsed().as_millis() as u64,
-                    "vault model built"
-                ),
-                Err(e) => tracing::warn!(error = %e, "vault model build failed"),
-            }
-        });
-    }
-
     /// Runs `f` on the blocking pool with the vault and an up-to-date model.
     async fn with_model<T, F>(&self, f: F) -> Result<T, String>
     where
         T: Send + 'static,
         F: FnOnce(&Vault, &Model) -> Result<T, NoteError> + Send + 'static,
     {
-        let (vault, model) = (Arc::clone(&self.vault), Arc::clone(&self.model));
+        let engine = Arc::clone(&self.engine);
         tokio::task::spawn_blocking(move || {
-            let fresh = model.fresh(&vault).map_err(|e| e.to_string())?;
-            f(&vault, &fresh).map_err(|e| e.to_string())
+            let fresh = engine.model().map_err(|e| e.to_string())?;
+            f(engine.vault(), &fresh).map_err(|e| e.to_string())
         })
         .await
         .map_err(|_| "internal error: the operation was aborted".to_owned())?

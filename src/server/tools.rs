@@ -1,6 +1,11 @@
 //! The tools. Names are fixed: clients and docs depend on them.
 
+use std::sync::Arc;
+
+use rmcp::RoleServer;
 use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::ProgressNotificationParam;
+use rmcp::service::RequestContext;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -8,7 +13,7 @@ use serde::Deserialize;
 use super::CapvaultServer;
 use crate::notes::filter::NoteFilter;
 use crate::notes::list::{ListPage, ListQuery, list_notes};
-use crate::notes::search::{SearchQuery, SearchResults, search_exact};
+use crate::notes::search::{Mode, SearchQuery, SearchResults, parse_time, search};
 use crate::notes::view::{Format, NoteView, ViewRequest, view_note};
 use crate::vault::VaultPath;
 
@@ -61,15 +66,31 @@ pub struct ListNotesArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchNotesArgs {
-    /// Text to find in note bodies and file names (an exact substring).
+    /// What to find. `ranked` mode: words (all must match) and `"quoted phrases"`, `-word` to
+    /// exclude. `exact` mode: a piece of text. `regex` mode: a Rust regular expression.
     pub query: String,
+    /// `ranked` (default: relevance over the index; title > headings > tags > body), `exact`
+    /// (substring, one hit per matching line) or `regex` (one hit per matching line).
+    #[serde(default)]
+    pub mode: Mode,
     /// Maximum number of hits, 1 to 200 (default 20).
     pub limit: Option<u32>,
-    /// Match letter case exactly (default false).
+    /// Match letter case exactly (`exact` and `regex` modes; default false).
     #[serde(default)]
     pub case_sensitive: bool,
     /// Only search notes under this folder (relative to the vault root).
     pub folder: Option<String>,
+    /// Only notes with this tag or a tag nested under it (`project` matches `#project/alpha`).
+    pub tag: Option<String>,
+    /// Only notes whose frontmatter has this property (exact key).
+    pub property: Option<String>,
+    /// With `property`: only notes where the property equals this value (case-insensitive; for a
+    /// list property, any element).
+    pub value: Option<String>,
+    /// Only notes modified at or after this time: `2026-11-30` or `2026-11-30T08:00:00Z`.
+    pub modified_after: Option<String>,
+    /// Only notes modified before this time: `2026-11-30` or `2026-11-30T08:00:00Z`.
+    pub modified_before: Option<String>,
     /// The `next_cursor` of the previous page of hits.
     pub cursor: Option<String>,
 }
@@ -144,8 +165,10 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// Search all notes for an exact piece of text (case-insensitive by default). Hits are
-    /// matching lines with an excerpt; notes whose file name contains the text rank first.
+    /// Search the notes. Default `ranked` mode: words and "phrases" ranked by relevance (title,
+    /// then headings, tags, body), one hit per note with its best line and heading. `exact` and
+    /// `regex` modes: every matching line. Filters: folder, tag, property/value, modification
+    /// time. Paged with `cursor`.
     #[tool(annotations(
         title = "Search notes",
         read_only_hint = true,
@@ -156,18 +179,61 @@ impl CapvaultServer {
     pub async fn search_notes(
         &self,
         Parameters(args): Parameters<SearchNotesArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<SearchResults>, String> {
         let folder = VaultPath::parse_folder(args.folder.as_deref().unwrap_or(""))
             .map_err(|e| format!("invalid folder: {e}"))?;
+        let time = |name: &str, v: Option<String>| {
+            v.map(|s| parse_time(name, &s).map_err(|e| e.to_string()))
+                .transpose()
+        };
         let query = SearchQuery {
             query: args.query,
+            mode: args.mode,
             limit: args.limit,
             case_sensitive: args.case_sensitive,
             folder,
+            tag: args.tag,
+            property: args.property,
+            value: args.value,
+            modified_after: time("modified_after", args.modified_after)?,
+            modified_before: time("modified_before", args.modified_before)?,
             cursor: args.cursor,
         };
-        self.blocking(move |vault| search_exact(vault, &query).map_err(|e| e.to_string()))
+        let engine = Arc::clone(self.engine());
+        // While the index builds, a client that asked for progress hears how the build goes.
+        let progress = match context.meta.get_progress_token() {
+            Some(token) if query.mode == Mode::Ranked && !engine.is_ready() => Some(tokio::spawn(
+                report_build_progress(Arc::clone(&engine), context.peer.clone(), token),
+            )),
+            _ => None,
+        };
+        let result = tokio::task::spawn_blocking(move || search(&engine, &query))
             .await
-            .map(Json)
+            .map_err(|_| "internal error: the search was aborted".to_owned())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        if let Some(task) = progress {
+            task.abort();
+        }
+        result.map(Json)
+    }
+}
+
+/// Sends the build's progress to `peer` every 200 ms until the build is done (or the task is
+/// aborted when the reply is ready).
+async fn report_build_progress(
+    engine: Arc<crate::engine::Engine>,
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+) {
+    loop {
+        let status = engine.status();
+        let param = ProgressNotificationParam::new(token.clone(), status.progress.done as f64)
+            .with_total(status.progress.total.max(status.progress.done) as f64)
+            .with_message(format!("search index {}", status.state));
+        if peer.notify_progress(param).await.is_err() || engine.is_ready() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }

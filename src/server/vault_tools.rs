@@ -9,7 +9,10 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
 use super::{CapvaultServer, resources::uri_for};
+use crate::engine::IndexStatus;
 use crate::notes::settings::{VaultSettings, load_settings};
 use crate::notes::{NoteError, rfc3339, sha256_hex};
 use crate::obsidian::{canvas, moment};
@@ -23,14 +26,16 @@ pub const MAX_ATTACHMENT_BYTES: u64 = 6 * 1024 * 1024;
 pub struct VaultInfo {
     /// The vault folder's name.
     pub name: String,
-    /// Markdown notes.
-    pub notes: usize,
+    /// Markdown notes (null while the first build runs: see `index`).
+    pub notes: Option<usize>,
     /// Canvas files (`.canvas`).
-    pub canvases: usize,
+    pub canvases: Option<usize>,
     /// Other files (images, PDFs, audio...).
-    pub attachments: usize,
+    pub attachments: Option<usize>,
     /// Distinct tags.
-    pub tags: usize,
+    pub tags: Option<usize>,
+    /// The search index and what keeps it fresh: state, documents, build progress, watcher.
+    pub index: IndexStatus,
     /// Settings read from the vault's `.obsidian` folder.
     pub settings: VaultSettings,
     /// Whether write tools are enabled (capvault is read-only today).
@@ -148,31 +153,45 @@ impl CapvaultServer {
         open_world_hint = false
     ))]
     pub async fn vault_info(&self) -> Result<Json<VaultInfo>, String> {
-        self.with_model(|vault, model| {
+        let engine = Arc::clone(self.engine());
+        tokio::task::spawn_blocking(move || {
+            let vault = engine.vault();
+            // During the first build, answer at once with the build's progress.
+            let building = !engine.is_ready() && engine.status().state == "building";
             let (mut notes, mut canvases, mut attachments) = (0, 0, 0);
-            for path in model.files().keys() {
-                if is_note_name(path.file_name()) {
-                    notes += 1;
-                } else if path.extension() == Some("canvas") {
-                    canvases += 1;
-                } else {
-                    attachments += 1;
+            let (mut tags, mut updated, mut build_ms) = (0, None, None);
+            if !building {
+                let model = engine.model().map_err(|e| e.to_string())?;
+                for path in model.files().keys() {
+                    if is_note_name(path.file_name()) {
+                        notes += 1;
+                    } else if path.extension() == Some("canvas") {
+                        canvases += 1;
+                    } else {
+                        attachments += 1;
+                    }
                 }
+                tags = model.tags().len();
+                updated = model.refreshed_at().map(rfc3339);
+                build_ms = model.build_time().map(|d| d.as_millis() as u64);
             }
+            let counted = |n: usize| (!building).then_some(n);
             Ok(VaultInfo {
                 name: vault.name().to_owned(),
-                notes,
-                canvases,
-                attachments,
-                tags: model.tags().len(),
+                notes: counted(notes),
+                canvases: counted(canvases),
+                attachments: counted(attachments),
+                tags: counted(tags),
+                index: engine.status(),
                 settings: load_settings(vault),
                 writes_enabled: false,
                 max_file_size: vault.limits().max_read_bytes,
-                model_updated: model.refreshed_at().map(rfc3339),
-                model_build_ms: model.build_time().map(|d| d.as_millis() as u64),
+                model_updated: updated,
+                model_build_ms: build_ms,
             })
         })
         .await
+        .map_err(|_| "internal error: the operation was aborted".to_owned())?
         .map(Json)
     }
 

@@ -152,9 +152,9 @@ impl Debounce {
         let mut rescan = false;
         let mut error = None;
         let take = |msg: WatchMsg,
-                        paths: &mut BTreeSet<VaultPath>,
-                        rescan: &mut bool,
-                        error: &mut Option<String>| match msg {
+                    paths: &mut BTreeSet<VaultPath>,
+                    rescan: &mut bool,
+                    error: &mut Option<String>| match msg {
             WatchMsg::Paths(p) => {
                 if !*rescan {
                     paths.extend(p);
@@ -228,7 +228,9 @@ mod tests {
         tx.send(WatchMsg::Rescan).unwrap();
         tx.send(WatchMsg::Paths(vec![v("d.md")])).unwrap();
         assert_eq!(d.next_batch(&rx), Some(Batch::Rescan));
-        let many: Vec<VaultPath> = (0..=MAX_BATCH_PATHS).map(|i| v(&format!("{i}.md"))).collect();
+        let many: Vec<VaultPath> = (0..=MAX_BATCH_PATHS)
+            .map(|i| v(&format!("{i}.md")))
+            .collect();
         tx.send(WatchMsg::Paths(many)).unwrap();
         assert_eq!(d.next_batch(&rx), Some(Batch::Rescan));
         drop(tx);
