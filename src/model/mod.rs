@@ -419,12 +419,10 @@ impl Model {
         changes.extend(others.into_iter().map(|(p, m)| Change::File(p, m)));
         let parsed: Vec<Change> = notes
             .into_par_iter()
-            .map(|(path, meta)| match { let t = Instant::now(); let r = vault.read_file(&path); RD.fetch_add(t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed); r } {
+            .map(|(path, meta)| match vault.read_file(&path) {
                 Ok(data) => {
-                    let t = Instant::now();
                     let text = String::from_utf8_lossy(&data.bytes);
                     let parsed = markdown::parse_note(&text);
-                    PS.fetch_add(t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
                     on_note(NoteRead {
                         path: &path,
                         meta: &meta,
@@ -440,12 +438,6 @@ impl Model {
                 }
             })
             .collect();
-        eprintln!(
-            "TMP all {:?} read cpu {} ms parse cpu {} ms",
-            t0.elapsed(),
-            RD.load(std::sync::atomic::Ordering::Relaxed) / 1000000,
-            PS.load(std::sync::atomic::Ordering::Relaxed) / 1000000
-        );
         stats.parsed = parsed
             .iter()
             .filter(|c| matches!(c, Change::Note(..)))
