@@ -27,7 +27,7 @@ use crate::vault::{Vault, VaultError, VaultPath, is_note_name};
 /// A burst touching more places than this is reconciled with one full scan instead.
 pub const MAX_SCOPES: usize = 1000;
 
-/// When the engine brings itself up to date.
+/// When the engine brings itself up to date, and how long scans may take.
 #[derive(Debug, Clone, Copy)]
 pub struct Freshness {
     /// Reconcile before a query when the last reconcile is older than this (`None`: never at
@@ -37,6 +37,10 @@ pub struct Freshness {
     pub periodic: Duration,
     /// Watch the vault for changes.
     pub watch: bool,
+    /// How long a scanning search (exact, regex, ranked while the index builds) may run.
+    pub scan_budget: Duration,
+    /// Wait this long before the first build (tests use it to observe the building state).
+    pub build_delay: Duration,
 }
 
 impl Default for Freshness {
@@ -45,6 +49,8 @@ impl Default for Freshness {
             query_max_age: None,
             periodic: Duration::from_secs(60),
             watch: true,
+            scan_budget: crate::notes::search::SCAN_BUDGET,
+            build_delay: Duration::ZERO,
         }
     }
 }
@@ -155,6 +161,11 @@ impl Engine {
     /// Runs the first build if it has not run yet; returns when it is complete.
     pub fn ensure_built(&self) {
         self.built.call_once(|| self.build());
+    }
+
+    /// How long a scanning search may run.
+    pub fn scan_budget(&self) -> Duration {
+        self.freshness.scan_budget
     }
 
     /// The vault.
@@ -328,6 +339,7 @@ impl Engine {
         std::thread::Builder::new()
             .name("capvault-build".into())
             .spawn(move || {
+                std::thread::sleep(engine.freshness.build_delay);
                 engine.ensure_built();
                 if engine.freshness.watch {
                     engine.run_watcher();

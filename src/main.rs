@@ -39,6 +39,12 @@ enum Command {
         /// Do not watch the vault for changes (rely on the periodic reconcile).
         #[arg(long)]
         no_watch: bool,
+        /// Milliseconds a scanning search (exact, regex) may run before it returns partial results.
+        #[arg(long, value_name = "MS", default_value_t = 3000)]
+        scan_budget: u64,
+        /// Testing aid: wait this many milliseconds before building the index.
+        #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
+        index_delay: u64,
     },
     /// Run one tool in-process and print its JSON result (to try a tool or reproduce a bug).
     ///
@@ -111,11 +117,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             rescan_after,
             reconcile_every,
             no_watch,
+            scan_budget,
+            index_delay,
         } => {
+            let ms = std::time::Duration::from_millis;
             let freshness = capvault::engine::Freshness {
-                query_max_age: rescan_after.map(std::time::Duration::from_millis),
+                query_max_age: rescan_after.map(ms),
                 periodic: std::time::Duration::from_secs(reconcile_every),
                 watch: !no_watch,
+                scan_budget: ms(scan_budget),
+                build_delay: ms(index_delay),
             };
             capvault::app::serve_stdio(vault.open()?, freshness).await
         }

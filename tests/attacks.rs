@@ -274,10 +274,20 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
         }
     }
 
-    // Scans never surface what lies outside or hidden.
+    // Neither the scans nor the index (built by following nothing) surface what lies outside
+    // or hidden, in any search mode.
+    let index = s.wait_index_ready().await;
+    assert_eq!(
+        index["documents"], 2,
+        "only ok.md and dir/inner.md are indexed: {index}"
+    );
     for query in [SECRET, EVIL, HIDDEN, "secret"] {
-        let r = s.ok("search_notes", json!({"query": query})).await;
-        assert_eq!(r["total"], 0, "search for {query} found {r}");
+        for mode in ["ranked", "exact", "regex"] {
+            let r = s
+                .ok("search_notes", json!({"query": query, "mode": mode}))
+                .await;
+            assert_eq!(r["total"], 0, "{mode} search for {query} found {r}");
+        }
     }
     let listed = s.ok("list_notes", json!({"limit": 1000})).await;
     let listed: Vec<&str> = listed["notes"]

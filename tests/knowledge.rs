@@ -442,6 +442,7 @@ async fn the_model_follows_changes_on_disk() {
 async fn vault_info_reports_counts_and_obsidian_settings() {
     let (_tmp, v) = example_copy();
     let s = Server::start_with(&v, &["--rescan-after", "0"]).await;
+    s.wait_index_ready().await;
     let r = s.ok("vault_info", json!({})).await;
     assert_eq!(r["name"], "vault");
     assert_eq!(r["notes"], 15, "{r}");

@@ -99,12 +99,22 @@ async fn obsidian_hub_search_finds_a_known_phrase() {
         return;
     };
     let s = Server::start(&root).await;
-    // "00 - Start here.md" is the hub's entry note; its name matches, so it ranks first.
+    s.wait_index_ready().await;
+    // "00 - Start here.md" is the hub's entry note: its title has both words, so it ranks first.
     let r = s
         .ok("search_notes", json!({"query": "start here", "limit": 5}))
         .await;
+    assert_eq!(r["served_by"], "index", "{r}");
     assert_eq!(r["hits"][0]["path"], "00 - Start here.md", "{r}");
-    assert!(r["hits"][0]["score"].as_u64().unwrap() >= 10);
+    // In exact mode its name matches the phrase, worth 10 points on top of its matching lines.
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "start here", "mode": "exact", "limit": 5}),
+        )
+        .await;
+    assert_eq!(r["hits"][0]["path"], "00 - Start here.md", "{r}");
+    assert!(r["hits"][0]["score"].as_f64().unwrap() >= 10.0);
     s.stop().await;
 }
 

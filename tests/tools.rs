@@ -253,10 +253,12 @@ async fn list_notes_pages_with_an_opaque_cursor() {
 }
 
 #[tokio::test]
-async fn search_notes_scores_name_matches_first_then_lines() {
+async fn exact_search_scores_name_matches_first_then_lines() {
     let tmp = fixture();
     let s = Server::start(&vault(&tmp)).await;
-    let r = s.ok("search_notes", json!({"query": "garden"})).await;
+    let r = s
+        .ok("search_notes", json!({"mode": "exact", "query": "garden"}))
+        .await;
     let hits: Vec<(String, u64, u64)> = r["hits"]
         .as_array()
         .unwrap()
@@ -265,7 +267,7 @@ async fn search_notes_scores_name_matches_first_then_lines() {
             (
                 h["path"].as_str().unwrap().to_owned(),
                 h["line"].as_u64().unwrap(),
-                h["score"].as_u64().unwrap(),
+                h["score"].as_f64().unwrap() as u64,
             )
         })
         .collect();
@@ -293,7 +295,7 @@ async fn search_notes_scores_name_matches_first_then_lines() {
     let r = s
         .ok(
             "search_notes",
-            json!({"query": "GARDEN", "case_sensitive": true}),
+            json!({"mode": "exact", "query": "GARDEN", "case_sensitive": true}),
         )
         .await;
     assert_eq!(r["total"], 1);
@@ -302,7 +304,7 @@ async fn search_notes_scores_name_matches_first_then_lines() {
     let r = s
         .ok(
             "search_notes",
-            json!({"query": "garden", "folder": "Projects", "limit": 2}),
+            json!({"mode": "exact", "query": "garden", "folder": "Projects", "limit": 2}),
         )
         .await;
     assert_eq!(r["hits"].as_array().unwrap().len(), 2);
@@ -311,12 +313,15 @@ async fn search_notes_scores_name_matches_first_then_lines() {
 
     // Paging through every hit with the cursor gives the same hits as one big page.
     let all = s
-        .ok("search_notes", json!({"query": "garden", "limit": 200}))
+        .ok(
+            "search_notes",
+            json!({"mode": "exact", "query": "garden", "limit": 200}),
+        )
         .await;
     let mut paged = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut args = json!({"query": "garden", "limit": 2});
+        let mut args = json!({"mode": "exact", "query": "garden", "limit": 2});
         if let Some(c) = &cursor {
             args["cursor"] = json!(c);
         }
@@ -329,37 +334,57 @@ async fn search_notes_scores_name_matches_first_then_lines() {
     }
     assert_eq!(&Value::Array(paged), &all["hits"]);
     let c = s
-        .ok("search_notes", json!({"query": "garden", "limit": 1}))
+        .ok(
+            "search_notes",
+            json!({"mode": "exact", "query": "garden", "limit": 1}),
+        )
         .await["next_cursor"]
         .as_str()
         .unwrap()
         .to_owned();
     let msg = s
-        .err("search_notes", json!({"query": "compost", "cursor": c}))
+        .err(
+            "search_notes",
+            json!({"mode": "exact", "query": "compost", "cursor": c}),
+        )
         .await;
     assert!(msg.contains("other arguments"), "{msg}");
 
     // A match on the file name alone yields one hit on line 1.
-    let r = s.ok("search_notes", json!({"query": "budget"})).await;
+    let r = s
+        .ok("search_notes", json!({"mode": "exact", "query": "budget"}))
+        .await;
     assert_eq!(r["hits"][0]["path"], "Projects/Budget.md");
     assert_eq!(r["hits"][0]["line"], 1);
-    assert_eq!(r["hits"][0]["score"], 10);
+    assert_eq!(r["hits"][0]["score"], 10.0);
     assert_eq!(r["hits"][0]["excerpt"], "Costs");
 
-    let r = s.ok("search_notes", json!({"query": "zebra"})).await;
+    let r = s
+        .ok("search_notes", json!({"mode": "exact", "query": "zebra"}))
+        .await;
     assert_eq!(r["total"], 0);
     // Hidden folders are never searched.
-    let r = s.ok("search_notes", json!({"query": "HIDDEN"})).await;
+    let r = s
+        .ok("search_notes", json!({"mode": "exact", "query": "HIDDEN"}))
+        .await;
     assert_eq!(r["total"], 0);
 
-    let msg = s.err("search_notes", json!({"query": ""})).await;
+    let msg = s
+        .err("search_notes", json!({"mode": "exact", "query": ""}))
+        .await;
     assert!(msg.contains("query is empty"), "{msg}");
     let msg = s
-        .err("search_notes", json!({"query": "x", "limit": 500}))
+        .err(
+            "search_notes",
+            json!({"mode": "exact", "query": "x", "limit": 500}),
+        )
         .await;
     assert!(msg.contains("limit must be between 1 and 200"), "{msg}");
     let msg = s
-        .err("search_notes", json!({"query": "x", "folder": "../"}))
+        .err(
+            "search_notes",
+            json!({"mode": "exact", "query": "x", "folder": "../"}),
+        )
         .await;
     assert!(msg.contains("invalid folder"), "{msg}");
     s.stop().await;

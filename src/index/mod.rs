@@ -315,12 +315,15 @@ impl SearchIndex {
             ));
         }
         let mut musts: Vec<(Occur, Box<dyn TQuery>)> = self.filter_clauses(filter);
+        let searcher = self.reader.searcher();
         for c in query.negative() {
             if let Some(q) = self.clause_query(&mut analyzer, c, None) {
-                musts.push((Occur::MustNot, q));
+                musts.push((
+                    Occur::MustNot,
+                    self.exclusion(&searcher, &mut analyzer, c, q)?,
+                ));
             }
         }
-        let searcher = self.reader.searcher();
         let many = positives.len() > 1;
         let all: Vec<(Occur, Box<dyn TQuery>)> = positives
             .iter()
@@ -357,6 +360,32 @@ impl SearchIndex {
             matched_all,
             needles,
         })
+    }
+
+    /// The query that excludes `clause`. A clause with a phrase (several words, or CJK text) is
+    /// resolved first into the set of paths it matches: tantivy 0.27's phrase scorer misbehaves
+    /// under exclusion across segments (a debug assertion fires in `seek_danger`), so phrases are
+    /// never placed under `MustNot` directly.
+    fn exclusion(
+        &self,
+        searcher: &tantivy::Searcher,
+        analyzer: &mut TextAnalyzer,
+        clause: &Clause,
+        q: Box<dyn TQuery>,
+    ) -> Result<Box<dyn TQuery>, IndexError> {
+        let single_word = text::tokens(analyzer, &clause.text).len() <= 1
+            && text::cjk_runs(&clause.text).next().is_none();
+        if single_word {
+            return Ok(q);
+        }
+        let docs = searcher.search(&*q, &tantivy::collector::DocSetCollector)?;
+        let mut terms = Vec::with_capacity(docs.len());
+        for addr in docs {
+            if let Some(p) = self.path_of(searcher, addr)? {
+                terms.push(Term::from_field_text(self.fields.path, p.as_str()));
+            }
+        }
+        Ok(Box::new(tantivy::query::TermSetQuery::new(terms)))
     }
 
     fn path_of(

@@ -7,7 +7,11 @@ use crate::markdown::parse_note;
 use crate::vault::FileMeta;
 
 fn index_of(notes: &[(&str, &str)]) -> SearchIndex {
-    let ix = SearchIndex::new(1).unwrap();
+    index_with_threads(notes, 1)
+}
+
+fn index_with_threads(notes: &[(&str, &str)], threads: usize) -> SearchIndex {
+    let ix = SearchIndex::new(threads).unwrap();
     for (i, (path, text)) in notes.iter().enumerate() {
         let path = VaultPath::parse(path).unwrap();
         let parsed = parse_note(text);
@@ -234,4 +238,77 @@ fn paging_is_stable_and_deep_offsets_are_refused() {
     seen.dedup();
     assert_eq!(seen.len(), 20, "pages do not overlap");
     assert!(ix.search(&q, &f, MAX_OFFSET + 1, 10).is_err());
+}
+
+#[test]
+fn excluded_phrases_remove_only_notes_with_the_phrase() {
+    let ix = index_of(&[
+        ("a.md", "# Sowing\nRemember the sowing dates."),
+        ("b.md", "Dates for sowing were late."),
+        ("c.md", "sowing"),
+        ("d.md", "nothing"),
+    ]);
+    let mut got = all(&ix, "sowing -\"sowing dates\"");
+    got.sort();
+    assert_eq!(got, ["b.md", "c.md"]);
+}
+
+#[test]
+fn excluded_phrases_work_with_frontmatter_and_headings() {
+    let notes = [
+        ("Compost.md", "# Compost\nA short note.\n"),
+        (
+            "Garden/Beds.md",
+            "---\ntags: [garden/beds]\nstatus: Active\n---\n# Beds\n## Soil\nThe compost goes on the beds in autumn.\n",
+        ),
+        (
+            "Garden/Sowing.md",
+            "---\nstatus: done\n---\n# Sowing\nRemember the sowing dates. #garden\ncompost compost compost\n",
+        ),
+        (
+            "Journal/2026.md",
+            "Dates for sowing were late. #gardening\ncompost\n",
+        ),
+        ("Notes/中文.md", "# 笔记\n我爱北京天安门\n"),
+    ];
+    for threads in [1, 2, 3] {
+        let ix = index_with_threads(&notes, threads);
+        assert_eq!(all(&ix, "sowing -\"sowing dates\""), ["Journal/2026.md"]);
+    }
+}
+
+#[test]
+fn phrases_work_across_segments() {
+    let notes: Vec<(String, String)> = (0..300)
+        .map(|i| {
+            let text = match i % 3 {
+                0 => "remember the sowing dates",
+                1 => "dates of sowing",
+                _ => "sowing",
+            };
+            (format!("n{i:03}.md"), format!("# H{i}\n{text}\n"))
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = notes
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    for threads in [1, 3] {
+        let ix = index_with_threads(&refs, threads);
+        let q = query::parse("\"sowing dates\" sowing").unwrap();
+        assert_eq!(
+            ix.search(&q, &IndexFilter::default(), 0, 10).unwrap().total,
+            100
+        );
+        let q = query::parse("sowing -\"sowing dates\"").unwrap();
+        assert_eq!(
+            ix.search(&q, &IndexFilter::default(), 0, 10).unwrap().total,
+            200
+        );
+        let q = query::parse("sowing -dates").unwrap();
+        assert_eq!(
+            ix.search(&q, &IndexFilter::default(), 0, 10).unwrap().total,
+            100
+        );
+    }
 }

@@ -182,6 +182,10 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
             "modified_after must be earlier than modified_before".to_owned(),
         ));
     }
+    if !q.folder.is_root() {
+        // The same refusals as a scan of the folder would give (missing, a symlink out...).
+        engine.vault().check_folder(&q.folder)?;
+    }
     let filter = NoteFilter::new(q.tag.clone(), q.property.clone(), q.value.clone(), None)?;
     let query_id = fingerprint(&(
         &q.query,
@@ -194,6 +198,7 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
     ));
     let offset = decode_offset(q.cursor.as_deref(), query_id)?;
     let scope = Scope {
+        budget: engine.scan_budget(),
         folder: &q.folder,
         filter: &filter,
         after: q.modified_after,
@@ -268,6 +273,7 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
 
 /// Where a scan looks and what it keeps.
 struct Scope<'a> {
+    budget: Duration,
     folder: &'a VaultPath,
     filter: &'a NoteFilter,
     after: Option<i64>,
@@ -296,7 +302,7 @@ fn scan(
     let started = Instant::now();
     let mut partial = false;
     vault.walk(scope.folder, true, &is_note_name, &mut |entry| {
-        if started.elapsed() > SCAN_BUDGET {
+        if started.elapsed() > scope.budget {
             partial = true;
             return ControlFlow::Break(());
         }
@@ -357,6 +363,11 @@ impl Matcher {
         Ok(Matcher { re })
     }
 
+    /// True when `text` has a non-empty match.
+    fn matches(&self, text: &str) -> bool {
+        self.find_at(text, 0).is_some()
+    }
+
     /// The first non-empty match at or after byte `from`.
     fn find_at<'t>(&self, text: &'t str, mut from: usize) -> Option<regex::Match<'t>> {
         while from <= text.len() {
@@ -401,7 +412,7 @@ fn search_lines(
     // Pass 1: count the matching lines of every note (cheap); excerpts come later.
     let mut scored: Vec<(f64, VaultPath, usize)> = Vec::new();
     let partial = scan(vault, scope, &mut |path, text| {
-        let name_match = matcher.re.is_match(path.stem());
+        let name_match = matcher.matches(path.stem());
         let lines = count_matching_lines(text, matcher);
         if (lines > 0 || name_match) && scope.parsed_ok(text) {
             let score = lines as f64 + if name_match { NAME_MATCH_BONUS } else { 0.0 };
@@ -447,7 +458,7 @@ fn search_lines(
     let next_cursor = (end < total && !hits.is_empty()).then(|| encode_offset(end, query_id));
     let mut notes = Vec::new();
     if partial {
-        notes.push(partial_note());
+        notes.push(partial_note(scope.budget));
     }
     if budget.full() {
         notes.push(bytes_note());
@@ -465,11 +476,11 @@ fn search_lines(
     })
 }
 
-fn partial_note() -> String {
+fn partial_note(budget: Duration) -> String {
     format!(
-        "the scan stopped at its {} s time budget: hits and total cover only the notes scanned; \
+        "the scan stopped at its {} ms time budget: hits and total cover only the notes scanned; \
          narrow the search with `folder` or filters",
-        SCAN_BUDGET.as_secs()
+        budget.as_millis()
     )
 }
 
@@ -578,7 +589,7 @@ fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Ve
             break;
         }
     }
-    if hits.is_empty() && matcher.re.is_match(path.stem()) {
+    if hits.is_empty() && matcher.matches(path.stem()) {
         // Matched by name only: one hit on the first line of the body.
         let body = text::frontmatter_end(text);
         let (excerpt, _) = text::cut_excerpt(text::line_at(text, body), &[]);
@@ -616,14 +627,14 @@ fn ranked_by_scan(
     // (clauses matched, score) per note.
     let mut found: BTreeMap<VaultPath, (usize, f64)> = BTreeMap::new();
     let partial = scan(engine.vault(), scope, &mut |path, text| {
-        if neg.iter().any(|m| m.re.is_match(text)) {
+        if neg.iter().any(|m| m.matches(text)) {
             return;
         }
         let mut matched = 0;
         let mut score = 0.0;
         for m in &pos {
             let lines = count_matching_lines(text, m);
-            let in_name = m.re.is_match(path.stem());
+            let in_name = m.matches(path.stem());
             if lines > 0 || in_name {
                 matched += 1;
                 score += (lines as f64).ln_1p() + if in_name { 3.0 } else { 0.0 };
@@ -665,7 +676,7 @@ fn ranked_by_scan(
         notes.push("no note has every word: notes with some of them are ranked".to_owned());
     }
     if partial {
-        notes.push(partial_note());
+        notes.push(partial_note(scope.budget));
     }
     Ok(note_page(
         engine.vault(),

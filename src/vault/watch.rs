@@ -66,7 +66,9 @@ pub struct WatchError(String);
 impl Watcher {
     /// Watches `vault` recursively, sending what changed to `tx`.
     pub fn start(vault: &Vault, tx: Sender<WatchMsg>) -> Result<Watcher, WatchError> {
-        let root = PathBuf::from(format!("/proc/self/fd/{}", vault.root.as_raw_fd()));
+        // The trailing `/.` makes the root itself a directory to the watcher's walk (the bare
+        // `/proc/self/fd/N` is a symlink, which it would not watch).
+        let root = PathBuf::from(format!("/proc/self/fd/{}/.", vault.root.as_raw_fd()));
         let prefix = root.clone();
         let handler = move |res: notify::Result<notify::Event>| {
             let msg = match res {
@@ -199,8 +201,9 @@ mod tests {
 
     #[test]
     fn event_paths_become_vault_paths_and_hidden_ones_are_dropped() {
-        let prefix = Path::new("/proc/self/fd/7");
+        let prefix = Path::new("/proc/self/fd/7/.");
         let p = |s: &str| to_vault_path(prefix, Path::new(s));
+        assert_eq!(p("/proc/self/fd/7/./A/b.md").unwrap().as_str(), "A/b.md");
         assert_eq!(p("/proc/self/fd/7/A/b.md").unwrap().as_str(), "A/b.md");
         assert!(p("/proc/self/fd/7").unwrap().is_root());
         assert_eq!(p("/proc/self/fd/7/.git/index"), None);

@@ -89,6 +89,44 @@ impl Server {
         }
     }
 
+    /// Polls `vault_info` until the search index is ready (at most 60 s); returns its `index`.
+    pub async fn wait_index_ready(&self) -> Value {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let info = self.ok("vault_info", serde_json::json!({})).await;
+            if info["index"]["state"] == "ready" {
+                return info["index"].clone();
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "index not ready after 60 s: {info}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Calls `tool` until `done` accepts its reply (at most `secs` seconds); returns that reply.
+    pub async fn eventually(
+        &self,
+        secs: u64,
+        tool: &str,
+        args: Value,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let r = self.ok(tool, args.clone()).await;
+            if done(&r) {
+                return r;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "{tool} {args}: still not as expected after {secs} s: {r}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     pub async fn stop(self) {
         let _ = self.client.cancel().await;
     }

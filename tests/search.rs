@@ -1,0 +1,570 @@
+//! `search_notes` through the real binary: ranking, phrases, filters, CJK, paging, regex limits,
+//! the index kept fresh by the watcher, the building state with progress notifications, and the
+//! watcher never following a symlink out of the vault.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use common::{Server, symlink, write_tree};
+use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
+use rmcp::service::NotificationContext;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+fn paths(r: &Value) -> Vec<String> {
+    r["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hits in {r}"))
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+fn set_mtime(path: &Path, secs: u64) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+        .unwrap();
+}
+
+fn fixture() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            ("Compost.md", "# Compost\nA short note.\n"),
+            (
+                "Garden/Beds.md",
+                "---\ntags: [garden/beds]\nstatus: Active\n---\n# Beds\n## Soil\nThe compost goes on the beds in autumn.\n",
+            ),
+            (
+                "Garden/Sowing.md",
+                "---\nstatus: done\n---\n# Sowing\nRemember the sowing dates. #garden\ncompost compost compost\n",
+            ),
+            (
+                "Journal/2026.md",
+                "Dates for sowing were late. #gardening\ncompost\n",
+            ),
+            ("Notes/中文.md", "# 笔记\n我爱北京天安门\n"),
+            ("Notes/日本語.md", "東京でラーメンを食べた\n"),
+        ],
+    );
+    for (i, p) in [
+        "Compost.md",
+        "Garden/Beds.md",
+        "Garden/Sowing.md",
+        "Journal/2026.md",
+        "Notes/中文.md",
+        "Notes/日本語.md",
+    ]
+    .iter()
+    .enumerate()
+    {
+        // 2001-09-09 + i days.
+        set_mtime(&tmp.path().join(p), 1_000_000_000 + 86_400 * i as u64);
+    }
+    tmp
+}
+
+#[tokio::test]
+async fn ranked_search_puts_title_matches_first_and_shows_the_best_line() {
+    let tmp = fixture();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let r = s.ok("search_notes", json!({"query": "compost"})).await;
+    assert_eq!(r["mode"], "ranked");
+    assert_eq!(r["served_by"], "index");
+    assert_eq!(r["total"], 4);
+    let got = paths(&r);
+    assert_eq!(got[0], "Compost.md", "the title match ranks first: {r}");
+    let beds = r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["path"] == "Garden/Beds.md")
+        .unwrap();
+    assert_eq!(beds["line"], 7);
+    assert_eq!(beds["heading"], "Soil");
+    assert_eq!(beds["excerpt"], "The compost goes on the beds in autumn.");
+    assert_eq!(beds["matches"], json!([[4, 11]]));
+    let scores: Vec<f64> = r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn phrases_need_the_words_in_order_and_all_words_must_match() {
+    let tmp = fixture();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let r = s
+        .ok("search_notes", json!({"query": "\"sowing dates\""}))
+        .await;
+    assert_eq!(paths(&r), ["Garden/Sowing.md"], "{r}");
+    let r = s.ok("search_notes", json!({"query": "sowing dates"})).await;
+    assert_eq!(
+        sorted(paths(&r)),
+        ["Garden/Sowing.md", "Journal/2026.md"],
+        "{r}"
+    );
+    let r = s
+        .ok("search_notes", json!({"query": "sowing -\"sowing dates\""}))
+        .await;
+    assert_eq!(paths(&r), ["Journal/2026.md"], "{r}");
+    // No note has both words: notes with either are ranked, and the reply says so.
+    let r = s.ok("search_notes", json!({"query": "autumn ramen"})).await;
+    assert_eq!(paths(&r), ["Garden/Beds.md"], "{r}");
+    assert!(
+        r["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("no note has every word")
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn filters_apply_in_every_mode() {
+    let tmp = fixture();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    for mode in ["ranked", "exact", "regex"] {
+        let q = |extra: Value| {
+            let mut args = json!({"query": "compost", "mode": mode, "limit": 200});
+            for (k, v) in extra.as_object().unwrap() {
+                args[k] = v.clone();
+            }
+            args
+        };
+        let got = |r: &Value| {
+            let mut p = paths(r);
+            p.sort();
+            p.dedup();
+            p
+        };
+        let r = s.ok("search_notes", q(json!({"folder": "Garden"}))).await;
+        assert_eq!(got(&r), ["Garden/Beds.md", "Garden/Sowing.md"], "{mode}");
+        // Nested tags are included (#garden/beds); #gardening is another tag.
+        let r = s.ok("search_notes", q(json!({"tag": "garden"}))).await;
+        assert_eq!(got(&r), ["Garden/Beds.md", "Garden/Sowing.md"], "{mode}");
+        let r = s.ok("search_notes", q(json!({"tag": "garden/beds"}))).await;
+        assert_eq!(got(&r), ["Garden/Beds.md"], "{mode}");
+        let r = s
+            .ok(
+                "search_notes",
+                q(json!({"property": "status", "value": "active"})),
+            )
+            .await;
+        assert_eq!(got(&r), ["Garden/Beds.md"], "{mode}");
+        let r = s.ok("search_notes", q(json!({"property": "status"}))).await;
+        assert_eq!(got(&r), ["Garden/Beds.md", "Garden/Sowing.md"], "{mode}");
+        // Modification times are a day apart from 2001-09-09 in fixture order.
+        let r = s
+            .ok(
+                "search_notes",
+                q(json!({"modified_after": "2001-09-11", "modified_before": "2001-09-13T00:00:00Z"})),
+            )
+            .await;
+        assert_eq!(got(&r), ["Garden/Sowing.md", "Journal/2026.md"], "{mode}");
+    }
+    let msg = s
+        .err(
+            "search_notes",
+            json!({"query": "x", "modified_after": "last tuesday"}),
+        )
+        .await;
+    assert!(msg.contains("modified_after: expected a date"), "{msg}");
+    let msg = s
+        .err("search_notes", json!({"query": "x", "value": "y"}))
+        .await;
+    assert!(msg.contains("needs `property`"), "{msg}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn chinese_and_japanese_notes_are_found_by_substrings() {
+    let tmp = fixture();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    for (q, want) in [
+        ("北京", "Notes/中文.md"),
+        ("天安门", "Notes/中文.md"),
+        ("ラーメン", "Notes/日本語.md"),
+        ("笔记", "Notes/中文.md"),
+    ] {
+        let r = s.ok("search_notes", json!({"query": q})).await;
+        assert_eq!(paths(&r), [want], "{q}: {r}");
+    }
+    let r = s.ok("search_notes", json!({"query": "天安门"})).await;
+    assert_eq!(r["hits"][0]["matches"], json!([[4, 7]]), "{r}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn ranked_pages_follow_the_cursor_without_overlap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<(String, String)> = (0..45)
+        .map(|i| (format!("n{i:02}.md"), "lettuce ".repeat(i + 1)))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    write_tree(tmp.path(), &refs);
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let all = s
+        .ok("search_notes", json!({"query": "lettuce", "limit": 200}))
+        .await;
+    assert_eq!(all["total"], 45);
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"query": "lettuce", "limit": 10});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let page = s.ok("search_notes", args).await;
+        paged.extend(paths(&page));
+        match page.get("next_cursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(paged, paths(&all));
+    let c = s
+        .ok("search_notes", json!({"query": "lettuce", "limit": 1}))
+        .await["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let msg = s
+        .err(
+            "search_notes",
+            json!({"query": "lettuce", "mode": "exact", "cursor": c}),
+        )
+        .await;
+    assert!(msg.contains("other arguments"), "{msg}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn replies_are_bounded_in_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 200 notes whose matching line is long: 200 hits would be far over the reply limit.
+    let line = format!("{} needle {}\n", "word ".repeat(300), "word ".repeat(300));
+    let files: Vec<(String, String)> = (0..200)
+        .map(|i| (format!("{}/{i:03}.md", "deep/".repeat(20)), line.clone()))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    write_tree(tmp.path(), &refs);
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    for mode in ["ranked", "exact"] {
+        let r = s
+            .call(
+                "search_notes",
+                json!({"query": "needle", "mode": mode, "limit": 200}),
+            )
+            .await;
+        assert!(!r.is_error);
+        let hits = r.structured["hits"].as_array().unwrap().len();
+        assert!(hits > 0 && hits < 200, "{mode}: {hits} hits");
+        assert!(
+            r.raw.len() < 3 * 64 * 1024,
+            "{mode}: reply is {} bytes",
+            r.raw.len()
+        );
+        assert_eq!(r.structured["truncated"], true);
+        assert!(r.structured["next_cursor"].is_string());
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn hostile_regexes_are_refused_or_cut_off_and_the_server_stays_responsive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = "abcdefghij ".repeat(2_000);
+    let files: Vec<(String, String)> = (0..400)
+        .map(|i| (format!("n{i:03}.md"), body.clone()))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    write_tree(tmp.path(), &refs);
+    let s = Server::start_with(tmp.path(), &["--scan-budget", "5"]).await;
+    // Too large once compiled.
+    let msg = s
+        .err(
+            "search_notes",
+            json!({"query": "(\\w{100}){100}", "mode": "regex"}),
+        )
+        .await;
+    assert!(msg.contains("too large"), "{msg}");
+    // Over the length cap.
+    let msg = s
+        .err(
+            "search_notes",
+            json!({"query": "a".repeat(5_000), "mode": "regex"}),
+        )
+        .await;
+    assert!(msg.contains("longer than"), "{msg}");
+    let msg = s
+        .err("search_notes", json!({"query": "(a)\\1", "mode": "regex"}))
+        .await;
+    assert!(msg.contains("invalid regex"), "{msg}");
+    // A slow pattern over 8 MB stops at the time budget and says so.
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "\\b\\w+j\\b", "mode": "regex"}),
+        )
+        .await;
+    assert_eq!(r["partial"], true, "{}", r["notes"]);
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("time budget")),
+        "{r}"
+    );
+    // Still answering.
+    let r = s.ok("list_notes", json!({"limit": 1})).await;
+    assert_eq!(r["notes"].as_array().unwrap().len(), 1);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_watcher_keeps_search_fresh_through_creates_saves_deletes_and_moves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = tmp.path();
+    write_tree(
+        v,
+        &[
+            ("Inbox/first.md", "apricot\n"),
+            ("Projects/A/plan.md", "quince plan\n"),
+            ("Projects/B/notes.md", "quince notes\n"),
+        ],
+    );
+    let s = Server::start(v).await;
+    s.wait_index_ready().await;
+    let q = |word: &str| json!({"query": word, "limit": 200});
+
+    // Create.
+    write_tree(v, &[("Inbox/new.md", "# New\nblackcurrant\n")]);
+    s.eventually(10, "search_notes", q("blackcurrant"), |r| {
+        paths(r) == ["Inbox/new.md"]
+    })
+    .await;
+    // Save by writing a temporary file and renaming it over the note (what editors do).
+    write_tree(v, &[("Inbox/.new.md.tmp", "damson\n")]);
+    std::fs::rename(v.join("Inbox/.new.md.tmp"), v.join("Inbox/new.md")).unwrap();
+    s.eventually(10, "search_notes", q("damson"), |r| {
+        paths(r) == ["Inbox/new.md"]
+    })
+    .await;
+    let r = s.ok("search_notes", q("blackcurrant")).await;
+    assert_eq!(r["total"], 0, "the old text is gone: {r}");
+    // Delete.
+    std::fs::remove_file(v.join("Inbox/first.md")).unwrap();
+    s.eventually(10, "search_notes", q("apricot"), |r| r["total"] == 0)
+        .await;
+    // Move a whole folder.
+    std::fs::create_dir_all(v.join("Archive")).unwrap();
+    std::fs::rename(v.join("Projects"), v.join("Archive/Old Projects")).unwrap();
+    let r = s
+        .eventually(10, "search_notes", q("quince"), |r| {
+            sorted(paths(r))
+                == [
+                    "Archive/Old Projects/A/plan.md",
+                    "Archive/Old Projects/B/notes.md",
+                ]
+        })
+        .await;
+    assert_eq!(r["total"], 2);
+    // The model sees the same: the moved notes are listed by the knowledge tools.
+    let info = s.ok("vault_info", json!({})).await;
+    assert_eq!(info["notes"], 3, "{info}");
+    assert_eq!(info["index"]["documents"], 3, "{info}");
+    assert_eq!(info["index"]["watcher"], "watching", "{info}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_2000_changed_files_ends_consistent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = tmp.path();
+    let names: Vec<String> = (0..2000)
+        .map(|i| format!("bulk/{:02}/n{i:04}.md", i % 40))
+        .collect();
+    let old: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "alpha\n")).collect();
+    write_tree(v, &old);
+    let s = Server::start(v).await;
+    s.wait_index_ready().await;
+    let r = s.ok("search_notes", json!({"query": "alpha"})).await;
+    assert_eq!(r["total"], 2000);
+    // Like a git checkout: every file rewritten, half of them removed, 500 new ones.
+    let new: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "omega\n")).collect();
+    write_tree(v, &new);
+    for n in names.iter().step_by(2) {
+        std::fs::remove_file(v.join(n)).unwrap();
+    }
+    let added: Vec<String> = (0..500).map(|i| format!("fresh/a{i:03}.md")).collect();
+    let added_refs: Vec<(&str, &str)> = added.iter().map(|n| (n.as_str(), "omega\n")).collect();
+    write_tree(v, &added_refs);
+    s.eventually(20, "search_notes", json!({"query": "omega"}), |r| {
+        r["total"] == 1500
+    })
+    .await;
+    let r = s.ok("search_notes", json!({"query": "alpha"})).await;
+    assert_eq!(r["total"], 0, "{r}");
+    let info = s.ok("vault_info", json!({})).await;
+    assert_eq!(info["notes"], 1500);
+    assert_eq!(info["index"]["documents"], 1500);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_watcher_never_follows_a_symlink_out_of_the_vault_or_into_hidden_folders() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = tmp.path().join("vault");
+    let outside = tmp.path().join("outside");
+    write_tree(&v, &[("ok.md", "fine\n"), (".obsidian/app.json", "{}")]);
+    write_tree(&outside, &[("secret.md", "OUTSIDE-WATCH-SECRET\n")]);
+    let s = Server::start(&v).await;
+    s.wait_index_ready().await;
+    // Created while the server watches: links out, a hidden folder with a note, a link into it.
+    symlink(&v, "escape", &outside);
+    symlink(&v, "escape.md", outside.join("secret.md"));
+    write_tree(&v, &[(".hidden/secret.md", "HIDDEN-WATCH-SECRET\n")]);
+    symlink(&v, "into_hidden.md", ".hidden/secret.md");
+    // Changes inside the linked folder, after the link exists.
+    write_tree(&outside, &[("later.md", "OUTSIDE-WATCH-SECRET later\n")]);
+    // A marker written last: once it is searchable, every earlier event was processed.
+    write_tree(&v, &[("marker.md", "zucchini\n")]);
+    s.eventually(10, "search_notes", json!({"query": "zucchini"}), |r| {
+        r["total"] == 1
+    })
+    .await;
+    for q in ["OUTSIDE-WATCH-SECRET", "HIDDEN-WATCH-SECRET"] {
+        for mode in ["ranked", "exact"] {
+            let r = s
+                .ok("search_notes", json!({"query": q, "mode": mode}))
+                .await;
+            assert_eq!(r["total"], 0, "{mode} {q}: {r}");
+        }
+    }
+    let info = s.ok("vault_info", json!({})).await;
+    assert_eq!(
+        info["index"]["documents"], 2,
+        "ok.md and marker.md only: {info}"
+    );
+    s.stop().await;
+}
+
+/// Records the progress notifications the server sends.
+#[derive(Clone, Default)]
+struct ProgressRecorder(Arc<Mutex<Vec<ProgressNotificationParam>>>);
+
+impl ClientHandler for ProgressRecorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params);
+    }
+}
+
+#[tokio::test]
+async fn a_search_during_the_build_is_answered_by_a_scan_with_progress() {
+    let tmp = fixture();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+    cmd.arg("serve")
+        .arg(tmp.path())
+        .args(["--index-delay", "2000"])
+        .env("CAPVAULT_LOG", "capvault=warn");
+    let recorder = ProgressRecorder::default();
+    let client = recorder
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    // The handshake and other tools answer at once.
+    let info = client
+        .call_tool(CallToolRequestParams::new("vault_info"))
+        .await
+        .unwrap();
+    let info = info.structured_content.unwrap();
+    assert_eq!(info["index"]["state"], "building", "{info}");
+    assert_eq!(info["notes"], Value::Null);
+    // rmcp's client attaches a progress token to every request.
+    let args = json!({"query": "compost"}).as_object().cloned().unwrap();
+    let r = client
+        .call_tool(CallToolRequestParams::new("search_notes").with_arguments(args.clone()))
+        .await
+        .unwrap();
+    let r = r.structured_content.unwrap();
+    assert_eq!(r["served_by"], "scan", "{r}");
+    assert_eq!(r["index"]["state"], "building", "{r}");
+    assert_eq!(r["total"], 4, "the scan finds what the index would: {r}");
+    assert_eq!(
+        paths(&r)[0],
+        "Compost.md",
+        "a name match ranks first in the scan too: {r}"
+    );
+    assert!(
+        r["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("answered by a scan")
+    );
+    let seen = recorder.0.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "no progress notification");
+    assert!(
+        seen[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("search index building")
+    );
+    // After the build the same query is served by the index.
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = client
+            .call_tool(CallToolRequestParams::new("search_notes").with_arguments(args.clone()))
+            .await
+            .unwrap()
+            .structured_content
+            .unwrap();
+        if r["served_by"] == "index" {
+            assert_eq!(paths(&r)[0], "Compost.md");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "never served by the index"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = client.cancel().await;
+}
