@@ -170,7 +170,7 @@ impl SearchIndex {
         );
         let threads = threads.clamp(1, 4);
         let writer =
-            index.writer_with_num_threads(threads, WRITER_BUDGET.max(threads * 16 << 20))?;
+            index.writer_with_num_threads(threads, WRITER_BUDGET.max((threads * 16) << 20))?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -257,12 +257,12 @@ impl SearchIndex {
             let cjk2 = text::cjk_bigrams(value);
             if !cjk2.is_empty() {
                 doc.add_text(f.cjk2, &cjk2);
-                doc.add_text(f.cjk1, &text::cjk_unigrams(value));
+                doc.add_text(f.cjk1, text::cjk_unigrams(value));
             }
         }
         let comps: Vec<&str> = path.components().collect();
         for i in 1..comps.len() {
-            doc.add_text(f.folder, &comps[..i].join("/"));
+            doc.add_text(f.folder, comps[..i].join("/"));
         }
         let mut tag_terms: Vec<String> = Vec::new();
         for t in &note.parsed.tags {

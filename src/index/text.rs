@@ -137,7 +137,9 @@ pub struct Shown {
 /// line matches (a hit on the file name or an alias), the first line of the body.
 pub fn best_line(analyzer: &mut TextAnalyzer, text: &str, needles: &Needles) -> Shown {
     let body_start = frontmatter_end(text);
-    let mut best: Option<(bool, usize, usize, usize, usize, Vec<(usize, usize)>)> = None;
+    // (in body, distinct needles, matches, line index, byte offset, ranges)
+    type Candidate = (bool, usize, usize, usize, usize, Vec<(usize, usize)>);
+    let mut best: Option<Candidate> = None;
     let mut offset = 0usize;
     for (idx, raw) in text.split_inclusive('\n').enumerate() {
         let line = raw.trim_end_matches(['\n', '\r']);
