@@ -21,7 +21,13 @@
 //!   date formats for daily notes, JSON Canvas.
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
 //!   (in parallel), the file index for link resolution, tags, forward links and backlinks, kept
-//!   current by a stat-based refresh that applies changes one note at a time.
+//!   current by stat-based diffs (of one file, one folder or the whole vault) applied one note at a
+//!   time.
+//! - [`index`]: the full-text search index (tantivy, in memory): schema, field boosts, filters, the
+//!   query language, CJK bigrams, and how a hit's line, excerpt and heading are chosen. No file I/O.
+//! - [`engine`]: the model and the index built together at startup in the background and kept
+//!   fresh together: the file watcher ([`vault::watch`], hints only, every re-read through the
+//!   vault), a periodic stat-based reconcile, and optional query-time reconciles.
 //! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
 //!   graph and tags, settings) as plain functions over a `Vault` and the model, with bounded,
 //!   paged results and errors written for the client.
