@@ -306,13 +306,25 @@ impl Engine {
             }
         }
         let changed = !changes.is_empty();
+        let read = started.elapsed();
+        let n = changes.len();
         self.model.apply_changes(changes, started);
+        let applied = started.elapsed();
         if let Some(ix) = index
             && (changed || first)
             && let Err(e) = ix.commit()
         {
             tracing::warn!(error = %e, "search index commit failed");
             self.lock_status().last_error = Some(e.to_string());
+        }
+        if changed {
+            tracing::debug!(
+                changes = n,
+                read_parse_stage_ms = read.as_millis() as u64,
+                model_apply_ms = (applied - read).as_millis() as u64,
+                index_commit_ms = (started.elapsed() - applied).as_millis() as u64,
+                "reconciled"
+            );
         }
         if changed {
             self.lock_status().last_update = Some(SystemTime::now());

@@ -47,7 +47,7 @@ use tantivy::schema::{
 use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
 use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
-use crate::markdown::{self, Frontmatter};
+use crate::markdown;
 use crate::model::NoteRead;
 use crate::vault::VaultPath;
 use query::{Clause, Query};
@@ -91,6 +91,7 @@ struct Fields {
     tag: Field,
     prop: Field,
     mtime: Field,
+    long: Field,
 }
 
 /// Filters applied inside the index (never scored).
@@ -161,6 +162,7 @@ impl SearchIndex {
             tag: sb.add_text_field("tag", STRING),
             prop: sb.add_text_field("prop", STRING),
             mtime: sb.add_i64_field("mtime", NumericOptions::default() | INDEXED | FAST),
+            long: sb.add_text_field("long", STRING),
         };
         let index = Index::create_in_ram(sb.build());
         index.tokenizers().register(TEXT_ANALYZER, text::analyzer());
@@ -238,17 +240,15 @@ impl SearchIndex {
             .map(|t| t.name.trim_start_matches('#'))
             .collect::<Vec<_>>()
             .join(" ");
+        // Frontmatter as written and the body after it: together every word of the file, which
+        // the exact-search prefilter relies on.
         let body_at = text::frontmatter_end(note.text);
-        let body = &note.text[body_at..];
-        let mut props = String::new();
-        if let Frontmatter::Valid { value, .. } = &note.parsed.frontmatter {
-            flatten_props(value, &mut props, 0);
-        }
+        let (props, body) = note.text.split_at(body_at);
         for (field, value) in [
             (f.title, title.as_str()),
             (f.headings, headings.as_str()),
             (f.tags, tags.as_str()),
-            (f.props, props.as_str()),
+            (f.props, props),
             (f.body, body),
         ] {
             if !value.is_empty() {
@@ -285,6 +285,9 @@ impl SearchIndex {
             doc.add_text(f.prop, &p);
         }
         doc.add_i64(f.mtime, millis(note.meta.modified));
+        if text::has_long_word(note.text) {
+            doc.add_text(f.long, "1");
+        }
         doc
     }
 
@@ -386,6 +389,48 @@ impl SearchIndex {
             }
         }
         Ok(Box::new(tantivy::query::TermSetQuery::new(terms)))
+    }
+
+    /// The notes that may contain every one of `words` as a substring (case-insensitively):
+    /// the exact-search prefilter. Each word must be ASCII letters and digits, lower-cased; a note
+    /// qualifies when some word of its text contains each (words of the file are indexed whole, in
+    /// `props` and `body`), or when it has a word too long to be indexed. `None` when more than
+    /// `max` notes qualify (a scan is as cheap then).
+    pub fn candidates(
+        &self,
+        words: &[String],
+        max: usize,
+    ) -> Result<Option<Vec<VaultPath>>, IndexError> {
+        let f = &self.fields;
+        let mut all: Vec<Box<dyn TQuery>> = Vec::with_capacity(words.len());
+        for w in words {
+            debug_assert!(
+                w.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            );
+            let pattern = format!(".*{w}.*");
+            let either: Vec<Box<dyn TQuery>> = vec![
+                Box::new(tantivy::query::RegexQuery::from_pattern(&pattern, f.props)?),
+                Box::new(tantivy::query::RegexQuery::from_pattern(&pattern, f.body)?),
+            ];
+            all.push(Box::new(BooleanQuery::union(either)));
+        }
+        let q = BooleanQuery::union(vec![
+            Box::new(BooleanQuery::intersection(all)) as Box<dyn TQuery>,
+            term_query(f.long, "1"),
+        ]);
+        let searcher = self.reader.searcher();
+        if searcher.search(&q, &Count)? > max {
+            return Ok(None);
+        }
+        let docs = searcher.search(&q, &tantivy::collector::DocSetCollector)?;
+        let mut out = Vec::with_capacity(docs.len());
+        for addr in docs {
+            if let Some(p) = self.path_of(&searcher, addr)? {
+                out.push(p);
+            }
+        }
+        Ok(Some(out))
     }
 
     fn path_of(
@@ -516,34 +561,6 @@ fn terms_query(field: Field, terms: &[String]) -> Box<dyn TQuery> {
             .map(|t| Term::from_field_text(field, t))
             .collect(),
     ))
-}
-
-/// Frontmatter as searchable text: `key value` pairs, nested values flattened, bounded depth.
-fn flatten_props(value: &serde_json::Value, out: &mut String, depth: usize) {
-    use serde_json::Value as J;
-    if depth > 8 {
-        return;
-    }
-    match value {
-        J::Object(map) => {
-            for (k, v) in map {
-                out.push_str(k);
-                out.push(' ');
-                flatten_props(v, out, depth + 1);
-                out.push('\n');
-            }
-        }
-        J::Array(items) => {
-            for v in items {
-                flatten_props(v, out, depth + 1);
-                out.push(' ');
-            }
-        }
-        J::String(s) => out.push_str(s),
-        J::Number(n) => out.push_str(&n.to_string()),
-        J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        J::Null => {}
-    }
 }
 
 /// Milliseconds since the Unix epoch (negative before it).

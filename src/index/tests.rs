@@ -312,3 +312,61 @@ fn phrases_work_across_segments() {
         );
     }
 }
+
+mod prefilter {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Text made of pieces that stress tokenizing: case, accents, the Kelvin sign and long s (which
+    /// fold to ASCII letters), CJK, punctuation, words longer than the indexed maximum,
+    /// frontmatter.
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-zA-Z0-9]{1,8}",
+            Just(" ".to_owned()),
+            Just("\n".to_owned()),
+            Just("-".to_owned()),
+            Just("_".to_owned()),
+            Just("é".to_owned()),
+            Just("\u{212A}".to_owned()),
+            Just("\u{17F}".to_owned()),
+            Just("æ".to_owned()),
+            Just("北京".to_owned()),
+            Just("---\nk: v\n---\n".to_owned()),
+            "[a-z]{60,80}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn every_note_containing_an_ascii_query_is_a_candidate(
+            texts in prop::collection::vec(prop::collection::vec(piece(), 0..12), 1..8),
+            query in "[a-zA-Z0-9 _-]{2,12}",
+        ) {
+            let notes: Vec<(String, String)> = texts
+                .iter()
+                .enumerate()
+                .map(|(i, parts)| (format!("n{i}.md"), parts.concat()))
+                .collect();
+            let refs: Vec<(&str, &str)> =
+                notes.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+            let ix = index_of(&refs);
+            let words = text::prefilter_words(&query);
+            prop_assume!(!words.is_empty());
+            let found = ix.candidates(&words, usize::MAX).unwrap().unwrap();
+            let re = regex::RegexBuilder::new(&regex::escape(&query))
+                .case_insensitive(true)
+                .build()
+                .unwrap();
+            for (path, text) in &notes {
+                if re.is_match(text) {
+                    prop_assert!(
+                        found.iter().any(|p| p.as_str() == path),
+                        "{path} contains {query:?} but is not a candidate: {text:?}"
+                    );
+                }
+            }
+        }
+    }
+}

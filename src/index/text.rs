@@ -49,6 +49,40 @@ pub fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Token> {
     out
 }
 
+/// True when `text` has a run of letters and digits longer than [`MAX_TOKEN_BYTES`]: a word the
+/// index drops, so the exact-search prefilter must not rule the note out.
+pub fn has_long_word(text: &str) -> bool {
+    let mut run = 0usize;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            run += c.len_utf8();
+            if run > MAX_TOKEN_BYTES {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
+/// The words the exact-search prefilter can use for `query`: its runs of ASCII letters and
+/// digits (lower-cased), when every character of the query is ASCII; otherwise none (case folding
+/// and accent folding of other scripts are not worth the risk of missing a note).
+pub fn prefilter_words(query: &str) -> Vec<String> {
+    if !query.is_ascii() {
+        return Vec::new();
+    }
+    let mut words: Vec<String> = query
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() >= 2)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    words.sort();
+    words.dedup();
+    words
+}
+
 /// True for characters of scripts written without spaces between words (Han, Hiragana,
 /// Katakana) and for Hangul, which the word tokenizer cannot split usefully.
 pub fn is_cjk(c: char) -> bool {
@@ -389,6 +423,21 @@ mod tests {
             .map(|t| t.text)
             .collect();
         assert_eq!(t, ["cafe", "menu", "naive", "x", "2026"]);
+    }
+
+    #[test]
+    fn prefilter_words_are_ascii_runs_and_long_words_are_flagged() {
+        assert_eq!(
+            prefilter_words("Quokka was-here!"),
+            ["here", "quokka", "was"]
+        );
+        assert_eq!(prefilter_words("a b"), Vec::<String>::new());
+        assert!(prefilter_words("café").is_empty());
+        assert!(has_long_word(&"x".repeat(MAX_TOKEN_BYTES + 1)));
+        assert!(!has_long_word(&format!(
+            "{} y",
+            "x".repeat(MAX_TOKEN_BYTES)
+        )));
     }
 
     #[test]

@@ -212,13 +212,7 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
                 Matcher::regex(&q.query, q.case_sensitive)?
             };
             search_lines(
-                engine.vault(),
-                &matcher,
-                &scope,
-                offset,
-                limit,
-                query_id,
-                q.mode,
+                engine, &q.query, &matcher, &scope, offset, limit, query_id, q.mode,
             )
         }
         Mode::Ranked => {
@@ -400,8 +394,10 @@ fn next_boundary(text: &str, i: usize) -> usize {
 }
 
 /// Exact or regex search: one hit per matching line.
+#[allow(clippy::too_many_arguments)]
 fn search_lines(
-    vault: &Vault,
+    engine: &Engine,
+    query: &str,
     matcher: &Matcher,
     scope: &Scope<'_>,
     offset: usize,
@@ -409,16 +405,30 @@ fn search_lines(
     query_id: u64,
     mode: Mode,
 ) -> Result<SearchResults, NoteError> {
+    let vault = engine.vault();
     // Pass 1: count the matching lines of every note (cheap); excerpts come later.
-    let mut scored: Vec<(f64, VaultPath, usize)> = Vec::new();
-    let partial = scan(vault, scope, &mut |path, text| {
+    let score_note = |path: &VaultPath, text: &str| -> Option<(f64, VaultPath, usize)> {
         let name_match = matcher.matches(path.stem());
         let lines = count_matching_lines(text, matcher);
-        if (lines > 0 || name_match) && scope.parsed_ok(text) {
+        (lines > 0 || name_match).then(|| {
             let score = lines as f64 + if name_match { NAME_MATCH_BONUS } else { 0.0 };
-            scored.push((score, path.clone(), lines.max(1)));
+            (score, path.clone(), lines.max(1))
+        })
+    };
+    let (mut scored, partial) = match candidates(engine, query, matcher, scope, mode) {
+        Some(paths) => scan_parallel(vault, &paths, scope.budget, &score_note),
+        None => {
+            let mut scored = Vec::new();
+            let partial = scan(vault, scope, &mut |path, text| {
+                if let Some(s) = score_note(path, text)
+                    && scope.parsed_ok(text)
+                {
+                    scored.push(s);
+                }
+            })?;
+            (scored, partial)
         }
-    })?;
+    };
     let total: usize = scored.iter().map(|n| n.2).sum();
     scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
 
@@ -474,6 +484,75 @@ fn search_lines(
         notes,
         index: None,
     })
+}
+
+/// The notes an exact or regex search must read, from the model once it is built (folder, time,
+/// tag and property filters applied from memory), narrowed for an exact search by the index's
+/// prefilter (plus every note whose name matches). `None` before the first build: scan the disk.
+fn candidates(
+    engine: &Engine,
+    query: &str,
+    matcher: &Matcher,
+    scope: &Scope<'_>,
+    mode: Mode,
+) -> Option<Vec<VaultPath>> {
+    let index = engine.index()?;
+    let model = engine.model_now();
+    let mut paths: Vec<VaultPath> = model
+        .notes()
+        .iter()
+        .filter(|(p, n)| {
+            p.starts_with(scope.folder)
+                && scope.time_ok(n.meta.modified)
+                && (scope.filter.is_empty() || scope.filter.matches(&model, p))
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    drop(model);
+    let words = text::prefilter_words(query);
+    if mode == Mode::Exact && !words.is_empty() {
+        match index.candidates(&words, paths.len() / 2) {
+            Ok(Some(found)) => {
+                let found: std::collections::HashSet<VaultPath> = found.into_iter().collect();
+                paths.retain(|p| found.contains(p) || matcher.matches(p.stem()));
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "exact-search prefilter failed; scanning all"),
+        }
+    }
+    Some(paths)
+}
+
+/// Reads `paths` on all cores and scores each; stops reading new notes at the budget.
+fn scan_parallel(
+    vault: &Vault,
+    paths: &[VaultPath],
+    budget: Duration,
+    score: &(dyn Fn(&VaultPath, &str) -> Option<(f64, VaultPath, usize)> + Sync),
+) -> (Vec<(f64, VaultPath, usize)>, bool) {
+    use rayon::prelude::*;
+    let started = Instant::now();
+    let over = std::sync::atomic::AtomicBool::new(false);
+    let scored = paths
+        .par_iter()
+        .filter_map(|p| {
+            if over.load(std::sync::atomic::Ordering::Relaxed) {
+                return None;
+            }
+            if started.elapsed() > budget {
+                over.store(true, std::sync::atomic::Ordering::Relaxed);
+                return None;
+            }
+            match vault.read_file(p) {
+                Ok(data) => score(p, &String::from_utf8_lossy(&data.bytes)),
+                Err(e) => {
+                    tracing::debug!(path = %p, error = %e, "search skipped a note");
+                    None
+                }
+            }
+        })
+        .collect();
+    (scored, over.into_inner())
 }
 
 fn partial_note(budget: Duration) -> String {
