@@ -407,7 +407,7 @@ fn search_lines(
 ) -> Result<SearchResults, NoteError> {
     let vault = engine.vault();
     // Pass 1: count the matching lines of every note (cheap); excerpts come later.
-    let score_note = |path: &VaultPath, text: &str| -> Option<(f64, VaultPath, usize)> {
+    let score_note = |path: &VaultPath, text: &str| -> Option<Scored> {
         let name_match = matcher.matches(path.stem());
         let lines = count_matching_lines(text, matcher);
         (lines > 0 || name_match).then(|| {
@@ -523,13 +523,16 @@ fn candidates(
     Some(paths)
 }
 
+/// A note's score, path and number of hits.
+type Scored = (f64, VaultPath, usize);
+
 /// Reads `paths` on all cores and scores each; stops reading new notes at the budget.
 fn scan_parallel(
     vault: &Vault,
     paths: &[VaultPath],
     budget: Duration,
-    score: &(dyn Fn(&VaultPath, &str) -> Option<(f64, VaultPath, usize)> + Sync),
-) -> (Vec<(f64, VaultPath, usize)>, bool) {
+    score: &(dyn Fn(&VaultPath, &str) -> Option<Scored> + Sync),
+) -> (Vec<Scored>, bool) {
     use rayon::prelude::*;
     let started = Instant::now();
     let over = std::sync::atomic::AtomicBool::new(false);
