@@ -245,6 +245,26 @@ impl Kind {
         }
     }
 
+    /// How the three modes map onto the server's tools, for the legend under the table.
+    fn mapping(self) -> &'static str {
+        match self {
+            Kind::Capvault => {
+                "search_notes with mode ranked / exact / regex (the phrase in quotes when ranked)"
+            }
+            Kind::ObsidianMcpRs => {
+                "ranked = search-vault (BM25, words not kept together); exact = search-vault \
+                 regex:true on the escaped query (no literal mode); regex = search-vault regex:true"
+            }
+            Kind::Mcpvault => {
+                "ranked = search_notes (any-word substring match, BM25 rerank); no exact or regex mode"
+            }
+            Kind::SomeVault => {
+                "ranked = search mode hybrid (LanceDB full text 30% + mock vectors 70%); \
+                 exact = search mode exact; no regex mode"
+            }
+        }
+    }
+
     /// Errors a server reports in an ordinary answer. some-vault-some-mcp answers errors as
     /// text; capvault must answer in the mode asked for.
     fn check(self, mode: Mode, result: &CallToolResult) -> Result<(), String> {
@@ -296,7 +316,12 @@ impl Kind {
             })
         };
         let shown = match self {
-            Kind::Capvault => page_total("hits"),
+            Kind::Capvault => page_total("hits").map(|h| {
+                match sc.and_then(|v| v.get("served_by")).and_then(Value::as_str) {
+                    Some("index") | None => h,
+                    Some(other) => format!("{h} (served by {other})"),
+                }
+            }),
             Kind::ObsidianMcpRs => page_total("results").or_else(|| {
                 let v: Value = serde_json::from_str(&text).ok()?;
                 Some(format!(
@@ -1010,6 +1035,11 @@ fn report(vault: &Vault, results: &[(Kind, Measured)], runs: usize) {
     }
     for r in &rows {
         println!("{r}");
+    }
+    println!();
+    println!("Modes:");
+    for (k, _) in results {
+        println!("  {}: {}", k.name(), k.mapping());
     }
     // Hits and runs, to show what each figure timed.
     println!();
