@@ -84,32 +84,32 @@ fn main() {
             (
                 "search_notes common word \"the\"",
                 "search_notes",
-                json!({"query": "the"}),
+                json!({"query": "the", "mode": "exact"}),
             ),
             (
                 "search_notes word \"garden\"",
                 "search_notes",
-                json!({"query": "garden"}),
+                json!({"query": "garden", "mode": "exact"}),
             ),
             (
                 "search_notes rare word \"quokka\"",
                 "search_notes",
-                json!({"query": "quokka"}),
+                json!({"query": "quokka", "mode": "exact"}),
             ),
             (
                 "search_notes phrase \"quokka was here\"",
                 "search_notes",
-                json!({"query": "quokka was here"}),
+                json!({"query": "quokka was here", "mode": "exact"}),
             ),
             (
                 "search_notes no hit \"zzyzx\"",
                 "search_notes",
-                json!({"query": "zzyzx"}),
+                json!({"query": "zzyzx", "mode": "exact"}),
             ),
             (
                 "search_notes case-sensitive \"The\"",
                 "search_notes",
-                json!({"query": "The", "case_sensitive": true}),
+                json!({"query": "The", "mode": "exact", "case_sensitive": true}),
             ),
         ];
         let mut page2_cursor = None;
