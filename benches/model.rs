@@ -2,7 +2,13 @@
 //! stdio) on generated vaults.
 //!
 //! Run: `cargo bench --bench model` (10,000 and 100,000 notes; `CAPVAULT_BENCH_SIZES=10000` to
-//! pick sizes, `CAPVAULT_BENCH_VAULT=/path` for an existing vault). Prints figures only.
+//! pick sizes, `CAPVAULT_BENCH_VAULT=/path` for an existing vault; `CAPVAULT_BENCH_BUILD_ONLY=1`
+//! skips the queries, e.g. under a profiler). Prints figures only.
+//!
+//! Besides the build's phases it prints the parser alone (single thread, over notes read
+//! beforehand), the heap the model holds once built (glibc's `mallinfo2`: live bytes, so neither
+//! allocator slack nor freed pages count) and the peak RSS of the `capvault serve` process that
+//! answered the queries (it builds the same model at startup).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 #[path = "support/generator.rs"]
@@ -13,8 +19,9 @@ mod timing;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use capvault::markdown::parse_note;
 use capvault::model::Model;
-use capvault::vault::{Limits, Vault};
+use capvault::vault::{Limits, Vault, VaultPath, is_note_name};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -40,9 +47,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let build_only = std::env::var_os("CAPVAULT_BENCH_BUILD_ONLY").is_some();
     for (root, label) in vaults {
         println!("\n## {label}");
         let vault = Vault::open(&root, Limits::default()).unwrap();
+        parser_alone(&vault);
+        let heap_before = live_heap();
         let mut model = Model::default();
         let t = Instant::now();
         let (changes, mut stats) = model.changes_since(&vault).unwrap();
@@ -52,6 +62,9 @@ fn main() {
         model.mark_refreshed(t);
         let apply = t2.elapsed();
         let build = t.elapsed();
+        let heap = live_heap()
+            .zip(heap_before)
+            .map(|(a, b)| a.saturating_sub(b));
         println!(
             "  of which scan + read + parse: {:.2} s, apply (index, resolve, backlinks): {:.2} s",
             scan_parse.as_secs_f64(),
@@ -68,6 +81,9 @@ fn main() {
             links,
             build.as_secs_f64()
         );
+        if let Some(heap) = heap {
+            println!("model heap once built: {:.1} MB", heap as f64 / 1e6);
+        }
         println!(
             "refresh with nothing changed (stat scan of {} files): {:.0} ms",
             again.files,
@@ -86,13 +102,18 @@ fn main() {
             .unwrap()
             .to_string();
         drop(model);
+        if build_only {
+            continue;
+        }
 
         rt.block_on(async {
             let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
             cmd.arg("serve")
                 .arg(&root)
                 .env("CAPVAULT_LOG", "capvault=warn");
-            let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+            let child = TokioChildProcess::new(cmd).unwrap();
+            let pid = child.id();
+            let client = ().serve(child).await.unwrap();
             let cases: Vec<(&str, &str, Value)> = vec![
                 (
                     "get_links out (a note)",
@@ -131,7 +152,75 @@ fn main() {
                 let (p50, p95) = timing::p50_p95(times);
                 println!("{label:<36} {p50:>9.1} {p95:>9.1}");
             }
+            if let Some(pid) = pid
+                && let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                && let Some(line) = status.lines().find(|l| l.starts_with("VmHWM"))
+            {
+                println!(
+                    "server peak RSS: {}",
+                    line.trim_start_matches("VmHWM:").trim()
+                );
+            }
             let _ = client.cancel().await;
         });
     }
+}
+
+/// Times `parse_note` alone on one thread, over the notes of the vault read beforehand (at most
+/// 64 MB of them), so that the parser's cost is told apart from reading and from the model.
+fn parser_alone(vault: &Vault) {
+    let mut texts = Vec::new();
+    let mut bytes = 0;
+    let _ = vault.walk(&VaultPath::root(), true, &|_| true, &mut |entry| {
+        if bytes < 64_000_000
+            && is_note_name(entry.path.file_name())
+            && let Ok(data) = vault.read_file(&entry.path)
+        {
+            bytes += data.bytes.len();
+            texts.push(String::from_utf8_lossy(&data.bytes).into_owned());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    let t = Instant::now();
+    let mut links = 0;
+    for text in &texts {
+        links += parse_note(text).links.len();
+    }
+    let dt = t.elapsed().as_secs_f64();
+    println!(
+        "parse_note alone (1 thread, {} notes, {:.1} MB, {links} links): {:.2} s, {:.0} MB/s",
+        texts.len(),
+        bytes as f64 / 1e6,
+        dt,
+        bytes as f64 / 1e6 / dt
+    );
+}
+
+/// Bytes allocated and not yet freed, as glibc counts them (all arenas and mmapped chunks).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn live_heap() -> Option<usize> {
+    #[repr(C)]
+    struct MallInfo2 {
+        arena: usize,
+        ordblks: usize,
+        smblks: usize,
+        hblks: usize,
+        hblkhd: usize,
+        usmblks: usize,
+        fsmblks: usize,
+        uordblks: usize,
+        fordblks: usize,
+        keepcost: usize,
+    }
+    unsafe extern "C" {
+        fn mallinfo2() -> MallInfo2;
+    }
+    // SAFETY: mallinfo2 takes no arguments and returns a plain struct (glibc 2.33+).
+    let m = unsafe { mallinfo2() };
+    Some(m.uordblks + m.hblkhd)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn live_heap() -> Option<usize> {
+    None
 }
