@@ -16,7 +16,7 @@
 //! beside it, to check what a figure measured.
 //!
 //! # The servers (facts found by listing their tools through this client and reading the READMEs
-//! and sources of the installed packages, versions as installed on 2026-12-01)
+//! and sources of the installed packages, versions as installed on 2026-11-30)
 //!
 //! - capvault: `capvault serve <vault>`. Tool `search_notes {query, mode: "ranked" | "exact" |
 //!   "regex", limit}`; `vault_info` reports `index: {state, documents, progress}`. Index ready =
@@ -316,11 +316,16 @@ impl Kind {
             })
         };
         let shown = match self {
-            Kind::Capvault => page_total("hits").map(|h| {
-                match sc.and_then(|v| v.get("served_by")).and_then(Value::as_str) {
-                    Some("index") | None => h,
-                    Some(other) => format!("{h} (served by {other})"),
+            Kind::Capvault => page_total("hits").map(|mut h| {
+                if let Some(by) = sc.and_then(|v| v.get("served_by")).and_then(Value::as_str)
+                    && by != "index"
+                {
+                    let _ = write!(h, " (served by {by})");
                 }
+                if sc.and_then(|v| v.get("partial")) == Some(&Value::Bool(true)) {
+                    h.push_str(" (partial: scan budget hit)");
+                }
+                h
             }),
             Kind::ObsidianMcpRs => page_total("results").or_else(|| {
                 let v: Value = serde_json::from_str(&text).ok()?;
@@ -928,6 +933,14 @@ fn vaults() -> Vec<Vault> {
         .collect()
 }
 
+/// The one-minute load average, as the kernel prints it.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
+}
+
 fn fmt_num(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
@@ -1103,8 +1116,14 @@ fn main() {
         for &kind in &kinds {
             eprintln!("{}: measuring on {}", kind.name(), vault.name);
             let t = Instant::now();
-            let (m, about) = rt.block_on(measure(kind, &vault, &cfg, &out_dir));
-            eprintln!("{}: done in {:.1?}", kind.name(), t.elapsed());
+            let load_before = load_average();
+            let (mut m, about) = rt.block_on(measure(kind, &vault, &cfg, &out_dir));
+            // The machine is shared: say how busy it was, so a noisy figure can be recognised.
+            m.status.push(format!(
+                "{:.0} s, load average {load_before} before, {} after",
+                t.elapsed().as_secs_f64(),
+                load_average()
+            ));
             if let Some(a) = about {
                 println!("- {a}");
             }

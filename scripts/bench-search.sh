@@ -30,6 +30,6 @@ fi
 echo "== peers"
 scripts/install-peers.sh
 echo
-echo "== benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+echo "== benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $(git describe --always --dirty 2>/dev/null || echo '?'))"
 mkdir -p target/bench-search
 cargo bench --bench search 2> >(grep -v '^\s*\(Compiling\|Finished\|Running\)' >&2) | tee target/bench-search/last-run.txt
