@@ -32,4 +32,4 @@ scripts/install-peers.sh
 echo
 echo "== benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $(git describe --always --dirty 2>/dev/null || echo '?'))"
 mkdir -p target/bench-search
-cargo bench --bench search 2> >(grep -v '^\s*\(Compiling\|Finished\|Running\)' >&2) | tee target/bench-search/last-run.txt
+cargo bench --bench search 2> >(grep --line-buffered -v '^\s*\(Compiling\|Finished\|Running\)' >&2) | tee target/bench-search/last-run.txt
