@@ -109,6 +109,8 @@ pub struct Engine {
     /// Serialises reconciles; holds when the last one finished.
     syncing: Mutex<Option<Instant>>,
     ready: AtomicBool,
+    /// True once the first build's index commit is done (before the model is applied).
+    index_ready: AtomicBool,
     done: AtomicU64,
     total: AtomicU64,
     status: Mutex<Status>,
@@ -144,6 +146,7 @@ impl Engine {
             freshness,
             syncing: Mutex::new(None),
             ready: AtomicBool::new(false),
+            index_ready: AtomicBool::new(false),
             done: AtomicU64::new(0),
             total: AtomicU64::new(0),
             status: Mutex::new(Status {
@@ -173,12 +176,15 @@ impl Engine {
         &self.vault
     }
 
-    /// The search index, once the first build is complete.
+    /// The search index, once its first build is committed (which comes before the model's:
+    /// ranked search does not wait for link resolution).
     pub fn index(&self) -> Option<&SearchIndex> {
-        self.index.as_ref().filter(|_| self.is_ready())
+        self.index
+            .as_ref()
+            .filter(|_| self.index_ready.load(Ordering::Acquire))
     }
 
-    /// True once the first build is complete.
+    /// True once the first build is complete (model and index).
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
@@ -308,8 +314,8 @@ impl Engine {
         let changed = !changes.is_empty();
         let read = started.elapsed();
         let n = changes.len();
-        self.model.apply_changes(changes, started);
-        let applied = started.elapsed();
+        // The index first: searchable as soon as possible (the model's link resolution can take
+        // seconds on a first build of a large vault).
         if let Some(ix) = index
             && (changed || first)
             && let Err(e) = ix.commit()
@@ -317,12 +323,17 @@ impl Engine {
             tracing::warn!(error = %e, "search index commit failed");
             self.lock_status().last_error = Some(e.to_string());
         }
+        if first {
+            self.index_ready.store(true, Ordering::Release);
+        }
+        let committed = started.elapsed();
+        self.model.apply_changes(changes, started);
         if changed {
             tracing::debug!(
                 changes = n,
                 read_parse_stage_ms = read.as_millis() as u64,
-                model_apply_ms = (applied - read).as_millis() as u64,
-                index_commit_ms = (started.elapsed() - applied).as_millis() as u64,
+                index_commit_ms = (committed - read).as_millis() as u64,
+                model_apply_ms = (started.elapsed() - committed).as_millis() as u64,
                 "reconciled"
             );
         }
@@ -420,7 +431,7 @@ impl Engine {
     /// The index state.
     pub fn status(&self) -> IndexStatus {
         let s = self.lock_status();
-        let ready = self.is_ready();
+        let ready = self.index_ready.load(Ordering::Acquire);
         IndexStatus {
             state: if s.failed || self.index.is_none() {
                 "failed"

@@ -497,6 +497,10 @@ fn candidates(
     mode: Mode,
 ) -> Option<Vec<VaultPath>> {
     let index = engine.index()?;
+    if !engine.is_ready() {
+        // The index is committed before the model is applied; the note list needs the model.
+        return None;
+    }
     let model = engine.model_now();
     let mut paths: Vec<VaultPath> = model
         .notes()

@@ -157,7 +157,7 @@ impl CapvaultServer {
         tokio::task::spawn_blocking(move || {
             let vault = engine.vault();
             // During the first build, answer at once with the build's progress.
-            let building = !engine.is_ready() && engine.status().state == "building";
+            let building = !engine.is_ready() && engine.status().state != "not started";
             let (mut notes, mut canvases, mut attachments) = (0, 0, 0);
             let (mut tags, mut updated, mut build_ms) = (0, None, None);
             if !building {

@@ -94,7 +94,8 @@ impl Server {
         let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             let info = self.ok("vault_info", serde_json::json!({})).await;
-            if info["index"]["state"] == "ready" {
+            // The index is ready first; the counts appear once the model is built too.
+            if info["index"]["state"] == "ready" && !info["notes"].is_null() {
                 return info["index"].clone();
             }
             assert!(
