@@ -41,6 +41,9 @@ pub struct Freshness {
     pub scan_budget: Duration,
     /// Wait this long before the first build (tests use it to observe the building state).
     pub build_delay: Duration,
+    /// Keep every note's text in memory, so exact and regex searches scan RAM instead of disk
+    /// (about the vault's Markdown size in memory).
+    pub keep_texts: bool,
 }
 
 impl Default for Freshness {
@@ -51,6 +54,7 @@ impl Default for Freshness {
             watch: true,
             scan_budget: crate::notes::search::SCAN_BUDGET,
             build_delay: Duration::ZERO,
+            keep_texts: true,
         }
     }
 }
@@ -111,6 +115,8 @@ pub struct Engine {
     ready: AtomicBool,
     /// True once the first build's index commit is done (before the model is applied).
     index_ready: AtomicBool,
+    /// Every note's text, when [`Freshness::keep_texts`] (updated with the model and index).
+    texts: std::sync::RwLock<std::collections::HashMap<VaultPath, Box<str>>>,
     done: AtomicU64,
     total: AtomicU64,
     status: Mutex<Status>,
@@ -147,6 +153,7 @@ impl Engine {
             syncing: Mutex::new(None),
             ready: AtomicBool::new(false),
             index_ready: AtomicBool::new(false),
+            texts: std::sync::RwLock::new(std::collections::HashMap::new()),
             done: AtomicU64::new(0),
             total: AtomicU64::new(0),
             status: Mutex::new(Status {
@@ -182,6 +189,20 @@ impl Engine {
         self.index
             .as_ref()
             .filter(|_| self.index_ready.load(Ordering::Acquire))
+    }
+
+    /// True when note texts are kept in memory.
+    pub fn keeps_texts(&self) -> bool {
+        self.freshness.keep_texts
+    }
+
+    /// The notes' texts held in memory, once the first build is complete and if kept at all.
+    pub fn texts(
+        &self,
+    ) -> Option<std::sync::RwLockReadGuard<'_, std::collections::HashMap<VaultPath, Box<str>>>>
+    {
+        (self.freshness.keep_texts && self.is_ready())
+            .then(|| self.texts.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// True once the first build is complete (model and index).
@@ -282,9 +303,16 @@ impl Engine {
         let started = Instant::now();
         let first = self.model.current().refreshed_at().is_none();
         let index = self.index.as_ref();
+        let fresh_texts: Mutex<Vec<(VaultPath, Box<str>)>> = Mutex::new(Vec::new());
         let stage = |n: NoteRead<'_>| {
             if first {
                 self.done.fetch_add(1, Ordering::Relaxed);
+            }
+            if self.freshness.keep_texts {
+                fresh_texts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((n.path.clone(), Box::from(n.text)));
             }
             if let Some(ix) = index
                 && let Err(e) = ix.stage(n)
@@ -310,6 +338,18 @@ impl Engine {
                     _ => {}
                 }
             }
+        }
+        if self.freshness.keep_texts {
+            let mut texts = self.texts.write().unwrap_or_else(|e| e.into_inner());
+            for c in &changes {
+                match c {
+                    Change::Removed(p) | Change::File(p, _) => {
+                        texts.remove(p);
+                    }
+                    Change::Note(..) => {}
+                }
+            }
+            texts.extend(fresh_texts.into_inner().unwrap_or_else(|e| e.into_inner()));
         }
         let changed = !changes.is_empty();
         let read = started.elapsed();

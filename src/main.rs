@@ -39,6 +39,10 @@ enum Command {
         /// Do not watch the vault for changes (rely on the periodic reconcile).
         #[arg(long)]
         no_watch: bool,
+        /// Do not keep note texts in memory: saves about the vault's Markdown size, but exact and
+        /// regex searches then read every candidate note from disk.
+        #[arg(long)]
+        no_text_cache: bool,
         /// Milliseconds a scanning search (exact, regex) may run before it returns partial results.
         #[arg(long, value_name = "MS", default_value_t = 3000)]
         scan_budget: u64,
@@ -117,6 +121,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             rescan_after,
             reconcile_every,
             no_watch,
+            no_text_cache,
             scan_budget,
             index_delay,
         } => {
@@ -127,6 +132,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 watch: !no_watch,
                 scan_budget: ms(scan_budget),
                 build_delay: ms(index_delay),
+                keep_texts: !no_text_cache,
             };
             capvault::app::serve_stdio(vault.open()?, freshness).await
         }

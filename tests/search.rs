@@ -140,7 +140,14 @@ async fn phrases_need_the_words_in_order_and_all_words_must_match() {
 #[tokio::test]
 async fn filters_apply_in_every_mode() {
     let tmp = fixture();
-    let s = Server::start(tmp.path()).await;
+    // Note texts in memory (the default), or read from disk through the index's prefilter.
+    for flags in [&[][..], &["--no-text-cache"][..]] {
+        filters_apply(tmp.path(), flags).await;
+    }
+}
+
+async fn filters_apply(vault: &Path, flags: &[&str]) {
+    let s = Server::start_with(vault, flags).await;
     s.wait_index_ready().await;
     for mode in ["ranked", "exact", "regex"] {
         let q = |extra: Value| {
@@ -384,6 +391,18 @@ async fn the_watcher_keeps_search_fresh_through_creates_saves_deletes_and_moves(
     .await;
     let r = s.ok("search_notes", q("blackcurrant")).await;
     assert_eq!(r["total"], 0, "the old text is gone: {r}");
+    // Exact and regex modes (note texts in memory) follow the same events.
+    let r = s
+        .ok("search_notes", json!({"query": "damson", "mode": "exact"}))
+        .await;
+    assert_eq!(paths(&r), ["Inbox/new.md"], "{r}");
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "blackc.rrant", "mode": "regex"}),
+        )
+        .await;
+    assert_eq!(r["total"], 0, "{r}");
     // Delete.
     std::fs::remove_file(v.join("Inbox/first.md")).unwrap();
     s.eventually(10, "search_notes", q("apricot"), |r| r["total"] == 0)
