@@ -24,7 +24,7 @@
 //!   mode asked for, or the cell is reported as an error (so an older build that ignores `mode`
 //!   cannot pass its exact scan off as ranked search).
 //! - obsidian-mcp-rs 0.8.1 (crates.io, Rust, rmcp): `obsidian-mcp-rs <vault> --no-edit` (vault
-//!   paths are positional; `--no-edit` drops the write tools). 9 read tools with `--no-edit`
+//!   paths are positional; `--no-edit` drops the write tools). 7 tools with `--no-edit`
 //!   (15 without), among them `search-vault {vault, query, path, caseSensitive, searchType,
 //!   limit, offset, maxMatchesPerFile, regex, frontmatter}`, where `vault` is the vault folder's
 //!   base name. No index: every search walks the vault and scores BM25 over a content cache
@@ -687,10 +687,12 @@ async fn measure(
                             m.status.push(format!("index ready with {docs} documents"));
                             break Cell::Value(ms(spawned.elapsed()));
                         }
-                        Some("building") | Some("starting") | Some("pending") => {}
-                        other => {
-                            break Cell::Failed(format!("index state {other:?}: {index}"));
+                        // "failed", or no state at all, ends the wait; any other state
+                        // ("not started", "building") is on its way.
+                        Some("failed") | None => {
+                            break Cell::Failed(format!("index not ready: {index}"));
                         }
+                        Some(_) => {}
                     }
                 }
                 Err(e @ CallFailure::Transport(_)) => {
