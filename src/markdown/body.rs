@@ -222,7 +222,10 @@ impl Walker<'_> {
     /// Adds text to the heading and link texts being read.
     fn add_plain_text(&mut self, s: &str, start: usize, end: usize) {
         for frame in &mut self.frames {
-            frame.text.push_str(s);
+            // Only a Markdown link's text is kept (its display text).
+            if matches!(frame.kind, FrameKind::Markdown { .. }) {
+                frame.text.push_str(s);
+            }
         }
         let in_image = self.in_image();
         if let Some(heading) = &mut self.heading
@@ -259,11 +262,21 @@ impl Walker<'_> {
         let Some(run) = self.run.take() else {
             return;
         };
-        let src = &self.text[run.start..run.end];
-        let mut from = 0;
-        while let Some(i) = memchr::memmem::find(&src.as_bytes()[from..], b"%%") {
-            self.comment_marks.push(run.start + from + i);
-            from += i + 2;
+        let src = &self.text.as_bytes()[run.start..run.end];
+        // Most runs hold neither a `%` nor a `#`: one search settles it.
+        let Some(first) = memchr::memchr2(b'%', b'#', src) else {
+            self.last_run = Some(run);
+            return;
+        };
+        let mut from = first;
+        while let Some(i) = memchr::memchr(b'%', &src[from..]) {
+            let at = from + i;
+            if src.get(at + 1) == Some(&b'%') {
+                self.comment_marks.push(run.start + at);
+                from = at + 2;
+            } else {
+                from = at + 1;
+            }
         }
         if !run.wiki && !run.image {
             scan_inline_tags(
@@ -400,7 +413,12 @@ impl Walker<'_> {
             kind,
             start,
             end,
-            dest: dest.to_owned(),
+            // Wikilinks are re-read from their source; autolinks are external.
+            dest: if matches!(kind, FrameKind::Markdown { .. }) {
+                dest.to_owned()
+            } else {
+                String::new()
+            },
             text: String::new(),
         });
         self.inline();

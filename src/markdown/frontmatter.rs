@@ -350,6 +350,7 @@ impl<'y> Builder<'y> {
                     built.string_bytes += item.string_bytes;
                     items.push(item.value);
                 }
+                items.shrink_to_fit();
                 built.value = Value::Array(items);
                 self.anchor(anchor, built, line)
             }

@@ -19,7 +19,7 @@ pub(crate) struct LinkParts {
     /// `#H1#H2` or `#^block`.
     pub subpath: Option<Subpath>,
     /// Text after `|` (wikilinks) or the link text (Markdown links).
-    pub display: Option<String>,
+    pub display: Option<Box<str>>,
     /// `|640x480` or `|100` on an embed.
     pub size: Option<(u32, Option<u32>)>,
     /// `#page=3` on a link to a PDF.
@@ -93,9 +93,9 @@ pub(crate) fn parse_wikilink_inner(inner: &str, embed: bool) -> Option<LinkParts
         if embed {
             let (text, size) = split_size(display);
             parts.size = size;
-            parts.display = text.filter(|t| !t.is_empty()).map(str::to_owned);
+            parts.display = text.filter(|t| !t.is_empty()).map(Box::from);
         } else if !display.is_empty() {
-            parts.display = Some(display.to_owned());
+            parts.display = Some(display.into());
         }
     }
     if parts.target.is_empty() && parts.subpath.is_none() {
@@ -141,7 +141,7 @@ pub(crate) fn parse_markdown_dest(dest: &str, text: &str, image: bool) -> Option
         (text, None)
     };
     parts.size = size;
-    parts.display = (!display.is_empty()).then(|| display.to_owned());
+    parts.display = (!display.is_empty()).then(|| display.into());
     if parts.target.is_empty() && parts.subpath.is_none() {
         return None;
     }
@@ -162,7 +162,7 @@ fn apply_fragment(parts: &mut LinkParts, fragment: &str) {
     if let Some(block) = fragment.strip_prefix('^') {
         let block = block.trim();
         if !block.is_empty() {
-            parts.subpath = Some(Subpath::Block(block.to_owned()));
+            parts.subpath = Some(Subpath::Block(block.into()));
         }
         return;
     }

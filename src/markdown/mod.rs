@@ -156,7 +156,7 @@ pub enum Subpath {
     /// `#H1#H2`: a heading path, outermost first.
     Heading(Vec<String>),
     /// `#^id`: a block id, without `^`.
-    Block(String),
+    Block(Box<str>),
 }
 
 /// A link to something in the vault.
@@ -172,7 +172,7 @@ pub struct Link {
     /// A heading path or block id after `#`.
     pub subpath: Option<Subpath>,
     /// Text after `|`, or a Markdown link's text; `None` for embeds whose `|` holds a size.
-    pub display: Option<String>,
+    pub display: Option<Box<str>>,
     /// Embed size: `|640x480` → `(640, Some(480))`, `|100` → `(100, None)`.
     pub size: Option<(u32, Option<u32>)>,
     /// `#page=3` on a link to a PDF.
@@ -272,6 +272,10 @@ pub fn parse_note(text: &str) -> ParsedNote {
         page: l.parts.page,
         pos: lines.pos(l.start, l.end),
     }));
+    // The vault model keeps every note's parse: no spare capacity.
+    note.aliases.shrink_to_fit();
+    note.tags.shrink_to_fit();
+    note.links.shrink_to_fit();
     note
 }
 

@@ -135,17 +135,7 @@ pub(crate) fn scan_inline_tags(
 /// commas and whitespace. A leading `#` (Obsidian accepts `"#tag"` in properties) and trailing
 /// `/` are dropped; all-digit names are skipped like inline ones.
 pub(crate) fn split_frontmatter_tags(value: &str) -> Vec<(usize, usize, &str)> {
-    let mut names = Vec::new();
-    let mut pieces = Vec::new();
-    let mut piece_start = 0;
-    for (i, c) in value.char_indices() {
-        if c == ',' || c.is_whitespace() {
-            pieces.push((piece_start, &value[piece_start..i]));
-            piece_start = i + c.len_utf8();
-        }
-    }
-    pieces.push((piece_start, &value[piece_start..]));
-    for (piece_start, piece) in pieces {
+    fn add<'v>(names: &mut Vec<(usize, usize, &'v str)>, piece_start: usize, piece: &'v str) {
         let name = piece.trim_start_matches('#');
         let name_start = piece_start + (piece.len() - name.len());
         let name = name.trim_end_matches('/');
@@ -159,6 +149,15 @@ pub(crate) fn split_frontmatter_tags(value: &str) -> Vec<(usize, usize, &str)> {
             names.push((pos_start, name_start + name.len(), name));
         }
     }
+    let mut names = Vec::new();
+    let mut piece_start = 0;
+    for (i, c) in value.char_indices() {
+        if c == ',' || c.is_whitespace() {
+            add(&mut names, piece_start, &value[piece_start..i]);
+            piece_start = i + c.len_utf8();
+        }
+    }
+    add(&mut names, piece_start, &value[piece_start..]);
     names
 }
 
@@ -173,7 +172,16 @@ pub(crate) fn split_frontmatter_tags(value: &str) -> Vec<(usize, usize, &str)> {
 /// ```
 pub fn normalize_tag(tag: &str) -> String {
     let tag = tag.trim().trim_start_matches('#').trim_end_matches('/');
-    nfc(&tag.to_lowercase())
+    let lower = if tag.is_ascii() {
+        tag.to_ascii_lowercase()
+    } else {
+        tag.to_lowercase()
+    };
+    if is_nfc_quick(lower.chars()) == IsNormalized::Yes {
+        lower
+    } else {
+        lower.nfc().collect()
+    }
 }
 
 /// Does `tag` match a search for `query`? Case-insensitive, and nested tags match their parents:
