@@ -1,26 +1,39 @@
 //! The vault model: every note parsed, with the tag index, forward links and backlinks.
 //!
-//! Built by one scan through the capability layer, parsing notes in parallel on all cores, and
-//! kept current by [`Model::refresh`]: a stat-based reconcile (size, modification time, inode)
-//! that re-reads only notes that changed and applies the difference one note at a time
-//! ([`Model::apply`]). Link resolution depends on which files exist and on the headings and block
-//! ids of target notes, so a change re-resolves exactly the notes whose links it can affect: those
-//! that link to the changed note, and those whose link targets name an added or removed file.
+//! Built by one scan through the capability layer and kept current by [`Model::refresh`]: a
+//! stat-based reconcile (size, modification time, inode) that re-reads only notes that changed
+//! and applies the difference ([`Model::apply`]). Link resolution depends on which files exist and
+//! on the headings and block ids of target notes, so a change re-resolves exactly the notes whose
+//! links it can affect: those that link to the changed note, and those whose link targets name an
+//! added or removed file.
 //!
-//! No note text is kept in memory, only what the parser extracted.
+//! ## How a build goes
+//!
+//! - **Scan, read, parse** ([`Model::changes_under`]): one thread walks the vault through the
+//!   capability layer, reading each new or changed note through the folder handle the walk
+//!   already holds (no path walk from the root per file), and hands the texts in batches to the
+//!   rayon pool, which parses them (and feeds the search index through the callback) while the
+//!   walk goes on.
+//! - **Apply** ([`Model::apply`]): on the first build, every file gets an integer id in path
+//!   order, links are resolved in parallel against the immutable file index, and the backlinks,
+//!   tag and link-name indexes are built in bulk (sorted inputs, so the ordered maps are built
+//!   without rebalancing). Later batches re-resolve only what they can affect, in parallel too.
+//!
+//! Backlinks are lists of note ids per file id, kept in path order; the index from link names to
+//! the notes using them is keyed by a hash of the name (a collision only makes a refresh re-check
+//! a note that did not need it). No note text is kept in memory, only what the parser extracted.
 
 pub mod linkres;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::ops::ControlFlow;
-use std::sync::{Mutex, RwLock, RwLockReadGuard};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, mpsc};
 use std::time::{Instant, SystemTime};
 
 use rayon::prelude::*;
 
 use crate::markdown::{self, Link, ParsedNote, Subpath};
 use crate::vault::{FileMeta, Vault, VaultError, VaultPath, is_note_name};
-use linkres::{FileIndex, Resolution, key};
+use linkres::{FileIndex, HashKeyed, LinkRef, Resolution, Scratch, key, key_into};
 
 /// Where one link leads, as Obsidian would open it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,22 +102,32 @@ pub struct NoteRead<'a> {
 pub struct Model {
     /// Every visible regular file and its metadata.
     files: BTreeMap<VaultPath, FileMeta>,
-    /// The same files, indexed for link resolution.
+    /// The same files, with their ids, indexed for link resolution.
     index: FileIndex,
     /// Parsed notes.
     notes: BTreeMap<VaultPath, Note>,
     /// Normalised tag → notes carrying it (exactly, not rolled up).
     tags: BTreeMap<String, BTreeSet<VaultPath>>,
-    /// Normalised tag → the casing first seen, for display.
+    /// Normalised tag → the casing first seen, for display, where it differs from the
+    /// normalised form.
     tag_display: HashMap<String, String>,
-    /// Target → notes that link to it (resolved links only).
-    backlinks: HashMap<VaultPath, BTreeSet<VaultPath>>,
-    /// key(file name a link target would match) → notes with such a link.
-    by_link_name: HashMap<String, BTreeSet<VaultPath>>,
+    /// File id → ids of the notes that link to it (resolved links only), in path order.
+    backlinks: Vec<Vec<u32>>,
+    /// hash(key(file name a link target would match)) → ids of notes with such a link.
+    by_link_name: HashKeyed<Vec<u32>>,
     /// When the last refresh finished.
     refreshed_at: Option<SystemTime>,
     /// How long the first full build took.
     build_time: Option<std::time::Duration>,
+}
+
+/// What resolving one note's links gives: the targets (same order as the links), the ids of
+/// the files reached (sorted, each once) for the backlinks, and the hashes of the links' name
+/// keys (sorted, each once) for the link-name index.
+struct Resolved {
+    targets: Vec<Target>,
+    reached: Vec<u32>,
+    names: Vec<u64>,
 }
 
 impl Model {
@@ -130,7 +153,12 @@ impl Model {
 
     /// Notes that link to `path` (resolved links), in path order.
     pub fn backlinks(&self, path: &VaultPath) -> impl Iterator<Item = &VaultPath> {
-        self.backlinks.get(path).into_iter().flatten()
+        self.index
+            .id(path)
+            .and_then(|id| self.backlinks.get(id as usize))
+            .into_iter()
+            .flatten()
+            .filter_map(|&source| self.index.path(source))
     }
 
     /// The tag index: normalised tag → notes with exactly that tag.
@@ -161,174 +189,399 @@ impl Model {
         self.build_time
     }
 
-    /// Applies a batch of changes, then re-resolves the links they can affect.
+    /// Applies a batch of changes, then re-resolves the links they can affect. Returns how many
+    /// notes were relinked.
     pub fn apply(&mut self, changes: Vec<Change>) -> usize {
-        // On the first build every note is relinked anyway: skip working out which.
-        let initial = self.notes.is_empty();
-        let mut relink: BTreeSet<VaultPath> = BTreeSet::new();
-        let mut names_changed: BTreeSet<String> = BTreeSet::new();
+        if self.files.is_empty() {
+            self.build(changes)
+        } else {
+            self.update(changes)
+        }
+    }
+
+    /// The first build: everything at once, in bulk and in parallel.
+    fn build(&mut self, changes: Vec<Change>) -> usize {
+        let entries: Vec<(VaultPath, FileMeta, Option<ParsedNote>)> = changes
+            .into_iter()
+            .filter_map(|c| match c {
+                Change::Note(path, meta, parsed) => Some((path, meta, Some(parsed))),
+                Change::File(path, meta) => Some((path, meta, None)),
+                Change::Removed(_) => None,
+            })
+            .collect();
+        // Path order (ids follow it, so every list of ids built in id order is in path order).
+        // The entries are large: sort their positions, then move each once. Of several changes
+        // to one path, the last is kept.
+        let mut order: Vec<(VaultPath, usize)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.0.clone(), i))
+            .collect();
+        order.par_sort_unstable();
+        order.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            if same {
+                kept.1 = next.1;
+            }
+            same
+        });
+        let mut slots: Vec<Option<(VaultPath, FileMeta, Option<ParsedNote>)>> =
+            entries.into_iter().map(Some).collect();
+        let entries: Vec<(VaultPath, FileMeta, Option<ParsedNote>)> = order
+            .into_iter()
+            .filter_map(|(_, i)| slots[i].take())
+            .collect();
+        drop(slots);
+
+        self.index = FileIndex::from_sorted(entries.iter().map(|e| &e.0));
+        self.backlinks = vec![Vec::new(); self.index.id_bound()];
+
+        // Resolve every link in parallel against the finished index. Ids are positions in
+        // `entries`, which is in path order like the index was filled.
+        let index = &self.index;
+        let parsed_of = |id: u32| entries.get(id as usize).and_then(|e| e.2.as_ref());
+        // Per note: its links resolved, and its tags (normalised, hashed), while its parse is in
+        // the cache.
+        type NoteTags<'e> = Vec<(u64, String, &'e str)>;
+        let resolved: Vec<(Option<Resolved>, NoteTags<'_>)> = entries
+            .par_chunks(RESOLVE_CHUNK)
+            .enumerate()
+            .map_init(Scratch::default, |scratch, (chunk, run)| {
+                let first = chunk * RESOLVE_CHUNK;
+                let notes: Vec<(u32, &VaultPath, &ParsedNote)> = run
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, (path, _, parsed))| {
+                        Some(((first + i) as u32, path, parsed.as_ref()?))
+                    })
+                    .collect();
+                let mut resolved = resolve_notes(index, &notes, scratch, &parsed_of).into_iter();
+                run.iter()
+                    .map(|(_, _, parsed)| {
+                        let tags = parsed.as_ref().map_or_else(Vec::new, |p| {
+                            note_tags(p)
+                                .into_iter()
+                                .map(|(norm, shown)| (index.hash_key(&norm), norm, shown))
+                                .collect()
+                        });
+                        (parsed.as_ref().and_then(|_| resolved.next()), tags)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .flat_map_iter(Vec::into_iter)
+            .collect();
+        // Backlinks: sources visited in id order, so every list comes out in path order.
+        let (resolved, note_tags): (Vec<Option<Resolved>>, Vec<NoteTags<'_>>) =
+            resolved.into_iter().unzip();
+        let mut counts = vec![0u32; self.backlinks.len()];
+        for r in resolved.iter().flatten() {
+            for &t in &r.reached {
+                counts[t as usize] += 1;
+            }
+        }
+        for (list, &n) in self.backlinks.iter_mut().zip(&counts) {
+            list.reserve_exact(n as usize);
+        }
+        for (source, r) in resolved.iter().enumerate() {
+            for &t in r.iter().flat_map(|r| &r.reached) {
+                self.backlinks[t as usize].push(source as u32);
+            }
+        }
+        // The link-name index, the tag index and the file map are independent: built side by
+        // side. Tags and link names are grouped by sorting rows keyed by hashes (no string
+        // comparisons, no hash-table probe per row).
+        let link_names = || {
+            let mut rows: Vec<(u64, u32)> = Vec::new();
+            for (id, r) in resolved.iter().enumerate() {
+                if let Some(r) = r {
+                    rows.extend(r.names.iter().map(|&h| (h, id as u32)));
+                }
+            }
+            rows.par_sort_unstable();
+            let mut by_link_name: HashKeyed<Vec<u32>> = HashKeyed::default();
+            by_link_name.reserve(rows.chunk_by(|a, b| a.0 == b.0).count());
+            for group in rows.chunk_by(|a, b| a.0 == b.0) {
+                by_link_name.insert(group[0].0, group.iter().map(|r| r.1).collect());
+            }
+            by_link_name
+        };
+        let tag_index = || {
+            let mut rows: Vec<(u64, u32, String, &str)> = Vec::new();
+            for (id, tags) in note_tags.into_iter().enumerate() {
+                rows.extend(
+                    tags.into_iter()
+                        .map(|(h, norm, shown)| (h, id as u32, norm, shown)),
+                );
+            }
+            rows.par_sort_unstable_by_key(|r| (r.0, r.1));
+            let groups: Vec<&[(u64, u32, String, &str)]> =
+                rows.chunk_by(|a, b| a.0 == b.0).collect();
+            // Each tag: its notes (ids ascending, so paths in order: the set is built in bulk)
+            // and how its first note (in path order) writes it. Rows that merely share a hash
+            // are told apart by their text.
+            let mut tags: Vec<(String, BTreeSet<VaultPath>, &str)> = groups
+                .into_par_iter()
+                .flat_map_iter(|group| {
+                    let mut split: Vec<(&str, Vec<u32>, &str)> = Vec::new();
+                    for (_, id, norm, shown) in group {
+                        match split.iter_mut().find(|s| s.0 == norm) {
+                            Some(s) => s.1.push(*id),
+                            None => split.push((norm, vec![*id], shown)),
+                        }
+                    }
+                    split.into_iter().map(|(norm, ids, shown)| {
+                        let set = ids
+                            .iter()
+                            .filter_map(|&id| entries.get(id as usize).map(|e| e.0.clone()))
+                            .collect();
+                        (norm.to_owned(), set, shown)
+                    })
+                })
+                .collect();
+            tags.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let display: HashMap<String, String> = tags
+                .iter()
+                .filter(|(norm, _, shown)| norm != shown)
+                .map(|(norm, _, shown)| (norm.clone(), (*shown).to_owned()))
+                .collect();
+            let tags: BTreeMap<String, BTreeSet<VaultPath>> =
+                tags.into_iter().map(|(norm, set, _)| (norm, set)).collect();
+            (tags, display)
+        };
+        let file_map = || -> BTreeMap<VaultPath, FileMeta> {
+            entries.iter().map(|(p, m, _)| (p.clone(), *m)).collect()
+        };
+        let (by_link_name, ((tags, tag_display), files)) =
+            rayon::join(link_names, || rayon::join(tag_index, file_map));
+        self.by_link_name = by_link_name;
+        self.tags = tags;
+        self.tag_display = tag_display;
+        self.files = files;
+        let notes: BTreeMap<VaultPath, Note> = entries
+            .into_iter()
+            .zip(resolved)
+            .filter_map(|((path, meta, parsed), r)| {
+                Some((
+                    path,
+                    Note {
+                        meta,
+                        parsed: parsed?,
+                        targets: r.map(|r| r.targets).unwrap_or_default(),
+                    },
+                ))
+            })
+            .collect();
+        self.notes = notes;
+        self.notes.len()
+    }
+
+    /// A later batch: applied change by change, then the affected notes are relinked.
+    fn update(&mut self, changes: Vec<Change>) -> usize {
+        let mut relink: Vec<u32> = Vec::new();
+        let mut names_changed: Vec<u64> = Vec::new();
+        let mut released: Vec<u32> = Vec::new();
         for change in changes {
             match change {
                 Change::Note(path, meta, parsed) => {
-                    let is_new = !self.files.contains_key(&path);
-                    if is_new {
-                        self.index.insert(&path);
-                        names_changed.extend(FileIndex::file_name_keys(path.file_name()));
-                    }
+                    let id = self.add_file(&path, &mut names_changed);
                     self.files.insert(path.clone(), meta);
                     // Notes linking here may gain or lose a heading or block.
-                    relink.extend(self.backlinks(&path).cloned());
-                    self.remove_note_entries(&path);
-                    self.add_note_entries(&path, &parsed);
+                    relink.extend_from_slice(&self.backlinks[id as usize]);
+                    // Its old links stop counting before its parse is replaced.
+                    self.unlink_sources(id);
+                    self.remove_note_entries(id);
+                    self.add_note_entries(id, &path, &parsed);
                     self.notes.insert(
-                        path.clone(),
+                        path,
                         Note {
                             meta,
                             parsed,
                             targets: Vec::new(),
                         },
                     );
-                    relink.insert(path);
+                    relink.push(id);
                 }
                 Change::File(path, meta) => {
-                    if !self.files.contains_key(&path) {
-                        self.index.insert(&path);
-                        names_changed.extend(FileIndex::file_name_keys(path.file_name()));
-                    }
+                    self.add_file(&path, &mut names_changed);
                     self.files.insert(path, meta);
                 }
                 Change::Removed(path) => {
                     if self.files.remove(&path).is_none() {
                         continue;
                     }
-                    self.index.remove(&path);
-                    names_changed.extend(FileIndex::file_name_keys(path.file_name()));
-                    relink.extend(self.backlinks(&path).cloned());
+                    let Some(id) = self.index.id(&path) else {
+                        continue;
+                    };
+                    names_changed.extend(self.file_name_hashes(path.file_name()));
+                    // Its sources relink (to another file or to nothing).
+                    let sources = std::mem::take(&mut self.backlinks[id as usize]);
+                    relink.extend(sources);
                     if self.notes.contains_key(&path) {
-                        self.remove_note_entries(&path);
-                        self.unlink_sources(&path);
+                        self.remove_note_entries(id);
+                        self.unlink_sources(id);
                         self.notes.remove(&path);
                     }
-                    relink.remove(&path);
+                    self.index.remove(&path);
+                    // Not reused within this batch: ids in `relink` must stay unambiguous.
+                    released.push(id);
                 }
             }
         }
-        if initial {
-            relink = self.notes.keys().cloned().collect();
-        } else {
-            for name in &names_changed {
-                if let Some(sources) = self.by_link_name.get(name) {
-                    relink.extend(sources.iter().cloned());
-                }
+        for h in &names_changed {
+            if let Some(sources) = self.by_link_name.get(h) {
+                relink.extend_from_slice(sources);
             }
         }
-        relink.retain(|p| self.notes.contains_key(p));
-        for path in &relink {
-            self.relink(path);
+        relink.sort_unstable();
+        relink.dedup();
+        relink.retain(|&id| {
+            self.index
+                .path(id)
+                .is_some_and(|p| self.notes.contains_key(p))
+        });
+        self.relink(&relink);
+        for id in released {
+            self.index.release(id);
         }
         relink.len()
     }
 
-    /// Removes what `path`'s previous parse contributed to the tag and link-name indexes.
-    fn remove_note_entries(&mut self, path: &VaultPath) {
-        let Some(old) = self.notes.get(path) else {
+    /// Indexes `path` if it is new (noting the link names it can now satisfy); returns its id.
+    fn add_file(&mut self, path: &VaultPath, names_changed: &mut Vec<u64>) -> u32 {
+        if let Some(id) = self.index.id(path) {
+            return id;
+        }
+        let id = self.index.insert(path);
+        if self.backlinks.len() < self.index.id_bound() {
+            self.backlinks.resize_with(self.index.id_bound(), Vec::new);
+        }
+        names_changed.extend(self.file_name_hashes(path.file_name()));
+        id
+    }
+
+    /// Hashes of the link-name keys a file named `file_name` can satisfy.
+    fn file_name_hashes(&self, file_name: &str) -> Vec<u64> {
+        FileIndex::file_name_keys(file_name)
+            .iter()
+            .map(|k| self.index.hash_key(k))
+            .collect()
+    }
+
+    /// Re-resolves the links of `sources` (ids of notes, sorted): in parallel, then the
+    /// backlinks are updated.
+    fn relink(&mut self, sources: &[u32]) {
+        let index = &self.index;
+        let notes = &self.notes;
+        let parsed_of = |id: u32| index.path(id).and_then(|p| notes.get(p)).map(|n| &n.parsed);
+        let resolved: Vec<(u32, Resolved)> = sources
+            .par_chunks(RESOLVE_CHUNK)
+            .map_init(Scratch::default, |scratch, run| {
+                let notes: Vec<(u32, &VaultPath, &ParsedNote)> = run
+                    .iter()
+                    .filter_map(|&id| {
+                        let path = index.path(id)?;
+                        Some((id, path, &notes.get(path)?.parsed))
+                    })
+                    .collect();
+                let resolved = resolve_notes(index, &notes, scratch, &parsed_of);
+                notes.iter().map(|n| n.0).zip(resolved).collect::<Vec<_>>()
+            })
+            .flat_map_iter(Vec::into_iter)
+            .collect();
+        for (id, r) in resolved {
+            self.unlink_sources(id);
+            for &t in &r.reached {
+                self.link_source(t, id);
+            }
+            if let Some(note) = self.index.path(id).and_then(|p| self.notes.get_mut(p)) {
+                note.targets = r.targets;
+            }
+        }
+    }
+
+    /// Records that note `source` links to file `target`, keeping the list in path order.
+    fn link_source(&mut self, target: u32, source: u32) {
+        let index = &self.index;
+        let Some(list) = self.backlinks.get_mut(target as usize) else {
             return;
         };
-        let tags: Vec<String> = old
-            .parsed
-            .tags
+        let key = index.path(source);
+        if let Err(at) = list.binary_search_by(|&x| index.path(x).cmp(&key)) {
+            list.insert(at, source);
+        }
+    }
+
+    /// Drops note `source` from the backlinks of every file it resolved to.
+    fn unlink_sources(&mut self, source: u32) {
+        let Some(note) = self.index.path(source).and_then(|p| self.notes.get(p)) else {
+            return;
+        };
+        let mut reached: Vec<u32> = note
+            .targets
             .iter()
-            .map(|t| markdown::normalize_tag(&t.name))
+            .filter_map(|t| match t {
+                Target::File { path, .. } => self.index.id(path),
+                Target::Broken => None,
+            })
             .collect();
-        let names: Vec<String> = old
-            .parsed
-            .links
-            .iter()
-            .map(|l| FileIndex::link_name_key(&l.target))
-            .collect();
+        reached.sort_unstable();
+        reached.dedup();
+        let index = &self.index;
+        let key = index.path(source);
+        for t in reached {
+            if let Some(list) = self.backlinks.get_mut(t as usize)
+                && let Ok(at) = list.binary_search_by(|&x| index.path(x).cmp(&key))
+            {
+                list.remove(at);
+            }
+        }
+    }
+
+    /// Removes what note `id`'s previous parse contributed to the tag and link-name indexes.
+    fn remove_note_entries(&mut self, id: u32) {
+        let Some(path) = self.index.path(id).cloned() else {
+            return;
+        };
+        let Some(old) = self.notes.get(&path) else {
+            return;
+        };
+        let tags: Vec<String> = note_tags(&old.parsed).into_iter().map(|t| t.0).collect();
+        let names = link_name_hashes(&self.index, &old.parsed, &mut String::new());
         for t in tags {
             if let Some(set) = self.tags.get_mut(&t) {
-                set.remove(path);
+                set.remove(&path);
                 if set.is_empty() {
                     self.tags.remove(&t);
                     self.tag_display.remove(&t);
                 }
             }
         }
-        for n in names {
-            if let Some(set) = self.by_link_name.get_mut(&n) {
-                set.remove(path);
-                if set.is_empty() {
-                    self.by_link_name.remove(&n);
+        for h in names {
+            if let Some(list) = self.by_link_name.get_mut(&h) {
+                list.retain(|&x| x != id);
+                if list.is_empty() {
+                    self.by_link_name.remove(&h);
                 }
             }
         }
     }
 
-    fn add_note_entries(&mut self, path: &VaultPath, parsed: &ParsedNote) {
-        for t in &parsed.tags {
-            let norm = markdown::normalize_tag(&t.name);
-            if norm.is_empty() {
-                continue;
-            }
-            self.tag_display
-                .entry(norm.clone())
-                .or_insert_with(|| t.name.trim_start_matches('#').to_owned());
-            self.tags.entry(norm).or_default().insert(path.clone());
-        }
-        for l in &parsed.links {
-            self.by_link_name
-                .entry(FileIndex::link_name_key(&l.target))
-                .or_default()
-                .insert(path.clone());
-        }
-    }
-
-    /// Drops `source` from the backlinks of every target it resolved to.
-    fn unlink_sources(&mut self, source: &VaultPath) {
-        let Some(note) = self.notes.get(source) else {
-            return;
-        };
-        let targets: Vec<VaultPath> = note
-            .targets
-            .iter()
-            .filter_map(|t| match t {
-                Target::File { path, .. } => Some(path.clone()),
-                Target::Broken => None,
-            })
-            .collect();
-        for t in targets {
-            if let Some(set) = self.backlinks.get_mut(&t) {
-                set.remove(source);
-                if set.is_empty() {
-                    self.backlinks.remove(&t);
+    fn add_note_entries(&mut self, id: u32, path: &VaultPath, parsed: &ParsedNote) {
+        for (norm, shown) in note_tags(parsed) {
+            match self.tags.get_mut(&norm) {
+                Some(set) => {
+                    set.insert(path.clone());
+                }
+                None => {
+                    if shown != norm {
+                        self.tag_display.insert(norm.clone(), shown.to_owned());
+                    }
+                    self.tags.insert(norm, BTreeSet::from([path.clone()]));
                 }
             }
         }
-    }
-
-    /// Re-resolves every link of `source` and updates the backlinks.
-    fn relink(&mut self, source: &VaultPath) {
-        self.unlink_sources(source);
-        let Some(note) = self.notes.get(source) else {
-            return;
-        };
-        let targets: Vec<Target> = note
-            .parsed
-            .links
-            .iter()
-            .map(|l| self.target_of(l, source))
-            .collect();
-        for t in &targets {
-            if let Target::File { path, .. } = t {
-                self.backlinks
-                    .entry(path.clone())
-                    .or_default()
-                    .insert(source.clone());
-            }
-        }
-        if let Some(note) = self.notes.get_mut(source) {
-            note.targets = targets;
+        for h in link_name_hashes(&self.index, parsed, &mut String::new()) {
+            self.by_link_name.entry(h).or_default().push(id);
         }
     }
 
@@ -378,24 +631,29 @@ impl Model {
     /// last saw it: the targeted reconcile behind file-watcher events. A scope that no longer
     /// exists (deleted, or moved away) removes what the model had there; the root scope is a full
     /// [`Model::changes_since_with`].
+    ///
+    /// A folder is walked on one thread while the rayon pool parses: a note the model does not
+    /// know yet is read straight away (its metadata comes from the open handle, so it costs no
+    /// separate `stat`); a known file is `stat`ed and read again only when its size, time or
+    /// inode changed.
     pub fn changes_under(
         &self,
         vault: &Vault,
         scope: &VaultPath,
         on_note: &(dyn Fn(NoteRead<'_>) + Sync),
     ) -> Result<(Vec<Change>, RefreshStats), VaultError> {
-        let seen = if scope.is_root() {
-            scan_files(vault, scope)?
+        let walked = if scope.is_root() {
+            self.walk_and_parse(vault, scope, on_note)?
         } else {
             match vault.stat_file(scope) {
-                Ok(meta) => HashMap::from([(scope.clone(), meta)]),
-                Err(VaultError::IsAFolder(_)) => scan_files(vault, scope)?,
+                Ok(meta) => self.one_file(vault, scope, meta, on_note),
+                Err(VaultError::IsAFolder(_)) => self.walk_and_parse(vault, scope, on_note)?,
                 // Gone, or no longer something the vault serves (a symlink out, a FIFO...).
-                Err(_) => HashMap::new(),
+                Err(_) => Walked::default(),
             }
         };
         let mut stats = RefreshStats {
-            files: seen.len(),
+            files: walked.files,
             ..RefreshStats::default()
         };
         let mut changes = Vec::new();
@@ -403,47 +661,153 @@ impl Model {
             .files
             .range::<VaultPath, _>(scope..)
             .take_while(|(p, _)| scope.is_root() || p.as_str().starts_with(scope.as_str()))
-            .filter(|(p, _)| p.starts_with(scope) && !seen.contains_key(*p))
+            .filter(|(p, _)| p.starts_with(scope) && !walked.known.contains(*p))
             .map(|(p, _)| p.clone())
             .collect();
         stats.removed = removed.len();
         changes.extend(removed.into_iter().map(Change::Removed));
+        changes.extend(walked.others);
+        stats.parsed = walked.notes.len();
+        changes.extend(walked.notes);
+        Ok((changes, stats))
+    }
 
-        let changed: Vec<(VaultPath, FileMeta)> = seen
-            .into_iter()
-            .filter(|(p, m)| self.files.get(p) != Some(m))
-            .collect();
-        let (notes, others): (Vec<_>, Vec<_>) = changed
-            .into_iter()
-            .partition(|(p, _)| is_note_name(p.file_name()));
-        changes.extend(others.into_iter().map(|(p, m)| Change::File(p, m)));
-        let parsed: Vec<Change> = notes
-            .into_par_iter()
-            .map(|(path, meta)| match vault.read_file(&path) {
+    /// Walks `folder`, reading and parsing (in parallel) the notes that are new or changed.
+    fn walk_and_parse(
+        &self,
+        vault: &Vault,
+        folder: &VaultPath,
+        on_note: &(dyn Fn(NoteRead<'_>) + Sync),
+    ) -> Result<Walked, VaultError> {
+        // Notes travel in batches: handing them over one by one costs a thread wake-up each,
+        // about as much as reading the note. A few batches in flight keep the pool busy without
+        // holding many texts.
+        let (tx, rx) = mpsc::sync_channel::<Vec<ReadNote>>(4);
+        std::thread::scope(|s| {
+            let walker = s.spawn(move || self.walk(vault, folder, &mut Batcher::new(tx)));
+            let notes: Vec<Change> = rx
+                .into_iter()
+                .par_bridge()
+                .flat_map_iter(|batch| {
+                    batch
+                        .into_iter()
+                        .map(|(path, meta, bytes)| parsed_note(path, meta, bytes, on_note))
+                })
+                .collect();
+            let mut walked = walker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            walked.notes = notes;
+            Ok(walked)
+        })
+    }
+
+    /// The walking half of [`Model::walk_and_parse`]: sends the notes to parse to `tx`.
+    fn walk(
+        &self,
+        vault: &Vault,
+        folder: &VaultPath,
+        batcher: &mut Batcher,
+    ) -> Result<Walked, VaultError> {
+        let mut walked = Walked::default();
+        vault.walk(folder, true, &|_| true, &mut |entry| {
+            let known = self.files.get(&entry.path);
+            let is_note = is_note_name(entry.path.file_name());
+            if is_note && known.is_none() {
+                // New: read it at once; the handle's metadata is what the next refresh compares.
+                match entry.read(vault) {
+                    Ok(data) => {
+                        walked.files += 1;
+                        // A closed channel means the parsing side is gone (it panicked).
+                        if batcher.push((entry.path, data.meta, data.bytes)).is_err() {
+                            return std::ops::ControlFlow::Break(());
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(path = %entry.path, error = %e, "could not read a note; kept as a file");
+                        match entry.meta(vault) {
+                            Ok(meta) => {
+                                walked.files += 1;
+                                walked.others.push(Change::File(entry.path, meta));
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "skipped a file the scan could not stat");
+                            }
+                        }
+                    }
+                }
+                return std::ops::ControlFlow::Continue(());
+            }
+            let meta = match entry.meta(vault) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    tracing::warn!(error = %e, "skipped a file the scan could not stat");
+                    return std::ops::ControlFlow::Continue(());
+                }
+            };
+            walked.files += 1;
+            if known.is_some() {
+                walked.known.insert(entry.path.clone());
+            }
+            if known == Some(&meta) {
+                return std::ops::ControlFlow::Continue(());
+            }
+            if !is_note {
+                walked.others.push(Change::File(entry.path, meta));
+                return std::ops::ControlFlow::Continue(());
+            }
+            match entry.read(vault) {
                 Ok(data) => {
-                    let text = String::from_utf8_lossy(&data.bytes);
-                    let parsed = markdown::parse_note(&text);
-                    on_note(NoteRead {
-                        path: &path,
-                        meta: &meta,
-                        text: &text,
-                        parsed: &parsed,
-                    });
-                    // The scan's metadata is what the next refresh compares against.
-                    Change::Note(path, meta, parsed)
+                    if batcher.push((entry.path, data.meta, data.bytes)).is_err() {
+                        return std::ops::ControlFlow::Break(());
+                    }
                 }
                 Err(e) => {
-                    tracing::warn!(path = %path, error = %e, "could not read a note; kept as a file");
-                    Change::File(path, meta)
+                    tracing::warn!(path = %entry.path, error = %e, "could not read a note; kept as a file");
+                    walked.others.push(Change::File(entry.path, meta));
                 }
-            })
-            .collect();
-        stats.parsed = parsed
-            .iter()
-            .filter(|c| matches!(c, Change::Note(..)))
-            .count();
-        changes.extend(parsed);
-        Ok((changes, stats))
+            }
+            std::ops::ControlFlow::Continue(())
+        })?;
+        Ok(walked)
+    }
+
+    /// [`Model::changes_under`] for a scope that is one file, with its metadata.
+    fn one_file(
+        &self,
+        vault: &Vault,
+        path: &VaultPath,
+        meta: FileMeta,
+        on_note: &(dyn Fn(NoteRead<'_>) + Sync),
+    ) -> Walked {
+        let mut walked = Walked {
+            files: 1,
+            ..Walked::default()
+        };
+        let known = self.files.get(path);
+        if known.is_some() {
+            walked.known.insert(path.clone());
+        }
+        if known == Some(&meta) {
+            return walked;
+        }
+        if !is_note_name(path.file_name()) {
+            walked.others.push(Change::File(path.clone(), meta));
+            return walked;
+        }
+        match vault.read_file(path) {
+            Ok(data) => {
+                // The scan's metadata is what the next refresh compares against.
+                walked
+                    .notes
+                    .push(parsed_note(path.clone(), meta, data.bytes, on_note));
+            }
+            Err(e) => {
+                tracing::warn!(path = %path, error = %e, "could not read a note; kept as a file");
+                walked.others.push(Change::File(path.clone(), meta));
+            }
+        }
+        walked
     }
 
     /// Records that a refresh that began at `started` is complete.
@@ -455,22 +819,181 @@ impl Model {
     }
 }
 
-/// Every visible regular file of the vault with its metadata.
-fn scan_files(
-    vault: &Vault,
-    folder: &VaultPath,
-) -> Result<HashMap<VaultPath, FileMeta>, VaultError> {
-    let mut seen = HashMap::new();
-    vault.walk(folder, true, &|_| true, &mut |entry| {
-        match entry.meta(vault) {
-            Ok(meta) => {
-                seen.insert(entry.path, meta);
-            }
-            Err(e) => tracing::warn!(error = %e, "skipped a file the scan could not stat"),
+/// A note read by a walk, to parse.
+type ReadNote = (VaultPath, FileMeta, Vec<u8>);
+
+/// Groups the notes a walk reads into batches for the parsing side; the last one goes when the
+/// batcher is dropped.
+struct Batcher {
+    tx: mpsc::SyncSender<Vec<ReadNote>>,
+    batch: Vec<ReadNote>,
+    bytes: usize,
+}
+
+impl Batcher {
+    /// At most this many notes per batch...
+    const NOTES: usize = 32;
+    /// ...and about this many bytes of text.
+    const BYTES: usize = 256 * 1024;
+
+    fn new(tx: mpsc::SyncSender<Vec<ReadNote>>) -> Self {
+        Batcher {
+            tx,
+            batch: Vec::new(),
+            bytes: 0,
         }
-        ControlFlow::Continue(())
-    })?;
-    Ok(seen)
+    }
+
+    /// Adds a note, sending the batch when full. An error means the receiving side is gone.
+    fn push(&mut self, note: ReadNote) -> Result<(), ()> {
+        self.bytes += note.2.len();
+        self.batch.push(note);
+        if self.batch.len() >= Self::NOTES || self.bytes >= Self::BYTES {
+            self.bytes = 0;
+            let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(Self::NOTES));
+            return self.tx.send(batch).map_err(drop);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Batcher {
+    fn drop(&mut self) {
+        if !self.batch.is_empty() {
+            // Nothing to do if the receiving side is gone.
+            let _ = self.tx.send(std::mem::take(&mut self.batch));
+        }
+    }
+}
+
+/// What a walk found.
+#[derive(Default)]
+struct Walked {
+    /// Files seen (with metadata).
+    files: usize,
+    /// Files seen that the model already had (the others under the scope were removed).
+    known: HashSet<VaultPath>,
+    /// New or changed notes, parsed.
+    notes: Vec<Change>,
+    /// New or changed other files, and notes that could not be read.
+    others: Vec<Change>,
+}
+
+/// Parses a note read as `bytes` and hands it to `on_note`.
+fn parsed_note(
+    path: VaultPath,
+    meta: FileMeta,
+    bytes: Vec<u8>,
+    on_note: &(dyn Fn(NoteRead<'_>) + Sync),
+) -> Change {
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    let parsed = markdown::parse_note(&text);
+    on_note(NoteRead {
+        path: &path,
+        meta: &meta,
+        text: &text,
+        parsed: &parsed,
+    });
+    Change::Note(path, meta, parsed)
+}
+
+/// How many notes have their links resolved as one batch ([`FileIndex::resolve_batch`]).
+const RESOLVE_CHUNK: usize = 32;
+
+/// Resolves every link of `notes` (id, path, parse), as one batch. `parsed_of` gives the parse
+/// of a target note (for `#heading` and `#^block` subpaths).
+fn resolve_notes<'n>(
+    index: &FileIndex,
+    notes: &[(u32, &VaultPath, &ParsedNote)],
+    scratch: &mut Scratch,
+    parsed_of: &dyn Fn(u32) -> Option<&'n ParsedNote>,
+) -> Vec<Resolved> {
+    let links: Vec<LinkRef<'_>> = notes
+        .iter()
+        .flat_map(|&(from, from_path, parsed)| {
+            parsed.links.iter().map(move |l| LinkRef {
+                target: &l.target,
+                from,
+                from_path,
+            })
+        })
+        .collect();
+    let mut found = Vec::with_capacity(links.len());
+    let mut names = Vec::with_capacity(links.len());
+    index.resolve_batch(&links, scratch, &mut found, &mut names);
+    let mut found = found.into_iter();
+    let mut names = names.into_iter();
+    notes
+        .iter()
+        .map(|(_, _, parsed)| {
+            let mut note_names: Vec<u64> = names.by_ref().take(parsed.links.len()).collect();
+            note_names.sort_unstable();
+            note_names.dedup();
+            let mut reached = Vec::new();
+            let targets = parsed
+                .links
+                .iter()
+                .map(|link| {
+                    let Some(t) = found.next().flatten() else {
+                        return Target::Broken;
+                    };
+                    let Some(target_path) = index.path(t) else {
+                        return Target::Broken;
+                    };
+                    let subpath_ok = match (&link.subpath, parsed_of(t)) {
+                        (None, _) => true,
+                        (Some(sub), Some(target)) => subpath_exists(target, sub),
+                        // A subpath into a non-note (a PDF page is not a subpath) cannot be
+                        // checked.
+                        (Some(_), None) => true,
+                    };
+                    reached.push(t);
+                    Target::File {
+                        path: target_path.clone(),
+                        subpath_ok,
+                    }
+                })
+                .collect();
+            reached.sort_unstable();
+            reached.dedup();
+            Resolved {
+                targets,
+                reached,
+                names: note_names,
+            }
+        })
+        .collect()
+}
+
+/// The normalised tags of a note, each once, with how it was first written in the note.
+fn note_tags(parsed: &ParsedNote) -> Vec<(String, &str)> {
+    let mut out: Vec<(String, &str)> = Vec::with_capacity(parsed.tags.len());
+    for t in &parsed.tags {
+        let norm = markdown::normalize_tag(&t.name);
+        if !norm.is_empty() && !out.iter().any(|(n, _)| *n == norm) {
+            out.push((norm, t.name.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// Hashes of the link-name keys ([`FileIndex::link_name_key`]) of a note's links, each once.
+fn link_name_hashes(index: &FileIndex, parsed: &ParsedNote, buf: &mut String) -> Vec<u64> {
+    let mut out: Vec<u64> = parsed
+        .links
+        .iter()
+        .map(|l| {
+            let target = l.target.trim();
+            key_into(target.rsplit('/').next().unwrap_or(target), buf);
+            index.hash_key(buf)
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// True when the heading chain or block id named by `sub` exists in `target`.
@@ -584,5 +1107,184 @@ mod tests {
         assert_eq!(heading_key("A: b / c (d)"), "a b c d");
         assert_eq!(heading_key("Café ☕"), "café ☕");
         assert_ne!(heading_key("Plan A"), heading_key("Plan B"));
+    }
+
+    fn p(s: &str) -> VaultPath {
+        VaultPath::parse(s).unwrap()
+    }
+
+    fn meta(n: u64) -> FileMeta {
+        FileMeta {
+            size: n,
+            modified: SystemTime::UNIX_EPOCH,
+            ino: n,
+            nlink: 1,
+        }
+    }
+
+    fn change(path: &str, text: &str) -> Change {
+        if is_note_name(path) {
+            Change::Note(p(path), meta(text.len() as u64), markdown::parse_note(text))
+        } else {
+            Change::File(p(path), meta(0))
+        }
+    }
+
+    const VAULT: &[(&str, &str)] = &[
+        (
+            "Home.md",
+            "---\ntags: [Start]\n---\n# Home\n[[Plan]] [[Plan#Goals]] [[Plan#Nope]] [[Same]] \
+             [[img.png]] [[Missing]] #Project/Alpha\n",
+        ),
+        (
+            "Plan.md",
+            "# Plan\n## Goals\ntext ^blk1\n\n[[Home]] [[#Goals]] [[./Sub/Same]] #project/alpha\n",
+        ),
+        (
+            "Sub/Same.md",
+            "[[Home#^nope]] [[Plan#^blk1]] [[../Plan]] [[Same]] #Other\n",
+        ),
+        ("Other/Same.md", "[[Same]] [[same.md]] [[Other/Same]]\n"),
+        ("img.png", ""),
+        ("Sub/Deep/x.md", "[[Same]] [[img]] [[IMG.PNG]] #start\n"),
+    ];
+
+    /// Everything a query can see, in a comparable form.
+    fn snapshot(m: &Model) -> Vec<String> {
+        let mut out = Vec::new();
+        for (path, note) in m.notes() {
+            out.push(format!("{path}: {:?}", note.targets));
+        }
+        for path in m.files().keys() {
+            let sources: Vec<&str> = m.backlinks(path).map(VaultPath::as_str).collect();
+            out.push(format!("{path} <- {sources:?}"));
+        }
+        for (tag, notes) in m.tags() {
+            out.push(format!("#{tag}: {notes:?}"));
+        }
+        out
+    }
+
+    fn built(files: &[(&str, &str)]) -> Model {
+        let mut m = Model::default();
+        m.apply(
+            files
+                .iter()
+                .map(|(path, text)| change(path, text))
+                .collect(),
+        );
+        m
+    }
+
+    #[test]
+    fn first_build_resolves_like_obsidian() {
+        let m = built(VAULT);
+        let home = m.note(&p("Home.md")).unwrap();
+        let file = |path: &str, ok: bool| Target::File {
+            path: p(path),
+            subpath_ok: ok,
+        };
+        assert_eq!(
+            home.targets,
+            [
+                file("Plan.md", true),
+                file("Plan.md", true),
+                file("Plan.md", false),
+                // Two notes named Same, neither nearer: the shallower, then the smaller path.
+                file("Other/Same.md", true),
+                file("img.png", true),
+                Target::Broken,
+            ]
+        );
+        assert_eq!(
+            m.note(&p("Sub/Deep/x.md")).unwrap().targets,
+            [
+                file("Sub/Same.md", true),
+                Target::Broken,
+                file("img.png", true)
+            ]
+        );
+        let back: Vec<&str> = m.backlinks(&p("Plan.md")).map(VaultPath::as_str).collect();
+        assert_eq!(back, ["Home.md", "Plan.md", "Sub/Same.md"]);
+        assert_eq!(m.tag_display("project/alpha"), "Project/Alpha");
+        assert_eq!(m.tags()["start"].len(), 2);
+        assert_eq!(m.note_count(), 5);
+    }
+
+    #[test]
+    fn one_change_at_a_time_ends_like_one_build() {
+        let whole = snapshot(&built(VAULT));
+        for order in [
+            VAULT.to_vec(),
+            VAULT.iter().rev().copied().collect::<Vec<_>>(),
+        ] {
+            let mut m = Model::default();
+            for (path, text) in &order {
+                m.apply(vec![change(path, text)]);
+            }
+            assert_eq!(snapshot(&m), whole);
+        }
+    }
+
+    #[test]
+    fn removing_and_re_adding_files_relinks_the_notes_that_name_them() {
+        let mut m = built(VAULT);
+        let whole = snapshot(&m);
+        m.apply(vec![
+            Change::Removed(p("Other/Same.md")),
+            Change::Removed(p("img.png")),
+        ]);
+        let home = m.note(&p("Home.md")).unwrap();
+        assert_eq!(
+            home.targets[3],
+            Target::File {
+                path: p("Sub/Same.md"),
+                subpath_ok: true
+            }
+        );
+        assert_eq!(home.targets[4], Target::Broken);
+        assert_eq!(m.backlinks(&p("img.png")).count(), 0);
+        // Added back in one batch with a new file (the freed ids are not mixed up).
+        m.apply(vec![
+            change("img.png", ""),
+            change("New.md", "[[Home]]"),
+            change("Other/Same.md", VAULT[3].1),
+        ]);
+        m.apply(vec![Change::Removed(p("New.md"))]);
+        assert_eq!(snapshot(&m), whole);
+    }
+
+    #[test]
+    fn editing_a_note_updates_its_backlinks_and_the_subpaths_into_it() {
+        let mut m = built(&[("A.md", "[[B#Part]] [[C]]"), ("B.md", "x"), ("C.md", "")]);
+        let a = |m: &Model| m.note(&p("A.md")).unwrap().targets.clone();
+        assert_eq!(
+            a(&m)[0],
+            Target::File {
+                path: p("B.md"),
+                subpath_ok: false
+            }
+        );
+        m.apply(vec![change("B.md", "# Part\n")]);
+        assert_eq!(
+            a(&m)[0],
+            Target::File {
+                path: p("B.md"),
+                subpath_ok: true
+            }
+        );
+        // A drops its link to C: C has no backlink left.
+        m.apply(vec![change("A.md", "[[B#Part]]")]);
+        assert_eq!(m.backlinks(&p("C.md")).count(), 0);
+        assert_eq!(
+            m.backlinks(&p("B.md"))
+                .map(VaultPath::as_str)
+                .collect::<Vec<_>>(),
+            ["A.md"]
+        );
+        // A removed: nothing links to B any more.
+        m.apply(vec![Change::Removed(p("A.md"))]);
+        assert_eq!(m.backlinks(&p("B.md")).count(), 0);
+        assert_eq!(m.note_count(), 2);
     }
 }
