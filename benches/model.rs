@@ -5,7 +5,7 @@
 //! pick sizes, `CAPVAULT_BENCH_VAULT=/path` for an existing vault; `CAPVAULT_BENCH_BUILD_ONLY=1`
 //! skips the queries, e.g. under a profiler). Prints figures only.
 //!
-//! Besides the build's phases it prints the parser alone (single thread, over notes read
+//! Besides the build's phases (wall and CPU time) it prints the parser alone (single thread, over notes read
 //! beforehand), the heap the model holds once built (glibc's `mallinfo2`: live bytes, so neither
 //! allocator slack nor freed pages count) and the peak RSS of the `capvault serve` process that
 //! answered the queries (it builds the same model at startup).
@@ -54,14 +54,17 @@ fn main() {
         parser_alone(&vault);
         let heap_before = live_heap();
         let mut model = Model::default();
+        let cpu0 = cpu_time();
         let t = Instant::now();
         let (changes, mut stats) = model.changes_since(&vault).unwrap();
         let scan_parse = t.elapsed();
+        let cpu1 = cpu_time();
         let t2 = Instant::now();
         stats.relinked = model.apply(changes);
         model.mark_refreshed(t);
         let apply = t2.elapsed();
         let build = t.elapsed();
+        let cpu2 = cpu_time();
         let heap = live_heap()
             .zip(heap_before)
             .map(|(a, b)| a.saturating_sub(b));
@@ -70,6 +73,13 @@ fn main() {
             scan_parse.as_secs_f64(),
             apply.as_secs_f64()
         );
+        if let (Some(c0), Some(c1), Some(c2)) = (cpu0, cpu1, cpu2) {
+            println!(
+                "  CPU time (all threads): scan + read + parse {:.2} s, apply {:.2} s",
+                c1 - c0,
+                c2 - c1
+            );
+        }
         let t = Instant::now();
         let again = model.refresh(&vault).unwrap();
         let noop = t.elapsed();
@@ -223,4 +233,14 @@ fn live_heap() -> Option<usize> {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn live_heap() -> Option<usize> {
     None
+}
+
+/// User + system CPU time of this process so far, in seconds (Linux; `None` elsewhere).
+fn cpu_time() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name (which may hold spaces) start after the last `)`.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // Clock ticks: 100 per second on Linux.
+    Some(ticks / 100.0)
 }
