@@ -230,7 +230,7 @@ impl SearchIndex {
             .parsed
             .headings
             .iter()
-            .map(|h| h.text.as_str())
+            .map(|h| &*h.text)
             .collect::<Vec<_>>()
             .join("\n");
         let tags: String = note

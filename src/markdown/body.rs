@@ -34,7 +34,7 @@ pub(crate) struct BodyItems {
 #[derive(Debug)]
 pub(crate) struct HeadingItem {
     pub level: u8,
-    pub text: String,
+    pub text: Box<str>,
     pub start: usize,
     pub end: usize,
 }
@@ -42,7 +42,7 @@ pub(crate) struct HeadingItem {
 /// A block id without `^`, and the byte range of `^id`.
 #[derive(Debug)]
 pub(crate) struct BlockIdItem {
-    pub id: String,
+    pub id: Box<str>,
     pub start: usize,
     pub end: usize,
 }
@@ -491,7 +491,7 @@ impl Walker<'_> {
         };
         if before.is_none_or(char::is_whitespace) {
             self.out.block_ids.push(BlockIdItem {
-                id: id.to_owned(),
+                id: id.into(),
                 start: run.start + caret,
                 end: run.start + src.len(),
             });
@@ -507,7 +507,7 @@ impl Walker<'_> {
         {
             let start = row_start + (row.len() - row.trim_start().len());
             self.out.block_ids.push(BlockIdItem {
-                id: id.to_owned(),
+                id: id.into(),
                 start,
                 end: start + trimmed.len(),
             });
@@ -535,7 +535,7 @@ impl Walker<'_> {
             let src = &text[heading.start..heading.end];
             out.headings.push(HeadingItem {
                 level: heading.level,
-                text: plain.trim().to_owned(),
+                text: plain.trim().into(),
                 start: heading.start,
                 end: heading.start + src.trim_end().len(),
             });

@@ -15,7 +15,7 @@ use super::Subpath;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct LinkParts {
     /// The path part, trimmed (`""` for a link into the same note).
-    pub target: String,
+    pub target: Box<str>,
     /// `#H1#H2` or `#^block`.
     pub subpath: Option<Subpath>,
     /// Text after `|` (wikilinks) or the link text (Markdown links).
@@ -83,7 +83,7 @@ pub(crate) fn parse_wikilink_inner(inner: &str, embed: bool) -> Option<LinkParts
         None => (link, None),
     };
     let mut parts = LinkParts {
-        target: path.trim().to_owned(),
+        target: path.trim().into(),
         ..LinkParts::default()
     };
     if let Some(fragment) = fragment {
@@ -123,7 +123,7 @@ pub(crate) fn parse_markdown_dest(dest: &str, text: &str, image: bool) -> Option
         return None;
     }
     let mut parts = LinkParts {
-        target: path.trim().to_owned(),
+        target: path.trim().into(),
         ..LinkParts::default()
     };
     if let Some(fragment) = fragment {
@@ -176,11 +176,11 @@ fn apply_fragment(parts: &mut LinkParts, fragment: &str) {
             return;
         }
     }
-    let headings: Vec<String> = fragment
+    let headings: Box<[Box<str>]> = fragment
         .split('#')
         .map(str::trim)
         .filter(|h| !h.is_empty())
-        .map(str::to_owned)
+        .map(Box::from)
         .collect();
     if !headings.is_empty() {
         parts.subpath = Some(Subpath::Heading(headings));
@@ -254,8 +254,11 @@ mod tests {
     #[test]
     fn heading_subpath_and_alias_are_split() {
         let p = wiki("Folder/Note#Heading|the alias");
-        assert_eq!(p.target, "Folder/Note");
-        assert_eq!(p.subpath, Some(Subpath::Heading(vec!["Heading".into()])));
+        assert_eq!(&*p.target, "Folder/Note");
+        assert_eq!(
+            p.subpath,
+            Some(Subpath::Heading(vec!["Heading".into()].into()))
+        );
         assert_eq!(p.display.as_deref(), Some("the alias"));
     }
 
@@ -264,24 +267,24 @@ mod tests {
         let p = wiki("Note#H1#H2");
         assert_eq!(
             p.subpath,
-            Some(Subpath::Heading(vec!["H1".into(), "H2".into()]))
+            Some(Subpath::Heading(vec!["H1".into(), "H2".into()].into()))
         );
     }
 
     #[test]
     fn block_reference_is_a_block_subpath() {
         let p = wiki("2023-01-01#^37066d");
-        assert_eq!(p.target, "2023-01-01");
+        assert_eq!(&*p.target, "2023-01-01");
         assert_eq!(p.subpath, Some(Subpath::Block("37066d".into())));
     }
 
     #[test]
     fn same_note_heading_has_empty_target() {
         let p = wiki("#Heading in this note");
-        assert_eq!(p.target, "");
+        assert_eq!(&*p.target, "");
         assert_eq!(
             p.subpath,
-            Some(Subpath::Heading(vec!["Heading in this note".into()]))
+            Some(Subpath::Heading(vec!["Heading in this note".into()].into()))
         );
     }
 
@@ -293,7 +296,7 @@ mod tests {
     #[test]
     fn escaped_table_pipe_is_not_part_of_the_target() {
         let p = wiki("Note\\|alias");
-        assert_eq!(p.target, "Note");
+        assert_eq!(&*p.target, "Note");
         assert_eq!(p.display.as_deref(), Some("alias"));
     }
 
@@ -339,16 +342,19 @@ mod tests {
         // Not a PDF: `page=3` is a heading like any other.
         let p = wiki("Note#page=3");
         assert_eq!(p.page, None);
-        assert_eq!(p.subpath, Some(Subpath::Heading(vec!["page=3".into()])));
+        assert_eq!(
+            p.subpath,
+            Some(Subpath::Heading(vec!["page=3".into()].into()))
+        );
     }
 
     #[test]
     fn markdown_destination_is_percent_decoded() {
         let p = parse_markdown_dest("Folder/Note%20name.md#Some%20heading", "text", false).unwrap();
-        assert_eq!(p.target, "Folder/Note name.md");
+        assert_eq!(&*p.target, "Folder/Note name.md");
         assert_eq!(
             p.subpath,
-            Some(Subpath::Heading(vec!["Some heading".into()]))
+            Some(Subpath::Heading(vec!["Some heading".into()].into()))
         );
         assert_eq!(p.display.as_deref(), Some("text"));
     }
@@ -356,7 +362,7 @@ mod tests {
     #[test]
     fn encoded_hash_stays_in_the_target() {
         let p = parse_markdown_dest("C%23%20notes.md", "", false).unwrap();
-        assert_eq!((p.target.as_str(), p.subpath), ("C# notes.md", None));
+        assert_eq!((&*p.target, p.subpath), ("C# notes.md", None));
     }
 
     #[test]

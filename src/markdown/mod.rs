@@ -107,7 +107,7 @@ pub enum TagSource {
 pub struct Tag {
     /// The name without `#`, with its original casing (`Project/Alpha`); compare with
     /// [`tag_matches`] or [`normalize_tag`].
-    pub name: String,
+    pub name: Box<str>,
     /// Property or inline.
     pub source: TagSource,
     /// Where it is: the `#name` text (or the name in the frontmatter).
@@ -121,7 +121,7 @@ pub struct Heading {
     pub level: u8,
     /// The heading as plain text, as the outline shows it (inline markup stripped, link text
     /// kept); what `[[Note#Heading]]` links name.
-    pub text: String,
+    pub text: Box<str>,
     /// The heading's lines (a setext heading includes its underline).
     pub pos: Pos,
 }
@@ -130,7 +130,7 @@ pub struct Heading {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct BlockId {
     /// The id without `^`.
-    pub id: String,
+    pub id: Box<str>,
     /// The `^id` text.
     pub pos: Pos,
 }
@@ -154,21 +154,23 @@ pub enum LinkKind {
 #[serde(rename_all = "snake_case")]
 pub enum Subpath {
     /// `#H1#H2`: a heading path, outermost first.
-    Heading(Vec<String>),
+    Heading(Box<[Box<str>]>),
     /// `#^id`: a block id, without `^`.
     Block(Box<str>),
 }
 
 /// A link to something in the vault.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+///
+/// Serialised (and described by its JSON schema) as the fields below plus `target`, in the
+/// order `kind, raw, target, subpath, display, size, page, pos`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Link {
     /// How the link is written.
     pub kind: LinkKind,
     /// The exact source text, e.g. `![[img.png|100]]`; rewriting a link replaces this text.
-    pub raw: String,
-    /// The path part (`Folder/Note`, `Note.md`, `img.png`); `""` for a link into the same
-    /// note. Markdown targets are percent-decoded.
-    pub target: String,
+    pub raw: Box<str>,
+    /// The target: see [`Link::target`].
+    target: TargetText,
     /// A heading path or block id after `#`.
     pub subpath: Option<Subpath>,
     /// Text after `|`, or a Markdown link's text; `None` for embeds whose `|` holds a size.
@@ -181,17 +183,140 @@ pub struct Link {
     pub pos: Pos,
 }
 
+/// Where a link keeps its target text. Almost every target is written as it is inside the
+/// link (`[[Folder/Note#H|x]]`), so it is kept as a range of `raw` rather than a second string
+/// per link (the model holds every link of the vault).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TargetText {
+    /// `raw[start..end]`.
+    InRaw(u32, u32),
+    /// Not found in `raw` (a percent-decoded Markdown target, a folded property value).
+    Owned(Box<str>),
+}
+
+impl Link {
+    /// The path part (`Folder/Note`, `Note.md`, `img.png`); `""` for a link into the same
+    /// note. Markdown targets are percent-decoded.
+    pub fn target(&self) -> &str {
+        match &self.target {
+            TargetText::InRaw(start, end) => self
+                .raw
+                .get(*start as usize..*end as usize)
+                .unwrap_or_default(),
+            TargetText::Owned(s) => s,
+        }
+    }
+
+    /// A link from its parts, `target` stored as a range of `raw` when it appears there.
+    fn new(kind: LinkKind, raw: &str, parts: links::LinkParts, pos: Pos) -> Link {
+        let found = if parts.target.is_empty() {
+            Some(0)
+        } else {
+            memchr::memmem::find(raw.as_bytes(), parts.target.as_bytes())
+        };
+        let in_raw = found.and_then(|start| {
+            let end = u32::try_from(start + parts.target.len()).ok()?;
+            Some(TargetText::InRaw(u32::try_from(start).ok()?, end))
+        });
+        Link {
+            kind,
+            raw: raw.into(),
+            target: in_raw.unwrap_or(TargetText::Owned(parts.target)),
+            subpath: parts.subpath,
+            display: parts.display,
+            size: parts.size,
+            page: parts.page,
+            pos,
+        }
+    }
+}
+
+/// The serialised form of a [`Link`].
+#[derive(Serialize, JsonSchema)]
+#[serde(rename = "Link")]
+#[schemars(rename = "Link", description = "A link to something in the vault.")]
+struct LinkShape<'a> {
+    /// How the link is written.
+    kind: LinkKind,
+    /// The exact source text, e.g. `![[img.png|100]]`; rewriting a link replaces this text.
+    raw: &'a str,
+    /// The path part (`Folder/Note`, `Note.md`, `img.png`); `""` for a link into the same
+    /// note. Markdown targets are percent-decoded.
+    target: &'a str,
+    /// A heading path or block id after `#`.
+    subpath: &'a Option<Subpath>,
+    /// Text after `|`, or a Markdown link's text; `None` for embeds whose `|` holds a size.
+    display: &'a Option<Box<str>>,
+    /// Embed size: `|640x480` → `(640, Some(480))`, `|100` → `(100, None)`.
+    size: Option<(u32, Option<u32>)>,
+    /// `#page=3` on a link to a PDF.
+    page: Option<u32>,
+    /// Where `raw` is.
+    pos: Pos,
+}
+
+impl Serialize for Link {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        LinkShape {
+            kind: self.kind,
+            raw: &self.raw,
+            target: self.target(),
+            subpath: &self.subpath,
+            display: &self.display,
+            size: self.size,
+            page: self.page,
+            pos: self.pos,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl JsonSchema for Link {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        LinkShape::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        LinkShape::schema_id()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        LinkShape::json_schema(generator)
+    }
+}
+
 /// A position in the note text.
+///
+/// The fields are `u32` (the model keeps one per link, tag, heading and block id): a note the
+/// vault can read is far smaller than 4 GiB (see [`MAX_POSITION`]). In a longer text, values past
+/// [`MAX_POSITION`] saturate at it rather than wrap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(description = "A position in the note text.")]
 pub struct Pos {
     /// 1-based line.
-    pub line: usize,
+    #[schemars(with = "usize")]
+    pub line: u32,
     /// 1-based column, in characters (not bytes).
-    pub column: usize,
+    #[schemars(with = "usize")]
+    pub column: u32,
     /// Byte offset of the start in the note text.
-    pub start: usize,
+    #[schemars(with = "usize")]
+    pub start: u32,
     /// Byte offset just past the end.
-    pub end: usize,
+    #[schemars(with = "usize")]
+    pub end: u32,
+}
+
+/// The largest line, column or offset a [`Pos`] holds. The vault reads no file larger than
+/// [`crate::vault::MAX_READ_BYTES_LIMIT`] (1 GiB), and decoding it as UTF-8 (invalid bytes
+/// replaced) at most triples it, so positions in a note read from the vault always fit.
+pub const MAX_POSITION: u32 = u32::MAX;
+
+impl Pos {
+    /// The byte range `start..end`, to slice the note text with.
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
 }
 
 /// Parses one note.
@@ -202,12 +327,12 @@ pub struct Pos {
 /// let note = parse_note("---\naliases: [AI]\ntags: [ml]\n---\n# Intro\nSee [[Folder/Note#Part|this]] #todo\n");
 /// assert!(matches!(note.frontmatter, Frontmatter::Valid { end_line: 4, .. }));
 /// assert_eq!(note.aliases, ["AI"]);
-/// let tags: Vec<&str> = note.tags.iter().map(|t| t.name.as_str()).collect();
+/// let tags: Vec<&str> = note.tags.iter().map(|t| &*t.name).collect();
 /// assert_eq!(tags, ["ml", "todo"]);
-/// assert_eq!(note.headings[0].text, "Intro");
+/// assert_eq!(&*note.headings[0].text, "Intro");
 /// let link = &note.links[0];
-/// assert_eq!((link.kind, link.target.as_str()), (LinkKind::Wikilink, "Folder/Note"));
-/// assert_eq!(link.subpath, Some(Subpath::Heading(vec!["Part".into()])));
+/// assert_eq!((link.kind, link.target()), (LinkKind::Wikilink, "Folder/Note"));
+/// assert_eq!(link.subpath, Some(Subpath::Heading(["Part".into()].into())));
 /// assert_eq!(link.display.as_deref(), Some("this"));
 /// assert_eq!((link.pos.line, link.pos.column), (6, 5));
 /// ```
@@ -262,19 +387,19 @@ pub fn parse_note(text: &str) -> ParsedNote {
             pos: lines.pos(b.start, b.end),
         })
         .collect();
-    note.links.extend(body.links.into_iter().map(|l| Link {
-        kind: l.kind,
-        raw: text[l.start..l.end].to_owned(),
-        target: l.parts.target,
-        subpath: l.parts.subpath,
-        display: l.parts.display,
-        size: l.parts.size,
-        page: l.parts.page,
-        pos: lines.pos(l.start, l.end),
+    note.links.extend(body.links.into_iter().map(|l| {
+        Link::new(
+            l.kind,
+            &text[l.start..l.end],
+            l.parts,
+            lines.pos(l.start, l.end),
+        )
     }));
     // The vault model keeps every note's parse: no spare capacity.
     note.aliases.shrink_to_fit();
     note.tags.shrink_to_fit();
+    note.headings.shrink_to_fit();
+    note.block_ids.shrink_to_fit();
     note.links.shrink_to_fit();
     note
 }
@@ -317,7 +442,7 @@ fn add_frontmatter_items(text: &str, doc: &Document, lines: &LineIndex<'_>, note
                     None => lines.pos(scalar.start, scalar.end),
                 };
                 note.tags.push(Tag {
-                    name: name.to_owned(),
+                    name: name.into(),
                     source: TagSource::Frontmatter,
                     pos,
                 });
@@ -368,16 +493,12 @@ fn add_frontmatter_links(
                 (scalar.start + s, scalar.start + e)
             }
         };
-        note.links.push(Link {
-            kind: LinkKind::Frontmatter,
-            raw: text[abs_start..abs_end].to_owned(),
-            target: parts.target,
-            subpath: parts.subpath,
-            display: parts.display,
-            size: parts.size,
-            page: parts.page,
-            pos: lines.pos(abs_start, abs_end),
-        });
+        note.links.push(Link::new(
+            LinkKind::Frontmatter,
+            &text[abs_start..abs_end],
+            parts,
+            lines.pos(abs_start, abs_end),
+        ));
     }
 }
 

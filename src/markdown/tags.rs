@@ -66,7 +66,7 @@ pub(crate) struct InlineTag {
     pub start: usize,
     pub end: usize,
     /// The name, without `#` and trailing `/`.
-    pub name: String,
+    pub name: Box<str>,
 }
 
 /// Finds inline tags in `text[start..end]`, a run of ordinary text (no code, math, HTML, link
@@ -123,7 +123,7 @@ pub(crate) fn scan_inline_tags(
             out.push(InlineTag {
                 start: start + hash,
                 end: start + body_start + name.len(),
-                name: name.to_owned(),
+                name: name.into(),
             });
         }
     }
@@ -222,7 +222,7 @@ mod tests {
     fn tags(s: &str) -> Vec<String> {
         let mut out = Vec::new();
         scan_inline_tags(s, 0, s.len(), true, &mut out);
-        out.into_iter().map(|t| t.name).collect()
+        out.into_iter().map(|t| t.name.into()).collect()
     }
 
     #[test]
@@ -311,7 +311,7 @@ mod tests {
         let mut out = Vec::new();
         scan_inline_tags(s, 1, 3, false, &mut out);
         scan_inline_tags(s, 5, 7, false, &mut out);
-        let names: Vec<_> = out.into_iter().map(|t| t.name).collect();
+        let names: Vec<String> = out.into_iter().map(|t| t.name.into()).collect();
         assert_eq!(names, ["y"]);
     }
 

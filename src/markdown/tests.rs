@@ -8,14 +8,18 @@ use serde_json::json;
 use super::*;
 
 fn tag_names(text: &str) -> Vec<String> {
-    parse_note(text).tags.into_iter().map(|t| t.name).collect()
+    parse_note(text)
+        .tags
+        .into_iter()
+        .map(|t| t.name.into())
+        .collect()
 }
 
 fn link_targets(text: &str) -> Vec<String> {
     parse_note(text)
         .links
         .into_iter()
-        .map(|l| l.target)
+        .map(|l| l.target().into())
         .collect()
 }
 
@@ -31,17 +35,10 @@ fn only_link(text: &str) -> Link {
 fn inline_tags_are_found_in_text_order_with_positions() {
     let text = "Some #alpha text\n#Beta/Gamma and more #δelta";
     let note = parse_note(text);
-    let got: Vec<(&str, usize, usize, &str)> = note
+    let got: Vec<(&str, u32, u32, &str)> = note
         .tags
         .iter()
-        .map(|t| {
-            (
-                t.name.as_str(),
-                t.pos.line,
-                t.pos.column,
-                &text[t.pos.start..t.pos.end],
-            )
-        })
+        .map(|t| (&*t.name, t.pos.line, t.pos.column, &text[t.pos.range()]))
         .collect();
     assert_eq!(
         got,
@@ -180,7 +177,7 @@ fn frontmatter_tags_come_first_with_their_positions() {
     let got: Vec<(&str, TagSource, &str)> = note
         .tags
         .iter()
-        .map(|t| (t.name.as_str(), t.source, &text[t.pos.start..t.pos.end]))
+        .map(|t| (&*t.name, t.source, &text[t.pos.range()]))
         .collect();
     assert_eq!(
         got,
@@ -223,10 +220,10 @@ fn aliases_come_from_a_list_or_a_comma_separated_string() {
 #[test]
 fn atx_and_setext_headings_with_levels_and_lines() {
     let text = "# One\n\ntext\n\nTwo\n===\n\nThree\n---\n\n###### Six ###\n";
-    let got: Vec<(u8, String, usize)> = parse_note(text)
+    let got: Vec<(u8, String, u32)> = parse_note(text)
         .headings
         .into_iter()
-        .map(|h| (h.level, h.text, h.pos.line))
+        .map(|h| (h.level, h.text.into(), h.pos.line))
         .collect();
     assert_eq!(
         got,
@@ -242,14 +239,14 @@ fn atx_and_setext_headings_with_levels_and_lines() {
 #[test]
 fn heading_text_has_inline_markup_stripped() {
     let note = parse_note("## A *b* **c** `d` [e](f.md) [[G|h]] [[I]] ~~j~~ %%k%% {#id}\n");
-    assert_eq!(note.headings[0].text, "A b c d e h I j  {#id}");
+    assert_eq!(&*note.headings[0].text, "A b c d e h I j  {#id}");
 }
 
 #[test]
 fn heading_pos_covers_the_heading_line() {
     let text = "intro\n\n## Sec ##\nafter";
     let h = &parse_note(text).headings[0];
-    assert_eq!(&text[h.pos.start..h.pos.end], "## Sec ##");
+    assert_eq!(&text[h.pos.range()], "## Sec ##");
     assert_eq!((h.pos.line, h.pos.column), (3, 1));
 }
 
@@ -259,7 +256,7 @@ fn headings_in_code_and_comments_are_not_headings() {
     let texts: Vec<String> = parse_note(text)
         .headings
         .into_iter()
-        .map(|h| h.text)
+        .map(|h| h.text.into())
         .collect();
     assert_eq!(texts, ["html block ends at blank line"]);
 }
@@ -273,7 +270,7 @@ fn block_id_at_the_end_of_a_paragraph() {
     let ids: Vec<(&str, &str)> = note
         .block_ids
         .iter()
-        .map(|b| (b.id.as_str(), &text[b.pos.start..b.pos.end]))
+        .map(|b| (&*b.id, &text[b.pos.range()]))
         .collect();
     assert_eq!(ids, [("para-1", "^para-1")]);
 }
@@ -284,7 +281,7 @@ fn block_ids_on_list_items_nested_or_not() {
     let ids: Vec<String> = parse_note(text)
         .block_ids
         .into_iter()
-        .map(|b| b.id)
+        .map(|b| b.id.into())
         .collect();
     assert_eq!(ids, ["x", "y", "v"]);
 }
@@ -295,7 +292,7 @@ fn block_id_alone_after_a_list_quote_callout_or_table() {
     let ids: Vec<String> = parse_note(text)
         .block_ids
         .into_iter()
-        .map(|b| b.id)
+        .map(|b| b.id.into())
         .collect();
     assert_eq!(ids, ["list", "quote", "callout", "table"]);
 }
@@ -306,7 +303,7 @@ fn block_id_needs_space_and_simple_characters() {
         parse_note("a^x\n\nb ^under_score\n\nc ^ok\n\n`d ^code`\n\n# Heading ^h")
             .block_ids
             .into_iter()
-            .map(|b| b.id)
+            .map(|b| b.id.into())
             .collect();
     assert_eq!(ids, ["ok"]);
 }
@@ -326,9 +323,12 @@ fn block_id_in_a_table_cell_is_text() {
 fn wikilink_with_heading_and_alias() {
     let l = only_link("See [[Folder/Note#Heading|the alias]] now");
     assert_eq!(l.kind, LinkKind::Wikilink);
-    assert_eq!(l.raw, "[[Folder/Note#Heading|the alias]]");
-    assert_eq!(l.target, "Folder/Note");
-    assert_eq!(l.subpath, Some(Subpath::Heading(vec!["Heading".into()])));
+    assert_eq!(&*l.raw, "[[Folder/Note#Heading|the alias]]");
+    assert_eq!(l.target(), "Folder/Note");
+    assert_eq!(
+        l.subpath,
+        Some(Subpath::Heading(vec!["Heading".into()].into()))
+    );
     assert_eq!(l.display.as_deref(), Some("the alias"));
     assert_eq!((l.pos.line, l.pos.column, l.pos.start), (1, 5, 4));
 }
@@ -340,17 +340,17 @@ fn wikilink_forms() {
     let got: Vec<(&str, Option<Subpath>)> = note
         .links
         .iter()
-        .map(|l| (l.target.as_str(), l.subpath.clone()))
+        .map(|l| (l.target(), l.subpath.clone()))
         .collect();
     assert_eq!(
         got,
         [
             ("Note", None),
             ("Note.md", None),
-            ("", Some(Subpath::Heading(vec!["Local".into()]))),
+            ("", Some(Subpath::Heading(vec!["Local".into()].into()))),
             (
                 "Note",
-                Some(Subpath::Heading(vec!["H1".into(), "H2".into()]))
+                Some(Subpath::Heading(vec!["H1".into(), "H2".into()].into()))
             ),
             ("Note", Some(Subpath::Block("blk-1".into()))),
             ("spaced", None),
@@ -366,7 +366,7 @@ fn embeds_with_sizes_and_pages() {
     let got: Vec<Row<'_>> = note
         .links
         .iter()
-        .map(|l| (l.kind, l.raw.as_str(), l.size, l.page))
+        .map(|l| (l.kind, &*l.raw, l.size, l.page))
         .collect();
     assert_eq!(
         got,
@@ -399,9 +399,9 @@ fn wikilinks_do_not_span_lines() {
 #[test]
 fn wikilink_alias_pipe_is_escaped_in_tables() {
     let l = only_link("| a |\n|---|\n| [[Note\\|alias]] |\n");
-    assert_eq!(l.target, "Note");
+    assert_eq!(l.target(), "Note");
     assert_eq!(l.display.as_deref(), Some("alias"));
-    assert_eq!(l.raw, "[[Note\\|alias]]");
+    assert_eq!(&*l.raw, "[[Note\\|alias]]");
 }
 
 #[test]
@@ -415,19 +415,19 @@ fn inline_markup_inside_wikilinks_is_literal() {
 fn markdown_links_are_percent_decoded() {
     let l = only_link("[text](Folder/Note%20name.md#Some%20Heading)");
     assert_eq!(l.kind, LinkKind::Markdown);
-    assert_eq!(l.target, "Folder/Note name.md");
+    assert_eq!(l.target(), "Folder/Note name.md");
     assert_eq!(
         l.subpath,
-        Some(Subpath::Heading(vec!["Some Heading".into()]))
+        Some(Subpath::Heading(vec!["Some Heading".into()].into()))
     );
     assert_eq!(l.display.as_deref(), Some("text"));
-    assert_eq!(l.raw, "[text](Folder/Note%20name.md#Some%20Heading)");
+    assert_eq!(&*l.raw, "[text](Folder/Note%20name.md#Some%20Heading)");
 }
 
 #[test]
 fn markdown_links_in_angle_brackets_keep_spaces() {
     let l = only_link("[t](<Folder/Note name.md#^blk>)");
-    assert_eq!(l.target, "Folder/Note name.md");
+    assert_eq!(l.target(), "Folder/Note name.md");
     assert_eq!(l.subpath, Some(Subpath::Block("blk".into())));
 }
 
@@ -442,7 +442,7 @@ fn external_urls_and_autolinks_are_not_vault_links() {
 fn markdown_image_is_an_embed() {
     let l = only_link("![alt text|200](assets/pic%201.png)");
     assert_eq!(l.kind, LinkKind::Embed);
-    assert_eq!(l.target, "assets/pic 1.png");
+    assert_eq!(l.target(), "assets/pic 1.png");
     assert_eq!(l.display.as_deref(), Some("alt text"));
     assert_eq!(l.size, Some((200, None)));
 }
@@ -450,15 +450,18 @@ fn markdown_image_is_an_embed() {
 #[test]
 fn reference_links_use_their_definition() {
     let l = only_link("[see][ref]\n\n[ref]: Other%20Note.md");
-    assert_eq!(l.target, "Other Note.md");
-    assert_eq!(l.raw, "[see][ref]");
+    assert_eq!(l.target(), "Other Note.md");
+    assert_eq!(&*l.raw, "[see][ref]");
 }
 
 #[test]
 fn same_note_markdown_heading_link() {
     let l = only_link("[up](#Top%20part)");
-    assert_eq!(l.target, "");
-    assert_eq!(l.subpath, Some(Subpath::Heading(vec!["Top part".into()])));
+    assert_eq!(l.target(), "");
+    assert_eq!(
+        l.subpath,
+        Some(Subpath::Heading(vec!["Top part".into()].into()))
+    );
 }
 
 // ---------------------------------------------------------------- frontmatter
@@ -562,17 +565,10 @@ fn duplicate_frontmatter_keys_are_invalid() {
 fn frontmatter_links_point_into_the_frontmatter() {
     let text = "---\nup: \"[[Parent#Sec|p]]\"\nrelated:\n  - \"[[A]]\"\n  - '[[B]]'\n  - plain\nnested: {x: \"see [[C]] and [[D]]\"}\n---\n[[Body]]\n";
     let note = parse_note(text);
-    let got: Vec<(LinkKind, &str, &str, usize)> = note
+    let got: Vec<(LinkKind, &str, &str, u32)> = note
         .links
         .iter()
-        .map(|l| {
-            (
-                l.kind,
-                l.target.as_str(),
-                &text[l.pos.start..l.pos.end],
-                l.pos.line,
-            )
-        })
+        .map(|l| (l.kind, l.target(), &text[l.pos.range()], l.pos.line))
         .collect();
     assert_eq!(
         got,
@@ -585,11 +581,7 @@ fn frontmatter_links_point_into_the_frontmatter() {
             (LinkKind::Wikilink, "Body", "[[Body]]", 9),
         ]
     );
-    assert!(
-        note.links
-            .iter()
-            .all(|l| text[l.pos.start..l.pos.end] == l.raw)
-    );
+    assert!(note.links.iter().all(|l| text[l.pos.range()] == *l.raw));
 }
 
 #[test]
@@ -607,15 +599,11 @@ fn folded_frontmatter_link_still_points_at_its_source() {
     let text = "---\nnote: >\n  see [[Far\n  Away]] and [[Near]]\n---\n";
     let note = parse_note(text);
     // `[[Far Away]]` only exists after folding: the link is not reported at a wrong place.
+    assert!(note.links.iter().all(|l| text[l.pos.range()] == *l.raw));
     assert!(
         note.links
             .iter()
-            .all(|l| text[l.pos.start..l.pos.end] == l.raw)
-    );
-    assert!(
-        note.links
-            .iter()
-            .any(|l| l.target == "Near" && l.raw == "[[Near]]")
+            .any(|l| l.target() == "Near" && &*l.raw == "[[Near]]")
     );
 }
 
@@ -641,8 +629,8 @@ fn crlf_notes_parse_like_lf_notes() {
         Frontmatter::Valid { end_line: 3, .. }
     ));
     assert_eq!(tag_names(crlf), ["a", "b"]);
-    assert_eq!(note.headings[0].text, "H");
-    assert_eq!(note.block_ids[0].id, "id");
+    assert_eq!(&*note.headings[0].text, "H");
+    assert_eq!(&*note.block_ids[0].id, "id");
     assert_eq!(link_targets(crlf), ["L"]);
 }
 
@@ -652,9 +640,9 @@ fn crlf_notes_parse_like_lf_notes() {
 fn nfd_text_parses_and_columns_count_characters() {
     let nfd = "Cafe\u{301} #cafe\u{301} [[Re\u{301}sume\u{301}]]";
     let note = parse_note(nfd);
-    assert_eq!(note.tags[0].name, "cafe\u{301}");
+    assert_eq!(&*note.tags[0].name, "cafe\u{301}");
     assert_eq!(note.tags[0].pos.column, 7);
-    assert_eq!(nfc(&note.links[0].target), "Résumé");
+    assert_eq!(nfc(note.links[0].target()), "Résumé");
     assert!(tag_matches(&note.tags[0].name, "Café"));
 }
 
@@ -677,6 +665,31 @@ fn serialized_shape_is_stable() {
 }
 
 #[test]
+fn link_targets_serialize_whether_kept_in_raw_or_not() {
+    let v =
+        serde_json::to_value(parse_note("[[ A#b|c ]] [x](My%20Note.md) [[#Here]]").links).unwrap();
+    let keys: Vec<&str> = v[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "display", "kind", "page", "pos", "raw", "size", "subpath", "target"
+        ]
+    );
+    assert_eq!(v[0]["target"], "A");
+    assert_eq!(v[1]["target"], "My Note.md");
+    assert_eq!(v[2]["target"], "");
+    assert_eq!(
+        v[0]["pos"],
+        json!({"line": 1, "column": 1, "start": 0, "end": 11})
+    );
+}
+
+#[test]
 fn json_schema_can_be_generated() {
     let schema = schemars::schema_for!(ParsedNote);
     let text = serde_json::to_string(&schema).unwrap();
@@ -689,26 +702,34 @@ fn json_schema_can_be_generated() {
 fn check_invariants(text: &str) {
     let note = parse_note(text);
     let check_pos = |pos: &Pos| {
-        assert!(pos.start <= pos.end && pos.end <= text.len(), "{pos:?}");
+        let range = pos.range();
         assert!(
-            text.is_char_boundary(pos.start) && text.is_char_boundary(pos.end),
+            range.start <= range.end && range.end <= text.len(),
             "{pos:?}"
         );
-        let before = &text[..pos.start];
+        assert!(
+            text.is_char_boundary(range.start) && text.is_char_boundary(range.end),
+            "{pos:?}"
+        );
+        let before = &text[..range.start];
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let column = text[line_start..pos.start].chars().count() + 1;
-        assert_eq!((pos.line, pos.column), (line, column), "{pos:?}");
+        let column = text[line_start..range.start].chars().count() + 1;
+        assert_eq!(
+            (pos.line as usize, pos.column as usize),
+            (line, column),
+            "{pos:?}"
+        );
     };
     for link in &note.links {
         check_pos(&link.pos);
-        assert_eq!(&text[link.pos.start..link.pos.end], link.raw);
+        assert_eq!(&text[link.pos.range()], &*link.raw);
     }
     for tag in &note.tags {
         check_pos(&tag.pos);
         assert!(!tag.name.is_empty());
         if tag.source == TagSource::Inline {
-            assert_eq!(&text[tag.pos.start..tag.pos.end], format!("#{}", tag.name));
+            assert_eq!(&text[tag.pos.range()], format!("#{}", tag.name));
         }
     }
     for heading in &note.headings {
@@ -717,10 +738,7 @@ fn check_invariants(text: &str) {
     }
     for block in &note.block_ids {
         check_pos(&block.pos);
-        assert_eq!(
-            &text[block.pos.start..block.pos.end],
-            format!("^{}", block.id)
-        );
+        assert_eq!(&text[block.pos.range()], format!("^{}", block.id));
     }
     if let Frontmatter::Valid { value, .. } = &note.frontmatter {
         assert!(value.is_object());

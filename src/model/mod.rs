@@ -56,8 +56,29 @@ pub struct Note {
     pub meta: FileMeta,
     /// What the parser extracted.
     pub parsed: ParsedNote,
-    /// Where each of `parsed.links` leads (same order).
-    pub targets: Vec<Target>,
+    /// Where each of `parsed.links` leads (same order), as file ids: see [`Model::targets`].
+    targets: Vec<LinkTo>,
+}
+
+/// Where one link leads, in 4 bytes (the model keeps one per link of the vault): a file id and
+/// whether its subpath exists, or broken. Ids held here are never stale: a removed file's id is
+/// released only after every note that reached it was relinked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LinkTo(u32);
+
+impl LinkTo {
+    const BROKEN: LinkTo = LinkTo(u32::MAX);
+
+    fn file(id: u32, subpath_ok: bool) -> LinkTo {
+        // Ids are below 2^31: that many files would not fit in memory.
+        debug_assert!(id < u32::MAX >> 1);
+        LinkTo((id << 1) | u32::from(subpath_ok))
+    }
+
+    /// The file id, unless broken.
+    fn id(self) -> Option<u32> {
+        (self != LinkTo::BROKEN).then_some(self.0 >> 1)
+    }
 }
 
 /// How a refresh went.
@@ -125,7 +146,7 @@ pub struct Model {
 /// the files reached (sorted, each once) for the backlinks, and the hashes of the links' name
 /// keys (sorted, each once) for the link-name index.
 struct Resolved {
-    targets: Vec<Target>,
+    targets: Vec<LinkTo>,
     reached: Vec<u32>,
     names: Vec<u64>,
 }
@@ -149,6 +170,19 @@ impl Model {
     /// One note.
     pub fn note(&self, path: &VaultPath) -> Option<&Note> {
         self.notes.get(path)
+    }
+
+    /// Where each of `note.parsed.links` leads (same order). `note` is one of this model's.
+    pub fn targets<'a>(&'a self, note: &'a Note) -> impl Iterator<Item = Target> + 'a {
+        note.targets
+            .iter()
+            .map(|t| match t.id().and_then(|id| self.index.path(id)) {
+                Some(path) => Target::File {
+                    path: path.clone(),
+                    subpath_ok: t.0 & 1 == 1,
+                },
+                None => Target::Broken,
+            })
     }
 
     /// Notes that link to `path` (resolved links), in path order.
@@ -516,14 +550,7 @@ impl Model {
         let Some(note) = self.index.path(source).and_then(|p| self.notes.get(p)) else {
             return;
         };
-        let mut reached: Vec<u32> = note
-            .targets
-            .iter()
-            .filter_map(|t| match t {
-                Target::File { path, .. } => self.index.id(path),
-                Target::Broken => None,
-            })
-            .collect();
+        let mut reached: Vec<u32> = note.targets.iter().filter_map(|t| t.id()).collect();
         reached.sort_unstable();
         reached.dedup();
         let index = &self.index;
@@ -587,7 +614,7 @@ impl Model {
 
     /// Where `link` in `source` leads.
     pub fn target_of(&self, link: &Link, source: &VaultPath) -> Target {
-        match self.index.resolve(&link.target, Some(source)) {
+        match self.index.resolve(link.target(), Some(source)) {
             Resolution::Found { path, .. } => {
                 let subpath_ok = match (&link.subpath, self.notes.get(&path)) {
                     (None, _) => true,
@@ -915,7 +942,7 @@ fn resolve_notes<'n>(
         .iter()
         .flat_map(|&(from, from_path, parsed)| {
             parsed.links.iter().map(move |l| LinkRef {
-                target: &l.target,
+                target: l.target(),
                 from,
                 from_path,
             })
@@ -938,11 +965,11 @@ fn resolve_notes<'n>(
                 .iter()
                 .map(|link| {
                     let Some(t) = found.next().flatten() else {
-                        return Target::Broken;
+                        return LinkTo::BROKEN;
                     };
-                    let Some(target_path) = index.path(t) else {
-                        return Target::Broken;
-                    };
+                    if index.path(t).is_none() {
+                        return LinkTo::BROKEN;
+                    }
                     let subpath_ok = match (&link.subpath, parsed_of(t)) {
                         (None, _) => true,
                         (Some(sub), Some(target)) => subpath_exists(target, sub),
@@ -951,10 +978,7 @@ fn resolve_notes<'n>(
                         (Some(_), None) => true,
                     };
                     reached.push(t);
-                    Target::File {
-                        path: target_path.clone(),
-                        subpath_ok,
-                    }
+                    LinkTo::file(t, subpath_ok)
                 })
                 .collect();
             reached.sort_unstable();
@@ -986,7 +1010,7 @@ fn link_name_hashes(index: &FileIndex, parsed: &ParsedNote, buf: &mut String) ->
         .links
         .iter()
         .map(|l| {
-            let target = l.target.trim();
+            let target = l.target().trim();
             key_into(target.rsplit('/').next().unwrap_or(target), buf);
             index.hash_key(buf)
         })
@@ -1153,7 +1177,7 @@ mod tests {
     fn snapshot(m: &Model) -> Vec<String> {
         let mut out = Vec::new();
         for (path, note) in m.notes() {
-            out.push(format!("{path}: {:?}", note.targets));
+            out.push(format!("{path}: {:?}", m.targets(note).collect::<Vec<_>>()));
         }
         for path in m.files().keys() {
             let sources: Vec<&str> = m.backlinks(path).map(VaultPath::as_str).collect();
@@ -1185,7 +1209,7 @@ mod tests {
             subpath_ok: ok,
         };
         assert_eq!(
-            home.targets,
+            m.targets(home).collect::<Vec<_>>(),
             [
                 file("Plan.md", true),
                 file("Plan.md", true),
@@ -1197,7 +1221,8 @@ mod tests {
             ]
         );
         assert_eq!(
-            m.note(&p("Sub/Deep/x.md")).unwrap().targets,
+            m.targets(m.note(&p("Sub/Deep/x.md")).unwrap())
+                .collect::<Vec<_>>(),
             [
                 file("Sub/Same.md", true),
                 Target::Broken,
@@ -1234,15 +1259,15 @@ mod tests {
             Change::Removed(p("Other/Same.md")),
             Change::Removed(p("img.png")),
         ]);
-        let home = m.note(&p("Home.md")).unwrap();
+        let home: Vec<Target> = m.targets(m.note(&p("Home.md")).unwrap()).collect();
         assert_eq!(
-            home.targets[3],
+            home[3],
             Target::File {
                 path: p("Sub/Same.md"),
                 subpath_ok: true
             }
         );
-        assert_eq!(home.targets[4], Target::Broken);
+        assert_eq!(home[4], Target::Broken);
         assert_eq!(m.backlinks(&p("img.png")).count(), 0);
         // Added back in one batch with a new file (the freed ids are not mixed up).
         m.apply(vec![
@@ -1257,7 +1282,7 @@ mod tests {
     #[test]
     fn editing_a_note_updates_its_backlinks_and_the_subpaths_into_it() {
         let mut m = built(&[("A.md", "[[B#Part]] [[C]]"), ("B.md", "x"), ("C.md", "")]);
-        let a = |m: &Model| m.note(&p("A.md")).unwrap().targets.clone();
+        let a = |m: &Model| m.targets(m.note(&p("A.md")).unwrap()).collect::<Vec<_>>();
         assert_eq!(
             a(&m)[0],
             Target::File {

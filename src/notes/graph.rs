@@ -86,15 +86,15 @@ fn status(link: &Link, target: &Target) -> LinkStatus {
 
 fn out_link(link: &Link, target: &Target) -> OutLink {
     OutLink {
-        raw: link.raw.clone(),
-        target: link.target.clone(),
+        raw: link.raw.to_string(),
+        target: link.target().to_owned(),
         subpath: subpath_text(&link.subpath),
         resolved: match target {
             Target::File { path, .. } => Some(path.to_string()),
             Target::Broken => None,
         },
         kind: link.kind,
-        line: link.pos.line,
+        line: link.pos.line as usize,
         status: status(link, target),
     }
 }
@@ -108,8 +108,8 @@ pub fn outgoing(model: &Model, path: &VaultPath) -> Result<Vec<OutLink>, NoteErr
         .parsed
         .links
         .iter()
-        .zip(&note.targets)
-        .map(|(l, t)| out_link(l, t))
+        .zip(model.targets(note))
+        .map(|(l, t)| out_link(l, &t))
         .collect())
 }
 
@@ -132,9 +132,14 @@ pub fn incoming(
         let Some(note) = model.note(source) else {
             continue;
         };
-        for (l, t) in note.parsed.links.iter().zip(&note.targets) {
-            if matches!(t, Target::File { path: p, .. } if p == path) {
-                found.push((source.clone(), l.pos.line, l.pos.start, l.pos.end));
+        for (l, t) in note.parsed.links.iter().zip(model.targets(note)) {
+            if matches!(&t, Target::File { path: p, .. } if p == path) {
+                found.push((
+                    source.clone(),
+                    l.pos.line as usize,
+                    l.pos.start as usize,
+                    l.pos.end as usize,
+                ));
             }
         }
     }
@@ -203,14 +208,14 @@ pub fn broken_links(model: &Model, folder: &VaultPath) -> Vec<BrokenLink> {
         if !path.starts_with(folder) {
             continue;
         }
-        for (l, t) in note.parsed.links.iter().zip(&note.targets) {
-            let s = status(l, t);
+        for (l, t) in note.parsed.links.iter().zip(model.targets(note)) {
+            let s = status(l, &t);
             if s != LinkStatus::Resolved {
                 out.push(BrokenLink {
                     source: path.to_string(),
-                    line: l.pos.line,
-                    raw: l.raw.clone(),
-                    target: l.target.clone(),
+                    line: l.pos.line as usize,
+                    raw: l.raw.to_string(),
+                    target: l.target().to_owned(),
                     status: s,
                 });
             }
@@ -227,10 +232,9 @@ pub fn orphans(model: &Model, no_outbound: bool) -> Vec<String> {
         .iter()
         .filter(|(path, note)| {
             let inbound = model.backlinks(path).any(|s| s != *path);
-            let outbound = note
-                .targets
-                .iter()
-                .any(|t| matches!(t, Target::File { path: p, .. } if p != *path));
+            let outbound = model
+                .targets(note)
+                .any(|t| matches!(&t, Target::File { path: p, .. } if p != *path));
             !(inbound || (no_outbound && outbound))
         })
         .map(|(p, _)| p.to_string())
@@ -281,9 +285,9 @@ pub fn neighbors(
         if direction != Direction::In
             && let Some(note) = model.note(&node)
         {
-            for t in &note.targets {
+            for t in model.targets(note) {
                 if let Target::File { path, .. } = t {
-                    next.insert(path.clone());
+                    next.insert(path);
                 }
             }
         }
@@ -462,7 +466,7 @@ pub fn resolve_link(
         }
     };
     let subpath = subpath_text(&l.subpath);
-    let alias_key = crate::model::linkres::key(&l.target);
+    let alias_key = crate::model::linkres::key(l.target());
     let alias_matches: Vec<String> = model
         .notes()
         .iter()
@@ -475,17 +479,17 @@ pub fn resolve_link(
         .map(|(p, _)| p.to_string())
         .take(20)
         .collect();
-    let (resolved, candidates, status, explanation) = match model.resolve(&l.target, from) {
+    let (resolved, candidates, status, explanation) = match model.resolve(l.target(), from) {
         Resolution::NotFound => {
             let why = if alias_matches.is_empty() {
-                format!("no file matches `{}`", l.target)
+                format!("no file matches `{}`", l.target())
             } else {
                 format!(
                     "no file matches `{}`, but it is an alias of {}; Obsidian links to the note's name, like `[[{}|{}]]`",
-                    l.target,
+                    l.target(),
                     alias_matches.join(", "),
                     alias_matches[0].trim_end_matches(".md"),
-                    l.target
+                    l.target()
                 )
             };
             (None, Vec::new(), "broken".to_owned(), why)
@@ -528,7 +532,7 @@ pub fn resolve_link(
     Ok(LinkResolution {
         resolved,
         status,
-        target: l.target.clone(),
+        target: l.target().to_owned(),
         subpath,
         candidates,
         alias_matches,

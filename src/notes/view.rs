@@ -193,8 +193,8 @@ fn outline(parsed: Option<&ParsedNote>) -> Vec<OutlineEntry> {
                 .iter()
                 .map(|h| OutlineEntry {
                     level: h.level,
-                    text: h.text.clone(),
-                    line: h.pos.line,
+                    text: h.text.to_string(),
+                    line: h.pos.line as usize,
                 })
                 .collect()
         })
@@ -219,28 +219,28 @@ fn metadata(p: &ParsedNote) -> NoteMetadata {
             .iter()
             .any(|x| markdown::normalize_tag(x) == markdown::normalize_tag(&t.name))
         {
-            tags.push(t.name.clone());
+            tags.push(t.name.to_string());
         }
     }
     NoteMetadata {
-        aliases: p.aliases.clone(),
+        aliases: p.aliases.iter().map(ToString::to_string).collect(),
         tags,
         links: p
             .links
             .iter()
             .map(|l| ParsedLink {
-                raw: l.raw.clone(),
-                target: l.target.clone(),
+                raw: l.raw.to_string(),
+                target: l.target().to_owned(),
                 kind: l.kind,
-                line: l.pos.line,
+                line: l.pos.line as usize,
             })
             .collect(),
         block_ids: p
             .block_ids
             .iter()
             .map(|b| BlockEntry {
-                id: b.id.clone(),
-                line: b.pos.line,
+                id: b.id.to_string(),
+                line: b.pos.line as usize,
             })
             .collect(),
     }
@@ -269,8 +269,7 @@ fn select<'t>(
             let headings = parsed.map(|p| p.headings.as_slice()).unwrap_or_default();
             let want = heading_key(heading.trim().trim_start_matches('#'));
             let Some(i) = headings.iter().position(|h| heading_key(&h.text) == want) else {
-                let available: Vec<&str> =
-                    headings.iter().take(30).map(|h| h.text.as_str()).collect();
+                let available: Vec<&str> = headings.iter().take(30).map(|h| &*h.text).collect();
                 return Err(NoteError::InvalidArgument(format!(
                     "no heading `{}` in this note; headings: {}",
                     heading.trim(),
@@ -282,12 +281,14 @@ fn select<'t>(
                 )));
             };
             let level = headings[i].level;
-            let start = headings[i].pos.line;
+            let start = headings[i].pos.line as usize;
             let total = text.lines().count().max(start);
             let end = headings[i + 1..]
                 .iter()
                 .find(|h| h.level <= level)
-                .map_or(total, |h| h.pos.line.saturating_sub(1).max(start));
+                .map_or(total, |h| {
+                    (h.pos.line as usize).saturating_sub(1).max(start)
+                });
             Ok((line_slice(text, start, end), Some((start, end))))
         }
     }

@@ -42,10 +42,17 @@ pub const DEFAULT_CONFIG_DIR: &str = ".obsidian";
 /// Default cap on the size of a file read in one piece (8 MiB).
 pub const DEFAULT_MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 
+/// The highest cap a vault accepts (1 GiB): [`Vault::open`] lowers a larger
+/// [`Limits::max_read_bytes`] to this. It keeps every position in a note read from the vault
+/// within the `u32` of [`crate::markdown::Pos`], even after invalid UTF-8 is replaced (which at
+/// most triples the text).
+pub const MAX_READ_BYTES_LIMIT: u64 = 1 << 30;
+
 /// Limits that bound what one operation may read.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// Files larger than this are refused before any byte is read.
+    /// Files larger than this are refused before any byte is read (at most
+    /// [`MAX_READ_BYTES_LIMIT`]).
     pub max_read_bytes: u64,
 }
 
@@ -152,9 +159,11 @@ impl ConfigFile {
 
 impl Vault {
     /// Opens the folder at `root` as a vault. This is the one place in capvault that uses
-    /// ambient authority: after it returns, the host path is forgotten.
+    /// ambient authority: after it returns, the host path is forgotten. A read cap above
+    /// [`MAX_READ_BYTES_LIMIT`] is lowered to it.
     #[allow(clippy::disallowed_methods)] // The single, documented use of ambient authority.
-    pub fn open(root: &Path, limits: Limits) -> Result<Vault, OpenError> {
+    pub fn open(root: &Path, mut limits: Limits) -> Result<Vault, OpenError> {
+        limits.max_read_bytes = limits.max_read_bytes.min(MAX_READ_BYTES_LIMIT);
         let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(|source| {
             OpenError {
                 path: root.display().to_string(),

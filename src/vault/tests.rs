@@ -181,6 +181,22 @@ fn a_file_over_the_cap_is_refused_before_reading() {
 }
 
 #[test]
+fn the_read_cap_is_at_most_the_limit_positions_fit_in() {
+    let tmp = build_tree(&[]);
+    let root = tmp.path().join("vault");
+    let vault = Vault::open(
+        &root,
+        Limits {
+            max_read_bytes: u64::MAX,
+        },
+    )
+    .unwrap();
+    assert_eq!(vault.limits().max_read_bytes, super::MAX_READ_BYTES_LIMIT);
+    // Replacing invalid UTF-8 at most triples a note: its positions still fit in a `Pos`.
+    assert!(super::MAX_READ_BYTES_LIMIT * 3 <= u64::from(crate::markdown::MAX_POSITION));
+}
+
+#[test]
 fn scans_survive_symlink_loops_and_deep_link_chains() {
     let mut links = vec![
         (String::new(), "l0".into(), "l1".into()),
