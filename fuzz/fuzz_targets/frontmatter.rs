@@ -29,7 +29,8 @@ fuzz_target!(|data: &[u8]| {
         Frontmatter::None => panic!("the frontmatter block was not found"),
     }
     for link in &note.links {
-        assert!(link.pos.start <= link.pos.end && link.pos.end <= text.len());
-        assert_eq!(&text[link.pos.start..link.pos.end], link.raw);
+        let range = link.pos.range();
+        assert!(range.start <= range.end && range.end <= text.len());
+        assert_eq!(&text[range], &*link.raw);
     }
 });
