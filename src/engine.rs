@@ -104,6 +104,44 @@ struct Status {
     last_error: Option<String>,
 }
 
+/// Every note's text by path. foldhash: an exact search looks up every note of the vault (SipHash
+/// was 9% of a 100,000-note scan), and its per-process random seed keeps crafted file names from
+/// degrading the map.
+pub type Texts = std::collections::HashMap<VaultPath, NoteText, foldhash::fast::RandomState>;
+
+/// A note's text kept in memory, with its name (the file name without extension) in the same
+/// allocation, just before the text: an exact search matches both, and reading the name from the
+/// path instead cost a cache miss per note (12 to 20% of a 100,000-note scan).
+#[derive(Debug)]
+pub struct NoteText {
+    buf: Box<str>,
+    name_len: usize,
+}
+
+impl NoteText {
+    /// The text of the note at `path`.
+    pub fn new(path: &VaultPath, text: &str) -> Self {
+        let name = path.stem();
+        let mut buf = String::with_capacity(name.len() + text.len());
+        buf.push_str(name);
+        buf.push_str(text);
+        NoteText {
+            buf: buf.into_boxed_str(),
+            name_len: name.len(),
+        }
+    }
+
+    /// The note's name (file name without extension).
+    pub fn name(&self) -> &str {
+        &self.buf[..self.name_len]
+    }
+
+    /// The note's text.
+    pub fn text(&self) -> &str {
+        &self.buf[self.name_len..]
+    }
+}
+
 /// The model and the index of one vault, and what keeps them fresh.
 pub struct Engine {
     vault: Arc<Vault>,
@@ -116,7 +154,7 @@ pub struct Engine {
     /// True once the first build's index commit is done (before the model is applied).
     index_ready: AtomicBool,
     /// Every note's text, when [`Freshness::keep_texts`] (updated with the model and index).
-    texts: std::sync::RwLock<std::collections::HashMap<VaultPath, Box<str>>>,
+    texts: std::sync::RwLock<Texts>,
     done: AtomicU64,
     total: AtomicU64,
     status: Mutex<Status>,
@@ -153,7 +191,7 @@ impl Engine {
             syncing: Mutex::new(None),
             ready: AtomicBool::new(false),
             index_ready: AtomicBool::new(false),
-            texts: std::sync::RwLock::new(std::collections::HashMap::new()),
+            texts: std::sync::RwLock::new(Texts::default()),
             done: AtomicU64::new(0),
             total: AtomicU64::new(0),
             status: Mutex::new(Status {
@@ -197,10 +235,7 @@ impl Engine {
     }
 
     /// The notes' texts held in memory, once the first build is complete and if kept at all.
-    pub fn texts(
-        &self,
-    ) -> Option<std::sync::RwLockReadGuard<'_, std::collections::HashMap<VaultPath, Box<str>>>>
-    {
+    pub fn texts(&self) -> Option<std::sync::RwLockReadGuard<'_, Texts>> {
         (self.freshness.keep_texts && self.is_ready())
             .then(|| self.texts.read().unwrap_or_else(|e| e.into_inner()))
     }
@@ -303,7 +338,7 @@ impl Engine {
         let started = Instant::now();
         let first = self.model.current().refreshed_at().is_none();
         let index = self.index.as_ref();
-        let fresh_texts: Mutex<Vec<(VaultPath, Box<str>)>> = Mutex::new(Vec::new());
+        let fresh_texts: Mutex<Vec<(VaultPath, NoteText)>> = Mutex::new(Vec::new());
         let stage = |n: NoteRead<'_>| {
             if first {
                 self.done.fetch_add(1, Ordering::Relaxed);
@@ -312,7 +347,7 @@ impl Engine {
                 fresh_texts
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push((n.path.clone(), Box::from(n.text)));
+                    .push((n.path.clone(), NoteText::new(n.path, n.text)));
             }
             if let Some(ix) = index
                 && let Err(e) = ix.stage(n)
@@ -519,6 +554,16 @@ fn minimal_scopes(scopes: &[VaultPath]) -> Vec<VaultPath> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_text_holds_the_note_name_apart_from_the_text() {
+        let path = VaultPath::parse("Folder/My note.v2.md").unwrap();
+        let kept = NoteText::new(&path, "# Title\nbody");
+        assert_eq!(kept.name(), "My note.v2");
+        assert_eq!(kept.text(), "# Title\nbody");
+        let empty = NoteText::new(&VaultPath::parse("x.md").unwrap(), "");
+        assert_eq!((empty.name(), empty.text()), ("x", ""));
+    }
 
     #[test]
     fn scopes_under_other_scopes_are_dropped() {

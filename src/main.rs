@@ -85,7 +85,25 @@ impl VaultArgs {
     }
 }
 
+/// Caps glibc's malloc at two arenas (it would create up to eight per core, one per thread that
+/// contends). The server's heap is mostly the vault model and index, built once by a handful of
+/// threads and kept: with many arenas, the memory each build thread frees stays reserved in its
+/// own arena. Measured at 100k notes: peak RSS 1,236 -> 1,166 MB, resident after the build
+/// 1,194 -> 1,084 MB, build time unchanged (docs/performance.md). Called before any thread starts.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn limit_malloc_arenas() {
+    // SAFETY: mallopt only sets a tuning parameter of the allocator; it is called once, before
+    // this process starts any other thread.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn limit_malloc_arenas() {}
+
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -52,10 +52,13 @@ pub fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Token> {
 /// True when `text` has a run of letters and digits longer than [`MAX_TOKEN_BYTES`]: a word the
 /// index drops, so the exact-search prefilter must not rule the note out.
 pub fn has_long_word(text: &str) -> bool {
+    // Counted in bytes, every non-ASCII byte taken as part of a word: a run this finds may be
+    // no word at all (a line of CJK punctuation), which only costs the prefilter a note it did
+    // not need to read; a word over the limit is never missed. One pass over bytes, no decoding.
     let mut run = 0usize;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            run += c.len_utf8();
+    for &b in text.as_bytes() {
+        if b.is_ascii_alphanumeric() || b >= 0x80 {
+            run += 1;
             if run > MAX_TOKEN_BYTES {
                 return true;
             }
@@ -102,6 +105,10 @@ pub fn is_cjk(c: char) -> bool {
 
 /// The runs of CJK characters in `text`, in order.
 pub fn cjk_runs(text: &str) -> impl Iterator<Item = &str> {
+    // Every CJK character is at U+1100 or above, so its UTF-8 form starts with a byte of 0xE1
+    // or more: most notes are settled by one byte scan without decoding a character.
+    let any = text.as_bytes().iter().any(|&b| b >= 0xE1);
+    let text = if any { text } else { "" };
     text.split(|c: char| !is_cjk(c)).filter(|r| !r.is_empty())
 }
 
@@ -127,7 +134,7 @@ pub fn cjk_bigrams(text: &str) -> String {
 /// Every CJK character of `text`, space-separated: the unigram field, for one-character queries.
 pub fn cjk_unigrams(text: &str) -> String {
     let mut out = String::new();
-    for c in text.chars().filter(|c| is_cjk(*c)) {
+    for c in cjk_runs(text).flat_map(str::chars) {
         if !out.is_empty() {
             out.push(' ');
         }

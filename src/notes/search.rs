@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::filter::NoteFilter;
 use super::paging::{decode_offset, encode_offset, fingerprint};
 use super::{NoteError, check_limit};
-use crate::engine::{Engine, IndexStatus};
+use crate::engine::{Engine, IndexStatus, NoteText};
 use crate::index::query::{self, Query};
 use crate::index::text::{self, HeadingTracker, Needles};
 use crate::index::{IndexFilter, millis};
@@ -407,30 +407,55 @@ fn search_lines(
 ) -> Result<SearchResults, NoteError> {
     let vault = engine.vault();
     // Pass 1: count the matching lines of every note (cheap); excerpts come later.
-    let score_note = |path: &VaultPath, text: &str| -> Option<Scored> {
-        let name_match = matcher.matches(path.stem());
+    let score_named = |path: &VaultPath, name: &str, text: &str| -> Option<Scored> {
+        let name_match = matcher.matches(name);
         let lines = count_matching_lines(text, matcher);
         (lines > 0 || name_match).then(|| {
             let score = lines as f64 + if name_match { NAME_MATCH_BONUS } else { 0.0 };
             (score, path.clone(), lines.max(1))
         })
     };
-    let (mut scored, partial) = match candidates(engine, query, matcher, scope, mode) {
-        Some(paths) => match engine.texts() {
-            Some(texts) => scan_texts(&texts, &paths, scope.budget, &score_note),
-            None => scan_parallel(vault, &paths, scope.budget, &score_note),
-        },
-        None => {
-            let mut scored = Vec::new();
-            let partial = scan(vault, scope, &mut |path, text| {
-                if let Some(s) = score_note(path, text)
-                    && scope.parsed_ok(text)
-                {
-                    scored.push(s);
-                }
-            })?;
-            (scored, partial)
+    let score_note = |path: &VaultPath, text: &str| score_named(path, path.stem(), text);
+    let texts = engine.texts();
+    let unfiltered = scope.folder.is_root()
+        && scope.after.is_none()
+        && scope.before.is_none()
+        && scope.filter.is_empty();
+    let (mut scored, partial) = match (&texts, unfiltered) {
+        // The whole vault in memory: no note list to build, no lookups.
+        (Some(texts), true) => {
+            let notes: Vec<(&VaultPath, &NoteText)> = texts.iter().collect();
+            scan_par(&notes, scope.budget, &|(p, t)| {
+                score_named(p, t.name(), t.text())
+            })
         }
+        _ => match candidates(engine, query, matcher, scope, mode) {
+            Some(paths) => match &texts {
+                Some(texts) => scan_par(&paths, scope.budget, &|p| {
+                    texts
+                        .get(p)
+                        .and_then(|t| score_named(p, t.name(), t.text()))
+                }),
+                None => scan_par(&paths, scope.budget, &|p| match vault.read_file(p) {
+                    Ok(data) => score_note(p, &String::from_utf8_lossy(&data.bytes)),
+                    Err(e) => {
+                        tracing::debug!(path = %p, error = %e, "search skipped a note");
+                        None
+                    }
+                }),
+            },
+            None => {
+                let mut scored = Vec::new();
+                let partial = scan(vault, scope, &mut |path, text| {
+                    if let Some(s) = score_note(path, text)
+                        && scope.parsed_ok(text)
+                    {
+                        scored.push(s);
+                    }
+                })?;
+                (scored, partial)
+            }
+        },
     };
     let total: usize = scored.iter().map(|n| n.2).sum();
     scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
@@ -447,12 +472,16 @@ fn search_lines(
             to_skip -= count;
             continue;
         }
-        let text = match vault.read_file(path) {
-            Ok(data) => String::from_utf8_lossy(&data.bytes).into_owned(),
-            Err(e) => {
-                tracing::debug!(path = %path, error = %e, "search skipped a note");
-                continue;
-            }
+        let kept = texts.as_ref().and_then(|t| t.get(path));
+        let text: std::borrow::Cow<'_, str> = match kept {
+            Some(t) => std::borrow::Cow::Borrowed(t.text()),
+            None => match vault.read_file(path) {
+                Ok(data) => String::from_utf8_lossy(&data.bytes).into_owned().into(),
+                Err(e) => {
+                    tracing::debug!(path = %path, error = %e, "search skipped a note");
+                    continue;
+                }
+            },
         };
         let want = to_skip + (limit - hits.len());
         for mut hit in line_hits(path, &text, matcher, want)
@@ -536,20 +565,20 @@ fn candidates(
 /// A note's score, path and number of hits.
 type Scored = (f64, VaultPath, usize);
 
-/// Scores the in-memory texts of `paths` on all cores; stops at the budget.
-fn scan_texts(
-    texts: &std::collections::HashMap<VaultPath, Box<str>>,
-    paths: &[VaultPath],
+/// Scores `items` on all cores; stops starting new ones once `budget` has passed (then the second
+/// value is true: partial results).
+fn scan_par<T: Sync>(
+    items: &[T],
     budget: Duration,
-    score: &(dyn Fn(&VaultPath, &str) -> Option<Scored> + Sync),
+    score: &(dyn Fn(&T) -> Option<Scored> + Sync),
 ) -> (Vec<Scored>, bool) {
     use rayon::prelude::*;
     let started = Instant::now();
     let over = std::sync::atomic::AtomicBool::new(false);
-    let scored = paths
+    let scored = items
         .par_iter()
-        .with_min_len(64)
-        .filter_map(|p| {
+        .with_min_len(16)
+        .filter_map(|item| {
             if over.load(std::sync::atomic::Ordering::Relaxed) {
                 return None;
             }
@@ -557,39 +586,7 @@ fn scan_texts(
                 over.store(true, std::sync::atomic::Ordering::Relaxed);
                 return None;
             }
-            texts.get(p).and_then(|t| score(p, t))
-        })
-        .collect();
-    (scored, over.into_inner())
-}
-
-/// Reads `paths` on all cores and scores each; stops reading new notes at the budget.
-fn scan_parallel(
-    vault: &Vault,
-    paths: &[VaultPath],
-    budget: Duration,
-    score: &(dyn Fn(&VaultPath, &str) -> Option<Scored> + Sync),
-) -> (Vec<Scored>, bool) {
-    use rayon::prelude::*;
-    let started = Instant::now();
-    let over = std::sync::atomic::AtomicBool::new(false);
-    let scored = paths
-        .par_iter()
-        .filter_map(|p| {
-            if over.load(std::sync::atomic::Ordering::Relaxed) {
-                return None;
-            }
-            if started.elapsed() > budget {
-                over.store(true, std::sync::atomic::Ordering::Relaxed);
-                return None;
-            }
-            match vault.read_file(p) {
-                Ok(data) => score(p, &String::from_utf8_lossy(&data.bytes)),
-                Err(e) => {
-                    tracing::debug!(path = %p, error = %e, "search skipped a note");
-                    None
-                }
-            }
+            score(item)
         })
         .collect();
     (scored, over.into_inner())
