@@ -247,7 +247,7 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
                         .map(|(s, p)| (f64::from(s), p))
                         .collect();
                     Ok(note_page(
-                        engine.vault(),
+                        engine,
                         ranked,
                         found.total,
                         &found.needles,
@@ -795,7 +795,7 @@ fn ranked_by_scan(
         notes.push(partial_note(scope.budget));
     }
     Ok(note_page(
-        engine.vault(),
+        engine,
         page,
         total,
         &needles,
@@ -808,10 +808,11 @@ fn ranked_by_scan(
     ))
 }
 
-/// A page of one-hit-per-note results: each note re-read through the vault to show its best line.
+/// A page of one-hit-per-note results, each showing its best line: the note's text from memory
+/// when kept, otherwise re-read through the vault.
 #[allow(clippy::too_many_arguments)]
 fn note_page(
-    vault: &Vault,
+    engine: &Engine,
     ranked: Vec<(f64, VaultPath)>,
     total: usize,
     needles: &Needles,
@@ -826,15 +827,20 @@ fn note_page(
     let mut hits = Vec::with_capacity(ranked.len());
     let mut consumed = 0;
     let mut budget = Budget::new();
+    let texts = engine.texts();
     for (score, path) in ranked {
-        let text = match vault.read_file(&path) {
-            Ok(data) => String::from_utf8_lossy(&data.bytes).into_owned(),
-            Err(e) => {
-                // Deleted or changed since it was indexed: skip it, keep paging consistent.
-                tracing::debug!(path = %path, error = %e, "a ranked hit could not be read");
-                consumed += 1;
-                continue;
-            }
+        let kept = texts.as_ref().and_then(|t| t.get(&path));
+        let text: std::borrow::Cow<'_, str> = match kept {
+            Some(t) => std::borrow::Cow::Borrowed(t.text()),
+            None => match engine.vault().read_file(&path) {
+                Ok(data) => String::from_utf8_lossy(&data.bytes).into_owned().into(),
+                Err(e) => {
+                    // Deleted since it was indexed: skip it, keep paging consistent.
+                    tracing::debug!(path = %path, error = %e, "a ranked hit could not be read");
+                    consumed += 1;
+                    continue;
+                }
+            },
         };
         let shown = text::best_line(&mut analyzer, &text, needles);
         let hit = SearchHit {
