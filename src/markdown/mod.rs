@@ -209,11 +209,7 @@ impl Link {
 
     /// A link from its parts, `target` stored as a range of `raw` when it appears there.
     fn new(kind: LinkKind, raw: &str, parts: links::LinkParts, pos: Pos) -> Link {
-        let found = if parts.target.is_empty() {
-            Some(0)
-        } else {
-            memchr::memmem::find(raw.as_bytes(), parts.target.as_bytes())
-        };
+        let found = find_in(raw, &parts.target);
         let in_raw = found.and_then(|start| {
             let end = u32::try_from(start + parts.target.len()).ok()?;
             Some(TargetText::InRaw(u32::try_from(start).ok()?, end))
@@ -229,6 +225,21 @@ impl Link {
             pos,
         }
     }
+}
+
+/// Where `needle` first occurs in `raw`. The target usually starts at the first occurrence of its
+/// first byte (`[[Note]]`), so a few such candidates are tried before a full substring search.
+fn find_in(raw: &str, needle: &str) -> Option<usize> {
+    let (raw, needle) = (raw.as_bytes(), needle.as_bytes());
+    let Some(&first) = needle.first() else {
+        return Some(0);
+    };
+    for at in memchr::memchr_iter(first, raw).take(4) {
+        if raw.get(at..at + needle.len()) == Some(needle) {
+            return Some(at);
+        }
+    }
+    memchr::memmem::find(raw, needle)
 }
 
 /// The serialised form of a [`Link`].
