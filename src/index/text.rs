@@ -249,9 +249,12 @@ pub fn line_matches(
 ) -> Vec<(usize, usize)> {
     let mut ranges = Vec::new();
     if !needles.terms.is_empty() {
-        for t in tokens(analyzer, line) {
+        // Streamed, not collected: copying every token's text was most of a ranked page's cost.
+        let mut stream = analyzer.token_stream(line);
+        while stream.advance() {
+            let t = stream.token();
             if needles.terms.contains(&t.text) {
-                ranges.push((t.start, t.end));
+                ranges.push((t.offset_from, t.offset_to));
             }
         }
     }
