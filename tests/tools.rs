@@ -256,6 +256,8 @@ async fn list_notes_pages_with_an_opaque_cursor() {
 async fn exact_search_scores_name_matches_first_then_lines() {
     let tmp = fixture();
     let s = Server::start(&vault(&tmp)).await;
+    // Once built, the search runs over the texts kept in memory, names included.
+    s.wait_index_ready().await;
     let r = s
         .ok("search_notes", json!({"mode": "exact", "query": "garden"}))
         .await;

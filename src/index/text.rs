@@ -451,6 +451,16 @@ mod tests {
     }
 
     #[test]
+    fn the_byte_check_before_cjk_decoding_keeps_the_lowest_cjk_block() {
+        // U+1100 (Hangul Jamo) is the lowest code point treated as CJK; its first UTF-8 byte is
+        // 0xE1, the fast path's threshold. Just below it, U+10FF, starts with 0xE1 too, and
+        // U+0FFF with 0xE0: neither is CJK.
+        assert_eq!(cjk_unigrams("a\u{1100}\u{1101}b"), "\u{1100} \u{1101}");
+        assert_eq!(cjk_bigrams("\u{1100}\u{1101}"), "\u{1100}\u{1101}");
+        assert_eq!(cjk_unigrams("\u{10FF}\u{0FFF} plain é"), "");
+    }
+
+    #[test]
     fn cjk_text_becomes_bigrams_and_unigrams() {
         assert_eq!(cjk_bigrams("我爱北京 and 東京"), "我爱 爱北 北京 東京");
         assert_eq!(cjk_unigrams("a中b"), "中");
