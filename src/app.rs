@@ -9,20 +9,29 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
-use crate::engine::Freshness;
+use crate::engine::{Freshness, IndexCache};
 use crate::server::CapvaultServer;
 use crate::vault::Vault;
 
-/// Serves `vault` over stdin/stdout until the client disconnects.
-pub async fn serve_stdio(vault: Vault, freshness: Freshness) -> anyhow::Result<()> {
+/// Serves `vault` over stdin/stdout until the client disconnects, keeping the search index in
+/// `cache` between runs; saves it once more on the way out.
+pub async fn serve_stdio(
+    vault: Vault,
+    freshness: Freshness,
+    cache: IndexCache,
+) -> anyhow::Result<()> {
     tracing::info!(vault = vault.name(), "serving over stdio");
     let server = CapvaultServer::with_freshness(vault, freshness);
+    server.engine().set_index_cache(cache);
     server.start();
+    let engine = std::sync::Arc::clone(server.engine());
     let service = server
         .serve(rmcp::transport::stdio())
         .await
         .context("the MCP handshake failed")?;
-    service.waiting().await?;
+    let served = service.waiting().await;
+    tokio::task::spawn_blocking(move || engine.save_index(&mut Vec::new())).await?;
+    served?;
     Ok(())
 }
 

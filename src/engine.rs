@@ -20,12 +20,30 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
-use crate::index::SearchIndex;
+use crate::index::{SearchIndex, Stamp};
 use crate::model::{Change, Model, NoteRead, SharedModel};
+use crate::vault::cache::IndexCacheDir;
 use crate::vault::{Vault, VaultError, VaultPath, is_note_name};
 
 /// A burst touching more places than this is reconciled with one full scan instead.
 pub const MAX_SCOPES: usize = 1000;
+
+/// How often the index is saved to its cache folder when it changed (the first save comes
+/// [`FIRST_SAVE_AFTER`] after the first build).
+pub const SAVE_EVERY: Duration = Duration::from_secs(30);
+/// Delay between the end of the first build and the first save to the cache.
+pub const FIRST_SAVE_AFTER: Duration = Duration::from_secs(2);
+
+/// Where the search index is kept between runs.
+#[derive(Debug)]
+pub enum IndexCache {
+    /// Nowhere: every start indexes every note (`--no-index-cache`, one-shot `capvault call`).
+    Off,
+    /// In this folder, outside the vault, open and locked for this process.
+    Dir(IndexCacheDir),
+    /// Wanted but not usable, for this reason (shown by `vault_info`).
+    Unavailable(String),
+}
 
 /// When the engine brings itself up to date, and how long scans may take.
 #[derive(Debug, Clone, Copy)]
@@ -81,6 +99,13 @@ pub struct IndexStatus {
     pub watcher: String,
     /// Seconds between full reconciles (stat scans).
     pub reconcile_every_s: u64,
+    /// The index cache: `off`, `unavailable: <reason>`, `building` (the first build has not
+    /// finished), `new` (no cache yet: every note indexed), `reused N of M notes` (loaded, then
+    /// only changed notes re-indexed), or `rebuilt: <reason>` (the cache could not be used).
+    pub cache: String,
+    /// When the index was last saved to its cache folder (RFC 3339), if it has been.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_saved: Option<String>,
     /// The last error met while indexing, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -101,6 +126,8 @@ struct Status {
     last_update: Option<SystemTime>,
     build_ms: Option<u64>,
     watcher: String,
+    cache: String,
+    cache_saved: Option<SystemTime>,
     last_error: Option<String>,
 }
 
@@ -146,7 +173,13 @@ impl NoteText {
 pub struct Engine {
     vault: Arc<Vault>,
     model: SharedModel,
-    index: Option<SearchIndex>,
+    /// Set by the first build (created empty, or loaded from the cache).
+    index: std::sync::OnceLock<SearchIndex>,
+    /// The cache folder, if any.
+    cache: Mutex<IndexCache>,
+    /// Notes of the loaded cache and their stamps, until the first build has compared them with
+    /// the vault.
+    cached: Mutex<Option<std::collections::HashMap<VaultPath, Stamp>>>,
     freshness: Freshness,
     /// Serialises reconciles; holds when the last one finished.
     syncing: Mutex<Option<Instant>>,
@@ -177,16 +210,12 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// An engine for `vault`; nothing is read until [`Engine::build`].
     pub fn new(vault: Arc<Vault>, freshness: Freshness) -> Self {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let (index, error) = match SearchIndex::new(threads) {
-            Ok(i) => (Some(i), None),
-            Err(e) => (None, Some(e.to_string())),
-        };
-        let failed = index.is_none();
         Engine {
             vault,
             model: SharedModel::new(freshness.query_max_age.unwrap_or(Duration::MAX)),
-            index,
+            index: std::sync::OnceLock::new(),
+            cache: Mutex::new(IndexCache::Off),
+            cached: Mutex::new(None),
             freshness,
             syncing: Mutex::new(None),
             ready: AtomicBool::new(false),
@@ -195,14 +224,87 @@ impl Engine {
             done: AtomicU64::new(0),
             total: AtomicU64::new(0),
             status: Mutex::new(Status {
-                failed,
                 watcher: "not started".to_owned(),
-                last_error: error,
+                cache: "off".to_owned(),
                 ..Status::default()
             }),
             generation: AtomicUsize::new(0),
             built: std::sync::Once::new(),
             started: AtomicBool::new(false),
+        }
+    }
+
+    /// Keeps the search index in `cache` between runs. Call before [`Engine::start`]; the first
+    /// build loads it.
+    pub fn set_index_cache(&self, cache: IndexCache) {
+        self.lock_status().cache = match &cache {
+            IndexCache::Off => "off".to_owned(),
+            IndexCache::Dir(_) => "building".to_owned(),
+            IndexCache::Unavailable(why) => format!("unavailable: {why}"),
+        };
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = cache;
+    }
+
+    /// Saves the index to its cache folder if there is one and the index changed since the last
+    /// save. Errors are logged and shown by `vault_info`; a save that met a merge in progress is
+    /// simply retried next time.
+    pub fn save_index(&self, saved: &mut Vec<u8>) {
+        let (Some(ix), true) = (self.index.get(), self.is_ready()) else {
+            return;
+        };
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let IndexCache::Dir(dir) = &*cache else {
+            return;
+        };
+        let started = Instant::now();
+        match ix.save(dir, saved) {
+            Ok(true) => {
+                tracing::debug!(
+                    ms = started.elapsed().as_millis() as u64,
+                    "index cache saved"
+                );
+                self.lock_status().cache_saved = Some(SystemTime::now());
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "index cache not saved");
+            }
+        }
+    }
+
+    /// Creates the index: loaded from the cache when there is a usable one (its notes and
+    /// stamps then wait in `cached` for the first reconcile), empty otherwise.
+    fn create_index(&self) -> Result<SearchIndex, String> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let fresh = || SearchIndex::new(threads).map_err(|e| e.to_string());
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let IndexCache::Dir(dir) = &*cache else {
+            return fresh();
+        };
+        let loaded = SearchIndex::load(dir, threads).and_then(|ix| match ix {
+            None => Ok(None),
+            Some(ix) => ix
+                .stamps()
+                .map(|s| Some((ix, s)))
+                .map_err(|e| e.to_string()),
+        });
+        match loaded {
+            Ok(Some((ix, stamps))) => {
+                *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some(stamps);
+                Ok(ix)
+            }
+            Ok(None) => {
+                self.lock_status().cache = "new".to_owned();
+                fresh()
+            }
+            Err(why) => {
+                tracing::info!(reason = %why, "index cache not usable; building afresh");
+                if let Err(e) = crate::index::cache::clear(dir) {
+                    tracing::warn!(error = %e, "could not clear the index cache");
+                }
+                self.lock_status().cache = format!("rebuilt: {why}");
+                fresh()
+            }
         }
     }
 
@@ -225,7 +327,7 @@ impl Engine {
     /// ranked search does not wait for link resolution).
     pub fn index(&self) -> Option<&SearchIndex> {
         self.index
-            .as_ref()
+            .get()
             .filter(|_| self.index_ready.load(Ordering::Acquire))
     }
 
@@ -253,6 +355,16 @@ impl Engine {
     /// The first build: reads every note once, feeding model and index.
     fn build(&self) {
         let started = Instant::now();
+        match self.create_index() {
+            Ok(ix) => {
+                let _ = self.index.set(ix);
+            }
+            Err(e) => {
+                let mut s = self.lock_status();
+                s.failed = true;
+                s.last_error = Some(e);
+            }
+        }
         // Count the notes first (names only, no stat), so progress has a total.
         let mut count = 0u64;
         let counted = self
@@ -337,7 +449,14 @@ impl Engine {
         let mut last = self.syncing.lock().unwrap_or_else(|e| e.into_inner());
         let started = Instant::now();
         let first = self.model.current().refreshed_at().is_none();
-        let index = self.index.as_ref();
+        let index = self.index.get();
+        // On the first build after loading the cache: the notes it holds, with their stamps.
+        let cached = if first {
+            self.cached.lock().unwrap_or_else(|e| e.into_inner()).take()
+        } else {
+            None
+        };
+        let reused = AtomicU64::new(0);
         let fresh_texts: Mutex<Vec<(VaultPath, NoteText)>> = Mutex::new(Vec::new());
         let stage = |n: NoteRead<'_>| {
             if first {
@@ -349,7 +468,12 @@ impl Engine {
                     .unwrap_or_else(|e| e.into_inner())
                     .push((n.path.clone(), NoteText::new(n.path, n.text)));
             }
-            if let Some(ix) = index
+            if let Some(c) = &cached
+                && c.get(n.path) == Some(&Stamp::of(n.meta))
+            {
+                // Indexed as it is now: the cached document stands.
+                reused.fetch_add(1, Ordering::Relaxed);
+            } else if let Some(ix) = index
                 && let Err(e) = ix.stage(n)
             {
                 tracing::warn!(path = %n.path, error = %e, "could not index a note");
@@ -372,6 +496,24 @@ impl Engine {
                     Change::File(p, _) if is_note_name(p.file_name()) => ix.stage_removal(p),
                     _ => {}
                 }
+            }
+            if let Some(c) = &cached {
+                // Cached notes the vault no longer has (deleted or renamed while stopped).
+                let notes: std::collections::HashSet<&VaultPath> = changes
+                    .iter()
+                    .filter_map(|c| match c {
+                        Change::Note(p, ..) => Some(p),
+                        _ => None,
+                    })
+                    .collect();
+                for p in c.keys().filter(|p| !notes.contains(p)) {
+                    ix.stage_removal(p);
+                }
+                self.lock_status().cache = format!(
+                    "reused {} of {} notes",
+                    reused.load(Ordering::Relaxed),
+                    notes.len()
+                );
             }
         }
         if self.freshness.keep_texts {
@@ -444,6 +586,32 @@ impl Engine {
                 }
             })
             .ok();
+        if matches!(
+            *self.cache.lock().unwrap_or_else(|e| e.into_inner()),
+            IndexCache::Dir(_)
+        ) {
+            let engine = Arc::downgrade(self);
+            std::thread::Builder::new()
+                .name("capvault-cache".into())
+                .spawn(move || {
+                    let mut saved = Vec::new();
+                    let mut wait = FIRST_SAVE_AFTER;
+                    loop {
+                        let Some(e) = engine.upgrade() else { return };
+                        if !e.is_ready() {
+                            drop(e);
+                            std::thread::sleep(Duration::from_millis(200));
+                            continue;
+                        }
+                        drop(e);
+                        std::thread::sleep(wait);
+                        wait = SAVE_EVERY;
+                        let Some(e) = engine.upgrade() else { return };
+                        e.save_index(&mut saved);
+                    }
+                })
+                .ok();
+        }
         let engine = Arc::downgrade(self);
         let every = self.freshness.periodic;
         std::thread::Builder::new()
@@ -508,7 +676,7 @@ impl Engine {
         let s = self.lock_status();
         let ready = self.index_ready.load(Ordering::Acquire);
         IndexStatus {
-            state: if s.failed || self.index.is_none() {
+            state: if s.failed {
                 "failed"
             } else if ready {
                 "ready"
@@ -527,6 +695,8 @@ impl Engine {
             build_ms: s.build_ms,
             watcher: s.watcher.clone(),
             reconcile_every_s: self.freshness.periodic.as_secs(),
+            cache: s.cache.clone(),
+            cache_saved: s.cache_saved.map(crate::notes::rfc3339),
             last_error: s.last_error.clone(),
         }
     }

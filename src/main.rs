@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+use capvault::engine::IndexCache;
+use capvault::vault::cache::IndexCacheDir;
 use capvault::vault::{DEFAULT_MAX_READ_BYTES, Limits, Vault};
 
 /// A capability-confined MCP server for Obsidian vaults.
@@ -43,6 +45,14 @@ enum Command {
         /// regex searches then read every candidate note from disk.
         #[arg(long)]
         no_text_cache: bool,
+        /// Folder that keeps the search index between runs, so a restart re-indexes only the
+        /// notes that changed (default: the user's cache folder, `~/.cache/capvault` on Linux).
+        /// It must be outside the vault; it holds every word of the vault, readable only by you.
+        #[arg(long, value_name = "DIR", conflicts_with = "no_index_cache")]
+        index_cache: Option<PathBuf>,
+        /// Keep the search index in memory only: every start indexes every note.
+        #[arg(long)]
+        no_index_cache: bool,
         /// Milliseconds a scanning search (exact, regex) may run before it returns partial results.
         #[arg(long, value_name = "MS", default_value_t = 3000)]
         scan_budget: u64,
@@ -140,6 +150,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             reconcile_every,
             no_watch,
             no_text_cache,
+            index_cache,
+            no_index_cache,
             scan_budget,
             index_delay,
         } => {
@@ -152,7 +164,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 build_delay: ms(index_delay),
                 keep_texts: !no_text_cache,
             };
-            capvault::app::serve_stdio(vault.open()?, freshness).await
+            let vault = vault.open()?;
+            let cache = if no_index_cache {
+                IndexCache::Off
+            } else {
+                match index_cache.or_else(capvault::vault::cache::default_root) {
+                    None => IndexCache::Unavailable("no cache folder for this user".to_owned()),
+                    Some(root) => match IndexCacheDir::open(&root, &vault) {
+                        Ok(dir) => IndexCache::Dir(dir),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "index cache unavailable; indexing every note at each start");
+                            IndexCache::Unavailable(e.to_string())
+                        }
+                    },
+                }
+            };
+            capvault::app::serve_stdio(vault, freshness, cache).await
         }
         Command::Call {
             vault,

@@ -521,7 +521,8 @@ async fn a_search_during_the_build_is_answered_by_a_scan_with_progress() {
     cmd.arg("serve")
         .arg(tmp.path())
         .args(["--index-delay", "2000"])
-        .env("CAPVAULT_LOG", "capvault=warn");
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .env("XDG_CACHE_HOME", common::test_cache_home());
     let recorder = ProgressRecorder::default();
     let client = recorder
         .clone()

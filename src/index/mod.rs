@@ -1,9 +1,13 @@
 //! The full-text index behind ranked search: tantivy, in memory, fed from the same reads that
 //! build the vault model.
 //!
-//! The index lives in RAM only, so it is never written inside the vault, never goes stale on disk
-//! and needs no invalidation: every start builds it afresh in the background while the server
-//! answers (about six seconds of CPU at 100,000 notes, see `docs/performance.md`).
+//! The index is served from RAM. When a cache folder is available (outside the vault, see
+//! [`crate::vault::cache`]) it is also saved there in the background ([`cache`]), so that the
+//! next start loads it and re-indexes only the notes whose size, modification time or inode
+//! changed (each document keeps those three as fast fields), instead of every note. The cache
+//! is only a cache: a missing, damaged or outdated one is cleared and the index built afresh, in
+//! the background while the server answers (about 13 s at 100,000 notes on 2 cores, see
+//! `docs/performance.md`).
 //!
 //! ## Fields
 //!
@@ -18,9 +22,10 @@
 //!
 //! plus filter fields that are never scored: `folder` (every ancestor folder), `tag` (each tag,
 //! normalised, and its parents, so `project` finds `project/alpha`), `prop` (see
-//! [`crate::notes::filter::property_terms`]) and `mtime` (milliseconds since the epoch). The path
-//! is the one stored field; excerpts are cut from the note itself, re-read through the capability
-//! layer, so note text is not held twice in memory.
+//! [`crate::notes::filter::property_terms`]) and `mtime` (milliseconds since the epoch), and the
+//! file's `stat_size`, `stat_mtime` (nanoseconds) and `stat_ino`, which tell a restart what
+//! changed. The path is the one stored field; excerpts are cut from the note texts the engine
+//! keeps (or re-read through the capability layer with `--no-text-cache`).
 //!
 //! ## Writes
 //!
@@ -28,14 +33,17 @@
 //! the parallel readers as they parse, then committed once per batch (the startup build, one
 //! debounced burst of watcher events, one reconcile), and the reader is reloaded by hand.
 
+pub mod cache;
 pub mod query;
 pub mod text;
 
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::RwLock;
 use std::time::UNIX_EPOCH;
 
 use tantivy::collector::{Count, TopDocs};
+use tantivy::directory::RamDirectory;
 use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query as TQuery, RangeQuery,
     TermQuery,
@@ -92,6 +100,36 @@ struct Fields {
     prop: Field,
     mtime: Field,
     long: Field,
+    stat_size: Field,
+    stat_mtime: Field,
+    stat_ino: Field,
+}
+
+/// What a restart compares to tell whether a note changed since it was indexed: the same three
+/// facts the model's reconcile compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch (negative before it).
+    pub mtime_ns: i64,
+    /// Inode number.
+    pub ino: u64,
+}
+
+impl Stamp {
+    /// The stamp of a file as the capability layer describes it.
+    pub fn of(meta: &crate::vault::FileMeta) -> Stamp {
+        let mtime_ns = match meta.modified.duration_since(UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+        };
+        Stamp {
+            size: meta.size,
+            mtime_ns,
+            ino: meta.ino,
+        }
+    }
 }
 
 /// Filters applied inside the index (never scored).
@@ -126,6 +164,9 @@ pub struct RankedHits {
 pub struct SearchIndex {
     writer: RwLock<IndexWriter<TantivyDocument>>,
     reader: IndexReader,
+    index: Index,
+    /// The directory `index` lives in (shared with it), read raw when saving to the cache.
+    files: RamDirectory,
     fields: Fields,
     analyzer: TextAnalyzer,
 }
@@ -139,8 +180,8 @@ impl std::fmt::Debug for SearchIndex {
 }
 
 impl SearchIndex {
-    /// An empty index, writing with up to `threads` indexing threads.
-    pub fn new(threads: usize) -> Result<Self, IndexError> {
+    /// The schema, and its fields by name.
+    fn schema() -> (Schema, Fields) {
         let mut sb = Schema::builder();
         let text = |tokenizer: &str| {
             TextOptions::default().set_indexing_options(
@@ -163,8 +204,53 @@ impl SearchIndex {
             prop: sb.add_text_field("prop", STRING),
             mtime: sb.add_i64_field("mtime", NumericOptions::default() | INDEXED | FAST),
             long: sb.add_text_field("long", STRING),
+            stat_size: sb.add_u64_field("stat_size", FAST),
+            stat_mtime: sb.add_i64_field("stat_mtime", FAST),
+            stat_ino: sb.add_u64_field("stat_ino", FAST),
         };
-        let index = Index::create_in_ram(sb.build());
+        (sb.build(), fields)
+    }
+
+    /// An empty index, writing with up to `threads` indexing threads.
+    pub fn new(threads: usize) -> Result<Self, IndexError> {
+        let (schema, fields) = Self::schema();
+        let ram = RamDirectory::create();
+        let index = Index::create(ram.clone(), schema, tantivy::IndexSettings::default())?;
+        Self::serve(index, ram, fields, threads)
+    }
+
+    /// The index saved in `dir`, to be brought up to date by the caller (see [`Self::stamps`]).
+    /// `Ok(None)` when there is none yet; `Err` (a short reason) when the saved one cannot be
+    /// used, and the caller should [`cache::clear`] it and start from [`Self::new`].
+    pub fn load(
+        dir: &crate::vault::cache::IndexCacheDir,
+        threads: usize,
+    ) -> Result<Option<Self>, String> {
+        let (schema, fields) = Self::schema();
+        match cache::load(dir, &schema)? {
+            None => Ok(None),
+            Some((index, ram)) => Self::serve(index, ram, fields, threads)
+                .map(Some)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Saves the committed index to `dir` if it changed since `saved` (the last save's
+    /// metadata); see [`cache::save`].
+    pub fn save(
+        &self,
+        dir: &crate::vault::cache::IndexCacheDir,
+        saved: &mut Vec<u8>,
+    ) -> Result<bool, String> {
+        cache::save(&self.index, &self.files, dir, saved)
+    }
+
+    fn serve(
+        index: Index,
+        files: RamDirectory,
+        fields: Fields,
+        threads: usize,
+    ) -> Result<Self, IndexError> {
         index.tokenizers().register(TEXT_ANALYZER, text::analyzer());
         index.tokenizers().register(
             CJK_ANALYZER,
@@ -180,9 +266,44 @@ impl SearchIndex {
         Ok(SearchIndex {
             writer: RwLock::new(writer),
             reader,
+            index,
+            files,
             fields,
             analyzer: text::analyzer(),
         })
+    }
+
+    /// Every committed note's path and [`Stamp`]: what a restart compares with the vault.
+    pub fn stamps(&self) -> Result<HashMap<VaultPath, Stamp>, IndexError> {
+        let f = &self.fields;
+        let searcher = self.reader.searcher();
+        let mut out = HashMap::with_capacity(searcher.num_docs() as usize);
+        for seg in searcher.segment_readers() {
+            let fast = seg.fast_fields();
+            let size = fast.u64("stat_size")?;
+            let mtime = fast.i64("stat_mtime")?;
+            let ino = fast.u64("stat_ino")?;
+            let store = seg
+                .get_store_reader(16)
+                .map_err(|e| IndexError::Engine(e.into()))?;
+            for doc in seg.doc_ids_alive() {
+                let d: TantivyDocument = store.get(doc)?;
+                let Some(path) = d
+                    .get_first(f.path)
+                    .and_then(|v| v.as_str())
+                    .and_then(|s| VaultPath::parse(s).ok())
+                else {
+                    continue;
+                };
+                let stamp = Stamp {
+                    size: size.first(doc).unwrap_or(0),
+                    mtime_ns: mtime.first(doc).unwrap_or(0),
+                    ino: ino.first(doc).unwrap_or(0),
+                };
+                out.insert(path, stamp);
+            }
+        }
+        Ok(out)
     }
 
     /// Documents searchable now (committed).
@@ -285,6 +406,10 @@ impl SearchIndex {
             doc.add_text(f.prop, &p);
         }
         doc.add_i64(f.mtime, millis(note.meta.modified));
+        let stamp = Stamp::of(note.meta);
+        doc.add_u64(f.stat_size, stamp.size);
+        doc.add_i64(f.stat_mtime, stamp.mtime_ns);
+        doc.add_u64(f.stat_ino, stamp.ino);
         if text::has_long_word(note.text) {
             doc.add_text(f.long, "1");
         }

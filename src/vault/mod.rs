@@ -1,9 +1,9 @@
 //! The capability layer: the only code in capvault that touches the filesystem.
 //!
-//! [`Vault::open`] is the single use of ambient authority in the program: it opens the vault
-//! root once as a [`cap_std::fs::Dir`] and never looks at the root's host path again (except
-//! for its last component, shown as the vault's display name). Everything else is reached
-//! from that handle:
+//! [`Vault::open`] opens the vault root once as a [`cap_std::fs::Dir`] (through `ambient`, the
+//! one function in the program allowed ambient authority) and never looks at the root's host
+//! path again (except for its last component, shown as the vault's display name). Every vault
+//! file is reached from that handle:
 //!
 //! - [`path`]: [`VaultPath`], the validated vault-relative path every request is parsed into.
 //! - [`resolve`](self::resolve): a component-at-a-time, no-follow walk that splices in symlink
@@ -11,11 +11,15 @@
 //!   leads, race-free.
 //! - [`scan`]: depth-first walks over directory handles.
 //! - [`example`]: the embedded example vault used by `capvault demo`.
+//! - [`cache`]: the search index's cache folder, outside the vault, opened as a second handle
+//!   and proven not to lie inside the vault.
 //!
 //! clippy's `disallowed-methods` (see `clippy.toml`) keeps `std::fs`, `tokio::fs` and
-//! ambient-authority constructors out of every other module; the one `#[allow]` is in
-//! [`Vault::open`].
+//! ambient-authority constructors out of every other module; the one `#[allow]` is on the
+//! private function `ambient`, which only opens folders: the vault root for [`Vault::open`], and
+//! the index cache folder (and its ancestors, to check where it lies) for [`cache`].
 
+pub mod cache;
 pub mod error;
 pub mod example;
 pub mod path;
@@ -157,18 +161,36 @@ impl ConfigFile {
     }
 }
 
+/// What [`ambient`] may do with the process's ambient authority.
+pub(crate) enum Ambient<'a> {
+    /// Open the folder at a host path (the vault root, the index cache folder or one of its
+    /// ancestors).
+    Open(&'a Path),
+    /// Open the parent (`..`) of a folder already open: used only to prove that the index
+    /// cache folder is not inside the vault.
+    Parent(&'a Dir),
+}
+
+/// The single function in capvault that uses ambient authority (clippy's `disallowed-methods`
+/// forbids it everywhere else). It only opens folders; everything below them is reached from the
+/// handles it returns.
+#[allow(clippy::disallowed_methods)] // The single, documented use of ambient authority.
+pub(crate) fn ambient(what: Ambient<'_>) -> std::io::Result<Dir> {
+    match what {
+        Ambient::Open(path) => Dir::open_ambient_dir(path, cap_std::ambient_authority()),
+        Ambient::Parent(dir) => dir.open_parent_dir(cap_std::ambient_authority()),
+    }
+}
+
 impl Vault {
-    /// Opens the folder at `root` as a vault. This is the one place in capvault that uses
-    /// ambient authority: after it returns, the host path is forgotten. A read cap above
+    /// Opens the folder at `root` as a vault, through `ambient`: after it returns, the host
+    /// path is forgotten. A read cap above
     /// [`MAX_READ_BYTES_LIMIT`] is lowered to it.
-    #[allow(clippy::disallowed_methods)] // The single, documented use of ambient authority.
     pub fn open(root: &Path, mut limits: Limits) -> Result<Vault, OpenError> {
         limits.max_read_bytes = limits.max_read_bytes.min(MAX_READ_BYTES_LIMIT);
-        let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(|source| {
-            OpenError {
-                path: root.display().to_string(),
-                source,
-            }
+        let dir = ambient(Ambient::Open(root)).map_err(|source| OpenError {
+            path: root.display().to_string(),
+            source,
         })?;
         let name = root
             .file_name()
@@ -180,6 +202,13 @@ impl Vault {
             limits,
             config_dir: DEFAULT_CONFIG_DIR.to_owned(),
         })
+    }
+
+    /// The root folder's device and inode numbers: names the vault in the index cache without
+    /// looking at its host path.
+    pub(crate) fn identity(&self) -> std::io::Result<(u64, u64)> {
+        let meta = self.root.dir_metadata()?;
+        Ok((meta.dev(), meta.ino()))
     }
 
     /// The vault's display name: the root folder's own name.

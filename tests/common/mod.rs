@@ -35,6 +35,15 @@ impl Server {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
         cmd.arg("serve").arg(vault).args(extra);
         cmd.env("CAPVAULT_LOG", "capvault=warn");
+        // The default index cache goes under the user's cache folder: keep the tests' apart.
+        cmd.env("XDG_CACHE_HOME", test_cache_home());
+        let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
+        let client = ().serve(transport).await.expect("MCP handshake");
+        Server { client }
+    }
+
+    /// Connects to a server spawned by `cmd` (a `capvault serve` command line).
+    pub async fn from_command(cmd: tokio::process::Command) -> Server {
         let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
         let client = ().serve(transport).await.expect("MCP handshake");
         Server { client }
@@ -147,6 +156,12 @@ fn reply(result: CallToolResult) -> Reply {
         text,
         raw,
     }
+}
+
+/// The `XDG_CACHE_HOME` the spawned servers get, so their default index cache stays under
+/// `target/`.
+pub fn test_cache_home() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache")
 }
 
 /// Writes `files` (path, content) under `root`, creating folders.

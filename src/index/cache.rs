@@ -1,0 +1,194 @@
+//! Saving the index to its cache folder and loading it back (the folder itself, and why it is
+//! safe to have one, is [`crate::vault::cache`]).
+//!
+//! tantivy's segment files never change once written (deletions go to new `.del` files), so a
+//! save writes only the files the cache lacks, then one manifest naming the files and holding
+//! tantivy's `meta.json`, then removes what the manifest no longer names. The manifest is
+//! written last and atomically: a crash at any point leaves the previous save loadable. A load
+//! copies the named files into a RAM directory (the index is served from memory, as when built
+//! fresh), checks every file's checksum and the schema, and refuses on any mismatch: the caller
+//! then clears the folder and builds afresh.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tantivy::directory::RamDirectory;
+use tantivy::index::SegmentComponent;
+use tantivy::schema::Schema;
+use tantivy::{Directory, Index};
+
+use crate::vault::cache::{IndexCacheDir, MAX_FILES, valid_name};
+
+/// What the cached index was built by. Bump the number whenever a note's document changes
+/// (fields, analyzers, what goes into them): a cache of another format is discarded.
+pub const FORMAT: &str = "capvault index 1, tantivy 0.27";
+/// The manifest's file name.
+const MANIFEST: &str = "manifest.json";
+/// Largest manifest read.
+const MAX_MANIFEST: u64 = 64 << 20;
+/// Largest index file read (tantivy's own segments stay far below this at 100,000 notes).
+const MAX_FILE: u64 = 4 << 30;
+/// tantivy's metadata file.
+const META: &str = "meta.json";
+/// tantivy's list of the files it manages (and may delete when a merge makes them obsolete).
+const MANAGED: &str = ".managed.json";
+
+#[derive(Serialize, Deserialize)]
+struct Manifest {
+    format: String,
+    /// The segment files, in the cache folder under these names.
+    files: Vec<String>,
+    /// tantivy's `meta.json` as it was when the files were saved.
+    meta: String,
+}
+
+/// Loads the cached index. `Ok(None)` when there is none yet; `Err` (a short reason) when there
+/// is one that cannot be used: another format, another schema, a missing or damaged file.
+pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, RamDirectory)>, String> {
+    let manifest = match dir.read(MANIFEST, MAX_MANIFEST) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read the manifest: {e}")),
+    };
+    let manifest: Manifest =
+        serde_json::from_slice(&manifest).map_err(|e| format!("the manifest is not valid: {e}"))?;
+    if manifest.format != FORMAT {
+        return Err(format!(
+            "the cache was written by another version ({})",
+            manifest.format
+        ));
+    }
+    if manifest.files.len() > MAX_FILES || !manifest.files.iter().all(|f| valid_name(f)) {
+        return Err("the manifest names files it cannot hold".to_owned());
+    }
+    let ram = RamDirectory::create();
+    let io = |what: &str, e: &dyn std::fmt::Display| format!("{what}: {e}");
+    for name in &manifest.files {
+        let bytes = dir.read(name, MAX_FILE).map_err(|e| io(name, &e))?;
+        ram.atomic_write(Path::new(name), &bytes)
+            .map_err(|e| io(name, &e))?;
+    }
+    ram.atomic_write(Path::new(META), manifest.meta.as_bytes())
+        .map_err(|e| io(META, &e))?;
+    let managed = serde_json::to_vec(&manifest.files).map_err(|e| io(MANAGED, &e))?;
+    ram.atomic_write(Path::new(MANAGED), &managed)
+        .map_err(|e| io(MANAGED, &e))?;
+    // tantivy trusts its files; a damaged one could panic deep inside it. Checksums come first,
+    // and the whole open runs under catch_unwind all the same.
+    let files = ram.clone();
+    let opened = std::panic::catch_unwind(move || -> Result<Index, String> {
+        let index = Index::open(ram).map_err(|e| format!("cannot open: {e}"))?;
+        if index.schema() != *schema {
+            return Err("the cache has another schema".to_owned());
+        }
+        for name in &manifest.files {
+            match index.directory().validate_checksum(Path::new(name)) {
+                Ok(true) => {}
+                Ok(false) => return Err(format!("{name} is damaged (checksum)")),
+                Err(e) => return Err(io(name, &e)),
+            }
+        }
+        Ok(index)
+    });
+    match opened {
+        Ok(Ok(index)) => Ok(Some((index, files))),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err("the cached index could not be opened (tantivy panicked)".to_owned()),
+    }
+}
+
+/// Saves `index`, whose files are in `ram`, unless `saved` (the `meta.json` of the last save)
+/// shows nothing changed since. Returns whether it wrote. An `Err` leaves the previous save in
+/// place. Files are read from `ram` itself, footers included (tantivy's managed directory would
+/// hand them out without their footer).
+pub fn save(
+    index: &Index,
+    ram: &RamDirectory,
+    dir: &IndexCacheDir,
+    saved: &mut Vec<u8>,
+) -> Result<bool, String> {
+    let read_meta = || {
+        ram.atomic_read(Path::new(META))
+            .map_err(|e| format!("cannot read the index metadata: {e}"))
+    };
+    let meta = read_meta()?;
+    if meta == *saved {
+        return Ok(false);
+    }
+    let metas = index.load_metas().map_err(|e| e.to_string())?;
+    if read_meta()? != meta {
+        return Err("the index changed during the save (a merge ended); next time".to_owned());
+    }
+    let managed: HashSet<PathBuf> = index.directory().list_managed_files();
+    let mut keep: Vec<String> = Vec::new();
+    for seg in &metas.segments {
+        let uuid = seg.id().uuid_string();
+        let deletes = seg
+            .has_deletes()
+            .then(|| seg.relative_path(SegmentComponent::Delete));
+        for file in &managed {
+            let Some(name) = file.to_str() else { continue };
+            let Some(ext) = name
+                .strip_prefix(uuid.as_str())
+                .and_then(|r| r.strip_prefix('.'))
+            else {
+                continue;
+            };
+            let stale_deletes = ext.ends_with("del") && deletes.as_deref() != Some(file.as_path());
+            if stale_deletes || ext.ends_with("temp") {
+                continue;
+            }
+            keep.push(name.to_owned());
+        }
+    }
+    keep.sort();
+    if !keep.iter().all(|f| valid_name(f)) {
+        return Err("tantivy named a file the cache cannot hold".to_owned());
+    }
+    let existing: HashSet<String> = dir
+        .names()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .collect();
+    for name in &keep {
+        if existing.contains(name) {
+            continue; // segment files never change once written
+        }
+        let file = ram
+            .open_read(Path::new(name))
+            .map_err(|e| format!("{name}: {e}"))?;
+        let bytes = file.read_bytes().map_err(|e| format!("{name}: {e}"))?;
+        dir.write(name, bytes.as_slice())
+            .map_err(|e| format!("{name}: {e}"))?;
+    }
+    let manifest = Manifest {
+        format: FORMAT.to_owned(),
+        files: keep,
+        meta: String::from_utf8(meta.clone()).map_err(|e| e.to_string())?,
+    };
+    let json = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
+    dir.write(MANIFEST, &json)
+        .map_err(|e| format!("{MANIFEST}: {e}"))?;
+    dir.sync().map_err(|e| e.to_string())?;
+    let named: HashSet<&str> = manifest.files.iter().map(String::as_str).collect();
+    for name in existing {
+        if name != MANIFEST && !named.contains(name.as_str()) && valid_name(&name) {
+            let _ = dir.remove(&name);
+        }
+    }
+    *saved = meta;
+    Ok(true)
+}
+
+/// Removes every file of the cache (it is unusable; the index is being built afresh).
+pub fn clear(dir: &IndexCacheDir) -> std::io::Result<()> {
+    // The manifest first: without it, whatever else remains is never loaded.
+    dir.remove(MANIFEST)?;
+    for name in dir.names()? {
+        if valid_name(&name) {
+            dir.remove(&name)?;
+        }
+    }
+    Ok(())
+}

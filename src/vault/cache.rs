@@ -1,0 +1,281 @@
+//! The search index's cache folder: a second capability, outside the vault.
+//!
+//! The index is rebuilt from the vault whenever this cache is missing, stale or damaged, so
+//! nothing in it is trusted beyond what a checksum proves; it exists only so that a restart
+//! reconciles instead of re-indexing every note. It lives under the user's cache folder
+//! (`~/.cache/capvault` on Linux), one sub-folder per vault named after the vault root's device
+//! and inode numbers (never its host path), and never inside the vault: [`IndexCacheDir::open`]
+//! walks up from the cache folder, handle by handle, and refuses it if the vault root is one of
+//! its ancestors (a string comparison of paths would miss symlinks).
+//!
+//! Folders are created `0700` and files `0600`: the index holds every word of the vault. Files
+//! are written whole to a temporary name, synced, then renamed, so a crash leaves either the old
+//! or the new file. One `capvault` process per vault uses the folder at a time (an exclusive lock
+//! on its `lock` file); a second one runs with its index in memory only.
+
+use std::io::{self, Read, Write};
+use std::path::{Component, Path};
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, MetadataExt, OpenOptions, OpenOptionsExt};
+
+use super::{Ambient, Vault, ambient};
+
+/// Sub-folder of the cache root holding one index folder per vault; bump the suffix if the
+/// layout below it changes.
+const INDEX_FOLDER: &str = "index-1";
+/// The lock file's name inside a vault's cache folder.
+const LOCK_FILE: &str = "lock";
+/// Longest file name accepted in the cache folder.
+const MAX_NAME: usize = 100;
+/// Most files listed from the cache folder.
+pub const MAX_FILES: usize = 100_000;
+/// Ancestors checked above the cache folder before giving up (deeper is refused).
+const MAX_DEPTH: usize = 256;
+
+/// Why the index cache cannot be used. Shown in `vault_info` and the log, so it never names a
+/// host path.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The cache folder lies inside the vault.
+    #[error("the index cache folder is inside the vault; it must be outside")]
+    InsideVault,
+    /// Another capvault process serves this vault with the same cache folder.
+    #[error("another capvault process is using the index cache of this vault")]
+    Busy,
+    /// The path is relative after all, or names `..`.
+    #[error("the index cache folder must be an absolute path without `..`")]
+    BadPath,
+    /// The filesystem refused.
+    #[error("index cache folder: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// The cache folder of one vault's search index, open and locked for this process.
+#[derive(Debug)]
+pub struct IndexCacheDir {
+    dir: Dir,
+    /// Held open (and so locked) for the life of the process.
+    _lock: cap_std::fs::File,
+}
+
+/// The default cache root: the platform's per-user cache folder plus `capvault`.
+pub fn default_root() -> Option<std::path::PathBuf> {
+    dirs::cache_dir().map(|d| d.join("capvault"))
+}
+
+impl IndexCacheDir {
+    /// Opens (creating what is missing) the cache folder of `vault` under `root`, and locks it.
+    /// Refuses a `root` inside the vault before creating anything.
+    pub fn open(root: &Path, vault: &Vault) -> Result<IndexCacheDir, CacheError> {
+        let root = std::path::absolute(root)?;
+        if root
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+        {
+            return Err(CacheError::BadPath);
+        }
+        let vault_id = vault.identity()?;
+        // The deepest ancestor that exists; the rest is created below it, after the check.
+        let mut missing = Vec::new();
+        let mut at = root.as_path();
+        let mut dir = loop {
+            match ambient(Ambient::Open(at)) {
+                Ok(d) => break d,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let (Some(name), Some(parent)) = (at.file_name(), at.parent()) else {
+                        return Err(e.into());
+                    };
+                    missing.push(name.to_owned());
+                    at = parent;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        ensure_outside(&dir, vault_id)?;
+        for name in missing.iter().rev() {
+            dir = sub_dir(&dir, Path::new(name))?;
+        }
+        let dir = sub_dir(&dir, Path::new(INDEX_FOLDER))?;
+        let name = format!("{:x}-{:x}", vault_id.0, vault_id.1);
+        let dir = sub_dir(&dir, Path::new(&name))?;
+        let lock = dir.open_with(
+            LOCK_FILE,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .follow(FollowSymlinks::No)
+                .mode(0o600),
+        )?;
+        let lock = lock_exclusive(lock)?;
+        Ok(IndexCacheDir { dir, _lock: lock })
+    }
+
+    /// The names of the files in the folder (at most [`MAX_FILES`]), lock file excepted.
+    pub fn names(&self) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for entry in self.dir.entries()? {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if name != LOCK_FILE && entry.file_type()?.is_file() {
+                out.push(name);
+                if out.len() >= MAX_FILES {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads a whole file, refusing one larger than `max` bytes.
+    pub fn read(&self, name: &str, max: u64) -> io::Result<Vec<u8>> {
+        check_name(name)?;
+        let mut file = self.dir.open_with(
+            name,
+            OpenOptions::new().read(true).follow(FollowSymlinks::No),
+        )?;
+        let len = file.metadata()?.len();
+        if len > max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{name} is larger than {max} bytes"),
+            ));
+        }
+        let mut bytes = Vec::with_capacity(len as usize);
+        Read::take(&mut file, max + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{name} grew past {max} bytes"),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Writes a whole file atomically: to a temporary name, synced, then renamed over `name`.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        check_name(name)?;
+        let tmp = format!("{name}.tmp");
+        let _ = self.dir.remove_file(&tmp);
+        let mut file = self.dir.open_with(
+            &tmp,
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .follow(FollowSymlinks::No)
+                .mode(0o600),
+        )?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        self.dir.rename(&tmp, &self.dir, name)
+    }
+
+    /// Removes a file (a missing file is not an error).
+    pub fn remove(&self, name: &str) -> io::Result<()> {
+        check_name(name)?;
+        match self.dir.remove_file(name) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Makes the renames done so far durable.
+    pub fn sync(&self) -> io::Result<()> {
+        // cap-std has no fsync of a directory handle; open "." read-only and sync that.
+        self.dir
+            .open_with(".", OpenOptions::new().read(true))?
+            .sync_all()
+    }
+}
+
+/// True for a name the cache may hold: 1 to [`MAX_NAME`] bytes of ASCII letters, digits, `.`,
+/// `-` and `_`, not starting with a dot.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && !name.starts_with('.')
+        && name != LOCK_FILE
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+fn check_name(name: &str) -> io::Result<()> {
+    if valid_name(name) {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a name the index cache holds",
+        ))
+    }
+}
+
+/// Opens sub-folder `name` of `dir`, creating it `0700` if missing. Never follows a symlink.
+fn sub_dir(dir: &Dir, name: &Path) -> io::Result<Dir> {
+    let mut builder = DirBuilder::new();
+    builder.mode(0o700);
+    match dir.create_dir_with(name, &builder) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let meta = dir.symlink_metadata(name)?;
+    if !meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "a cache folder is not a folder (a symlink?)",
+        ));
+    }
+    dir.open_dir_nofollow(name)
+}
+
+/// Fails when `vault` (device, inode) is `dir` or one of its ancestors.
+fn ensure_outside(dir: &Dir, vault: (u64, u64)) -> Result<(), CacheError> {
+    let id = |d: &Dir| -> io::Result<(u64, u64)> {
+        let m = d.dir_metadata()?;
+        Ok((m.dev(), m.ino()))
+    };
+    let mut here = id(dir)?;
+    let mut parent = ambient(Ambient::Parent(dir))?;
+    for _ in 0..MAX_DEPTH {
+        if here == vault {
+            return Err(CacheError::InsideVault);
+        }
+        let up = id(&parent)?;
+        if up == here {
+            return Ok(()); // the filesystem root is its own parent
+        }
+        here = up;
+        parent = ambient(Ambient::Parent(&parent))?;
+    }
+    Err(CacheError::BadPath)
+}
+
+/// Takes an exclusive lock on the open file, without waiting (`flock`; released when the
+/// process ends, however it ends).
+fn lock_exclusive(file: cap_std::fs::File) -> Result<cap_std::fs::File, CacheError> {
+    use rustix::fs::{FlockOperation, flock};
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(file),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(CacheError::Busy),
+        Err(e) => Err(CacheError::Io(e.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_file_names_are_plain_and_short() {
+        assert!(valid_name("meta.json"));
+        assert!(valid_name("0a1b2c3d.17.del"));
+        for bad in ["", ".hidden", "a/b", "..", "lock", "a\\b", &"x".repeat(101)] {
+            assert!(!valid_name(bad), "{bad:?} accepted");
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! The search index's cache folder, driven through the real binary: a restart reuses the saved
+//! index and catches up with what changed while the server was stopped; a damaged or outdated
+//! cache is set aside and rebuilt; the cache is refused inside the vault (also through a
+//! symlink); one process per cache folder.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{Server, write_tree};
+use serde_json::{Value, json};
+
+/// Starts a server on `vault` with the index cache in `cache`, retrying while the previous
+/// process (killed by the last `stop`) still holds the folder's lock.
+async fn start_cached(vault: &Path, cache: &Path) -> (Server, Value) {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let server = Server::start_with(vault, &["--index-cache", cache.to_str().unwrap()]).await;
+        let index = server.wait_index_ready().await;
+        let busy = index["cache"]
+            .as_str()
+            .is_some_and(|c| c.contains("another capvault process"));
+        if !busy {
+            return (server, index);
+        }
+        assert!(Instant::now() < until, "cache still locked: {index}");
+        server.stop().await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the server has saved its index to the cache.
+async fn wait_saved(server: &Server) -> Value {
+    server
+        .eventually(30, "vault_info", json!({}), |v| {
+            v["index"]["cache_saved"].is_string()
+        })
+        .await["index"]
+        .clone()
+}
+
+/// Paths of the ranked hits for `query`.
+async fn ranked(server: &Server, query: &str) -> Vec<String> {
+    let r = server
+        .ok("search_notes", json!({"query": query, "mode": "ranked"}))
+        .await;
+    let mut paths: Vec<String> = r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_owned())
+        .collect();
+    paths.dedup();
+    paths
+}
+
+fn vault() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            ("Birds/Finch.md", "# Finch\nA zebrafinch sang.\n"),
+            ("Mammals/Marmot.md", "# Marmot\nThe marmot whistles.\n"),
+            ("Mammals/Otter.md", "# Otter\nThe otter floats.\n"),
+            ("Plants/Fern.md", "# Fern\nFronds of the fern.\n"),
+        ],
+    );
+    tmp
+}
+
+#[tokio::test]
+async fn a_restart_reuses_the_cached_index_and_catches_up_with_changes_made_while_stopped() {
+    let v = vault();
+    let cache = tempfile::tempdir().unwrap();
+    let (server, index) = start_cached(v.path(), cache.path()).await;
+    assert_eq!(index["cache"], "new", "{index}");
+    assert_eq!(ranked(&server, "zebrafinch").await, ["Birds/Finch.md"]);
+    wait_saved(&server).await;
+    server.stop().await;
+
+    // While stopped: edit one note, delete one, add one, move one.
+    let root = v.path();
+    std::thread::sleep(Duration::from_millis(20)); // a new mtime even on coarse clocks
+    std::fs::write(root.join("Birds/Finch.md"), "# Finch\nAn ocelot watched.\n").unwrap();
+    std::fs::remove_file(root.join("Mammals/Marmot.md")).unwrap();
+    write_tree(root, &[("Mammals/Pangolin.md", "# Pangolin\nScales.\n")]);
+    std::fs::rename(root.join("Mammals/Otter.md"), root.join("Otter.md")).unwrap();
+
+    let (server, index) = start_cached(v.path(), cache.path()).await;
+    // Only the untouched note (Fern) kept its document; the other three were indexed again.
+    assert_eq!(index["cache"], "reused 1 of 4 notes", "{index}");
+    assert_eq!(index["documents"], 4, "{index}");
+    assert!(ranked(&server, "zebrafinch").await.is_empty());
+    assert_eq!(ranked(&server, "ocelot").await, ["Birds/Finch.md"]);
+    assert!(ranked(&server, "marmot").await.is_empty());
+    assert_eq!(ranked(&server, "pangolin").await, ["Mammals/Pangolin.md"]);
+    assert_eq!(ranked(&server, "otter").await, ["Otter.md"]);
+    assert_eq!(ranked(&server, "fronds").await, ["Plants/Fern.md"]);
+    wait_saved(&server).await;
+    server.stop().await;
+
+    // Nothing changed this time: every note comes from the cache.
+    let (server, index) = start_cached(v.path(), cache.path()).await;
+    assert_eq!(index["cache"], "reused 4 of 4 notes", "{index}");
+    assert_eq!(ranked(&server, "pangolin").await, ["Mammals/Pangolin.md"]);
+    server.stop().await;
+}
+
+/// The one folder below `cache` that holds a vault's index files.
+fn vault_cache_folder(cache: &Path) -> std::path::PathBuf {
+    let mut dirs: Vec<_> = std::fs::read_dir(cache.join("index-1"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs.pop().unwrap()
+}
+
+#[tokio::test]
+async fn a_damaged_or_outdated_index_cache_is_set_aside_and_rebuilt() {
+    let v = vault();
+    let cache = tempfile::tempdir().unwrap();
+    let (server, _) = start_cached(v.path(), cache.path()).await;
+    wait_saved(&server).await;
+    server.stop().await;
+
+    // Flip a byte in the middle of every segment file.
+    let folder = vault_cache_folder(cache.path());
+    let mut damaged = 0;
+    for e in std::fs::read_dir(&folder).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+        if name == "manifest.json" || name == "lock" {
+            continue;
+        }
+        let mut bytes = std::fs::read(&p).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x55;
+        std::fs::write(&p, bytes).unwrap();
+        damaged += 1;
+    }
+    assert!(damaged > 0);
+    let (server, index) = start_cached(v.path(), cache.path()).await;
+    let state = index["cache"].as_str().unwrap();
+    assert!(state.starts_with("rebuilt: "), "{index}");
+    assert!(!state.contains(cache.path().to_str().unwrap()), "{state}");
+    assert_eq!(ranked(&server, "zebrafinch").await, ["Birds/Finch.md"]);
+    assert_eq!(ranked(&server, "marmot").await, ["Mammals/Marmot.md"]);
+    wait_saved(&server).await;
+    server.stop().await;
+
+    // A cache written by another version of capvault is not trusted either.
+    let manifest = folder.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let mut m: Value = serde_json::from_str(&text).unwrap();
+    m["format"] = json!("capvault index 0, tantivy 0.1");
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+    let (server, index) = start_cached(v.path(), cache.path()).await;
+    assert!(
+        index["cache"]
+            .as_str()
+            .unwrap()
+            .starts_with("rebuilt: the cache was written by another version"),
+        "{index}"
+    );
+    assert_eq!(ranked(&server, "otter").await, ["Mammals/Otter.md"]);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_index_cache_folder_inside_the_vault_is_refused_even_through_a_symlink() {
+    let v = vault();
+    let outside = tempfile::tempdir().unwrap();
+    let link = outside.path().join("link");
+    std::os::unix::fs::symlink(v.path().join("Plants"), &link).unwrap();
+    for cache in [v.path().join("cache/index"), link.join("cache")] {
+        let server =
+            Server::start_with(v.path(), &["--index-cache", cache.to_str().unwrap()]).await;
+        let index = server.wait_index_ready().await;
+        assert_eq!(
+            index["cache"],
+            "unavailable: the index cache folder is inside the vault; it must be outside",
+            "{cache:?}: {index}"
+        );
+        // Search works all the same, from memory.
+        assert_eq!(ranked(&server, "fern").await, ["Plants/Fern.md"]);
+        server.stop().await;
+    }
+    // Nothing was created inside the vault.
+    assert!(!v.path().join("cache").exists());
+    assert!(!v.path().join("Plants/cache").exists());
+}
+
+#[tokio::test]
+async fn a_second_server_on_the_same_vault_and_cache_runs_without_the_cache() {
+    let v = vault();
+    let cache = tempfile::tempdir().unwrap();
+    let (first, index) = start_cached(v.path(), cache.path()).await;
+    assert_eq!(index["cache"], "new", "{index}");
+    let second =
+        Server::start_with(v.path(), &["--index-cache", cache.path().to_str().unwrap()]).await;
+    let index = second.wait_index_ready().await;
+    assert_eq!(
+        index["cache"],
+        "unavailable: another capvault process is using the index cache of this vault",
+        "{index}"
+    );
+    assert_eq!(ranked(&second, "marmot").await, ["Mammals/Marmot.md"]);
+    second.stop().await;
+    first.stop().await;
+}
+
+#[tokio::test]
+async fn the_default_index_cache_lives_in_the_users_cache_folder_and_can_be_turned_off() {
+    let v = vault();
+    let home = tempfile::tempdir().unwrap();
+    let spawn = |extra: &'static [&'static str]| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+        cmd.arg("serve")
+            .arg(v.path())
+            .args(extra)
+            .env("CAPVAULT_LOG", "capvault=warn")
+            .env("XDG_CACHE_HOME", home.path());
+        cmd
+    };
+    let off = Server::from_command(spawn(&["--no-index-cache"])).await;
+    let index = off.wait_index_ready().await;
+    assert_eq!(index["cache"], "off", "{index}");
+    off.stop().await;
+    assert!(!home.path().join("capvault").exists());
+
+    let on = Server::from_command(spawn(&[])).await;
+    on.wait_index_ready().await;
+    wait_saved(&on).await;
+    on.stop().await;
+    let folder = vault_cache_folder(&home.path().join("capvault"));
+    assert!(folder.join("manifest.json").is_file());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "cache folder readable by others: {mode:o}");
+}
