@@ -7,7 +7,8 @@
 //! Environment: `CAPVAULT_BENCH_SIZES=1000,10000` (generated vaults, cached in
 //! `target/bench-vaults/`), `CAPVAULT_BENCH_VAULT=/path` (an existing vault instead),
 //! `CAPVAULT_BENCH_RUNS` (timed calls per query after one warm-up, default 20),
-//! `CAPVAULT_BENCH_SERVERS=capvault,obsidian-mcp-rs,mcpvault,some-vault-some-mcp` (which to run),
+//! `CAPVAULT_BENCH_SERVERS=capvault,capvault-restart,obsidian-mcp-rs,mcpvault,some-vault-some-mcp`
+//! (which to run),
 //! `CAPVAULT_BENCH_INDEX_TIMEOUT` (seconds capvault may take to report its index ready, default
 //! 120), `CAPVAULT_BENCH_PEER_INDEX_TIMEOUT` (the same for peers, default 600),
 //! `CAPVAULT_BENCH_CALL_TIMEOUT` (seconds per call, default 120), `CAPVAULT_BENCH_CELL_BUDGET`
@@ -24,7 +25,11 @@
 //!   `vault_info` also counts `notes` (the model is built) and `index.watcher` is past
 //!   "starting" (reported as "spawn to model and watcher ready"). The reply's `mode` must be the
 //!   mode asked for, or the cell is reported as an error (so an older build that ignores `mode`
-//!   cannot pass its exact scan off as ranked search).
+//!   cannot pass its exact scan off as ranked search). It runs with `--index-cache` on a folder
+//!   under `target/bench-search/` emptied first, so this is a first start.
+//! - capvault-restart: the same binary started again right after, on the same vault and cache
+//!   folder: the start users see every day after the first (the index is loaded from the cache
+//!   and only changed notes are re-indexed). Its ratio column compares it with the first start.
 //! - obsidian-mcp-rs 0.8.1 (crates.io, Rust, rmcp): `obsidian-mcp-rs <vault> --no-edit` (vault
 //!   paths are positional; `--no-edit` drops the write tools). 7 tools with `--no-edit`
 //!   (15 without), among them `search-vault {vault, query, path, caseSensitive, searchType,
@@ -179,22 +184,31 @@ const LIMIT: usize = 20;
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Capvault,
+    /// capvault started again on the same vault, with the index cache its first run saved.
+    CapvaultRestart,
     ObsidianMcpRs,
     Mcpvault,
     SomeVault,
 }
 
 impl Kind {
-    const ALL: [Kind; 4] = [
+    const ALL: [Kind; 5] = [
         Kind::Capvault,
+        Kind::CapvaultRestart,
         Kind::ObsidianMcpRs,
         Kind::Mcpvault,
         Kind::SomeVault,
     ];
 
+    /// capvault itself, started cold or again.
+    fn is_capvault(self) -> bool {
+        matches!(self, Kind::Capvault | Kind::CapvaultRestart)
+    }
+
     fn name(self) -> &'static str {
         match self {
             Kind::Capvault => "capvault",
+            Kind::CapvaultRestart => "capvault-restart",
             Kind::ObsidianMcpRs => "obsidian-mcp-rs",
             Kind::Mcpvault => "mcpvault",
             Kind::SomeVault => "some-vault-some-mcp",
@@ -206,7 +220,7 @@ impl Kind {
     fn search(self, mode: Mode, q: &Query, vault_name: &str) -> Option<(&'static str, Value)> {
         let text = q.text;
         match (self, mode) {
-            (Kind::Capvault, _) => {
+            (Kind::Capvault | Kind::CapvaultRestart, _) => {
                 // Ranked mode takes a quoted phrase as a phrase; exact and regex take it as is.
                 let query = if q.phrase && mode == Mode::Ranked {
                     format!("\"{text}\"")
@@ -251,7 +265,12 @@ impl Kind {
     fn mapping(self) -> &'static str {
         match self {
             Kind::Capvault => {
-                "search_notes with mode ranked / exact / regex (the phrase in quotes when ranked)"
+                "search_notes with mode ranked / exact / regex (the phrase in quotes when ranked); \
+                 a first start (empty index cache)"
+            }
+            Kind::CapvaultRestart => {
+                "the same, started again with the index cache the first start saved \
+                 (ratio = restart / first start)"
             }
             Kind::ObsidianMcpRs => {
                 "ranked = search-vault (BM25, words not kept together); exact = search-vault \
@@ -271,7 +290,7 @@ impl Kind {
     /// text; capvault must answer in the mode asked for.
     fn check(self, mode: Mode, result: &CallToolResult) -> Result<(), String> {
         match self {
-            Kind::Capvault => {
+            Kind::Capvault | Kind::CapvaultRestart => {
                 let got = result
                     .structured_content
                     .as_ref()
@@ -318,7 +337,7 @@ impl Kind {
             })
         };
         let shown = match self {
-            Kind::Capvault => page_total("hits").map(|mut h| {
+            Kind::Capvault | Kind::CapvaultRestart => page_total("hits").map(|mut h| {
                 if let Some(by) = sc.and_then(|v| v.get("served_by")).and_then(Value::as_str)
                     && by != "index"
                 {
@@ -391,13 +410,25 @@ fn launch(kind: Kind, vault: &Path, scratch: &Path) -> Result<Launch, String> {
             }))
     };
     match kind {
-        Kind::Capvault => Ok(Launch {
-            program: PathBuf::from(env!("CARGO_BIN_EXE_capvault")),
-            args: vec!["serve".into(), vault.into()],
-            env: vec![("CAPVAULT_LOG", "capvault=warn".into())],
-            cwd: None,
-            note: "the binary itself".to_owned(),
-        }),
+        Kind::Capvault | Kind::CapvaultRestart => {
+            // The first start gets an empty cache folder of its own; the restart reuses it.
+            let cache = scratch.with_file_name("capvault-index-cache");
+            if kind == Kind::Capvault {
+                let _ = std::fs::remove_dir_all(&cache);
+            }
+            Ok(Launch {
+                program: PathBuf::from(env!("CARGO_BIN_EXE_capvault")),
+                args: vec![
+                    "serve".into(),
+                    vault.into(),
+                    "--index-cache".into(),
+                    cache.into(),
+                ],
+                env: vec![("CAPVAULT_LOG", "capvault=warn".into())],
+                cwd: None,
+                note: "the binary itself".to_owned(),
+            })
+        }
         Kind::ObsidianMcpRs => {
             let bin = peers.join("cargo/bin/obsidian-mcp-rs");
             if !bin.is_file() {
@@ -679,7 +710,7 @@ async fn measure(
 
     // Index ready.
     let poll = Duration::from_millis(20);
-    if kind == Kind::Capvault {
+    if kind.is_capvault() {
         let deadline = spawned + cfg.index_timeout;
         m.index_ready_ms = loop {
             match timing::try_timed_call(&client, "vault_info", &json!({}), cfg.call_timeout).await
@@ -692,7 +723,10 @@ async fn measure(
                     match index.get("state").and_then(Value::as_str) {
                         Some("ready") => {
                             let docs = index.get("documents").cloned().unwrap_or(Value::Null);
-                            m.status.push(format!("index ready with {docs} documents"));
+                            let cache = index.get("cache").cloned().unwrap_or(Value::Null);
+                            m.status.push(format!(
+                                "index ready with {docs} documents (index cache: {cache})"
+                            ));
                             break Cell::Value(ms(spawned.elapsed()));
                         }
                         // "failed", or no state at all, ends the wait; any other state
@@ -752,7 +786,7 @@ async fn measure(
     if let Cell::Failed(why) = &m.index_ready_ms {
         m.status.push(format!("index ready: {why}"));
     }
-    if kind == Kind::Capvault && lost.is_none() && matches!(m.index_ready_ms, Cell::Value(_)) {
+    if kind.is_capvault() && lost.is_none() && matches!(m.index_ready_ms, Cell::Value(_)) {
         // Queries are timed once the server has settled: model built (`notes` counted) and the
         // watcher in place (or off, or unavailable).
         let deadline = spawned + cfg.index_timeout;
@@ -1161,6 +1195,11 @@ fn main() {
         let mut results = vec![];
         for &kind in &kinds {
             eprintln!("{}: measuring on {}", kind.name(), vault.name);
+            if kind == Kind::CapvaultRestart {
+                // Let the first start's process (killed when its client left) release the
+                // cache folder's lock.
+                std::thread::sleep(Duration::from_secs(2));
+            }
             let t = Instant::now();
             let load_before = load_average();
             let (mut m, about) = rt.block_on(measure(kind, &vault, &cfg, &out_dir));

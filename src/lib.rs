@@ -9,8 +9,10 @@
 //! filesystem**.
 //!
 //! - [`vault`]: the capability layer. [`vault::Vault::open`] opens the vault root once as a
-//!   `cap_std::fs::Dir` (the single use of ambient authority in the program); every file
-//!   operation after that goes through that handle. [`vault::VaultPath`] is the validated,
+//!   `cap_std::fs::Dir`; every vault file operation after that goes through that handle. The
+//!   search index's cache folder ([`vault::cache`]) is a second handle, outside the vault (proven
+//!   by walking up from it). Both are opened by one private function, the only use of ambient
+//!   authority in the program. [`vault::VaultPath`] is the validated,
 //!   vault-relative path type every request is parsed into; the resolver walks it one no-follow
 //!   step at a time so that symlinks can neither leave the vault nor lead into hidden folders.
 //!   clippy's `disallowed-methods` (`clippy.toml`) keeps `std::fs`/`tokio::fs` out of every other
