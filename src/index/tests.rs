@@ -370,3 +370,110 @@ mod prefilter {
         }
     }
 }
+
+/// A vault (for its identity) and a cache folder beside it, both temporary.
+fn cache_dir() -> (tempfile::TempDir, crate::vault::cache::IndexCacheDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault_root = tmp.path().join("vault");
+    #[allow(clippy::disallowed_methods)] // test fixture
+    std::fs::create_dir(&vault_root).unwrap();
+    let vault = crate::vault::Vault::open(&vault_root, Default::default()).unwrap();
+    let dir = crate::vault::cache::IndexCacheDir::open(&tmp.path().join("cache"), &vault).unwrap();
+    (tmp, dir)
+}
+
+#[test]
+fn a_saved_index_loads_with_its_documents_and_stamps() {
+    let ix = index_of(&[("a.md", "alpha words"), ("sub/b.md", "beta words")]);
+    let (_tmp, dir) = cache_dir();
+    let mut saved = Vec::new();
+    assert!(ix.save(&dir, &mut saved).unwrap());
+    // Nothing changed since: no second write.
+    assert!(!ix.save(&dir, &mut saved).unwrap());
+    let loaded = SearchIndex::load(&dir, 1).unwrap().expect("a saved index");
+    assert_eq!(loaded.num_docs(), 2);
+    assert_eq!(all(&loaded, "beta"), ["sub/b.md"]);
+    assert_eq!(loaded.stamps().unwrap(), ix.stamps().unwrap());
+    let b = &loaded.stamps().unwrap()[&VaultPath::parse("sub/b.md").unwrap()];
+    assert_eq!(
+        (b.size, b.mtime_ns, b.ino),
+        ("beta words".len() as u64, 2_000_000_000_000, 1)
+    );
+}
+
+#[test]
+fn a_save_keeps_only_the_files_of_the_current_index() {
+    let ix = index_of(&[("a.md", "alpha"), ("b.md", "beta")]);
+    let (_tmp, dir) = cache_dir();
+    let mut saved = Vec::new();
+    ix.save(&dir, &mut saved).unwrap();
+    let first: std::collections::BTreeSet<String> = dir.names().unwrap().into_iter().collect();
+    // Replace everything (new segment, old one fully deleted), merge down, save again.
+    for (path, text) in [("a.md", "gamma"), ("b.md", "delta")] {
+        let path = VaultPath::parse(path).unwrap();
+        let parsed = parse_note(text);
+        let meta = FileMeta {
+            size: 1,
+            modified: SystemTime::UNIX_EPOCH,
+            ino: 9,
+            nlink: 1,
+        };
+        ix.stage(NoteRead {
+            path: &path,
+            meta: &meta,
+            text,
+            parsed: &parsed,
+        })
+        .unwrap();
+    }
+    ix.commit().unwrap();
+    let ids = ix.index.searchable_segment_ids().unwrap();
+    ix.writer.write().unwrap().merge(&ids).wait().unwrap();
+    ix.commit().unwrap();
+    assert!(ix.save(&dir, &mut saved).unwrap());
+    let second: std::collections::BTreeSet<String> = dir.names().unwrap().into_iter().collect();
+    assert!(
+        first.is_disjoint(
+            &second
+                .iter()
+                .filter(|n| *n != "manifest.json")
+                .cloned()
+                .collect()
+        )
+    );
+    let loaded = SearchIndex::load(&dir, 1).unwrap().unwrap();
+    assert_eq!(all(&loaded, "gamma"), ["a.md"]);
+    assert!(all(&loaded, "alpha").is_empty());
+    // The manifest names every file left, and nothing else is left.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&dir.read("manifest.json", 1 << 20).unwrap()).unwrap();
+    let mut named: std::collections::BTreeSet<String> = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_owned())
+        .collect();
+    named.insert("manifest.json".to_owned());
+    assert_eq!(named, second);
+}
+
+#[test]
+fn the_cache_format_names_the_analyzers_it_was_built_with() {
+    // A tripwire: the cached documents depend on the analyzers. If this fails because tokens
+    // changed, bump the number in `cache::FORMAT` (old caches are then rebuilt) and update it.
+    let mut a = text::analyzer();
+    let words: Vec<String> = text::tokens(&mut a, "Café déjà-vu #Tag/Sub x_y 42")
+        .into_iter()
+        .map(|t| t.text)
+        .collect();
+    assert_eq!(
+        (cache::FORMAT, words, text::cjk_bigrams("我爱北京")),
+        (
+            "capvault index 1, tantivy 0.27",
+            ["cafe", "deja", "vu", "tag", "sub", "x", "y", "42"]
+                .map(String::from)
+                .to_vec(),
+            "我爱 爱北 北京".to_owned()
+        )
+    );
+}
