@@ -8,7 +8,9 @@
 //! walks up from the cache folder, handle by handle, and refuses it if the vault root is one of
 //! its ancestors (a string comparison of paths would miss symlinks).
 //!
-//! Folders are created `0700` and files `0600`: the index holds every word of the vault. Files
+//! Folders are created `0700` and files `0600`: the index holds every word of the vault. A vault's
+//! cache folder that belongs to another user, or that others can write to, is refused (what is in
+//! it could have been planted to steer searches). Files
 //! are written whole to a temporary name, synced, then renamed, so a crash leaves either the old
 //! or the new file. One `capvault` process per vault uses the folder at a time (an exclusive lock
 //! on its `lock` file); a second one runs with its index in memory only.
@@ -46,6 +48,10 @@ pub enum CacheError {
     /// The path is relative after all, or names `..`.
     #[error("the index cache folder must be an absolute path without `..`")]
     BadPath,
+    /// The vault's cache folder is another user's, or others may write in it: its content
+    /// could have been planted.
+    #[error("the index cache folder belongs to another user or others can write to it")]
+    NotPrivate,
     /// The filesystem refused.
     #[error("index cache folder: {0}")]
     Io(#[from] io::Error),
@@ -99,6 +105,10 @@ impl IndexCacheDir {
         let dir = sub_dir(&dir, Path::new(INDEX_FOLDER))?;
         let name = format!("{:x}-{:x}", vault_id.0, vault_id.1);
         let dir = sub_dir(&dir, Path::new(&name))?;
+        let meta = dir.dir_metadata()?;
+        if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+            return Err(CacheError::NotPrivate);
+        }
         let lock = dir.open_with(
             LOCK_FILE,
             OpenOptions::new()
@@ -269,6 +279,31 @@ fn lock_exclusive(file: cap_std::fs::File) -> Result<cap_std::fs::File, CacheErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // test fixture
+    fn a_cache_folder_others_can_write_to_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("vault");
+        std::fs::create_dir(&root).unwrap();
+        let vault = Vault::open(&root, Default::default()).unwrap();
+        let cache = tmp.path().join("cache");
+        drop(IndexCacheDir::open(&cache, &vault).unwrap());
+        let folder = std::fs::read_dir(cache.join(INDEX_FOLDER))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(
+            IndexCacheDir::open(&cache, &vault),
+            Err(CacheError::NotPrivate)
+        ));
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(IndexCacheDir::open(&cache, &vault).is_ok());
+    }
 
     #[test]
     fn cache_file_names_are_plain_and_short() {
