@@ -345,7 +345,7 @@ fn items<'a>(
 }
 
 fn parse_node(obj: &Map<String, Value>, at: &str, issues: &mut Issues) -> Node {
-    let id = required_string(obj, "id", at, issues);
+    let id = required_id(obj, "id", at, issues);
     let at = format!("{at} ({})", quote(&id));
     let at = at.as_str();
     let x = integer(obj, "x", at, issues);
@@ -427,14 +427,14 @@ fn parse_node(obj: &Map<String, Value>, at: &str, issues: &mut Issues) -> Node {
 }
 
 fn parse_edge(obj: &Map<String, Value>, at: &str, issues: &mut Issues) -> Edge {
-    let id = required_string(obj, "id", at, issues);
+    let id = required_id(obj, "id", at, issues);
     let at = format!("{at} ({})", quote(&id));
     let at = at.as_str();
     Edge {
-        from_node: required_string(obj, "fromNode", at, issues),
+        from_node: required_id(obj, "fromNode", at, issues),
         from_side: side(obj, "fromSide", at, issues),
         from_end: end(obj, "fromEnd", EdgeEnd::None, at, issues),
-        to_node: required_string(obj, "toNode", at, issues),
+        to_node: required_id(obj, "toNode", at, issues),
         to_side: side(obj, "toSide", at, issues),
         to_end: end(obj, "toEnd", EdgeEnd::Arrow, at, issues),
         color: color(obj, at, issues),
@@ -496,6 +496,16 @@ pub fn is_valid_color(color: &str) -> bool {
         || color
             .strip_prefix('#')
             .is_some_and(|hex| hex.len() == 6 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A required id (of a node or edge, or an edge's end): a string, and not empty, since an empty
+/// id names nothing (an edge to `""` leads nowhere).
+fn required_id(obj: &Map<String, Value>, key: &str, at: &str, issues: &mut Issues) -> String {
+    let id = required_string(obj, key, at, issues);
+    if id.is_empty() && matches!(obj.get(key), Some(Value::String(_))) {
+        issues.push(format!("{at}: `{key}` is empty"));
+    }
+    id
 }
 
 fn required_string(obj: &Map<String, Value>, key: &str, at: &str, issues: &mut Issues) -> String {
@@ -825,6 +835,23 @@ mod tests {
             vec!["edges[0] (\"e\"): toNode \"ghost\" is not a node"]
         );
         assert_eq!(c.edges[0].to_node, "ghost");
+    }
+
+    #[test]
+    fn empty_ids_and_edge_ends_are_reported() {
+        // Found by the canvas fuzz target: an edge to "" passed as valid.
+        let c = parse(
+            r#"{"nodes": [{"id": "a", "type": "text", "text": "", "x": 0, "y": 0, "width": 1, "height": 1},
+                          {"id": "", "type": "text", "text": "", "x": 0, "y": 0, "width": 1, "height": 1}],
+                "edges": [{"id": "e", "fromNode": "a", "toNode": ""}]}"#,
+        );
+        assert_eq!(
+            c.issues,
+            vec![
+                "nodes[1]: `id` is empty",
+                "edges[0] (\"e\"): `toNode` is empty"
+            ]
+        );
     }
 
     #[test]
