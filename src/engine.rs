@@ -482,10 +482,21 @@ impl Engine {
         let mut changes: Vec<Change> = Vec::new();
         let scopes = minimal_scopes(scopes);
         for scope in &scopes {
-            let (mut c, _) = self
+            let found = self
                 .model
                 .current()
-                .changes_under(&self.vault, scope, &stage)?;
+                .changes_under(&self.vault, scope, &stage);
+            let (mut c, _) = match found {
+                Ok(found) => found,
+                Err(e) => {
+                    // The next first-build attempt compares with the cache again (it alone knows
+                    // which cached notes the vault no longer has).
+                    if cached.is_some() {
+                        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = cached;
+                    }
+                    return Err(e);
+                }
+            };
             changes.append(&mut c);
         }
         if let Some(ix) = index {
