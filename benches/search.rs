@@ -509,6 +509,8 @@ struct Measured {
     /// is ready and share the cores with the first queries).
     settled_ms: Cell,
     rss_bytes: Cell,
+    /// Resident memory after the queries (VmRSS), summed like the peak.
+    rss_end_bytes: Cell,
     /// (mode, query index) -> (p50, p95, runs, hits).
     queries: BTreeMap<(Mode, usize), (Cell, Cell, usize, String)>,
 }
@@ -520,7 +522,8 @@ impl Measured {
             first_answer_ms: Cell::Failed(why.clone()),
             index_ready_ms: Cell::Failed(why.clone()),
             settled_ms: Cell::Failed(why.clone()),
-            rss_bytes: Cell::Failed(why),
+            rss_bytes: Cell::Failed(why.clone()),
+            rss_end_bytes: Cell::Failed(why),
             queries: BTreeMap::new(),
         }
     }
@@ -545,6 +548,12 @@ fn stderr_tail(path: &Path) -> String {
 
 /// Peak RSS (VmHWM) of `pid` and every process below it, in bytes, with the process count.
 fn peak_rss(pid: u32) -> Option<(u64, usize)> {
+    memory(pid, "VmHWM:")
+}
+
+/// A `/proc/<pid>/status` memory figure (`VmHWM:`, `VmRSS:`) of `pid` and its descendants,
+/// summed, in bytes, with the number of processes.
+fn memory(pid: u32, field: &str) -> Option<(u64, usize)> {
     fn children(pid: u32) -> Vec<u32> {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
             return vec![];
@@ -560,16 +569,16 @@ fn peak_rss(pid: u32) -> Option<(u64, usize)> {
         }
         out
     }
-    fn hwm_kib(pid: u32) -> Option<u64> {
+    let hwm_kib = |pid: u32| -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        line.trim_start_matches("VmHWM:")
+        let line = status.lines().find(|l| l.starts_with(field))?;
+        line.trim_start_matches(field)
             .trim()
             .trim_end_matches("kB")
             .trim()
             .parse()
             .ok()
-    }
+    };
     let mut total = hwm_kib(pid)?;
     let mut count = 1;
     let mut todo = children(pid);
@@ -704,6 +713,7 @@ async fn measure(
         index_ready_ms: Cell::NotApplicable,
         settled_ms: Cell::NotApplicable,
         rss_bytes: Cell::NotApplicable,
+        rss_end_bytes: Cell::NotApplicable,
         queries: BTreeMap::new(),
     };
     let mut lost: Option<String> = None;
@@ -918,6 +928,13 @@ async fn measure(
                 .unwrap_or_else(|| "process gone before VmHWM could be read".to_owned()),
         ),
     };
+    m.rss_end_bytes = match pid.and_then(|p| memory(p, "VmRSS:")) {
+        Some((bytes, _)) => Cell::Value(bytes as f64),
+        None => Cell::Failed(
+            lost.clone()
+                .unwrap_or_else(|| "process gone before VmRSS could be read".to_owned()),
+        ),
+    };
     if let Some(why) = &lost {
         m.status.push(why.clone());
     }
@@ -1110,6 +1127,11 @@ fn report(vault: &Vault, results: &[(Kind, Measured)], runs: usize) {
         "peak RSS / Markdown bytes".to_owned(),
         &|m| m.rss_bytes.clone(),
         1.0 / md,
+    );
+    row(
+        "resident after the queries, MB".to_owned(),
+        &|m| m.rss_end_bytes.clone(),
+        1e-6,
     );
     for mode in Mode::ALL {
         for (qi, q) in QUERIES.iter().enumerate() {
