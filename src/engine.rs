@@ -267,7 +267,8 @@ impl Engine {
             }
             Ok(false) => {}
             Err(e) => {
-                tracing::debug!(error = %e, "index cache not saved");
+                tracing::warn!(error = %e, "index cache not saved");
+                self.lock_status().last_error = Some(format!("index cache not saved: {e}"));
             }
         }
     }

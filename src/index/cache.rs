@@ -99,9 +99,11 @@ pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, RamDi
 }
 
 /// Saves `index`, whose files are in `ram`, unless `saved` (the `meta.json` of the last save)
-/// shows nothing changed since. Returns whether it wrote. An `Err` leaves the previous save in
-/// place. Files are read from `ram` itself, footers included (tantivy's managed directory would
-/// hand them out without their footer).
+/// shows nothing changed since. Returns whether it wrote: `Ok(false)` also when the index moved
+/// on during the save (a merge ended and removed a file being read); the next save catches up.
+/// An `Err` (the disk refused) leaves the previous save in place. Files are read from `ram`
+/// itself, footers included (tantivy's managed directory would hand them out without their
+/// footer).
 pub fn save(
     index: &Index,
     ram: &RamDirectory,
@@ -116,9 +118,30 @@ pub fn save(
     if meta == *saved {
         return Ok(false);
     }
+    match write_snapshot(index, ram, dir, &meta) {
+        Ok(()) => {
+            *saved = meta;
+            Ok(true)
+        }
+        Err(_) if read_meta().is_ok_and(|now| now != meta) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes the files of the commit whose `meta.json` is `meta`, then the manifest, then removes
+/// what the manifest no longer names.
+fn write_snapshot(
+    index: &Index,
+    ram: &RamDirectory,
+    dir: &IndexCacheDir,
+    meta: &[u8],
+) -> Result<(), String> {
     let metas = index.load_metas().map_err(|e| e.to_string())?;
-    if read_meta()? != meta {
-        return Err("the index changed during the save (a merge ended); next time".to_owned());
+    let now = ram
+        .atomic_read(Path::new(META))
+        .map_err(|e| format!("cannot read the index metadata: {e}"))?;
+    if now != meta {
+        return Err("the index changed during the save".to_owned());
     }
     let managed: HashSet<PathBuf> = index.directory().list_managed_files();
     let mut keep: Vec<String> = Vec::new();
@@ -165,7 +188,7 @@ pub fn save(
     let manifest = Manifest {
         format: FORMAT.to_owned(),
         files: keep,
-        meta: String::from_utf8(meta.clone()).map_err(|e| e.to_string())?,
+        meta: String::from_utf8(meta.to_vec()).map_err(|e| e.to_string())?,
     };
     let json = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
     dir.write(MANIFEST, &json)
@@ -177,8 +200,7 @@ pub fn save(
             let _ = dir.remove(&name);
         }
     }
-    *saved = meta;
-    Ok(true)
+    Ok(())
 }
 
 /// Removes every file of the cache (it is unusable; the index is being built afresh).
