@@ -241,3 +241,34 @@ async fn the_default_index_cache_lives_in_the_users_cache_folder_and_can_be_turn
     let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
     assert_eq!(mode & 0o077, 0, "cache folder readable by others: {mode:o}");
 }
+
+#[tokio::test]
+async fn a_cache_that_cannot_be_written_is_reported_and_search_goes_on() {
+    let v = vault();
+    let cache = tempfile::tempdir().unwrap();
+    // A folder where the manifest's temporary file goes, made before the server starts (the
+    // vault's cache folder is named after the vault root's device and inode): every save fails
+    // at its last step.
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata(v.path()).unwrap();
+    let folder = cache
+        .path()
+        .join("index-1")
+        .join(format!("{:x}-{:x}", root.dev(), root.ino()));
+    std::fs::create_dir_all(folder.join("manifest.json.tmp")).unwrap();
+    let (server, _) = start_cached(v.path(), cache.path()).await;
+    let info = server
+        .eventually(30, "vault_info", json!({}), |v| {
+            v["index"]["last_error"].is_string()
+        })
+        .await;
+    let error = info["index"]["last_error"].as_str().unwrap();
+    assert!(
+        error.starts_with("index cache not saved: manifest.json"),
+        "{info}"
+    );
+    assert!(!error.contains(cache.path().to_str().unwrap()), "{error}");
+    assert!(info["index"]["cache_saved"].is_null(), "{info}");
+    assert_eq!(ranked(&server, "otter").await, ["Mammals/Otter.md"]);
+    server.stop().await;
+}
