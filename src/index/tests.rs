@@ -13,24 +13,30 @@ fn index_of(notes: &[(&str, &str)]) -> SearchIndex {
 fn index_with_threads(notes: &[(&str, &str)], threads: usize) -> SearchIndex {
     let ix = SearchIndex::new(threads).unwrap();
     for (i, (path, text)) in notes.iter().enumerate() {
-        let path = VaultPath::parse(path).unwrap();
-        let parsed = parse_note(text);
-        let meta = FileMeta {
-            size: text.len() as u64,
-            modified: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000 * (i as u64 + 1)),
-            ino: i as u64,
-            nlink: 1,
-        };
-        ix.stage(NoteRead {
-            path: &path,
-            meta: &meta,
-            text,
-            parsed: &parsed,
-        })
-        .unwrap();
+        let modified = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000 * (i as u64 + 1));
+        stage(&ix, path, text, modified, i as u64);
     }
     ix.commit().unwrap();
     ix
+}
+
+/// Stages `text` as note `path` (size from the text, the given mtime and inode).
+fn stage(ix: &SearchIndex, path: &str, text: &str, modified: SystemTime, ino: u64) {
+    let path = VaultPath::parse(path).unwrap();
+    let parsed = parse_note(text);
+    let meta = FileMeta {
+        size: text.len() as u64,
+        modified,
+        ino,
+        nlink: 1,
+    };
+    ix.stage(NoteRead {
+        path: &path,
+        meta: &meta,
+        text,
+        parsed: &parsed,
+    })
+    .unwrap();
 }
 
 fn paths(ix: &SearchIndex, q: &str, filter: &IndexFilter) -> Vec<String> {
@@ -410,21 +416,7 @@ fn a_save_keeps_only_the_files_of_the_current_index() {
     let first: std::collections::BTreeSet<String> = dir.names().unwrap().into_iter().collect();
     // Replace everything (new segment, old one fully deleted), merge down, save again.
     for (path, text) in [("a.md", "gamma"), ("b.md", "delta")] {
-        let path = VaultPath::parse(path).unwrap();
-        let parsed = parse_note(text);
-        let meta = FileMeta {
-            size: 1,
-            modified: SystemTime::UNIX_EPOCH,
-            ino: 9,
-            nlink: 1,
-        };
-        ix.stage(NoteRead {
-            path: &path,
-            meta: &meta,
-            text,
-            parsed: &parsed,
-        })
-        .unwrap();
+        stage(&ix, path, text, SystemTime::UNIX_EPOCH, 9);
     }
     ix.commit().unwrap();
     let ids = ix.index.searchable_segment_ids().unwrap();
