@@ -5,20 +5,119 @@
 //! save writes only the files the cache lacks, then one manifest naming the files and holding
 //! tantivy's `meta.json`, then removes what the manifest no longer names. The manifest is
 //! written last and atomically: a crash at any point leaves the previous save loadable. A load
-//! copies the named files into a RAM directory (the index is served from memory, as when built
-//! fresh), checks every file's checksum and the schema, and refuses on any mismatch: the caller
-//! then clears the folder and builds afresh.
+//! serves the named files from the cache folder itself, read at offsets as queries need them (so
+//! the loaded segments live in the page cache, not in the server's memory), checks every file's
+//! checksum and the schema, and refuses on any mismatch: the caller then clears the folder and
+//! builds afresh. Segments written after the load (new notes, merges) live in RAM ([`Files`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
-use tantivy::directory::RamDirectory;
+use tantivy::directory::error::{DeleteError, OpenReadError, OpenWriteError};
+use tantivy::directory::{
+    FileHandle, FileSlice, OwnedBytes, RamDirectory, WatchCallback, WatchHandle, WritePtr,
+};
 use tantivy::index::SegmentComponent;
 use tantivy::schema::Schema;
 use tantivy::{Directory, Index};
 
-use crate::vault::cache::{IndexCacheDir, MAX_FILES, valid_name};
+use crate::vault::cache::{CacheFile, IndexCacheDir, MAX_FILES, valid_name};
+
+/// The index's files: the segments loaded from the cache folder, read from the disk at offsets,
+/// and everything written since, in RAM. Cheap to clone (shared).
+#[derive(Debug, Clone, Default)]
+pub struct Files {
+    ram: RamDirectory,
+    disk: Arc<RwLock<HashMap<PathBuf, FileSlice>>>,
+}
+
+impl Files {
+    fn on_disk(&self, path: &Path) -> Option<FileSlice> {
+        self.disk
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .cloned()
+    }
+}
+
+/// A cached segment file, read at offsets through the capability layer.
+#[derive(Debug)]
+struct OnDisk(CacheFile);
+
+impl tantivy::HasLen for OnDisk {
+    fn len(&self) -> usize {
+        self.0.len() as usize
+    }
+}
+
+impl FileHandle for OnDisk {
+    fn read_bytes(&self, range: Range<usize>) -> std::io::Result<OwnedBytes> {
+        let mut buf = vec![0; range.len()];
+        if !buf.is_empty() {
+            self.0.read_exact_at(&mut buf, range.start as u64)?;
+        }
+        Ok(OwnedBytes::new(buf))
+    }
+}
+
+impl tantivy::Directory for Files {
+    fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        match self.on_disk(path) {
+            Some(slice) => Ok(Arc::new(slice)),
+            None => self.ram.get_file_handle(path),
+        }
+    }
+
+    fn delete(&self, path: &Path) -> Result<(), DeleteError> {
+        let removed = self
+            .disk
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path);
+        match removed {
+            // The file stays in the cache folder until a save no longer names it.
+            Some(_) => Ok(()),
+            None => self.ram.delete(path),
+        }
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
+        Ok(self.on_disk(path).is_some() || self.ram.exists(path)?)
+    }
+
+    fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
+        if self.on_disk(path).is_some() {
+            return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
+        }
+        self.ram.open_write(path)
+    }
+
+    fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
+        match self.on_disk(path) {
+            Some(slice) => slice
+                .read_bytes()
+                .map(|b| b.as_slice().to_vec())
+                .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf())),
+            None => self.ram.atomic_read(path),
+        }
+    }
+
+    fn atomic_write(&self, path: &Path, data: &[u8]) -> std::io::Result<()> {
+        self.ram.atomic_write(path, data)
+    }
+
+    fn watch(&self, callback: WatchCallback) -> tantivy::Result<WatchHandle> {
+        self.ram.watch(callback)
+    }
+
+    fn sync_directory(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// What the cached index was built by. Bump the number whenever a note's document changes
 /// (fields, analyzers, what goes into them): a cache of another format is discarded.
@@ -45,7 +144,7 @@ struct Manifest {
 
 /// Loads the cached index. `Ok(None)` when there is none yet; `Err` (a short reason) when there
 /// is one that cannot be used: another format, another schema, a missing or damaged file.
-pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, RamDirectory)>, String> {
+pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, Files)>, String> {
     let manifest = match dir.read(MANIFEST, MAX_MANIFEST) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -62,17 +161,24 @@ pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, RamDi
     if manifest.files.len() > MAX_FILES || !manifest.files.iter().all(|f| valid_name(f)) {
         return Err("the manifest names files it cannot hold".to_owned());
     }
-    let ram = RamDirectory::create();
+    let ram = Files::default();
     let io = |what: &str, e: &dyn std::fmt::Display| format!("{what}: {e}");
-    for name in &manifest.files {
-        let bytes = dir.read(name, MAX_FILE).map_err(|e| io(name, &e))?;
-        ram.atomic_write(Path::new(name), &bytes)
-            .map_err(|e| io(name, &e))?;
+    {
+        let mut disk = ram.disk.write().unwrap_or_else(|e| e.into_inner());
+        for name in &manifest.files {
+            let file = dir.open_file(name).map_err(|e| io(name, &e))?;
+            if file.len() > MAX_FILE {
+                return Err(format!("{name} is larger than {MAX_FILE} bytes"));
+            }
+            disk.insert(PathBuf::from(name), FileSlice::new(Arc::new(OnDisk(file))));
+        }
     }
-    ram.atomic_write(Path::new(META), manifest.meta.as_bytes())
+    ram.ram
+        .atomic_write(Path::new(META), manifest.meta.as_bytes())
         .map_err(|e| io(META, &e))?;
     let managed = serde_json::to_vec(&manifest.files).map_err(|e| io(MANAGED, &e))?;
-    ram.atomic_write(Path::new(MANAGED), &managed)
+    ram.ram
+        .atomic_write(Path::new(MANAGED), &managed)
         .map_err(|e| io(MANAGED, &e))?;
     // tantivy trusts its files; a damaged one could panic deep inside it. Checksums come first,
     // and the whole open runs under catch_unwind all the same.
@@ -106,7 +212,7 @@ pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, RamDi
 /// footer).
 pub fn save(
     index: &Index,
-    ram: &RamDirectory,
+    ram: &Files,
     dir: &IndexCacheDir,
     saved: &mut Vec<u8>,
 ) -> Result<bool, String> {
@@ -132,7 +238,7 @@ pub fn save(
 /// what the manifest no longer names.
 fn write_snapshot(
     index: &Index,
-    ram: &RamDirectory,
+    ram: &Files,
     dir: &IndexCacheDir,
     meta: &[u8],
 ) -> Result<(), String> {

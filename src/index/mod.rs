@@ -1,10 +1,11 @@
 //! The full-text index behind ranked search: tantivy, in memory, fed from the same reads that
 //! build the vault model.
 //!
-//! The index is served from RAM. When a cache folder is available (outside the vault, see
+//! A fresh index lives in RAM. When a cache folder is available (outside the vault, see
 //! [`crate::vault::cache`]) it is also saved there in the background ([`cache`]), so that the
-//! next start loads it and re-indexes only the notes whose size, modification time or inode
-//! changed (each document keeps those three as fast fields), instead of every note. The cache
+//! next start opens it (its segments read from the cache folder as queries need them) and
+//! re-indexes only the notes whose size, modification time or inode changed (each document keeps
+//! those three as fast fields), instead of every note. The cache
 //! is only a cache: a missing, damaged or outdated one is cleared and the index built afresh, in
 //! the background while the server answers (about 13 s at 100,000 notes on 2 cores, see
 //! `docs/performance.md`).
@@ -43,7 +44,6 @@ use std::sync::RwLock;
 use std::time::UNIX_EPOCH;
 
 use tantivy::collector::{Count, TopDocs};
-use tantivy::directory::RamDirectory;
 use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query as TQuery, RangeQuery,
     TermQuery,
@@ -166,7 +166,7 @@ pub struct SearchIndex {
     reader: IndexReader,
     index: Index,
     /// The directory `index` lives in (shared with it), read raw when saving to the cache.
-    files: RamDirectory,
+    files: cache::Files,
     fields: Fields,
     analyzer: TextAnalyzer,
 }
@@ -214,9 +214,9 @@ impl SearchIndex {
     /// An empty index, writing with up to `threads` indexing threads.
     pub fn new(threads: usize) -> Result<Self, IndexError> {
         let (schema, fields) = Self::schema();
-        let ram = RamDirectory::create();
-        let index = Index::create(ram.clone(), schema, tantivy::IndexSettings::default())?;
-        Self::serve(index, ram, fields, threads)
+        let files = cache::Files::default();
+        let index = Index::create(files.clone(), schema, tantivy::IndexSettings::default())?;
+        Self::serve(index, files, fields, threads)
     }
 
     /// The index saved in `dir`, to be brought up to date by the caller (see [`Self::stamps`]).
@@ -247,7 +247,7 @@ impl SearchIndex {
 
     fn serve(
         index: Index,
-        files: RamDirectory,
+        files: cache::Files,
         fields: Fields,
         threads: usize,
     ) -> Result<Self, IndexError> {

@@ -165,6 +165,28 @@ impl IndexCacheDir {
         Ok(bytes)
     }
 
+    /// Opens a file for reads at offsets (the index serves its cached segments from the disk
+    /// this way, instead of holding them in memory). The handle stays valid if the file is
+    /// removed from the folder meanwhile.
+    pub fn open_file(&self, name: &str) -> io::Result<CacheFile> {
+        check_name(name)?;
+        let file = self.dir.open_with(
+            name,
+            OpenOptions::new().read(true).follow(FollowSymlinks::No),
+        )?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{name} is not a regular file"),
+            ));
+        }
+        Ok(CacheFile {
+            file,
+            len: meta.len(),
+        })
+    }
+
     /// Writes a whole file atomically: to a temporary name, synced, then renamed over `name`.
     pub fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
         check_name(name)?;
@@ -199,6 +221,30 @@ impl IndexCacheDir {
         self.dir
             .open_with(".", OpenOptions::new().read(true))?
             .sync_all()
+    }
+}
+
+/// A cache file open for reading at offsets.
+#[derive(Debug)]
+pub struct CacheFile {
+    file: cap_std::fs::File,
+    len: u64,
+}
+
+impl CacheFile {
+    /// Its length when opened (cache files are never rewritten in place).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True for an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Fills `buf` from `offset`; a file cut short since it was opened is an error.
+    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        cap_std::fs::FileExt::read_exact_at(&self.file, buf, offset)
     }
 }
 
