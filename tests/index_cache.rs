@@ -272,3 +272,49 @@ async fn a_cache_that_cannot_be_written_is_reported_and_search_goes_on() {
     assert_eq!(ranked(&server, "otter").await, ["Mammals/Otter.md"]);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn cached_segment_files_cut_short_while_serving_never_crash_the_server() {
+    let v = vault();
+    let cache = tempfile::tempdir().unwrap();
+    let (server, _) = start_cached(v.path(), cache.path()).await;
+    wait_saved(&server).await;
+    server.stop().await;
+    let (server, index) = start_cached(v.path(), cache.path()).await;
+    assert_eq!(index["cache"], "reused 4 of 4 notes", "{index}");
+    // The loaded segments are read from the cache folder as queries need them: cut every one
+    // short behind the server's back.
+    for e in std::fs::read_dir(vault_cache_folder(cache.path())).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+        if name != "manifest.json" && name != "lock" {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_len(0)
+                .unwrap();
+        }
+    }
+    let mut errors = 0;
+    for query in ["zebrafinch", "\"the marmot\"", "otter floats"] {
+        // An answer or a short error reply naming no host path, never a lost server.
+        let r = server
+            .call("search_notes", json!({"query": query, "mode": "ranked"}))
+            .await;
+        if r.is_error {
+            errors += 1;
+            assert!(r.text.starts_with("search index error"), "{}", r.text);
+            assert!(
+                !r.text.contains(cache.path().to_str().unwrap()),
+                "{}",
+                r.text
+            );
+        }
+    }
+    // The segments really are read from the folder at query time (nothing was cached in RAM).
+    assert!(errors > 0);
+    let info = server.ok("vault_info", json!({})).await;
+    assert_eq!(info["index"]["state"], "ready", "{info}");
+    server.stop().await;
+}
