@@ -110,6 +110,12 @@ proptest! {
             .map(|p| std::fs::metadata(root.join(p)).unwrap().ino())
             .collect();
 
+        // The resolver refuses a symlink whose target names a hidden folder, even one the target
+        // leaves again at once (`.hidden/..`): stricter than the kernel's end point, by design
+        // (SECURITY.md, guarantee 3). In such trees a refusal of a visible file is allowed.
+        let target_names_hidden = links.iter().any(|(_, _, t)| {
+            t.split('/').any(|c| c.starts_with('.') && c != "." && c != "..")
+        });
         for parts in &paths {
             let path = parts.join("/");
             let vp = VaultPath::parse(&path).unwrap();
@@ -121,6 +127,7 @@ proptest! {
                     prop_assert!(inside.contains(&data.meta.ino));
                 }
                 (Err(_), None) => {}
+                (Err(e), Some(_)) if target_names_hidden && e.to_string().contains("hidden") => {}
                 (Ok(data), None) => prop_assert!(false, "{} opened {:?} but the kernel says it is not a visible file inside", path, String::from_utf8_lossy(&data.bytes)),
                 (Err(e), Some(_)) => prop_assert!(false, "{} refused ({}) but it is a visible file inside", path, e),
             }
