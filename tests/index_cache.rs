@@ -282,8 +282,8 @@ async fn cached_segment_files_cut_short_while_serving_never_crash_the_server() {
     server.stop().await;
     let (server, index) = start_cached(v.path(), cache.path()).await;
     assert_eq!(index["cache"], "reused 4 of 4 notes", "{index}");
-    // The loaded segments are read from the cache folder as queries need them: cut every one
-    // short behind the server's back.
+    // The loaded positions files are read from the cache folder as phrase queries need them:
+    // cut every cache file short behind the server's back.
     for e in std::fs::read_dir(vault_cache_folder(cache.path())).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_str().unwrap().to_owned();
@@ -312,7 +312,7 @@ async fn cached_segment_files_cut_short_while_serving_never_crash_the_server() {
             );
         }
     }
-    // The segments really are read from the folder at query time (nothing was cached in RAM).
+    // The phrase really did read positions from the folder at query time.
     assert!(errors > 0);
     let info = server.ok("vault_info", json!({})).await;
     assert_eq!(info["index"]["state"], "ready", "{info}");

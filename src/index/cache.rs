@@ -5,10 +5,11 @@
 //! save writes only the files the cache lacks, then one manifest naming the files and holding
 //! tantivy's `meta.json`, then removes what the manifest no longer names. The manifest is
 //! written last and atomically: a crash at any point leaves the previous save loadable. A load
-//! serves the named files from the cache folder itself, read at offsets as queries need them (so
-//! the loaded segments live in the page cache, not in the server's memory), checks every file's
-//! checksum and the schema, and refuses on any mismatch: the caller then clears the folder and
-//! builds afresh. Segments written after the load (new notes, merges) live in RAM ([`Files`]).
+//! copies the files every query reads into RAM and serves the positions files (about half the
+//! index, read only by phrase queries) from the cache folder itself, read at offsets as phrases
+//! need them, so they live in the page cache rather than in the server's memory. It checks every
+//! file's checksum and the schema, and refuses on any mismatch: the caller then clears the folder
+//! and builds afresh. Segments written after the load (new notes, merges) live in RAM ([`Files`]).
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -26,8 +27,8 @@ use tantivy::{Directory, Index};
 
 use crate::vault::cache::{CacheFile, IndexCacheDir, MAX_FILES, valid_name};
 
-/// The index's files: the segments loaded from the cache folder, read from the disk at offsets,
-/// and everything written since, in RAM. Cheap to clone (shared).
+/// The index's files: the positions files loaded from the cache folder, read from the disk at
+/// offsets, and everything else in RAM. Cheap to clone (shared).
 #[derive(Debug, Clone, Default)]
 pub struct Files {
     ram: RamDirectory,
@@ -166,6 +167,17 @@ pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, Files
     {
         let mut disk = ram.disk.write().unwrap_or_else(|e| e.into_inner());
         for name in &manifest.files {
+            if !name.ends_with(".pos") {
+                // Postings, term dictionaries, fast fields, norms and the path store are read
+                // by every query: they are copied into RAM.
+                let bytes = dir.read(name, MAX_FILE).map_err(|e| io(name, &e))?;
+                ram.ram
+                    .atomic_write(Path::new(name), &bytes)
+                    .map_err(|e| io(name, &e))?;
+                continue;
+            }
+            // Positions (half the index) are read only by phrase queries, a few blocks at a
+            // time: they stay in the cache folder.
             let file = dir.open_file(name).map_err(|e| io(name, &e))?;
             if file.len() > MAX_FILE {
                 return Err(format!("{name} is larger than {MAX_FILE} bytes"));

@@ -3,7 +3,7 @@
 //!
 //! A fresh index lives in RAM. When a cache folder is available (outside the vault, see
 //! [`crate::vault::cache`]) it is also saved there in the background ([`cache`]), so that the
-//! next start opens it (its segments read from the cache folder as queries need them) and
+//! next start opens it (its positions read from the cache folder as phrase queries need them) and
 //! re-indexes only the notes whose size, modification time or inode changed (each document keeps
 //! those three as fast fields), instead of every note. The cache
 //! is only a cache: a missing, damaged or outdated one is cleared and the index built afresh, in
