@@ -12,13 +12,34 @@ use std::time::{Duration, Instant};
 use common::{Server, write_tree};
 use serde_json::{Value, json};
 
+/// Starts a server on `vault` with `--index-cache cache` and waits for its index; returns the
+/// server and `vault_info.index`.
+async fn start_with_cache(vault: &Path, cache: &Path) -> (Server, Value) {
+    let server = Server::start_with(vault, &["--index-cache", cache.to_str().unwrap()]).await;
+    let index = server.wait_index_ready().await;
+    (server, index)
+}
+
+/// The index files of the one vault cached under `cache` (manifest and lock excepted).
+fn segment_files(cache: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(vault_cache_folder(cache))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            !matches!(
+                p.file_name().unwrap().to_str(),
+                Some("manifest.json" | "lock")
+            )
+        })
+        .collect()
+}
+
 /// Starts a server on `vault` with the index cache in `cache`, retrying while the previous
 /// process (killed by the last `stop`) still holds the folder's lock.
 async fn start_cached(vault: &Path, cache: &Path) -> (Server, Value) {
     let until = Instant::now() + Duration::from_secs(20);
     loop {
-        let server = Server::start_with(vault, &["--index-cache", cache.to_str().unwrap()]).await;
-        let index = server.wait_index_ready().await;
+        let (server, index) = start_with_cache(vault, cache).await;
         let busy = index["cache"]
             .as_str()
             .is_some_and(|c| c.contains("another capvault process"));
@@ -129,12 +150,7 @@ async fn a_damaged_or_outdated_index_cache_is_set_aside_and_rebuilt() {
     // Flip a byte in the middle of every segment file.
     let folder = vault_cache_folder(cache.path());
     let mut damaged = 0;
-    for e in std::fs::read_dir(&folder).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_str().unwrap().to_owned();
-        if name == "manifest.json" || name == "lock" {
-            continue;
-        }
+    for p in segment_files(cache.path()) {
         let mut bytes = std::fs::read(&p).unwrap();
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0x55;
@@ -176,9 +192,7 @@ async fn an_index_cache_folder_inside_the_vault_is_refused_even_through_a_symlin
     let link = outside.path().join("link");
     std::os::unix::fs::symlink(v.path().join("Plants"), &link).unwrap();
     for cache in [v.path().join("cache/index"), link.join("cache")] {
-        let server =
-            Server::start_with(v.path(), &["--index-cache", cache.to_str().unwrap()]).await;
-        let index = server.wait_index_ready().await;
+        let (server, index) = start_with_cache(v.path(), &cache).await;
         assert_eq!(
             index["cache"],
             "unavailable: the index cache folder is inside the vault; it must be outside",
@@ -199,9 +213,7 @@ async fn a_second_server_on_the_same_vault_and_cache_runs_without_the_cache() {
     let cache = tempfile::tempdir().unwrap();
     let (first, index) = start_cached(v.path(), cache.path()).await;
     assert_eq!(index["cache"], "new", "{index}");
-    let second =
-        Server::start_with(v.path(), &["--index-cache", cache.path().to_str().unwrap()]).await;
-    let index = second.wait_index_ready().await;
+    let (second, index) = start_with_cache(v.path(), cache.path()).await;
     assert_eq!(
         index["cache"],
         "unavailable: another capvault process is using the index cache of this vault",
@@ -284,17 +296,13 @@ async fn cached_segment_files_cut_short_while_serving_never_crash_the_server() {
     assert_eq!(index["cache"], "reused 4 of 4 notes", "{index}");
     // The loaded positions files are read from the cache folder as phrase queries need them:
     // cut every cache file short behind the server's back.
-    for e in std::fs::read_dir(vault_cache_folder(cache.path())).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_str().unwrap().to_owned();
-        if name != "manifest.json" && name != "lock" {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(&p)
-                .unwrap()
-                .set_len(0)
-                .unwrap();
-        }
+    for p in segment_files(cache.path()) {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
     }
     let mut errors = 0;
     for query in ["zebrafinch", "\"the marmot\"", "otter floats"] {

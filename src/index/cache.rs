@@ -162,16 +162,17 @@ pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, Files
     if manifest.files.len() > MAX_FILES || !manifest.files.iter().all(|f| valid_name(f)) {
         return Err("the manifest names files it cannot hold".to_owned());
     }
-    let ram = Files::default();
+    let files = Files::default();
     let io = |what: &str, e: &dyn std::fmt::Display| format!("{what}: {e}");
     {
-        let mut disk = ram.disk.write().unwrap_or_else(|e| e.into_inner());
+        let mut disk = files.disk.write().unwrap_or_else(|e| e.into_inner());
         for name in &manifest.files {
             if !name.ends_with(".pos") {
                 // Postings, term dictionaries, fast fields, norms and the path store are read
                 // by every query: they are copied into RAM.
                 let bytes = dir.read(name, MAX_FILE).map_err(|e| io(name, &e))?;
-                ram.ram
+                files
+                    .ram
                     .atomic_write(Path::new(name), &bytes)
                     .map_err(|e| io(name, &e))?;
                 continue;
@@ -185,18 +186,21 @@ pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, Files
             disk.insert(PathBuf::from(name), FileSlice::new(Arc::new(OnDisk(file))));
         }
     }
-    ram.ram
+    files
+        .ram
         .atomic_write(Path::new(META), manifest.meta.as_bytes())
         .map_err(|e| io(META, &e))?;
     let managed = serde_json::to_vec(&manifest.files).map_err(|e| io(MANAGED, &e))?;
-    ram.ram
+    files
+        .ram
         .atomic_write(Path::new(MANAGED), &managed)
         .map_err(|e| io(MANAGED, &e))?;
-    // tantivy trusts its files; a damaged one could panic deep inside it. Checksums come first,
-    // and the whole open runs under catch_unwind all the same.
-    let files = ram.clone();
+    // tantivy trusts its files; a damaged one could panic deep inside it. `Index::open` reads
+    // only the metadata, the checksums are checked before any segment is opened (the reader
+    // opens them, in `SearchIndex::serve`), and all of it runs under catch_unwind all the same.
+    let opened_files = files.clone();
     let opened = std::panic::catch_unwind(move || -> Result<Index, String> {
-        let index = Index::open(ram).map_err(|e| format!("cannot open: {e}"))?;
+        let index = Index::open(opened_files).map_err(|e| format!("cannot open: {e}"))?;
         if index.schema() != *schema {
             return Err("the cache has another schema".to_owned());
         }
@@ -216,27 +220,28 @@ pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, Files
     }
 }
 
-/// Saves `index`, whose files are in `ram`, unless `saved` (the `meta.json` of the last save)
+/// Saves `index`, whose files are in `files`, unless `saved` (the `meta.json` of the last save)
 /// shows nothing changed since. Returns whether it wrote: `Ok(false)` also when the index moved
 /// on during the save (a merge ended and removed a file being read); the next save catches up.
-/// An `Err` (the disk refused) leaves the previous save in place. Files are read from `ram`
+/// An `Err` (the disk refused) leaves the previous save in place. Files are read from `files`
 /// itself, footers included (tantivy's managed directory would hand them out without their
 /// footer).
 pub fn save(
     index: &Index,
-    ram: &Files,
+    files: &Files,
     dir: &IndexCacheDir,
     saved: &mut Vec<u8>,
 ) -> Result<bool, String> {
     let read_meta = || {
-        ram.atomic_read(Path::new(META))
+        files
+            .atomic_read(Path::new(META))
             .map_err(|e| format!("cannot read the index metadata: {e}"))
     };
     let meta = read_meta()?;
     if meta == *saved {
         return Ok(false);
     }
-    match write_snapshot(index, ram, dir, &meta) {
+    match write_snapshot(index, files, dir, &meta) {
         Ok(()) => {
             *saved = meta;
             Ok(true)
@@ -250,12 +255,12 @@ pub fn save(
 /// what the manifest no longer names.
 fn write_snapshot(
     index: &Index,
-    ram: &Files,
+    files: &Files,
     dir: &IndexCacheDir,
     meta: &[u8],
 ) -> Result<(), String> {
     let metas = index.load_metas().map_err(|e| e.to_string())?;
-    let now = ram
+    let now = files
         .atomic_read(Path::new(META))
         .map_err(|e| format!("cannot read the index metadata: {e}"))?;
     if now != meta {
@@ -296,7 +301,7 @@ fn write_snapshot(
         if existing.contains(name) {
             continue; // segment files never change once written
         }
-        let file = ram
+        let file = files
             .open_read(Path::new(name))
             .map_err(|e| format!("{name}: {e}"))?;
         let bytes = file.read_bytes().map_err(|e| format!("{name}: {e}"))?;
