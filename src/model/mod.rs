@@ -616,7 +616,7 @@ impl Model {
     pub fn target_of(&self, link: &Link, source: &VaultPath) -> Target {
         match self.index.resolve(link.target(), Some(source)) {
             Resolution::Found { path, .. } => {
-                let subpath_ok = match (&link.subpath, self.notes.get(&path)) {
+                let subpath_ok = match (link.subpath(), self.notes.get(&path)) {
                     (None, _) => true,
                     (Some(sub), Some(target)) => subpath_exists(&target.parsed, sub),
                     // A subpath into a non-note (a PDF page is not a subpath) cannot be checked.
@@ -970,7 +970,7 @@ fn resolve_notes<'n>(
                     if index.path(t).is_none() {
                         return LinkTo::BROKEN;
                     }
-                    let subpath_ok = match (&link.subpath, parsed_of(t)) {
+                    let subpath_ok = match (link.subpath(), parsed_of(t)) {
                         (None, _) => true,
                         (Some(sub), Some(target)) => subpath_exists(target, sub),
                         // A subpath into a non-note (a PDF page is not a subpath) cannot be

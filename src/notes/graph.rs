@@ -63,7 +63,7 @@ pub struct InLink {
     pub excerpt: String,
 }
 
-fn subpath_text(sub: &Option<Subpath>) -> Option<String> {
+fn subpath_text(sub: Option<&Subpath>) -> Option<String> {
     match sub {
         None => None,
         Some(Subpath::Heading(chain)) => Some(format!("#{}", chain.join("#"))),
@@ -77,7 +77,7 @@ fn status(link: &Link, target: &Target) -> LinkStatus {
         Target::File {
             subpath_ok: true, ..
         } => LinkStatus::Resolved,
-        Target::File { .. } => match link.subpath {
+        Target::File { .. } => match link.subpath() {
             Some(Subpath::Block(_)) => LinkStatus::MissingBlock,
             _ => LinkStatus::MissingHeading,
         },
@@ -88,7 +88,7 @@ fn out_link(link: &Link, target: &Target) -> OutLink {
     OutLink {
         raw: link.raw.to_string(),
         target: link.target().to_owned(),
-        subpath: subpath_text(&link.subpath),
+        subpath: subpath_text(link.subpath()),
         resolved: match target {
             Target::File { path, .. } => Some(path.to_string()),
             Target::Broken => None,
@@ -465,7 +465,7 @@ pub fn resolve_link(
             })?
         }
     };
-    let subpath = subpath_text(&l.subpath);
+    let subpath = subpath_text(l.subpath());
     let alias_key = crate::model::linkres::key(l.target());
     let alias_matches: Vec<String> = model
         .notes()
