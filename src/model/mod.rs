@@ -274,9 +274,10 @@ impl Model {
         // `entries`, which is in path order like the index was filled.
         let index = &self.index;
         let parsed_of = |id: u32| entries.get(id as usize).and_then(|e| e.2.as_ref());
-        // Per note: its links resolved, and its tags (normalised, hashed), while its parse is in
-        // the cache.
-        type NoteTags<'e> = Vec<(u64, String, &'e str)>;
+        // Per note: its links resolved, and its tags (the hash of the normalised form, and the
+        // name as the note writes it), while its parse is in the cache. The normalised text is not kept:
+        // half a million short strings held at once would raise the build's peak.
+        type NoteTags<'e> = Vec<(u64, &'e str)>;
         let resolved: Vec<(Option<Resolved>, NoteTags<'_>)> = entries
             .par_chunks(RESOLVE_CHUNK)
             .enumerate()
@@ -295,7 +296,7 @@ impl Model {
                         let tags = parsed.as_ref().map_or_else(Vec::new, |p| {
                             note_tags(p)
                                 .into_iter()
-                                .map(|(norm, shown)| (index.hash_key(&norm), norm, shown))
+                                .map(|(norm, shown)| (index.hash_key(&norm), shown))
                                 .collect()
                         });
                         (parsed.as_ref().and_then(|_| resolved.next()), tags)
@@ -325,7 +326,8 @@ impl Model {
         // side. Tags and link names are grouped by sorting rows keyed by hashes (no string
         // comparisons, no hash-table probe per row).
         let link_names = || {
-            let mut rows: Vec<(u64, u32)> = Vec::new();
+            let rows_len = resolved.iter().flatten().map(|r| r.names.len()).sum();
+            let mut rows: Vec<(u64, u32)> = Vec::with_capacity(rows_len);
             for (id, r) in resolved.iter().enumerate() {
                 if let Some(r) = r {
                     rows.extend(r.names.iter().map(|&h| (h, id as u32)));
@@ -340,27 +342,30 @@ impl Model {
             by_link_name
         };
         let tag_index = || {
-            let mut rows: Vec<(u64, u32, String, &str)> = Vec::new();
+            let mut rows: Vec<(u64, u32, &str)> =
+                Vec::with_capacity(note_tags.iter().map(Vec::len).sum());
             for (id, tags) in note_tags.into_iter().enumerate() {
-                rows.extend(
-                    tags.into_iter()
-                        .map(|(h, norm, shown)| (h, id as u32, norm, shown)),
-                );
+                rows.extend(tags.into_iter().map(|(h, shown)| (h, id as u32, shown)));
             }
             rows.par_sort_unstable_by_key(|r| (r.0, r.1));
-            let groups: Vec<&[(u64, u32, String, &str)]> =
-                rows.chunk_by(|a, b| a.0 == b.0).collect();
+            let groups: Vec<&[(u64, u32, &str)]> = rows.chunk_by(|a, b| a.0 == b.0).collect();
             // Each tag: its notes (ids ascending, so paths in order: the set is built in bulk)
             // and how its first note (in path order) writes it. Rows that merely share a hash
-            // are told apart by their text.
+            // are told apart by their normalised text, worked out again here (a row written
+            // exactly as a tag already seen in the group is that tag).
             let mut tags: Vec<(String, BTreeSet<VaultPath>, &str)> = groups
                 .into_par_iter()
                 .flat_map_iter(|group| {
-                    let mut split: Vec<(&str, Vec<u32>, &str)> = Vec::new();
-                    for (_, id, norm, shown) in group {
+                    let mut split: Vec<(String, Vec<u32>, &str)> = Vec::new();
+                    for &(_, id, name) in group {
+                        if let Some(s) = split.iter_mut().find(|s| s.2 == name) {
+                            s.1.push(id);
+                            continue;
+                        }
+                        let norm = markdown::normalize_tag(name);
                         match split.iter_mut().find(|s| s.0 == norm) {
-                            Some(s) => s.1.push(*id),
-                            None => split.push((norm, vec![*id], shown)),
+                            Some(s) => s.1.push(id),
+                            None => split.push((norm, vec![id], name)),
                         }
                     }
                     split.into_iter().map(|(norm, ids, shown)| {
@@ -368,7 +373,7 @@ impl Model {
                             .iter()
                             .filter_map(|&id| entries.get(id as usize).map(|e| e.0.clone()))
                             .collect();
-                        (norm.to_owned(), set, shown)
+                        (norm, set, shown_tag(shown))
                     })
                 })
                 .collect();
@@ -594,7 +599,8 @@ impl Model {
     }
 
     fn add_note_entries(&mut self, id: u32, path: &VaultPath, parsed: &ParsedNote) {
-        for (norm, shown) in note_tags(parsed) {
+        for (norm, name) in note_tags(parsed) {
+            let shown = shown_tag(name);
             match self.tags.get_mut(&norm) {
                 Some(set) => {
                     set.insert(path.clone());
@@ -992,16 +998,22 @@ fn resolve_notes<'n>(
         .collect()
 }
 
-/// The normalised tags of a note, each once, with how it was first written in the note.
+/// The normalised tags of a note, each once, with its name as the note first writes it (shown
+/// as [`shown_tag`]).
 fn note_tags(parsed: &ParsedNote) -> Vec<(String, &str)> {
     let mut out: Vec<(String, &str)> = Vec::with_capacity(parsed.tags.len());
     for t in &parsed.tags {
         let norm = markdown::normalize_tag(&t.name);
         if !norm.is_empty() && !out.iter().any(|(n, _)| *n == norm) {
-            out.push((norm, t.name.trim_start_matches('#')));
+            out.push((norm, &t.name));
         }
     }
     out
+}
+
+/// How a tag is shown: its name as written, without `#`.
+fn shown_tag(name: &str) -> &str {
+    name.trim_start_matches('#')
 }
 
 /// Hashes of the link-name keys ([`FileIndex::link_name_key`]) of a note's links, each once.
@@ -1234,6 +1246,26 @@ mod tests {
         assert_eq!(m.tag_display("project/alpha"), "Project/Alpha");
         assert_eq!(m.tags()["start"].len(), 2);
         assert_eq!(m.note_count(), 5);
+    }
+
+    #[test]
+    fn a_tag_is_filed_once_under_its_normal_form_and_shown_as_its_first_note_writes_it() {
+        let m = built(&[
+            (
+                "a.md",
+                "---\ntags: [\"#Mixed/Case\", Other]\n---\n#mixed/case #MIXED/case\n",
+            ),
+            ("b.md", "#mixed/CASE #other #Ünï\n"),
+            ("c.md", "#ünï\n"),
+        ]);
+        let notes = |t: &str| -> Vec<&str> { m.tags()[t].iter().map(VaultPath::as_str).collect() };
+        assert_eq!(notes("mixed/case"), ["a.md", "b.md"]);
+        assert_eq!(notes("other"), ["a.md", "b.md"]);
+        assert_eq!(notes("ünï"), ["b.md", "c.md"]);
+        assert_eq!(m.tag_display("mixed/case"), "Mixed/Case");
+        assert_eq!(m.tag_display("other"), "Other");
+        assert_eq!(m.tag_display("ünï"), "Ünï");
+        assert_eq!(m.tags().len(), 3);
     }
 
     #[test]
