@@ -322,6 +322,15 @@ impl SearchIndex {
         Ok(())
     }
 
+    /// Stages a note the index holds no version of (not even a staged one): added without the
+    /// delete [`Self::stage`] queues, which costs memory until the commit and work at it.
+    pub fn stage_new(&self, note: NoteRead<'_>) -> Result<(), IndexError> {
+        let doc = self.document(note);
+        let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
+        writer.add_document(doc)?;
+        Ok(())
+    }
+
     /// Stages the removal of a note.
     pub fn stage_removal(&self, path: &VaultPath) {
         let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());

@@ -22,6 +22,24 @@ fn index_with_threads(notes: &[(&str, &str)], threads: usize) -> SearchIndex {
 
 /// Stages `text` as note `path` (size from the text, the given mtime and inode).
 fn stage(ix: &SearchIndex, path: &str, text: &str, modified: SystemTime, ino: u64) {
+    stage_as(ix, Staging::Replace, path, text, modified, ino);
+}
+
+/// How a test note is staged: [`SearchIndex::stage`] or [`SearchIndex::stage_new`].
+#[derive(Clone, Copy)]
+enum Staging {
+    Replace,
+    New,
+}
+
+fn stage_as(
+    ix: &SearchIndex,
+    how: Staging,
+    path: &str,
+    text: &str,
+    modified: SystemTime,
+    ino: u64,
+) {
     let path = VaultPath::parse(path).unwrap();
     let parsed = parse_note(text);
     let meta = FileMeta {
@@ -30,12 +48,16 @@ fn stage(ix: &SearchIndex, path: &str, text: &str, modified: SystemTime, ino: u6
         ino,
         nlink: 1,
     };
-    ix.stage(NoteRead {
+    let note = NoteRead {
         path: &path,
         meta: &meta,
         text,
         parsed: &parsed,
-    })
+    };
+    match how {
+        Staging::Replace => ix.stage(note),
+        Staging::New => ix.stage_new(note),
+    }
     .unwrap();
 }
 
@@ -217,6 +239,22 @@ fn updates_replace_and_removals_remove() {
     ix.commit().unwrap();
     assert!(all(&ix, "new").is_empty());
     assert_eq!(ix.num_docs(), 0);
+}
+
+#[test]
+fn a_note_staged_as_new_is_added_once_and_a_later_stage_still_replaces_it() {
+    let ix = SearchIndex::new(1).unwrap();
+    let t = SystemTime::UNIX_EPOCH;
+    stage_as(&ix, Staging::New, "a.md", "first words", t, 1);
+    stage_as(&ix, Staging::New, "b.md", "other words", t, 2);
+    // A retried first build stages a.md again before any commit: the delete covers the
+    // uncommitted version too.
+    stage_as(&ix, Staging::Replace, "a.md", "second words", t, 1);
+    ix.commit().unwrap();
+    assert_eq!(ix.num_docs(), 2);
+    assert!(all(&ix, "first").is_empty());
+    assert_eq!(all(&ix, "second"), ["a.md"]);
+    assert_eq!(all(&ix, "words").len(), 2);
 }
 
 #[test]
