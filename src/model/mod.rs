@@ -306,7 +306,7 @@ impl Model {
             .flat_map_iter(Vec::into_iter)
             .collect();
         // Backlinks: sources visited in id order, so every list comes out in path order.
-        let (resolved, note_tags): (Vec<Option<Resolved>>, Vec<NoteTags<'_>>) =
+        let (mut resolved, note_tags): (Vec<Option<Resolved>>, Vec<NoteTags<'_>>) =
             resolved.into_iter().unzip();
         let mut counts = vec![0u32; self.backlinks.len()];
         for r in resolved.iter().flatten() {
@@ -317,22 +317,31 @@ impl Model {
         for (list, &n) in self.backlinks.iter_mut().zip(&counts) {
             list.reserve_exact(n as usize);
         }
-        for (source, r) in resolved.iter().enumerate() {
+        // The per-note lists are freed as they are used up: this is the build's peak.
+        for (source, r) in resolved.iter_mut().enumerate() {
             for &t in r.iter().flat_map(|r| &r.reached) {
                 self.backlinks[t as usize].push(source as u32);
+            }
+            if let Some(r) = r {
+                r.reached = Vec::new();
+            }
+        }
+        let mut name_rows: Vec<(u64, u32)> =
+            Vec::with_capacity(resolved.iter().flatten().map(|r| r.names.len()).sum());
+        for (id, r) in resolved.iter_mut().enumerate() {
+            if let Some(r) = r {
+                name_rows.extend(
+                    std::mem::take(&mut r.names)
+                        .into_iter()
+                        .map(|h| (h, id as u32)),
+                );
             }
         }
         // The link-name index, the tag index and the file map are independent: built side by
         // side. Tags and link names are grouped by sorting rows keyed by hashes (no string
         // comparisons, no hash-table probe per row).
-        let link_names = || {
-            let rows_len = resolved.iter().flatten().map(|r| r.names.len()).sum();
-            let mut rows: Vec<(u64, u32)> = Vec::with_capacity(rows_len);
-            for (id, r) in resolved.iter().enumerate() {
-                if let Some(r) = r {
-                    rows.extend(r.names.iter().map(|&h| (h, id as u32)));
-                }
-            }
+        let link_names = move || {
+            let mut rows = name_rows;
             rows.par_sort_unstable();
             let mut by_link_name: HashKeyed<Vec<u32>> = HashKeyed::default();
             by_link_name.reserve(rows.chunk_by(|a, b| a.0 == b.0).count());
