@@ -18,7 +18,10 @@ fuzz_target!(|data: &[u8]| {
     let note = parse_note(&text);
     match &note.frontmatter {
         Frontmatter::Valid { value, end_line } => {
-            assert!(value.is_object(), "frontmatter value is not an object");
+            for (key, v) in value.iter() {
+                assert_eq!(value.get(key), Some(v), "property {key:?} is not found by its key");
+            }
+            assert!(value.to_value().is_object());
             assert!(*end_line >= 2);
         }
         Frontmatter::Invalid { error, end_line } => {

@@ -472,7 +472,9 @@ fn frontmatter_is_an_object_with_its_closing_line() {
     assert_eq!(
         note.frontmatter,
         Frontmatter::Valid {
-            value: json!({"title": "Hello", "count": 3, "done": false, "list": ["a", 1]}),
+            value: json!({"title": "Hello", "count": 3, "done": false, "list": ["a", 1]})
+                .try_into()
+                .unwrap(),
             end_line: 6
         }
     );
@@ -484,7 +486,7 @@ fn empty_frontmatter_is_an_empty_object() {
     assert_eq!(
         parse_note("---\n---\ntext").frontmatter,
         Frontmatter::Valid {
-            value: json!({}),
+            value: Properties::default(),
             end_line: 2
         }
     );
@@ -761,7 +763,9 @@ fn check_invariants(text: &str) {
         assert_eq!(&text[block.pos.range()], format!("^{}", block.id));
     }
     if let Frontmatter::Valid { value, .. } = &note.frontmatter {
-        assert!(value.is_object());
+        for (key, v) in value.iter() {
+            assert_eq!(value.get(key), Some(v));
+        }
     }
 }
 

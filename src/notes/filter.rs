@@ -121,19 +121,15 @@ impl NoteFilter {
 /// agrees with [`NoteFilter`]: each key with a non-null value, and [`property_term`] for each
 /// scalar value (each element of a list; the target of a wikilink value as well).
 pub fn property_terms(frontmatter: &Frontmatter) -> Vec<String> {
-    let Frontmatter::Valid {
-        value: Value::Object(map),
-        ..
-    } = frontmatter
-    else {
+    let Frontmatter::Valid { value: props, .. } = frontmatter else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (key, v) in map {
+    for (key, v) in props.iter() {
         if v.is_null() {
             continue;
         }
-        out.push(key.clone());
+        out.push(key.to_owned());
         let items: &[Value] = match v {
             Value::Array(items) => items,
             other => std::slice::from_ref(other),
@@ -215,7 +211,9 @@ mod tests {
                 "up": ["[[Garden Plan|the plan]]", "B"],
                 "empty": null,
                 "deep": {"a": 1},
-            }),
+            })
+            .try_into()
+            .unwrap(),
             end_line: 7,
         };
         let terms = property_terms(&fm);

@@ -203,7 +203,7 @@ fn outline(parsed: Option<&ParsedNote>) -> Vec<OutlineEntry> {
 
 fn set_frontmatter(view: &mut NoteView, parsed: Option<&ParsedNote>) {
     match parsed.map(|p| &p.frontmatter) {
-        Some(Frontmatter::Valid { value, .. }) => view.frontmatter = Some(value.clone()),
+        Some(Frontmatter::Valid { value, .. }) => view.frontmatter = Some(value.to_value()),
         Some(Frontmatter::Invalid { error, .. }) => {
             view.frontmatter = Some(serde_json::Value::Object(Default::default()));
             view.frontmatter_error = Some(error.clone());
