@@ -196,8 +196,9 @@ pub enum TagSource {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Tag {
     /// The name without `#`, with its original casing (`Project/Alpha`); compare with
-    /// [`tag_matches`] or [`normalize_tag`].
-    pub name: Box<str>,
+    /// [`tag_matches`] or [`normalize_tag`]. Shared: the model keeps one copy of each name
+    /// however many notes carry it.
+    pub name: std::sync::Arc<str>,
     /// Property or inline.
     pub source: TagSource,
     /// Where it is: the `#name` text (or the name in the frontmatter).
@@ -497,7 +498,7 @@ pub fn parse_note(text: &str) -> ParsedNote {
 
     let body = body::scan(text, body_start);
     note.tags.extend(body.tags.into_iter().map(|t| Tag {
-        name: t.name,
+        name: t.name.into(),
         source: TagSource::Inline,
         pos: lines.pos(t.start, t.end),
     }));

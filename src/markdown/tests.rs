@@ -11,7 +11,7 @@ fn tag_names(text: &str) -> Vec<String> {
     parse_note(text)
         .tags
         .into_iter()
-        .map(|t| t.name.into())
+        .map(|t| t.name.to_string())
         .collect()
 }
 
