@@ -40,7 +40,7 @@ pub enum IndexCache {
     /// Nowhere: every start indexes every note (`--no-index-cache`, one-shot `capvault call`).
     Off,
     /// In this folder, outside the vault, open and locked for this process.
-    Dir(IndexCacheDir),
+    Dir(Arc<IndexCacheDir>),
     /// Wanted but not usable, for this reason (shown by `vault_info`).
     Unavailable(String),
 }
@@ -284,11 +284,11 @@ impl Engine {
     /// stamps then wait in `cached` for the first reconcile), empty otherwise.
     fn create_index(&self) -> Result<SearchIndex, String> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let fresh = || SearchIndex::new(threads).map_err(|e| e.to_string());
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let IndexCache::Dir(dir) = &*cache else {
-            return fresh();
+            return SearchIndex::new(threads).map_err(|e| e.to_string());
         };
+        let fresh = || SearchIndex::new_in(Arc::clone(dir), threads).map_err(|e| e.to_string());
         let loaded = SearchIndex::load(dir, threads).and_then(|ix| match ix {
             None => Ok(None),
             Some(ix) => ix
@@ -567,6 +567,9 @@ impl Engine {
         }
         if first {
             self.index_ready.store(true, Ordering::Release);
+            // What tantivy's indexing freed, handed back before the model's link resolution
+            // allocates on top of everything kept (the build's peak).
+            release_free_memory();
         }
         let committed = started.elapsed();
         self.model.apply_changes(changes, started);
@@ -734,8 +737,8 @@ impl Engine {
 /// Hands the memory the first build freed back to the system. The build's transient allocations
 /// (read buffers, documents on their way to tantivy, the model's intermediate maps) leave free
 /// pages scattered through glibc's heap, which it only returns from the top. Measured at 100,000
-/// notes: resident 982 -> 868 MB once the build is over (`docs/performance.md`); the peak during
-/// the build is unchanged.
+/// notes: resident 982 -> 868 MB once the build is over (`docs/performance.md`). Also called
+/// between the first index commit and the model's link resolution, the build's peak.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn release_free_memory() {
     // SAFETY: malloc_trim only returns free heap pages to the kernel; it is thread-safe.

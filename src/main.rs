@@ -171,7 +171,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 match index_cache.or_else(capvault::vault::cache::default_root) {
                     None => IndexCache::Unavailable("no cache folder for this user".to_owned()),
                     Some(root) => match IndexCacheDir::open(&root, &vault) {
-                        Ok(dir) => IndexCache::Dir(dir),
+                        Ok(dir) => IndexCache::Dir(std::sync::Arc::new(dir)),
                         Err(e) => {
                             tracing::warn!(error = %e, "index cache unavailable; indexing every note at each start");
                             IndexCache::Unavailable(e.to_string())

@@ -9,39 +9,156 @@
 //! index, read only by phrase queries) from the cache folder itself, read at offsets as phrases
 //! need them, so they live in the page cache rather than in the server's memory. It checks every
 //! file's checksum and the schema, and refuses on any mismatch: the caller then clears the folder
-//! and builds afresh. Segments written after the load (new notes, merges) live in RAM ([`Files`]).
+//! and builds afresh. Segments written later (a vault's first build, new notes, merges) live in
+//! RAM ([`Files`]), except their positions files: those are written straight into the cache
+//! folder and read from there the same way. Such a file is complete but not synced until a save
+//! syncs it, before the manifest names it; one a merge made obsolete stays until the next save.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
 use tantivy::directory::error::{DeleteError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
-    FileHandle, FileSlice, OwnedBytes, RamDirectory, WatchCallback, WatchHandle, WritePtr,
+    AntiCallToken, FileHandle, FileSlice, OwnedBytes, RamDirectory, TerminatingWrite,
+    WatchCallback, WatchHandle, WritePtr,
 };
 use tantivy::index::SegmentComponent;
 use tantivy::schema::Schema;
 use tantivy::{Directory, Index};
 
-use crate::vault::cache::{CacheFile, IndexCacheDir, MAX_FILES, valid_name};
+use crate::vault::cache::{CacheFile, CacheWriter, IndexCacheDir, MAX_FILES, valid_name};
 
-/// The index's files: the positions files loaded from the cache folder, read from the disk at
+/// The index's files: the positions files, in the cache folder and read from the disk at
 /// offsets, and everything else in RAM. Cheap to clone (shared).
 #[derive(Debug, Clone, Default)]
 pub struct Files {
     ram: RamDirectory,
     disk: Arc<RwLock<HashMap<PathBuf, FileSlice>>>,
+    /// Where new positions files are written, when there is a cache folder.
+    spill: Option<Spill>,
+}
+
+/// The cache folder new positions files go to, and those of them not yet synced.
+#[derive(Debug, Clone)]
+struct Spill {
+    dir: Arc<IndexCacheDir>,
+    unsynced: Arc<Mutex<HashMap<String, Arc<OnDisk>>>>,
 }
 
 impl Files {
+    /// Files that write new positions files into `dir` rather than RAM.
+    pub fn spilling_to(dir: Arc<IndexCacheDir>) -> Files {
+        Files {
+            spill: Some(Spill {
+                dir,
+                unsynced: Arc::default(),
+            }),
+            ..Files::default()
+        }
+    }
+
     fn on_disk(&self, path: &Path) -> Option<FileSlice> {
         self.disk
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(path)
             .cloned()
+    }
+
+    /// A writer for a new positions file in the cache folder, or `None` (write to RAM) for
+    /// other files, without a cache folder, or when the folder refuses.
+    fn spill_writer(&self, path: &Path) -> Option<SpillWriter> {
+        let spill = self.spill.as_ref()?;
+        let name = path.to_str().filter(|n| is_positions(n) && valid_name(n))?;
+        match spill.dir.create(name) {
+            Ok(writer) => Some(SpillWriter {
+                writer: Some(writer),
+                name: name.to_owned(),
+                files: self.clone(),
+            }),
+            Err(e) => {
+                tracing::debug!(error = %e, "positions file kept in memory");
+                None
+            }
+        }
+    }
+
+    /// Makes a positions file written into the cache folder durable, if it is one not yet
+    /// synced: before a manifest names it.
+    fn sync_spilled(&self, name: &str) -> std::io::Result<()> {
+        let Some(spill) = &self.spill else {
+            return Ok(());
+        };
+        let file = spill
+            .unsynced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned();
+        if let Some(file) = file {
+            file.0.sync()?;
+            spill
+                .unsynced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(name);
+        }
+        Ok(())
+    }
+}
+
+/// Positions files: about half the index, read only by phrase queries.
+fn is_positions(name: &str) -> bool {
+    name.ends_with(".pos")
+}
+
+/// A positions file being written into the cache folder. Once complete it is read from there,
+/// like the positions files a restart loads; it stays out of any manifest until a save has
+/// synced it.
+struct SpillWriter {
+    writer: Option<CacheWriter>,
+    name: String,
+    files: Files,
+}
+
+impl std::io::Write for SpillWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.writer {
+            Some(w) => w.write(buf),
+            None => Err(std::io::Error::other("the file is already complete")),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.writer {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl TerminatingWrite for SpillWriter {
+    fn terminate_ref(&mut self, _: AntiCallToken) -> std::io::Result<()> {
+        let Some(writer) = self.writer.take() else {
+            return Ok(());
+        };
+        let file = Arc::new(OnDisk(writer.finish()?));
+        if let Some(spill) = &self.files.spill {
+            spill
+                .unsynced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(self.name.clone(), Arc::clone(&file));
+        }
+        self.files
+            .disk
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(PathBuf::from(&self.name), FileSlice::new(file));
+        Ok(())
     }
 }
 
@@ -74,6 +191,13 @@ impl tantivy::Directory for Files {
     }
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
+        if let (Some(spill), Some(name)) = (&self.spill, path.to_str()) {
+            spill
+                .unsynced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(name);
+        }
         let removed = self
             .disk
             .write()
@@ -94,7 +218,10 @@ impl tantivy::Directory for Files {
         if self.on_disk(path).is_some() {
             return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
         }
-        self.ram.open_write(path)
+        match self.spill_writer(path) {
+            Some(w) => Ok(std::io::BufWriter::new(Box::new(w))),
+            None => self.ram.open_write(path),
+        }
     }
 
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
@@ -145,7 +272,7 @@ struct Manifest {
 
 /// Loads the cached index. `Ok(None)` when there is none yet; `Err` (a short reason) when there
 /// is one that cannot be used: another format, another schema, a missing or damaged file.
-pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, Files)>, String> {
+pub fn load(dir: &Arc<IndexCacheDir>, schema: &Schema) -> Result<Option<(Index, Files)>, String> {
     let manifest = match dir.read(MANIFEST, MAX_MANIFEST) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -162,12 +289,12 @@ pub fn load(dir: &IndexCacheDir, schema: &Schema) -> Result<Option<(Index, Files
     if manifest.files.len() > MAX_FILES || !manifest.files.iter().all(|f| valid_name(f)) {
         return Err("the manifest names files it cannot hold".to_owned());
     }
-    let files = Files::default();
+    let files = Files::spilling_to(Arc::clone(dir));
     let io = |what: &str, e: &dyn std::fmt::Display| format!("{what}: {e}");
     {
         let mut disk = files.disk.write().unwrap_or_else(|e| e.into_inner());
         for name in &manifest.files {
-            if !name.ends_with(".pos") {
+            if !is_positions(name) {
                 // Postings, term dictionaries, fast fields, norms and the path store are read
                 // by every query: they are copied into RAM.
                 let bytes = dir.read(name, MAX_FILE).map_err(|e| io(name, &e))?;
@@ -299,7 +426,12 @@ fn write_snapshot(
         .collect();
     for name in &keep {
         if existing.contains(name) {
-            continue; // segment files never change once written
+            // Segment files never change once written; a positions file written here by the
+            // index itself is synced before the manifest names it.
+            files
+                .sync_spilled(name)
+                .map_err(|e| format!("{name}: {e}"))?;
+            continue;
         }
         let file = files
             .open_read(Path::new(name))

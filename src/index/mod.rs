@@ -2,7 +2,8 @@
 //! build the vault model.
 //!
 //! A fresh index lives in RAM. When a cache folder is available (outside the vault, see
-//! [`crate::vault::cache`]) it is also saved there in the background ([`cache`]), so that the
+//! [`crate::vault::cache`]) its positions files are written there as they are made, and the rest
+//! is saved there in the background ([`cache`]), so that the
 //! next start opens it (its positions read from the cache folder as phrase queries need them) and
 //! re-indexes only the notes whose size, modification time or inode changed (each document keeps
 //! those three as fast fields), instead of every note. The cache
@@ -32,10 +33,13 @@
 //!
 //! One long-lived writer. Changes are staged (delete the path's document, add the new one) by
 //! the parallel readers as they parse, then committed once per batch (the startup build, one
-//! debounced burst of watcher events, one reconcile), and the reader is reloaded by hand.
+//! debounced burst of watcher events, one reconcile), and the reader is reloaded by hand. At most
+//! [`queue::MAX_QUEUED`] staged documents wait for tantivy's indexing threads at a time (each
+//! carries its note's text; tantivy alone would queue 10,000).
 
 pub mod cache;
 pub mod query;
+pub mod queue;
 pub mod text;
 
 use std::collections::HashMap;
@@ -59,6 +63,7 @@ use crate::markdown;
 use crate::model::NoteRead;
 use crate::vault::VaultPath;
 use query::{Clause, Query};
+use queue::{Queue, Queued};
 use text::{Needles, TEXT_ANALYZER};
 
 /// Name of the whitespace tokenizer used by the CJK fields.
@@ -162,7 +167,9 @@ pub struct RankedHits {
 
 /// The in-memory full-text index of one vault.
 pub struct SearchIndex {
-    writer: RwLock<IndexWriter<TantivyDocument>>,
+    writer: RwLock<IndexWriter<Queued>>,
+    /// Bounds the documents staged but not yet indexed (see [`queue`]).
+    queue: Queue,
     reader: IndexReader,
     index: Index,
     /// The directory `index` lives in (shared with it), read raw when saving to the cache.
@@ -211,10 +218,23 @@ impl SearchIndex {
         (sb.build(), fields)
     }
 
-    /// An empty index, writing with up to `threads` indexing threads.
+    /// An empty index in memory, writing with up to `threads` indexing threads.
     pub fn new(threads: usize) -> Result<Self, IndexError> {
+        Self::create(cache::Files::default(), threads)
+    }
+
+    /// An empty index that writes its positions files into the cache folder `dir` as it goes
+    /// (half the index, read only by phrase queries, kept out of memory as a restart keeps
+    /// them); everything else is in memory until saved.
+    pub fn new_in(
+        dir: std::sync::Arc<crate::vault::cache::IndexCacheDir>,
+        threads: usize,
+    ) -> Result<Self, IndexError> {
+        Self::create(cache::Files::spilling_to(dir), threads)
+    }
+
+    fn create(files: cache::Files, threads: usize) -> Result<Self, IndexError> {
         let (schema, fields) = Self::schema();
-        let files = cache::Files::default();
         let index = Index::create(files.clone(), schema, tantivy::IndexSettings::default())?;
         Self::serve(index, files, fields, threads)
     }
@@ -223,7 +243,7 @@ impl SearchIndex {
     /// `Ok(None)` when there is none yet; `Err` (a short reason) when the saved one cannot be
     /// used, and the caller should [`cache::clear`] it and start from [`Self::new`].
     pub fn load(
-        dir: &crate::vault::cache::IndexCacheDir,
+        dir: &std::sync::Arc<crate::vault::cache::IndexCacheDir>,
         threads: usize,
     ) -> Result<Option<Self>, String> {
         let (schema, fields) = Self::schema();
@@ -265,6 +285,7 @@ impl SearchIndex {
             .try_into()?;
         Ok(SearchIndex {
             writer: RwLock::new(writer),
+            queue: Queue::new(queue::MAX_QUEUED),
             reader,
             index,
             files,
@@ -315,7 +336,7 @@ impl SearchIndex {
     ///
     /// [`commit`]: SearchIndex::commit
     pub fn stage(&self, note: NoteRead<'_>) -> Result<(), IndexError> {
-        let doc = self.document(note);
+        let doc = self.queue.admit(self.document(note));
         let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
         writer.delete_term(Term::from_field_text(self.fields.path, note.path.as_str()));
         writer.add_document(doc)?;
@@ -325,7 +346,7 @@ impl SearchIndex {
     /// Stages a note the index holds no version of (not even a staged one): added without the
     /// delete [`Self::stage`] queues, which costs memory until the commit and work at it.
     pub fn stage_new(&self, note: NoteRead<'_>) -> Result<(), IndexError> {
-        let doc = self.document(note);
+        let doc = self.queue.admit(self.document(note));
         let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
         writer.add_document(doc)?;
         Ok(())

@@ -258,6 +258,25 @@ fn a_note_staged_as_new_is_added_once_and_a_later_stage_still_replaces_it() {
 }
 
 #[test]
+fn more_notes_than_the_queue_holds_are_all_indexed_and_release_their_places() {
+    let ix = SearchIndex::new(2).unwrap();
+    let t = SystemTime::UNIX_EPOCH;
+    let n = queue::MAX_QUEUED * 3;
+    for i in 0..n {
+        let text = format!("note number{i} shares queued words");
+        stage_as(&ix, Staging::New, &format!("n{i}.md"), &text, t, i as u64);
+    }
+    ix.commit().unwrap();
+    assert_eq!(ix.num_docs(), n as u64);
+    assert_eq!(
+        all(&ix, &format!("number{}", n - 1)),
+        [format!("n{}.md", n - 1)]
+    );
+    // tantivy dropped every document it indexed, and each gave its place back.
+    assert_eq!(ix.queue.in_flight(), 0);
+}
+
+#[test]
 fn paging_is_stable_and_deep_offsets_are_refused() {
     let notes: Vec<(String, String)> = (0..30)
         .map(|i| (format!("n{i:02}.md"), format!("word {}", "word ".repeat(i))))
@@ -416,14 +435,65 @@ mod prefilter {
 }
 
 /// A vault (for its identity) and a cache folder beside it, both temporary.
-fn cache_dir() -> (tempfile::TempDir, crate::vault::cache::IndexCacheDir) {
+fn cache_dir() -> (
+    tempfile::TempDir,
+    std::sync::Arc<crate::vault::cache::IndexCacheDir>,
+) {
     let tmp = tempfile::tempdir().unwrap();
     let vault_root = tmp.path().join("vault");
     #[allow(clippy::disallowed_methods)] // test fixture
     std::fs::create_dir(&vault_root).unwrap();
     let vault = crate::vault::Vault::open(&vault_root, Default::default()).unwrap();
     let dir = crate::vault::cache::IndexCacheDir::open(&tmp.path().join("cache"), &vault).unwrap();
-    (tmp, dir)
+    (tmp, std::sync::Arc::new(dir))
+}
+
+fn names_ending(dir: &crate::vault::cache::IndexCacheDir, ext: &str) -> Vec<String> {
+    let mut names: Vec<String> = dir
+        .names()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(ext))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_index_built_in_a_cache_folder_writes_only_its_positions_there_and_finds_phrases() {
+    let (_tmp, dir) = cache_dir();
+    let ix = SearchIndex::new_in(std::sync::Arc::clone(&dir), 1).unwrap();
+    let t = SystemTime::UNIX_EPOCH;
+    stage(&ix, "a.md", "the quick brown fox", t, 1);
+    stage(&ix, "b.md", "brown and then quick", t, 2);
+    ix.commit().unwrap();
+    // Before any save: the positions file is in the folder, the rest of the segment is not.
+    let pos = names_ending(&dir, ".pos");
+    assert_eq!(pos.len(), 1, "{:?}", dir.names().unwrap());
+    assert!(names_ending(&dir, ".idx").is_empty());
+    assert!(names_ending(&dir, "manifest.json").is_empty());
+    assert_eq!(all(&ix, "\"quick brown\""), ["a.md"]);
+    // A save syncs it and names it; a load serves phrases from it.
+    let mut saved = Vec::new();
+    assert!(ix.save(&dir, &mut saved).unwrap());
+    let loaded = SearchIndex::load(&dir, 1).unwrap().unwrap();
+    assert_eq!(all(&loaded, "\"quick brown\""), ["a.md"]);
+    drop(loaded);
+    // Replaced and merged away: the old positions file leaves the folder at the next save.
+    stage(&ix, "a.md", "quick brown again", t, 1);
+    ix.commit().unwrap();
+    let ids = ix.index.searchable_segment_ids().unwrap();
+    ix.writer.write().unwrap().merge(&ids).wait().unwrap();
+    ix.commit().unwrap();
+    assert_eq!(all(&ix, "\"quick brown\""), ["a.md"]);
+    assert!(all(&ix, "fox").is_empty());
+    assert!(ix.save(&dir, &mut saved).unwrap());
+    let now = names_ending(&dir, ".pos");
+    assert_eq!(now.len(), 1);
+    assert!(!now.contains(&pos[0]));
+    let loaded = SearchIndex::load(&dir, 1).unwrap().unwrap();
+    assert_eq!(all(&loaded, "\"quick brown\""), ["a.md"]);
+    assert_eq!(all(&loaded, "\"then quick\""), ["b.md"]);
 }
 
 #[test]

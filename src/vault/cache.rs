@@ -187,6 +187,23 @@ impl IndexCacheDir {
         })
     }
 
+    /// Creates file `name`, which must not exist, to be written in place: the index's segment
+    /// files as tantivy writes them, which no manifest names until they are complete and
+    /// synced ([`CacheWriter::finish`], [`CacheFile::sync`]). Never follows a symlink.
+    pub fn create(&self, name: &str) -> io::Result<CacheWriter> {
+        check_name(name)?;
+        let file = self.dir.open_with(
+            name,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .follow(FollowSymlinks::No)
+                .mode(0o600),
+        )?;
+        Ok(CacheWriter { file, len: 0 })
+    }
+
     /// Writes a whole file atomically: to a temporary name, synced, then renamed over `name`.
     pub fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
         check_name(name)?;
@@ -245,6 +262,41 @@ impl CacheFile {
     /// Fills `buf` from `offset`; a file cut short since it was opened is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         cap_std::fs::FileExt::read_exact_at(&self.file, buf, offset)
+    }
+
+    /// Makes the file's content durable.
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_all()
+    }
+}
+
+/// A new cache file being written (see [`IndexCacheDir::create`]).
+#[derive(Debug)]
+pub struct CacheWriter {
+    file: cap_std::fs::File,
+    len: u64,
+}
+
+impl Write for CacheWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl CacheWriter {
+    /// The file, complete, open for reads at offsets (not yet synced).
+    pub fn finish(mut self) -> io::Result<CacheFile> {
+        self.file.flush()?;
+        Ok(CacheFile {
+            file: self.file,
+            len: self.len,
+        })
     }
 }
 
