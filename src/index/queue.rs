@@ -32,8 +32,17 @@ pub struct Queue(Arc<Gate>);
 #[derive(Debug)]
 struct Gate {
     max: usize,
-    in_flight: Mutex<usize>,
-    freed: Condvar,
+    state: Mutex<State>,
+    reopened: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Documents admitted and not yet dropped.
+    in_flight: usize,
+    /// Set when the queue fills, cleared when it is half empty: readers wait meanwhile, and
+    /// are woken together rather than one per document indexed (a context switch per note).
+    closed: bool,
 }
 
 impl Queue {
@@ -41,23 +50,27 @@ impl Queue {
     pub fn new(max: usize) -> Queue {
         Queue(Arc::new(Gate {
             max: max.max(1),
-            in_flight: Mutex::new(0),
-            freed: Condvar::new(),
+            state: Mutex::default(),
+            reopened: Condvar::new(),
         }))
     }
 
-    /// `doc`, holding a permit until it is dropped; waits while the queue is full.
+    /// `doc`, holding a permit until it is dropped; once the queue is full, waits until it is
+    /// half empty.
     pub fn admit(&self, doc: TantivyDocument) -> Queued {
         let gate = &self.0;
-        let mut n = gate.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        if *n >= gate.max {
-            n = gate
-                .freed
-                .wait_timeout_while(n, MAX_WAIT, |n| *n >= gate.max)
+        let mut state = gate.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.in_flight >= gate.max {
+            state.closed = true;
+        }
+        if state.closed {
+            state = gate
+                .reopened
+                .wait_timeout_while(state, MAX_WAIT, |s| s.closed)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        *n += 1;
+        state.in_flight += 1;
         Queued {
             doc,
             _permit: Some(Permit(Arc::clone(&self.0))),
@@ -67,7 +80,11 @@ impl Queue {
     /// Documents admitted and not yet dropped.
     #[cfg(test)]
     pub fn in_flight(&self) -> usize {
-        *self.0.in_flight.lock().unwrap_or_else(|e| e.into_inner())
+        self.0
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .in_flight
     }
 }
 
@@ -76,10 +93,17 @@ struct Permit(Arc<Gate>);
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut n = self.0.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        *n = n.saturating_sub(1);
-        drop(n);
-        self.0.freed.notify_one();
+        let gate = &self.0;
+        let mut state = gate.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.in_flight = state.in_flight.saturating_sub(1);
+        let reopen = state.closed && state.in_flight <= gate.max / 2;
+        if reopen {
+            state.closed = false;
+        }
+        drop(state);
+        if reopen {
+            gate.reopened.notify_all();
+        }
     }
 }
 
@@ -126,6 +150,33 @@ mod tests {
         drop(a);
         assert_eq!(q.in_flight(), 1);
         drop(b);
+        assert_eq!(q.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_full_queue_waits_until_it_is_half_empty() {
+        let q = Queue::new(4);
+        let mut held: Vec<Queued> = (0..4)
+            .map(|_| q.admit(TantivyDocument::default()))
+            .collect();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let q2 = q.clone();
+        let waiter = std::thread::spawn(move || {
+            let fifth = q2.admit(TantivyDocument::default());
+            tx.send(()).unwrap();
+            drop(fifth);
+        });
+        // Wait until the fifth has found the queue full.
+        while !q.0.state.lock().unwrap().closed {
+            std::thread::yield_now();
+        }
+        // One place free is not enough: the queue reopens at half.
+        held.pop();
+        assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+        held.pop();
+        rx.recv_timeout(Duration::from_secs(1)).unwrap();
+        waiter.join().unwrap();
+        drop(held);
         assert_eq!(q.in_flight(), 0);
     }
 

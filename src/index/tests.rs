@@ -277,6 +277,29 @@ fn more_notes_than_the_queue_holds_are_all_indexed_and_release_their_places() {
 }
 
 #[test]
+fn held_merges_leave_every_segment_until_resumed() {
+    let ix = SearchIndex::new(1).unwrap();
+    ix.hold_merges();
+    let t = SystemTime::UNIX_EPOCH;
+    // tantivy's default policy merges once 8 segments of a size are there; make 12.
+    for i in 0..12u64 {
+        stage(&ix, &format!("n{i}.md"), &format!("segment word{i}"), t, i);
+        ix.commit().unwrap();
+    }
+    assert_eq!(ix.segment_count(), 12);
+    ix.resume_merges().unwrap();
+    // Merges run in the background: wait for them, at most a minute.
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while ix.segment_count() >= 12 && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+        ix.reader.reload().unwrap();
+    }
+    assert!(ix.segment_count() < 12, "{} segments", ix.segment_count());
+    assert_eq!(all(&ix, "segment").len(), 12);
+    assert_eq!(all(&ix, "word11"), ["n11.md"]);
+}
+
+#[test]
 fn paging_is_stable_and_deep_offsets_are_refused() {
     let notes: Vec<(String, String)> = (0..30)
         .map(|i| (format!("n{i:02}.md"), format!("word {}", "word ".repeat(i))))
