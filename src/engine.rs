@@ -163,6 +163,22 @@ impl NoteText {
         &self.buf[..self.name_len]
     }
 
+    /// Asks the CPU to start loading the beginning of the note into its cache, ahead of a scan
+    /// that reaches it shortly. Scanning every note in memory otherwise waits on a cache miss at
+    /// the start of each one (16% of a no-hit exact search at 100,000 notes).
+    pub fn prefetch(&self) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let p = self.buf.as_ptr();
+            for line in (0..self.buf.len().min(256)).step_by(64) {
+                // SAFETY: a prefetch is only a hint: it never faults and changes no memory,
+                // and `line` stays inside the buffer.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(line).cast()) };
+            }
+        }
+    }
+
     /// The note's text.
     pub fn text(&self) -> &str {
         &self.buf[self.name_len..]
