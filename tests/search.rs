@@ -270,6 +270,61 @@ async fn ranked_pages_follow_the_cursor_without_overlap() {
 }
 
 #[tokio::test]
+async fn exact_pages_rank_notes_by_matching_lines_then_path_and_follow_the_cursor() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Note i has (i % 3) + 1 lines with the word: many notes tie on every count.
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| {
+            let lines = "a Lettuce line\nfiller\n".repeat(i % 3 + 1);
+            (format!("n{:02}.md", 39 - i), lines)
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    write_tree(tmp.path(), &refs);
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let all = s
+        .ok(
+            "search_notes",
+            json!({"query": "lettuce", "mode": "exact", "limit": 200}),
+        )
+        .await;
+    let hits = paths(&all);
+    let lines: usize = (0..40).map(|i| i % 3 + 1).sum();
+    assert_eq!(all["total"], lines);
+    // Expected: by matching lines (3, 2, 1), then by path; one hit per line.
+    let mut expected: Vec<(usize, String)> = files
+        .iter()
+        .map(|(p, t)| (t.matches("Lettuce").count(), p.clone()))
+        .collect();
+    expected.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let expected: Vec<String> = expected
+        .into_iter()
+        .flat_map(|(n, p)| std::iter::repeat_n(p, n))
+        .collect();
+    assert_eq!(hits, expected);
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"query": "lettuce", "mode": "exact", "limit": 7});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let page = s.ok("search_notes", args).await;
+        paged.extend(paths(&page));
+        match page.get("next_cursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(paged, expected);
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn replies_are_bounded_in_bytes() {
     let tmp = tempfile::tempdir().unwrap();
     // 200 notes whose matching line is long: 200 hits would be far over the reply limit.

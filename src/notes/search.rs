@@ -406,72 +406,97 @@ fn search_lines(
     mode: Mode,
 ) -> Result<SearchResults, NoteError> {
     let vault = engine.vault();
-    // Pass 1: count the matching lines of every note (cheap); excerpts come later.
-    let score_named = |path: &VaultPath, name: &str, text: &str| -> Option<Scored> {
+    // Pass 1: count the matching lines of every note (cheap); excerpts come later. Paths are
+    // borrowed, not cloned: a clone touches each matching note's path allocation (a cache miss
+    // and an atomic increment per note).
+    fn score_named<'p>(
+        matcher: &Matcher,
+        path: &'p VaultPath,
+        name: &str,
+        text: &str,
+    ) -> Option<Scored<'p>> {
         let name_match = matcher.matches(name);
         let lines = count_matching_lines(text, matcher);
         (lines > 0 || name_match).then(|| {
             let score = lines as f64 + if name_match { NAME_MATCH_BONUS } else { 0.0 };
-            (score, path.clone(), lines.max(1))
+            (score, path, lines.max(1))
         })
-    };
-    let score_note = |path: &VaultPath, text: &str| score_named(path, path.stem(), text);
+    }
     let texts = engine.texts();
     let unfiltered = scope.folder.is_root()
         && scope.after.is_none()
         && scope.before.is_none()
         && scope.filter.is_empty();
-    let (mut scored, partial) = match (&texts, unfiltered) {
+    let in_memory = texts.as_ref().filter(|_| unfiltered);
+    let listed = match in_memory {
+        Some(_) => None,
+        None => candidates(engine, query, matcher, scope, mode),
+    };
+    // Notes found by a walk of the disk (before the first build), owned here.
+    let mut walked: Vec<(f64, VaultPath, usize)> = Vec::new();
+    let notes: Vec<(&VaultPath, &NoteText)> = match in_memory {
+        Some(texts) => texts.iter().collect(),
+        None => Vec::new(),
+    };
+    let (mut scored, partial): (Vec<Scored<'_>>, bool) = match (in_memory, &listed) {
         // The whole vault in memory: no note list to build, no lookups.
-        (Some(texts), true) => {
-            let notes: Vec<(&VaultPath, &NoteText)> = texts.iter().collect();
-            scan_par_prefetching(
-                &notes,
-                scope.budget,
-                &|(p, t)| score_named(p, t.name(), t.text()),
-                &|(_, t)| t.prefetch(),
+        (Some(_), _) => scan_par_prefetching(
+            &notes,
+            scope.budget,
+            &|(p, t)| score_named(matcher, p, t.name(), t.text()),
+            &|(_, t)| t.prefetch(),
+        ),
+        (None, Some(paths)) => match &texts {
+            Some(texts) => scan_par(paths, scope.budget, &|p| {
+                texts
+                    .get(p)
+                    .and_then(|t| score_named(matcher, p, t.name(), t.text()))
+            }),
+            None => scan_par(paths, scope.budget, &|p| match vault.read_file(p) {
+                Ok(data) => {
+                    score_named(matcher, p, p.stem(), &String::from_utf8_lossy(&data.bytes))
+                }
+                Err(e) => {
+                    tracing::debug!(path = %p, error = %e, "search skipped a note");
+                    None
+                }
+            }),
+        },
+        (None, None) => {
+            let partial = scan(vault, scope, &mut |path, text| {
+                if let Some((score, _, lines)) = score_named(matcher, path, path.stem(), text)
+                    && scope.parsed_ok(text)
+                {
+                    walked.push((score, path.clone(), lines));
+                }
+            })?;
+            (
+                walked.iter().map(|(s, p, n)| (*s, p, *n)).collect(),
+                partial,
             )
         }
-        _ => match candidates(engine, query, matcher, scope, mode) {
-            Some(paths) => match &texts {
-                Some(texts) => scan_par(&paths, scope.budget, &|p| {
-                    texts
-                        .get(p)
-                        .and_then(|t| score_named(p, t.name(), t.text()))
-                }),
-                None => scan_par(&paths, scope.budget, &|p| match vault.read_file(p) {
-                    Ok(data) => score_note(p, &String::from_utf8_lossy(&data.bytes)),
-                    Err(e) => {
-                        tracing::debug!(path = %p, error = %e, "search skipped a note");
-                        None
-                    }
-                }),
-            },
-            None => {
-                let mut scored = Vec::new();
-                let partial = scan(vault, scope, &mut |path, text| {
-                    if let Some(s) = score_note(path, text)
-                        && scope.parsed_ok(text)
-                    {
-                        scored.push(s);
-                    }
-                })?;
-                (scored, partial)
-            }
-        },
     };
     let total: usize = scored.iter().map(|n| n.2).sum();
-    scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    // Best first. A page needs at most `offset + limit` notes (each has at least one hit): only
+    // those are sorted, after a linear selection (sorting every matching note compared the
+    // paths of all the notes with equal counts).
+    let order = |a: &Scored<'_>, b: &Scored<'_>| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
+    let keep = offset.saturating_add(limit).max(1);
+    if scored.len() > keep {
+        scored.select_nth_unstable_by(keep - 1, order);
+        scored.truncate(keep);
+    }
+    scored.sort_unstable_by(order);
 
     // Pass 2: the hits of the notes that make the page, skipping whole notes up to the offset.
     let mut to_skip = offset;
     let mut hits: Vec<SearchHit> = Vec::with_capacity(limit);
     let mut budget = Budget::new();
-    'notes: for (score, path, count) in &scored {
+    'notes: for &(score, path, count) in &scored {
         if hits.len() >= limit || budget.full() {
             break;
         }
-        if to_skip >= *count {
+        if to_skip >= count {
             to_skip -= count;
             continue;
         }
@@ -491,7 +516,7 @@ fn search_lines(
             .into_iter()
             .skip(to_skip)
         {
-            hit.score = *score;
+            hit.score = score;
             if !budget.take(&hit) {
                 break 'notes;
             }
@@ -566,15 +591,15 @@ fn candidates(
 }
 
 /// A note's score, path and number of hits.
-type Scored = (f64, VaultPath, usize);
+type Scored<'p> = (f64, &'p VaultPath, usize);
 
 /// Scores `items` on all cores; stops starting new ones once `budget` has passed (then the second
 /// value is true: partial results).
-fn scan_par<T: Sync>(
-    items: &[T],
+fn scan_par<'p, T: Sync>(
+    items: &'p [T],
     budget: Duration,
-    score: &(dyn Fn(&T) -> Option<Scored> + Sync),
-) -> (Vec<Scored>, bool) {
+    score: &(dyn Fn(&'p T) -> Option<Scored<'p>> + Sync),
+) -> (Vec<Scored<'p>>, bool) {
     use rayon::prelude::*;
     let started = Instant::now();
     let over = std::sync::atomic::AtomicBool::new(false);
@@ -597,12 +622,12 @@ fn scan_par<T: Sync>(
 
 /// [`scan_par`], calling `prefetch` on the item two places ahead of the one being scored, so
 /// that its memory is on its way to the cache by the time it is reached.
-fn scan_par_prefetching<T: Sync>(
-    items: &[T],
+fn scan_par_prefetching<'p, T: Sync>(
+    items: &'p [T],
     budget: Duration,
-    score: &(dyn Fn(&T) -> Option<Scored> + Sync),
+    score: &(dyn Fn(&'p T) -> Option<Scored<'p>> + Sync),
     prefetch: &(dyn Fn(&T) + Sync),
-) -> (Vec<Scored>, bool) {
+) -> (Vec<Scored<'p>>, bool) {
     use rayon::prelude::*;
     const AHEAD: usize = 2;
     let started = Instant::now();
