@@ -1,7 +1,7 @@
 //! The search index's cache folder, driven through the real binary: a restart reuses the saved
 //! index and catches up with what changed while the server was stopped; a damaged or outdated
 //! cache is set aside and rebuilt; the cache is refused inside the vault (also through a
-//! symlink); one process per cache folder.
+//! symlink); one process per cache folder; a cache folder that refuses writes costs no results.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod common;
@@ -282,6 +282,71 @@ async fn a_cache_that_cannot_be_written_is_reported_and_search_goes_on() {
     assert!(!error.contains(cache.path().to_str().unwrap()), "{error}");
     assert!(info["index"]["cache_saved"].is_null(), "{info}");
     assert_eq!(ranked(&server, "otter").await, ["Mammals/Otter.md"]);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_cache_folder_that_refuses_writes_costs_no_search_results() {
+    // 300 notes: the index's positions file is far larger than the 8 KiB the server may write
+    // to any file (RLIMIT_FSIZE, with SIGXFSZ ignored so a write past it fails with EFBIG, as
+    // on a full disk).
+    let v = tempfile::tempdir().unwrap();
+    let files: Vec<(String, String)> = (0..300)
+        .map(|i| {
+            let words: String = (0..60)
+                .map(|w| format!("word{} ", (i * 7 + w) % 500))
+                .collect();
+            (
+                format!("n{i:03}.md"),
+                format!("shared text {words}\nmarker{i} follows here\n"),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    write_tree(v.path(), &refs);
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+    cmd.arg("serve")
+        .arg(v.path())
+        .args(["--index-cache", cache.path().to_str().unwrap()])
+        .env("CAPVAULT_LOG", "capvault=warn");
+    // SAFETY: between fork and exec the closure only calls `signal` and `setrlimit`, both
+    // async-signal-safe, and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 8 << 10,
+                rlim_max: 8 << 10,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let server = Server::from_command(cmd).await;
+    let index = server.wait_index_ready().await;
+    assert_eq!(index["documents"], 300, "{index}");
+    // Phrases read the positions: they moved to memory when the folder refused them.
+    let r = server
+        .ok(
+            "search_notes",
+            json!({"query": "\"marker299 follows\"", "mode": "ranked"}),
+        )
+        .await;
+    assert_eq!(r["hits"][0]["path"], "n299.md", "{r}");
+    assert_eq!(r["total"], 1, "{r}");
+    let r = server
+        .ok(
+            "search_notes",
+            json!({"query": "\"shared text\"", "limit": 1}),
+        )
+        .await;
+    assert_eq!(r["total"], 300, "{r}");
     server.stop().await;
 }
 

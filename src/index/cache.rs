@@ -75,7 +75,7 @@ impl Files {
         let name = path.to_str().filter(|n| is_positions(n) && valid_name(n))?;
         match spill.dir.create(name) {
             Ok(writer) => Some(SpillWriter {
-                writer: Some(writer),
+                sink: Sink::Disk(writer),
                 name: name.to_owned(),
                 files: self.clone(),
             }),
@@ -117,47 +117,97 @@ fn is_positions(name: &str) -> bool {
 
 /// A positions file being written into the cache folder. Once complete it is read from there,
 /// like the positions files a restart loads; it stays out of any manifest until a save has
-/// synced it.
+/// synced it. If the folder refuses a write (a full disk), the file moves to memory and the
+/// segment completes all the same.
 struct SpillWriter {
-    writer: Option<CacheWriter>,
+    sink: Sink,
     name: String,
     files: Files,
 }
 
+/// Where a positions file being written goes.
+enum Sink {
+    /// The cache folder.
+    Disk(CacheWriter),
+    /// Memory, after the folder refused a write: what was written is read back.
+    Memory(Vec<u8>),
+    /// Complete.
+    Done,
+}
+
+impl SpillWriter {
+    /// Moves the file to memory after the folder refused a write (`error`); `buf` is the write
+    /// that failed, of which the folder took the first `taken` bytes.
+    fn move_to_memory(
+        &mut self,
+        writer: CacheWriter,
+        taken: u64,
+        buf: &[u8],
+        error: &std::io::Error,
+    ) -> std::io::Result<()> {
+        let mut bytes = writer.abandon()?;
+        if let Some(spill) = &self.files.spill {
+            let _ = spill.dir.remove(&self.name);
+        }
+        tracing::debug!(%error, file = %self.name, "positions file kept in memory");
+        let taken = usize::try_from(taken).unwrap_or(usize::MAX).min(buf.len());
+        bytes.extend_from_slice(&buf[taken..]);
+        self.sink = Sink::Memory(bytes);
+        Ok(())
+    }
+}
+
 impl std::io::Write for SpillWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match &mut self.writer {
-            Some(w) => w.write(buf),
-            None => Err(std::io::Error::other("the file is already complete")),
+        match std::mem::replace(&mut self.sink, Sink::Done) {
+            Sink::Disk(mut w) => {
+                let before = w.len();
+                match w.write_all(buf) {
+                    Ok(()) => self.sink = Sink::Disk(w),
+                    Err(e) => {
+                        let taken = w.len() - before;
+                        self.move_to_memory(w, taken, buf, &e)?;
+                    }
+                }
+                Ok(buf.len())
+            }
+            Sink::Memory(mut bytes) => {
+                bytes.extend_from_slice(buf);
+                self.sink = Sink::Memory(bytes);
+                Ok(buf.len())
+            }
+            Sink::Done => Err(std::io::Error::other("the file is already complete")),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        match &mut self.writer {
-            Some(w) => w.flush(),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 
 impl TerminatingWrite for SpillWriter {
     fn terminate_ref(&mut self, _: AntiCallToken) -> std::io::Result<()> {
-        let Some(writer) = self.writer.take() else {
-            return Ok(());
-        };
-        let file = Arc::new(OnDisk(writer.finish()?));
-        if let Some(spill) = &self.files.spill {
-            spill
-                .unsynced
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(self.name.clone(), Arc::clone(&file));
+        match std::mem::replace(&mut self.sink, Sink::Done) {
+            Sink::Disk(writer) => {
+                let file = Arc::new(OnDisk(writer.finish()?));
+                if let Some(spill) = &self.files.spill {
+                    spill
+                        .unsynced
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(self.name.clone(), Arc::clone(&file));
+                }
+                self.files
+                    .disk
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(PathBuf::from(&self.name), FileSlice::new(file));
+            }
+            Sink::Memory(bytes) => {
+                self.files.ram.atomic_write(Path::new(&self.name), &bytes)?;
+            }
+            Sink::Done => {}
         }
-        self.files
-            .disk
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(PathBuf::from(&self.name), FileSlice::new(file));
         Ok(())
     }
 }

@@ -290,6 +290,26 @@ impl Write for CacheWriter {
 }
 
 impl CacheWriter {
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True before anything is written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Gives up on the file (the folder refused a write): returns the bytes written so far,
+    /// read back. The caller removes the file.
+    pub fn abandon(self) -> io::Result<Vec<u8>> {
+        let len = usize::try_from(self.len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large"))?;
+        let mut bytes = vec![0; len];
+        cap_std::fs::FileExt::read_exact_at(&self.file, &mut bytes, 0)?;
+        Ok(bytes)
+    }
+
     /// The file, complete, open for reads at offsets (not yet synced).
     pub fn finish(mut self) -> io::Result<CacheFile> {
         self.file.flush()?;
