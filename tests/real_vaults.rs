@@ -46,20 +46,10 @@ async fn check_vault(name: &str) {
     let expected = notes_on_disk(&root);
     let s = Server::start(&root).await;
     let mut listed = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut args = json!({"limit": 1000});
-        if let Some(c) = &cursor {
-            args["cursor"] = json!(c);
-        }
-        let page = s.ok("list_notes", args).await;
+    for page in s.pages("list_notes", json!({"limit": 1000})).await {
         assert_eq!(page["total"], expected.len());
         for n in page["notes"].as_array().unwrap() {
             listed.push(n["path"].as_str().unwrap().to_owned());
-        }
-        match page.get("next_cursor").and_then(Value::as_str) {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => break,
         }
     }
     let listed_set: BTreeSet<String> = listed.iter().cloned().collect();

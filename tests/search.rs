@@ -238,20 +238,12 @@ async fn ranked_pages_follow_the_cursor_without_overlap() {
         .ok("search_notes", json!({"query": "lettuce", "limit": 200}))
         .await;
     assert_eq!(all["total"], 45);
-    let mut paged = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut args = json!({"query": "lettuce", "limit": 10});
-        if let Some(c) = &cursor {
-            args["cursor"] = json!(c);
-        }
-        let page = s.ok("search_notes", args).await;
-        paged.extend(paths(&page));
-        match page.get("next_cursor").and_then(Value::as_str) {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => break,
-        }
-    }
+    let paged: Vec<String> = s
+        .pages("search_notes", json!({"query": "lettuce", "limit": 10}))
+        .await
+        .iter()
+        .flat_map(paths)
+        .collect();
     assert_eq!(paged, paths(&all));
     let c = s
         .ok("search_notes", json!({"query": "lettuce", "limit": 1}))
@@ -306,20 +298,15 @@ async fn exact_pages_rank_notes_by_matching_lines_then_path_and_follow_the_curso
         .flat_map(|(n, p)| std::iter::repeat_n(p, n))
         .collect();
     assert_eq!(hits, expected);
-    let mut paged = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut args = json!({"query": "lettuce", "mode": "exact", "limit": 7});
-        if let Some(c) = &cursor {
-            args["cursor"] = json!(c);
-        }
-        let page = s.ok("search_notes", args).await;
-        paged.extend(paths(&page));
-        match page.get("next_cursor").and_then(Value::as_str) {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => break,
-        }
-    }
+    let paged: Vec<String> = s
+        .pages(
+            "search_notes",
+            json!({"query": "lettuce", "mode": "exact", "limit": 7}),
+        )
+        .await
+        .iter()
+        .flat_map(paths)
+        .collect();
     assert_eq!(paged, expected);
     s.stop().await;
 }

@@ -218,21 +218,9 @@ async fn list_notes_pages_with_an_opaque_cursor() {
     let tmp = fixture();
     let s = Server::start(&vault(&tmp)).await;
     let all = paths(&s.ok("list_notes", json!({})).await);
-    let mut seen = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..10 {
-        let mut args = json!({"limit": 3});
-        if let Some(c) = &cursor {
-            args["cursor"] = json!(c);
-        }
-        let page = s.ok("list_notes", args).await;
-        assert!(paths(&page).len() <= 3);
-        seen.extend(paths(&page));
-        match page.get("next_cursor").and_then(Value::as_str) {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => break,
-        }
-    }
+    let pages = s.pages("list_notes", json!({"limit": 3})).await;
+    assert!(pages.iter().all(|p| paths(p).len() <= 3));
+    let seen: Vec<String> = pages.iter().flat_map(paths).collect();
     assert_eq!(seen, all);
     // A cursor is only valid for the listing that made it, and garbage is refused.
     let page = s.ok("list_notes", json!({"limit": 1})).await;
@@ -320,20 +308,15 @@ async fn exact_search_scores_name_matches_first_then_lines() {
             json!({"mode": "exact", "query": "garden", "limit": 200}),
         )
         .await;
-    let mut paged = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut args = json!({"mode": "exact", "query": "garden", "limit": 2});
-        if let Some(c) = &cursor {
-            args["cursor"] = json!(c);
-        }
-        let page = s.ok("search_notes", args).await;
-        paged.extend(page["hits"].as_array().unwrap().iter().cloned());
-        match page.get("next_cursor").and_then(Value::as_str) {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => break,
-        }
-    }
+    let paged: Vec<Value> = s
+        .pages(
+            "search_notes",
+            json!({"mode": "exact", "query": "garden", "limit": 2}),
+        )
+        .await
+        .iter()
+        .flat_map(|page| page["hits"].as_array().unwrap().clone())
+        .collect();
     assert_eq!(&Value::Array(paged), &all["hits"]);
     let c = s
         .ok(

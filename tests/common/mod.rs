@@ -74,6 +74,26 @@ impl Server {
         r.structured
     }
 
+    /// Every page of `tool` from `args` on, following `next_cursor` until there is none (at
+    /// most 1,000 pages: a cursor that never ends fails the test).
+    pub async fn pages(&self, tool: &str, args: Value) -> Vec<Value> {
+        let mut pages = Vec::new();
+        let mut next = args.clone();
+        loop {
+            assert!(pages.len() < 1_000, "{tool} {args}: more than 1,000 pages");
+            let page = self.ok(tool, next.clone()).await;
+            let cursor = page
+                .get("next_cursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            pages.push(page);
+            match cursor {
+                Some(c) => next["cursor"] = Value::String(c),
+                None => return pages,
+            }
+        }
+    }
+
     /// Calls a tool and expects an isError reply; returns its message.
     pub async fn err(&self, tool: &str, args: Value) -> String {
         let r = self.call(tool, args.clone()).await;
