@@ -302,11 +302,7 @@ async fn a_cache_folder_that_refuses_writes_costs_no_search_results() {
             )
         })
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    write_tree(v.path(), &refs);
+    write_tree(v.path(), &files);
     let cache = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
     cmd.arg("serve")

@@ -227,11 +227,7 @@ async fn ranked_pages_follow_the_cursor_without_overlap() {
     let files: Vec<(String, String)> = (0..45)
         .map(|i| (format!("n{i:02}.md"), "lettuce ".repeat(i + 1)))
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    write_tree(tmp.path(), &refs);
+    write_tree(tmp.path(), &files);
     let s = Server::start(tmp.path()).await;
     s.wait_index_ready().await;
     let all = s
@@ -271,11 +267,7 @@ async fn exact_pages_rank_notes_by_matching_lines_then_path_and_follow_the_curso
             (format!("n{:02}.md", 39 - i), lines)
         })
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    write_tree(tmp.path(), &refs);
+    write_tree(tmp.path(), &files);
     let s = Server::start(tmp.path()).await;
     s.wait_index_ready().await;
     let all = s
@@ -319,11 +311,7 @@ async fn replies_are_bounded_in_bytes() {
     let files: Vec<(String, String)> = (0..200)
         .map(|i| (format!("{}/{i:03}.md", "deep/".repeat(20)), line.clone()))
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    write_tree(tmp.path(), &refs);
+    write_tree(tmp.path(), &files);
     let s = Server::start(tmp.path()).await;
     s.wait_index_ready().await;
     for mode in ["ranked", "exact"] {
@@ -354,11 +342,7 @@ async fn hostile_regexes_are_refused_or_cut_off_and_the_server_stays_responsive(
     let files: Vec<(String, String)> = (0..400)
         .map(|i| (format!("n{i:03}.md"), body.clone()))
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    write_tree(tmp.path(), &refs);
+    write_tree(tmp.path(), &files);
     let s = Server::start_with(tmp.path(), &["--scan-budget", "5"]).await;
     // Too large once compiled.
     let msg = s

@@ -431,11 +431,7 @@ async fn resources_are_paged_past_two_hundred_notes() {
     let files: Vec<(String, String)> = (0..450)
         .map(|i| (format!("f{}/n{i:04}.md", i % 7), format!("note {i}")))
         .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    write_tree(tmp.path(), &refs);
+    write_tree(tmp.path(), &files);
     let s = Server::start(tmp.path()).await;
     let first = s.client.list_resources(None).await.unwrap();
     assert_eq!(first.resources.len(), 200);

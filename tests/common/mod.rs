@@ -185,8 +185,9 @@ pub fn test_cache_home() -> PathBuf {
 }
 
 /// Writes `files` (path, content) under `root`, creating folders.
-pub fn write_tree(root: &Path, files: &[(&str, &str)]) {
+pub fn write_tree(root: &Path, files: &[(impl AsRef<str>, impl AsRef<str>)]) {
     for (path, content) in files {
+        let (path, content) = (path.as_ref(), content.as_ref());
         let full = root.join(path);
         std::fs::create_dir_all(full.parent().unwrap()).unwrap();
         std::fs::write(full, content).unwrap();
