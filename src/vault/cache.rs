@@ -12,7 +12,8 @@
 //! cache folder that belongs to another user, or that others can write to, is refused (what is in
 //! it could have been planted to steer searches). Files
 //! are written whole to a temporary name, synced, then renamed, so a crash leaves either the old
-//! or the new file. One `capvault` process per vault uses the folder at a time (an exclusive lock
+//! or the new file ([`IndexCacheDir::write`]); the index's positions files are created new and
+//! written in place ([`IndexCacheDir::create`]), named by no manifest until synced. One `capvault` process per vault uses the folder at a time (an exclusive lock
 //! on its `lock` file); a second one runs with its index in memory only.
 
 use std::io::{self, Read, Write};
