@@ -2,6 +2,7 @@
 //! demo. `main.rs` only parses the command line and calls these.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use rmcp::model::CallToolRequestParams;
@@ -9,30 +10,72 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
-use crate::engine::{Freshness, IndexCache};
-use crate::server::CapvaultServer;
+use crate::engine::{Engine, Freshness, IndexCache};
+use crate::server::{CapvaultServer, ToolPolicy};
 use crate::vault::Vault;
 
-/// Serves `vault` over stdin/stdout until the client disconnects, keeping the search index in
-/// `cache` between runs; saves it once more on the way out.
-pub async fn serve_stdio(
-    vault: Vault,
-    freshness: Freshness,
-    cache: IndexCache,
-) -> anyhow::Result<()> {
-    tracing::info!(vault = vault.name(), "serving over stdio");
-    let server = CapvaultServer::with_freshness(vault, freshness);
-    server.engine().set_index_cache(cache);
-    server.start();
-    let engine = std::sync::Arc::clone(server.engine());
-    let service = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .context("the MCP handshake failed")?;
-    let served = service.waiting().await;
-    tokio::task::spawn_blocking(move || engine.save_index(&mut Vec::new())).await?;
-    served?;
-    Ok(())
+/// Serves `engine`'s vault over stdin/stdout until the client disconnects (stdin closes) or
+/// SIGINT or SIGTERM arrives, then shuts the engine down: background work stopped, threads
+/// joined, the index cache saved a last time.
+pub async fn serve_stdio(engine: Arc<Engine>, policy: &ToolPolicy) -> anyhow::Result<()> {
+    tracing::info!(vault = engine.vault().name(), "serving over stdio");
+    engine.start();
+    let server = CapvaultServer::new(Arc::clone(&engine), policy).map_err(anyhow::Error::msg)?;
+    let served = tokio::select! {
+        service = server.serve(rmcp::transport::stdio()) => match service {
+            Ok(service) => {
+                let token = service.cancellation_token();
+                tokio::select! {
+                    quit = service.waiting() => quit.map(|_| ()).map_err(anyhow::Error::from),
+                    signal = shutdown_signal() => {
+                        tracing::info!(signal, "shutting down");
+                        token.cancel();
+                        Ok(())
+                    }
+                }
+            }
+            Err(e) => Err(anyhow::Error::from(e).context("the MCP handshake failed")),
+        },
+        signal = shutdown_signal() => {
+            tracing::info!(signal, "shutting down before the handshake");
+            Ok(())
+        }
+    };
+    tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+    served
+}
+
+/// Waits for SIGINT or SIGTERM (Ctrl-C elsewhere); returns its name.
+pub async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut int), Ok(mut term)) => tokio::select! {
+                _ = int.recv() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            },
+            _ => {
+                tracing::warn!("cannot listen for signals; stop the server by closing stdin");
+                std::future::pending().await
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => "Ctrl-C",
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+/// An engine for `vault` with the default freshness and no index cache (one-shot use).
+pub fn one_shot_engine(vault: Vault) -> Arc<Engine> {
+    Engine::open(vault, Freshness::default(), IndexCache::Off)
 }
 
 /// Starts `server` on one end of an in-memory pipe and connects an rmcp client to the other,
@@ -72,10 +115,11 @@ pub async fn call_tool(
             _ => bail!("JSON_ARGS must be a JSON object, like '{{\"path\": \"Note.md\"}}'"),
         },
     };
-    let server = CapvaultServer::new(vault);
+    let engine = one_shot_engine(vault);
+    let server = CapvaultServer::with_all_tools(Arc::clone(&engine));
     if tool == "search_notes" {
         // One-shot: build the index first so a ranked search uses it.
-        let engine = std::sync::Arc::clone(server.engine());
+        let engine = Arc::clone(&engine);
         tokio::task::spawn_blocking(move || engine.ensure_built()).await?;
     }
     let client = connect_in_process(server, |s| s).await?;

@@ -35,10 +35,10 @@ pub async fn run(out: Box<dyn Write + Send>) -> anyhow::Result<()> {
         ex.vault.name(),
         example::files().len(),
     ));
-    let server = CapvaultServer::new(ex.vault);
+    let engine = crate::app::one_shot_engine(ex.vault);
     // Build the model and search index in the background, as `capvault serve` does.
-    server.start();
-    let engine = Arc::clone(server.engine());
+    engine.start();
+    let server = CapvaultServer::with_all_tools(Arc::clone(&engine));
     let tap_log = Arc::clone(&log);
     let client = connect_in_process(server, move |s| Tap {
         inner: s,

@@ -15,7 +15,9 @@
 //! takes the write lock only to apply it, and commits the index once per batch.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLockReadGuard};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Condvar, Mutex, RwLockReadGuard, Weak};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -23,7 +25,11 @@ use serde::Serialize;
 use crate::index::{SearchIndex, Stamp};
 use crate::model::{Change, Model, NoteRead, SharedModel};
 use crate::vault::cache::IndexCacheDir;
+use crate::vault::watch::WatchMsg;
 use crate::vault::{Vault, VaultError, VaultPath, is_note_name};
+
+/// How long a scanning search (exact, regex, ranked while the index builds) may run by default.
+pub const SCAN_BUDGET: Duration = Duration::from_secs(3);
 
 /// A burst touching more places than this is reconciled with one full scan instead.
 pub const MAX_SCOPES: usize = 1000;
@@ -70,20 +76,54 @@ impl Default for Freshness {
             query_max_age: None,
             periodic: Duration::from_secs(60),
             watch: true,
-            scan_budget: crate::notes::search::SCAN_BUDGET,
+            scan_budget: SCAN_BUDGET,
             build_delay: Duration::ZERO,
             keep_texts: true,
         }
     }
 }
 
+/// Where the engine is in its life.
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Nothing started yet (one-shot `capvault call`): searches are answered by a scan.
+    NotStarted,
+    /// The first build is running: searches are answered by a scan.
+    Building,
+    /// The index is built and kept fresh.
+    Ready,
+    /// The first build failed (see `last_error`): searches are answered by a scan.
+    Failed,
+    /// The server is shutting down.
+    Stopped,
+}
+
+impl Phase {
+    /// The phase as written on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::NotStarted => "not_started",
+            Phase::Building => "building",
+            Phase::Ready => "ready",
+            Phase::Failed => "failed",
+            Phase::Stopped => "stopped",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The index state as `vault_info` and search replies report it.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct IndexStatus {
-    /// `building` (the first build is running; searches are answered by a scan), `ready`,
-    /// `failed` (see `last_error`; searches are answered by a scan), or `not started` (one-shot
-    /// `capvault call`: searches are answered by a scan).
-    pub state: &'static str,
+    /// `not_started`, `building`, `ready`, `failed` or `stopped`: while not `ready`, searches
+    /// are answered by a scan.
+    pub state: Phase,
     /// Notes searchable in the index.
     pub documents: u64,
     /// Build progress: notes read so far, and notes to read (0 until counted).
@@ -185,7 +225,39 @@ impl NoteText {
     }
 }
 
-/// The model and the index of one vault, and what keeps them fresh.
+/// A stop request that sleeping background threads wake up for.
+#[derive(Debug, Default)]
+struct Stop {
+    flag: AtomicBool,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl Stop {
+    fn set(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.wake.notify_all();
+    }
+
+    fn is_set(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps for `d` or until a stop is requested; true when one was.
+    fn sleep(&self, d: Duration) -> bool {
+        let held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = self
+            .wake
+            .wait_timeout_while(held, d, |_| !self.is_set())
+            .unwrap_or_else(|e| e.into_inner());
+        self.is_set()
+    }
+}
+
+/// The model and the index of one vault, and what keeps them fresh. One per vault, shared by
+/// every session (`Arc<Engine>`); background threads hold it only weakly, so it is dropped with
+/// its last session, and [`Engine::shutdown`] stops and joins them.
 pub struct Engine {
     vault: Arc<Vault>,
     model: SharedModel,
@@ -219,6 +291,20 @@ pub struct Engine {
     built: std::sync::Once,
     /// True once background work was started.
     started: AtomicBool,
+    /// Set by [`Engine::shutdown`] (or the drop of the last reference): background threads end.
+    stop: Arc<Stop>,
+    /// The background threads, joined by [`Engine::shutdown`].
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The watcher's channel, to wake its loop at shutdown.
+    watch_tx: Mutex<Option<Sender<WatchMsg>>>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // The last reference may be dropped on one of the engine's own threads: wake them all
+        // (they hold only weak references and end), but join none here.
+        self.request_stop();
+    }
 }
 
 impl std::fmt::Debug for Engine {
@@ -254,6 +340,77 @@ impl Engine {
             generation: AtomicUsize::new(0),
             built: std::sync::Once::new(),
             started: AtomicBool::new(false),
+            stop: Arc::new(Stop::default()),
+            threads: Mutex::new(Vec::new()),
+            watch_tx: Mutex::new(None),
+        }
+    }
+
+    /// An engine for `vault` with its index cache, shared from the start. Call
+    /// [`Engine::start`] to build in the background; otherwise the first query builds.
+    pub fn open(vault: Vault, freshness: Freshness, cache: IndexCache) -> Arc<Engine> {
+        let engine = Engine::new(Arc::new(vault), freshness);
+        engine.set_index_cache(cache);
+        Arc::new(engine)
+    }
+
+    /// The vault, shared.
+    pub fn shared_vault(&self) -> &Arc<Vault> {
+        &self.vault
+    }
+
+    fn request_stop(&self) {
+        self.stop.set();
+        if let Some(tx) = self
+            .watch_tx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = tx.send(WatchMsg::Stop);
+        }
+    }
+
+    /// Stops the background work (the first build, the watcher, the periodic reconcile, the
+    /// cache saver), waits for each thread to end, then saves the index cache a last time if the
+    /// index is built. Idempotent. A build stopped half way leaves the cache as the last save
+    /// left it.
+    pub fn shutdown(&self) {
+        self.request_stop();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        let me = std::thread::current().id();
+        for t in threads {
+            if t.thread().id() == me {
+                continue;
+            }
+            let name = t.thread().name().unwrap_or("background").to_owned();
+            if t.join().is_err() {
+                tracing::error!(thread = %name, "a background thread panicked");
+            }
+        }
+        self.save_index(&mut Vec::new());
+        tracing::debug!("engine stopped");
+    }
+
+    /// True once a shutdown was requested.
+    pub fn is_stopping(&self) -> bool {
+        self.stop.is_set()
+    }
+
+    /// Starts `f` on a background thread called `name`, which [`Engine::shutdown`] joins. A
+    /// thread that cannot be started is logged and shown by `vault_info` (`index.last_error`).
+    fn spawn(&self, name: &str, builder: std::thread::Builder, f: impl FnOnce() + Send + 'static) {
+        match builder.name(format!("capvault-{name}")).spawn(f) {
+            Ok(t) => self
+                .threads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(t),
+            Err(e) => {
+                tracing::error!(thread = name, error = %e, "could not start a background thread");
+                self.lock_status().last_error =
+                    Some(format!("could not start the {name} thread: {e}"));
+            }
         }
     }
 
@@ -411,6 +568,10 @@ impl Engine {
                     "vault model and search index built"
                 );
             }
+            Err(VaultError::Stopped) => {
+                tracing::debug!("first build stopped by shutdown");
+                return;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "first build failed");
                 let mut s = self.lock_status();
@@ -519,10 +680,10 @@ impl Engine {
         let mut changes: Vec<Change> = Vec::new();
         let scopes = minimal_scopes(scopes);
         for scope in &scopes {
-            let found = self
-                .model
-                .current()
-                .changes_under(&self.vault, scope, &stage);
+            let found =
+                self.model
+                    .current()
+                    .changes_under(&self.vault, scope, &stage, &self.stop.flag);
             let (mut c, _) = match found {
                 Ok(found) => found,
                 Err(e) => {
@@ -615,8 +776,14 @@ impl Engine {
     }
 
     /// Starts the first build, the watcher and the periodic reconcile on background threads.
-    /// Returns at once.
+    /// Returns at once. Each thread holds the engine weakly, between the moments it works.
     pub fn start(self: &Arc<Self>) {
+        self.start_with(std::thread::Builder::new);
+    }
+
+    /// [`Engine::start`] with each thread made from `builder()` (tests use it to make a spawn
+    /// fail).
+    pub fn start_with(self: &Arc<Self>, builder: impl Fn() -> std::thread::Builder) {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -626,100 +793,56 @@ impl Engine {
             "off"
         }
         .to_owned();
-        let engine = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("capvault-build".into())
-            .spawn(move || {
-                std::thread::sleep(engine.freshness.build_delay);
-                engine.ensure_built();
-                if engine.freshness.watch {
-                    engine.run_watcher();
-                }
-            })
-            .ok();
+        let weak = Arc::downgrade(self);
+        let stop = Arc::clone(&self.stop);
+        let delay = self.freshness.build_delay;
+        self.spawn("build", builder(), move || {
+            if stop.sleep(delay) {
+                return;
+            }
+            let Some(engine) = weak.upgrade() else { return };
+            engine.ensure_built();
+            let watch = engine.freshness.watch && !engine.is_stopping();
+            drop(engine);
+            if watch {
+                run_watcher(&weak);
+            }
+        });
         if matches!(
             *self.cache.lock().unwrap_or_else(|e| e.into_inner()),
             IndexCache::Dir(_)
         ) {
-            let engine = Arc::downgrade(self);
-            std::thread::Builder::new()
-                .name("capvault-cache".into())
-                .spawn(move || {
-                    let mut saved = Vec::new();
-                    let mut wait = FIRST_SAVE_AFTER;
-                    loop {
-                        let Some(e) = engine.upgrade() else { return };
-                        if !e.is_ready() {
-                            drop(e);
-                            std::thread::sleep(Duration::from_millis(200));
-                            continue;
-                        }
-                        drop(e);
-                        std::thread::sleep(wait);
-                        wait = SAVE_EVERY;
-                        let Some(e) = engine.upgrade() else { return };
-                        e.save_index(&mut saved);
-                    }
-                })
-                .ok();
-        }
-        let engine = Arc::downgrade(self);
-        let every = self.freshness.periodic;
-        std::thread::Builder::new()
-            .name("capvault-reconcile".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(every);
-                    let Some(e) = engine.upgrade() else { return };
-                    if e.is_ready()
-                        && let Err(err) = e.sync(&VaultPath::root())
-                    {
-                        tracing::warn!(error = %err, "periodic reconcile failed");
+            let weak = Arc::downgrade(self);
+            let stop = Arc::clone(&self.stop);
+            self.spawn("cache", builder(), move || {
+                let mut saved = Vec::new();
+                while !weak.upgrade().is_some_and(|e| e.is_ready()) {
+                    if stop.sleep(Duration::from_millis(200)) {
+                        return;
                     }
                 }
-            })
-            .ok();
-    }
-
-    /// Runs the watcher on this thread until the engine is dropped.
-    fn run_watcher(self: &Arc<Self>) {
+                let mut wait = FIRST_SAVE_AFTER;
+                while !stop.sleep(wait) {
+                    wait = SAVE_EVERY;
+                    let Some(e) = weak.upgrade() else { return };
+                    e.save_index(&mut saved);
+                }
+            });
+        }
         let weak = Arc::downgrade(self);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let watcher = match crate::vault::watch::Watcher::start(&self.vault, tx) {
-            Ok(w) => {
-                self.lock_status().watcher = "watching".to_owned();
-                w
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "file watcher unavailable; relying on periodic reconcile");
-                self.lock_status().watcher = format!("unavailable: {e}");
-                return;
-            }
-        };
-        // A build that ran before the watch was in place may have missed changes.
-        if let Err(e) = self.sync(&VaultPath::root()) {
-            tracing::warn!(error = %e, "reconcile after starting the watcher failed");
-        }
-        let debounce = crate::vault::watch::Debounce::default();
-        while let Some(batch) = debounce.next_batch(&rx) {
-            let Some(engine) = weak.upgrade() else { break };
-            let result = match batch {
-                crate::vault::watch::Batch::Rescan => engine.sync(&VaultPath::root()),
-                crate::vault::watch::Batch::Paths(paths) if paths.len() > MAX_SCOPES => {
-                    engine.sync(&VaultPath::root())
+        let stop = Arc::clone(&self.stop);
+        let every = self.freshness.periodic;
+        self.spawn("reconcile", builder(), move || {
+            while !stop.sleep(every) {
+                let Some(e) = weak.upgrade() else { return };
+                if e.is_ready()
+                    && let Err(err) = e.sync(&VaultPath::root())
+                    && !matches!(err, VaultError::Stopped)
+                {
+                    tracing::warn!(error = %err, "periodic reconcile failed");
                 }
-                crate::vault::watch::Batch::Paths(paths) => engine.sync_all(&paths),
-                crate::vault::watch::Batch::Error(e) => {
-                    engine.lock_status().last_error = Some(format!("watcher: {e}"));
-                    engine.sync(&VaultPath::root())
-                }
-            };
-            if let Err(e) = result {
-                tracing::warn!(error = %e, "reconcile after file events failed");
-                engine.lock_status().last_error = Some(e.to_string());
             }
-        }
-        drop(watcher);
+        });
     }
 
     /// The index state.
@@ -727,16 +850,7 @@ impl Engine {
         let s = self.lock_status();
         let ready = self.index_ready.load(Ordering::Acquire);
         IndexStatus {
-            state: if s.failed {
-                "failed"
-            } else if ready {
-                "ready"
-            } else if self.started.load(Ordering::Acquire) || self.done.load(Ordering::Relaxed) > 0
-            {
-                "building"
-            } else {
-                "not started"
-            },
+            state: self.phase_with(&s, ready),
             documents: self.index().map_or(0, SearchIndex::num_docs),
             progress: Progress {
                 done: self.done.load(Ordering::Relaxed),
@@ -752,9 +866,85 @@ impl Engine {
         }
     }
 
+    /// Where the engine is in its life.
+    pub fn phase(&self) -> Phase {
+        let ready = self.index_ready.load(Ordering::Acquire);
+        self.phase_with(&self.lock_status(), ready)
+    }
+
+    fn phase_with(&self, s: &Status, ready: bool) -> Phase {
+        if self.is_stopping() {
+            Phase::Stopped
+        } else if s.failed {
+            Phase::Failed
+        } else if ready {
+            Phase::Ready
+        } else if self.started.load(Ordering::Acquire) || self.done.load(Ordering::Relaxed) > 0 {
+            Phase::Building
+        } else {
+            Phase::NotStarted
+        }
+    }
+
     fn lock_status(&self) -> std::sync::MutexGuard<'_, Status> {
         self.status.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Runs the watcher on this thread until the engine stops or is dropped.
+fn run_watcher(weak: &Weak<Engine>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let watcher = {
+        let Some(engine) = weak.upgrade() else { return };
+        *engine.watch_tx.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.clone());
+        // After publishing the sender: a shutdown either sees it or was seen here.
+        if engine.is_stopping() {
+            return;
+        }
+        let watcher = match crate::vault::watch::Watcher::start(&engine.vault, tx) {
+            Ok(w) => {
+                engine.lock_status().watcher = "watching".to_owned();
+                w
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "file watcher unavailable; relying on periodic reconcile");
+                engine.lock_status().watcher = format!("unavailable: {e}");
+                return;
+            }
+        };
+        // A build that ran before the watch was in place may have missed changes.
+        match engine.sync(&VaultPath::root()) {
+            Ok(()) | Err(VaultError::Stopped) => {}
+            Err(e) => tracing::warn!(error = %e, "reconcile after starting the watcher failed"),
+        }
+        watcher
+    };
+    let debounce = crate::vault::watch::Debounce::default();
+    while let Some(batch) = debounce.next_batch(&rx) {
+        let Some(engine) = weak.upgrade() else { break };
+        if engine.is_stopping() {
+            break;
+        }
+        let result = match batch {
+            crate::vault::watch::Batch::Rescan => engine.sync(&VaultPath::root()),
+            crate::vault::watch::Batch::Paths(paths) if paths.len() > MAX_SCOPES => {
+                engine.sync(&VaultPath::root())
+            }
+            crate::vault::watch::Batch::Paths(paths) => engine.sync_all(&paths),
+            crate::vault::watch::Batch::Error(e) => {
+                engine.lock_status().last_error = Some(format!("watcher: {e}"));
+                engine.sync(&VaultPath::root())
+            }
+        };
+        match result {
+            Ok(()) | Err(VaultError::Stopped) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "reconcile after file events failed");
+                engine.lock_status().last_error = Some(e.to_string());
+            }
+        }
+    }
+    drop(watcher);
 }
 
 /// Hands the memory the first build freed back to the system. The build's transient allocations

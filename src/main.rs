@@ -56,6 +56,10 @@ enum Command {
         /// Milliseconds a scanning search (exact, regex) may run before it returns partial results.
         #[arg(long, value_name = "MS", default_value_t = 3000)]
         scan_budget: u64,
+        /// Which tools to offer: `all` (default), `read` (the reading and search tools),
+        /// `minimal` (search_notes, read_note, list_notes), or tool names separated by commas.
+        #[arg(long, value_name = "PROFILE", default_value = "all")]
+        tools: String,
         /// Testing aid: wait this many milliseconds before building the index.
         #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
         index_delay: u64,
@@ -154,7 +158,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             no_index_cache,
             scan_budget,
             index_delay,
+            tools,
         } => {
+            let policy = capvault::server::ToolPolicy::from_spec(
+                &tools,
+                &capvault::server::CapvaultServer::tool_names(),
+            )
+            .map_err(|e| anyhow::anyhow!("--tools: {e}"))?;
             let ms = std::time::Duration::from_millis;
             let freshness = capvault::engine::Freshness {
                 query_max_age: rescan_after.map(ms),
@@ -179,7 +189,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     },
                 }
             };
-            capvault::app::serve_stdio(vault, freshness, cache).await
+            let engine = capvault::engine::Engine::open(vault, freshness, cache);
+            capvault::app::serve_stdio(engine, &policy).await
         }
         Command::Call {
             vault,

@@ -67,7 +67,7 @@ fn call_reports_tool_errors_and_bad_input_on_stderr_with_failure() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["read_note", r#"{"path": "../x"}"#],
-            "read_note failed: invalid path",
+            "read_note failed: refused: invalid path",
         ),
         (&["no_such_tool"], "unknown tool `no_such_tool`"),
         (&["read_note", "not json"], "JSON_ARGS is not valid JSON"),

@@ -373,7 +373,12 @@ async fn cached_segment_files_cut_short_while_serving_never_crash_the_server() {
             .await;
         if r.is_error {
             errors += 1;
-            assert!(r.text.starts_with("search index error"), "{}", r.text);
+            assert!(
+                r.text.starts_with("unavailable: search index error"),
+                "{}",
+                r.text
+            );
+            assert_eq!(r.structured["error"]["code"], "unavailable", "{}", r.raw);
             assert!(
                 !r.text.contains(cache.path().to_str().unwrap()),
                 "{}",

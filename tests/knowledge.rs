@@ -186,7 +186,7 @@ async fn orphans_neighbors_and_tags() {
     let msg = s
         .err("get_neighbors", json!({"path": "Home.md", "depth": 6}))
         .await;
-    assert!(msg.contains("depth must be between 1 and 5"));
+    assert!(msg.contains("`depth` must be between 1 and 5"), "{msg}");
 
     let r = s.ok("list_tags", json!({"prefix": "garden"})).await;
     let tags: Vec<(String, u64)> = r["items"]
@@ -494,7 +494,10 @@ async fn daily_notes_follow_the_vault_settings() {
             .contains("no daily note for 2026-11-28")
     );
     let msg = s.err("get_daily_note", json!({"date": "30/11/2026"})).await;
-    assert!(msg.contains("invalid date"), "{msg}");
+    assert!(
+        msg.starts_with("invalid_argument: `date` must be YYYY-MM-DD"),
+        "{msg}"
+    );
     s.stop().await;
 
     // Periodic Notes, when enabled, takes precedence, and `/` in the format makes folders.
@@ -552,7 +555,7 @@ async fn canvases_are_validated_and_file_nodes_resolved() {
     assert!(msg.contains("not a canvas"));
     std::fs::write(v.join("Broken.canvas"), "{nope").unwrap();
     let msg = s.err("read_canvas", json!({"path": "Broken.canvas"})).await;
-    assert!(msg.starts_with("Broken.canvas:"), "{msg}");
+    assert!(msg.starts_with("invalid_argument: Broken.canvas:"), "{msg}");
     s.stop().await;
 }
 

@@ -97,6 +97,7 @@ async fn tools_have_fixed_names_truthful_annotations_and_output_schemas() {
             "get_daily_note",
             "get_links",
             "get_neighbors",
+            "list_folders",
             "list_notes",
             "list_tags",
             "read_attachment",
@@ -371,7 +372,7 @@ async fn exact_search_scores_name_matches_first_then_lines() {
             json!({"mode": "exact", "query": "x", "folder": "../"}),
         )
         .await;
-    assert!(msg.contains("invalid folder"), "{msg}");
+    assert!(msg.starts_with("refused: invalid path"), "{msg}");
     s.stop().await;
 }
 

@@ -26,6 +26,7 @@
 pub mod linkres;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, RwLock, RwLockReadGuard, mpsc};
 use std::time::{Instant, SystemTime};
 
@@ -140,6 +141,97 @@ pub struct Model {
     refreshed_at: Option<SystemTime>,
     /// How long the first full build took.
     build_time: Option<std::time::Duration>,
+    /// How many files of each kind `files` holds.
+    counts: FileCounts,
+    /// Every file, newest first then by path: what `list_notes` pages through.
+    recent: BTreeSet<Recent>,
+}
+
+/// A file in [`Model::recent`] order: newest first (nanoseconds since the epoch, reversed),
+/// then by path.
+pub type Recent = (std::cmp::Reverse<u128>, VaultPath);
+
+/// What kind of file a path names, by its extension as Obsidian sees it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    /// A Markdown note (`.md`).
+    Note,
+    /// A JSON Canvas (`.canvas`).
+    Canvas,
+    /// An Obsidian Base (`.base`).
+    Base,
+    /// Anything else (images, PDFs, audio...).
+    Attachment,
+}
+
+impl FileKind {
+    /// The kind of the file at `path`.
+    pub fn of(path: &VaultPath) -> FileKind {
+        FileKind::of_name(path.file_name())
+    }
+
+    /// The kind of a file called `name`.
+    pub fn of_name(name: &str) -> FileKind {
+        if is_note_name(name) {
+            return FileKind::Note;
+        }
+        match name.rsplit_once('.').map(|(_, e)| e) {
+            Some(e) if e.eq_ignore_ascii_case("canvas") => FileKind::Canvas,
+            Some(e) if e.eq_ignore_ascii_case("base") => FileKind::Base,
+            _ => FileKind::Attachment,
+        }
+    }
+}
+
+/// How many files of each kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileCounts {
+    /// Markdown notes.
+    pub notes: usize,
+    /// Canvases.
+    pub canvases: usize,
+    /// Bases.
+    pub bases: usize,
+    /// Everything else.
+    pub attachments: usize,
+}
+
+impl FileCounts {
+    fn slot(&mut self, kind: FileKind) -> &mut usize {
+        match kind {
+            FileKind::Note => &mut self.notes,
+            FileKind::Canvas => &mut self.canvases,
+            FileKind::Base => &mut self.bases,
+            FileKind::Attachment => &mut self.attachments,
+        }
+    }
+
+    /// Files of `kind`.
+    pub fn of(&self, kind: FileKind) -> usize {
+        match kind {
+            FileKind::Note => self.notes,
+            FileKind::Canvas => self.canvases,
+            FileKind::Base => self.bases,
+            FileKind::Attachment => self.attachments,
+        }
+    }
+}
+
+/// Nanoseconds since the epoch (0 before it).
+pub fn nanos(t: SystemTime) -> u128 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 /// What resolving one note's links gives: the targets (same order as the links), the ids of
@@ -152,6 +244,51 @@ struct Resolved {
 }
 
 impl Model {
+    /// How many files of each kind the vault has.
+    pub fn counts(&self) -> FileCounts {
+        self.counts
+    }
+
+    /// Every file, newest first then by path.
+    pub fn recent(&self) -> &BTreeSet<Recent> {
+        &self.recent
+    }
+
+    /// Records `path` with `meta` in `files`, the counts and the recency order.
+    fn put_file(&mut self, path: VaultPath, meta: FileMeta) {
+        let key = (std::cmp::Reverse(nanos(meta.modified)), path.clone());
+        match self.files.insert(path.clone(), meta) {
+            Some(old) => {
+                self.recent
+                    .remove(&(std::cmp::Reverse(nanos(old.modified)), path));
+            }
+            None => *self.counts.slot(FileKind::of(&path)) += 1,
+        }
+        self.recent.insert(key);
+    }
+
+    /// Rebuilds the counts and the recency order from `files` (after a bulk build).
+    fn count_files(&mut self) {
+        let mut counts = FileCounts::default();
+        let mut recent: Vec<Recent> = Vec::with_capacity(self.files.len());
+        for (p, m) in &self.files {
+            *counts.slot(FileKind::of(p)) += 1;
+            recent.push((std::cmp::Reverse(nanos(m.modified)), p.clone()));
+        }
+        recent.sort_unstable();
+        self.counts = counts;
+        self.recent = recent.into_iter().collect();
+    }
+
+    /// Forgets `path` in `files`, the counts and the recency order.
+    fn drop_file(&mut self, path: &VaultPath) -> Option<FileMeta> {
+        let old = self.files.remove(path)?;
+        *self.counts.slot(FileKind::of(path)) -= 1;
+        self.recent
+            .remove(&(std::cmp::Reverse(nanos(old.modified)), path.clone()));
+        Some(old)
+    }
+
     /// Number of notes.
     pub fn note_count(&self) -> usize {
         self.notes.len()
@@ -405,6 +542,7 @@ impl Model {
         self.tags = tags;
         self.tag_display = tag_display;
         self.files = files;
+        self.count_files();
         let notes: BTreeMap<VaultPath, Note> = entries
             .into_iter()
             .zip(resolved)
@@ -432,7 +570,7 @@ impl Model {
             match change {
                 Change::Note(path, meta, parsed) => {
                     let id = self.add_file(&path, &mut names_changed);
-                    self.files.insert(path.clone(), meta);
+                    self.put_file(path.clone(), meta);
                     // Notes linking here may gain or lose a heading or block.
                     relink.extend_from_slice(&self.backlinks[id as usize]);
                     // Its old links stop counting before its parse is replaced.
@@ -451,10 +589,10 @@ impl Model {
                 }
                 Change::File(path, meta) => {
                     self.add_file(&path, &mut names_changed);
-                    self.files.insert(path, meta);
+                    self.put_file(path, meta);
                 }
                 Change::Removed(path) => {
-                    if self.files.remove(&path).is_none() {
+                    if self.drop_file(&path).is_none() {
                         continue;
                     }
                     let Some(id) = self.index.id(&path) else {
@@ -666,7 +804,7 @@ impl Model {
         vault: &Vault,
         on_note: &(dyn Fn(NoteRead<'_>) + Sync),
     ) -> Result<(Vec<Change>, RefreshStats), VaultError> {
-        self.changes_under(vault, &VaultPath::root(), on_note)
+        self.changes_under(vault, &VaultPath::root(), on_note, &AtomicBool::new(false))
     }
 
     /// What changed at `scope` (a file, or a folder and everything below it) since the model
@@ -678,18 +816,24 @@ impl Model {
     /// know yet is read straight away (its metadata comes from the open handle, so it costs no
     /// separate `stat`); a known file is `stat`ed and read again only when its size, time or
     /// inode changed.
+    ///
+    /// Once `stop` is set the walk ends early and this returns [`VaultError::Stopped`] (the
+    /// server is shutting down): nothing of a stopped walk is applied.
     pub fn changes_under(
         &self,
         vault: &Vault,
         scope: &VaultPath,
         on_note: &(dyn Fn(NoteRead<'_>) + Sync),
+        stop: &AtomicBool,
     ) -> Result<(Vec<Change>, RefreshStats), VaultError> {
         let walked = if scope.is_root() {
-            self.walk_and_parse(vault, scope, on_note)?
+            self.walk_and_parse(vault, scope, on_note, stop)?
         } else {
             match vault.stat_file(scope) {
                 Ok(meta) => self.one_file(vault, scope, meta, on_note),
-                Err(VaultError::IsAFolder(_)) => self.walk_and_parse(vault, scope, on_note)?,
+                Err(VaultError::IsAFolder(_)) => {
+                    self.walk_and_parse(vault, scope, on_note, stop)?
+                }
                 // Gone, or no longer something the vault serves (a symlink out, a FIFO...).
                 Err(_) => Walked::default(),
             }
@@ -720,6 +864,7 @@ impl Model {
         vault: &Vault,
         folder: &VaultPath,
         on_note: &(dyn Fn(NoteRead<'_>) + Sync),
+        stop: &AtomicBool,
     ) -> Result<Walked, VaultError> {
         // Notes travel in batches: handing them over one by one costs a thread wake-up each,
         // about as much as reading the note. A few batches in flight keep the pool busy without
@@ -727,7 +872,7 @@ impl Model {
         let (tx, rx) = mpsc::sync_channel::<Vec<ReadNote>>(4);
         let names = TagNames::default();
         std::thread::scope(|s| {
-            let walker = s.spawn(move || self.walk(vault, folder, &mut Batcher::new(tx)));
+            let walker = s.spawn(move || self.walk(vault, folder, &mut Batcher::new(tx), stop));
             let notes: Vec<Change> = rx
                 .into_iter()
                 .par_bridge()
@@ -751,9 +896,13 @@ impl Model {
         vault: &Vault,
         folder: &VaultPath,
         batcher: &mut Batcher,
+        stop: &AtomicBool,
     ) -> Result<Walked, VaultError> {
         let mut walked = Walked::default();
         vault.walk(folder, true, &|_| true, &mut |entry| {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return std::ops::ControlFlow::Break(());
+            }
             let known = self.files.get(&entry.path);
             let is_note = is_note_name(entry.path.file_name());
             if is_note && known.is_none() {
@@ -812,6 +961,9 @@ impl Model {
             }
             std::ops::ControlFlow::Continue(())
         })?;
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(VaultError::Stopped);
+        }
         Ok(walked)
     }
 

@@ -1,4 +1,6 @@
-//! `list_notes`: the notes of a folder, newest first, paged with a keyset cursor.
+//! `list_notes`: the notes (or other files) of a folder, newest first, paged with a keyset
+//! cursor, from the vault model's recency order (no walk); and `list_folders`, the folder tree
+//! with counts. While the first build runs, `list_notes` without filters walks the disk instead.
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
@@ -6,8 +8,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::paging::{fingerprint, page};
 use super::{NoteError, check_limit, cursor, rfc3339};
-use crate::vault::{Vault, VaultPath, is_note_name};
+use crate::model::{FileKind, Model};
+use crate::vault::{Vault, VaultPath};
 
 /// Default and largest page size.
 pub const DEFAULT_LIMIT: u32 = 100;
@@ -27,6 +31,49 @@ pub struct ListQuery {
     pub cursor: Option<String>,
     /// Identifies the filters in force (0 for none), so a cursor cannot cross filters.
     pub filter_id: u64,
+    /// Which files.
+    pub kind: KindFilter,
+}
+
+/// Which files `list_notes` lists.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum KindFilter {
+    /// Markdown notes (the default).
+    #[default]
+    Note,
+    /// Canvases (`.canvas`).
+    Canvas,
+    /// Bases (`.base`).
+    Base,
+    /// Attachments (everything else).
+    Attachment,
+    /// Every file.
+    Any,
+}
+
+impl KindFilter {
+    fn admits(self, kind: FileKind) -> bool {
+        match self {
+            KindFilter::Any => true,
+            KindFilter::Note => kind == FileKind::Note,
+            KindFilter::Canvas => kind == FileKind::Canvas,
+            KindFilter::Base => kind == FileKind::Base,
+            KindFilter::Attachment => kind == FileKind::Attachment,
+        }
+    }
+
+    fn only(self) -> Option<FileKind> {
+        match self {
+            KindFilter::Any => None,
+            KindFilter::Note => Some(FileKind::Note),
+            KindFilter::Canvas => Some(FileKind::Canvas),
+            KindFilter::Base => Some(FileKind::Base),
+            KindFilter::Attachment => Some(FileKind::Attachment),
+        }
+    }
 }
 
 /// One note in a listing.
@@ -38,6 +85,9 @@ pub struct NoteSummary {
     pub modified: String,
     /// Size in bytes.
     pub size: u64,
+    /// What kind of file (only with `kind: any`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FileKind>,
 }
 
 /// One page of a listing.
@@ -73,6 +123,9 @@ struct ListCursor {
     x: u64,
     /// The last key returned.
     k: Key,
+    /// The kind filter.
+    #[serde(default)]
+    t: KindFilter,
 }
 
 /// Newest first, then by path.
@@ -86,37 +139,139 @@ fn nanos(t: SystemTime) -> u128 {
         .unwrap_or(0)
 }
 
-/// Lists notes per `query`.
-/// `keep`, when given, filters notes by path (tag, property and glob filters).
+/// The key a cursor resumes after, checked against the query it was made for.
+fn resume_after(query: &ListQuery) -> Result<Option<Key>, NoteError> {
+    let Some(c) = &query.cursor else {
+        return Ok(None);
+    };
+    let c: ListCursor = cursor::decode(c)?;
+    if c.f != query.folder.as_str()
+        || c.r != query.recursive
+        || c.x != query.filter_id
+        || c.t != query.kind
+    {
+        return Err(NoteError::InvalidArgument(
+            "this cursor belongs to a listing with other arguments; start again without a cursor"
+                .to_owned(),
+        ));
+    }
+    Ok(Some(c.k))
+}
+
+fn next_cursor(query: &ListQuery, last: &Key) -> String {
+    cursor::encode(&ListCursor {
+        f: query.folder.as_str().to_owned(),
+        r: query.recursive,
+        x: query.filter_id,
+        k: last.clone(),
+        t: query.kind,
+    })
+}
+
+/// True when `path` is listed by a listing of `folder`.
+fn in_folder(path: &VaultPath, folder: &VaultPath, recursive: bool) -> bool {
+    (folder.is_root() || path.starts_with(folder))
+        && (recursive || path.components().count() == folder.components().count() + 1)
+}
+
+/// Lists files per `query` from the model, newest first. `keep`, when given, filters by path
+/// (tag, property and glob filters). `vault` only checks that a folder exists.
 pub fn list_notes(
     vault: &Vault,
+    model: &Model,
     query: &ListQuery,
     keep: Option<&dyn Fn(&VaultPath) -> bool>,
 ) -> Result<ListPage, NoteError> {
     let limit = check_limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
-    let after = match &query.cursor {
-        Some(c) => {
-            let c: ListCursor = cursor::decode(c)?;
-            if c.f != query.folder.as_str() || c.r != query.recursive || c.x != query.filter_id {
-                return Err(NoteError::InvalidArgument(
-                    "this cursor belongs to a listing with other arguments; start again without a cursor"
-                        .to_owned(),
-                ));
-            }
-            Some(c.k)
-        }
-        None => None,
+    let after = resume_after(query)?;
+    if !query.folder.is_root() {
+        vault.check_folder(&query.folder)?;
+    }
+    let recent = model.recent();
+    let from = match &after {
+        Some(k) => std::ops::Bound::Excluded((
+            std::cmp::Reverse(k.m),
+            VaultPath::parse(&k.p).map_err(|_| {
+                NoteError::InvalidArgument("this cursor is damaged; start again without one".into())
+            })?,
+        )),
+        None => std::ops::Bound::Unbounded,
     };
+    // The whole vault of one kind, unfiltered: the model counts it, so the scan stops at the
+    // page's end.
+    let counted = (query.folder.is_root() && query.recursive && keep.is_none())
+        .then(|| query.kind.only().map(|k| model.counts().of(k)))
+        .flatten();
+    let admits = |p: &VaultPath| {
+        query.kind.admits(FileKind::of(p))
+            && in_folder(p, &query.folder, query.recursive)
+            && keep.is_none_or(|k| k(p))
+    };
+    let mut page: Vec<NoteSummary> = Vec::new();
+    let mut last: Option<Key> = None;
+    let mut more = false;
+    let mut before = 0usize;
+    if after.is_some() && counted.is_none() {
+        // The total counts every match, those before the cursor too.
+        before = recent
+            .range((std::ops::Bound::Unbounded, from.clone()))
+            .filter(|(_, p)| admits(p))
+            .count();
+        before += usize::from(matches!(&from, std::ops::Bound::Excluded((_, p)) if admits(p)));
+    }
+    let mut after_page = 0usize;
+    for (std::cmp::Reverse(m), p) in recent.range((from, std::ops::Bound::Unbounded)) {
+        if !admits(p) {
+            continue;
+        }
+        if page.len() == limit {
+            more = true;
+            if counted.is_some() {
+                break;
+            }
+            after_page += 1;
+            continue;
+        }
+        let Some(meta) = model.files().get(p) else {
+            continue;
+        };
+        last = Some(Key {
+            m: *m,
+            p: p.as_str().to_owned(),
+        });
+        page.push(NoteSummary {
+            path: p.to_string(),
+            modified: rfc3339(meta.modified),
+            size: meta.size,
+            kind: (query.kind == KindFilter::Any).then(|| FileKind::of(p)),
+        });
+    }
+    let total = counted.unwrap_or(before + page.len() + after_page);
+    let next_cursor = if more {
+        last.as_ref().map(|k| next_cursor(query, k))
+    } else {
+        None
+    };
+    Ok(ListPage {
+        notes: page,
+        total,
+        truncated: next_cursor.is_some(),
+        next_cursor,
+    })
+}
 
+/// [`list_notes`] by walking the disk, for the seconds before the first build has a model
+/// (no filters then).
+pub fn list_notes_walk(vault: &Vault, query: &ListQuery) -> Result<ListPage, NoteError> {
+    let limit = check_limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
+    let after = resume_after(query)?;
     let mut all: Vec<(Key, SystemTime, u64)> = Vec::new();
+    let kind = query.kind;
     vault.walk(
         &query.folder,
         query.recursive,
-        &is_note_name,
+        &|name| kind.admits(FileKind::of_name(name)),
         &mut |entry| {
-            if keep.is_some_and(|k| !k(&entry.path)) {
-                return ControlFlow::Continue(());
-            }
             match entry.meta(vault) {
                 Ok(meta) => all.push((
                     Key {
@@ -126,28 +281,20 @@ pub fn list_notes(
                     meta.modified,
                     meta.size,
                 )),
-                Err(e) => tracing::warn!(path = %entry.path, error = %e, "listing skipped a note"),
+                Err(e) => tracing::warn!(path = %entry.path, error = %e, "listing skipped a file"),
             }
             ControlFlow::Continue(())
         },
     )?;
     let total = all.len();
     all.sort_unstable_by(|a, b| order(&a.0, &b.0));
-
     let start = match &after {
         Some(k) => all.partition_point(|(key, _, _)| order(key, k) != Ordering::Greater),
         None => 0,
     };
     let page: Vec<_> = all.iter().skip(start).take(limit).collect();
     let next_cursor = if start + page.len() < all.len() {
-        page.last().map(|(k, _, _)| {
-            cursor::encode(&ListCursor {
-                f: query.folder.as_str().to_owned(),
-                r: query.recursive,
-                x: query.filter_id,
-                k: k.clone(),
-            })
-        })
+        page.last().map(|(k, _, _)| next_cursor(query, k))
     } else {
         None
     };
@@ -155,6 +302,9 @@ pub fn list_notes(
         notes: page
             .into_iter()
             .map(|(k, modified, size)| NoteSummary {
+                kind: (kind == KindFilter::Any)
+                    .then(|| VaultPath::parse(&k.p).map(|p| FileKind::of(&p)).ok())
+                    .flatten(),
                 path: k.p.clone(),
                 modified: rfc3339(*modified),
                 size: *size,
@@ -164,4 +314,85 @@ pub fn list_notes(
         truncated: next_cursor.is_some(),
         next_cursor,
     })
+}
+
+/// Default and largest depth of `list_folders`.
+pub const DEFAULT_FOLDER_DEPTH: u32 = 2;
+/// Deepest `list_folders` goes.
+pub const MAX_FOLDER_DEPTH: u32 = 32;
+
+/// One folder of the tree, with what it holds (subfolders included).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FolderSummary {
+    /// Vault-relative path of the folder.
+    pub path: String,
+    /// Levels below the folder asked for (1: a direct subfolder).
+    pub depth: u32,
+    /// Notes in it and below.
+    pub notes: usize,
+    /// Files of every kind in it and below.
+    pub files: usize,
+}
+
+/// The folders under `folder` down to `depth` levels, in path order (a tree read top-down),
+/// with note and file counts, from the model. Folders holding no visible file are not listed.
+pub fn list_folders(
+    model: &Model,
+    folder: &VaultPath,
+    depth: Option<u32>,
+    limit: Option<u32>,
+    cursor_text: Option<&str>,
+) -> Result<super::paging::Page<FolderSummary>, NoteError> {
+    let depth = depth.unwrap_or(DEFAULT_FOLDER_DEPTH);
+    if !(1..=MAX_FOLDER_DEPTH).contains(&depth) {
+        return Err(NoteError::InvalidArgument(format!(
+            "`depth` must be between 1 and {MAX_FOLDER_DEPTH} (got {depth})"
+        )));
+    }
+    let base = folder.components().count();
+    let mut tree: std::collections::BTreeMap<String, (u32, usize, usize)> = Default::default();
+    let mut any = folder.is_root();
+    let files = model
+        .files()
+        .range::<VaultPath, _>(folder..)
+        .take_while(|(p, _)| folder.is_root() || p.as_str().starts_with(folder.as_str()));
+    for (p, _) in files {
+        if !folder.is_root() && !p.starts_with(folder) {
+            continue;
+        }
+        any = true;
+        let note = FileKind::of(p) == FileKind::Note;
+        let parts: Vec<&str> = p.components().collect();
+        // Every folder between `folder` and the file, down to `depth` levels.
+        let mut path = folder.as_str().to_owned();
+        for (level, part) in parts[base..parts.len() - 1].iter().enumerate() {
+            if level as u32 >= depth {
+                break;
+            }
+            if !path.is_empty() {
+                path.push('/');
+            }
+            path.push_str(part);
+            let e = tree.entry(path.clone()).or_insert((level as u32 + 1, 0, 0));
+            e.1 += usize::from(note);
+            e.2 += 1;
+        }
+    }
+    if !any {
+        return Err(NoteError::NotFound {
+            message: format!("{folder}: no such folder, or it holds no file capvault serves"),
+            suggestions: Vec::new(),
+        });
+    }
+    let all: Vec<FolderSummary> = tree
+        .into_iter()
+        .map(|(path, (depth, notes, files))| FolderSummary {
+            path,
+            depth,
+            notes,
+            files,
+        })
+        .collect();
+    let q = fingerprint(&("folders", folder.as_str(), depth));
+    page(all, limit, DEFAULT_LIMIT, MAX_LIMIT, cursor_text, q)
 }

@@ -5,9 +5,11 @@
 //! file size through the vault's read cap).
 
 pub mod cursor;
+pub mod files;
 pub mod filter;
 pub mod graph;
 pub mod list;
+pub mod locate;
 pub mod paging;
 pub mod search;
 pub mod settings;
@@ -31,6 +33,31 @@ pub enum NoteError {
     /// An argument is out of range or malformed.
     #[error("{0}")]
     InvalidArgument(String),
+    /// No file by that path or name; `suggestions` are paths the client may have meant.
+    #[error("{message}")]
+    NotFound {
+        /// What was not found, naming the vault path or name asked for.
+        message: String,
+        /// At most five vault paths.
+        suggestions: Vec<String>,
+    },
+    /// A bare name matches several notes; `suggestions` lists them.
+    #[error("{message}")]
+    Ambiguous {
+        /// Which name, and how many notes it matches.
+        message: String,
+        /// At most five vault paths.
+        suggestions: Vec<String>,
+    },
+    /// A file or a reply over a size limit.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The vault model is not built yet.
+    #[error("{0}")]
+    NotReady(String),
+    /// The search index or the disk failed; a retry may succeed.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl From<crate::vault::PathError> for NoteError {

@@ -40,7 +40,7 @@ pub const MAX_QUERY_BYTES: usize = query::MAX_QUERY_BYTES;
 pub const MAX_REPLY_BYTES: usize = 64 * 1024;
 /// Longest a scan (exact, regex, or ranked while the index builds) may run before it stops and
 /// returns what it found, marked `partial`.
-pub const SCAN_BUDGET: Duration = Duration::from_secs(3);
+pub use crate::engine::SCAN_BUDGET;
 /// Largest compiled regex program, in bytes.
 pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// Largest lazy-DFA cache of a regex, in bytes.
@@ -234,7 +234,7 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
                     };
                     let found = ix
                         .search(&parsed, &ifilter, offset, limit)
-                        .map_err(|e| NoteError::InvalidArgument(e.to_string()))?;
+                        .map_err(|e| NoteError::Unavailable(e.to_string()))?;
                     let mut notes = Vec::new();
                     if !found.matched_all {
                         notes.push(

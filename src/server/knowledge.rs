@@ -1,15 +1,16 @@
 //! Tools over the vault model: links, backlinks, broken links, orphans, neighbours, tags,
 //! link resolution.
 
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Json;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::CapvaultServer;
+use super::{CapvaultServer, Parameters, ToolError};
 use crate::notes::graph::{
     self, BrokenLink, Direction, InLink, LinkResolution, Neighbor, OutLink, TagCount, TagSort,
 };
+use crate::notes::locate::locate_in;
 use crate::notes::paging::{fingerprint, page};
 use crate::vault::VaultPath;
 
@@ -150,6 +151,19 @@ pub struct ResolveLinkArgs {
     pub from: Option<String>,
 }
 
+/// The path `input` (parsed as `typed`) means: itself when the model has it, else what
+/// [`locate_in`] finds (or its `not_found` with suggestions).
+fn located(
+    model: &crate::model::Model,
+    input: &str,
+    typed: VaultPath,
+) -> Result<VaultPath, crate::notes::NoteError> {
+    if model.files().contains_key(&typed) {
+        return Ok(typed);
+    }
+    locate_in(model, input, &typed)
+}
+
 /// One page of a model list, with the graph tools' page sizes.
 fn graph_page<T: JsonSchema>(
     all: Vec<T>,
@@ -168,8 +182,8 @@ fn graph_page<T: JsonSchema>(
     .into())
 }
 
-fn parse_path(p: &str) -> Result<VaultPath, String> {
-    VaultPath::parse(p).map_err(|e| format!("invalid path: {e}"))
+fn parse_path(p: &str) -> Result<VaultPath, ToolError> {
+    Ok(VaultPath::parse(p)?)
 }
 
 #[tool_router(router = knowledge_router, vis = "pub(super)")]
@@ -186,12 +200,15 @@ impl CapvaultServer {
     pub async fn get_links(
         &self,
         Parameters(args): Parameters<GetLinksArgs>,
-    ) -> Result<Json<LinksReply>, String> {
-        let path = parse_path(&args.path)?;
+    ) -> Result<Json<LinksReply>, ToolError> {
+        let typed = parse_path(&args.path)?;
         if args.cursor.is_some() && args.direction == Direction::Both {
-            return Err("a cursor pages one list: pass direction `out` or `in` with it".to_owned());
+            return Err(ToolError::invalid(
+                "a cursor pages one list: pass direction `out` or `in` with it",
+            ));
         }
         self.with_model(move |vault, model| {
+            let path = located(model, &args.path, typed)?;
             let mut reply = LinksReply {
                 path: path.to_string(),
                 outgoing: None,
@@ -243,9 +260,8 @@ impl CapvaultServer {
     pub async fn find_broken_links(
         &self,
         Parameters(args): Parameters<BrokenLinksArgs>,
-    ) -> Result<Json<PageReply<BrokenLink>>, String> {
-        let folder =
-            VaultPath::parse_folder(&args.folder).map_err(|e| format!("invalid folder: {e}"))?;
+    ) -> Result<Json<PageReply<BrokenLink>>, ToolError> {
+        let folder = VaultPath::parse_folder(&args.folder)?;
         self.with_model(move |vault, model| {
             if !folder.is_root() {
                 vault.check_folder(&folder)?;
@@ -269,7 +285,7 @@ impl CapvaultServer {
     pub async fn find_orphans(
         &self,
         Parameters(args): Parameters<OrphansArgs>,
-    ) -> Result<Json<PageReply<String>>, String> {
+    ) -> Result<Json<PageReply<String>>, ToolError> {
         self.with_model(move |_, model| {
             let all = graph::orphans(model, args.no_outbound);
             let q = fingerprint(&("orphans", args.no_outbound));
@@ -290,13 +306,16 @@ impl CapvaultServer {
     pub async fn get_neighbors(
         &self,
         Parameters(args): Parameters<NeighborsArgs>,
-    ) -> Result<Json<PageReply<Neighbor>>, String> {
-        let path = parse_path(&args.path)?;
+    ) -> Result<Json<PageReply<Neighbor>>, ToolError> {
+        let typed = parse_path(&args.path)?;
         let depth = args.depth.unwrap_or(1);
         if !(1..=5).contains(&depth) {
-            return Err(format!("depth must be between 1 and 5 (got {depth})"));
+            return Err(ToolError::invalid(format!(
+                "`depth` must be between 1 and 5 (got {depth})"
+            )));
         }
         self.with_model(move |_, model| {
+            let path = located(model, &args.path, typed)?;
             let all = graph::neighbors(model, &path, depth as usize, args.direction)?;
             let q = fingerprint(&("neighbors", path.as_str(), depth, args.direction));
             graph_page(all, args.limit, args.cursor.as_deref(), q)
@@ -316,7 +335,7 @@ impl CapvaultServer {
     pub async fn list_tags(
         &self,
         Parameters(args): Parameters<ListTagsArgs>,
-    ) -> Result<Json<PageReply<TagCount>>, String> {
+    ) -> Result<Json<PageReply<TagCount>>, ToolError> {
         self.with_model(move |_, model| {
             let all = graph::tag_counts(model, args.prefix.as_deref(), args.sort);
             let q = fingerprint(&("tags", args.prefix.as_deref(), args.sort));
@@ -338,7 +357,7 @@ impl CapvaultServer {
     pub async fn resolve_link(
         &self,
         Parameters(args): Parameters<ResolveLinkArgs>,
-    ) -> Result<Json<LinkResolution>, String> {
+    ) -> Result<Json<LinkResolution>, ToolError> {
         let from = args.from.as_deref().map(parse_path).transpose()?;
         self.with_model(move |_, model| {
             if let Some(f) = &from

@@ -5,29 +5,49 @@
 //! failures are `isError` results with a short message; JSON-RPC errors are kept for protocol
 //! faults (and for `resources/read`, which has no other way to fail).
 
+mod args;
+pub mod error;
 mod knowledge;
+pub mod policy;
 mod resources;
 mod tools;
 mod vault_tools;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CacheScope, CallToolRequestParams, CallToolResponse, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::engine::{Engine, Freshness};
+use crate::engine::Engine;
 use crate::model::Model;
 use crate::notes::NoteError;
 use crate::vault::Vault;
 
+pub use args::Parameters;
+pub use error::{Code, ToolError};
+pub use policy::ToolPolicy;
 pub use resources::{URI_PREFIX, path_from_uri, uri_for};
 
-/// The capvault MCP server. Cheap to clone: the vault is shared.
+/// The tools as clients see them: filtered, renamed, schemas cleaned. Built once per server.
+#[derive(Debug)]
+struct ToolTable {
+    /// What `tools/list` returns.
+    listed: Vec<Tool>,
+    /// The names clients call, to the names in the code.
+    names: BTreeMap<String, String>,
+}
+
+/// One MCP session's server: cheap to clone, and every session of a vault shares one
+/// [`Engine`] (`CapvaultServer::new(Arc::clone(&engine), policy)` per session).
 #[derive(Clone)]
 pub struct CapvaultServer {
     /// The vault every request is served from.
@@ -36,30 +56,57 @@ pub struct CapvaultServer {
     engine: Arc<Engine>,
     /// Routes `tools/call` to the `#[tool]` methods.
     tool_router: ToolRouter<Self>,
+    /// The tools this server offers.
+    tools: Arc<ToolTable>,
+}
+
+impl std::fmt::Debug for CapvaultServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CapvaultServer")
+            .field("tools", &self.tools.names.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
 }
 
 impl CapvaultServer {
-    /// A server for `vault` with the default freshness (file watcher, periodic reconcile). Call
-    /// [`CapvaultServer::start`] to build the model and index in the background; otherwise the
-    /// first query that needs the model builds it.
-    pub fn new(vault: Vault) -> Self {
-        Self::with_freshness(vault, Freshness::default())
+    /// A session on `engine`, offering the tools `policy` allows. Fails only when the policy
+    /// renames two tools to one name.
+    pub fn new(engine: Arc<Engine>, policy: &ToolPolicy) -> Result<Self, String> {
+        let tool_router = Self::all_tools();
+        let (listed, names) = policy.apply(tool_router.list_all())?;
+        Ok(CapvaultServer {
+            vault: Arc::clone(engine.shared_vault()),
+            engine,
+            tool_router,
+            tools: Arc::new(ToolTable { listed, names }),
+        })
     }
 
-    /// A server for `vault` kept fresh as `freshness` says.
-    pub fn with_freshness(vault: Vault, freshness: Freshness) -> Self {
-        let vault = Arc::new(vault);
-        CapvaultServer {
-            engine: Arc::new(Engine::new(Arc::clone(&vault), freshness)),
-            vault,
-            tool_router: Self::tool_router() + Self::knowledge_router() + Self::vault_router(),
+    /// A session on `engine` with every tool.
+    pub fn with_all_tools(engine: Arc<Engine>) -> Self {
+        // The default policy renames nothing, so it cannot fail.
+        match Self::new(engine, &ToolPolicy::all()) {
+            Ok(s) => s,
+            Err(e) => unreachable!("the default tool policy failed: {e}"),
         }
     }
 
-    /// Starts the background work: the first build of model and index, then the file watcher
-    /// and the periodic reconcile. The server answers at once meanwhile.
-    pub fn start(&self) {
-        self.engine.start();
+    fn all_tools() -> ToolRouter<Self> {
+        Self::tool_router() + Self::knowledge_router() + Self::vault_router()
+    }
+
+    /// The names of every tool in the code, sorted (what `--tools` and the config file name).
+    pub fn tool_names() -> Vec<String> {
+        Self::all_tools()
+            .list_all()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    /// The tools this server lists, as clients see them.
+    pub fn listed_tools(&self) -> &[Tool] {
+        &self.tools.listed
     }
 
     /// The engine (model and index).
@@ -73,46 +120,58 @@ impl CapvaultServer {
     }
 
     /// Runs `f` on the blocking pool (vault operations do synchronous I/O).
-    async fn blocking<T, F>(&self, f: F) -> Result<T, String>
+    async fn blocking<T, F>(&self, f: F) -> Result<T, ToolError>
     where
         T: Send + 'static,
-        F: FnOnce(&Vault) -> Result<T, String> + Send + 'static,
+        F: FnOnce(&Vault) -> Result<T, ToolError> + Send + 'static,
     {
         let vault = Arc::clone(&self.vault);
         tokio::task::spawn_blocking(move || f(&vault))
             .await
-            .map_err(|_| "internal error: the operation was aborted".to_owned())?
+            .map_err(|_| ToolError::internal("the operation was aborted"))?
+    }
+
+    /// Runs `f` on the blocking pool with the engine.
+    async fn with_engine<T, F>(&self, f: F) -> Result<T, ToolError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Engine) -> Result<T, ToolError> + Send + 'static,
+    {
+        let engine = Arc::clone(&self.engine);
+        tokio::task::spawn_blocking(move || f(&engine))
+            .await
+            .map_err(|_| ToolError::internal("the operation was aborted"))?
     }
 
     /// Runs `f` on the blocking pool with the vault and an up-to-date model.
-    async fn with_model<T, F>(&self, f: F) -> Result<T, String>
+    async fn with_model<T, F>(&self, f: F) -> Result<T, ToolError>
     where
         T: Send + 'static,
         F: FnOnce(&Vault, &Model) -> Result<T, NoteError> + Send + 'static,
     {
-        let engine = Arc::clone(&self.engine);
-        tokio::task::spawn_blocking(move || {
-            let fresh = engine.model().map_err(|e| e.to_string())?;
-            f(engine.vault(), &fresh).map_err(|e| e.to_string())
+        self.with_engine(move |engine| {
+            let fresh = engine.model()?;
+            f(engine.vault(), &fresh).map_err(ToolError::from)
         })
         .await
-        .map_err(|_| "internal error: the operation was aborted".to_owned())?
     }
 
     fn instructions(&self) -> String {
         format!(
             "capvault serves the Obsidian vault \"{name}\" (read-only). Notes are Markdown files \
              addressed by paths relative to the vault root, with `/` separators, like \
-             `Projects/Plan.md`. Use `search_notes` to find notes by text, `list_notes` to \
+             `Projects/Plan.md` (`.md` may be left out, and a bare note name works when only one \
+             note has it). Use `search_notes` to find notes by text, `list_notes` to \
              browse folders (newest first), and `read_note` to read one note (its `sha256` is its \
              version). Notes are also resources under `{URI_PREFIX}<path>`. Hidden folders \
-             (`.obsidian`, `.git`, `.trash`) and anything outside the vault are not accessible.",
+             (`.obsidian`, `.git`, `.trash`) and anything outside the vault are not accessible. \
+             Failures start with a stable code: `not_found`, `ambiguous`, `refused`, \
+             `invalid_argument`, `too_large`, `not_utf8`, `not_ready`, `unavailable`.",
             name = self.vault.name()
         )
     }
 }
 
-#[tool_handler(router = self.tool_router)]
 impl ServerHandler for CapvaultServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -126,6 +185,58 @@ impl ServerHandler for CapvaultServer {
             env!("CARGO_PKG_VERSION"),
         ))
         .with_instructions(self.instructions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let mut result = ListToolsResult::with_all_items(self.tools.listed.clone());
+        result.result_type = Some(ResultType::COMPLETE);
+        if hints {
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(CacheScope::Public);
+        }
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.listed.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(internal) = self.tools.names.get(request.name.as_ref()) else {
+            return Ok(ToolError::new(
+                Code::Refused,
+                format!(
+                    "no tool `{}` on this server; tools: {}",
+                    request.name,
+                    self.tools
+                        .names
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .into_result()
+            .into());
+        };
+        request.name = internal.clone().into();
+        let tcc = ToolCallContext::new(self, request, context);
+        let response = self.tool_router.call(tcc).await?;
+        Ok(match response {
+            CallToolResponse::Complete(result) => args_error(result).into(),
+            other => other,
+        })
     }
 
     async fn list_resources(
@@ -159,5 +270,22 @@ impl ServerHandler for CapvaultServer {
             .await
             .map_err(|_| ErrorData::internal_error("the read was aborted", None))?
             .map(Into::into)
+    }
+}
+
+/// Rewrites rmcp's argument-error result (plain text) as an `invalid_argument` [`ToolError`].
+fn args_error(result: rmcp::model::CallToolResult) -> rmcp::model::CallToolResult {
+    if result.is_error != Some(true) || result.structured_content.is_some() {
+        return result;
+    }
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .unwrap_or("");
+    match text.strip_prefix(args::ARGUMENT_ERROR_PREFIX) {
+        Some(why) => ToolError::invalid(why).into_result(),
+        None => result,
     }
 }

@@ -3,16 +3,19 @@
 use std::sync::Arc;
 
 use rmcp::RoleServer;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Json;
 use rmcp::model::ProgressNotificationParam;
 use rmcp::service::RequestContext;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::CapvaultServer;
+use super::{CapvaultServer, Parameters, ToolError};
 use crate::notes::filter::NoteFilter;
-use crate::notes::list::{ListPage, ListQuery, list_notes};
+use crate::notes::list::{
+    FolderSummary, KindFilter, ListPage, ListQuery, list_folders, list_notes, list_notes_walk,
+};
+use crate::notes::locate::locate;
 use crate::notes::search::{Mode, SearchQuery, SearchResults, parse_time, search};
 use crate::notes::view::{Format, NoteView, ViewRequest, view_note};
 use crate::vault::VaultPath;
@@ -60,6 +63,24 @@ pub struct ListNotesArgs {
     pub value: Option<String>,
     /// Only paths matching this glob, e.g. `Projects/**` or `**/2026-*.md`.
     pub glob: Option<String>,
+    /// `note` (default), `canvas`, `base`, `attachment` or `any` (every file, each with its kind).
+    #[serde(default)]
+    pub kind: KindFilter,
+}
+
+/// Arguments of `list_folders`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListFoldersArgs {
+    /// Folder whose subfolders to list; empty (the default) is the vault root.
+    #[serde(default)]
+    pub folder: String,
+    /// How many levels down, 1 to 32 (default 2).
+    pub depth: Option<u32>,
+    /// Maximum folders per page, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
 }
 
 /// Arguments of `search_notes`.
@@ -95,6 +116,20 @@ pub struct SearchNotesArgs {
     pub cursor: Option<String>,
 }
 
+/// Reply of `list_folders`.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+pub struct FolderPage {
+    /// Folders in path order (a parent before its subfolders).
+    pub folders: Vec<FolderSummary>,
+    /// Folders in all.
+    pub total: usize,
+    /// True when more folders follow (see `next_cursor`).
+    pub truncated: bool,
+    /// Pass back as `cursor` for the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
 fn yes() -> bool {
     true
 }
@@ -114,8 +149,8 @@ impl CapvaultServer {
     pub async fn read_note(
         &self,
         Parameters(args): Parameters<ReadNoteArgs>,
-    ) -> Result<Json<NoteView>, String> {
-        let path = VaultPath::parse(&args.path).map_err(|e| format!("invalid path: {e}"))?;
+    ) -> Result<Json<NoteView>, ToolError> {
+        let typed = VaultPath::parse(&args.path)?;
         let req = ViewRequest {
             format: args.format,
             section: args.section,
@@ -123,9 +158,12 @@ impl CapvaultServer {
             offset: args.offset,
             max_chars: args.max_chars,
         };
-        self.blocking(move |vault| view_note(vault, &path, &req).map_err(|e| e.to_string()))
-            .await
-            .map(Json)
+        self.with_engine(move |engine| {
+            let path = locate(engine, &args.path, typed)?;
+            Ok(view_note(engine.vault(), &path, &req)?)
+        })
+        .await
+        .map(Json)
     }
 
     /// List notes (Markdown files) in the vault or one folder, newest first, with paging.
@@ -139,27 +177,60 @@ impl CapvaultServer {
     pub async fn list_notes(
         &self,
         Parameters(args): Parameters<ListNotesArgs>,
-    ) -> Result<Json<ListPage>, String> {
-        let folder =
-            VaultPath::parse_folder(&args.folder).map_err(|e| format!("invalid folder: {e}"))?;
-        let filter = NoteFilter::new(args.tag, args.property, args.value, args.glob)
-            .map_err(|e| e.to_string())?;
+    ) -> Result<Json<ListPage>, ToolError> {
+        let folder = VaultPath::parse_folder(&args.folder)?;
+        let filter = NoteFilter::new(args.tag, args.property, args.value, args.glob)?;
         let query = ListQuery {
             folder,
             recursive: args.recursive,
             limit: args.limit,
             cursor: args.cursor,
             filter_id: filter.id(),
+            kind: args.kind,
         };
-        if filter.is_empty() {
-            return self
-                .blocking(move |vault| list_notes(vault, &query, None).map_err(|e| e.to_string()))
-                .await
-                .map(Json);
-        }
-        self.with_model(move |vault, model| {
-            let keep = |p: &VaultPath| filter.matches(model, p);
-            list_notes(vault, &query, Some(&keep))
+        self.with_engine(move |engine| {
+            if filter.is_empty() && !engine.is_ready() {
+                // The first build is running: answer now from the disk.
+                return Ok(list_notes_walk(engine.vault(), &query)?);
+            }
+            let model = engine.model()?;
+            let keep = |p: &VaultPath| filter.matches(&model, p);
+            let keep: Option<&dyn Fn(&VaultPath) -> bool> =
+                if filter.is_empty() { None } else { Some(&keep) };
+            Ok(list_notes(engine.vault(), &model, &query, keep)?)
+        })
+        .await
+        .map(Json)
+    }
+
+    /// The folder tree under a folder (default: the vault root), a few levels deep, with the
+    /// number of notes and files in each folder and below. Paged.
+    #[tool(annotations(
+        title = "List folders",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn list_folders(
+        &self,
+        Parameters(args): Parameters<ListFoldersArgs>,
+    ) -> Result<Json<FolderPage>, ToolError> {
+        let folder = VaultPath::parse_folder(&args.folder)?;
+        self.with_model(move |_, model| {
+            let p = list_folders(
+                model,
+                &folder,
+                args.depth,
+                args.limit,
+                args.cursor.as_deref(),
+            )?;
+            Ok(FolderPage {
+                truncated: p.truncated(),
+                folders: p.items,
+                total: p.total,
+                next_cursor: p.next_cursor,
+            })
         })
         .await
         .map(Json)
@@ -180,11 +251,10 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<SearchNotesArgs>,
         context: RequestContext<RoleServer>,
-    ) -> Result<Json<SearchResults>, String> {
-        let folder = VaultPath::parse_folder(args.folder.as_deref().unwrap_or(""))
-            .map_err(|e| format!("invalid folder: {e}"))?;
+    ) -> Result<Json<SearchResults>, ToolError> {
+        let folder = VaultPath::parse_folder(args.folder.as_deref().unwrap_or(""))?;
         let time = |name: &str, v: Option<String>| {
-            v.map(|s| parse_time(name, &s).map_err(|e| e.to_string()))
+            v.map(|s| parse_time(name, &s).map_err(ToolError::from))
                 .transpose()
         };
         let query = SearchQuery {
@@ -210,8 +280,8 @@ impl CapvaultServer {
         };
         let result = tokio::task::spawn_blocking(move || search(&engine, &query))
             .await
-            .map_err(|_| "internal error: the search was aborted".to_owned())
-            .and_then(|r| r.map_err(|e| e.to_string()));
+            .map_err(|_| ToolError::internal("the search was aborted"))
+            .and_then(|r| r.map_err(ToolError::from));
         if let Some(task) = progress {
             task.abort();
         }

@@ -28,6 +28,9 @@ pub enum VaultError {
     /// Too many symlinks on the way, or a symlink loop.
     #[error("{0}: too many levels of symlinks")]
     SymlinkLoop(VaultPath),
+    /// The path is excluded from the vault by the server's configuration (`--exclude`).
+    #[error("{0}: excluded by the server's configuration; refused")]
+    Excluded(VaultPath),
     /// A file was expected but a folder was found.
     #[error("{0}: is a folder, not a file")]
     IsAFolder(VaultPath),
@@ -55,6 +58,9 @@ pub enum VaultError {
     /// The note is not valid UTF-8 text.
     #[error("{0}: is not valid UTF-8 text")]
     NotUtf8(VaultPath),
+    /// The work was stopped because the server is shutting down.
+    #[error("stopped: the server is shutting down")]
+    Stopped,
     /// The operating system refused (permissions and the like).
     #[error("{path}: {}", describe_io(*kind))]
     Io {

@@ -34,6 +34,8 @@ pub enum WatchMsg {
     Rescan,
     /// The watcher failed.
     Error(String),
+    /// The server is shutting down: stop waiting for events.
+    Stop,
 }
 
 /// A debounced batch of changes.
@@ -146,9 +148,12 @@ impl Default for Debounce {
 }
 
 impl Debounce {
-    /// Waits for the next batch; `None` when the sender is gone.
+    /// Waits for the next batch; `None` once the channel is closed or a [`WatchMsg::Stop`] arrives.
     pub fn next_batch(&self, rx: &Receiver<WatchMsg>) -> Option<Batch> {
         let first = rx.recv().ok()?;
+        if matches!(first, WatchMsg::Stop) {
+            return None;
+        }
         let started = Instant::now();
         let mut paths = BTreeSet::new();
         let mut rescan = false;
@@ -171,6 +176,8 @@ impl Debounce {
                 paths.clear();
             }
             WatchMsg::Error(e) => *error = Some(e),
+            // Handled by the callers of `take`.
+            WatchMsg::Stop => {}
         };
         take(first, &mut paths, &mut rescan, &mut error);
         loop {
@@ -179,6 +186,7 @@ impl Debounce {
                 break;
             }
             match rx.recv_timeout(self.quiet.min(left)) {
+                Ok(WatchMsg::Stop) => break,
                 Ok(msg) => take(msg, &mut paths, &mut rescan, &mut error),
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => break,

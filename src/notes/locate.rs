@@ -1,0 +1,91 @@
+//! Paths as people and models write them: `Categories/Books.md`, `Categories/Books`, `Books`,
+//! `books.md`. A typed path that exists is used as it is; otherwise `.md` may be left out, and
+//! a bare name resolves as a wikilink from the vault root resolves, when exactly one file
+//! matches. A miss is `not_found` (or `ambiguous`) with up to five suggestions.
+//!
+//! The result is always a path the vault model holds (only visible, served files are there) or
+//! the typed path itself, and it is read through the vault like any typed path, so every rule
+//! (hidden, excluded, outside) applies to it.
+
+use crate::engine::Engine;
+use crate::model::Model;
+use crate::model::linkres::Resolution;
+use crate::vault::{VaultError, VaultPath};
+
+use super::NoteError;
+
+/// Most suggestions in an error.
+pub const MAX_SUGGESTIONS: usize = 5;
+
+/// The vault path `input` means. `input` has been parsed as `typed` already (so it holds no
+/// `..`, hidden or absolute part).
+pub fn locate(engine: &Engine, input: &str, typed: VaultPath) -> Result<VaultPath, NoteError> {
+    match engine.vault().stat_file(&typed) {
+        Err(VaultError::NotFound(_)) | Err(VaultError::NotAFolder(_)) => {}
+        // There is something: the read reports what (a folder, a refusal, the note itself).
+        _ => return Ok(typed),
+    }
+    let model = engine.model()?;
+    locate_in(&model, input.trim(), &typed)
+}
+
+/// [`locate`] once the typed path is known to be missing.
+pub fn locate_in(model: &Model, input: &str, typed: &VaultPath) -> Result<VaultPath, NoteError> {
+    if typed.extension() != Some("md")
+        && let Ok(with_md) = VaultPath::parse(&format!("{typed}.md"))
+        && model.files().contains_key(&with_md)
+    {
+        return Ok(with_md);
+    }
+    match model.resolve(input.trim_start_matches('/'), None) {
+        Resolution::Found { path, alternatives } if alternatives.is_empty() => Ok(path),
+        Resolution::Found { path, alternatives } => {
+            let n = alternatives.len() + 1;
+            let suggestions = std::iter::once(path)
+                .chain(alternatives)
+                .take(MAX_SUGGESTIONS)
+                .map(|p| p.to_string())
+                .collect();
+            Err(NoteError::Ambiguous {
+                message: format!("`{input}` matches {n} files; give the full path"),
+                suggestions,
+            })
+        }
+        Resolution::NotFound => Err(NoteError::NotFound {
+            message: format!("{typed}: not found"),
+            suggestions: suggest(model, typed),
+        }),
+    }
+}
+
+/// Up to five files whose names look like `typed`'s: the same name elsewhere first, then names
+/// that contain it or that it contains, then close spellings.
+pub fn suggest(model: &Model, typed: &VaultPath) -> Vec<String> {
+    let want = typed.stem().to_lowercase();
+    if want.is_empty() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(u8, usize, &VaultPath)> = model
+        .files()
+        .keys()
+        .filter_map(|p| {
+            let stem = p.stem().to_lowercase();
+            let rank = if stem == want {
+                0
+            } else if stem.contains(&want) || want.contains(&stem) && stem.len() >= 3 {
+                1
+            } else if strsim::jaro_winkler(&stem, &want) >= 0.88 {
+                2
+            } else {
+                return None;
+            };
+            Some((rank, p.as_str().len(), p))
+        })
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .take(MAX_SUGGESTIONS)
+        .map(|(_, _, p)| p.to_string())
+        .collect()
+}

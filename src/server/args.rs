@@ -1,0 +1,200 @@
+//! [`Parameters`]: tool arguments read generously, and every argument error naming its
+//! parameter.
+//!
+//! rmcp's own extractor reports `failed to deserialize parameters: invalid type: string "2",
+//! expected u32`, naming no parameter, and clients such as the MCP Inspector CLI send every
+//! argument as a string. This one first coerces strings to the integer, number or boolean the
+//! input schema asks for (`"2"` → `2`, `"true"` → `true`), then deserialises, and on failure
+//! names the parameter and what it expects. The `#[tool]` macro recognises the type by its name,
+//! so the input schema is still generated from `T`.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::common::{FromContextPart, schema_for_input};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::JsonObject;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// What rmcp's router turns into an `isError` result (and `CapvaultServer::call_tool` into an
+/// `invalid_argument` error).
+pub const ARGUMENT_ERROR_PREFIX: &str = "failed to deserialize parameters: ";
+
+/// Tool arguments of type `T`, deserialised after schema-guided coercion.
+#[derive(Debug, Clone)]
+pub struct Parameters<T>(pub T);
+
+impl<T: JsonSchema> JsonSchema for Parameters<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}
+
+impl<S, T> FromContextPart<ToolCallContext<'_, S>> for Parameters<T>
+where
+    T: DeserializeOwned + JsonSchema + 'static,
+{
+    fn from_context_part(context: &mut ToolCallContext<S>) -> Result<Self, rmcp::ErrorData> {
+        let args = context.arguments.take().unwrap_or_default();
+        let schema = schema_for_input::<T>().unwrap_or_else(|_| Arc::new(JsonObject::new()));
+        parse(args, &schema).map(Parameters).map_err(|message| {
+            rmcp::ErrorData::invalid_params(format!("{ARGUMENT_ERROR_PREFIX}{message}"), None)
+        })
+    }
+}
+
+/// Coerces `args` by `schema`, then deserialises them; the error names the parameter.
+pub fn parse<T: DeserializeOwned>(mut args: JsonObject, schema: &JsonObject) -> Result<T, String> {
+    let props = schema.get("properties").and_then(Value::as_object);
+    if let Some(props) = props {
+        for (name, value) in args.iter_mut() {
+            if let Some(prop) = props.get(name) {
+                coerce(value, prop);
+            }
+        }
+    }
+    serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        match props.and_then(|p| p.get(&field)) {
+            Some(prop) if field != "." => {
+                format!("`{field}` must be {}: {inner}", expected(prop))
+            }
+            _ => inner,
+        }
+    })
+}
+
+/// The JSON types a property schema allows (`type` as a string or a list).
+fn types(prop: &Value) -> Vec<&str> {
+    match prop.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Turns a string into the integer, number or boolean `prop` asks for, when it reads as one.
+fn coerce(value: &mut Value, prop: &Value) {
+    let Value::String(text) = value else { return };
+    let allowed = types(prop);
+    if allowed.contains(&"string") {
+        return;
+    }
+    let t = text.trim();
+    let new = if allowed.contains(&"integer") {
+        t.parse::<i64>()
+            .map(Value::from)
+            .or_else(|_| t.parse::<u64>().map(Value::from))
+            .ok()
+    } else if allowed.contains(&"number") {
+        t.parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+    } else if allowed.contains(&"boolean") {
+        match t.to_ascii_lowercase().as_str() {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    if let Some(v) = new {
+        *value = v;
+    }
+}
+
+/// What a property expects, in words.
+fn expected(prop: &Value) -> String {
+    if let Some(choices) = prop.get("enum").and_then(Value::as_array) {
+        let names: Vec<String> = choices
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|c| format!("`{c}`"))
+            .collect();
+        return format!("one of {}", names.join(", "));
+    }
+    let allowed = types(prop);
+    let what = if allowed.contains(&"integer") {
+        let min = prop.get("minimum").and_then(Value::as_i64);
+        match min {
+            Some(0) => "a whole number (0 or more)".to_owned(),
+            Some(m) => format!("a whole number ({m} or more)"),
+            None => "a whole number".to_owned(),
+        }
+    } else if allowed.contains(&"number") {
+        "a number".to_owned()
+    } else if allowed.contains(&"boolean") {
+        "true or false".to_owned()
+    } else if allowed.contains(&"string") {
+        "a string".to_owned()
+    } else if allowed.contains(&"array") {
+        "a list".to_owned()
+    } else {
+        "a valid value".to_owned()
+    };
+    if allowed.contains(&"null") {
+        format!("{what}, or null")
+    } else {
+        what
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Args {
+        path: String,
+        limit: Option<u32>,
+        #[serde(default)]
+        recursive: bool,
+        ratio: Option<f64>,
+    }
+
+    fn run(v: Value) -> Result<Args, String> {
+        let Value::Object(o) = v else { unreachable!() };
+        parse(o, &schema_for_input::<Args>().unwrap())
+    }
+
+    #[test]
+    fn numeric_and_boolean_strings_are_read_as_the_schema_says() {
+        let got = run(serde_json::json!({
+            "path": "12", "limit": " 2 ", "recursive": "TRUE", "ratio": "0.5"
+        }))
+        .unwrap();
+        assert_eq!(
+            got,
+            Args {
+                path: "12".into(),
+                limit: Some(2),
+                recursive: true,
+                ratio: Some(0.5)
+            }
+        );
+    }
+
+    #[test]
+    fn an_argument_error_names_the_parameter_and_what_it_expects() {
+        let e = run(serde_json::json!({"path": "a", "limit": "two"})).unwrap_err();
+        assert!(e.starts_with("`limit` must be a whole number"), "{e}");
+        let e = run(serde_json::json!({"path": "a", "limit": -3})).unwrap_err();
+        assert!(e.starts_with("`limit` must be a whole number"), "{e}");
+        let e = run(serde_json::json!({"path": "a", "recursive": "yes"})).unwrap_err();
+        assert!(e.starts_with("`recursive` must be true or false"), "{e}");
+        let e = run(serde_json::json!({"limit": 2})).unwrap_err();
+        assert!(e.contains("missing field `path`"), "{e}");
+        let e = run(serde_json::json!({"path": "a", "colour": 2})).unwrap_err();
+        assert!(e.contains("unknown field `colour`"), "{e}");
+    }
+}

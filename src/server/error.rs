@@ -1,0 +1,225 @@
+//! [`ToolError`]: the one error type at the tool edge.
+//!
+//! Every tool failure is an `isError` result whose text reads `<code>: <message>` and whose
+//! `structuredContent` is `{"error": {"code", "message", "suggestions"?, "current_sha256"?}}`,
+//! so a model reads the sentence and a client acts on the code. Messages name only
+//! vault-relative paths (they are built from [`VaultError`] and [`NoteError`], which hold
+//! nothing else). JSON-RPC errors stay for protocol faults.
+
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+use serde::Serialize;
+
+use crate::notes::NoteError;
+use crate::vault::{PathError, VaultError};
+
+/// The stable code of a tool error. Documented in the README; never renamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Code {
+    /// An argument is missing, malformed or out of range (the message names it).
+    InvalidArgument,
+    /// Nothing at that path or by that name (see `suggestions`).
+    NotFound,
+    /// A bare name matches several notes (see `suggestions`).
+    Ambiguous,
+    /// The path is hidden, excluded, outside the vault, a special file, or the tool is disabled.
+    Refused,
+    /// The file is over a size limit.
+    TooLarge,
+    /// The file is not valid UTF-8 text.
+    NotUtf8,
+    /// The vault model is not built yet; retry shortly.
+    NotReady,
+    /// The note changed since the version the client gave (`current_sha256` is the new one).
+    Conflict,
+    /// The operating system failed or the server is shutting down; retry.
+    Unavailable,
+    /// A bug in capvault.
+    Internal,
+}
+
+impl Code {
+    /// The code as written on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::InvalidArgument => "invalid_argument",
+            Code::NotFound => "not_found",
+            Code::Ambiguous => "ambiguous",
+            Code::Refused => "refused",
+            Code::TooLarge => "too_large",
+            Code::NotUtf8 => "not_utf8",
+            Code::NotReady => "not_ready",
+            Code::Conflict => "conflict",
+            Code::Unavailable => "unavailable",
+            Code::Internal => "internal",
+        }
+    }
+}
+
+/// A tool failure: a stable code and a short message naming only vault paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolError {
+    /// What kind of failure.
+    pub code: Code,
+    /// One or two sentences for the model.
+    pub message: String,
+    /// Paths the client may have meant (at most five), for `not_found` and `ambiguous`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
+    /// For `conflict`: the note's version now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_sha256: Option<String>,
+}
+
+impl ToolError {
+    /// An error with `code` and `message`.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        ToolError {
+            code,
+            message: message.into(),
+            suggestions: Vec::new(),
+            current_sha256: None,
+        }
+    }
+
+    /// An `invalid_argument` error.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ToolError::new(Code::InvalidArgument, message)
+    }
+
+    /// An `internal` error.
+    pub fn internal(message: impl Into<String>) -> Self {
+        ToolError::new(Code::Internal, message)
+    }
+
+    /// The `isError` result a client receives.
+    pub fn into_result(self) -> CallToolResult {
+        let text = if self.suggestions.is_empty() {
+            format!("{}: {}", self.code.as_str(), self.message)
+        } else {
+            format!(
+                "{}: {} (did you mean: {}?)",
+                self.code.as_str(),
+                self.message,
+                self.suggestions.join(", ")
+            )
+        };
+        let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(serde_json::json!({ "error": self }));
+        result
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl IntoCallToolResult for ToolError {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, rmcp::ErrorData> {
+        Ok(self.into_result().into())
+    }
+}
+
+/// The code a vault error maps to.
+pub fn vault_code(e: &VaultError) -> Code {
+    match e {
+        VaultError::InvalidPath(p) => match p {
+            PathError::Absolute | PathError::DotComponent | PathError::Hidden => Code::Refused,
+            _ => Code::InvalidArgument,
+        },
+        VaultError::NotFound(_) => Code::NotFound,
+        VaultError::Escapes(_)
+        | VaultError::LeadsToHidden(_)
+        | VaultError::SymlinkLoop(_)
+        | VaultError::NotRegular { .. }
+        | VaultError::Excluded(_) => Code::Refused,
+        VaultError::IsAFolder(_) | VaultError::NotAFolder(_) => Code::InvalidArgument,
+        VaultError::TooLarge { .. } => Code::TooLarge,
+        VaultError::NotUtf8(_) => Code::NotUtf8,
+        VaultError::Io { kind, .. } if *kind == std::io::ErrorKind::PermissionDenied => {
+            Code::Refused
+        }
+        VaultError::Io { .. } | VaultError::Stopped => Code::Unavailable,
+    }
+}
+
+impl From<VaultError> for ToolError {
+    fn from(e: VaultError) -> Self {
+        ToolError::new(vault_code(&e), e.to_string())
+    }
+}
+
+impl From<PathError> for ToolError {
+    fn from(e: PathError) -> Self {
+        ToolError::from(VaultError::from(e))
+    }
+}
+
+impl From<NoteError> for ToolError {
+    fn from(e: NoteError) -> Self {
+        match e {
+            NoteError::Vault(v) => v.into(),
+            NoteError::InvalidArgument(m) => ToolError::invalid(m),
+            NoteError::NotFound {
+                message,
+                suggestions,
+            } => ToolError {
+                suggestions,
+                ..ToolError::new(Code::NotFound, message)
+            },
+            NoteError::Ambiguous {
+                message,
+                suggestions,
+            } => ToolError {
+                suggestions,
+                ..ToolError::new(Code::Ambiguous, message)
+            },
+            NoteError::TooLarge(m) => ToolError::new(Code::TooLarge, m),
+            NoteError::NotReady(m) => ToolError::new(Code::NotReady, m),
+            NoteError::Unavailable(m) => ToolError::new(Code::Unavailable, m),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vault::VaultPath;
+
+    #[test]
+    fn every_refusal_of_the_vault_is_refused_and_names_only_the_vault_path() {
+        let p = VaultPath::parse("A/b.md").unwrap();
+        for e in [
+            VaultError::Escapes(p.clone()),
+            VaultError::LeadsToHidden(p.clone()),
+            VaultError::Excluded(p.clone()),
+            VaultError::InvalidPath(PathError::Hidden),
+            VaultError::InvalidPath(PathError::DotComponent),
+            VaultError::InvalidPath(PathError::Absolute),
+        ] {
+            let t = ToolError::from(e);
+            assert_eq!(t.code, Code::Refused, "{t}");
+        }
+        let t = ToolError::from(VaultError::NotFound(p));
+        assert_eq!(t.code, Code::NotFound);
+        assert_eq!(t.to_string(), "not_found: A/b.md: not found");
+    }
+
+    #[test]
+    fn an_error_result_carries_its_code_in_text_and_structure() {
+        let mut e = ToolError::new(Code::NotFound, "Books: no note by that name");
+        e.suggestions = vec!["Categories/Books.md".into()];
+        let r = e.into_result();
+        assert_eq!(r.is_error, Some(true));
+        let v = r.structured_content.unwrap();
+        assert_eq!(v["error"]["code"], "not_found");
+        assert_eq!(v["error"]["suggestions"][0], "Categories/Books.md");
+        let text = r.content[0].as_text().unwrap().text.clone();
+        assert!(text.starts_with("not_found: Books"), "{text}");
+        assert!(text.contains("Categories/Books.md"), "{text}");
+    }
+}

@@ -1,0 +1,264 @@
+//! Which tools a server lists, under which names: profiles (`--tools`), and the config file's
+//! disabled tools and name and description overrides. Built once per server from the tool
+//! router; every session of that server shares it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rmcp::model::Tool;
+use serde_json::Value;
+
+/// The tools that only read (every tool today; the write tools will not be here).
+pub const READ_TOOLS: &[&str] = &[
+    "find_broken_links",
+    "find_orphans",
+    "get_daily_note",
+    "get_links",
+    "get_neighbors",
+    "list_folders",
+    "list_notes",
+    "list_tags",
+    "read_attachment",
+    "read_canvas",
+    "read_note",
+    "resolve_link",
+    "search_notes",
+    "vault_info",
+];
+
+/// The smallest useful set.
+pub const MINIMAL_TOOLS: &[&str] = &["list_notes", "read_note", "search_notes"];
+
+/// How one tool is shown to clients.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Override {
+    /// The name clients see and call (for namespacing several vaults in one agent).
+    pub name: Option<String>,
+    /// The description clients see.
+    pub description: Option<String>,
+}
+
+/// Which tools are offered, and how they are shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolPolicy {
+    /// Only these tools (`None`: every tool).
+    only: Option<BTreeSet<String>>,
+    /// Tools taken away (the config file's `disabled`).
+    disabled: BTreeSet<String>,
+    /// Names and descriptions changed, by tool name.
+    overrides: BTreeMap<String, Override>,
+}
+
+impl ToolPolicy {
+    /// Every tool, as named in the code.
+    pub fn all() -> Self {
+        ToolPolicy::default()
+    }
+
+    /// A `--tools` value: `all`, `read`, `minimal`, or a comma-separated list of tool names.
+    /// Names are checked against `known`.
+    pub fn from_spec(spec: &str, known: &[String]) -> Result<Self, String> {
+        let only = match spec.trim() {
+            "all" => None,
+            "read" => Some(READ_TOOLS.iter().map(|s| (*s).to_owned()).collect()),
+            "minimal" => Some(MINIMAL_TOOLS.iter().map(|s| (*s).to_owned()).collect()),
+            list => {
+                let names: BTreeSet<String> = list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                if names.is_empty() {
+                    return Err("--tools needs `all`, `read`, `minimal` or tool names".to_owned());
+                }
+                for n in &names {
+                    check_known(n, known)?;
+                }
+                Some(names)
+            }
+        };
+        Ok(ToolPolicy {
+            only,
+            ..ToolPolicy::default()
+        })
+    }
+
+    /// Also takes `name` away. Checked against `known`.
+    pub fn disable(&mut self, name: &str, known: &[String]) -> Result<(), String> {
+        check_known(name, known)?;
+        self.disabled.insert(name.to_owned());
+        Ok(())
+    }
+
+    /// Shows `tool` as `o` says. Checked against `known`.
+    pub fn set_override(
+        &mut self,
+        tool: &str,
+        o: Override,
+        known: &[String],
+    ) -> Result<(), String> {
+        check_known(tool, known)?;
+        if let Some(n) = &o.name
+            && !valid_tool_name(n)
+        {
+            return Err(format!(
+                "tool name `{n}` is not allowed: use 1 to 64 letters, digits, `_`, `-` or `.`"
+            ));
+        }
+        self.overrides.insert(tool.to_owned(), o);
+        Ok(())
+    }
+
+    /// True when `tool` (its name in the code) is offered.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.only.as_ref().is_none_or(|o| o.contains(tool)) && !self.disabled.contains(tool)
+    }
+
+    /// The tools offered out of `tools`, renamed and re-described, their schemas cleaned, with
+    /// the map from the names clients call to the names in the code. Fails when two tools would
+    /// share a name.
+    pub fn apply(&self, tools: Vec<Tool>) -> Result<(Vec<Tool>, BTreeMap<String, String>), String> {
+        let mut listed = Vec::new();
+        let mut names = BTreeMap::new();
+        for mut tool in tools {
+            let internal = tool.name.to_string();
+            if !self.allows(&internal) {
+                continue;
+            }
+            if let Some(o) = self.overrides.get(&internal) {
+                if let Some(n) = &o.name {
+                    tool.name = n.clone().into();
+                }
+                if let Some(d) = &o.description {
+                    tool.description = Some(d.clone().into());
+                }
+            }
+            tool.input_schema = std::sync::Arc::new(cleaned(&tool.input_schema));
+            if let Some(out) = &tool.output_schema {
+                tool.output_schema = Some(std::sync::Arc::new(cleaned(out)));
+            }
+            if names
+                .insert(tool.name.to_string(), internal.clone())
+                .is_some()
+            {
+                return Err(format!("two tools would be called `{}`", tool.name));
+            }
+            listed.push(tool);
+        }
+        listed.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok((listed, names))
+    }
+}
+
+fn check_known(name: &str, known: &[String]) -> Result<(), String> {
+    if known.iter().any(|k| k == name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown tool `{name}`; tools: {}",
+            known.join(", ")
+        ))
+    }
+}
+
+/// The MCP spec's tool-name rule (SEP-986): 1 to 64 of `A-Za-z0-9_-.`.
+fn valid_tool_name(n: &str) -> bool {
+    (1..=64).contains(&n.len())
+        && n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// Formats JSON Schema 2020-12 defines; schemars adds its own (`uint32`, `int64`, `double`...),
+/// which standard validators warn about.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// `schema` as standard JSON Schema 2020-12: private `format`s removed (unsigned integers keep
+/// their `minimum: 0`), and no `$schema` noise beyond the root's.
+pub fn cleaned(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut v = Value::Object(schema.clone());
+    clean(&mut v);
+    match v {
+        Value::Object(o) => o,
+        _ => serde_json::Map::new(),
+    }
+}
+
+fn clean(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            if o.get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| !STANDARD_FORMATS.contains(&f))
+            {
+                o.remove("format");
+            }
+            for (_, child) in o.iter_mut() {
+                clean(child);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(clean),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Vec<String> {
+        READ_TOOLS.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn profiles_name_their_tools_and_lists_are_checked() {
+        let k = known();
+        assert!(
+            ToolPolicy::from_spec("all", &k)
+                .unwrap()
+                .allows("get_links")
+        );
+        let min = ToolPolicy::from_spec("minimal", &k).unwrap();
+        assert!(min.allows("read_note") && !min.allows("get_links"));
+        let list = ToolPolicy::from_spec("read_note, vault_info", &k).unwrap();
+        assert!(list.allows("vault_info") && !list.allows("search_notes"));
+        let e = ToolPolicy::from_spec("read_note,delete_everything", &k).unwrap_err();
+        assert!(e.contains("unknown tool `delete_everything`"), "{e}");
+    }
+
+    #[test]
+    fn private_formats_are_dropped_and_standard_ones_kept() {
+        let s = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "limit": {"type": ["integer", "null"], "format": "uint32", "minimum": 0},
+                "when": {"type": "string", "format": "date-time"},
+                "nested": {"items": {"format": "double", "type": "number"}}
+            }
+        });
+        let out = Value::Object(cleaned(s.as_object().unwrap()));
+        assert_eq!(out["properties"]["limit"].get("format"), None);
+        assert_eq!(out["properties"]["limit"]["minimum"], 0);
+        assert_eq!(out["properties"]["when"]["format"], "date-time");
+        assert_eq!(out["properties"]["nested"]["items"].get("format"), None);
+    }
+}
