@@ -408,8 +408,14 @@ impl Engine {
                 .push(t),
             Err(e) => {
                 tracing::error!(thread = name, error = %e, "could not start a background thread");
-                self.lock_status().last_error =
-                    Some(format!("could not start the {name} thread: {e}"));
+                let mut s = self.lock_status();
+                let this = format!("could not start the {name} thread: {e}");
+                s.last_error = Some(match s.last_error.take() {
+                    Some(before) if before.starts_with("could not start") => {
+                        format!("{before}; {this}")
+                    }
+                    _ => this,
+                });
             }
         }
     }
@@ -832,7 +838,7 @@ impl Engine {
         let weak = Arc::downgrade(self);
         let stop = Arc::clone(&self.stop);
         let every = self.freshness.periodic;
-        self.spawn("reconcile", builder(), move || {
+        self.spawn("sync", builder(), move || {
             while !stop.sleep(every) {
                 let Some(e) = weak.upgrade() else { return };
                 if e.is_ready()

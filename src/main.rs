@@ -137,7 +137,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let result = runtime.block_on(run(cli));
+    // Everything that matters has finished (the engine is shut down, replies are written); a
+    // read of stdin may still be blocked on a thread of the runtime after a signal, and a plain
+    // drop of the runtime would wait for it forever.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("capvault: {e:#}");

@@ -31,6 +31,7 @@ pub struct VaultInfo {
     /// The search index and what keeps it fresh: state, documents, build progress, watcher.
     pub index: IndexStatus,
     /// Settings read from the vault's `.obsidian` folder.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub settings: VaultSettings,
     /// Whether write tools are enabled (capvault is read-only today).
     pub writes_enabled: bool,
@@ -84,6 +85,7 @@ pub struct CanvasReply {
     /// Vault-relative path.
     pub path: String,
     /// The document, validated against JSON Canvas 1.0.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub canvas: canvas::Canvas,
     /// Every file node, resolved against the vault.
     pub files: Vec<CanvasFile>,

@@ -127,6 +127,7 @@ pub struct NoteView {
     pub frontmatter_error: Option<String>,
     /// Aliases, tags, links, block ids (format `metadata`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub metadata: Option<NoteMetadata>,
 }
 

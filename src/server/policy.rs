@@ -133,9 +133,9 @@ impl ToolPolicy {
                     tool.description = Some(d.clone().into());
                 }
             }
-            tool.input_schema = std::sync::Arc::new(cleaned(&tool.input_schema));
+            tool.input_schema = std::sync::Arc::new(lean_input(&cleaned(&tool.input_schema)));
             if let Some(out) = &tool.output_schema {
-                tool.output_schema = Some(std::sync::Arc::new(cleaned(out)));
+                tool.output_schema = Some(std::sync::Arc::new(lean(&cleaned(out))));
             }
             if names
                 .insert(tool.name.to_string(), internal.clone())
@@ -193,13 +193,92 @@ const STANDARD_FORMATS: &[&str] = &[
 ];
 
 /// `schema` as standard JSON Schema 2020-12: private `format`s removed (unsigned integers keep
-/// their `minimum: 0`), and no `$schema` noise beyond the root's.
+/// their `minimum: 0`), and no `$schema` (2020-12 is MCP's default dialect; the key cost 50
+/// bytes in each of two schemas per tool).
 pub fn cleaned(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
     let mut v = Value::Object(schema.clone());
     clean(&mut v);
     match v {
+        Value::Object(mut o) => {
+            o.remove("$schema");
+            o
+        }
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// An input schema without repeats: the property that uses an enumeration says what each value
+/// means, so the enumeration is one `enum` list (no per-value descriptions, no description of
+/// its own).
+pub fn lean_input(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut o = schema.clone();
+    if let Some(Value::Object(defs)) = o.get_mut("$defs") {
+        for def in defs.values_mut() {
+            if let Value::Object(d) = def {
+                if d.get("description").is_some_and(Value::is_string) {
+                    d.remove("description");
+                }
+                if let Some(values) = const_values(d) {
+                    d.remove("oneOf");
+                    d.insert("type".into(), Value::String("string".into()));
+                    d.insert("enum".into(), Value::Array(values));
+                }
+            }
+        }
+    }
+    o
+}
+
+/// The constants of a `oneOf` made only of string constants.
+fn const_values(o: &serde_json::Map<String, Value>) -> Option<Vec<Value>> {
+    o.get("oneOf").and_then(Value::as_array).and_then(|a| {
+        a.iter()
+            .map(|alt| {
+                let alt = alt.as_object()?;
+                let c = alt.get("const")?;
+                (c.is_string()
+                    && alt
+                        .keys()
+                        .all(|k| matches!(k.as_str(), "const" | "type" | "description")))
+                .then(|| c.clone())
+            })
+            .collect()
+    })
+}
+
+/// An output schema as small as it can be while it still checks every reply: descriptions
+/// and titles dropped (the README and the tool description say what each field means; clients
+/// validate against the schema, and some show it to the model, on every `tools/list`), and
+/// `oneOf` lists of constants written as one `enum`.
+pub fn lean(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut v = Value::Object(schema.clone());
+    shrink(&mut v);
+    match v {
         Value::Object(o) => o,
         _ => serde_json::Map::new(),
+    }
+}
+
+fn shrink(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            // Keywords only: a property called `description` is an object (its schema), kept.
+            for k in ["description", "title"] {
+                if o.get(k).is_some_and(Value::is_string) {
+                    o.remove(k);
+                }
+            }
+            if let Some(values) = const_values(o) {
+                o.remove("oneOf");
+                o.insert("type".into(), Value::String("string".into()));
+                o.insert("enum".into(), Value::Array(values));
+            }
+            for (_, child) in o.iter_mut() {
+                shrink(child);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(shrink),
+        _ => {}
     }
 }
 
@@ -260,5 +339,36 @@ mod tests {
         assert_eq!(out["properties"]["limit"]["minimum"], 0);
         assert_eq!(out["properties"]["when"]["format"], "date-time");
         assert_eq!(out["properties"]["nested"]["items"].get("format"), None);
+    }
+
+    #[test]
+    fn lean_output_schemas_drop_prose_but_keep_properties_named_like_keywords() {
+        let s = serde_json::json!({
+            "type": "object",
+            "description": "A reply.",
+            "properties": {
+                "title": {"type": "string", "description": "The title."},
+                "description": {"type": "string"},
+                "mode": {"oneOf": [
+                    {"const": "ranked", "type": "string", "description": "By relevance."},
+                    {"const": "exact", "type": "string"}
+                ]}
+            },
+            "required": ["title", "description", "mode"]
+        });
+        let out = Value::Object(lean(s.as_object().unwrap()));
+        assert_eq!(out.get("description"), None);
+        assert_eq!(
+            out["properties"]["title"],
+            serde_json::json!({"type": "string"})
+        );
+        assert_eq!(
+            out["properties"]["description"],
+            serde_json::json!({"type": "string"})
+        );
+        assert_eq!(
+            out["properties"]["mode"],
+            serde_json::json!({"type": "string", "enum": ["ranked", "exact"]})
+        );
     }
 }
