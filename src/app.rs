@@ -34,6 +34,9 @@ pub async fn serve_stdio(engine: Arc<Engine>, policy: &ToolPolicy) -> anyhow::Re
                     }
                 }
             }
+            // A 2026-07-28 client never sends `initialize`: rmcp answers its stateless requests
+            // while it waits, and the session ends when the client closes stdin.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),
             Err(e) => Err(anyhow::Error::from(e).context("the MCP handshake failed")),
         },
         signal = shutdown_signal() => {

@@ -1,5 +1,6 @@
 //! Every settings file and canvas in the shared real vaults (`../shared/vaults`) must parse.
-//! The folder is optional: without it these tests pass without checking anything.
+//! The folder is optional on a developer's machine (the tests say they skipped); CI sets
+//! `CAPVAULT_REQUIRE_SHARED_VAULTS=1`, which makes its absence a failure.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::{Path, PathBuf};
@@ -31,9 +32,16 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The shared vaults, if present. Under `CAPVAULT_REQUIRE_SHARED_VAULTS=1` (set by CI) their
+/// absence fails the test instead of skipping it.
 fn vaults_root() -> Option<PathBuf> {
     let root = PathBuf::from(VAULTS);
-    std::fs::metadata(&root).is_ok().then_some(root)
+    let present = std::fs::metadata(&root).is_ok();
+    assert!(
+        present || std::env::var_os("CAPVAULT_REQUIRE_SHARED_VAULTS").is_none_or(|v| v != "1"),
+        "{VAULTS} is absent and CAPVAULT_REQUIRE_SHARED_VAULTS=1"
+    );
+    present.then_some(root)
 }
 
 #[test]

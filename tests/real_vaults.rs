@@ -124,6 +124,11 @@ async fn kepano_vault_links_tags_and_settings_match_what_is_on_disk() {
         return;
     };
     let s = Server::start(&root).await;
+    // Paths as a new user types them (`Categories/Books.md` exists).
+    for typed in ["Books", "Categories/Books", "books.md"] {
+        let r = s.ok("read_note", json!({"path": typed})).await;
+        assert_eq!(r["path"], "Categories/Books.md", "{typed}");
+    }
     // Frontmatter list links of a book note: two targets exist, two do not.
     let r = s
         .ok(

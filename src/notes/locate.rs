@@ -65,7 +65,9 @@ pub fn suggest(model: &Model, typed: &VaultPath) -> Vec<String> {
     if want.is_empty() {
         return Vec::new();
     }
-    let mut scored: Vec<(u8, usize, &VaultPath)> = model
+    let folder = typed.as_str().rsplit_once('/').map_or("", |(f, _)| f);
+    let ext = typed.extension().unwrap_or("md");
+    let mut scored: Vec<(u8, bool, bool, usize, &VaultPath)> = model
         .files()
         .keys()
         .filter_map(|p| {
@@ -79,13 +81,16 @@ pub fn suggest(model: &Model, typed: &VaultPath) -> Vec<String> {
             } else {
                 return None;
             };
-            Some((rank, p.as_str().len(), p))
+            // Then: the same kind of file, then the same folder, then shorter paths.
+            let other_kind = p.extension() != Some(ext);
+            let other_folder = p.as_str().rsplit_once('/').map_or("", |(f, _)| f) != folder;
+            Some((rank, other_kind, other_folder, p.as_str().len(), p))
         })
         .collect();
     scored.sort();
     scored
         .into_iter()
         .take(MAX_SUGGESTIONS)
-        .map(|(_, _, p)| p.to_string())
+        .map(|(.., p)| p.to_string())
         .collect()
 }

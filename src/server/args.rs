@@ -63,7 +63,10 @@ pub fn parse<T: DeserializeOwned>(mut args: JsonObject, schema: &JsonObject) -> 
         let inner = e.into_inner().to_string();
         match props.and_then(|p| p.get(&field)) {
             Some(prop) if field != "." => {
-                format!("`{field}` must be {}: {inner}", expected(prop))
+                format!(
+                    "`{field}` must be {}: {inner}",
+                    expected(deref(prop, schema))
+                )
             }
             _ => inner,
         }
@@ -111,14 +114,29 @@ fn coerce(value: &mut Value, prop: &Value) {
     }
 }
 
+/// The schema a `{"$ref": "#/$defs/X"}` names within `root` (`prop` itself otherwise).
+fn deref<'a>(prop: &'a Value, root: &'a JsonObject) -> &'a Value {
+    prop.get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .and_then(|name| root.get("$defs")?.get(name))
+        .unwrap_or(prop)
+}
+
 /// What a property expects, in words.
 fn expected(prop: &Value) -> String {
-    if let Some(choices) = prop.get("enum").and_then(Value::as_array) {
-        let names: Vec<String> = choices
-            .iter()
-            .filter_map(Value::as_str)
-            .map(|c| format!("`{c}`"))
-            .collect();
+    let consts: Option<Vec<&str>> = prop.get("oneOf").and_then(Value::as_array).map(|alts| {
+        alts.iter()
+            .filter_map(|a| a.get("const").and_then(Value::as_str))
+            .collect()
+    });
+    let choices: Option<Vec<&str>> = prop
+        .get("enum")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().filter_map(Value::as_str).collect())
+        .or(consts);
+    if let Some(choices) = choices.filter(|c| !c.is_empty()) {
+        let names: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
         return format!("one of {}", names.join(", "));
     }
     let allowed = types(prop);

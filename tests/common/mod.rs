@@ -231,10 +231,16 @@ pub fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-/// Where the shared real vaults live, if present.
+/// Where the shared real vaults live, if present. Under `CAPVAULT_REQUIRE_SHARED_VAULTS=1`
+/// (set by CI) a missing vault fails the test instead of skipping it.
 pub fn shared_vault(name: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/vaults")
         .join(name);
-    p.is_dir().then_some(p)
+    let present = p.is_dir();
+    assert!(
+        present || std::env::var_os("CAPVAULT_REQUIRE_SHARED_VAULTS").is_none_or(|v| v != "1"),
+        "../shared/vaults/{name} is absent and CAPVAULT_REQUIRE_SHARED_VAULTS=1"
+    );
+    present.then_some(p)
 }

@@ -1,0 +1,318 @@
+//! The contract every client relies on, through the real binary: stable error codes, paths as
+//! people write them, arguments read generously, standard and lean schemas, tool profiles,
+//! files of every kind and the folder tree.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod common;
+
+use common::{Server, write_tree};
+use serde_json::{Value, json};
+
+fn fixture() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            ("Categories/Books.md", "# Books\nA list of books.\n"),
+            ("Projects/Garden Plan.md", "# Garden plan\ngarlic\n"),
+            ("Projects/Todo.md", "one\n"),
+            ("Archive/Todo.md", "two\n"),
+            ("Boards/Plan.canvas", r#"{"nodes":[],"edges":[]}"#),
+            ("Boards/Books.base", "views:\n  - type: table\n"),
+            ("Images/cover.png", "png"),
+            ("Notes/big.md", &"x".repeat(5000)),
+            (".obsidian/app.json", "{}"),
+        ],
+    );
+    std::fs::write(tmp.path().join("Notes/latin1.md"), b"caf\xe9\n").unwrap();
+    tmp
+}
+
+/// The `error` object of an isError reply, with its text.
+async fn error(s: &Server, tool: &str, args: Value) -> (Value, String) {
+    let r = s.call(tool, args.clone()).await;
+    assert!(r.is_error, "{tool} {args} should fail: {}", r.raw);
+    let e = r.structured["error"].clone();
+    let code = e["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no code: {}", r.raw));
+    assert!(r.text.starts_with(&format!("{code}: ")), "{}", r.text);
+    (e, r.text)
+}
+
+#[tokio::test]
+async fn every_failure_carries_a_stable_code_and_names_only_vault_paths() {
+    let tmp = fixture();
+    let s = Server::start_with(tmp.path(), &["--max-file-size", "4096"]).await;
+    s.wait_index_ready().await;
+    let cases = [
+        (
+            "read_note",
+            json!({"path": "Nowhere/Missing.md"}),
+            "not_found",
+        ),
+        (
+            "read_note",
+            json!({"path": ".obsidian/app.json"}),
+            "refused",
+        ),
+        ("read_note", json!({"path": "../etc/passwd"}), "refused"),
+        ("read_note", json!({"path": "/etc/passwd"}), "refused"),
+        ("read_note", json!({"path": "Notes/big.md"}), "too_large"),
+        ("read_note", json!({"path": "Notes/latin1.md"}), "not_utf8"),
+        ("read_note", json!({"path": "Projects"}), "invalid_argument"),
+        ("read_note", json!({}), "invalid_argument"),
+        ("list_notes", json!({"limit": 0}), "invalid_argument"),
+        ("list_notes", json!({"folder": "Nope"}), "not_found"),
+        (
+            "read_canvas",
+            json!({"path": "Projects/Todo.md"}),
+            "invalid_argument",
+        ),
+        ("get_links", json!({"path": "Missing.md"}), "not_found"),
+        ("list_folders", json!({"depth": 99}), "invalid_argument"),
+    ];
+    for (tool, args, want) in cases {
+        let (e, text) = error(&s, tool, args.clone()).await;
+        assert_eq!(e["code"], want, "{tool} {args}: {text}");
+        assert!(!text.contains(tmp.path().to_str().unwrap()), "{text}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn note_paths_may_omit_md_and_bare_names_resolve_like_wikilinks() {
+    let tmp = fixture();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    for typed in [
+        "Categories/Books.md",
+        "Categories/Books",
+        "Books",
+        "books.md",
+        "BOOKS",
+    ] {
+        let r = s.ok("read_note", json!({"path": typed})).await;
+        assert_eq!(r["path"], "Categories/Books.md", "{typed}");
+    }
+    let r = s.ok("get_links", json!({"path": "Garden Plan"})).await;
+    assert_eq!(r["path"], "Projects/Garden Plan.md");
+    let r = s.ok("read_canvas", json!({"path": "Plan.canvas"})).await;
+    assert_eq!(r["path"], "Boards/Plan.canvas");
+    // Two notes called Todo: the client is told which.
+    let (e, _) = error(&s, "read_note", json!({"path": "Todo"})).await;
+    assert_eq!(e["code"], "ambiguous");
+    let mut sug: Vec<&str> = e["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    sug.sort();
+    assert_eq!(sug, ["Archive/Todo.md", "Projects/Todo.md"]);
+    // A misspelling gets suggestions to correct itself in one step.
+    let (e, text) = error(&s, "read_note", json!({"path": "Categories/Boks.md"})).await;
+    assert_eq!(e["code"], "not_found");
+    assert_eq!(e["suggestions"][0], "Categories/Books.md", "{text}");
+    // The resolved path obeys every rule a typed one does: hidden files are never reached.
+    let (e, _) = error(&s, "read_note", json!({"path": "app.json"})).await;
+    assert_eq!(e["code"], "not_found");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn string_arguments_are_read_as_the_schema_types_and_errors_name_the_parameter() {
+    let tmp = fixture();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    // As the MCP Inspector CLI sends them.
+    let r = s
+        .ok(
+            "list_notes",
+            json!({"limit": "2", "recursive": "true", "kind": "any"}),
+        )
+        .await;
+    assert_eq!(r["notes"].as_array().unwrap().len(), 2, "{r}");
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "GARLIC", "mode": "exact", "case_sensitive": "false", "limit": "5"}),
+        )
+        .await;
+    assert_eq!(r["hits"][0]["path"], "Projects/Garden Plan.md", "{r}");
+    let (e, _) = error(&s, "list_notes", json!({"limit": "two"})).await;
+    assert_eq!(e["code"], "invalid_argument");
+    let m = e["message"].as_str().unwrap();
+    assert!(m.starts_with("`limit` must be a whole number"), "{m}");
+    let (e, _) = error(&s, "read_note", json!({"path": "Books", "format": "html"})).await;
+    let m = e["message"].as_str().unwrap();
+    assert!(m.starts_with("`format` must be one of `content`"), "{m}");
+    let (e, _) = error(&s, "read_note", json!({"path": "Books", "colour": 1})).await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `colour`")
+    );
+    s.stop().await;
+}
+
+/// Walks a schema and returns every `format` it names.
+fn formats(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::String(f)) = o.get("format") {
+                out.push(f.clone());
+            }
+            o.values().for_each(|c| formats(c, out));
+        }
+        Value::Array(a) => a.iter().for_each(|c| formats(c, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn tools_list_is_standard_json_schema_and_small() {
+    let tmp = fixture();
+    let s = Server::start(tmp.path()).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let wire = serde_json::to_string(&json!({ "tools": tools })).unwrap();
+    println!("tools/list: {} tools, {} bytes", tools.len(), wire.len());
+    assert!(wire.len() < 24_000, "tools/list is {} bytes", wire.len());
+    let mut found = Vec::new();
+    for t in &tools {
+        formats(&Value::Object((*t.input_schema).clone()), &mut found);
+        if let Some(o) = &t.output_schema {
+            formats(&Value::Object((**o).clone()), &mut found);
+        }
+        assert!(!t.input_schema.contains_key("$schema"));
+        // Every description still tells a model when to use the tool.
+        assert!(
+            t.description.as_ref().is_some_and(|d| d.len() >= 40),
+            "{}",
+            t.name
+        );
+    }
+    assert_eq!(found, Vec::<String>::new(), "private formats left");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn tool_profiles_list_only_their_tools_and_refuse_the_others() {
+    let tmp = fixture();
+    let s = Server::start_with(tmp.path(), &["--tools", "minimal"]).await;
+    let mut names: Vec<String> = s
+        .client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["list_notes", "read_note", "search_notes"]);
+    let (e, _) = error(&s, "get_links", json!({"path": "Books"})).await;
+    assert_eq!(e["code"], "refused");
+    s.ok("read_note", json!({"path": "Books"})).await;
+    s.stop().await;
+
+    let s = Server::start_with(tmp.path(), &["--tools", "vault_info, list_folders"]).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 2);
+    let (e, _) = error(&s, "read_note", json!({"path": "Books"})).await;
+    assert_eq!(e["code"], "refused");
+    s.stop().await;
+
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .args([
+            "serve",
+            tmp.path().to_str().unwrap(),
+            "--tools",
+            "read_note,rm_rf",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unknown tool `rm_rf`"), "{err}");
+}
+
+#[tokio::test]
+async fn files_of_every_kind_are_listed_and_the_folder_tree_is_counted() {
+    let tmp = fixture();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let kind = |k: &str| json!({"kind": k});
+    let paths = |v: &Value| -> Vec<String> {
+        let mut p: Vec<String> = v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["path"].as_str().unwrap().to_owned())
+            .collect();
+        p.sort();
+        p
+    };
+    assert_eq!(
+        paths(&s.ok("list_notes", kind("canvas")).await),
+        ["Boards/Plan.canvas"]
+    );
+    assert_eq!(
+        paths(&s.ok("list_notes", kind("base")).await),
+        ["Boards/Books.base"]
+    );
+    assert_eq!(
+        paths(&s.ok("list_notes", kind("attachment")).await),
+        ["Images/cover.png"]
+    );
+    let any = s.ok("list_notes", kind("any")).await;
+    assert_eq!(any["total"], 9, "{any}");
+    let png = any["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["path"] == "Images/cover.png")
+        .unwrap();
+    assert_eq!(png["kind"], "attachment");
+    let notes = s.ok("list_notes", json!({})).await;
+    assert_eq!(notes["total"], 6);
+    assert!(notes["notes"][0].get("kind").is_none());
+    // Folders, a parent before its subfolders, with counts of everything below.
+    write_tree(tmp.path(), &[("Projects/Deep/Er/x.md", "x")]);
+    let tree = s
+        .eventually(10, "list_folders", json!({"depth": 2}), |v| {
+            v["folders"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["path"] == "Projects/Deep")
+        })
+        .await;
+    let rows: Vec<(String, u64, u64, u64)> = tree["folders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["depth"].as_u64().unwrap(),
+                f["notes"].as_u64().unwrap(),
+                f["files"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let row = |p: &str| rows.iter().find(|r| r.0 == p).cloned();
+    assert_eq!(row("Projects"), Some(("Projects".into(), 1, 3, 3)));
+    assert_eq!(
+        row("Projects/Deep"),
+        Some(("Projects/Deep".into(), 2, 1, 1))
+    );
+    assert_eq!(row("Projects/Deep/Er"), None, "deeper than asked");
+    assert_eq!(row("Boards"), Some(("Boards".into(), 1, 0, 2)));
+    assert!(rows.iter().all(|r| !r.0.starts_with('.')), "{rows:?}");
+    let sub = s
+        .ok("list_folders", json!({"folder": "Projects", "depth": 5}))
+        .await;
+    assert_eq!(sub["total"], 2, "{sub}");
+    s.stop().await;
+}

@@ -1,0 +1,186 @@
+"""capvault driven by the official MCP Python SDK (run once with the 1.x line, once with 2.x).
+
+The binary is `$CAPVAULT_BIN` (CI passes the one `cargo test` built), serving a copy of the
+example vault over stdio as a desktop client runs it. Every schema in `tools/list` is checked
+against the JSON Schema 2020-12 metaschema with `jsonschema`, every read tool is called and its
+structured result validated against its output schema (the SDK validates too), and the error
+and argument contract is checked as a client sees it.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+from importlib.metadata import version
+
+import anyio
+import jsonschema
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("CAPVAULT_BIN", os.path.join(ROOT, "target", "debug", "capvault"))
+SDK_MAJOR = int(version("mcp").split(".")[0])
+
+
+def field(obj, camel, snake):
+    """A result field: the 1.x SDK names them in camelCase, 2.x in snake_case."""
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
+
+
+def dump(tool):
+    return tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+@pytest.fixture(scope="module")
+def vault():
+    tmp = tempfile.mkdtemp()
+    dest = os.path.join(tmp, "vault")
+    shutil.copytree(os.path.join(ROOT, "examples", "vault"), dest)
+    yield dest
+    shutil.rmtree(tmp)
+
+
+class Hello:
+    """What the connection negotiated."""
+
+    def __init__(self, version, server_name):
+        self.version = version
+        self.server_name = server_name
+
+
+def run(vault, body, *extra):
+    """Connects as the SDK's own high-level client does (2.x: `Client`, which probes
+    `server/discover` and speaks 2026-07-28; 1.x: `ClientSession` with `initialize`)."""
+
+    async def main():
+        params = StdioServerParameters(
+            command=BIN,
+            args=["serve", vault, "--no-index-cache", *extra],
+            env={"CAPVAULT_LOG": "capvault=warn", "PATH": os.environ.get("PATH", "")},
+        )
+        if SDK_MAJOR >= 2:
+            from mcp import Client
+
+            async with Client(params) as c:
+                return await body(c, Hello(c.protocol_version, c.server_info.name))
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w) as s:
+                init = await s.initialize()
+                return await body(s, Hello(init.protocolVersion, init.serverInfo.name))
+
+    return anyio.run(main)
+
+
+async def call(s, name, args):
+    r = await s.call_tool(name, args)
+    return r, field(r, "isError", "is_error"), field(r, "structuredContent", "structured_content")
+
+
+async def wait_ready(s):
+    for _ in range(600):
+        _, _, info = await call(s, "vault_info", {})
+        if info["index"]["state"] == "ready" and info["notes"] is not None:
+            return info
+        await anyio.sleep(0.05)
+    raise AssertionError("index never ready")
+
+
+def test_the_sdk_connects_at_its_newest_protocol_version(vault):
+    async def body(s, hello):
+        assert hello.server_name == "capvault"
+        print(f"mcp {version('mcp')} negotiated {hello.version}")
+        assert hello.version == ("2026-07-28" if SDK_MAJOR >= 2 else "2025-11-25")
+
+    run(vault, body)
+
+
+def test_every_schema_is_standard_json_schema_2020_12_and_the_list_is_small(vault):
+    async def body(s, init):
+        tools = (await s.list_tools()).tools
+        assert len(tools) == 14
+        size = len(json.dumps([dump(t) for t in tools], separators=(",", ":")))
+        print(f"tools/list: {len(tools)} tools, {size} bytes as the SDK re-encodes them")
+        assert size < 24_000
+        for t in tools:
+            d = dump(t)
+            jsonschema.Draft202012Validator.check_schema(d["inputSchema"])
+            jsonschema.Draft202012Validator.check_schema(d["outputSchema"])
+            text = json.dumps(d)
+            assert '"format": "uint' not in text and '"format": "int' not in text, t.name
+
+    run(vault, body)
+
+
+# One valid call per read tool, on the example vault.
+CALLS = [
+    ("vault_info", {}),
+    ("list_notes", {"limit": 3}),
+    ("list_notes", {"kind": "any", "limit": 5}),
+    ("list_folders", {"depth": 2}),
+    ("read_note", {"path": "Projects/Garden Plan.md", "format": "metadata"}),
+    ("read_note", {"path": "Garden Plan"}),
+    ("search_notes", {"query": "compost"}),
+    ("search_notes", {"query": "garlic", "mode": "exact"}),
+    ("get_links", {"path": "Projects/Garden Plan.md"}),
+    ("find_broken_links", {}),
+    ("find_orphans", {}),
+    ("get_neighbors", {"path": "Projects/Garden Plan.md", "depth": 2}),
+    ("list_tags", {}),
+    ("resolve_link", {"link": "[[Garden Plan]]"}),
+    ("get_daily_note", {"date": "2026-11-30"}),
+    ("read_canvas", {"path": "Projects/Garden Layout.canvas"}),
+]
+
+
+def test_every_read_tool_answers_and_its_result_matches_its_output_schema(vault):
+    async def body(s, init):
+        await wait_ready(s)
+        schemas = {t.name: dump(t)["outputSchema"] for t in (await s.list_tools()).tools}
+        called = set()
+        for name, args in CALLS:
+            r, is_error, structured = await call(s, name, args)
+            assert not is_error, (name, args, r)
+            jsonschema.validate(structured, schemas[name], cls=jsonschema.Draft202012Validator)
+            called.add(name)
+        attachments = (await call(s, "list_notes", {"kind": "attachment"}))[2]["notes"]
+        if attachments:
+            r, is_error, structured = await call(
+                s, "read_attachment", {"path": attachments[0]["path"]}
+            )
+            assert not is_error
+            jsonschema.validate(structured, schemas["read_attachment"])
+            called.add("read_attachment")
+        return called
+
+    called = run(vault, body)
+    assert len(called) >= 13, called
+
+
+def test_failures_carry_a_stable_code_and_arguments_may_be_strings(vault):
+    async def body(s, init):
+        await wait_ready(s)
+        r, is_error, structured = await call(s, "read_note", {"path": "Nowhere.md"})
+        assert is_error
+        assert structured["error"]["code"] == "not_found"
+        assert r.content[0].text.startswith("not_found: ")
+        r, is_error, structured = await call(s, "read_note", {"path": ".obsidian/app.json"})
+        assert is_error and structured["error"]["code"] == "refused"
+        r, is_error, structured = await call(s, "list_notes", {"limit": "2"})
+        assert not is_error and len(structured["notes"]) == 2
+        r, is_error, structured = await call(s, "list_notes", {"limit": "lots"})
+        assert is_error and structured["error"]["code"] == "invalid_argument"
+        assert "`limit`" in structured["error"]["message"]
+
+    run(vault, body)
+
+
+def test_a_tool_profile_narrows_the_list(vault):
+    async def body(s, init):
+        names = sorted(t.name for t in (await s.list_tools()).tools)
+        assert names == ["list_notes", "read_note", "search_notes"]
+        r, is_error, structured = await call(s, "vault_info", {})
+        assert is_error and structured["error"]["code"] == "refused"
+
+    run(vault, body, "--tools", "minimal")
