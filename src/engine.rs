@@ -862,12 +862,12 @@ impl Engine {
                 done: self.done.load(Ordering::Relaxed),
                 total: self.total.load(Ordering::Relaxed),
             },
-            last_update: s.last_update.map(crate::notes::rfc3339),
+            last_update: s.last_update.map(crate::model::rfc3339),
             build_ms: s.build_ms,
             watcher: s.watcher.clone(),
             reconcile_every_s: self.freshness.periodic.as_secs(),
             cache: s.cache.clone(),
-            cache_saved: s.cache_saved.map(crate::notes::rfc3339),
+            cache_saved: s.cache_saved.map(crate::model::rfc3339),
             last_error: s.last_error.clone(),
         }
     }

@@ -24,7 +24,7 @@
 //!
 //! plus filter fields that are never scored: `folder` (every ancestor folder), `tag` (each tag,
 //! normalised, and its parents, so `project` finds `project/alpha`), `prop` (see
-//! [`crate::notes::filter::property_terms`]) and `mtime` (milliseconds since the epoch), and the
+//! [`crate::markdown::properties::property_terms`]) and `mtime` (milliseconds since the epoch), and the
 //! file's `stat_size`, `stat_mtime` (nanoseconds) and `stat_ino`, which tell a restart what
 //! changed. The path is the one stored field; excerpts are cut from the note texts the engine
 //! keeps (or re-read through the capability layer with `--no-text-cache`).
@@ -455,7 +455,7 @@ impl SearchIndex {
         for t in &tag_terms {
             doc.add_text(f.tag, t);
         }
-        for p in crate::notes::filter::property_terms(&note.parsed.frontmatter) {
+        for p in crate::markdown::properties::property_terms(&note.parsed.frontmatter) {
             doc.add_text(f.prop, &p);
         }
         doc.add_i64(f.mtime, millis(note.meta.modified));
@@ -696,7 +696,7 @@ impl SearchIndex {
         if let Some((key, value)) = &filter.property {
             let term = match value {
                 None => key.clone(),
-                Some(v) => crate::notes::filter::property_term(key, v),
+                Some(v) => crate::markdown::properties::property_term(key, v),
             };
             out.push(term_query(f.prop, &term));
         }

@@ -35,6 +35,7 @@ mod body;
 mod frontmatter;
 mod links;
 mod pos;
+pub mod properties;
 mod tags;
 
 #[cfg(test)]

@@ -836,3 +836,9 @@ proptest! {
         check_invariants(&format!("---\n{}\n---\n{}", yaml.concat(), body.concat()));
     }
 }
+
+#[test]
+fn positions_of_the_largest_readable_note_fit_in_a_pos() {
+    // Replacing invalid UTF-8 at most triples a note: its positions still fit in a `Pos`.
+    assert!(crate::vault::MAX_READ_BYTES_LIMIT * 3 <= u64::from(super::MAX_POSITION));
+}

@@ -228,6 +228,11 @@ impl FileCounts {
     }
 }
 
+/// RFC 3339 in UTC with millisecond precision: how every time is written in replies.
+pub fn rfc3339(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
 /// Nanoseconds since the epoch (0 before it).
 pub fn nanos(t: SystemTime) -> u128 {
     t.duration_since(std::time::UNIX_EPOCH)

@@ -15,9 +15,6 @@ pub mod search;
 pub mod settings;
 pub mod view;
 
-use std::time::SystemTime;
-
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -106,10 +103,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     out
 }
 
-/// RFC 3339 in UTC with millisecond precision.
-pub fn rfc3339(t: SystemTime) -> String {
-    DateTime::<Utc>::from(t).to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+pub use crate::model::rfc3339;
 
 /// Checks `limit` against `1..=max`, or uses `default` when absent.
 pub(crate) fn check_limit(limit: Option<u32>, default: u32, max: u32) -> Result<usize, NoteError> {
