@@ -43,6 +43,7 @@
 //! the guarantees and where they stop.
 
 pub mod app;
+pub mod config;
 pub mod demo;
 pub mod engine;
 pub mod index;

@@ -58,8 +58,9 @@ enum Command {
         scan_budget: u64,
         /// Which tools to offer: `all` (default), `read` (the reading and search tools),
         /// `minimal` (search_notes, read_note, list_notes), or tool names separated by commas.
-        #[arg(long, value_name = "PROFILE", default_value = "all")]
-        tools: String,
+        /// Overrides the config file's `tools`.
+        #[arg(long, value_name = "PROFILE")]
+        tools: Option<String>,
         /// Testing aid: wait this many milliseconds before building the index.
         #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
         index_delay: u64,
@@ -86,16 +87,31 @@ struct VaultArgs {
     /// Largest file, in bytes, that capvault will read; larger files are refused unread.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_READ_BYTES)]
     max_file_size: u64,
+    /// Remove paths matching this glob from the vault (repeatable; any letter case; a folder
+    /// that matches takes everything in it): never read, listed, searched, linked or indexed.
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
+    /// The config file (TOML: tools, exclude, disabled_tools, [tool.NAME] name/description).
+    /// Default: capvault/config.toml in your config folder, if it exists.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 impl VaultArgs {
-    fn open(&self) -> anyhow::Result<Vault> {
-        Ok(Vault::open(
+    /// The config file, then the vault with every exclusion (flags and file).
+    fn open(&self) -> anyhow::Result<(Vault, capvault::config::Config)> {
+        let config = capvault::config::load(self.config.as_deref()).map_err(anyhow::Error::msg)?;
+        let mut patterns = self.exclude.clone();
+        patterns.extend(config.exclude.iter().cloned());
+        let excluded = capvault::vault::Exclusions::new(&patterns).map_err(anyhow::Error::msg)?;
+        let vault = Vault::open(
             &self.vault,
             Limits {
                 max_read_bytes: self.max_file_size,
             },
-        )?)
+        )?
+        .with_exclusions(excluded);
+        Ok((vault, config))
     }
 }
 
@@ -165,11 +181,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             index_delay,
             tools,
         } => {
-            let policy = capvault::server::ToolPolicy::from_spec(
-                &tools,
-                &capvault::server::CapvaultServer::tool_names(),
-            )
-            .map_err(|e| anyhow::anyhow!("--tools: {e}"))?;
             let ms = std::time::Duration::from_millis;
             let freshness = capvault::engine::Freshness {
                 query_max_age: rescan_after.map(ms),
@@ -179,7 +190,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 build_delay: ms(index_delay),
                 keep_texts: !no_text_cache,
             };
-            let vault = vault.open()?;
+            let (vault, config) = vault.open()?;
+            let policy = config
+                .policy(
+                    tools.as_deref(),
+                    &capvault::server::CapvaultServer::tool_names(),
+                )
+                .map_err(|e| anyhow::anyhow!("tools: {e}"))?;
             let cache = if no_index_cache {
                 IndexCache::Off
             } else {
@@ -203,7 +220,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             json_args,
         } => {
             let mut stdout = std::io::stdout();
-            capvault::app::call_tool(vault.open()?, &tool, json_args.as_deref(), &mut stdout).await
+            let (vault, _config) = vault.open()?;
+            capvault::app::call_tool(vault, &tool, json_args.as_deref(), &mut stdout).await
         }
         Command::Demo => capvault::demo::run(Box::new(std::io::stdout())).await,
     }

@@ -19,6 +19,98 @@ use serde_json::json;
 const SECRET: &str = "OUTSIDE-SECRET-4b1d9e";
 const EVIL: &str = "SIBLING-SECRET-77aa0c";
 const HIDDEN: &str = "HIDDEN-SECRET-e5f802";
+const EXCLUDED: &str = "EXCLUDED-SECRET-3c9a71";
+
+/// What the attack server excludes (`--exclude`).
+const EXCLUDE_FLAGS: &[&str] = &["--exclude", "Private", "--exclude", "**/*.secret.md"];
+
+/// Excluded files, and in-vault symlinks that lead to them.
+fn add_excluded(tmp: &Path) {
+    let v = tmp.join("vault");
+    write_tree(
+        &v,
+        &[
+            ("Private/diary.md", EXCLUDED),
+            ("Private/deep/plan.md", EXCLUDED),
+            ("notes/keys.secret.md", EXCLUDED),
+        ],
+    );
+    symlink(&v, "pub_link", "Private");
+    symlink(&v, "notes/diary_alias.md", "../Private/diary.md");
+    symlink(&v, "notes/keys_alias.md", "keys.secret.md");
+}
+
+/// Rows for excluded paths: direct, in other letter cases, through in-vault symlinks.
+fn excluded_rows() -> Vec<(String, &'static str)> {
+    vec![
+        ("Private/diary.md".into(), "excluded folder"),
+        ("private/diary.md".into(), "excluded folder, lower case"),
+        (
+            "PRIVATE/deep/plan.md".into(),
+            "excluded folder, upper case, deeper",
+        ),
+        ("Private".into(), "the excluded folder itself"),
+        ("notes/keys.secret.md".into(), "excluded file glob"),
+        (
+            "NOTES/KEYS.SECRET.MD".into(),
+            "excluded file glob, upper case",
+        ),
+        (
+            "pub_link/diary.md".into(),
+            "excluded folder through an in-vault symlink",
+        ),
+        (
+            "notes/diary_alias.md".into(),
+            "excluded file through a file symlink",
+        ),
+        (
+            "notes/keys_alias.md".into(),
+            "excluded glob through a file symlink",
+        ),
+    ]
+}
+
+/// Arguments for every call of `tool` that puts `path` in one of its path parameters, taken
+/// from its input schema: `path`, `folder` and `from`; other required parameters get a
+/// harmless value (a new required parameter fails here until it has one).
+fn path_calls(tool: &rmcp::model::Tool, path: &str) -> Vec<(serde_json::Value, bool)> {
+    let schema = serde_json::Value::Object((*tool.input_schema).clone());
+    let props = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let filler = |name: &str| match name {
+        "query" => json!("secret"),
+        "link" => json!("[[ok]]"),
+        "path" => json!("ok.md"),
+        other => panic!("{}: no harmless value for required `{other}`", tool.name),
+    };
+    let mut calls = Vec::new();
+    for param in ["path", "folder", "from"] {
+        if !props.contains_key(param) {
+            continue;
+        }
+        let mut args = serde_json::Map::new();
+        for r in &required {
+            if *r != param {
+                args.insert((*r).to_owned(), filler(r));
+            }
+        }
+        args.insert(param.to_owned(), json!(path));
+        // The empty folder is the vault root: allowed.
+        let must_fail = !(param == "folder" && path.is_empty());
+        calls.push((serde_json::Value::Object(args.clone()), must_fail));
+        if props.contains_key("direction") {
+            args.insert("direction".into(), json!("in"));
+            calls.push((serde_json::Value::Object(args), must_fail));
+        }
+    }
+    calls
+}
 
 /// tmp/{vault, vault-evil, outside}: the vault holds ordinary notes, hidden folders and every
 /// kind of hostile entry.
@@ -193,7 +285,7 @@ fn rows(tmp: &Path) -> Vec<(String, &'static str)> {
 }
 
 fn assert_clean(what: &str, reply: &str, tmp: &Path) {
-    for secret in [SECRET, EVIL, HIDDEN] {
+    for secret in [SECRET, EVIL, HIDDEN, EXCLUDED] {
         assert!(!reply.contains(secret), "{what}: leaked {secret}: {reply}");
     }
     let host = tmp.to_string_lossy();
@@ -212,52 +304,50 @@ async fn with_deadline<T>(what: &str, f: impl std::future::Future<Output = T>) -
 #[tokio::test]
 async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
     let tmp = hostile_tree();
+    add_excluded(tmp.path());
     let before = snapshot(&tmp.path().join("outside"));
     let before_evil = snapshot(&tmp.path().join("vault-evil"));
-    let s = Server::start(&tmp.path().join("vault")).await;
+    let s = Server::start_with(&tmp.path().join("vault"), EXCLUDE_FLAGS).await;
 
-    for (path, why) in rows(tmp.path()) {
-        // read_note: every row is refused.
-        let what = format!("read_note [{why}]");
-        let r = with_deadline(&what, s.call("read_note", json!({"path": path}))).await;
-        assert!(r.is_error, "{what}: accepted: {}", r.raw);
-        assert_clean(&what, &r.raw, tmp.path());
-
-        // Every other tool that takes a file path.
-        for (tool, args) in [
-            ("get_links", json!({"path": path})),
-            ("get_links", json!({"path": path, "direction": "in"})),
-            ("get_neighbors", json!({"path": path})),
-            ("read_canvas", json!({"path": path})),
-            ("read_attachment", json!({"path": path})),
-            ("resolve_link", json!({"link": "[[ok]]", "from": path})),
-            ("read_note", json!({"path": path, "format": "metadata"})),
-        ] {
-            let what = format!("{tool} [{why}]");
-            let r = with_deadline(&what, s.call(tool, args)).await;
-            assert!(r.is_error, "{what}: accepted: {}", r.raw);
-            assert_clean(&what, &r.raw, tmp.path());
+    let tools = s.client.list_all_tools().await.unwrap();
+    let path_tools: Vec<&str> = tools
+        .iter()
+        .filter(|t| !path_calls(t, "x").is_empty())
+        .map(|t| t.name.as_ref())
+        .collect();
+    // The table covers every tool that takes a path, as tools/list describes them.
+    for t in [
+        "read_note",
+        "get_links",
+        "list_notes",
+        "list_folders",
+        "search_notes",
+    ] {
+        assert!(
+            path_tools.contains(&t),
+            "{t} not found in tools/list: {path_tools:?}"
+        );
+    }
+    let mut all_rows = rows(tmp.path());
+    all_rows.extend(excluded_rows());
+    for (path, why) in all_rows {
+        for tool in &tools {
+            for (args, must_fail) in path_calls(tool, &path) {
+                let what = format!("{} {args} [{why}]", tool.name);
+                let r = with_deadline(&what, s.call(&tool.name, args.clone())).await;
+                if must_fail {
+                    assert!(r.is_error, "{what}: accepted: {}", r.raw);
+                }
+                assert_clean(&what, &r.raw, tmp.path());
+            }
         }
-
-        // Folder arguments: the empty path is the vault root, which is allowed; every other row
-        // is refused.
-        if !path.is_empty() {
-            let what = format!("list_notes [{why}]");
-            let r = with_deadline(&what, s.call("list_notes", json!({"folder": path}))).await;
-            assert!(r.is_error, "{what}: accepted: {}", r.raw);
-            assert_clean(&what, &r.raw, tmp.path());
-
-            let what = format!("find_broken_links [{why}]");
-            let r =
-                with_deadline(&what, s.call("find_broken_links", json!({"folder": path}))).await;
-            assert!(r.is_error, "{what}: accepted: {}", r.raw);
-            assert_clean(&what, &r.raw, tmp.path());
-
-            let what = format!("search_notes [{why}]");
-            let args = json!({"query": "secret", "folder": path});
-            let r = with_deadline(&what, s.call("search_notes", args)).await;
-            assert!(r.is_error, "{what}: accepted: {}", r.raw);
-            assert_clean(&what, &r.raw, tmp.path());
+        if let Some(code) = excluded_rows()
+            .iter()
+            .any(|(p, _)| *p == path)
+            .then(|| s.call("read_note", json!({"path": path})))
+        {
+            let r = code.await;
+            assert_eq!(r.structured["error"]["code"], "refused", "{why}: {}", r.raw);
         }
 
         // resources/read: the same rules after percent-decoding; raw and encoded forms.
@@ -281,7 +371,7 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
         index["documents"], 2,
         "only ok.md and dir/inner.md are indexed: {index}"
     );
-    for query in [SECRET, EVIL, HIDDEN, "secret"] {
+    for query in [SECRET, EVIL, HIDDEN, EXCLUDED, "secret"] {
         for mode in ["ranked", "exact", "regex"] {
             let r = s
                 .ok("search_notes", json!({"query": query, "mode": mode}))

@@ -316,3 +316,71 @@ async fn files_of_every_kind_are_listed_and_the_folder_tree_is_counted() {
     assert_eq!(sub["total"], 2, "{sub}");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_config_file_renames_disables_and_excludes_and_a_bad_one_names_its_line() {
+    let tmp = fixture();
+    let conf = tempfile::tempdir().unwrap();
+    let file = conf.path().join("config.toml");
+    std::fs::write(
+        &file,
+        r#"
+exclude = ["Archive"]
+disabled_tools = ["find_orphans"]
+[tool.search_notes]
+name = "work_search"
+description = "Search the work vault's notes by words, phrases, exact text or regex."
+"#,
+    )
+    .unwrap();
+    let s = Server::start_with(tmp.path(), &["--config", file.to_str().unwrap()]).await;
+    s.wait_index_ready().await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(
+        names.contains(&"work_search") && !names.contains(&"search_notes"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"find_orphans"));
+    let renamed = tools.iter().find(|t| t.name == "work_search").unwrap();
+    assert!(
+        renamed
+            .description
+            .as_deref()
+            .unwrap()
+            .starts_with("Search the work vault")
+    );
+    let r = s
+        .ok("work_search", json!({"query": "two", "mode": "exact"}))
+        .await;
+    assert_eq!(r["total"], 0, "Archive/Todo.md is excluded: {r}");
+    let (e, _) = error(&s, "read_note", json!({"path": "Archive/Todo.md"})).await;
+    assert_eq!(e["code"], "refused");
+    // A bare name resolves to the one Todo left.
+    let r = s.ok("read_note", json!({"path": "Todo"})).await;
+    assert_eq!(r["path"], "Projects/Todo.md");
+    let (e, _) = error(&s, "find_orphans", json!({})).await;
+    assert_eq!(e["code"], "refused");
+    s.stop().await;
+
+    std::fs::write(
+        &file,
+        "exclude = [\"Archive\"]\n\n[tool.search_notes]\nnmae = \"x\"\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .args([
+            "serve",
+            tmp.path().to_str().unwrap(),
+            "--config",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("config.toml: line 4") && err.contains("nmae"),
+        "{err}"
+    );
+}

@@ -18,6 +18,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("server", 5),
     ("app", 6),
     ("demo", 6),
+    ("config", 6),
     ("main", 7),
 ];
 

@@ -22,6 +22,7 @@
 pub mod cache;
 pub mod error;
 pub mod example;
+pub mod exclude;
 pub mod path;
 mod resolve;
 pub mod scan;
@@ -34,6 +35,7 @@ use std::time::SystemTime;
 use cap_std::fs::{Dir, Metadata, MetadataExt};
 
 pub use error::VaultError;
+pub use exclude::Exclusions;
 pub use path::{PathError, VaultPath};
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use scan::ScanEntry;
@@ -125,6 +127,8 @@ pub struct Vault {
     limits: Limits,
     /// Name of Obsidian's config folder at the vault root (hidden from clients).
     config_dir: String,
+    /// Paths the server's configuration removes from the vault.
+    excluded: Exclusions,
 }
 
 /// Largest settings file read from the config folder.
@@ -171,6 +175,43 @@ pub(crate) enum Ambient<'a> {
     Parent(&'a Dir),
 }
 
+/// Largest user config file (`--config`) read.
+pub const MAX_USER_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Reads the user's own config file at a host path (`--config`, or the default location),
+/// under a 1 MiB cap: its folder is opened through [`ambient`], then the file is read by name
+/// through that handle. `Ok(None)` when it does not exist. The error names the path the user
+/// gave (it is shown only to them, at startup).
+pub fn read_user_config(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    let shown = path.display();
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(format!("{shown}: not a file path"));
+    };
+    let folder = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    let dir = match ambient(Ambient::Open(folder)) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{shown}: {e}")),
+    };
+    let file = match dir.open(name) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{shown}: {e}")),
+    };
+    let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown}: not a regular file"));
+    }
+    let display = VaultPath::internal("config.toml");
+    read_capped(file, meta.len(), MAX_USER_CONFIG_BYTES, &display)
+        .map(Some)
+        .map_err(|_| format!("{shown}: over {MAX_USER_CONFIG_BYTES} bytes, or unreadable"))
+}
+
 /// The single function in capvault that uses ambient authority (clippy's `disallowed-methods`
 /// forbids it everywhere else). It only opens folders; everything below them is reached from the
 /// handles it returns.
@@ -201,7 +242,19 @@ impl Vault {
             name,
             limits,
             config_dir: DEFAULT_CONFIG_DIR.to_owned(),
+            excluded: Exclusions::default(),
         })
+    }
+
+    /// The same vault with `excluded` removed from it (before it is shared).
+    pub fn with_exclusions(mut self, excluded: Exclusions) -> Vault {
+        self.excluded = excluded;
+        self
+    }
+
+    /// What is excluded.
+    pub fn exclusions(&self) -> &Exclusions {
+        &self.excluded
     }
 
     /// The root folder's device and inode numbers: names the vault in the index cache without
@@ -223,7 +276,7 @@ impl Vault {
 
     /// Reads a whole regular file (a note or attachment) under the size cap.
     pub fn read_file(&self, path: &VaultPath) -> Result<FileData, VaultError> {
-        match resolve(&self.root, path, Want::File)? {
+        match resolve(&self.root, path, Want::File, &self.excluded)? {
             Resolved::File { file, meta } => {
                 let meta = FileMeta::from_metadata(&meta);
                 let bytes = read_capped(file, meta.size, self.limits.max_read_bytes, path)?;
@@ -235,7 +288,7 @@ impl Vault {
 
     /// Metadata of a regular file, without reading it.
     pub fn stat_file(&self, path: &VaultPath) -> Result<FileMeta, VaultError> {
-        match resolve(&self.root, path, Want::File)? {
+        match resolve(&self.root, path, Want::File, &self.excluded)? {
             Resolved::File { meta, .. } => Ok(FileMeta::from_metadata(&meta)),
             Resolved::Dir { .. } => Err(VaultError::IsAFolder(path.clone())),
         }
@@ -255,6 +308,7 @@ impl Vault {
             &display,
             Want::File,
             resolve::Hidden::Allow,
+            &Exclusions::default(),
         ) {
             Ok(Resolved::File { file, meta }) => {
                 read_capped(file, meta.len(), MAX_CONFIG_BYTES, &display).map(Some)
@@ -272,7 +326,7 @@ impl Vault {
 
     /// Checks that `path` is a folder (through in-vault symlinks if need be).
     pub fn check_folder(&self, path: &VaultPath) -> Result<(), VaultError> {
-        resolve(&self.root, path, Want::Dir).map(|_| ())
+        resolve(&self.root, path, Want::Dir, &self.excluded).map(|_| ())
     }
 
     /// Walks `folder` and calls `visit` for every regular file whose name passes `want_name`.

@@ -20,6 +20,7 @@ use cap_std::fs::{Dir, File, Metadata, OpenOptions, OpenOptionsExt};
 use rustix::fs::OFlags;
 
 use super::error::VaultError;
+use super::exclude::Exclusions;
 use super::path::{PathError, VaultPath, check_component};
 
 /// How many symlinks one resolution may pass through (Linux's own limit is 40).
@@ -45,14 +46,20 @@ pub(crate) enum Resolved {
     },
 }
 
-/// Resolves `requested` beneath `root`. Errors name `requested` (what the client asked for).
+/// Resolves `requested` beneath `root`, refusing any location `excluded` names. Errors name
+/// `requested` (what the client asked for).
 pub(crate) fn resolve(
     root: &Dir,
     requested: &VaultPath,
     want: Want,
+    excluded: &Exclusions,
 ) -> Result<Resolved, VaultError> {
+    // The path as typed, whether or not it exists; then each location the walk reaches.
+    if excluded.excludes(requested.as_str()) {
+        return Err(VaultError::Excluded(requested.clone()));
+    }
     let pending = requested.components().map(str::to_owned).collect();
-    resolve_components(root, pending, requested, want, Hidden::Refuse)
+    resolve_components(root, pending, requested, want, Hidden::Refuse, excluded)
 }
 
 /// Whether hidden names may be walked through.
@@ -71,8 +78,11 @@ pub(crate) fn resolve_components(
     requested: &VaultPath,
     want: Want,
     hidden: Hidden,
+    excluded: &Exclusions,
 ) -> Result<Resolved, VaultError> {
     let mut stack: Vec<Dir> = Vec::new();
+    // The real location of each folder on the stack, for the exclusion rule.
+    let mut real: Vec<String> = Vec::new();
     let mut hops = 0usize;
 
     while let Some(name) = pending.pop_front() {
@@ -82,6 +92,7 @@ pub(crate) fn resolve_components(
                 if stack.pop().is_none() {
                     return Err(VaultError::Escapes(requested.clone()));
                 }
+                real.pop();
                 continue;
             }
             _ => {}
@@ -93,6 +104,17 @@ pub(crate) fn resolve_components(
             Err(PathError::Hidden) if hidden == Hidden::Allow => {}
             Err(PathError::Hidden) => return Err(VaultError::LeadsToHidden(requested.clone())),
             Err(_) => return Err(VaultError::NotFound(requested.clone())),
+        }
+        // Where this step really is (link targets spliced in): an excluded folder or file is
+        // refused however it is reached.
+        if !excluded.is_empty() {
+            let here = match real.last() {
+                Some(parent) => format!("{parent}/{name}"),
+                None => name.clone(),
+            };
+            if excluded.excludes(&here) {
+                return Err(VaultError::Excluded(requested.clone()));
+            }
         }
         let current = stack.last().unwrap_or(root);
         let meta = current
@@ -121,7 +143,13 @@ pub(crate) fn resolve_components(
 
         if file_type.is_dir() {
             match current.open_dir_nofollow(&name) {
-                Ok(dir) => stack.push(dir),
+                Ok(dir) => {
+                    real.push(match real.last() {
+                        Some(parent) => format!("{parent}/{name}"),
+                        None => name.clone(),
+                    });
+                    stack.push(dir);
+                }
                 Err(e) if raced_into_symlink(&e) => {
                     // Replaced by a symlink since the fstatat: look at it again.
                     hops += 1;

@@ -80,7 +80,7 @@ pub(crate) fn walk(
     want_name: &dyn Fn(&str) -> bool,
     visit: &mut dyn FnMut(ScanEntry<'_>) -> ControlFlow<()>,
 ) -> Result<(), VaultError> {
-    let Resolved::Dir { dir } = resolve(&vault.root, folder, Want::Dir)? else {
+    let Resolved::Dir { dir } = resolve(&vault.root, folder, Want::Dir, &vault.excluded)? else {
         return Err(VaultError::NotAFolder(folder.clone()));
     };
     let names = list_names(&dir, folder).map_err(|e| VaultError::from_io(folder, &e))?;
@@ -100,6 +100,9 @@ pub(crate) fn walk(
             // Hidden, or a name no client could ask for: not part of the vault's surface.
             continue;
         };
+        if vault.excluded.excludes(path.as_str()) {
+            continue;
+        }
         if file_type.is_dir() {
             if !recursive {
                 continue;
@@ -143,7 +146,7 @@ pub(crate) fn walk(
                 return Ok(());
             }
         } else if file_type.is_symlink() {
-            match resolve(&vault.root, &path, Want::Any) {
+            match resolve(&vault.root, &path, Want::Any, &vault.excluded) {
                 Ok(Resolved::File { meta, .. }) => {
                     let flow = visit(ScanEntry {
                         meta: OnceCell::from(FileMeta::from_metadata(&meta)),

@@ -37,6 +37,8 @@ impl Server {
         cmd.env("CAPVAULT_LOG", "capvault=warn");
         // The default index cache goes under the user's cache folder: keep the tests' apart.
         cmd.env("XDG_CACHE_HOME", test_cache_home());
+        // A developer's own ~/.config/capvault/config.toml must not change what tests see.
+        cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
         let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
         let client = ().serve(transport).await.expect("MCP handshake");
         Server { client }

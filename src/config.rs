@@ -1,0 +1,162 @@
+//! The config file: `--config FILE`, else `capvault/config.toml` in the user's config folder
+//! (`~/.config/capvault/config.toml` on Linux) when it exists. TOML:
+//!
+//! ```toml
+//! tools = "read"                      # a profile or a list, as --tools (the flag wins)
+//! exclude = ["Private", "**/*.secret.md"]   # added to every --exclude
+//! disabled_tools = ["find_orphans"]
+//!
+//! [tool.search_notes]                 # how one tool is shown
+//! name = "work_search"
+//! description = "Search my work notes."
+//! ```
+//!
+//! A file that does not parse, names an unknown key or an unknown tool, is a startup error
+//! naming the file and the line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::server::policy::{Override, ToolPolicy};
+
+/// The config file's contents.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// A tool profile or list, as `--tools` takes.
+    pub tools: Option<String>,
+    /// Exclusion globs, as `--exclude` takes.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Tools taken away.
+    #[serde(default)]
+    pub disabled_tools: Vec<String>,
+    /// Per-tool name and description overrides, by tool name.
+    #[serde(default)]
+    pub tool: BTreeMap<String, ToolEntry>,
+}
+
+/// One `[tool.NAME]` table.
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolEntry {
+    /// The name clients see and call.
+    pub name: Option<String>,
+    /// The description clients see.
+    pub description: Option<String>,
+    /// Take the tool away.
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+/// The default config file's path, if the user has a config folder.
+pub fn default_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("capvault").join("config.toml"))
+}
+
+/// Reads the config file: `explicit` (which must exist), else the default path if it exists,
+/// else an empty config.
+pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
+    let (path, required) = match explicit {
+        Some(p) => (p.to_path_buf(), true),
+        None => match default_path() {
+            Some(p) => (p, false),
+            None => return Ok(Config::default()),
+        },
+    };
+    match crate::vault::read_user_config(&path)? {
+        Some(bytes) => parse(&bytes).map_err(|e| format!("{}: {e}", path.display())),
+        None if required => Err(format!("{}: no such file", path.display())),
+        None => Ok(Config::default()),
+    }
+}
+
+/// Parses a config file's bytes. The error names the line and column.
+pub fn parse(bytes: &[u8]) -> Result<Config, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())?;
+    toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| {
+                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: ")
+            })
+            .unwrap_or_default();
+        format!("{at}{}", e.message())
+    })
+}
+
+impl Config {
+    /// The tool policy from `cli_tools` (the `--tools` flag, which wins) or this file's
+    /// `tools`, then this file's disabled tools and overrides. `known` is every tool name.
+    pub fn policy(&self, cli_tools: Option<&str>, known: &[String]) -> Result<ToolPolicy, String> {
+        let spec = cli_tools.or(self.tools.as_deref()).unwrap_or("all");
+        let mut policy = ToolPolicy::from_spec(spec, known)?;
+        for t in &self.disabled_tools {
+            policy.disable(t, known)?;
+        }
+        for (tool, entry) in &self.tool {
+            if entry.disabled {
+                policy.disable(tool, known)?;
+            }
+            if entry.name.is_some() || entry.description.is_some() {
+                policy.set_override(
+                    tool,
+                    Override {
+                        name: entry.name.clone(),
+                        description: entry.description.clone(),
+                    },
+                    known,
+                )?;
+            }
+        }
+        Ok(policy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Vec<String> {
+        crate::server::CapvaultServer::tool_names()
+    }
+
+    #[test]
+    fn a_config_file_disables_renames_and_excludes() {
+        let c = parse(
+            br#"
+tools = "read"
+exclude = ["Private"]
+disabled_tools = ["find_orphans"]
+[tool.search_notes]
+name = "work_search"
+description = "Search my work notes."
+[tool.list_tags]
+disabled = true
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.exclude, ["Private"]);
+        let p = c.policy(None, &known()).unwrap();
+        assert!(!p.allows("find_orphans") && !p.allows("list_tags") && p.allows("read_note"));
+        let p = c.policy(Some("minimal"), &known()).unwrap();
+        assert!(
+            !p.allows("vault_info"),
+            "the flag wins over the file's profile"
+        );
+    }
+
+    #[test]
+    fn a_bad_file_names_the_line() {
+        let e = parse(b"tools = \"read\"\nexclude = [\"a\"\n").unwrap_err();
+        assert!(e.starts_with("line 2"), "{e}");
+        let e = parse(b"\n\ncolour = 1\n").unwrap_err();
+        assert!(e.starts_with("line 3") && e.contains("colour"), "{e}");
+        let c = parse(b"disabled_tools = [\"rm_rf\"]\n").unwrap();
+        let e = c.policy(None, &known()).unwrap_err();
+        assert!(e.contains("unknown tool `rm_rf`"), "{e}");
+    }
+}

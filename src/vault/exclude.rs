@@ -1,0 +1,102 @@
+//! [`Exclusions`]: paths the server's configuration removes from the vault (`--exclude GLOB`,
+//! the config file's `exclude`). An excluded path is as unreachable as a hidden one: the
+//! resolver refuses it wherever it is met (in the client's path or reached through a symlink,
+//! in any letter case), and scans skip it, so it is never read, listed, searched, linked to,
+//! served as a resource or indexed.
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// Compiled exclusion globs. Empty by default (nothing excluded).
+#[derive(Debug, Clone, Default)]
+pub struct Exclusions {
+    set: Option<GlobSet>,
+    patterns: Vec<String>,
+}
+
+/// Most exclusion patterns accepted.
+pub const MAX_EXCLUSIONS: usize = 256;
+
+impl Exclusions {
+    /// Compiles `patterns`: globs over vault-relative paths (`Private`, `Journal/**`,
+    /// `**/*.secret.md`), matched without regard to letter case; a folder that matches excludes
+    /// everything in it. A pattern that is not a valid glob is an error naming it.
+    pub fn new(patterns: &[String]) -> Result<Exclusions, String> {
+        if patterns.len() > MAX_EXCLUSIONS {
+            return Err(format!("at most {MAX_EXCLUSIONS} exclusion patterns"));
+        }
+        if patterns.is_empty() {
+            return Ok(Exclusions::default());
+        }
+        let mut b = GlobSetBuilder::new();
+        for p in patterns {
+            let trimmed = p.trim().trim_matches('/');
+            if trimmed.is_empty() {
+                return Err(format!("exclusion `{p}` is empty"));
+            }
+            let glob = GlobBuilder::new(trimmed)
+                .case_insensitive(true)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("exclusion `{p}` is not a valid glob: {e}"))?;
+            b.add(glob);
+        }
+        let set = b.build().map_err(|e| format!("exclusions: {e}"))?;
+        Ok(Exclusions {
+            set: Some(set),
+            patterns: patterns.to_vec(),
+        })
+    }
+
+    /// True when nothing is excluded.
+    pub fn is_empty(&self) -> bool {
+        self.set.is_none()
+    }
+
+    /// The patterns as given.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    /// True when `path` (vault-relative, `/`-separated) or one of its folders is excluded.
+    pub fn excludes(&self, path: &str) -> bool {
+        let Some(set) = &self.set else {
+            return false;
+        };
+        let mut end = 0;
+        for part in path.split('/') {
+            end += part.len();
+            if set.is_match(&path[..end]) {
+                return true;
+            }
+            end += 1;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ex(p: &[&str]) -> Exclusions {
+        Exclusions::new(&p.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn a_matching_folder_excludes_everything_below_it_in_any_case() {
+        let e = ex(&["Private", "**/*.secret.md"]);
+        assert!(e.excludes("Private"));
+        assert!(e.excludes("private/a.md"));
+        assert!(e.excludes("PRIVATE/deep/b.md"));
+        assert!(e.excludes("Work/x.SECRET.md"));
+        assert!(!e.excludes("Privateer.md"));
+        assert!(!e.excludes("Public/Private.md.txt"));
+        assert!(!ex(&[]).excludes("anything"));
+    }
+
+    #[test]
+    fn bad_patterns_are_refused_by_name() {
+        let e = Exclusions::new(&["a/[b".to_owned()]).unwrap_err();
+        assert!(e.contains("`a/[b`"), "{e}");
+    }
+}
