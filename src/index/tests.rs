@@ -423,6 +423,23 @@ mod prefilter {
         ]
     }
 
+    /// The case proptest found: a word of exactly the token limit is dropped by tantivy, so a
+    /// query inside it must still make the note a candidate.
+    #[test]
+    fn a_word_of_exactly_the_token_limit_keeps_its_note_a_candidate() {
+        let word = "aaaaavzaaaaaaaaaaaaaaaaaaaabvxytwchvfqbpzdpbmckjgkqksiyceifqsmaz";
+        assert_eq!(word.len(), text::MAX_TOKEN_BYTES);
+        let ix = index_of(&[("n0.md", word), ("n1.md", "other words")]);
+        let found = ix
+            .candidates(&text::prefilter_words("VZ"), usize::MAX)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            found.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+            ["n0.md"]
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]

@@ -8,7 +8,8 @@ use tantivy::tokenizer::{
 
 /// Name under which [`analyzer`] is registered with the index.
 pub const TEXT_ANALYZER: &str = "capvault_text";
-/// Longest token indexed, in bytes (longer ones are dropped: base64 blobs, URLs).
+/// Tokens of this many bytes or more are not indexed (base64 blobs, URLs): tantivy's
+/// `RemoveLongFilter` keeps only tokens strictly shorter than its limit.
 pub const MAX_TOKEN_BYTES: usize = 64;
 /// Longest excerpt, in characters.
 pub const MAX_EXCERPT_CHARS: usize = 200;
@@ -49,7 +50,7 @@ pub fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Token> {
     out
 }
 
-/// True when `text` has a run of letters and digits longer than [`MAX_TOKEN_BYTES`]: a word the
+/// True when `text` has a run of letters and digits of [`MAX_TOKEN_BYTES`] or more: a word the
 /// index drops, so the exact-search prefilter must not rule the note out.
 pub fn has_long_word(text: &str) -> bool {
     // Counted in bytes, every non-ASCII byte taken as part of a word: a run this finds may be
@@ -59,7 +60,7 @@ pub fn has_long_word(text: &str) -> bool {
     for &b in text.as_bytes() {
         if b.is_ascii_alphanumeric() || b >= 0x80 {
             run += 1;
-            if run > MAX_TOKEN_BYTES {
+            if run >= MAX_TOKEN_BYTES {
                 return true;
             }
         } else {
@@ -443,10 +444,11 @@ mod tests {
         );
         assert_eq!(prefilter_words("a b"), Vec::<String>::new());
         assert!(prefilter_words("café").is_empty());
-        assert!(has_long_word(&"x".repeat(MAX_TOKEN_BYTES + 1)));
+        // tantivy drops a token of exactly the limit, so it is flagged too.
+        assert!(has_long_word(&"x".repeat(MAX_TOKEN_BYTES)));
         assert!(!has_long_word(&format!(
             "{} y",
-            "x".repeat(MAX_TOKEN_BYTES)
+            "x".repeat(MAX_TOKEN_BYTES - 1)
         )));
     }
 
