@@ -17,26 +17,34 @@
 //!   step at a time so that symlinks can neither leave the vault nor lead into hidden folders.
 //!   clippy's `disallowed-methods` (`clippy.toml`) keeps `std::fs`/`tokio::fs` out of every other
 //!   module.
+//!   Paths the configuration excludes ([`vault::Exclusions`]) are refused by the same walk.
 //! - [`markdown`]: pure parsing of one note (frontmatter, aliases, tags, headings, block ids, links
-//!   with positions) as Obsidian reads it. No I/O.
+//!   with positions) as Obsidian reads it, and how property values compare. No I/O.
 //! - [`obsidian`]: Obsidian's own formats, parsed without I/O: `.obsidian` settings, Moment.js
 //!   date formats for daily notes, JSON Canvas.
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
 //!   (in parallel), the file index for link resolution, tags, forward links and backlinks, kept
 //!   current by stat-based diffs (of one file, one folder or the whole vault) applied one note at a
 //!   time.
-//! - [`index`]: the full-text search index (tantivy, in memory): schema, field boosts, filters, the
-//!   query language, CJK bigrams, and how a hit's line, excerpt and heading are chosen. No file I/O.
+//! - [`index`]: the full-text search index (tantivy): schema, field boosts, filters, the query
+//!   language, CJK bigrams, how a hit's line, excerpt and heading are chosen, and its cache, saved
+//!   and loaded only through the cache folder's handle ([`vault::cache`]), never by path.
 //! - [`engine`]: the model and the index built together at startup in the background and kept
 //!   fresh together: the file watcher ([`vault::watch`], hints only, every re-read through the
-//!   vault), a periodic stat-based reconcile, and optional query-time reconciles.
+//!   vault), a periodic stat-based reconcile, and optional query-time reconciles. One engine per
+//!   vault, shared by every session; [`engine::Engine::shutdown`] stops and joins its threads.
 //! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
-//!   graph and tags, settings) as plain functions over a `Vault` and the model, with bounded,
-//!   paged results and errors written for the client.
-//! - [`server`]: the MCP server (rmcp): thin tool handlers and the resources API. Handlers parse
-//!   arguments, call [`notes`], shape replies.
-//! - [`app`]: what the subcommands do (`serve` over stdio, `call` one tool in-process);
-//!   [`demo`]: the `demo` subcommand with its wire capture.
+//!   graph and tags, vault facts, settings, paths as people write them) as plain functions over a
+//!   `Vault`, the model and the engine, with bounded, paged results and errors for the client.
+//! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
+//!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas) and
+//!   [`server::ToolError`], the stable error codes.
+//! - [`app`]: what the subcommands do (`serve` over stdio until EOF or a signal, `call` one tool
+//!   in-process); [`config`]: the config file; [`demo`]: the `demo` subcommand with its wire
+//!   capture.
+//!
+//! Each layer uses only those below it: server → notes → engine → {index, model} → {markdown,
+//! obsidian} → vault (checked by `tests/layers.rs`).
 //! - `main.rs`: the command line (clap) and logging (stderr only; stdout is the protocol).
 //!
 //! See `docs/architecture.md` for the same map with the reasons behind it, and `SECURITY.md` for

@@ -384,3 +384,66 @@ description = "Search the work vault's notes by words, phrases, exact text or re
         "{err}"
     );
 }
+
+/// Every way list_notes picks its candidates (the recency order, the tag index, a folder's
+/// range) pages through exactly the expected notes, newest first, with the right totals.
+#[tokio::test]
+async fn listing_pages_agree_with_the_files_whatever_picks_the_candidates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    let mut expected: Vec<(u64, String, bool)> = Vec::new(); // (secs, path, tagged)
+    for i in 0..60u64 {
+        let folder = ["A", "A/B", "C"][(i % 3) as usize];
+        let tagged = i % 4 == 0;
+        let path = format!("{folder}/n{i:02}.md");
+        let body = if tagged { "#proj/sub text" } else { "text" };
+        write_tree(tmp.path(), &[(path.as_str(), body)]);
+        // Some notes share a time: ties are by path.
+        let secs = (i * 7) % 40;
+        std::fs::File::options()
+            .write(true)
+            .open(tmp.path().join(&path))
+            .unwrap()
+            .set_modified(base + std::time::Duration::from_secs(secs))
+            .unwrap();
+        expected.push((secs, path, tagged));
+    }
+    expected.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    type Keep = Box<dyn Fn(&str, bool) -> bool>;
+    let cases: Vec<(Value, Keep)> = vec![
+        (json!({}), Box::new(|_, _| true)),
+        (json!({"tag": "proj"}), Box::new(|_, t| t)),
+        (json!({"folder": "A"}), Box::new(|p, _| p.starts_with("A/"))),
+        (
+            json!({"folder": "A", "recursive": false}),
+            Box::new(|p, _| p.starts_with("A/n")),
+        ),
+        (
+            json!({"folder": "A", "tag": "PROJ/sub"}),
+            Box::new(|p, t| t && p.starts_with("A/")),
+        ),
+        (json!({"kind": "any"}), Box::new(|_, _| true)),
+    ];
+    for (args, keep) in cases {
+        let want: Vec<&str> = expected
+            .iter()
+            .filter(|(_, p, t)| keep(p, *t))
+            .map(|(_, p, _)| p.as_str())
+            .collect();
+        let mut a = args.clone();
+        a["limit"] = json!(7);
+        let pages = s.pages("list_notes", a).await;
+        let got: Vec<String> = pages
+            .iter()
+            .flat_map(|p| p["notes"].as_array().unwrap().clone())
+            .map(|n| n["path"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(got, want, "{args}");
+        for p in &pages {
+            assert_eq!(p["total"], want.len(), "{args}");
+        }
+    }
+    s.stop().await;
+}

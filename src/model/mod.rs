@@ -145,6 +145,22 @@ pub struct Model {
     counts: FileCounts,
     /// Every file, newest first then by path: what `list_notes` pages through.
     recent: BTreeSet<Recent>,
+    /// Whole-vault answers computed from this state of the model (orphans, broken links, tag
+    /// counts), kept until the next change.
+    memo: Memo,
+}
+
+/// Results derived from the whole model, computed once per state of it. Cleared by every
+/// [`Model::apply`]; the upper layers store their own types here.
+#[derive(Default)]
+pub struct Memo {
+    entries: Mutex<HashMap<&'static str, std::sync::Arc<dyn std::any::Any + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Memo")
+    }
 }
 
 /// A file in [`Model::recent`] order: newest first (nanoseconds since the epoch, reversed),
@@ -249,6 +265,25 @@ struct Resolved {
 }
 
 impl Model {
+    /// The value `compute` gives for this state of the model, computed at most once per state
+    /// under `key` (one type per key).
+    pub fn memo<T: Send + Sync + 'static>(
+        &self,
+        key: &'static str,
+        compute: impl FnOnce() -> T,
+    ) -> std::sync::Arc<T> {
+        let mut entries = self.memo.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = entries
+            .get(key)
+            .and_then(|v| v.clone().downcast::<T>().ok())
+        {
+            return v;
+        }
+        let v = std::sync::Arc::new(compute());
+        entries.insert(key, v.clone());
+        v
+    }
+
     /// How many files of each kind the vault has.
     pub fn counts(&self) -> FileCounts {
         self.counts
@@ -368,6 +403,11 @@ impl Model {
     /// Applies a batch of changes, then re-resolves the links they can affect. Returns how many
     /// notes were relinked.
     pub fn apply(&mut self, changes: Vec<Change>) -> usize {
+        self.memo
+            .entries
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         if self.files.is_empty() {
             self.build(changes)
         } else {

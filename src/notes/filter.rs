@@ -75,6 +75,22 @@ impl NoteFilter {
     }
 
     /// True when the note at `path` passes every filter.
+    /// The same filter without its tag (for notes the tag index already picked).
+    pub fn without_tag(&self) -> NoteFilter {
+        NoteFilter {
+            tag: None,
+            property: self.property.clone(),
+            value: self.value.clone(),
+            glob: self.glob.clone(),
+            id: self.id,
+        }
+    }
+
+    /// The tag filter, normalised, if there is one.
+    pub fn tag(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
+
     pub fn matches(&self, model: &Model, path: &VaultPath) -> bool {
         if let Some(g) = &self.glob
             && !g.is_match(path.as_str())

@@ -467,17 +467,25 @@ pub fn resolve_link(
     };
     let subpath = subpath_text(l.subpath());
     let alias_key = crate::model::linkres::key(l.target());
-    let alias_matches: Vec<String> = model
-        .notes()
-        .iter()
-        .filter(|(_, n)| {
-            n.parsed
-                .aliases
-                .iter()
-                .any(|a| crate::model::linkres::key(a) == alias_key)
-        })
-        .map(|(p, _)| p.to_string())
+    // Every alias's lookup key and the notes that carry it, once per state of the model.
+    let aliases = model.memo("alias_index", || {
+        let mut by_key: std::collections::HashMap<String, Vec<VaultPath>> = Default::default();
+        for (p, n) in model.notes() {
+            for a in &n.parsed.aliases {
+                let list = by_key.entry(crate::model::linkres::key(a)).or_default();
+                if list.last() != Some(p) {
+                    list.push(p.clone());
+                }
+            }
+        }
+        by_key
+    });
+    let alias_matches: Vec<String> = aliases
+        .get(&alias_key)
+        .into_iter()
+        .flatten()
         .take(20)
+        .map(|p| p.to_string())
         .collect();
     let (resolved, candidates, status, explanation) = match model.resolve(l.target(), from) {
         Resolution::NotFound => {

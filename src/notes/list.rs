@@ -174,18 +174,61 @@ fn in_folder(path: &VaultPath, folder: &VaultPath, recursive: bool) -> bool {
         && (recursive || path.components().count() == folder.components().count() + 1)
 }
 
+/// The files a listing can only come from, when far fewer than the whole vault: the notes of a
+/// tag (and the tags nested under it) from the tag index, or the files under a folder.
+fn candidates<'m>(
+    model: &'m Model,
+    query: &ListQuery,
+    tag: Option<&str>,
+) -> Option<Vec<&'m VaultPath>> {
+    if let Some(t) = tag {
+        let nested = format!("{t}/");
+        let sets: Vec<&std::collections::BTreeSet<VaultPath>> = model
+            .tags()
+            .range::<str, _>((std::ops::Bound::Included(t), std::ops::Bound::Unbounded))
+            .take_while(|(k, _)| k.as_str() == t || k.starts_with(&nested))
+            .filter(|(k, _)| k.as_str() == t || k.starts_with(&nested))
+            .map(|(_, notes)| notes)
+            .collect();
+        let mut out: Vec<&VaultPath> = sets.iter().flat_map(|s| s.iter()).collect();
+        if sets.len() > 1 {
+            // A note may carry the tag and a nested one.
+            out.sort_unstable();
+            out.dedup();
+        }
+        return Some(out);
+    }
+    if query.folder.is_root() {
+        return None;
+    }
+    let f = &query.folder;
+    Some(
+        model
+            .files()
+            .range::<VaultPath, _>(f..)
+            .take_while(|(p, _)| p.as_str().starts_with(f.as_str()))
+            .map(|(p, _)| p)
+            .collect(),
+    )
+}
+
 /// Lists files per `query` from the model, newest first. `keep`, when given, filters by path
-/// (tag, property and glob filters). `vault` only checks that a folder exists.
+/// (tag, property and glob filters); `tag`, the normalised tag filter if there is one, lets the
+/// tag index pick the candidates. `vault` only checks that a folder exists.
 pub fn list_notes(
     vault: &Vault,
     model: &Model,
     query: &ListQuery,
     keep: Option<&dyn Fn(&VaultPath) -> bool>,
+    tag: Option<&str>,
 ) -> Result<ListPage, NoteError> {
     let limit = check_limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let after = resume_after(query)?;
     if !query.folder.is_root() {
         vault.check_folder(&query.folder)?;
+    }
+    if let Some(found) = candidates(model, query, tag) {
+        return list_from(model, query, keep, found, limit, after);
     }
     let recent = model.recent();
     let from = match &after {
@@ -199,9 +242,13 @@ pub fn list_notes(
     };
     // The whole vault of one kind, unfiltered: the model counts it, so the scan stops at the
     // page's end.
-    let counted = (query.folder.is_root() && query.recursive && keep.is_none())
-        .then(|| query.kind.only().map(|k| model.counts().of(k)))
-        .flatten();
+    let counted = (query.folder.is_root() && query.recursive && keep.is_none()).then(|| {
+        let c = model.counts();
+        match query.kind.only() {
+            Some(k) => c.of(k),
+            None => c.notes + c.canvases + c.bases + c.attachments,
+        }
+    });
     let admits = |p: &VaultPath| {
         query.kind.admits(FileKind::of(p))
             && in_folder(p, &query.folder, query.recursive)
@@ -254,6 +301,69 @@ pub fn list_notes(
     };
     Ok(ListPage {
         notes: page,
+        total,
+        truncated: next_cursor.is_some(),
+        next_cursor,
+    })
+}
+
+/// A page of `found` (candidate paths), sorted newest first.
+fn list_from(
+    model: &Model,
+    query: &ListQuery,
+    keep: Option<&dyn Fn(&VaultPath) -> bool>,
+    found: Vec<&VaultPath>,
+    limit: usize,
+    after: Option<Key>,
+) -> Result<ListPage, NoteError> {
+    let mut keyed: Vec<(std::cmp::Reverse<u128>, &VaultPath, &crate::vault::FileMeta)> = found
+        .into_iter()
+        .filter(|p| {
+            query.kind.admits(FileKind::of(p))
+                && in_folder(p, &query.folder, query.recursive)
+                && keep.is_none_or(|k| k(p))
+        })
+        .filter_map(|p| {
+            let meta = model.files().get(p)?;
+            Some((std::cmp::Reverse(nanos(meta.modified)), p, meta))
+        })
+        .collect();
+    let total = keyed.len();
+    if let Some(k) = &after {
+        let at = (std::cmp::Reverse(k.m), k.p.as_str());
+        keyed.retain(|(m, p, _)| (*m, p.as_str()) > at);
+    }
+    // Only the page needs ordering: select it, then sort it.
+    let cmp = |a: &(std::cmp::Reverse<u128>, &VaultPath, &crate::vault::FileMeta),
+               b: &(std::cmp::Reverse<u128>, &VaultPath, &crate::vault::FileMeta)| {
+        (a.0, a.1).cmp(&(b.0, b.1))
+    };
+    let more = keyed.len() > limit;
+    if more {
+        keyed.select_nth_unstable_by(limit, cmp);
+        keyed.truncate(limit);
+    }
+    keyed.sort_unstable_by(cmp);
+    let page = keyed;
+    let next_cursor = more.then(|| page.last()).flatten().map(|(m, p, _)| {
+        next_cursor(
+            query,
+            &Key {
+                m: m.0,
+                p: p.as_str().to_owned(),
+            },
+        )
+    });
+    Ok(ListPage {
+        notes: page
+            .into_iter()
+            .map(|(_, p, meta)| NoteSummary {
+                path: p.to_string(),
+                modified: rfc3339(meta.modified),
+                size: meta.size,
+                kind: (query.kind == KindFilter::Any).then(|| FileKind::of(p)),
+            })
+            .collect(),
         total,
         truncated: next_cursor.is_some(),
         next_cursor,
@@ -349,48 +459,50 @@ pub fn list_folders(
             "`depth` must be between 1 and {MAX_FOLDER_DEPTH} (got {depth})"
         )));
     }
-    let base = folder.components().count();
-    let mut tree: std::collections::BTreeMap<String, (u32, usize, usize)> = Default::default();
-    let mut any = folder.is_root();
-    let files = model
-        .files()
-        .range::<VaultPath, _>(folder..)
-        .take_while(|(p, _)| folder.is_root() || p.as_str().starts_with(folder.as_str()));
-    for (p, _) in files {
-        if !folder.is_root() && !p.starts_with(folder) {
-            continue;
-        }
-        any = true;
-        let note = FileKind::of(p) == FileKind::Note;
-        let parts: Vec<&str> = p.components().collect();
-        // Every folder between `folder` and the file, down to `depth` levels.
-        let mut path = folder.as_str().to_owned();
-        for (level, part) in parts[base..parts.len() - 1].iter().enumerate() {
-            if level as u32 >= depth {
-                break;
+    // Every folder of the vault with its counts, once per state of the model.
+    let tree = model.memo("folder_tree", || {
+        let mut tree: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+        for p in model.files().keys() {
+            let note = usize::from(FileKind::of(p) == FileKind::Note);
+            let mut end = 0;
+            let s = p.as_str();
+            while let Some(i) = s[end..].find('/') {
+                end += i;
+                let e = tree.entry(s[..end].to_owned()).or_insert((0, 0));
+                e.0 += note;
+                e.1 += 1;
+                end += 1;
             }
-            if !path.is_empty() {
-                path.push('/');
-            }
-            path.push_str(part);
-            let e = tree.entry(path.clone()).or_insert((level as u32 + 1, 0, 0));
-            e.1 += usize::from(note);
-            e.2 += 1;
         }
-    }
-    if !any {
+        tree
+    });
+    let base = folder.components().count() as u32;
+    let prefix = if folder.is_root() {
+        String::new()
+    } else {
+        format!("{folder}/")
+    };
+    let exists = folder.is_root() || tree.contains_key(folder.as_str());
+    if !exists {
         return Err(NoteError::NotFound {
             message: format!("{folder}: no such folder, or it holds no file capvault serves"),
             suggestions: Vec::new(),
         });
     }
     let all: Vec<FolderSummary> = tree
-        .into_iter()
-        .map(|(path, (depth, notes, files))| FolderSummary {
-            path,
-            depth,
-            notes,
-            files,
+        .range::<str, _>((
+            std::ops::Bound::Included(prefix.as_str()),
+            std::ops::Bound::Unbounded,
+        ))
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .filter_map(|(k, (notes, files))| {
+            let d = k.matches('/').count() as u32 + 1 - base;
+            (d <= depth).then(|| FolderSummary {
+                path: k.clone(),
+                depth: d,
+                notes: *notes,
+                files: *files,
+            })
         })
         .collect();
     let q = fingerprint(&("folders", folder.as_str(), depth));

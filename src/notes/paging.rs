@@ -89,6 +89,28 @@ pub fn page<T>(
     })
 }
 
+/// [`page`] over a borrowed list: only the page's items are cloned.
+pub fn page_of<T: Clone>(
+    items: &[T],
+    limit: Option<u32>,
+    default_limit: u32,
+    max_limit: u32,
+    cursor_text: Option<&str>,
+    query: u64,
+) -> Result<Page<T>, NoteError> {
+    let limit = check_limit(limit, default_limit, max_limit)?;
+    let start = decode_offset(cursor_text, query)?;
+    let total = items.len();
+    let page: Vec<T> = items.iter().skip(start).take(limit).cloned().collect();
+    let end = start.saturating_add(page.len());
+    let next_cursor = (end < total).then(|| encode_offset(end, query));
+    Ok(Page {
+        items: page,
+        total,
+        next_cursor,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -164,6 +164,24 @@ fn located(
     locate_in(model, input, &typed)
 }
 
+/// [`graph_page`] over a borrowed list.
+fn graph_page_of<T: JsonSchema + Clone>(
+    all: &[T],
+    limit: Option<u32>,
+    cursor: Option<&str>,
+    query: u64,
+) -> Result<PageReply<T>, crate::notes::NoteError> {
+    Ok(crate::notes::paging::page_of(
+        all,
+        limit,
+        graph::DEFAULT_LIMIT,
+        graph::MAX_LIMIT,
+        cursor,
+        query,
+    )?
+    .into())
+}
+
 /// One page of a model list, with the graph tools' page sizes.
 fn graph_page<T: JsonSchema>(
     all: Vec<T>,
@@ -266,9 +284,23 @@ impl CapvaultServer {
             if !folder.is_root() {
                 vault.check_folder(&folder)?;
             }
-            let all = graph::broken_links(model, &folder);
+            let all = model.memo("broken_links", || {
+                graph::broken_links(model, &VaultPath::root())
+            });
+            if !folder.is_root() {
+                let under: Vec<BrokenLink> = all
+                    .iter()
+                    .filter(|b| {
+                        b.source.starts_with(folder.as_str())
+                            && b.source.as_bytes().get(folder.as_str().len()) == Some(&b'/')
+                    })
+                    .cloned()
+                    .collect();
+                let q = fingerprint(&("broken", folder.as_str()));
+                return graph_page(under, args.limit, args.cursor.as_deref(), q);
+            }
             let q = fingerprint(&("broken", folder.as_str()));
-            graph_page(all, args.limit, args.cursor.as_deref(), q)
+            graph_page_of(&all, args.limit, args.cursor.as_deref(), q)
         })
         .await
         .map(Json)
@@ -287,9 +319,14 @@ impl CapvaultServer {
         Parameters(args): Parameters<OrphansArgs>,
     ) -> Result<Json<PageReply<String>>, ToolError> {
         self.with_model(move |_, model| {
-            let all = graph::orphans(model, args.no_outbound);
+            let key = if args.no_outbound {
+                "orphans_no_outbound"
+            } else {
+                "orphans"
+            };
+            let all = model.memo(key, || graph::orphans(model, args.no_outbound));
             let q = fingerprint(&("orphans", args.no_outbound));
-            graph_page(all, args.limit, args.cursor.as_deref(), q)
+            graph_page_of(&all, args.limit, args.cursor.as_deref(), q)
         })
         .await
         .map(Json)
@@ -337,9 +374,17 @@ impl CapvaultServer {
         Parameters(args): Parameters<ListTagsArgs>,
     ) -> Result<Json<PageReply<TagCount>>, ToolError> {
         self.with_model(move |_, model| {
-            let all = graph::tag_counts(model, args.prefix.as_deref(), args.sort);
+            let all = match (args.prefix.as_deref(), args.sort) {
+                (None, TagSort::Count) => model.memo("tags_by_count", || {
+                    graph::tag_counts(model, None, TagSort::Count)
+                }),
+                (None, TagSort::Name) => model.memo("tags_by_name", || {
+                    graph::tag_counts(model, None, TagSort::Name)
+                }),
+                (prefix, sort) => std::sync::Arc::new(graph::tag_counts(model, prefix, sort)),
+            };
             let q = fingerprint(&("tags", args.prefix.as_deref(), args.sort));
-            graph_page(all, args.limit, args.cursor.as_deref(), q)
+            graph_page_of(&all, args.limit, args.cursor.as_deref(), q)
         })
         .await
         .map(Json)

@@ -194,10 +194,18 @@ impl CapvaultServer {
                 return Ok(list_notes_walk(engine.vault(), &query)?);
             }
             let model = engine.model()?;
-            let keep = |p: &VaultPath| filter.matches(&model, p);
+            // With a tag, the tag index picks the candidates: the rest of the filter checks them.
+            let rest = filter.without_tag();
+            let keep = |p: &VaultPath| rest.matches(&model, p);
             let keep: Option<&dyn Fn(&VaultPath) -> bool> =
-                if filter.is_empty() { None } else { Some(&keep) };
-            Ok(list_notes(engine.vault(), &model, &query, keep)?)
+                if rest.is_empty() { None } else { Some(&keep) };
+            Ok(list_notes(
+                engine.vault(),
+                &model,
+                &query,
+                keep,
+                filter.tag(),
+            )?)
         })
         .await
         .map(Json)

@@ -1,0 +1,282 @@
+//! Every read tool on the wire: a raw JSON-RPC pipe to the release binary (no SDK), on a
+//! generated vault, next to the targets; then the same calls through the official Python SDK when
+//! one is given. Also prints the size of `tools/list`.
+//!
+//! Run: `cargo bench --bench wire` (10,000 notes), `CAPVAULT_BENCH_NOTES=100000 cargo bench
+//! --bench wire`. Options: `CAPVAULT_BENCH_RUNS=N` (default 30), `CAPVAULT_BENCH_PYTHON=path/to/
+//! python` (a Python with the `mcp` package: the SDK's client side is timed too).
+//! Prints figures; asserts nothing about time.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+#[path = "support/generator.rs"]
+mod generator;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A raw JSON-RPC connection over the child's stdin/stdout.
+struct Pipe {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Pipe {
+    fn send(&mut self, v: &Value) {
+        writeln!(self.stdin, "{v}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends one request and reads lines until its reply; returns (reply, bytes of the reply).
+    fn request(&mut self, method: &str, params: Value) -> (Value, usize) {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed"
+            );
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return (v, line.len());
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, args: &Value) -> Value {
+        let (v, _) = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        let result = &v["result"];
+        assert_ne!(result["isError"], true, "{tool} {args}: {v}");
+        result["structuredContent"].clone()
+    }
+}
+
+fn p50_p95(mut t: Vec<Duration>) -> (f64, f64) {
+    t.sort();
+    let at = |p: f64| t[((t.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
+    (at(0.5), at(0.95))
+}
+
+fn main() {
+    let runs = env_usize("CAPVAULT_BENCH_RUNS", 30);
+    let notes = env_usize("CAPVAULT_BENCH_NOTES", 10_000);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-vaults");
+    let g = generator::generate(&dir, notes, 42);
+    let label = format!(
+        "synthetic, {} notes, {:.1} MB of Markdown, seed 42",
+        g.notes,
+        g.bytes as f64 / 1e6
+    );
+    let bin = env!("CARGO_BIN_EXE_capvault");
+    let mut child = Command::new(bin)
+        .arg("serve")
+        .arg(&g.root)
+        .arg("--no-index-cache")
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = Pipe {
+        stdin: child.stdin.take().unwrap(),
+        stdout: BufReader::new(child.stdout.take().unwrap()),
+        child,
+        next_id: 0,
+    };
+    pipe.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "bench", "version": "1"}}),
+    );
+    pipe.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let (_, list_bytes) = pipe.request("tools/list", json!({}));
+    let started = Instant::now();
+    loop {
+        let info = pipe.call("vault_info", &json!({}));
+        if info["index"]["state"] == "ready" && !info["notes"].is_null() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ready = started.elapsed();
+    // Let the merges the first build deferred finish before timing.
+    std::thread::sleep(Duration::from_secs(if notes >= 50_000 { 20 } else { 3 }));
+
+    // Arguments from the vault itself.
+    let first = pipe.call("list_notes", &json!({"limit": 1}))["notes"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tag = pipe.call("list_tags", &json!({"limit": 1}))["items"][0]["tag"]
+        .as_str()
+        .unwrap_or("x")
+        .to_owned();
+    let folder = pipe.call("list_folders", &json!({"depth": 1}))["folders"][0]["path"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let page2 = pipe.call("list_notes", &json!({"limit": 10}))["next_cursor"].clone();
+
+    // (label, tool, args, target p50 ms)
+    let cases: Vec<(&str, &str, Value, f64)> = vec![
+        ("vault_info", "vault_info", json!({}), 1.0),
+        (
+            "list_notes limit 10",
+            "list_notes",
+            json!({"limit": 10}),
+            5.0,
+        ),
+        (
+            "list_notes page 2",
+            "list_notes",
+            json!({"limit": 10, "cursor": page2}),
+            5.0,
+        ),
+        (
+            "list_notes folder",
+            "list_notes",
+            json!({"limit": 10, "folder": folder}),
+            5.0,
+        ),
+        (
+            "list_notes tag filter",
+            "list_notes",
+            json!({"limit": 10, "tag": tag}),
+            5.0,
+        ),
+        (
+            "list_notes kind any",
+            "list_notes",
+            json!({"limit": 10, "kind": "any"}),
+            5.0,
+        ),
+        (
+            "list_folders depth 2",
+            "list_folders",
+            json!({"depth": 2}),
+            5.0,
+        ),
+        ("read_note", "read_note", json!({"path": first}), 5.0),
+        ("get_links", "get_links", json!({"path": first}), 5.0),
+        (
+            "get_neighbors depth 2",
+            "get_neighbors",
+            json!({"path": first, "depth": 2}),
+            5.0,
+        ),
+        ("find_orphans", "find_orphans", json!({"limit": 10}), 5.0),
+        (
+            "find_broken_links",
+            "find_broken_links",
+            json!({"limit": 10}),
+            5.0,
+        ),
+        ("list_tags", "list_tags", json!({"limit": 10}), 5.0),
+        (
+            "resolve_link",
+            "resolve_link",
+            json!({"link": "[[Nowhere]]"}),
+            5.0,
+        ),
+        (
+            "search ranked \"garden\"",
+            "search_notes",
+            json!({"query": "garden"}),
+            5.0,
+        ),
+        (
+            "search exact \"the\"",
+            "search_notes",
+            json!({"query": "the", "mode": "exact"}),
+            30.0,
+        ),
+        (
+            "search exact \"garden\"",
+            "search_notes",
+            json!({"query": "garden", "mode": "exact"}),
+            30.0,
+        ),
+        (
+            "search exact \"quokka\"",
+            "search_notes",
+            json!({"query": "quokka", "mode": "exact"}),
+            30.0,
+        ),
+        (
+            "search exact \"zzyzx\"",
+            "search_notes",
+            json!({"query": "zzyzx", "mode": "exact"}),
+            30.0,
+        ),
+    ];
+    println!("capvault on the wire (raw JSON-RPC over stdio, release build), {label}");
+    println!(
+        "tools/list: {list_bytes} bytes; index ready {:.1} s after the handshake",
+        ready.as_secs_f64()
+    );
+    println!(
+        "{:<28} {:>9} {:>9} {:>9}",
+        "call", "p50 ms", "p95 ms", "target"
+    );
+    for (label, tool, args, target) in &cases {
+        let mut times = Vec::with_capacity(runs);
+        for i in 0..=runs {
+            let t = Instant::now();
+            pipe.call(tool, args);
+            if i > 0 {
+                times.push(t.elapsed());
+            }
+        }
+        let (p50, p95) = p50_p95(times);
+        let mark = if p50 <= *target { "" } else { "  MISSED" };
+        println!("{label:<28} {p50:>9.2} {p95:>9.2} {target:>9.1}{mark}");
+    }
+    if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", pipe.child.id()))
+        && let Some(line) = status.lines().find(|l| l.starts_with("VmHWM"))
+    {
+        println!(
+            "server peak RSS: {}",
+            line.trim_start_matches("VmHWM:").trim()
+        );
+    }
+    drop(pipe.stdin);
+    let _ = pipe.child.wait();
+
+    // The same calls through the official Python SDK (its client-side cost included).
+    let Ok(python) = std::env::var("CAPVAULT_BENCH_PYTHON") else {
+        println!("(Python SDK: not measured; set CAPVAULT_BENCH_PYTHON to a python with `mcp`)");
+        return;
+    };
+    let calls: Vec<Value> = cases
+        .iter()
+        .map(|(label, tool, args, target)| json!([label, tool, args, target]))
+        .collect();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/support/sdk_timing.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(bin)
+        .arg(&g.root)
+        .arg(runs.to_string())
+        .arg(serde_json::to_string(&calls).unwrap())
+        .output()
+        .unwrap();
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    if !out.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
