@@ -67,6 +67,31 @@ pub fn encode_offset(offset: usize, query: u64) -> String {
     })
 }
 
+/// Where the page that `cursor_text` (or the start) names begins, and how long it may be.
+fn window(
+    limit: Option<u32>,
+    default_limit: u32,
+    max_limit: u32,
+    cursor_text: Option<&str>,
+    query: u64,
+) -> Result<(usize, usize), NoteError> {
+    Ok((
+        decode_offset(cursor_text, query)?,
+        check_limit(limit, default_limit, max_limit)?,
+    ))
+}
+
+/// The page of `items` (already cut) that began at `start` in a list of `total`.
+fn finish<T>(items: Vec<T>, start: usize, total: usize, query: u64) -> Page<T> {
+    let end = start.saturating_add(items.len());
+    let next_cursor = (end < total).then(|| encode_offset(end, query));
+    Page {
+        items,
+        total,
+        next_cursor,
+    }
+}
+
 /// Cuts the page that `cursor` (or the start) names out of `items`.
 pub fn page<T>(
     items: Vec<T>,
@@ -76,17 +101,10 @@ pub fn page<T>(
     cursor_text: Option<&str>,
     query: u64,
 ) -> Result<Page<T>, NoteError> {
-    let limit = check_limit(limit, default_limit, max_limit)?;
-    let start = decode_offset(cursor_text, query)?;
+    let (start, limit) = window(limit, default_limit, max_limit, cursor_text, query)?;
     let total = items.len();
     let items: Vec<T> = items.into_iter().skip(start).take(limit).collect();
-    let end = start.saturating_add(items.len());
-    let next_cursor = (end < total).then(|| encode_offset(end, query));
-    Ok(Page {
-        items,
-        total,
-        next_cursor,
-    })
+    Ok(finish(items, start, total, query))
 }
 
 /// [`page`] over a borrowed list: only the page's items are cloned.
@@ -98,17 +116,9 @@ pub fn page_of<T: Clone>(
     cursor_text: Option<&str>,
     query: u64,
 ) -> Result<Page<T>, NoteError> {
-    let limit = check_limit(limit, default_limit, max_limit)?;
-    let start = decode_offset(cursor_text, query)?;
-    let total = items.len();
+    let (start, limit) = window(limit, default_limit, max_limit, cursor_text, query)?;
     let page: Vec<T> = items.iter().skip(start).take(limit).cloned().collect();
-    let end = start.saturating_add(page.len());
-    let next_cursor = (end < total).then(|| encode_offset(end, query));
-    Ok(Page {
-        items: page,
-        total,
-        next_cursor,
-    })
+    Ok(finish(page, start, items.len(), query))
 }
 
 #[cfg(test)]

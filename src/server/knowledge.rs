@@ -164,7 +164,8 @@ fn located(
     locate_in(model, input, &typed)
 }
 
-/// [`graph_page`] over a borrowed list.
+/// One page of a model list (borrowed: only the page is cloned), with the graph tools' page
+/// sizes.
 fn graph_page_of<T: JsonSchema + Clone>(
     all: &[T],
     limit: Option<u32>,
@@ -172,24 +173,6 @@ fn graph_page_of<T: JsonSchema + Clone>(
     query: u64,
 ) -> Result<PageReply<T>, crate::notes::NoteError> {
     Ok(crate::notes::paging::page_of(
-        all,
-        limit,
-        graph::DEFAULT_LIMIT,
-        graph::MAX_LIMIT,
-        cursor,
-        query,
-    )?
-    .into())
-}
-
-/// One page of a model list, with the graph tools' page sizes.
-fn graph_page<T: JsonSchema>(
-    all: Vec<T>,
-    limit: Option<u32>,
-    cursor: Option<&str>,
-    query: u64,
-) -> Result<PageReply<T>, crate::notes::NoteError> {
-    Ok(page(
         all,
         limit,
         graph::DEFAULT_LIMIT,
@@ -297,7 +280,7 @@ impl CapvaultServer {
                     .cloned()
                     .collect();
                 let q = fingerprint(&("broken", folder.as_str()));
-                return graph_page(under, args.limit, args.cursor.as_deref(), q);
+                return graph_page_of(&under, args.limit, args.cursor.as_deref(), q);
             }
             let q = fingerprint(&("broken", folder.as_str()));
             graph_page_of(&all, args.limit, args.cursor.as_deref(), q)
@@ -355,7 +338,7 @@ impl CapvaultServer {
             let path = located(model, &args.path, typed)?;
             let all = graph::neighbors(model, &path, depth as usize, args.direction)?;
             let q = fingerprint(&("neighbors", path.as_str(), depth, args.direction));
-            graph_page(all, args.limit, args.cursor.as_deref(), q)
+            graph_page_of(&all, args.limit, args.cursor.as_deref(), q)
         })
         .await
         .map(Json)

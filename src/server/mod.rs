@@ -125,10 +125,7 @@ impl CapvaultServer {
         T: Send + 'static,
         F: FnOnce(&Vault) -> Result<T, ToolError> + Send + 'static,
     {
-        let vault = Arc::clone(&self.vault);
-        tokio::task::spawn_blocking(move || f(&vault))
-            .await
-            .map_err(|_| ToolError::internal("the operation was aborted"))?
+        self.with_engine(move |engine| f(engine.vault())).await
     }
 
     /// Runs `f` on the blocking pool with the engine.
