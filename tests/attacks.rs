@@ -347,7 +347,7 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
             .then(|| s.call("read_note", json!({"path": path})))
         {
             let r = code.await;
-            assert_eq!(r.structured["error"]["code"], "refused", "{why}: {}", r.raw);
+            assert_eq!(r.error["code"], "refused", "{why}: {}", r.raw);
         }
 
         // resources/read: the same rules after percent-decoding; raw and encoded forms.

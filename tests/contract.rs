@@ -32,7 +32,12 @@ fn fixture() -> tempfile::TempDir {
 async fn error(s: &Server, tool: &str, args: Value) -> (Value, String) {
     let r = s.call(tool, args.clone()).await;
     assert!(r.is_error, "{tool} {args} should fail: {}", r.raw);
-    let e = r.structured["error"].clone();
+    let e = r.error.clone();
+    assert!(
+        r.structured.is_null(),
+        "an error carries no structuredContent: {}",
+        r.raw
+    );
     let code = e["code"]
         .as_str()
         .unwrap_or_else(|| panic!("no code: {}", r.raw));

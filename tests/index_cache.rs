@@ -378,7 +378,7 @@ async fn cached_segment_files_cut_short_while_serving_never_crash_the_server() {
                 "{}",
                 r.text
             );
-            assert_eq!(r.structured["error"]["code"], "unavailable", "{}", r.raw);
+            assert_eq!(r.error["code"], "unavailable", "{}", r.raw);
             assert!(
                 !r.text.contains(cache.path().to_str().unwrap()),
                 "{}",

@@ -1,8 +1,10 @@
 //! [`ToolError`]: the one error type at the tool edge.
 //!
 //! Every tool failure is an `isError` result whose text reads `<code>: <message>` and whose
-//! `structuredContent` is `{"error": {"code", "message", "suggestions"?, "current_sha256"?}}`,
-//! so a model reads the sentence and a client acts on the code. Messages name only
+//! `_meta` carries `{"capvault/error": {"code", "message", "suggestions"?, "current_sha256"?}}`,
+//! so a model reads the sentence and a client acts on the code. Not `structuredContent`: the
+//! TypeScript SDK validates that against the tool's output schema even on an error result, and
+//! fails the call. Messages name only
 //! vault-relative paths (they are built from [`VaultError`] and [`NoteError`], which hold
 //! nothing else). JSON-RPC errors stay for protocol faults.
 
@@ -12,6 +14,9 @@ use serde::Serialize;
 
 use crate::notes::NoteError;
 use crate::vault::{PathError, VaultError};
+
+/// The `_meta` key of an error result's structured form.
+pub const META_KEY: &str = "capvault/error";
 
 /// The stable code of a tool error. Documented in the README; never renamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -107,7 +112,11 @@ impl ToolError {
             )
         };
         let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
-        result.structured_content = Some(serde_json::json!({ "error": self }));
+        let mut meta = rmcp::model::JsonObject::new();
+        if let Ok(v) = serde_json::to_value(&self) {
+            meta.insert(META_KEY.to_owned(), v);
+        }
+        result.meta = Some(rmcp::model::MetaObject(meta));
         result
     }
 }
@@ -215,9 +224,16 @@ mod tests {
         e.suggestions = vec!["Categories/Books.md".into()];
         let r = e.into_result();
         assert_eq!(r.is_error, Some(true));
-        let v = r.structured_content.unwrap();
-        assert_eq!(v["error"]["code"], "not_found");
-        assert_eq!(v["error"]["suggestions"][0], "Categories/Books.md");
+        assert_eq!(
+            r.structured_content, None,
+            "would fail the TS SDK's output validation"
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["_meta"][META_KEY]["code"], "not_found");
+        assert_eq!(
+            v["_meta"][META_KEY]["suggestions"][0],
+            "Categories/Books.md"
+        );
         let text = r.content[0].as_text().unwrap().text.clone();
         assert!(text.starts_with("not_found: Books"), "{text}");
         assert!(text.contains("Categories/Books.md"), "{text}");

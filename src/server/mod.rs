@@ -272,7 +272,7 @@ impl ServerHandler for CapvaultServer {
 
 /// Rewrites rmcp's argument-error result (plain text) as an `invalid_argument` [`ToolError`].
 fn args_error(result: rmcp::model::CallToolResult) -> rmcp::model::CallToolResult {
-    if result.is_error != Some(true) || result.structured_content.is_some() {
+    if result.is_error != Some(true) || result.meta.is_some() {
         return result;
     }
     let text = result

@@ -27,6 +27,8 @@ pub struct Reply {
     pub text: String,
     /// The whole result as JSON (to scan for leaks).
     pub raw: String,
+    /// An error result's `_meta["capvault/error"]` (`{code, message, suggestions?}`), or Null.
+    pub error: Value,
 }
 
 impl Server {
@@ -172,7 +174,12 @@ fn reply(result: CallToolResult) -> Reply {
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect::<Vec<_>>()
         .join("\n");
+    let error = serde_json::from_str::<Value>(&raw)
+        .ok()
+        .map(|v| v["_meta"]["capvault/error"].clone())
+        .unwrap_or(Value::Null);
     Reply {
+        error,
         is_error: result.is_error == Some(true),
         structured: result.structured_content.unwrap_or(Value::Null),
         text,

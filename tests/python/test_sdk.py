@@ -78,6 +78,12 @@ async def call(s, name, args):
     return r, field(r, "isError", "is_error"), field(r, "structuredContent", "structured_content")
 
 
+def error_of(r):
+    """An error result's `_meta["capvault/error"]` (errors carry no structuredContent)."""
+    assert field(r, "structuredContent", "structured_content") is None
+    return (r.meta or {})["capvault/error"]
+
+
 async def wait_ready(s):
     for _ in range(600):
         _, _, info = await call(s, "vault_info", {})
@@ -163,15 +169,15 @@ def test_failures_carry_a_stable_code_and_arguments_may_be_strings(vault):
         await wait_ready(s)
         r, is_error, structured = await call(s, "read_note", {"path": "Nowhere.md"})
         assert is_error
-        assert structured["error"]["code"] == "not_found"
+        assert error_of(r)["code"] == "not_found"
         assert r.content[0].text.startswith("not_found: ")
         r, is_error, structured = await call(s, "read_note", {"path": ".obsidian/app.json"})
-        assert is_error and structured["error"]["code"] == "refused"
+        assert is_error and error_of(r)["code"] == "refused"
         r, is_error, structured = await call(s, "list_notes", {"limit": "2"})
         assert not is_error and len(structured["notes"]) == 2
         r, is_error, structured = await call(s, "list_notes", {"limit": "lots"})
-        assert is_error and structured["error"]["code"] == "invalid_argument"
-        assert "`limit`" in structured["error"]["message"]
+        assert is_error and error_of(r)["code"] == "invalid_argument"
+        assert "`limit`" in error_of(r)["message"]
 
     run(vault, body)
 
@@ -181,6 +187,6 @@ def test_a_tool_profile_narrows_the_list(vault):
         names = sorted(t.name for t in (await s.list_tools()).tools)
         assert names == ["list_notes", "read_note", "search_notes"]
         r, is_error, structured = await call(s, "vault_info", {})
-        assert is_error and structured["error"]["code"] == "refused"
+        assert is_error and error_of(r)["code"] == "refused"
 
     run(vault, body, "--tools", "minimal")
