@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${CAPVAULT_BIN:-$PWD/target/debug/capvault}"
 dir=target/inspector
+if ! command -v npm >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+fi
 if [ ! -x "$dir/node_modules/.bin/mcp-inspector" ]; then
   mkdir -p "$dir"
   (cd "$dir" && npm install --silent --no-audit --no-fund @modelcontextprotocol/inspector >/dev/null)
