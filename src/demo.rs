@@ -88,8 +88,16 @@ pub async fn run(out: Box<dyn Write + Send>) -> anyhow::Result<()> {
             Step::Tool("list_notes", json!({"limit": 3})),
         ),
         (
+            "The folder tree, with note and file counts",
+            Step::Tool("list_folders", json!({"depth": 1})),
+        ),
+        (
             "Read a note",
             Step::Tool("read_note", json!({"path": "Projects/Garden Plan.md"})),
+        ),
+        (
+            "Read a note by its bare name, as a wikilink resolves it",
+            Step::Tool("read_note", json!({"path": "compost", "format": "outline"})),
         ),
         (
             "Who links to a note (backlinks)",
@@ -124,8 +132,8 @@ pub async fn run(out: Box<dyn Write + Send>) -> anyhow::Result<()> {
             Step::Tool("read_note", json!({"path": ".obsidian/app.json"})),
         ),
         (
-            "Ask for a note that does not exist",
-            Step::Tool("read_note", json!({"path": "Nowhere.md"})),
+            "Misspell a note's name (not_found, with suggestions)",
+            Step::Tool("read_note", json!({"path": "Projects/Garden Plna.md"})),
         ),
     ];
     for (title, step) in steps {

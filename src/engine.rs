@@ -320,7 +320,7 @@ impl Engine {
     pub fn new(vault: Arc<Vault>, freshness: Freshness) -> Self {
         Engine {
             vault,
-            model: SharedModel::new(freshness.query_max_age.unwrap_or(Duration::MAX)),
+            model: SharedModel::new(),
             index: std::sync::OnceLock::new(),
             cache: Mutex::new(IndexCache::Off),
             cached: Mutex::new(None),

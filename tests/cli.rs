@@ -105,7 +105,9 @@ fn demo_prints_a_real_wire_session_over_the_embedded_vault() {
         "capvault:///Daily/2026-11-30.md",
         "`.` and `..` components are not allowed",
         "hidden files and folders",
-        "Nowhere.md: not found",
+        "not_found: Projects/Garden Plna.md: not found (did you mean: Projects/Garden Plan.md",
+        "\"path\": \"Resources/Compost.md\"",
+        "\"name\": \"list_folders\"",
         "[[Greenhouse Ideas]]",
         "\"source\": \"daily-notes\"",
     ] {

@@ -1304,49 +1304,18 @@ pub fn heading_key(s: &str) -> String {
     spaced.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The model behind a lock, refreshed on demand: a refresh scans and parses without holding the
-/// model, then takes the write lock only to apply the difference, so readers wait at most for that.
-///
-/// A query within `max_age` of the last completed refresh is answered from memory; an older one
-/// first rescans (a stat scan plus re-reading what changed). With `max_age` zero every query sees
-/// the disk as it is.
-#[derive(Debug)]
+/// The model behind a lock. The engine computes each difference without holding it (scans and
+/// parses under the read lock, or none), then takes the write lock only to apply it, so readers
+/// wait at most for that; when to reconcile is the engine's business.
+#[derive(Debug, Default)]
 pub struct SharedModel {
     model: RwLock<Model>,
-    /// Serialises refreshes (concurrent callers wait for the one in progress, then re-check).
-    refreshing: Mutex<Option<Instant>>,
-    /// How old the model may be before a query rescans.
-    max_age: std::time::Duration,
 }
 
 impl SharedModel {
-    /// An empty model that rescans when older than `max_age`.
-    pub fn new(max_age: std::time::Duration) -> Self {
-        SharedModel {
-            model: RwLock::new(Model::default()),
-            refreshing: Mutex::new(None),
-            max_age,
-        }
-    }
-
-    /// Refreshes from `vault` if the model is older than the allowed age, then returns a read
-    /// guard on the model.
-    pub fn fresh(&self, vault: &Vault) -> Result<RwLockReadGuard<'_, Model>, VaultError> {
-        {
-            let mut last = self.refreshing.lock().unwrap_or_else(|e| e.into_inner());
-            let stale = last.is_none_or(|t| t.elapsed() >= self.max_age);
-            if stale {
-                let started = Instant::now();
-                let (changes, _stats) = self.current().changes_since(vault)?;
-                let mut model = self.model.write().unwrap_or_else(|e| e.into_inner());
-                if !changes.is_empty() {
-                    model.apply(changes);
-                }
-                model.mark_refreshed(started);
-                *last = Some(Instant::now());
-            }
-        }
-        Ok(self.current())
+    /// An empty model.
+    pub fn new() -> Self {
+        SharedModel::default()
     }
 
     /// Applies changes computed from [`Model::changes_under`] (by a caller that serialises its
