@@ -281,9 +281,20 @@ impl CapvaultServer {
         let engine = Arc::clone(self.engine());
         // While the index builds, a client that asked for progress hears how the build goes.
         let progress = match context.meta.get_progress_token() {
-            Some(token) if query.mode == Mode::Ranked && !engine.is_ready() => Some(tokio::spawn(
-                report_build_progress(Arc::clone(&engine), context.peer.clone(), token),
-            )),
+            Some(token) if query.mode == Mode::Ranked && !engine.is_ready() => {
+                // The first report goes out before the scan starts (a fast scan would otherwise
+                // finish before a spawned reporter ever ran); then every 200 ms.
+                let peer = context.peer.clone();
+                if notify_build_progress(&engine, &peer, &token).await {
+                    Some(tokio::spawn(report_build_progress(
+                        Arc::clone(&engine),
+                        peer,
+                        token,
+                    )))
+                } else {
+                    None
+                }
+            }
             _ => None,
         };
         let result = tokio::task::spawn_blocking(move || search(&engine, &query))
@@ -305,13 +316,22 @@ async fn report_build_progress(
     token: rmcp::model::ProgressToken,
 ) {
     loop {
-        let status = engine.status();
-        let param = ProgressNotificationParam::new(token.clone(), status.progress.done as f64)
-            .with_total(status.progress.total.max(status.progress.done) as f64)
-            .with_message(format!("search index {}", status.state));
-        if peer.notify_progress(param).await.is_err() || engine.is_ready() {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        if !notify_build_progress(&engine, &peer, &token).await {
             return;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+/// Sends the build's progress once; false when the peer is gone or the build is done.
+async fn notify_build_progress(
+    engine: &crate::engine::Engine,
+    peer: &rmcp::Peer<RoleServer>,
+    token: &rmcp::model::ProgressToken,
+) -> bool {
+    let status = engine.status();
+    let param = ProgressNotificationParam::new(token.clone(), status.progress.done as f64)
+        .with_total(status.progress.total.max(status.progress.done) as f64)
+        .with_message(format!("search index {}", status.state));
+    peer.notify_progress(param).await.is_ok() && !engine.is_ready()
 }
