@@ -11,13 +11,15 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{CapvaultServer, Parameters, ToolError};
+use crate::notes::NoteError;
 use crate::notes::filter::NoteFilter;
 use crate::notes::list::{
     FolderSummary, KindFilter, ListPage, ListQuery, list_folders, list_notes, list_notes_walk,
 };
-use crate::notes::locate::locate;
+use crate::notes::locate::locate_in;
 use crate::notes::search::{Mode, SearchQuery, SearchResults, parse_time, search};
 use crate::notes::view::{Format, NoteView, ViewRequest, view_note};
+use crate::vault::VaultError;
 use crate::vault::VaultPath;
 
 /// Arguments of `read_note`.
@@ -159,8 +161,14 @@ impl CapvaultServer {
             max_chars: args.max_chars,
         };
         self.with_engine(move |engine| {
-            let path = locate(engine, &args.path, typed)?;
-            Ok(view_note(engine.vault(), &path, &req)?)
+            // The typed path first (one resolve, no model); only a miss consults the model.
+            match view_note(engine.vault(), &typed, &req) {
+                Err(NoteError::Vault(VaultError::NotFound(_) | VaultError::NotAFolder(_))) => {
+                    let path = locate_in(&*engine.model()?, &args.path, &typed)?;
+                    Ok(view_note(engine.vault(), &path, &req)?)
+                }
+                other => Ok(other?),
+            }
         })
         .await
         .map(Json)
