@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo bench --bench wire` (10,000 notes), `CAPVAULT_BENCH_NOTES=100000 cargo bench
 //! --bench wire`. Options: `CAPVAULT_BENCH_RUNS=N` (default 30), `CAPVAULT_BENCH_PYTHON=path/to/
-//! python` (a Python with the `mcp` package: the SDK's client side is timed too).
+//! python` (a Python with the `mcp` package: the SDK's client side is timed too),
+//! `CAPVAULT_BENCH_ONLY=text` (only the calls whose label contains it).
 //! Prints figures; asserts nothing about time.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
@@ -218,6 +219,12 @@ fn main() {
             30.0,
         ),
         (
+            "search exact \"quokka was here\"",
+            "search_notes",
+            json!({"query": "quokka was here", "mode": "exact"}),
+            30.0,
+        ),
+        (
             "search exact \"zzyzx\"",
             "search_notes",
             json!({"query": "zzyzx", "mode": "exact"}),
@@ -233,6 +240,11 @@ fn main() {
         "{:<28} {:>9} {:>9} {:>9}",
         "call", "p50 ms", "p95 ms", "target"
     );
+    let only = std::env::var("CAPVAULT_BENCH_ONLY").unwrap_or_default();
+    let cases: Vec<_> = cases
+        .into_iter()
+        .filter(|c| c.0.contains(only.as_str()))
+        .collect();
     for (label, tool, args, target) in &cases {
         let mut times = Vec::with_capacity(runs);
         for i in 0..=runs {

@@ -202,6 +202,118 @@ async fn filters_apply(vault: &Path, flags: &[&str]) {
     s.stop().await;
 }
 
+/// A vault where `quokka` sits in every position the exact-search prefilter must handle: part
+/// of longer words, capitals, Kelvin signs (which fold to `k`), frontmatter, a file name only, a
+/// word too long to index; and eighty notes without it, so that the index narrows the search.
+fn quokka_vault() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files: Vec<(String, String)> = (0..80)
+        .map(|i| {
+            (
+                format!("Filler/{i}.md"),
+                format!("filler note {i} about nothing\n"),
+            )
+        })
+        .collect();
+    for (path, text) in [
+        (
+            "Wild/Sightings.md",
+            "# Log\nTwo QUOKKAS today.\nquokka, quokka\n",
+        ),
+        ("veg.md", "the vegetablequokka line\n"),
+        ("kelvin.md", "a quo\u{212A}\u{212A}a here\n"),
+        ("front.md", "---\nanimal: quokka-ish\n---\nbody\n"),
+        ("Quokka.md", "nothing here\n"),
+        ("long.md", &format!("x{}\n", "quokka".repeat(11))),
+    ] {
+        files.push((path.to_owned(), text.to_owned()));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    write_tree(tmp.path(), &refs);
+    tmp
+}
+
+#[tokio::test]
+async fn exact_search_narrowed_by_the_index_finds_exactly_what_a_scan_finds() {
+    let tmp = quokka_vault();
+    for flags in [&[][..], &["--no-text-cache"][..]] {
+        let s = Server::start_with(tmp.path(), flags).await;
+        s.wait_index_ready().await;
+        let lines = |r: &Value| {
+            let mut v: Vec<(String, u64)> = r["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| {
+                    (
+                        h["path"].as_str().unwrap().to_owned(),
+                        h["line"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        for query in [
+            "quokka",
+            "QUOKKAS today",
+            " quokka",
+            "quokka,",
+            "quokka-ish",
+            "zzyzx",
+        ] {
+            let exact = s
+                .ok(
+                    "search_notes",
+                    json!({"query": query, "mode": "exact", "limit": 200}),
+                )
+                .await;
+            // Regex mode never uses the index: the escaped query is the oracle.
+            let pattern = regex::escape(query);
+            let scan = s
+                .ok(
+                    "search_notes",
+                    json!({"query": pattern, "mode": "regex", "limit": 200}),
+                )
+                .await;
+            assert_eq!(lines(&exact), lines(&scan), "{query:?} {flags:?}");
+            assert_eq!(exact["total"], scan["total"], "{query:?} {flags:?}");
+            assert_eq!(exact["served_by"], "index+scan", "{query:?} {flags:?}");
+            assert_eq!(scan["served_by"], "scan");
+        }
+        let r = s
+            .ok(
+                "search_notes",
+                json!({"query": "quokka", "mode": "exact", "limit": 200}),
+            )
+            .await;
+        let mut found = paths(&r);
+        found.sort();
+        found.dedup();
+        assert_eq!(
+            found,
+            [
+                "Quokka.md",
+                "Wild/Sightings.md",
+                "front.md",
+                "kelvin.md",
+                "long.md",
+                "veg.md"
+            ],
+            "{flags:?}"
+        );
+        // A query the index cannot narrow (a word in most notes) is a plain scan.
+        let r = s
+            .ok("search_notes", json!({"query": "note", "mode": "exact"}))
+            .await;
+        assert_eq!(r["served_by"], "scan");
+        s.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn chinese_and_japanese_notes_are_found_by_substrings() {
     let tmp = fixture();

@@ -299,7 +299,7 @@ impl tantivy::Directory for Files {
 
 /// What the cached index was built by. Bump the number whenever a note's document changes
 /// (fields, analyzers, what goes into them): a cache of another format is discarded.
-pub const FORMAT: &str = "capvault index 1, tantivy 0.27";
+pub const FORMAT: &str = "capvault index 2, tantivy 0.27";
 /// The manifest's file name.
 const MANIFEST: &str = "manifest.json";
 /// Largest manifest read.

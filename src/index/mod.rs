@@ -176,6 +176,60 @@ pub struct SearchIndex {
     files: cache::Files,
     fields: Fields,
     analyzer: TextAnalyzer,
+    /// Every word of the text fields, per segment, for the exact-search prefilter.
+    term_lists: std::sync::Mutex<HashMap<tantivy::index::SegmentId, std::sync::Arc<TermList>>>,
+}
+
+/// Most distinct indexed words one word of an exact query may stand for (`garden` for
+/// `gardens`, `gardening`...) before the prefilter gives up and the notes are read instead.
+pub const MAX_PREFILTER_TERMS: usize = 4_096;
+
+/// The words of some fields of one segment, one per line.
+struct TermList {
+    words: Vec<u8>,
+}
+
+impl TermList {
+    fn of(segment: &tantivy::SegmentReader, fields: &[Field]) -> Result<TermList, IndexError> {
+        let mut words = Vec::new();
+        for &field in fields {
+            let inverted = segment.inverted_index(field)?;
+            let mut stream = inverted
+                .terms()
+                .stream()
+                .map_err(tantivy::TantivyError::from)?;
+            while stream.advance() {
+                words.extend_from_slice(stream.key());
+                words.push(b'\n');
+            }
+        }
+        words.shrink_to_fit();
+        Ok(TermList { words })
+    }
+
+    /// Adds to `out` every word of the list that fits `w`.
+    fn fitting<'a>(
+        &'a self,
+        w: &text::PrefilterWord,
+        out: &mut std::collections::HashSet<&'a [u8]>,
+    ) {
+        let buf = &self.words[..];
+        let finder = memchr::memmem::Finder::new(w.text.as_bytes());
+        let mut at = 0;
+        while let Some(i) = finder.find(&buf[at..]) {
+            let hit = at + i;
+            let start = memchr::memrchr(b'\n', &buf[..hit]).map_or(0, |j| j + 1);
+            let end = memchr::memchr(b'\n', &buf[hit..]).map_or(buf.len(), |j| hit + j);
+            let word = &buf[start..end];
+            if w.anchor.fits(word, w.text.as_bytes()) {
+                out.insert(word);
+            }
+            at = end + 1;
+            if at >= buf.len() {
+                break;
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -291,6 +345,7 @@ impl SearchIndex {
             files,
             fields,
             analyzer: text::analyzer(),
+            term_lists: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -463,7 +518,7 @@ impl SearchIndex {
         doc.add_u64(f.stat_size, stamp.size);
         doc.add_i64(f.stat_mtime, stamp.mtime_ns);
         doc.add_u64(f.stat_ino, stamp.ino);
-        if text::has_long_word(note.text) {
+        if text::has_long_word(note.text) || text::has_long_word(path.stem()) {
             doc.add_text(f.long, "1");
         }
         doc
@@ -568,36 +623,64 @@ impl SearchIndex {
         }
         Ok(Box::new(tantivy::query::TermSetQuery::new(terms)))
     }
-
-    /// The notes that may contain every one of `words` as a substring (case-insensitively):
-    /// the exact-search prefilter. Each word must be ASCII letters and digits, lower-cased; a note
-    /// qualifies when some word of its text contains each (words of the file are indexed whole, in
-    /// `props` and `body`), or when it has a word too long to be indexed. `None` when more than
-    /// `max` notes qualify (a scan is as cheap then).
+    /// The notes that can contain an exact query made of `words` (see [`text::prefilter_words`]):
+    /// those with, in the name, aliases, frontmatter or body, an indexed word fitting each of
+    /// them, plus every note with a word too long to be indexed. `None` when more than `max`
+    /// notes qualify, or when a word stands for more than [`MAX_PREFILTER_TERMS`] indexed words:
+    /// then reading every note is as quick.
+    ///
+    /// A whole word is one term lookup. A part of a word is looked up in the list of every word
+    /// the index holds (kept per segment, made on the first exact search after a segment
+    /// appears): one substring scan of a few megabytes, where a regex over the term dictionary
+    /// walked all of it through an automaton.
     pub fn candidates(
         &self,
-        words: &[String],
+        words: &[text::PrefilterWord],
         max: usize,
     ) -> Result<Option<Vec<VaultPath>>, IndexError> {
         let f = &self.fields;
+        let searcher = self.reader.searcher();
+        let lists = if words.iter().all(|w| w.anchor == text::Anchor::Whole) {
+            Vec::new()
+        } else {
+            self.term_lists(&searcher)?
+        };
         let mut all: Vec<Box<dyn TQuery>> = Vec::with_capacity(words.len());
         for w in words {
-            debug_assert!(
-                w.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            );
-            let pattern = format!(".*{w}.*");
-            let either: Vec<Box<dyn TQuery>> = vec![
-                Box::new(tantivy::query::RegexQuery::from_pattern(&pattern, f.props)?),
-                Box::new(tantivy::query::RegexQuery::from_pattern(&pattern, f.body)?),
-            ];
-            all.push(Box::new(BooleanQuery::union(either)));
+            let mut found: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+            if w.anchor == text::Anchor::Whole {
+                found.insert(w.text.as_bytes());
+            } else {
+                for list in &lists {
+                    list.fitting(w, &mut found);
+                    if found.len() > MAX_PREFILTER_TERMS {
+                        return Ok(None);
+                    }
+                }
+            }
+            let mut terms = Vec::with_capacity(found.len() * 3);
+            for t in found {
+                let Ok(t) = std::str::from_utf8(t) else {
+                    continue;
+                };
+                for field in [f.title, f.props, f.body] {
+                    terms.push(Term::from_field_text(field, t));
+                }
+            }
+            if words.len() == 1 {
+                // One word: a single word of it in too many notes settles it without the union.
+                for t in &terms {
+                    if searcher.doc_freq(t)? > max as u64 {
+                        return Ok(None);
+                    }
+                }
+            }
+            all.push(Box::new(tantivy::query::TermSetQuery::new(terms)));
         }
         let q = BooleanQuery::union(vec![
             Box::new(BooleanQuery::intersection(all)) as Box<dyn TQuery>,
             term_query(f.long, "1"),
         ]);
-        let searcher = self.reader.searcher();
         if searcher.search(&q, &Count)? > max {
             return Ok(None);
         }
@@ -609,6 +692,34 @@ impl SearchIndex {
             }
         }
         Ok(Some(out))
+    }
+
+    /// The word lists of the searcher's segments, made for the ones not seen before; lists of
+    /// segments gone (merged away) are dropped.
+    fn term_lists(
+        &self,
+        searcher: &tantivy::Searcher,
+    ) -> Result<Vec<std::sync::Arc<TermList>>, IndexError> {
+        let mut cache = self
+            .term_lists
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut kept = HashMap::with_capacity(searcher.segment_readers().len());
+        let mut out = Vec::with_capacity(searcher.segment_readers().len());
+        for segment in searcher.segment_readers() {
+            let id = segment.segment_id();
+            let list = match cache.remove(&id) {
+                Some(list) => list,
+                None => std::sync::Arc::new(TermList::of(
+                    segment,
+                    &[self.fields.title, self.fields.props, self.fields.body],
+                )?),
+            };
+            kept.insert(id, std::sync::Arc::clone(&list));
+            out.push(list);
+        }
+        *cache = kept;
+        Ok(out)
     }
 
     fn path_of(

@@ -440,21 +440,86 @@ mod prefilter {
         );
     }
 
+    fn candidate_paths(ix: &SearchIndex, query: &str, max: usize) -> Option<Vec<String>> {
+        let found = ix.candidates(&text::prefilter_words(query), max).unwrap()?;
+        let mut paths: Vec<String> = found.iter().map(|p| p.as_str().to_owned()).collect();
+        paths.sort();
+        Some(paths)
+    }
+
+    #[test]
+    fn candidates_are_the_notes_with_a_word_fitting_each_query_word() {
+        let long = format!("x{}", "garden".repeat(11));
+        let ix = index_of(&[
+            ("veg.md", "a vegetablegarden here"),
+            ("ing.md", "Gardening tips"),
+            ("plan.md", "my garden plan"),
+            ("none.md", "nothing at all"),
+            ("Garden log.md", ""),
+            ("long.md", long.as_str()),
+        ]);
+        let got = |q: &str| candidate_paths(&ix, q, usize::MAX).unwrap();
+        // Part of a word: anywhere in one; the long word's note is always in.
+        assert_eq!(
+            got("garden"),
+            ["Garden log.md", "ing.md", "long.md", "plan.md", "veg.md"]
+        );
+        // Whole: only the exact word.
+        assert_eq!(got(" garden "), ["Garden log.md", "long.md", "plan.md"]);
+        // Starting a word / ending one.
+        assert_eq!(
+            got(" garden"),
+            ["Garden log.md", "ing.md", "long.md", "plan.md"]
+        );
+        assert_eq!(
+            got("garden "),
+            ["Garden log.md", "long.md", "plan.md", "veg.md"]
+        );
+        // Every word must fit.
+        assert_eq!(got("garden plan"), ["long.md", "plan.md"]);
+        assert_eq!(got("zzyzx"), ["long.md"]);
+        // Too many notes: no narrowing.
+        assert_eq!(candidate_paths(&ix, "garden", 4), None);
+    }
+
+    #[test]
+    fn a_word_standing_for_too_many_indexed_words_gives_up() {
+        let many: String = (0..=MAX_PREFILTER_TERMS)
+            .map(|i| format!("qq{i} "))
+            .collect();
+        let ix = index_of(&[("many.md", many.as_str()), ("other.md", "qq")]);
+        assert_eq!(candidate_paths(&ix, "qq", usize::MAX), None);
+        assert_eq!(
+            candidate_paths(&ix, "qq1234", usize::MAX).unwrap(),
+            ["many.md"]
+        );
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(ProptestConfig::with_cases(96))]
         #[test]
-        fn every_note_containing_an_ascii_query_is_a_candidate(
-            texts in prop::collection::vec(prop::collection::vec(piece(), 0..12), 1..8),
+        fn every_note_containing_an_ascii_query_in_its_text_or_name_is_a_candidate(
+            notes in prop::collection::vec(
+                ("[a-zA-Z0-9 _\u{212A}\u{17F}-]{1,10}", prop::collection::vec(piece(), 0..12)),
+                1..8,
+            ),
             query in "[a-zA-Z0-9 _-]{2,12}",
+            split in 0usize..8,
         ) {
-            let notes: Vec<(String, String)> = texts
+            let notes: Vec<(String, String)> = notes
                 .iter()
                 .enumerate()
-                .map(|(i, parts)| (format!("n{i}.md"), parts.concat()))
+                .map(|(i, (name, parts))| (format!("{}{i}.md", name.trim()), parts.concat()))
                 .collect();
-            let refs: Vec<(&str, &str)> =
-                notes.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-            let ix = index_of(&refs);
+            // Some notes in a second segment: the word lists are kept per segment.
+            let ix = SearchIndex::new(1).unwrap();
+            for (i, (path, text)) in notes.iter().enumerate() {
+                if i == split {
+                    ix.commit().unwrap();
+                }
+                stage(&ix, path, text, SystemTime::UNIX_EPOCH, i as u64);
+            }
+            ix.commit().unwrap();
             let words = text::prefilter_words(&query);
             prop_assume!(!words.is_empty());
             let found = ix.candidates(&words, usize::MAX).unwrap().unwrap();
@@ -463,7 +528,8 @@ mod prefilter {
                 .build()
                 .unwrap();
             for (path, text) in &notes {
-                if re.is_match(text) {
+                let stem = path.trim_end_matches(".md");
+                if re.is_match(text) || re.is_match(stem) {
                     prop_assert!(
                         found.iter().any(|p| p.as_str() == path),
                         "{path} contains {query:?} but is not a candidate: {text:?}"
@@ -609,7 +675,7 @@ fn the_cache_format_names_the_analyzers_it_was_built_with() {
     assert_eq!(
         (cache::FORMAT, words, text::cjk_bigrams("我爱北京")),
         (
-            "capvault index 1, tantivy 0.27",
+            "capvault index 2, tantivy 0.27",
             ["cafe", "deja", "vu", "tag", "sub", "x", "y", "42"]
                 .map(String::from)
                 .to_vec(),

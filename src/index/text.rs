@@ -70,18 +70,78 @@ pub fn has_long_word(text: &str) -> bool {
     false
 }
 
+/// Where a word of an exact query must sit inside a word of a matching note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Anchor {
+    /// Bounded on both sides within the query (`my garden plan`): the note has it as a word.
+    Whole,
+    /// Bounded before, not after (the last word of `my gard`): a note word starts with it.
+    Start,
+    /// Bounded after, not before (the first word of `den plan`): a note word ends with it.
+    End,
+    /// The whole query is one run of letters and digits: some note word contains it.
+    Inside,
+}
+
+impl Anchor {
+    /// True when `term`, a word as the index holds it, fits `word` at this anchor.
+    pub fn fits(self, term: &[u8], word: &[u8]) -> bool {
+        match self {
+            Anchor::Whole => term == word,
+            Anchor::Start => term.starts_with(word),
+            Anchor::End => term.ends_with(word),
+            Anchor::Inside => memchr::memmem::find(term, word).is_some(),
+        }
+    }
+}
+
+/// One word the exact-search prefilter can look up in the index.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PrefilterWord {
+    /// Lower-cased ASCII letters and digits.
+    pub text: String,
+    /// Where it must sit in a note's word.
+    pub anchor: Anchor,
+}
+
 /// The words the exact-search prefilter can use for `query`: its runs of ASCII letters and
-/// digits (lower-cased), when every character of the query is ASCII; otherwise none (case folding
-/// and accent folding of other scripts are not worth the risk of missing a note).
-pub fn prefilter_words(query: &str) -> Vec<String> {
+/// digits (lower-cased) of two or more, each with where a match must put it in a note's word,
+/// when every character of the query is ASCII; otherwise none (case folding and accent folding
+/// of other scripts are not worth the risk of missing a note).
+///
+/// A run with a non-alphanumeric character of the query on each side is a whole word of any
+/// note that contains the query: the same characters surround it there, and the index splits
+/// words exactly at them.
+pub fn prefilter_words(query: &str) -> Vec<PrefilterWord> {
     if !query.is_ascii() {
         return Vec::new();
     }
-    let mut words: Vec<String> = query
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| w.len() >= 2)
-        .map(str::to_ascii_lowercase)
-        .collect();
+    let bytes = query.as_bytes();
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        if i - start < 2 {
+            continue;
+        }
+        let anchor = match (start > 0, i < bytes.len()) {
+            (true, true) => Anchor::Whole,
+            (true, false) => Anchor::Start,
+            (false, true) => Anchor::End,
+            (false, false) => Anchor::Inside,
+        };
+        words.push(PrefilterWord {
+            text: query[start..i].to_ascii_lowercase(),
+            anchor,
+        });
+    }
     words.sort();
     words.dedup();
     words
@@ -437,13 +497,32 @@ mod tests {
     }
 
     #[test]
-    fn prefilter_words_are_ascii_runs_and_long_words_are_flagged() {
+    fn prefilter_words_are_ascii_runs_anchored_where_the_query_bounds_them() {
+        let w = |t: &str, anchor| PrefilterWord {
+            text: t.to_owned(),
+            anchor,
+        };
         assert_eq!(
             prefilter_words("Quokka was-here!"),
-            ["here", "quokka", "was"]
+            [
+                w("quokka", Anchor::End),
+                w("was", Anchor::Whole),
+                w("here", Anchor::Whole)
+            ]
+            .into_iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
         );
-        assert_eq!(prefilter_words("a b"), Vec::<String>::new());
+        assert_eq!(prefilter_words("quokka"), [w("quokka", Anchor::Inside)]);
+        assert_eq!(prefilter_words(" quo"), [w("quo", Anchor::Start)]);
+        assert_eq!(prefilter_words("a b"), Vec::<PrefilterWord>::new());
         assert!(prefilter_words("café").is_empty());
+        assert!(Anchor::Start.fits(b"gardening", b"garden"));
+        assert!(!Anchor::Start.fits(b"vegetablegarden", b"garden"));
+        assert!(Anchor::End.fits(b"vegetablegarden", b"garden"));
+        assert!(!Anchor::Whole.fits(b"gardens", b"garden"));
+        assert!(Anchor::Inside.fits(b"agardens", b"garden"));
         // tantivy drops a token of exactly the limit, so it is flagged too.
         assert!(has_long_word(&"x".repeat(MAX_TOKEN_BYTES)));
         assert!(!has_long_word(&format!(

@@ -133,7 +133,9 @@ pub struct SearchResults {
     pub next_cursor: Option<String>,
     /// `ranked`, `exact` or `regex`.
     pub mode: &'static str,
-    /// `index`, or `scan` (exact and regex modes, and ranked mode while the index is built).
+    /// `index` (ranked), `index+scan` (exact: the index picked the notes, their texts were
+    /// read for the lines), or `scan` (exact and regex modes, and ranked mode while the index is
+    /// built).
     pub served_by: &'static str,
     /// True when the scan's time budget ran out: hits and total cover only the notes scanned.
     pub partial: bool,
@@ -427,11 +429,10 @@ fn search_lines(
         && scope.after.is_none()
         && scope.before.is_none()
         && scope.filter.is_empty();
-    let in_memory = texts.as_ref().filter(|_| unfiltered);
-    let listed = match in_memory {
-        Some(_) => None,
-        None => candidates(engine, query, matcher, scope, mode),
-    };
+    let listed = candidates(engine, query, scope, mode, texts.is_some() && unfiltered);
+    let in_memory = texts.as_ref().filter(|_| unfiltered && listed.is_none());
+    let by_index = listed.as_ref().is_some_and(|l| l.1);
+    let listed = listed.map(|l| l.0);
     // Notes found by a walk of the disk (before the first build), owned here.
     let mut walked: Vec<(f64, VaultPath, usize)> = Vec::new();
     let notes: Vec<(&VaultPath, &NoteText)> = match in_memory {
@@ -539,7 +540,7 @@ fn search_lines(
         hits,
         total,
         mode: mode.name(),
-        served_by: "scan",
+        served_by: if by_index { "index+scan" } else { "scan" },
         partial,
         notes,
         index: None,
@@ -547,47 +548,60 @@ fn search_lines(
 }
 
 /// The notes an exact or regex search must read, from the model once it is built (folder, time,
-/// tag and property filters applied from memory); when note texts are read from disk, narrowed for
-/// an exact search by the index's prefilter (plus every note whose name matches). `None` before
-/// the first build: scan the disk.
+/// tag and property filters applied from memory), narrowed for an exact search by the index's
+/// prefilter when it rules out enough notes to beat reading them all. `None` before the first
+/// build (scan the disk), and when the search is over every note and their texts are in memory
+/// (the caller scans those directly). The flag is true when the index picked the notes.
 fn candidates(
     engine: &Engine,
     query: &str,
-    matcher: &Matcher,
     scope: &Scope<'_>,
     mode: Mode,
-) -> Option<Vec<VaultPath>> {
+    everything_in_memory: bool,
+) -> Option<(Vec<VaultPath>, bool)> {
     let index = engine.index()?;
     if !engine.is_ready() {
         // The index is committed before the model is applied; the note list needs the model.
         return None;
     }
     let model = engine.model_now();
-    let mut paths: Vec<VaultPath> = model
-        .notes()
-        .iter()
-        .filter(|(p, n)| {
-            p.starts_with(scope.folder)
-                && scope.time_ok(n.meta.modified)
-                && (scope.filter.is_empty() || scope.filter.matches(&model, p))
-        })
-        .map(|(p, _)| p.clone())
-        .collect();
-    drop(model);
-    // With the texts in memory a scan is as fast as the prefilter's term-dictionary walk (measured
-    // at 100,000 notes); without them the prefilter saves reading most notes from disk.
+    let in_scope = |p: &VaultPath, n: &crate::model::Note| {
+        p.starts_with(scope.folder)
+            && scope.time_ok(n.meta.modified)
+            && (scope.filter.is_empty() || scope.filter.matches(&model, p))
+    };
     let words = text::prefilter_words(query);
-    if mode == Mode::Exact && !words.is_empty() && !engine.keeps_texts() {
-        match index.candidates(&words, paths.len() / 2) {
+    if mode == Mode::Exact && !words.is_empty() {
+        // Reading a note's text from memory costs about as much as looking up a few of the
+        // prefilter's paths; from disk, much more.
+        let notes = model.notes().len();
+        let max = if engine.keeps_texts() {
+            notes / 8
+        } else {
+            notes / 2
+        };
+        match index.candidates(&words, max) {
             Ok(Some(found)) => {
-                let found: std::collections::HashSet<VaultPath> = found.into_iter().collect();
-                paths.retain(|p| found.contains(p) || matcher.matches(p.stem()));
+                let found = found
+                    .into_iter()
+                    .filter(|p| model.notes().get(p).is_some_and(|n| in_scope(p, n)))
+                    .collect();
+                return Some((found, true));
             }
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "exact-search prefilter failed; scanning all"),
         }
     }
-    Some(paths)
+    if everything_in_memory {
+        return None;
+    }
+    let all = model
+        .notes()
+        .iter()
+        .filter(|(p, n)| in_scope(p, n))
+        .map(|(p, _)| p.clone())
+        .collect();
+    Some((all, false))
 }
 
 /// A note's score, path and number of hits.
