@@ -401,7 +401,12 @@ async fn listing_pages_agree_with_the_files_whatever_picks_the_candidates() {
         let folder = ["A", "A/B", "C"][(i % 3) as usize];
         let tagged = i % 4 == 0;
         let path = format!("{folder}/n{i:02}.md");
-        let body = if tagged { "#proj/sub text" } else { "text" };
+        // Some notes carry the tag and a nested one: listed once.
+        let body = match (tagged, i % 8 == 0) {
+            (true, true) => "#proj #proj/sub text",
+            (true, false) => "#proj/sub text",
+            _ => "text",
+        };
         write_tree(tmp.path(), &[(path.as_str(), body)]);
         // Some notes share a time: ties are by path.
         let secs = (i * 7) % 40;
@@ -431,23 +436,27 @@ async fn listing_pages_agree_with_the_files_whatever_picks_the_candidates() {
         ),
         (json!({"kind": "any"}), Box::new(|_, _| true)),
     ];
-    for (args, keep) in cases {
-        let want: Vec<&str> = expected
-            .iter()
-            .filter(|(_, p, t)| keep(p, *t))
-            .map(|(_, p, _)| p.as_str())
-            .collect();
-        let mut a = args.clone();
-        a["limit"] = json!(7);
-        let pages = s.pages("list_notes", a).await;
-        let got: Vec<String> = pages
-            .iter()
-            .flat_map(|p| p["notes"].as_array().unwrap().clone())
-            .map(|n| n["path"].as_str().unwrap().to_owned())
-            .collect();
-        assert_eq!(got, want, "{args}");
-        for p in &pages {
-            assert_eq!(p["total"], want.len(), "{args}");
+    // A small page makes the listing walk the recency order for every filter but the narrowest;
+    // a larger one makes it sort the candidates.
+    for limit in [2, 7] {
+        for (args, keep) in &cases {
+            let want: Vec<&str> = expected
+                .iter()
+                .filter(|(_, p, t)| keep(p, *t))
+                .map(|(_, p, _)| p.as_str())
+                .collect();
+            let mut a = args.clone();
+            a["limit"] = json!(limit);
+            let pages = s.pages("list_notes", a).await;
+            let got: Vec<String> = pages
+                .iter()
+                .flat_map(|p| p["notes"].as_array().unwrap().clone())
+                .map(|n| n["path"].as_str().unwrap().to_owned())
+                .collect();
+            assert_eq!(got, want, "{args} limit {limit}");
+            for p in &pages {
+                assert_eq!(p["total"], want.len(), "{args} limit {limit}");
+            }
         }
     }
     s.stop().await;

@@ -173,14 +173,27 @@ fn in_folder(path: &VaultPath, folder: &VaultPath, recursive: bool) -> bool {
     (folder.is_root() || path.starts_with(folder))
         && (recursive || path.components().count() == folder.components().count() + 1)
 }
+/// The files a filtered listing can come from: the tag index's notes for a tag filter, a
+/// folder's range of the model otherwise. `None` when neither narrows the listing.
+struct Candidates<'m> {
+    paths: Vec<&'m VaultPath>,
+    /// The tag's note sets (the tag and each nested one), when a tag picked the paths.
+    tag_sets: Vec<&'m std::collections::BTreeSet<VaultPath>>,
+}
 
-/// The files a listing can only come from, when far fewer than the whole vault: the notes of a
-/// tag (and the tags nested under it) from the tag index, or the files under a folder.
+impl Candidates<'_> {
+    /// True when `p` is one of the candidates, for a path within the listing's folder.
+    fn holds(&self, p: &VaultPath) -> bool {
+        self.tag_sets.is_empty() || self.tag_sets.iter().any(|s| s.contains(p))
+    }
+}
+
+/// The candidates of a listing by tag (from the tag index) or by folder (a range of the model).
 fn candidates<'m>(
     model: &'m Model,
     query: &ListQuery,
     tag: Option<&str>,
-) -> Option<Vec<&'m VaultPath>> {
+) -> Option<Candidates<'m>> {
     if let Some(t) = tag {
         let nested = format!("{t}/");
         let sets: Vec<&std::collections::BTreeSet<VaultPath>> = model
@@ -196,20 +209,24 @@ fn candidates<'m>(
             out.sort_unstable();
             out.dedup();
         }
-        return Some(out);
+        return Some(Candidates {
+            paths: out,
+            tag_sets: sets,
+        });
     }
     if query.folder.is_root() {
         return None;
     }
     let f = &query.folder;
-    Some(
-        model
+    Some(Candidates {
+        paths: model
             .files()
             .range::<VaultPath, _>(f..)
             .take_while(|(p, _)| p.as_str().starts_with(f.as_str()))
             .map(|(p, _)| p)
             .collect(),
-    )
+        tag_sets: Vec::new(),
+    })
 }
 
 /// Lists files per `query` from the model, newest first. `keep`, when given, filters by path
@@ -227,10 +244,35 @@ pub fn list_notes(
     if !query.folder.is_root() {
         vault.check_folder(&query.folder)?;
     }
-    if let Some(found) = candidates(model, query, tag) {
-        return list_from(model, query, keep, found, limit, after);
-    }
+    let admits = |p: &VaultPath| {
+        query.kind.admits(FileKind::of(p))
+            && in_folder(p, &query.folder, query.recursive)
+            && keep.is_none_or(|k| k(p))
+    };
     let recent = model.recent();
+    let found = candidates(model, query, tag);
+    let mut known_total = None;
+    if let Some(found) = &found {
+        // Few candidates: order them. Many: walk the recency order and stop at the page's end,
+        // which reads about `limit * files / candidates` entries instead of every candidate's
+        // metadata.
+        let every_note = query.folder.is_root()
+            && query.recursive
+            && keep.is_none()
+            && query.kind.admits(FileKind::Note);
+        let admitted = if every_note && found.tag_sets.len() == 1 {
+            // One tag, nothing else to check: its set's size (the tag index holds notes only).
+            found.tag_sets[0].len()
+        } else {
+            found.paths.iter().filter(|p| admits(p)).count()
+        };
+        if admitted.saturating_mul(admitted) < recent.len().saturating_mul(limit + 1) {
+            let paths = found.paths.clone();
+            return list_from(model, query, keep, paths, limit, after);
+        }
+        known_total = Some(admitted);
+    }
+    let admits = |p: &VaultPath| admits(p) && found.as_ref().is_none_or(|f| f.holds(p));
     let from = match &after {
         Some(k) => std::ops::Bound::Excluded((
             std::cmp::Reverse(k.m),
@@ -242,18 +284,15 @@ pub fn list_notes(
     };
     // The whole vault of one kind, unfiltered: the model counts it, so the scan stops at the
     // page's end.
-    let counted = (query.folder.is_root() && query.recursive && keep.is_none()).then(|| {
-        let c = model.counts();
-        match query.kind.only() {
-            Some(k) => c.of(k),
-            None => c.notes + c.canvases + c.bases + c.attachments,
-        }
+    let counted = known_total.or_else(|| {
+        (query.folder.is_root() && query.recursive && keep.is_none()).then(|| {
+            let c = model.counts();
+            match query.kind.only() {
+                Some(k) => c.of(k),
+                None => c.notes + c.canvases + c.bases + c.attachments,
+            }
+        })
     });
-    let admits = |p: &VaultPath| {
-        query.kind.admits(FileKind::of(p))
-            && in_folder(p, &query.folder, query.recursive)
-            && keep.is_none_or(|k| k(p))
-    };
     let mut page: Vec<NoteSummary> = Vec::new();
     let mut last: Option<Key> = None;
     let mut more = false;
