@@ -5,6 +5,7 @@
 //! tools = "read"                      # a profile or a list, as --tools (the flag wins)
 //! exclude = ["Private", "**/*.secret.md"]   # added to every --exclude
 //! disabled_tools = ["find_orphans"]
+//! show_obsidian_excluded = true       # as --show-obsidian-excluded
 //!
 //! [tool.search_notes]                 # how one tool is shown
 //! name = "work_search"
@@ -33,6 +34,9 @@ pub struct Config {
     /// Tools taken away.
     #[serde(default)]
     pub disabled_tools: Vec<String>,
+    /// Include Obsidian's Excluded files in results, as `--show-obsidian-excluded`.
+    #[serde(default)]
+    pub show_obsidian_excluded: bool,
     /// Per-tool name and description overrides, by tool name.
     #[serde(default)]
     pub tool: BTreeMap<String, ToolEntry>,

@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use crate::index::{SearchIndex, Stamp};
 use crate::model::{Change, Model, NoteRead, SharedModel};
+use crate::obsidian::config::IgnoreFilters;
 use crate::vault::cache::IndexCacheDir;
 use crate::vault::watch::WatchMsg;
 use crate::vault::{Vault, VaultError, VaultPath, is_note_name};
@@ -68,6 +69,9 @@ pub struct Freshness {
     /// Keep every note's text in memory, so exact and regex searches scan RAM instead of disk
     /// (about the vault's Markdown size in memory).
     pub keep_texts: bool,
+    /// Leave Obsidian's "Excluded files" (`userIgnoreFilters`) out of search, list and graph
+    /// results, as Obsidian does (they stay readable by path).
+    pub hide_obsidian_excluded: bool,
 }
 
 impl Default for Freshness {
@@ -79,6 +83,7 @@ impl Default for Freshness {
             scan_budget: SCAN_BUDGET,
             build_delay: Duration::ZERO,
             keep_texts: true,
+            hide_obsidian_excluded: true,
         }
     }
 }
@@ -297,7 +302,21 @@ pub struct Engine {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// The watcher's channel, to wake its loop at shutdown.
     watch_tx: Mutex<Option<Sender<WatchMsg>>>,
+    /// `app.json` as last read, and the Excluded files it names.
+    ignored: Mutex<Option<SeenSettings>>,
 }
+
+/// `app.json`'s bytes and the Excluded files they name.
+type SeenSettings = (Vec<u8>, Option<Arc<IgnoreFilters>>);
+
+/// The files of one state of the model that Obsidian's Excluded files name, and the filters
+/// that named them.
+type IgnoredFiles = Mutex<
+    Option<(
+        Arc<IgnoreFilters>,
+        Arc<std::collections::HashSet<VaultPath>>,
+    )>,
+>;
 
 impl Drop for Engine {
     fn drop(&mut self) {
@@ -343,6 +362,7 @@ impl Engine {
             stop: Arc::new(Stop::default()),
             threads: Mutex::new(Vec::new()),
             watch_tx: Mutex::new(None),
+            ignored: Mutex::new(None),
         }
     }
 
@@ -521,6 +541,67 @@ impl Engine {
     /// True when note texts are kept in memory.
     pub fn keeps_texts(&self) -> bool {
         self.freshness.keep_texts
+    }
+
+    /// Obsidian's Excluded files, when results are to leave them out: `None` when the vault
+    /// names none (or they are shown). `app.json` is read on each call (it is small) and parsed
+    /// again only when it changed.
+    pub fn user_ignored(&self) -> Option<Arc<IgnoreFilters>> {
+        if !self.freshness.hide_obsidian_excluded {
+            return None;
+        }
+        let bytes = match self.vault.read_config(crate::vault::ConfigFile::App) {
+            Ok(Some(b)) => b,
+            Ok(None) => Vec::new(),
+            Err(e) => {
+                tracing::debug!(error = %e, "app.json could not be read");
+                Vec::new()
+            }
+        };
+        let mut cached = self.ignored.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, filters)) = cached.as_ref()
+            && *seen == bytes
+        {
+            return filters.clone();
+        }
+        let filters = crate::obsidian::config::parse_app(&bytes)
+            .ok()
+            .map(|app| {
+                let (f, errors) = IgnoreFilters::new(&app.user_ignore_filters);
+                for e in errors {
+                    tracing::warn!("{e}");
+                }
+                f
+            })
+            .filter(|f| !f.is_empty())
+            .map(Arc::new);
+        *cached = Some((bytes, filters.clone()));
+        filters
+    }
+
+    /// The files of `model` that `filters` exclude, computed once per state of the model.
+    pub fn user_ignored_files(
+        &self,
+        model: &Model,
+        filters: &Arc<IgnoreFilters>,
+    ) -> Arc<std::collections::HashSet<VaultPath>> {
+        let slot = model.memo::<IgnoredFiles>("user_ignored_files", || Mutex::new(None));
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((f, files)) = slot.as_ref()
+            && Arc::ptr_eq(f, filters)
+        {
+            return Arc::clone(files);
+        }
+        let files: Arc<std::collections::HashSet<VaultPath>> = Arc::new(
+            model
+                .files()
+                .keys()
+                .filter(|p| filters.matches(p.as_str()))
+                .cloned()
+                .collect(),
+        );
+        *slot = Some((Arc::clone(filters), Arc::clone(&files)));
+        files
     }
 
     /// The notes' texts held in memory, once the first build is complete and if kept at all.

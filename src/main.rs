@@ -61,6 +61,11 @@ enum Command {
         /// Overrides the config file's `tools`.
         #[arg(long, value_name = "PROFILE")]
         tools: Option<String>,
+        /// Include the files Obsidian's "Excluded files" setting names (`userIgnoreFilters` in
+        /// `.obsidian/app.json`) in search, list and graph results. By default they are left out,
+        /// as Obsidian does; they are always readable by path.
+        #[arg(long)]
+        show_obsidian_excluded: bool,
         /// Testing aid: wait this many milliseconds before building the index.
         #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
         index_delay: u64,
@@ -180,6 +185,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             scan_budget,
             index_delay,
             tools,
+            show_obsidian_excluded,
         } => {
             let ms = std::time::Duration::from_millis;
             let freshness = capvault::engine::Freshness {
@@ -189,8 +195,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 scan_budget: ms(scan_budget),
                 build_delay: ms(index_delay),
                 keep_texts: !no_text_cache,
+                hide_obsidian_excluded: true,
             };
             let (vault, config) = vault.open()?;
+            let freshness = capvault::engine::Freshness {
+                hide_obsidian_excluded: !(show_obsidian_excluded || config.show_obsidian_excluded),
+                ..freshness
+            };
             let policy = config
                 .policy(
                     tools.as_deref(),

@@ -461,3 +461,116 @@ async fn listing_pages_agree_with_the_files_whatever_picks_the_candidates() {
     }
     s.stop().await;
 }
+
+/// A vault whose Obsidian settings exclude a folder and, by regex, draft notes.
+fn excluded_files_vault() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            (
+                ".obsidian/app.json",
+                r#"{"userIgnoreFilters": ["Archive/", "/\\.draft\\.md$/"]}"#,
+            ),
+            ("Live.md", "quokka here\n"),
+            ("Hub.md", "see [[Live]] and [[Archive/Old]]\n"),
+            ("Archive/Old.md", "an old quokka [[Live]] #zoo\n"),
+            ("Archive/Lonely.md", "nobody links here\n"),
+            ("Notes/Idea.draft.md", "a quokka draft [[Nowhere]]\n"),
+        ],
+    );
+    tmp
+}
+
+/// The paths `tool` returns for `args`, across every page, found under `key`.
+async fn all_paths(s: &Server, tool: &str, args: Value, key: &str) -> Vec<String> {
+    let mut out: Vec<String> = s
+        .pages(tool, args)
+        .await
+        .iter()
+        .flat_map(|p| p[key].as_array().unwrap().clone())
+        .map(|v| match &v {
+            Value::String(p) => p.clone(),
+            _ => v
+                .get("path")
+                .or_else(|| v.get("source"))
+                .and_then(Value::as_str)
+                .unwrap()
+                .to_owned(),
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[tokio::test]
+async fn obsidian_excluded_files_are_left_out_of_search_lists_and_graph_but_stay_readable() {
+    let tmp = excluded_files_vault();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    for mode in ["ranked", "exact", "regex"] {
+        let r = s
+            .ok(
+                "search_notes",
+                json!({"query": "quokka", "mode": mode, "limit": 50}),
+            )
+            .await;
+        let mut got: Vec<&str> = r["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["path"].as_str().unwrap())
+            .collect();
+        got.dedup();
+        assert_eq!(got, ["Live.md"], "{mode}: {r}");
+        assert_eq!(r["total"], 1, "{mode}");
+    }
+    let listed = all_paths(&s, "list_notes", json!({"limit": 2}), "notes").await;
+    assert_eq!(listed, ["Hub.md", "Live.md"]);
+    let page = s.ok("list_notes", json!({"limit": 1})).await;
+    assert_eq!(page["total"], 2);
+    let tagged = s.ok("list_notes", json!({"tag": "zoo"})).await;
+    assert_eq!(tagged["total"], 0, "{tagged}");
+    // Archive/Lonely.md is an orphan, but excluded; Hub.md is the only one shown.
+    let orphans = all_paths(&s, "find_orphans", json!({}), "items").await;
+    assert_eq!(orphans, ["Hub.md"]);
+    let broken = all_paths(&s, "find_broken_links", json!({}), "items").await;
+    assert!(broken.is_empty(), "{broken:?}");
+    let near = all_paths(
+        &s,
+        "get_neighbors",
+        json!({"path": "Live.md", "depth": 2}),
+        "items",
+    )
+    .await;
+    assert_eq!(near, ["Hub.md"]);
+    // Readable by path, as in Obsidian.
+    let old = s.ok("read_note", json!({"path": "Archive/Old.md"})).await;
+    assert!(
+        old["content"].as_str().unwrap().contains("old quokka"),
+        "{old}"
+    );
+
+    // Settings edited while the server runs apply to the next call.
+    std::fs::write(
+        tmp.path().join(".obsidian/app.json"),
+        r#"{"userIgnoreFilters": ["Archive/"]}"#,
+    )
+    .unwrap();
+    let r = s
+        .ok("search_notes", json!({"query": "quokka", "mode": "exact"}))
+        .await;
+    assert_eq!(r["total"], 2, "{r}");
+    s.stop().await;
+
+    let s = Server::start_with(tmp.path(), &["--show-obsidian-excluded"]).await;
+    s.wait_index_ready().await;
+    let r = s
+        .ok("search_notes", json!({"query": "quokka", "limit": 50}))
+        .await;
+    assert_eq!(r["total"], 3, "{r}");
+    let listed = all_paths(&s, "list_notes", json!({}), "notes").await;
+    assert_eq!(listed.len(), 5, "{listed:?}");
+    s.stop().await;
+}

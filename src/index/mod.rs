@@ -150,6 +150,8 @@ pub struct IndexFilter {
     pub modified_after: Option<i64>,
     /// Only notes modified at or before this time (ms since the epoch).
     pub modified_before: Option<i64>,
+    /// Never these notes (Obsidian's Excluded files).
+    pub exclude: Option<std::sync::Arc<std::collections::HashSet<VaultPath>>>,
 }
 
 /// One page of ranked hits.
@@ -821,14 +823,25 @@ impl SearchIndex {
                 bound(filter.modified_before),
             )));
         }
-        out.into_iter()
+        let mut clauses: Vec<(Occur, Box<dyn TQuery>)> = out
+            .into_iter()
             .map(|q| {
                 (
                     Occur::Must,
                     Box::new(ConstScoreQuery::new(q, 0.0)) as Box<dyn TQuery>,
                 )
             })
-            .collect()
+            .collect();
+        if let Some(exclude) = filter.exclude.as_ref().filter(|e| !e.is_empty()) {
+            let terms = exclude
+                .iter()
+                .map(|p| Term::from_field_text(f.path, p.as_str()));
+            clauses.push((
+                Occur::MustNot,
+                Box::new(tantivy::query::TermSetQuery::new(terms)),
+            ));
+        }
+        clauses
     }
 }
 

@@ -262,12 +262,14 @@ pub struct Neighbor {
     pub distance: usize,
 }
 
-/// Breadth-first neighbours of `start` up to `depth` links away, nearest first, then by path.
+/// Breadth-first neighbours of `start` up to `depth` links away, nearest first, then by path;
+/// `hidden` notes (Obsidian's Excluded files) are neither listed nor passed through.
 pub fn neighbors(
     model: &Model,
     start: &VaultPath,
     depth: usize,
     direction: Direction,
+    hidden: &dyn Fn(&VaultPath) -> bool,
 ) -> Result<Vec<Neighbor>, NoteError> {
     if !model.files().contains_key(start) {
         return Err(NoteError::InvalidArgument(format!(
@@ -295,7 +297,7 @@ pub fn neighbors(
             next.extend(model.backlinks(&node).cloned());
         }
         for n in next {
-            if seen.insert(n.clone()) {
+            if !hidden(&n) && seen.insert(n.clone()) {
                 out.push(Neighbor {
                     path: n.to_string(),
                     distance: d + 1,

@@ -3,6 +3,7 @@
 //! with counts. While the first build runs, `list_notes` without filters walks the disk instead.
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::paging::{fingerprint, page};
 use super::{NoteError, check_limit, cursor, rfc3339};
 use crate::model::{FileKind, Model};
+use crate::obsidian::config::IgnoreFilters;
 use crate::vault::{Vault, VaultPath};
 
 /// Default and largest page size.
@@ -231,13 +233,15 @@ fn candidates<'m>(
 
 /// Lists files per `query` from the model, newest first. `keep`, when given, filters by path
 /// (tag, property and glob filters); `tag`, the normalised tag filter if there is one, lets the
-/// tag index pick the candidates. `vault` only checks that a folder exists.
+/// tag index pick the candidates; `ignored` files (Obsidian's Excluded files) are left out.
+/// `vault` only checks that a folder exists.
 pub fn list_notes(
     vault: &Vault,
     model: &Model,
     query: &ListQuery,
     keep: Option<&dyn Fn(&VaultPath) -> bool>,
     tag: Option<&str>,
+    ignored: Option<&HashSet<VaultPath>>,
 ) -> Result<ListPage, NoteError> {
     let limit = check_limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let after = resume_after(query)?;
@@ -248,6 +252,15 @@ pub fn list_notes(
         query.kind.admits(FileKind::of(p))
             && in_folder(p, &query.folder, query.recursive)
             && keep.is_none_or(|k| k(p))
+            && ignored.is_none_or(|i| !i.contains(p))
+    };
+    // Ignored files a whole-vault count must leave out.
+    let ignored_here = |kind: Option<FileKind>| {
+        ignored.map_or(0, |i| {
+            i.iter()
+                .filter(|p| kind.is_none_or(|k| FileKind::of(p) == k))
+                .count()
+        })
     };
     let recent = model.recent();
     let found = candidates(model, query, tag);
@@ -260,14 +273,19 @@ pub fn list_notes(
             && query.recursive
             && keep.is_none()
             && query.kind.admits(FileKind::Note);
-        let admitted = if every_note && found.tag_sets.len() == 1 {
+        let admitted = if every_note && found.tag_sets.len() == 1 && ignored.is_none() {
             // One tag, nothing else to check: its set's size (the tag index holds notes only).
             found.tag_sets[0].len()
         } else {
             found.paths.iter().filter(|p| admits(p)).count()
         };
         if admitted.saturating_mul(admitted) < recent.len().saturating_mul(limit + 1) {
-            let paths = found.paths.clone();
+            let paths: Vec<&VaultPath> = found
+                .paths
+                .iter()
+                .copied()
+                .filter(|p| ignored.is_none_or(|i| !i.contains(*p)))
+                .collect();
             return list_from(model, query, keep, paths, limit, after);
         }
         known_total = Some(admitted);
@@ -287,10 +305,11 @@ pub fn list_notes(
     let counted = known_total.or_else(|| {
         (query.folder.is_root() && query.recursive && keep.is_none()).then(|| {
             let c = model.counts();
-            match query.kind.only() {
+            let all = match query.kind.only() {
                 Some(k) => c.of(k),
                 None => c.notes + c.canvases + c.bases + c.attachments,
-            }
+            };
+            all.saturating_sub(ignored_here(query.kind.only()))
         })
     });
     let mut page: Vec<NoteSummary> = Vec::new();
@@ -410,8 +429,12 @@ fn list_from(
 }
 
 /// [`list_notes`] by walking the disk, for the seconds before the first build has a model
-/// (no filters then).
-pub fn list_notes_walk(vault: &Vault, query: &ListQuery) -> Result<ListPage, NoteError> {
+/// (no filters then but Obsidian's Excluded files, `ignored`).
+pub fn list_notes_walk(
+    vault: &Vault,
+    query: &ListQuery,
+    ignored: Option<&IgnoreFilters>,
+) -> Result<ListPage, NoteError> {
     let limit = check_limit(query.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let after = resume_after(query)?;
     let mut all: Vec<(Key, SystemTime, u64)> = Vec::new();
@@ -421,6 +444,9 @@ pub fn list_notes_walk(vault: &Vault, query: &ListQuery) -> Result<ListPage, Not
         query.recursive,
         &|name| kind.admits(FileKind::of_name(name)),
         &mut |entry| {
+            if ignored.is_some_and(|i| i.matches(entry.path.as_str())) {
+                return ControlFlow::Continue(());
+            }
             match entry.meta(vault) {
                 Ok(meta) => all.push((
                     Key {

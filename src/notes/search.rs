@@ -28,6 +28,7 @@ use crate::index::query::{self, Query};
 use crate::index::text::{self, HeadingTracker, Needles};
 use crate::index::{IndexFilter, millis};
 use crate::markdown;
+use crate::obsidian::config::IgnoreFilters;
 use crate::vault::{Vault, VaultPath, is_note_name};
 
 /// Default number of hits.
@@ -199,12 +200,14 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
         q.modified_before,
     ));
     let offset = decode_offset(q.cursor.as_deref(), query_id)?;
+    let ignored = engine.user_ignored();
     let scope = Scope {
         budget: engine.scan_budget(),
         folder: &q.folder,
         filter: &filter,
         after: q.modified_after,
         before: q.modified_before,
+        ignored: ignored.as_deref(),
     };
     match q.mode {
         Mode::Exact | Mode::Regex => {
@@ -233,6 +236,9 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
                         property: q.property.clone().map(|k| (k, q.value.clone())),
                         modified_after: q.modified_after,
                         modified_before: q.modified_before,
+                        exclude: ignored
+                            .as_ref()
+                            .map(|f| engine.user_ignored_files(&engine.model_now(), f)),
                     };
                     let found = ix
                         .search(&parsed, &ifilter, offset, limit)
@@ -274,9 +280,16 @@ struct Scope<'a> {
     filter: &'a NoteFilter,
     after: Option<i64>,
     before: Option<i64>,
+    /// Obsidian's Excluded files, left out.
+    ignored: Option<&'a IgnoreFilters>,
 }
 
 impl Scope<'_> {
+    /// False for a note Obsidian's Excluded files name.
+    fn shown(&self, p: &VaultPath) -> bool {
+        self.ignored.is_none_or(|f| !f.matches(p.as_str()))
+    }
+
     fn time_ok(&self, modified: std::time::SystemTime) -> bool {
         let t = millis(modified);
         self.after.is_none_or(|a| t >= a) && self.before.is_none_or(|b| t < b)
@@ -301,6 +314,9 @@ fn scan(
         if started.elapsed() > scope.budget {
             partial = true;
             return ControlFlow::Break(());
+        }
+        if !scope.shown(&entry.path) {
+            return ControlFlow::Continue(());
         }
         match entry.read(vault) {
             Ok(data) if scope.time_ok(data.meta.modified) => {
@@ -428,7 +444,8 @@ fn search_lines(
     let unfiltered = scope.folder.is_root()
         && scope.after.is_none()
         && scope.before.is_none()
-        && scope.filter.is_empty();
+        && scope.filter.is_empty()
+        && scope.ignored.is_none();
     let listed = candidates(engine, query, scope, mode, texts.is_some() && unfiltered);
     let in_memory = texts.as_ref().filter(|_| unfiltered && listed.is_none());
     let by_index = listed.as_ref().is_some_and(|l| l.1);
@@ -567,6 +584,7 @@ fn candidates(
     let model = engine.model_now();
     let in_scope = |p: &VaultPath, n: &crate::model::Note| {
         p.starts_with(scope.folder)
+            && scope.shown(p)
             && scope.time_ok(n.meta.modified)
             && (scope.filter.is_empty() || scope.filter.matches(&model, p))
     };

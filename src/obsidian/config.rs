@@ -159,6 +159,73 @@ pub fn parse_app(bytes: &[u8]) -> Result<AppSettings, ConfigError> {
     })
 }
 
+/// Obsidian's "Excluded files" (`userIgnoreFilters`), compiled: a plain entry excludes every path
+/// that starts with it (`Archive/` a folder, `Drafts/old.md` one file, `Arch` both `Archive/...`
+/// and `Archived.md`, as Obsidian compares); an entry written `/…/` is a regular expression
+/// searched anywhere in the vault path. Obsidian leaves these files out of search, the graph
+/// and unlinked mentions; they stay readable.
+#[derive(Debug, Default)]
+pub struct IgnoreFilters {
+    prefixes: Vec<String>,
+    regexes: Option<regex::RegexSet>,
+}
+
+/// Largest compiled size of the filters' regexes together.
+const IGNORE_REGEX_LIMIT: usize = 1 << 20;
+
+impl IgnoreFilters {
+    /// Compiles `filters`; an entry that is not a valid regex is left out and reported.
+    pub fn new(filters: &[String]) -> (IgnoreFilters, Vec<String>) {
+        let mut prefixes = Vec::new();
+        let mut patterns = Vec::new();
+        let mut errors = Vec::new();
+        for f in filters {
+            match f.strip_prefix('/').and_then(|r| r.strip_suffix('/')) {
+                Some(re) if !re.is_empty() => {
+                    match regex::RegexBuilder::new(re)
+                        .size_limit(IGNORE_REGEX_LIMIT)
+                        .build()
+                    {
+                        Ok(_) => patterns.push(re.to_owned()),
+                        Err(e) => errors.push(format!(
+                            "userIgnoreFilters: `{f}` is not a regex capvault can use ({}); ignored",
+                            e.to_string().lines().last().unwrap_or("").trim()
+                        )),
+                    }
+                }
+                _ if !f.is_empty() => prefixes.push(f.clone()),
+                _ => {}
+            }
+        }
+        let regexes = match regex::RegexSetBuilder::new(&patterns)
+            .size_limit(IGNORE_REGEX_LIMIT)
+            .build()
+        {
+            Ok(set) if !patterns.is_empty() => Some(set),
+            Ok(_) => None,
+            Err(_) => {
+                errors.push(
+                    "userIgnoreFilters: the regexes together are too large; they are ignored"
+                        .to_owned(),
+                );
+                None
+            }
+        };
+        (IgnoreFilters { prefixes, regexes }, errors)
+    }
+
+    /// True when no entry excludes anything.
+    pub fn is_empty(&self) -> bool {
+        self.prefixes.is_empty() && self.regexes.is_none()
+    }
+
+    /// True when the file at vault path `path` is excluded.
+    pub fn matches(&self, path: &str) -> bool {
+        self.prefixes.iter().any(|p| path.starts_with(p.as_str()))
+            || self.regexes.as_ref().is_some_and(|r| r.is_match(path))
+    }
+}
+
 /// The core Daily notes plugin's settings (`.obsidian/daily-notes.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DailyNotesSettings {
@@ -864,5 +931,36 @@ mod tests {
         let s = serde_json::to_value(AppSettings::default()).unwrap();
         assert_eq!(s["new_link_format"], "shortest");
         assert_eq!(s["attachment_folder_path"], "/");
+    }
+
+    #[test]
+    fn excluded_files_are_path_prefixes_or_slash_delimited_regexes() {
+        let filters: Vec<String> = [
+            "Archive/",
+            "Drafts/old.md",
+            r"/\.tmp\.md$/",
+            "/(/",
+            "//",
+            "",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (f, errors) = IgnoreFilters::new(&filters);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("`/(/`"), "{errors:?}");
+        assert!(f.matches("Archive/2020/x.md"));
+        assert!(
+            !f.matches("archive/x.md"),
+            "prefixes are compared as written"
+        );
+        assert!(!f.matches("Notes/Archive/x.md"));
+        assert!(f.matches("Drafts/old.md"));
+        assert!(!f.matches("Drafts/new.md"));
+        assert!(f.matches("Notes/a.tmp.md"));
+        assert!(!f.matches("Notes/a.md"));
+        // `//` is a prefix, not an empty regex: no vault path starts with it.
+        assert!(!f.matches("x.md"));
+        assert!(IgnoreFilters::new(&[]).0.is_empty());
+        assert!(!IgnoreFilters::new(&["".to_owned()]).0.matches("x.md"));
     }
 }

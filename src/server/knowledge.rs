@@ -263,27 +263,35 @@ impl CapvaultServer {
         Parameters(args): Parameters<BrokenLinksArgs>,
     ) -> Result<Json<PageReply<BrokenLink>>, ToolError> {
         let folder = VaultPath::parse_folder(&args.folder)?;
-        self.with_model(move |vault, model| {
+        self.with_engine(move |engine| {
+            let model = &*engine.model()?;
             if !folder.is_root() {
-                vault.check_folder(&folder)?;
+                engine.vault().check_folder(&folder)?;
             }
             let all = model.memo("broken_links", || {
                 graph::broken_links(model, &VaultPath::root())
             });
-            if !folder.is_root() {
+            let ignored = engine.user_ignored();
+            let q = fingerprint(&("broken", folder.as_str()));
+            if !folder.is_root() || ignored.is_some() {
                 let under: Vec<BrokenLink> = all
                     .iter()
                     .filter(|b| {
-                        b.source.starts_with(folder.as_str())
-                            && b.source.as_bytes().get(folder.as_str().len()) == Some(&b'/')
+                        folder.is_root()
+                            || (b.source.starts_with(folder.as_str())
+                                && b.source.as_bytes().get(folder.as_str().len()) == Some(&b'/'))
                     })
+                    .filter(|b| ignored.as_ref().is_none_or(|f| !f.matches(&b.source)))
                     .cloned()
                     .collect();
-                let q = fingerprint(&("broken", folder.as_str()));
-                return graph_page_of(&under, args.limit, args.cursor.as_deref(), q);
+                return Ok(graph_page_of(
+                    &under,
+                    args.limit,
+                    args.cursor.as_deref(),
+                    q,
+                )?);
             }
-            let q = fingerprint(&("broken", folder.as_str()));
-            graph_page_of(&all, args.limit, args.cursor.as_deref(), q)
+            Ok(graph_page_of(&all, args.limit, args.cursor.as_deref(), q)?)
         })
         .await
         .map(Json)
@@ -301,7 +309,8 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<OrphansArgs>,
     ) -> Result<Json<PageReply<String>>, ToolError> {
-        self.with_model(move |_, model| {
+        self.with_engine(move |engine| {
+            let model = &*engine.model()?;
             let key = if args.no_outbound {
                 "orphans_no_outbound"
             } else {
@@ -309,7 +318,16 @@ impl CapvaultServer {
             };
             let all = model.memo(key, || graph::orphans(model, args.no_outbound));
             let q = fingerprint(&("orphans", args.no_outbound));
-            graph_page_of(&all, args.limit, args.cursor.as_deref(), q)
+            if let Some(f) = engine.user_ignored() {
+                let shown: Vec<String> = all.iter().filter(|p| !f.matches(p)).cloned().collect();
+                return Ok(graph_page_of(
+                    &shown,
+                    args.limit,
+                    args.cursor.as_deref(),
+                    q,
+                )?);
+            }
+            Ok(graph_page_of(&all, args.limit, args.cursor.as_deref(), q)?)
         })
         .await
         .map(Json)
@@ -334,11 +352,14 @@ impl CapvaultServer {
                 "`depth` must be between 1 and 5 (got {depth})"
             )));
         }
-        self.with_model(move |_, model| {
+        self.with_engine(move |engine| {
+            let model = &*engine.model()?;
             let path = located(model, &args.path, typed)?;
-            let all = graph::neighbors(model, &path, depth as usize, args.direction)?;
+            let ignored = engine.user_ignored();
+            let hidden = |p: &VaultPath| ignored.as_ref().is_some_and(|f| f.matches(p.as_str()));
+            let all = graph::neighbors(model, &path, depth as usize, args.direction, &hidden)?;
             let q = fingerprint(&("neighbors", path.as_str(), depth, args.direction));
-            graph_page_of(&all, args.limit, args.cursor.as_deref(), q)
+            Ok(graph_page_of(&all, args.limit, args.cursor.as_deref(), q)?)
         })
         .await
         .map(Json)

@@ -199,7 +199,8 @@ impl CapvaultServer {
         self.with_engine(move |engine| {
             if filter.is_empty() && !engine.is_ready() {
                 // The first build is running: answer now from the disk.
-                return Ok(list_notes_walk(engine.vault(), &query)?);
+                let ignored = engine.user_ignored();
+                return Ok(list_notes_walk(engine.vault(), &query, ignored.as_deref())?);
             }
             let model = engine.model()?;
             // With a tag, the tag index picks the candidates: the rest of the filter checks them.
@@ -207,12 +208,16 @@ impl CapvaultServer {
             let keep = |p: &VaultPath| rest.matches(&model, p);
             let keep: Option<&dyn Fn(&VaultPath) -> bool> =
                 if rest.is_empty() { None } else { Some(&keep) };
+            let ignored = engine
+                .user_ignored()
+                .map(|f| engine.user_ignored_files(&model, &f));
             Ok(list_notes(
                 engine.vault(),
                 &model,
                 &query,
                 keep,
                 filter.tag(),
+                ignored.as_deref(),
             )?)
         })
         .await
