@@ -81,7 +81,8 @@ fn main() {
             );
         }
         let t = Instant::now();
-        let again = model.refresh(&vault).unwrap();
+        let (changes, again) = model.changes_since(&vault).unwrap();
+        model.apply(changes);
         let noop = t.elapsed();
         let links: usize = model.notes().values().map(|n| n.parsed.links.len()).sum();
         println!(

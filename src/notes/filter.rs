@@ -91,6 +91,11 @@ impl NoteFilter {
         self.tag.as_deref()
     }
 
+    /// The property filter and its value, if there is one.
+    pub fn property(&self) -> Option<(&str, Option<&str>)> {
+        self.property.as_deref().map(|k| (k, self.value.as_deref()))
+    }
+
     pub fn matches(&self, model: &Model, path: &VaultPath) -> bool {
         if let Some(g) = &self.glob
             && !g.is_match(path.as_str())

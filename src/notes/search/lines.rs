@@ -1,0 +1,546 @@
+//! Exact and regex search: one hit per matching line, the notes picked by the index's prefilter
+//! (exact, ASCII) or scanned whole, on every core, within the time budget.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::engine::NoteText;
+use crate::index::text::{self, HeadingTracker};
+
+/// Most match ranges reported for one line.
+const MAX_RANGES_PER_LINE: usize = 32;
+
+/// A compiled matcher for exact and regex modes.
+pub struct Matcher {
+    re: regex::Regex,
+}
+
+impl Matcher {
+    /// `query` as a literal: case-insensitive matching uses Unicode simple case folding.
+    pub fn literal(query: &str, case_sensitive: bool) -> Result<Self, NoteError> {
+        if query.contains(['\n', '\r']) {
+            return Err(NoteError::InvalidArgument(
+                "exact search text cannot contain a line break: matches are shown line by line"
+                    .to_owned(),
+            ));
+        }
+        Self::build(&regex::escape(query), case_sensitive)
+    }
+
+    /// `pattern` as a Rust regex (`^` and `$` match at line ends).
+    pub fn regex(pattern: &str, case_sensitive: bool) -> Result<Self, NoteError> {
+        Self::build(pattern, case_sensitive)
+    }
+
+    fn build(pattern: &str, case_sensitive: bool) -> Result<Self, NoteError> {
+        let re = regex::RegexBuilder::new(pattern)
+            .case_insensitive(!case_sensitive)
+            .multi_line(true)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_DFA_LIMIT)
+            .nest_limit(64)
+            .build()
+            .map_err(|e| match e {
+                regex::Error::CompiledTooBig(_) => NoteError::InvalidArgument(format!(
+                    "the regex is too large once compiled (over {} KiB); simplify it",
+                    REGEX_SIZE_LIMIT / 1024
+                )),
+                regex::Error::Syntax(msg) => {
+                    let first = msg.lines().last().unwrap_or("").trim();
+                    NoteError::InvalidArgument(format!("invalid regex: {first}"))
+                }
+                _ => NoteError::InvalidArgument("invalid regex".to_owned()),
+            })?;
+        Ok(Matcher { re })
+    }
+
+    /// True when `text` has a non-empty match.
+    pub(super) fn matches(&self, text: &str) -> bool {
+        self.find_at(text, 0).is_some()
+    }
+
+    /// The first non-empty match at or after byte `from`.
+    fn find_at<'t>(&self, text: &'t str, mut from: usize) -> Option<regex::Match<'t>> {
+        while from <= text.len() {
+            let m = self.re.find_at(text, from)?;
+            if !m.is_empty() {
+                return Some(m);
+            }
+            from = next_boundary(text, m.end());
+        }
+        None
+    }
+}
+
+/// At most 200 characters of `line`, keeping the match (at character `match_at`, `match_len`
+/// long) in view; `…` marks a cut.
+pub fn excerpt(line: &str, match_at: usize, match_len: usize) -> String {
+    let byte = |c: usize| line.char_indices().nth(c).map_or(line.len(), |(i, _)| i);
+    let start = byte(match_at);
+    let end = byte(match_at + match_len);
+    text::cut_excerpt(line, &[(start, end)]).0
+}
+
+/// The char boundary after byte `i` of `text`.
+fn next_boundary(text: &str, i: usize) -> usize {
+    let mut j = i + 1;
+    while j < text.len() && !text.is_char_boundary(j) {
+        j += 1;
+    }
+    j
+}
+
+/// Exact or regex search: one hit per matching line.
+pub(super) fn search_lines(
+    engine: &Engine,
+    query: &str,
+    matcher: &Matcher,
+    scope: &Scope<'_>,
+    page: Page,
+    mode: Mode,
+) -> Result<SearchResults, NoteError> {
+    let Page {
+        offset,
+        limit,
+        query_id,
+    } = page;
+    let vault = engine.vault();
+    // Pass 1: count the matching lines of every note (cheap); excerpts come later. Paths are
+    // borrowed, not cloned: a clone touches each matching note's path allocation (a cache miss
+    // and an atomic increment per note).
+    fn score_named<'p>(
+        matcher: &Matcher,
+        path: &'p VaultPath,
+        name: &str,
+        text: &str,
+    ) -> Option<Scored<'p>> {
+        let name_match = matcher.matches(name);
+        let lines = count_matching_lines(text, matcher);
+        (lines > 0 || name_match).then(|| {
+            let score = lines as f64 + if name_match { NAME_MATCH_BONUS } else { 0.0 };
+            (score, path, lines.max(1))
+        })
+    }
+    let texts = engine.texts();
+    let unfiltered = scope.folder.is_root()
+        && scope.after.is_none()
+        && scope.before.is_none()
+        && scope.filter.is_empty()
+        && scope.ignored.is_none();
+    let listed = candidates(engine, query, scope, mode, texts.is_some() && unfiltered);
+    let in_memory = texts.as_ref().filter(|_| unfiltered && listed.is_none());
+    let by_index = listed.as_ref().is_some_and(|l| l.1);
+    let listed = listed.map(|l| l.0);
+    // Notes found by a walk of the disk (before the first build), owned here.
+    let mut walked: Vec<(f64, VaultPath, usize)> = Vec::new();
+    let notes: Vec<(&VaultPath, &NoteText)> = match in_memory {
+        Some(texts) => texts.iter().collect(),
+        None => Vec::new(),
+    };
+    let (mut scored, partial): (Vec<Scored<'_>>, bool) = match (in_memory, &listed) {
+        // The whole vault in memory: no note list to build, no lookups.
+        (Some(_), _) => scan_par_prefetching(
+            &notes,
+            scope.budget,
+            &|(p, t)| score_named(matcher, p, t.name(), t.text()),
+            &|(_, t)| t.prefetch(),
+        ),
+        (None, Some(paths)) => match &texts {
+            Some(texts) => scan_par(paths, scope.budget, &|p| {
+                texts
+                    .get(p)
+                    .and_then(|t| score_named(matcher, p, t.name(), t.text()))
+            }),
+            None => scan_par(paths, scope.budget, &|p| match vault.read_file(p) {
+                Ok(data) => {
+                    score_named(matcher, p, p.stem(), &String::from_utf8_lossy(&data.bytes))
+                }
+                Err(e) => {
+                    tracing::debug!(path = %p, error = %e, "search skipped a note");
+                    None
+                }
+            }),
+        },
+        (None, None) => {
+            let partial = scan(vault, scope, &mut |path, text| {
+                if let Some((score, _, lines)) = score_named(matcher, path, path.stem(), text)
+                    && scope.parsed_ok(text)
+                {
+                    walked.push((score, path.clone(), lines));
+                }
+            })?;
+            (
+                walked.iter().map(|(s, p, n)| (*s, p, *n)).collect(),
+                partial,
+            )
+        }
+    };
+    let total: usize = scored.iter().map(|n| n.2).sum();
+    // Best first. A page needs at most `offset + limit` notes (each has at least one hit): only
+    // those are sorted, after a linear selection (sorting every matching note compared the
+    // paths of all the notes with equal counts).
+    let order = |a: &Scored<'_>, b: &Scored<'_>| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1));
+    let keep = offset.saturating_add(limit).max(1);
+    if scored.len() > keep {
+        scored.select_nth_unstable_by(keep - 1, order);
+        scored.truncate(keep);
+    }
+    scored.sort_unstable_by(order);
+
+    // Pass 2: the hits of the notes that make the page, skipping whole notes up to the offset.
+    let mut to_skip = offset;
+    let mut hits: Vec<SearchHit> = Vec::with_capacity(limit);
+    let mut budget = Budget::new();
+    'notes: for &(score, path, count) in &scored {
+        if hits.len() >= limit || budget.full() {
+            break;
+        }
+        if to_skip >= count {
+            to_skip -= count;
+            continue;
+        }
+        let kept = texts.as_ref().and_then(|t| t.get(path));
+        let text: std::borrow::Cow<'_, str> = match kept {
+            Some(t) => std::borrow::Cow::Borrowed(t.text()),
+            None => match vault.read_file(path) {
+                Ok(data) => String::from_utf8_lossy(&data.bytes).into_owned().into(),
+                Err(e) => {
+                    tracing::debug!(path = %path, error = %e, "search skipped a note");
+                    continue;
+                }
+            },
+        };
+        let want = to_skip + (limit - hits.len());
+        for mut hit in line_hits(path, &text, matcher, want)
+            .into_iter()
+            .skip(to_skip)
+        {
+            hit.score = score;
+            if !budget.take(&hit) {
+                break 'notes;
+            }
+            hits.push(hit);
+        }
+        to_skip = 0;
+    }
+    let end = offset + hits.len();
+    let next_cursor = (end < total && !hits.is_empty()).then(|| encode_offset(end, query_id));
+    let mut notes = Vec::new();
+    if partial {
+        notes.push(partial_note(scope.budget));
+    }
+    if budget.full() {
+        notes.push(bytes_note());
+    }
+    Ok(SearchResults {
+        truncated: next_cursor.is_some(),
+        next_cursor,
+        hits,
+        total,
+        mode: mode.name(),
+        served_by: if by_index { "index+scan" } else { "scan" },
+        partial,
+        notes,
+        index: None,
+    })
+}
+
+/// The notes an exact or regex search must read, from the model once it is built (folder, time,
+/// tag and property filters applied from memory), narrowed for an exact search by the index's
+/// prefilter when it rules out enough notes to beat reading them all. `None` before the first
+/// build (scan the disk), and when the search is over every note and their texts are in memory
+/// (the caller scans those directly). The flag is true when the index picked the notes.
+fn candidates(
+    engine: &Engine,
+    query: &str,
+    scope: &Scope<'_>,
+    mode: Mode,
+    everything_in_memory: bool,
+) -> Option<(Vec<VaultPath>, bool)> {
+    let index = engine.index()?;
+    if !engine.is_ready() {
+        // The index is committed before the model is applied; the note list needs the model.
+        return None;
+    }
+    let model = engine.model_now();
+    let in_scope = |p: &VaultPath, n: &crate::model::Note| {
+        p.starts_with(scope.folder)
+            && scope.shown(p)
+            && scope.time_ok(n.meta.modified)
+            && (scope.filter.is_empty() || scope.filter.matches(&model, p))
+    };
+    let words = text::prefilter_words(query);
+    if mode == Mode::Exact && !words.is_empty() {
+        // Reading a note's text from memory costs about as much as looking up a few of the
+        // prefilter's paths; from disk, much more.
+        let notes = model.notes().len();
+        let max = if engine.keeps_texts() {
+            notes / 8
+        } else {
+            notes / 2
+        };
+        match index.candidates(&words, max) {
+            Ok(Some(found)) => {
+                let found = found
+                    .into_iter()
+                    .filter(|p| model.notes().get(p).is_some_and(|n| in_scope(p, n)))
+                    .collect();
+                return Some((found, true));
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "exact-search prefilter failed; scanning all"),
+        }
+    }
+    if everything_in_memory {
+        return None;
+    }
+    let all = model
+        .notes()
+        .iter()
+        .filter(|(p, n)| in_scope(p, n))
+        .map(|(p, _)| p.clone())
+        .collect();
+    Some((all, false))
+}
+
+/// A note's score, path and number of hits.
+type Scored<'p> = (f64, &'p VaultPath, usize);
+
+/// Scores `items` on all cores; stops starting new ones once `budget` has passed (then the second
+/// value is true: partial results).
+fn scan_par<'p, T: Sync>(
+    items: &'p [T],
+    budget: Duration,
+    score: &(dyn Fn(&'p T) -> Option<Scored<'p>> + Sync),
+) -> (Vec<Scored<'p>>, bool) {
+    use rayon::prelude::*;
+    let started = Instant::now();
+    let over = std::sync::atomic::AtomicBool::new(false);
+    let scored = items
+        .par_iter()
+        .with_min_len(16)
+        .filter_map(|item| {
+            if over.load(std::sync::atomic::Ordering::Relaxed) {
+                return None;
+            }
+            if started.elapsed() > budget {
+                over.store(true, std::sync::atomic::Ordering::Relaxed);
+                return None;
+            }
+            score(item)
+        })
+        .collect();
+    (scored, over.into_inner())
+}
+
+/// [`scan_par`], calling `prefetch` on the item two places ahead of the one being scored, so
+/// that its memory is on its way to the cache by the time it is reached.
+fn scan_par_prefetching<'p, T: Sync>(
+    items: &'p [T],
+    budget: Duration,
+    score: &(dyn Fn(&'p T) -> Option<Scored<'p>> + Sync),
+    prefetch: &(dyn Fn(&T) + Sync),
+) -> (Vec<Scored<'p>>, bool) {
+    use rayon::prelude::*;
+    const AHEAD: usize = 2;
+    let started = Instant::now();
+    let over = std::sync::atomic::AtomicBool::new(false);
+    let scored = items
+        .par_chunks(64)
+        .flat_map_iter(|chunk| {
+            chunk.iter().take(AHEAD).for_each(prefetch);
+            let over = &over;
+            chunk.iter().enumerate().filter_map(move |(i, item)| {
+                if over.load(std::sync::atomic::Ordering::Relaxed) {
+                    return None;
+                }
+                if started.elapsed() > budget {
+                    over.store(true, std::sync::atomic::Ordering::Relaxed);
+                    return None;
+                }
+                if let Some(next) = chunk.get(i + AHEAD) {
+                    prefetch(next);
+                }
+                score(item)
+            })
+        })
+        .collect();
+    (scored, over.into_inner())
+}
+
+/// The number of lines of `text` that contain a (non-empty) match.
+pub(super) fn count_matching_lines(text: &str, matcher: &Matcher) -> usize {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(m) = matcher.find_at(text, from) {
+        count += 1;
+        match memchr::memchr(b'\n', &text.as_bytes()[m.start()..]) {
+            Some(i) => from = m.start() + i + 1,
+            None => break,
+        }
+    }
+    count
+}
+
+/// The first `want` hits of one note: one per matching line, with every match range on the
+/// line and the heading above it.
+fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Vec<SearchHit> {
+    let bytes = text.as_bytes();
+    let mut hits = Vec::new();
+    let mut line_no = 1usize;
+    let mut counted_to = 0usize;
+    let mut from = 0usize;
+    let mut headings = HeadingTracker::new(text);
+    while hits.len() < want {
+        let Some(m) = matcher.find_at(text, from) else {
+            break;
+        };
+        line_no += memchr::memchr_iter(b'\n', &bytes[counted_to..m.start()]).count();
+        counted_to = m.start();
+        let line_start = memchr::memrchr(b'\n', &bytes[..m.start()]).map_or(0, |i| i + 1);
+        let line_end =
+            memchr::memchr(b'\n', &bytes[m.start()..]).map_or(text.len(), |i| m.start() + i);
+        let mut ranges = vec![(m.start() - line_start, m.end().min(line_end) - line_start)];
+        let mut next = m.end();
+        while ranges.len() < MAX_RANGES_PER_LINE {
+            match matcher.find_at(text, next) {
+                Some(m2) if m2.start() < line_end => {
+                    ranges.push((m2.start() - line_start, m2.end().min(line_end) - line_start));
+                    next = m2.end();
+                }
+                _ => break,
+            }
+        }
+        let line = text[line_start..line_end].trim_end_matches('\r');
+        ranges.retain(|r| r.0 < line.len());
+        for r in &mut ranges {
+            r.1 = r.1.min(line.len());
+        }
+        let (excerpt, matches) = text::cut_excerpt(line, &ranges);
+        headings.advance_to(text, line_start.saturating_sub(1));
+        let heading = if line_start == 0 {
+            None
+        } else {
+            headings.heading().map(str::to_owned)
+        };
+        hits.push(SearchHit {
+            path: path.to_string(),
+            line: line_no,
+            excerpt,
+            matches,
+            heading,
+            score: 0.0,
+        });
+        from = line_end + 1;
+        if from > text.len() {
+            break;
+        }
+    }
+    if hits.is_empty() && matcher.matches(path.stem()) {
+        // Matched by name only: one hit on the first line of the body.
+        let body = text::frontmatter_end(text);
+        let (excerpt, _) = text::cut_excerpt(text::line_at(text, body), &[]);
+        hits.push(SearchHit {
+            path: path.to_string(),
+            line: text[..body].matches('\n').count() + 1,
+            excerpt,
+            matches: Vec::new(),
+            heading: None,
+            score: 0.0,
+        });
+    }
+    hits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(text: &str, m: &Matcher) -> Vec<SearchHit> {
+        line_hits(&VaultPath::parse("Garden plan.md").unwrap(), text, m, 100)
+    }
+
+    #[test]
+    fn one_hit_per_line_with_every_range_and_the_heading() {
+        let m = Matcher::literal("garden", false).unwrap();
+        let h = hits("# Top\nGarden\nnothing\n## Beds\nmy garden garden\n", &m);
+        assert_eq!(h.iter().map(|h| h.line).collect::<Vec<_>>(), vec![2, 5]);
+        assert_eq!(h[0].heading.as_deref(), Some("Top"));
+        assert_eq!(h[1].heading.as_deref(), Some("Beds"));
+        assert_eq!(h[1].matches, vec![[3, 9], [10, 16]]);
+        assert_eq!(count_matching_lines("Garden\nx\nmy garden garden\n", &m), 2);
+    }
+
+    #[test]
+    fn case_sensitivity_and_unicode_folding() {
+        let m = Matcher::literal("garden", true).unwrap();
+        assert_eq!(hits("Garden\nmy garden\n", &m)[0].line, 2);
+        let m = Matcher::literal("ÉTÉ", false).unwrap();
+        let h = hits("a\r\nb\r\nun été chaud\r\n", &m);
+        assert_eq!((h[0].line, h[0].excerpt.as_str()), (3, "un été chaud"));
+        assert_eq!(h[0].matches, vec![[3, 6]]);
+        // Regex metacharacters are literal text in exact mode.
+        let m = Matcher::literal("a.b(", false).unwrap();
+        assert!(hits("axb(", &m).is_empty());
+        assert_eq!(hits("a.b(", &m).len(), 1);
+    }
+
+    #[test]
+    fn a_name_only_match_shows_the_first_body_line() {
+        let m = Matcher::literal("garden", false).unwrap();
+        let h = hits("---\nx: 1\n---\n# Title\nbody", &m);
+        assert_eq!((h[0].line, h[0].excerpt.as_str()), (4, "# Title"));
+        assert!(h[0].matches.is_empty());
+        let m = Matcher::literal("zebra", false).unwrap();
+        assert!(hits("nothing", &m).is_empty());
+    }
+
+    #[test]
+    fn regexes_match_per_line_and_never_count_empty_matches() {
+        let m = Matcher::regex(r"^\d{4}-\d\d", true).unwrap();
+        let h = hits("x 2026-11\n2026-11-30 log\n", &m);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].line, 2);
+        let m = Matcher::regex("z*", false).unwrap();
+        assert_eq!(count_matching_lines("abc\ndef\n", &m), 0);
+        assert!(hits("abc\ndef\n", &m).is_empty());
+        let m = Matcher::regex("é*", false).unwrap();
+        assert_eq!(
+            count_matching_lines("aéé\nb", &m),
+            1,
+            "empty matches skip whole chars"
+        );
+    }
+
+    #[test]
+    fn hostile_regexes_are_refused_with_a_reason() {
+        let e = Matcher::regex(r"(a{1000}){1000}", false).err().unwrap();
+        assert!(e.to_string().contains("too large"), "{e}");
+        let e = Matcher::regex(r"(a", false).err().unwrap();
+        assert!(e.to_string().starts_with("invalid regex"), "{e}");
+        let e = Matcher::regex(r"(a)\1", false).err().unwrap();
+        assert!(e.to_string().contains("backreferences"), "{e}");
+        let nested = format!("{}a{}", "(".repeat(200), ")".repeat(200));
+        assert!(Matcher::regex(&nested, false).is_err());
+    }
+
+    #[test]
+    fn counting_agrees_with_hit_extraction() {
+        for (text, query) in [
+            ("a\nab\nb\nabab\n", "ab"),
+            ("no newline at end", "end"),
+            ("", "a"),
+            ("x\n\nx", "x"),
+        ] {
+            let f = Matcher::literal(query, false).unwrap();
+            let counted = count_matching_lines(text, &f);
+            let p = VaultPath::parse("n.md").unwrap();
+            assert_eq!(
+                counted,
+                line_hits(&p, text, &f, 100).len(),
+                "{text:?} / {query:?}"
+            );
+        }
+        assert!(Matcher::literal("x\ny", false).is_err());
+    }
+}

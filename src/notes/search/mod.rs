@@ -1,0 +1,389 @@
+//! `search_notes`: ranked search over the index, and exact or regex search by scanning.
+//!
+//! - `ranked` (default): BM25 over the index ([`crate::index`]); one hit per note, showing the
+//!   line that best matches the query, with match ranges and the heading above it. While the
+//!   index is being built the same query is answered by a scan (every word as a
+//!   case-insensitive substring) and the reply says so.
+//! - `exact`: substring search, case-insensitive unless `case_sensitive`. One hit per matching
+//!   line. A note scores its number of matching lines, plus 10 when its file name matches.
+//! - `regex`: the same with a Rust regular expression (linear time: no backreferences or
+//!   look-around), whose length and compiled size are capped.
+//!
+//! Every mode honours the filters (folder, tag with nested tags, property and value, modification
+//! time), pages with a cursor, and bounds its reply in bytes. Scans stop at a time budget and
+//! mark the reply `partial`.
+
+mod lines;
+mod ranked;
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::NoteError;
+use super::check_limit;
+use super::filter::NoteFilter;
+use super::paging::{decode_offset, encode_offset, fingerprint};
+use crate::engine::{Engine, IndexStatus};
+use crate::index::query;
+use crate::index::{IndexFilter, millis};
+use crate::markdown;
+use crate::obsidian::config::IgnoreFilters;
+use crate::vault::{Vault, VaultPath, is_note_name};
+
+pub use lines::{Matcher, excerpt};
+
+/// Default number of hits.
+pub const DEFAULT_LIMIT: u32 = 20;
+/// Largest number of hits a client may ask for.
+pub const MAX_LIMIT: u32 = 200;
+/// Longest query accepted, in bytes.
+pub const MAX_QUERY_BYTES: usize = query::MAX_QUERY_BYTES;
+/// Largest reply, in bytes of hits: a page stops early rather than flood the client.
+pub const MAX_REPLY_BYTES: usize = 64 * 1024;
+/// Longest a scan (exact, regex, or ranked while the index builds) may run before it stops and
+/// returns what it found, marked `partial`.
+pub use crate::engine::SCAN_BUDGET;
+/// Largest compiled regex program, in bytes.
+pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Largest lazy-DFA cache of a regex, in bytes.
+pub const REGEX_DFA_LIMIT: usize = 2 << 20;
+/// Score bonus for a match in the file name (exact and regex modes).
+pub const NAME_MATCH_BONUS: f64 = 10.0;
+
+/// How to search.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Relevance-ranked words and `"phrases"` over the index (default).
+    #[default]
+    Ranked,
+    /// An exact piece of text.
+    Exact,
+    /// A Rust regular expression.
+    Regex,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Ranked => "ranked",
+            Mode::Exact => "exact",
+            Mode::Regex => "regex",
+        }
+    }
+}
+
+/// What to search for.
+#[derive(Debug, Clone)]
+pub struct SearchQuery {
+    /// The query text.
+    pub query: String,
+    /// How to match it.
+    pub mode: Mode,
+    /// Maximum number of hits.
+    pub limit: Option<u32>,
+    /// Match letter case exactly (exact and regex modes).
+    pub case_sensitive: bool,
+    /// Only notes under this folder (the root when empty).
+    pub folder: VaultPath,
+    /// Only notes with this tag or one nested under it.
+    pub tag: Option<String>,
+    /// Only notes with this frontmatter property...
+    pub property: Option<String>,
+    /// ...equal to this value.
+    pub value: Option<String>,
+    /// Only notes modified at or after this time (ms since the epoch).
+    pub modified_after: Option<i64>,
+    /// Only notes modified before this time (ms since the epoch).
+    pub modified_before: Option<i64>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// One hit.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct SearchHit {
+    /// Vault-relative path of the note.
+    pub path: String,
+    /// 1-based line number of the line shown.
+    pub line: usize,
+    /// The line, cut to at most 200 characters around the first match.
+    pub excerpt: String,
+    /// Where the query matches in `excerpt`: `[start, end)` offsets in characters (Unicode
+    /// scalar values).
+    pub matches: Vec<[usize; 2]>,
+    /// The heading the line sits under, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heading: Option<String>,
+    /// Relevance: BM25 (ranked), or matching lines plus 10 for a file-name match (exact, regex).
+    pub score: f64,
+}
+
+/// The hits of a search.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SearchResults {
+    /// Hits, best first.
+    pub hits: Vec<SearchHit>,
+    /// Hits in all: matching notes (ranked) or matching lines (exact, regex).
+    pub total: usize,
+    /// True when more hits exist than were returned.
+    pub truncated: bool,
+    /// Pass back as `cursor` for the next page of hits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// `ranked`, `exact` or `regex`.
+    pub mode: &'static str,
+    /// `index` (ranked), `index+scan` (exact: the index picked the notes, their texts were
+    /// read for the lines), or `scan` (exact and regex modes, and ranked mode while the index is
+    /// built).
+    pub served_by: &'static str,
+    /// True when the scan's time budget ran out: hits and total cover only the notes scanned.
+    pub partial: bool,
+    /// Remarks on how the query was answered (a relaxed match, a partial scan, the index state).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The index state, when a ranked search could not use the index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexStatus>,
+}
+
+/// Parses a time filter: RFC 3339 (`2026-11-30T08:00:00Z`) or a date (`2026-11-30`, midnight
+/// UTC). Returns milliseconds since the epoch.
+pub fn parse_time(name: &str, s: &str) -> Result<i64, NoteError> {
+    let s = s.trim();
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.timestamp_millis());
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        && let Some(t) = d.and_hms_opt(0, 0, 0)
+    {
+        return Ok(t.and_utc().timestamp_millis());
+    }
+    Err(NoteError::InvalidArgument(format!(
+        "{name}: expected a date like 2026-11-30 or a time like 2026-11-30T08:00:00Z"
+    )))
+}
+
+/// Runs a search in the query's mode.
+pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteError> {
+    let limit = check_limit(q.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
+    if q.query.trim().is_empty() {
+        return Err(NoteError::InvalidArgument(
+            "query is empty: give the text to search for".to_owned(),
+        ));
+    }
+    if q.query.len() > MAX_QUERY_BYTES {
+        return Err(NoteError::InvalidArgument(format!(
+            "query is longer than {MAX_QUERY_BYTES} bytes"
+        )));
+    }
+    if let (Some(a), Some(b)) = (q.modified_after, q.modified_before)
+        && a >= b
+    {
+        return Err(NoteError::InvalidArgument(
+            "modified_after must be earlier than modified_before".to_owned(),
+        ));
+    }
+    if !q.folder.is_root() {
+        // The same refusals as a scan of the folder would give (missing, a symlink out...).
+        engine.vault().check_folder(&q.folder)?;
+    }
+    let filter = NoteFilter::new(q.tag.clone(), q.property.clone(), q.value.clone(), None)?;
+    let query_id = fingerprint(&(
+        &q.query,
+        q.mode,
+        q.case_sensitive,
+        q.folder.as_str(),
+        filter.id(),
+        q.modified_after,
+        q.modified_before,
+    ));
+    let page = Page {
+        offset: decode_offset(q.cursor.as_deref(), query_id)?,
+        limit,
+        query_id,
+    };
+    let ignored = engine.user_ignored();
+    let scope = Scope {
+        budget: engine.scan_budget(),
+        folder: &q.folder,
+        filter: &filter,
+        after: q.modified_after,
+        before: q.modified_before,
+        ignored: ignored.as_ref(),
+    };
+    match q.mode {
+        Mode::Exact => {
+            let matcher = Matcher::literal(&q.query, q.case_sensitive)?;
+            lines::search_lines(engine, &q.query, &matcher, &scope, page, q.mode)
+        }
+        Mode::Regex => {
+            let matcher = Matcher::regex(&q.query, q.case_sensitive)?;
+            lines::search_lines(engine, &q.query, &matcher, &scope, page, q.mode)
+        }
+        Mode::Ranked => ranked::search_ranked(engine, &q.query, &scope, page),
+    }
+}
+
+/// Which page of hits a search returns.
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    /// Hits to skip (from the cursor).
+    offset: usize,
+    /// Most hits to return.
+    limit: usize,
+    /// Identifies the query and its filters in cursors.
+    query_id: u64,
+}
+
+/// Where a scan looks and what it keeps.
+struct Scope<'a> {
+    budget: Duration,
+    folder: &'a VaultPath,
+    filter: &'a NoteFilter,
+    after: Option<i64>,
+    before: Option<i64>,
+    /// Obsidian's Excluded files, left out.
+    ignored: Option<&'a Arc<IgnoreFilters>>,
+}
+
+impl Scope<'_> {
+    /// The same filters, for the index: the one place both are made from.
+    fn index_filter(&self, engine: &Engine) -> IndexFilter {
+        IndexFilter {
+            folder: Some(self.folder.clone()),
+            tag: self.filter.tag().map(str::to_owned),
+            property: self
+                .filter
+                .property()
+                .map(|(k, v)| (k.to_owned(), v.map(str::to_owned))),
+            modified_after: self.after,
+            modified_before: self.before,
+            exclude: self
+                .ignored
+                .map(|f| engine.user_ignored_files(&engine.model_now(), f)),
+        }
+    }
+
+    /// False for a note Obsidian's Excluded files name.
+    fn shown(&self, p: &VaultPath) -> bool {
+        self.ignored.is_none_or(|f| !f.matches(p.as_str()))
+    }
+
+    fn time_ok(&self, modified: std::time::SystemTime) -> bool {
+        let t = millis(modified);
+        self.after.is_none_or(|a| t >= a) && self.before.is_none_or(|b| t < b)
+    }
+
+    /// Tag and property filters, which need the note parsed.
+    fn parsed_ok(&self, text: &str) -> bool {
+        self.filter.is_empty() || self.filter.matches_parsed(&markdown::parse_note(text))
+    }
+}
+
+/// Scans the notes in `scope`, calling `visit` with each note's text; stops at the budget.
+/// Returns whether the budget ran out.
+fn scan(
+    vault: &Vault,
+    scope: &Scope<'_>,
+    visit: &mut dyn FnMut(&VaultPath, &str),
+) -> Result<bool, NoteError> {
+    let started = Instant::now();
+    let mut partial = false;
+    vault.walk(scope.folder, true, &is_note_name, &mut |entry| {
+        if started.elapsed() > scope.budget {
+            partial = true;
+            return ControlFlow::Break(());
+        }
+        if !scope.shown(&entry.path) {
+            return ControlFlow::Continue(());
+        }
+        match entry.read(vault) {
+            Ok(data) if scope.time_ok(data.meta.modified) => {
+                let text = String::from_utf8_lossy(&data.bytes);
+                visit(&entry.path, &text);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(path = %entry.path, error = %e, "search skipped a note"),
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(partial)
+}
+
+fn partial_note(budget: Duration) -> String {
+    format!(
+        "the scan stopped at its {} ms time budget: hits and total cover only the notes scanned; \
+         narrow the search with `folder` or filters",
+        budget.as_millis()
+    )
+}
+
+fn bytes_note() -> String {
+    format!(
+        "this page stopped at the {} KiB reply limit; ask for the next page with `cursor`",
+        MAX_REPLY_BYTES / 1024
+    )
+}
+
+/// Keeps a reply under [`MAX_REPLY_BYTES`].
+pub(super) struct Budget {
+    used: usize,
+    full: bool,
+}
+
+impl Budget {
+    fn new() -> Self {
+        Budget {
+            used: 0,
+            full: false,
+        }
+    }
+
+    /// Counts `hit`; false (and full) when it does not fit. The first hit always fits.
+    fn take(&mut self, hit: &SearchHit) -> bool {
+        let size = serde_json::to_string(hit).map_or(1024, |s| s.len()) + 1;
+        if self.used > 0 && self.used + size > MAX_REPLY_BYTES {
+            self.full = true;
+            return false;
+        }
+        self.used += size;
+        true
+    }
+
+    fn full(&self) -> bool {
+        self.full
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_filters_accept_dates_and_rfc3339() {
+        assert_eq!(parse_time("t", "1970-01-02").unwrap(), 86_400_000);
+        assert_eq!(parse_time("t", "1970-01-01T00:00:01Z").unwrap(), 1000);
+        assert!(parse_time("t", "yesterday").is_err());
+    }
+
+    #[test]
+    fn the_byte_budget_stops_a_page_but_always_admits_one_hit() {
+        let mut b = Budget::new();
+        let big = SearchHit {
+            path: "x.md".into(),
+            line: 1,
+            excerpt: "x".repeat(MAX_REPLY_BYTES),
+            matches: vec![],
+            heading: None,
+            score: 1.0,
+        };
+        assert!(b.take(&big));
+        assert!(!b.take(&big));
+        assert!(b.full());
+    }
+}

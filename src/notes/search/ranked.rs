@@ -1,0 +1,215 @@
+//! Ranked search: BM25 over the index, or, while the index is being built, a scan that takes
+//! every word as a substring; either way one hit per note, showing its best line.
+
+use std::collections::BTreeMap;
+
+use super::lines::count_matching_lines;
+use super::*;
+use crate::index::query::Query;
+use crate::index::text::{self, Needles};
+
+/// Ranked notes to show as one page, and how they were found.
+struct Ranked<'n> {
+    /// The page's notes, best first, with their scores.
+    hits: Vec<(f64, VaultPath)>,
+    /// Matching notes in all.
+    total: usize,
+    /// What to highlight.
+    needles: &'n Needles,
+    served_by: &'static str,
+    partial: bool,
+    notes: Vec<String>,
+    /// The index state, when the index could not answer.
+    index: Option<IndexStatus>,
+}
+
+/// A ranked search: over the index once it is built, by a scan before.
+pub(super) fn search_ranked(
+    engine: &Engine,
+    query_text: &str,
+    scope: &Scope<'_>,
+    page: Page,
+) -> Result<SearchResults, NoteError> {
+    let parsed = query::parse(query_text).map_err(|e| NoteError::InvalidArgument(e.to_string()))?;
+    engine.refresh_if_stale()?;
+    let Some(ix) = engine.index() else {
+        return ranked_by_scan(engine, &parsed, scope, page);
+    };
+    let found = ix
+        .search(
+            &parsed,
+            &scope.index_filter(engine),
+            page.offset,
+            page.limit,
+        )
+        .map_err(|e| NoteError::Unavailable(e.to_string()))?;
+    let mut notes = Vec::new();
+    if !found.matched_all {
+        notes.push("no note has every word: notes with some of them are ranked".to_owned());
+    }
+    let shown = Ranked {
+        hits: found
+            .hits
+            .into_iter()
+            .map(|(s, p)| (f64::from(s), p))
+            .collect(),
+        total: found.total,
+        needles: &found.needles,
+        served_by: "index",
+        partial: false,
+        notes,
+        index: None,
+    };
+    Ok(note_page(engine, shown, page))
+}
+
+/// Ranked search answered by a scan while the index is being built: every positive clause as a
+/// case-insensitive substring (a note with all of them; if none has all, with any), none of the
+/// excluded ones.
+fn ranked_by_scan(
+    engine: &Engine,
+    parsed: &Query,
+    scope: &Scope<'_>,
+    page: Page,
+) -> Result<SearchResults, NoteError> {
+    let Page { offset, limit, .. } = page;
+    let pos: Vec<Matcher> = parsed
+        .positive()
+        .map(|c| Matcher::literal(&c.text.replace(['\n', '\r'], " "), false))
+        .collect::<Result<_, _>>()?;
+    let neg: Vec<Matcher> = parsed
+        .negative()
+        .map(|c| Matcher::literal(&c.text.replace(['\n', '\r'], " "), false))
+        .collect::<Result<_, _>>()?;
+    // (clauses matched, score) per note.
+    let mut found: BTreeMap<VaultPath, (usize, f64)> = BTreeMap::new();
+    let partial = scan(engine.vault(), scope, &mut |path, text| {
+        if neg.iter().any(|m| m.matches(text)) {
+            return;
+        }
+        let mut matched = 0;
+        let mut score = 0.0;
+        for m in &pos {
+            let lines = count_matching_lines(text, m);
+            let in_name = m.matches(path.stem());
+            if lines > 0 || in_name {
+                matched += 1;
+                score += (lines as f64).ln_1p() + if in_name { 3.0 } else { 0.0 };
+            }
+        }
+        if matched > 0 && scope.parsed_ok(text) {
+            found.insert(path.clone(), (matched, score));
+        }
+    })?;
+    let all = pos.len();
+    let matched_all = found.values().any(|(n, _)| *n == all);
+    let mut ranked: Vec<(f64, VaultPath)> = found
+        .into_iter()
+        .filter(|(_, (n, _))| !matched_all || *n == all)
+        .map(|(p, (_, s))| ((s * 1000.0).round() / 1000.0, p))
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let total = ranked.len();
+    let page_hits: Vec<(f64, VaultPath)> = ranked.into_iter().skip(offset).take(limit).collect();
+    let mut needles = Needles::default();
+    let mut analyzer = text::analyzer();
+    for c in parsed.positive() {
+        needles.terms.extend(
+            text::tokens(&mut analyzer, &c.text)
+                .into_iter()
+                .map(|t| t.text),
+        );
+        needles
+            .cjk
+            .extend(text::cjk_runs(&c.text).map(str::to_owned));
+    }
+    let status = engine.status();
+    let mut notes = vec![format!(
+        "the search index is {} ({} of {} notes read): this ranked search was answered by a \
+         scan, with simpler scoring",
+        status.state, status.progress.done, status.progress.total
+    )];
+    if !matched_all && total > 0 {
+        notes.push("no note has every word: notes with some of them are ranked".to_owned());
+    }
+    if partial {
+        notes.push(partial_note(scope.budget));
+    }
+    let shown = Ranked {
+        hits: page_hits,
+        total,
+        needles: &needles,
+        served_by: "scan",
+        partial,
+        notes,
+        index: Some(status),
+    };
+    Ok(note_page(engine, shown, page))
+}
+
+/// A page of one-hit-per-note results, each showing its best line: the note's text from memory
+/// when kept, otherwise re-read through the vault.
+fn note_page(engine: &Engine, shown: Ranked<'_>, page: Page) -> SearchResults {
+    let Ranked {
+        hits: ranked,
+        total,
+        needles,
+        served_by,
+        partial,
+        mut notes,
+        index,
+    } = shown;
+    let Page {
+        offset, query_id, ..
+    } = page;
+    let mut analyzer = text::analyzer();
+    let mut hits = Vec::with_capacity(ranked.len());
+    let mut consumed = 0;
+    let mut budget = Budget::new();
+    let texts = engine.texts();
+    for (score, path) in ranked {
+        let kept = texts.as_ref().and_then(|t| t.get(&path));
+        let text: std::borrow::Cow<'_, str> = match kept {
+            Some(t) => std::borrow::Cow::Borrowed(t.text()),
+            None => match engine.vault().read_file(&path) {
+                Ok(data) => String::from_utf8_lossy(&data.bytes).into_owned().into(),
+                Err(e) => {
+                    // Deleted since it was indexed: skip it, keep paging consistent.
+                    tracing::debug!(path = %path, error = %e, "a ranked hit could not be read");
+                    consumed += 1;
+                    continue;
+                }
+            },
+        };
+        let shown = text::best_line(&mut analyzer, &text, needles);
+        let hit = SearchHit {
+            path: path.to_string(),
+            line: shown.line,
+            excerpt: shown.excerpt,
+            matches: shown.matches,
+            heading: shown.heading,
+            score: (score * 1000.0).round() / 1000.0,
+        };
+        if !budget.take(&hit) {
+            break;
+        }
+        consumed += 1;
+        hits.push(hit);
+    }
+    if budget.full() {
+        notes.push(bytes_note());
+    }
+    let end = offset + consumed;
+    let next_cursor = (end < total && consumed > 0).then(|| encode_offset(end, query_id));
+    SearchResults {
+        truncated: next_cursor.is_some(),
+        next_cursor,
+        hits,
+        total,
+        mode: "ranked",
+        served_by,
+        partial,
+        notes,
+        index,
+    }
+}
