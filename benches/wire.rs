@@ -5,7 +5,9 @@
 //! Run: `cargo bench --bench wire` (10,000 notes), `CAPVAULT_BENCH_NOTES=100000 cargo bench
 //! --bench wire`. Options: `CAPVAULT_BENCH_RUNS=N` (default 30), `CAPVAULT_BENCH_PYTHON=path/to/
 //! python` (a Python with the `mcp` package: the SDK's client side is timed too),
-//! `CAPVAULT_BENCH_ONLY=text` (only the calls whose label contains it).
+//! `CAPVAULT_BENCH_ONLY=text` (only the calls whose label contains it), `CAPVAULT_BENCH_RESTART=1`
+//! (also a first start with an empty index cache folder and a restart on it: time to searchable,
+//! to ready, and peak RSS).
 //! Prints figures; asserts nothing about time.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
@@ -65,6 +67,99 @@ impl Pipe {
         assert_ne!(result["isError"], true, "{tool} {args}: {v}");
         result["structuredContent"].clone()
     }
+}
+
+/// Starts the server on `root` with `args` and completes the handshake.
+fn spawn(bin: &str, root: &std::path::Path, args: &[&str]) -> Pipe {
+    let mut child = Command::new(bin)
+        .arg("serve")
+        .arg(root)
+        .args(args)
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = Pipe {
+        stdin: child.stdin.take().unwrap(),
+        stdout: BufReader::new(child.stdout.take().unwrap()),
+        child,
+        next_id: 0,
+    };
+    pipe.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "bench", "version": "1"}}),
+    );
+    pipe.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    pipe
+}
+
+fn peak_rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// A first start with an empty index cache folder, then a restart on the cache it saved:
+/// spawn to the first ranked search the index answers, spawn to ready, and peak RSS of each.
+fn first_start_and_restart(bin: &str, root: &std::path::Path, markdown_bytes: u64) {
+    let cache = std::env::temp_dir().join(format!("capvault-bench-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    std::fs::create_dir_all(&cache).unwrap();
+    let args = ["--index-cache", cache.to_str().unwrap()];
+    println!("first start and restart, with the index cache in a fresh folder:");
+    println!(
+        "{:<14} {:>16} {:>12} {:>16}",
+        "start", "searchable ms", "ready ms", "peak RSS MB"
+    );
+    for label in ["first start", "restart"] {
+        let t = Instant::now();
+        let mut pipe = spawn(bin, root, &args);
+        let mut searchable = None;
+        let ready = loop {
+            if searchable.is_none() {
+                let r = pipe.call("search_notes", &json!({"query": "garden", "limit": 1}));
+                if r["served_by"] != "scan" {
+                    searchable = Some(t.elapsed());
+                }
+            }
+            let info = pipe.call("vault_info", &json!({}));
+            if info["index"]["state"] == "ready" && !info["notes"].is_null() {
+                break t.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let searchable = searchable.unwrap_or(ready);
+        // Wait for the save, then let the merges finish before stopping.
+        for _ in 0..600 {
+            let info = pipe.call("vault_info", &json!({}));
+            if info["index"]["cache_saved"].is_string() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let peak = peak_rss_mb(pipe.child.id());
+        println!(
+            "{label:<14} {:>16.0} {:>12.0} {:>10.0} ({:.2}x)",
+            searchable.as_secs_f64() * 1e3,
+            ready.as_secs_f64() * 1e3,
+            peak,
+            peak * 1024.0 * 1024.0 / markdown_bytes as f64
+        );
+        if label == "first start" {
+            std::thread::sleep(Duration::from_secs(20));
+        }
+        drop(pipe.stdin);
+        let _ = pipe.child.wait();
+    }
+    let _ = std::fs::remove_dir_all(&cache);
 }
 
 fn p50_p95(mut t: Vec<Duration>) -> (f64, f64) {
@@ -268,6 +363,10 @@ fn main() {
     }
     drop(pipe.stdin);
     let _ = pipe.child.wait();
+
+    if std::env::var_os("CAPVAULT_BENCH_RESTART").is_some() {
+        first_start_and_restart(bin, &g.root, g.bytes);
+    }
 
     // The same calls through the official Python SDK (its client-side cost included).
     let Ok(python) = std::env::var("CAPVAULT_BENCH_PYTHON") else {

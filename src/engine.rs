@@ -64,7 +64,8 @@ pub struct Freshness {
     pub watch: bool,
     /// How long a scanning search (exact, regex, ranked while the index builds) may run.
     pub scan_budget: Duration,
-    /// Wait this long before the first build (tests use it to observe the building state).
+    /// Wait this long between opening the index (and its cache) and the first build's walk
+    /// (tests use it to observe the building state).
     pub build_delay: Duration,
     /// Keep every note's text in memory, so exact and regex searches scan RAM instead of disk
     /// (about the vault's Markdown size in memory).
@@ -285,6 +286,9 @@ pub struct Engine {
     ready: AtomicBool,
     /// True once the first build's index commit is done (before the model is applied).
     index_ready: AtomicBool,
+    /// True while the index loaded from the cache folder is served as it was saved, before the
+    /// first build has compared it with the vault.
+    provisional: AtomicBool,
     /// Every note's text, when [`Freshness::keep_texts`] (updated with the model and index).
     texts: std::sync::RwLock<Texts>,
     done: AtomicU64,
@@ -348,6 +352,7 @@ impl Engine {
             syncing: Mutex::new(None),
             ready: AtomicBool::new(false),
             index_ready: AtomicBool::new(false),
+            provisional: AtomicBool::new(false),
             texts: std::sync::RwLock::new(Texts::default()),
             done: AtomicU64::new(0),
             total: AtomicU64::new(0),
@@ -538,6 +543,16 @@ impl Engine {
             .filter(|_| self.index_ready.load(Ordering::Acquire))
     }
 
+    /// The index as the cache folder held it, while the first build after a restart is still
+    /// comparing it with the vault (then [`Engine::index`] is `None`): it answers as of the last
+    /// run, so notes changed while capvault was stopped may be missing or out of date until the
+    /// build is done.
+    pub fn cached_index(&self) -> Option<&SearchIndex> {
+        self.index.get().filter(|_| {
+            self.provisional.load(Ordering::Acquire) && !self.index_ready.load(Ordering::Acquire)
+        })
+    }
+
     /// True when note texts are kept in memory.
     pub fn keeps_texts(&self) -> bool {
         self.freshness.keep_texts
@@ -627,6 +642,10 @@ impl Engine {
             Ok(ix) => {
                 ix.hold_merges();
                 let _ = self.index.set(ix);
+                let cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+                if cached.as_ref().is_some_and(|c| !c.is_empty()) {
+                    self.provisional.store(true, Ordering::Release);
+                }
             }
             Err(e) => {
                 let mut s = self.lock_status();
@@ -634,6 +653,9 @@ impl Engine {
                 s.last_error = Some(e);
             }
         }
+        // Tests watch the building state (and a restart's cached index) through this pause; a
+        // shutdown during it makes the walk below stop at once.
+        self.stop.sleep(self.freshness.build_delay);
         // Count the notes first (names only, no stat), so progress has a total.
         let mut count = 0u64;
         let counted = self
@@ -838,6 +860,7 @@ impl Engine {
         }
         if first {
             self.index_ready.store(true, Ordering::Release);
+            self.provisional.store(false, Ordering::Release);
             // What tantivy's indexing freed, handed back before the model's link resolution
             // allocates on top of everything kept (the build's peak).
             release_free_memory();
@@ -881,12 +904,7 @@ impl Engine {
         }
         .to_owned();
         let weak = Arc::downgrade(self);
-        let stop = Arc::clone(&self.stop);
-        let delay = self.freshness.build_delay;
         self.spawn("build", builder(), move || {
-            if stop.sleep(delay) {
-                return;
-            }
             let Some(engine) = weak.upgrade() else { return };
             engine.ensure_built();
             let watch = engine.freshness.watch && !engine.is_stopping();

@@ -66,7 +66,8 @@ enum Command {
         /// as Obsidian does; they are always readable by path.
         #[arg(long)]
         show_obsidian_excluded: bool,
-        /// Testing aid: wait this many milliseconds before building the index.
+        /// Testing aid: wait this many milliseconds after opening the index, before the first
+        /// build reads the vault.
         #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
         index_delay: u64,
     },

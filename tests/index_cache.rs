@@ -129,6 +129,75 @@ async fn a_restart_reuses_the_cached_index_and_catches_up_with_changes_made_whil
     server.stop().await;
 }
 
+#[tokio::test]
+async fn after_a_restart_the_cached_index_answers_while_it_is_checked_and_says_so() {
+    let v = vault();
+    let cache = tempfile::tempdir().unwrap();
+    let (server, _) = start_cached(v.path(), cache.path()).await;
+    wait_saved(&server).await;
+    server.stop().await;
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(
+        v.path().join("Plants/Fern.md"),
+        "# Fern
+A quokka hid.
+",
+    )
+    .unwrap();
+
+    // The build pauses 3 s after opening the cache: the saved index answers meanwhile.
+    let until = Instant::now() + Duration::from_secs(20);
+    let server = loop {
+        let server = Server::start_with(
+            v.path(),
+            &[
+                "--index-cache",
+                cache.path().to_str().unwrap(),
+                "--index-delay",
+                "3000",
+            ],
+        )
+        .await;
+        let r = server
+            .eventually(10, "search_notes", json!({"query": "marmot"}), |r| {
+                r["served_by"] != "scan"
+                    || r["index"]["cache"]
+                        .as_str()
+                        .is_some_and(|c| c.contains("another capvault process"))
+            })
+            .await;
+        if r["served_by"] == "cached_index" {
+            assert_eq!(r["hits"][0]["path"], "Mammals/Marmot.md", "{r}");
+            assert_eq!(r["index"]["state"], "building", "{r}");
+            assert!(
+                r["notes"][0]
+                    .as_str()
+                    .unwrap()
+                    .contains("saved by the last run"),
+                "{r}"
+            );
+            break server;
+        }
+        // The previous process still held the cache's lock: no cache, a scan. Try again.
+        assert!(
+            Instant::now() < until,
+            "never served from the cached index: {r}"
+        );
+        server.stop().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // As of the last run until the check is done: the new word is not known yet...
+    let r = server.ok("search_notes", json!({"query": "quokka"})).await;
+    assert_eq!(r["served_by"], "cached_index", "{r}");
+    assert_eq!(r["total"], 0, "{r}");
+    // ...and is once the build has compared the vault with it.
+    server.wait_index_ready().await;
+    let r = server.ok("search_notes", json!({"query": "quokka"})).await;
+    assert_eq!(r["served_by"], "index", "{r}");
+    assert_eq!(r["hits"][0]["path"], "Plants/Fern.md", "{r}");
+    server.stop().await;
+}
+
 /// The one folder below `cache` that holds a vault's index files.
 fn vault_cache_folder(cache: &Path) -> std::path::PathBuf {
     let mut dirs: Vec<_> = std::fs::read_dir(cache.join("index-1"))

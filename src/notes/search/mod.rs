@@ -137,9 +137,10 @@ pub struct SearchResults {
     pub next_cursor: Option<String>,
     /// `ranked`, `exact` or `regex`.
     pub mode: &'static str,
-    /// `index` (ranked), `index+scan` (exact: the index picked the notes, their texts were
-    /// read for the lines), or `scan` (exact and regex modes, and ranked mode while the index is
-    /// built).
+    /// `index` (ranked), `cached_index` (ranked, right after a restart: the index the last run
+    /// saved, still being checked against the vault), `index+scan` (exact: the index picked the
+    /// notes, their texts were read for the lines), or `scan` (exact and regex modes, and ranked
+    /// mode while the index is first built).
     pub served_by: &'static str,
     /// True when the scan's time budget ran out: hits and total cover only the notes scanned.
     pub partial: bool,

@@ -32,8 +32,12 @@ pub(super) fn search_ranked(
 ) -> Result<SearchResults, NoteError> {
     let parsed = query::parse(query_text).map_err(|e| NoteError::InvalidArgument(e.to_string()))?;
     engine.refresh_if_stale()?;
-    let Some(ix) = engine.index() else {
-        return ranked_by_scan(engine, &parsed, scope, page);
+    // After a restart, the cached index answers while the first build compares it with the vault
+    // (unless Excluded files must be left out: the model that lists them is not built yet).
+    let (ix, provisional) = match (engine.index(), engine.cached_index()) {
+        (Some(ix), _) => (ix, false),
+        (None, Some(ix)) if scope.ignored.is_none() => (ix, true),
+        _ => return ranked_by_scan(engine, &parsed, scope, page),
     };
     let found = ix
         .search(
@@ -44,6 +48,17 @@ pub(super) fn search_ranked(
         )
         .map_err(|e| NoteError::Unavailable(e.to_string()))?;
     let mut notes = Vec::new();
+    let mut index = None;
+    if provisional {
+        let status = engine.status();
+        notes.push(format!(
+            "the search index is the one saved by the last run, being checked against the vault \
+             ({} of {} notes read): notes changed since then may be missing or out of date for a \
+             few seconds",
+            status.progress.done, status.progress.total
+        ));
+        index = Some(status);
+    }
     if !found.matched_all {
         notes.push("no note has every word: notes with some of them are ranked".to_owned());
     }
@@ -55,10 +70,10 @@ pub(super) fn search_ranked(
             .collect(),
         total: found.total,
         needles: &found.needles,
-        served_by: "index",
+        served_by: if provisional { "cached_index" } else { "index" },
         partial: false,
         notes,
-        index: None,
+        index,
     };
     Ok(note_page(engine, shown, page))
 }
