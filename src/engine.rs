@@ -128,9 +128,9 @@ impl std::fmt::Display for Phase {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct IndexStatus {
     /// `not_started`, `building`, `ready`, `failed` or `stopped`: while not `ready`, searches
-    /// are answered by a scan.
+    /// are answered by a scan (after a restart, ranked ones by the index the last run saved).
     pub state: Phase,
-    /// Notes searchable in the index.
+    /// Notes searchable in the index (after a restart, in the saved index still being checked).
     pub documents: u64,
     /// Build progress: notes read so far, and notes to read (0 until counted).
     pub progress: Progress,
@@ -956,7 +956,10 @@ impl Engine {
         let ready = self.index_ready.load(Ordering::Acquire);
         IndexStatus {
             state: self.phase_with(&s, ready),
-            documents: self.index().map_or(0, SearchIndex::num_docs),
+            documents: self
+                .index()
+                .or_else(|| self.cached_index())
+                .map_or(0, SearchIndex::num_docs),
             progress: Progress {
                 done: self.done.load(Ordering::Relaxed),
                 total: self.total.load(Ordering::Relaxed),

@@ -186,6 +186,9 @@ A quokka hid.
         server.stop().await;
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
+    let info = server.ok("vault_info", json!({})).await;
+    assert_eq!(info["index"]["state"], "building", "{info}");
+    assert_eq!(info["index"]["documents"], 4, "the saved index is searchable: {info}");
     // As of the last run until the check is done: the new word is not known yet...
     let r = server.ok("search_notes", json!({"query": "quokka"})).await;
     assert_eq!(r["served_by"], "cached_index", "{r}");
