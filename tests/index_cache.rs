@@ -188,7 +188,10 @@ A quokka hid.
     };
     let info = server.ok("vault_info", json!({})).await;
     assert_eq!(info["index"]["state"], "building", "{info}");
-    assert_eq!(info["index"]["documents"], 4, "the saved index is searchable: {info}");
+    assert_eq!(
+        info["index"]["documents"], 4,
+        "the saved index is searchable: {info}"
+    );
     // As of the last run until the check is done: the new word is not known yet...
     let r = server.ok("search_notes", json!({"query": "quokka"})).await;
     assert_eq!(r["served_by"], "cached_index", "{r}");
