@@ -16,7 +16,6 @@ pub mod settings;
 pub mod view;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::vault::{Vault, VaultError, VaultPath};
 
@@ -92,16 +91,7 @@ pub fn read_note(vault: &Vault, path: &VaultPath) -> Result<NoteText, NoteError>
     })
 }
 
-/// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
-        out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
-    }
-    out
-}
+pub use crate::vault::sha256_hex;
 
 pub use crate::model::rfc3339;
 

@@ -153,12 +153,19 @@ pub fn vault_code(e: &VaultError) -> Code {
             Code::Refused
         }
         VaultError::Io { .. } | VaultError::Stopped => Code::Unavailable,
+        VaultError::Exists(_) | VaultError::Changed { .. } => Code::Conflict,
     }
 }
 
 impl From<VaultError> for ToolError {
     fn from(e: VaultError) -> Self {
-        ToolError::new(vault_code(&e), e.to_string())
+        let current = match &e {
+            VaultError::Changed { current_sha256, .. } => Some(current_sha256.clone()),
+            _ => None,
+        };
+        let mut t = ToolError::new(vault_code(&e), e.to_string());
+        t.current_sha256 = current;
+        t
     }
 }
 

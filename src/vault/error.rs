@@ -58,6 +58,17 @@ pub enum VaultError {
     /// The note is not valid UTF-8 text.
     #[error("{0}: is not valid UTF-8 text")]
     NotUtf8(VaultPath),
+    /// A file was to be created where one exists.
+    #[error("{0}: already exists")]
+    Exists(VaultPath),
+    /// The file is not at the version the writer expected.
+    #[error("{path}: changed since it was read (its sha256 is now {current_sha256})")]
+    Changed {
+        /// Where it is.
+        path: VaultPath,
+        /// The version it has now.
+        current_sha256: String,
+    },
     /// The work was stopped because the server is shutting down.
     #[error("stopped: the server is shutting down")]
     Stopped,

@@ -11,6 +11,8 @@
 //!   leads, race-free.
 //! - [`scan`]: depth-first walks over directory handles.
 //! - [`example`]: the embedded example vault used by `capvault demo`.
+//! - [`write`]: the one way a file is written: atomic, durable, version-checked, in a folder
+//!   handle the resolver checked.
 //! - [`cache`]: the search index's cache folder, outside the vault, opened as a second handle
 //!   and proven not to lie inside the vault.
 //!
@@ -27,6 +29,7 @@ pub mod path;
 mod resolve;
 pub mod scan;
 pub mod watch;
+pub mod write;
 
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -39,6 +42,7 @@ pub use exclude::Exclusions;
 pub use path::{PathError, VaultPath};
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use scan::ScanEntry;
+pub use write::{Expect, Written, sha256_hex};
 
 use resolve::{Resolved, Want, read_capped, resolve};
 
@@ -359,6 +363,8 @@ impl Vault {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_tests;
 
 /// True for a file name that Obsidian treats as a note.
 pub fn is_note_name(name: &str) -> bool {

@@ -74,12 +74,35 @@ pub(crate) enum Hidden {
 /// Resolves `pending` components beneath `root`; errors name `requested`.
 pub(crate) fn resolve_components(
     root: &Dir,
-    mut pending: VecDeque<String>,
+    pending: VecDeque<String>,
     requested: &VaultPath,
     want: Want,
     hidden: Hidden,
     excluded: &Exclusions,
 ) -> Result<Resolved, VaultError> {
+    walk(root, pending, requested, want, hidden, excluded).map(|(r, _)| r)
+}
+
+/// [`resolve_components`] for a client path (nothing hidden), also returning where a folder it
+/// resolved to really is (vault-relative, link targets spliced in; empty for the root).
+pub(crate) fn resolve_components_real(
+    root: &Dir,
+    pending: VecDeque<String>,
+    requested: &VaultPath,
+    want: Want,
+    excluded: &Exclusions,
+) -> Result<(Resolved, String), VaultError> {
+    walk(root, pending, requested, want, Hidden::Refuse, excluded)
+}
+
+fn walk(
+    root: &Dir,
+    mut pending: VecDeque<String>,
+    requested: &VaultPath,
+    want: Want,
+    hidden: Hidden,
+    excluded: &Exclusions,
+) -> Result<(Resolved, String), VaultError> {
     let mut stack: Vec<Dir> = Vec::new();
     // The real location of each folder on the stack, for the exclusion rule.
     let mut real: Vec<String> = Vec::new();
@@ -178,7 +201,7 @@ pub(crate) fn resolve_components(
             });
         }
         match open_regular_nofollow(current, &name, requested) {
-            Ok((file, meta)) => return Ok(Resolved::File { file, meta }),
+            Ok((file, meta)) => return Ok((Resolved::File { file, meta }, String::new())),
             Err(OpenOutcome::Symlink) => {
                 // Replaced by a symlink since the fstatat: look at it again.
                 hops += 1;
@@ -201,7 +224,7 @@ pub(crate) fn resolve_components(
             .try_clone()
             .map_err(|e| VaultError::from_io(requested, &e))?,
     };
-    Ok(Resolved::Dir { dir })
+    Ok((Resolved::Dir { dir }, real.pop().unwrap_or_default()))
 }
 
 /// Why [`open_regular_nofollow`] did not return a file.
