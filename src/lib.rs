@@ -17,7 +17,9 @@
 //!   step at a time so that symlinks can neither leave the vault nor lead into hidden folders.
 //!   clippy's `disallowed-methods` (`clippy.toml`) keeps `std::fs`/`tokio::fs` out of every other
 //!   module.
-//!   Paths the configuration excludes ([`vault::Exclusions`]) are refused by the same walk.
+//!   Paths the configuration excludes ([`vault::Exclusions`]) are refused by the same walk. The
+//!   one way a file is written, [`vault::Vault::write_file`], acts on a name in a folder handle
+//!   that walk checked: atomic, durable, version-checked (no tool writes yet).
 //! - [`markdown`]: pure parsing of one note (frontmatter, aliases, tags, headings, block ids, links
 //!   with positions) as Obsidian reads it, and how property values compare. No I/O.
 //! - [`obsidian`]: Obsidian's own formats, parsed without I/O: `.obsidian` settings, Moment.js
@@ -27,8 +29,9 @@
 //!   current by stat-based diffs (of one file, one folder or the whole vault) applied one note at a
 //!   time.
 //! - [`index`]: the full-text search index (tantivy): schema, field boosts, filters, the query
-//!   language, CJK bigrams, how a hit's line, excerpt and heading are chosen, and its cache, saved
-//!   and loaded only through the cache folder's handle ([`vault::cache`]), never by path.
+//!   language, CJK bigrams, how a hit's line, excerpt and heading are chosen, the candidate notes
+//!   of an exact search, and its cache, saved and loaded only through the cache folder's handle
+//!   ([`vault::cache`]), never by path.
 //! - [`engine`]: the model and the index built together at startup in the background and kept
 //!   fresh together: the file watcher ([`vault::watch`], hints only, every re-read through the
 //!   vault), a periodic stat-based reconcile, and optional query-time reconciles. One engine per
