@@ -180,27 +180,7 @@ fn main() {
         g.bytes as f64 / 1e6
     );
     let bin = env!("CARGO_BIN_EXE_capvault");
-    let mut child = Command::new(bin)
-        .arg("serve")
-        .arg(&g.root)
-        .arg("--no-index-cache")
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = Pipe {
-        stdin: child.stdin.take().unwrap(),
-        stdout: BufReader::new(child.stdout.take().unwrap()),
-        child,
-        next_id: 0,
-    };
-    pipe.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-               "clientInfo": {"name": "bench", "version": "1"}}),
-    );
-    pipe.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut pipe = spawn(bin, &g.root, &["--no-index-cache"]);
     let (_, list_bytes) = pipe.request("tools/list", json!({}));
     let started = Instant::now();
     loop {

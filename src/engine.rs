@@ -306,12 +306,15 @@ pub struct Engine {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// The watcher's channel, to wake its loop at shutdown.
     watch_tx: Mutex<Option<Sender<WatchMsg>>>,
-    /// `app.json` as last read, and the Excluded files it names.
+    /// `app.json` as last read, when, and the Excluded files it names.
     ignored: Mutex<Option<SeenSettings>>,
 }
 
-/// `app.json`'s bytes and the Excluded files they name.
-type SeenSettings = (Vec<u8>, Option<Arc<IgnoreFilters>>);
+/// `app.json`'s bytes, when they were read, and the Excluded files they name.
+type SeenSettings = (Vec<u8>, Instant, Option<Arc<IgnoreFilters>>);
+
+/// How long `app.json`'s Excluded files are used before the file is read again.
+const SETTINGS_MAX_AGE: Duration = Duration::from_secs(1);
 
 /// The files of one state of the model that Obsidian's Excluded files name, and the filters
 /// that named them.
@@ -559,11 +562,21 @@ impl Engine {
     }
 
     /// Obsidian's Excluded files, when results are to leave them out: `None` when the vault
-    /// names none (or they are shown). `app.json` is read on each call (it is small) and parsed
-    /// again only when it changed.
+    /// names none (or they are shown). `app.json` is read again when the last read is over a
+    /// second old (so an edit applies within a second, and a burst of calls reads it once), and
+    /// parsed again only when its bytes changed.
     pub fn user_ignored(&self) -> Option<Arc<IgnoreFilters>> {
         if !self.freshness.hide_obsidian_excluded {
             return None;
+        }
+        if let Some((_, at, filters)) = self
+            .ignored
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            && at.elapsed() < SETTINGS_MAX_AGE
+        {
+            return filters.clone();
         }
         let bytes = match self.vault.read_config(crate::vault::ConfigFile::App) {
             Ok(Some(b)) => b,
@@ -574,9 +587,10 @@ impl Engine {
             }
         };
         let mut cached = self.ignored.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((seen, filters)) = cached.as_ref()
+        if let Some((seen, at, filters)) = cached.as_mut()
             && *seen == bytes
         {
+            *at = Instant::now();
             return filters.clone();
         }
         let filters = crate::obsidian::config::parse_app(&bytes)
@@ -590,7 +604,7 @@ impl Engine {
             })
             .filter(|f| !f.is_empty())
             .map(Arc::new);
-        *cached = Some((bytes, filters.clone()));
+        *cached = Some((bytes, Instant::now(), filters.clone()));
         filters
     }
 

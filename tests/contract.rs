@@ -552,16 +552,19 @@ async fn obsidian_excluded_files_are_left_out_of_search_lists_and_graph_but_stay
         "{old}"
     );
 
-    // Settings edited while the server runs apply to the next call.
+    // Settings edited while the server runs apply within a second.
     std::fs::write(
         tmp.path().join(".obsidian/app.json"),
         r#"{"userIgnoreFilters": ["Archive/"]}"#,
     )
     .unwrap();
-    let r = s
-        .ok("search_notes", json!({"query": "quokka", "mode": "exact"}))
-        .await;
-    assert_eq!(r["total"], 2, "{r}");
+    s.eventually(
+        5,
+        "search_notes",
+        json!({"query": "quokka", "mode": "exact"}),
+        |r| r["total"] == 2,
+    )
+    .await;
     s.stop().await;
 
     let s = Server::start_with(tmp.path(), &["--show-obsidian-excluded"]).await;
