@@ -11,16 +11,29 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
 use crate::engine::{Engine, Freshness, IndexCache};
+use crate::notes::write::Writer;
 use crate::server::{CapvaultServer, ToolPolicy};
 use crate::vault::Vault;
 
 /// Serves `engine`'s vault over stdin/stdout until the client disconnects (stdin closes) or
 /// SIGINT or SIGTERM arrives, then shuts the engine down: background work stopped, threads
 /// joined, the index cache saved a last time.
-pub async fn serve_stdio(engine: Arc<Engine>, policy: &ToolPolicy) -> anyhow::Result<()> {
-    tracing::info!(vault = engine.vault().name(), "serving over stdio");
+pub async fn serve_stdio(
+    engine: Arc<Engine>,
+    writer: Option<Arc<Writer>>,
+    policy: &ToolPolicy,
+) -> anyhow::Result<()> {
+    tracing::info!(
+        vault = engine.vault().name(),
+        writes = writer.is_some(),
+        "serving over stdio"
+    );
     engine.start();
-    let server = CapvaultServer::new(Arc::clone(&engine), policy).map_err(anyhow::Error::msg)?;
+    let server = match writer {
+        Some(w) => CapvaultServer::writable(Arc::clone(&engine), w, policy),
+        None => CapvaultServer::new(Arc::clone(&engine), policy),
+    }
+    .map_err(anyhow::Error::msg)?;
     let served = tokio::select! {
         service = server.serve(rmcp::transport::stdio()) => match service {
             Ok(service) => {

@@ -8,7 +8,9 @@ use clap::{Args, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 use capvault::engine::IndexCache;
+use capvault::notes::write::{WriteOptions, Writer};
 use capvault::vault::cache::IndexCacheDir;
+use capvault::vault::state::{AuditFile, StateDir};
 use capvault::vault::{DEFAULT_MAX_READ_BYTES, Limits, Vault};
 
 /// A capability-confined MCP server for Obsidian vaults.
@@ -66,6 +68,8 @@ enum Command {
         /// as Obsidian does; they are always readable by path.
         #[arg(long)]
         show_obsidian_excluded: bool,
+        #[command(flatten)]
+        write: WriteArgs,
         /// Testing aid: wait this many milliseconds after opening the index, before the first
         /// build reads the vault.
         #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
@@ -84,6 +88,78 @@ enum Command {
     },
     /// Serve the built-in example vault to an in-process client and print the wire session.
     Demo,
+}
+
+/// Permission to write, and where history goes.
+#[derive(Args, Debug)]
+struct WriteArgs {
+    /// Offer the write tools (create, edit, append, frontmatter, daily notes, move, delete,
+    /// history and restore). Without it the server is read-only and lists no write tool.
+    #[arg(long)]
+    write: bool,
+    /// Allow writes only inside this folder (repeatable; checked where a path really leads,
+    /// through symlinks). Default: the whole vault (hidden and excluded places never).
+    #[arg(long, value_name = "FOLDER", requires = "write")]
+    write_scope: Vec<String>,
+    /// Let `delete_note(permanent = true)` remove files for good (otherwise deletes go to the
+    /// vault's `.trash`).
+    #[arg(long, requires = "write")]
+    allow_permanent_delete: bool,
+    /// Folder for the note history, audit log and writers' lock (default: the user's state
+    /// folder, `~/.local/state/capvault` on Linux). It must be outside the vault.
+    #[arg(long, value_name = "DIR", requires = "write")]
+    state_dir: Option<PathBuf>,
+    /// Write the audit log (one JSON line per change, never note content) to this file
+    /// instead of the state folder. It must be outside the vault.
+    #[arg(long, value_name = "FILE", requires = "write")]
+    audit_log: Option<PathBuf>,
+    /// Keep at most this many MiB of earlier note versions (oldest pruned first).
+    #[arg(long, value_name = "MIB", default_value_t = 512)]
+    history_max_mb: u64,
+    /// Keep earlier note versions at most this many days.
+    #[arg(long, value_name = "DAYS", default_value_t = 90)]
+    history_max_days: u64,
+}
+
+impl WriteArgs {
+    /// The write scopes, as vault paths.
+    fn scopes(&self) -> anyhow::Result<Vec<capvault::vault::VaultPath>> {
+        self.write_scope
+            .iter()
+            .map(|s| {
+                capvault::vault::VaultPath::parse_folder(s)
+                    .map_err(|e| anyhow::anyhow!("--write-scope {s}: {e}"))
+            })
+            .collect()
+    }
+
+    /// The writer, when `--write` is given.
+    fn writer(&self, vault: &Vault) -> anyhow::Result<Option<std::sync::Arc<Writer>>> {
+        if !self.write {
+            return Ok(None);
+        }
+        let root = self
+            .state_dir
+            .clone()
+            .or_else(capvault::vault::state::default_root)
+            .ok_or_else(|| anyhow::anyhow!("no state folder for this user: pass --state-dir"))?;
+        let state = StateDir::open(&root, vault)
+            .map_err(|e| anyhow::anyhow!("{e} (--state-dir {})", root.display()))?;
+        let audit = match &self.audit_log {
+            Some(p) => Some(AuditFile::open(p, vault).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let options = WriteOptions {
+            permanent_delete: self.allow_permanent_delete,
+            history_max_bytes: self.history_max_mb.saturating_mul(1024 * 1024),
+            history_max_age: std::time::Duration::from_secs(
+                self.history_max_days.saturating_mul(24 * 3600),
+            ),
+        };
+        Ok(Some(std::sync::Arc::new(Writer::new(
+            state, audit, options,
+        ))))
+    }
 }
 
 #[derive(Args, Debug)]
@@ -187,6 +263,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             index_delay,
             tools,
             show_obsidian_excluded,
+            write,
         } => {
             let ms = std::time::Duration::from_millis;
             let freshness = capvault::engine::Freshness {
@@ -199,6 +276,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 hide_obsidian_excluded: true,
             };
             let (vault, config) = vault.open()?;
+            let vault = vault.with_write_scopes(write.scopes()?);
+            let writer = write.writer(&vault)?;
             let freshness = capvault::engine::Freshness {
                 hide_obsidian_excluded: !(show_obsidian_excluded || config.show_obsidian_excluded),
                 ..freshness
@@ -224,7 +303,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             };
             let engine = capvault::engine::Engine::open(vault, freshness, cache);
-            capvault::app::serve_stdio(engine, &policy).await
+            capvault::app::serve_stdio(engine, writer, &policy).await
         }
         Command::Call {
             vault,

@@ -32,11 +32,13 @@
 //!   same); invalid frontmatter is still not part of the body.
 
 mod body;
+pub mod edit;
 mod frontmatter;
 mod links;
 mod pos;
 pub mod properties;
 mod tags;
+pub mod yaml_edit;
 
 #[cfg(test)]
 mod tests;

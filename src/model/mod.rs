@@ -363,6 +363,12 @@ impl Model {
             })
     }
 
+    /// Every file, indexed for link resolution (a move clones it to resolve links as they
+    /// would be after the move).
+    pub fn file_index(&self) -> &FileIndex {
+        &self.index
+    }
+
     /// Notes that link to `path` (resolved links), in path order.
     pub fn backlinks(&self, path: &VaultPath) -> impl Iterator<Item = &VaultPath> {
         self.index

@@ -33,8 +33,11 @@ pub struct VaultInfo {
     /// Settings read from the vault's `.obsidian` folder.
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub settings: VaultSettings,
-    /// Whether write tools are enabled (capvault is read-only today).
+    /// Whether the write tools are enabled (the server runs with `--write`).
     pub writes_enabled: bool,
+    /// The folders writes are confined to (`--write-scope`); empty: the whole vault.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub write_scopes: Vec<String>,
     /// The largest file capvault reads, in bytes.
     pub max_file_size: u64,
     /// When the parsed model was last brought up to date (RFC 3339).
@@ -109,7 +112,7 @@ pub struct AttachmentInfo {
 }
 
 /// The facts `vault_info` reports. Counts are null while the first build runs.
-pub fn vault_info(engine: &Engine) -> Result<VaultInfo, NoteError> {
+pub fn vault_info(engine: &Engine, writes_enabled: bool) -> Result<VaultInfo, NoteError> {
     let vault = engine.vault();
     // During the first build, answer at once with the build's progress.
     let building = !engine.is_ready() && engine.phase() != Phase::NotStarted;
@@ -121,7 +124,8 @@ pub fn vault_info(engine: &Engine) -> Result<VaultInfo, NoteError> {
         tags: None,
         index: engine.status(),
         settings: load_settings(vault),
-        writes_enabled: false,
+        writes_enabled,
+        write_scopes: vault.write_scopes().iter().map(|p| p.to_string()).collect(),
         max_file_size: vault.limits().max_read_bytes,
         model_updated: None,
         model_build_ms: None,
@@ -158,19 +162,8 @@ pub fn parse_date(arg: Option<&str>) -> Result<chrono::NaiveDate, NoteError> {
 /// The daily note of `date`, where the vault's settings put it, read as `read_note` reads a
 /// note (the first page of its text).
 pub fn daily_note(vault: &Vault, date: chrono::NaiveDate) -> Result<DailyNote, NoteError> {
-    let settings = load_settings(vault);
+    let (path, settings) = daily_note_path(vault, date)?;
     let cfg = &settings.daily_notes;
-    let path_text = moment::daily_note_path(&cfg.folder, &cfg.format, date).map_err(|e| {
-        NoteError::InvalidArgument(format!(
-            "cannot build the daily note's name from format `{}`: {e}",
-            cfg.format
-        ))
-    })?;
-    let path = VaultPath::parse(&path_text).map_err(|e| {
-        NoteError::InvalidArgument(format!(
-            "the daily-note settings give `{path_text}`, which capvault cannot open: {e}"
-        ))
-    })?;
     let day = date.format("%Y-%m-%d").to_string();
     let source = serde_json::to_value(cfg.source)
         .ok()
@@ -204,6 +197,27 @@ pub fn daily_note(vault: &Vault, date: chrono::NaiveDate) -> Result<DailyNote, N
         Err(NoteError::Vault(VaultError::NotFound(_))) => Ok(reply),
         Err(e) => Err(e),
     }
+}
+
+/// Where the vault's settings put the daily note of `date`, with the settings read.
+pub fn daily_note_path(
+    vault: &Vault,
+    date: chrono::NaiveDate,
+) -> Result<(VaultPath, VaultSettings), NoteError> {
+    let settings = load_settings(vault);
+    let cfg = &settings.daily_notes;
+    let path_text = moment::daily_note_path(&cfg.folder, &cfg.format, date).map_err(|e| {
+        NoteError::InvalidArgument(format!(
+            "cannot build the daily note's name from format `{}`: {e}",
+            cfg.format
+        ))
+    })?;
+    let path = VaultPath::parse(&path_text).map_err(|e| {
+        NoteError::InvalidArgument(format!(
+            "the daily-note settings give `{path_text}`, which capvault cannot open: {e}"
+        ))
+    })?;
+    Ok((path, settings))
 }
 
 /// The canvas at `path`, validated, with every file node resolved against the model.

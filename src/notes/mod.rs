@@ -14,6 +14,7 @@ pub mod paging;
 pub mod search;
 pub mod settings;
 pub mod view;
+pub mod write;
 
 use serde::Serialize;
 
@@ -51,6 +52,9 @@ pub enum NoteError {
     /// The vault model is not built yet.
     #[error("{0}")]
     NotReady(String),
+    /// The server's configuration does not allow it.
+    #[error("{0}")]
+    Refused(String),
     /// The search index or the disk failed; a retry may succeed.
     #[error("{0}")]
     Unavailable(String),

@@ -145,7 +145,8 @@ pub fn vault_code(e: &VaultError) -> Code {
         | VaultError::LeadsToHidden(_)
         | VaultError::SymlinkLoop(_)
         | VaultError::NotRegular { .. }
-        | VaultError::Excluded(_) => Code::Refused,
+        | VaultError::Excluded(_)
+        | VaultError::OutsideWriteScope(_) => Code::Refused,
         VaultError::IsAFolder(_) | VaultError::NotAFolder(_) => Code::InvalidArgument,
         VaultError::TooLarge { .. } => Code::TooLarge,
         VaultError::NotUtf8(_) => Code::NotUtf8,
@@ -196,6 +197,7 @@ impl From<NoteError> for ToolError {
             },
             NoteError::TooLarge(m) => ToolError::new(Code::TooLarge, m),
             NoteError::NotReady(m) => ToolError::new(Code::NotReady, m),
+            NoteError::Refused(m) => ToolError::new(Code::Refused, m),
             NoteError::Unavailable(m) => ToolError::new(Code::Unavailable, m),
         }
     }

@@ -12,6 +12,7 @@ pub mod policy;
 mod resources;
 mod tools;
 mod vault_tools;
+mod write_tools;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use crate::engine::Engine;
 use crate::model::Model;
 use crate::notes::NoteError;
+use crate::notes::write::Writer;
 use crate::vault::Vault;
 
 pub use args::Parameters;
@@ -58,6 +60,9 @@ pub struct CapvaultServer {
     tool_router: ToolRouter<Self>,
     /// The tools this server offers.
     tools: Arc<ToolTable>,
+    /// The vault's writer, when the server runs with `--write` (the write tools are listed
+    /// only then).
+    writer: Option<Arc<Writer>>,
 }
 
 impl std::fmt::Debug for CapvaultServer {
@@ -72,14 +77,42 @@ impl CapvaultServer {
     /// A session on `engine`, offering the tools `policy` allows. Fails only when the policy
     /// renames two tools to one name.
     pub fn new(engine: Arc<Engine>, policy: &ToolPolicy) -> Result<Self, String> {
-        let tool_router = Self::all_tools();
+        Self::build(engine, None, policy)
+    }
+
+    /// A session on `engine` that may also write through `writer` (`--write`): the write tools
+    /// are listed, as `policy` allows.
+    pub fn writable(
+        engine: Arc<Engine>,
+        writer: Arc<Writer>,
+        policy: &ToolPolicy,
+    ) -> Result<Self, String> {
+        Self::build(engine, Some(writer), policy)
+    }
+
+    fn build(
+        engine: Arc<Engine>,
+        writer: Option<Arc<Writer>>,
+        policy: &ToolPolicy,
+    ) -> Result<Self, String> {
+        let tool_router = if writer.is_some() {
+            Self::all_tools() + Self::write_router()
+        } else {
+            Self::all_tools()
+        };
         let (listed, names) = policy.apply(tool_router.list_all())?;
         Ok(CapvaultServer {
             vault: Arc::clone(engine.shared_vault()),
             engine,
             tool_router,
             tools: Arc::new(ToolTable { listed, names }),
+            writer,
         })
+    }
+
+    /// True when the server may write (`--write`).
+    pub fn writes_enabled(&self) -> bool {
+        self.writer.is_some()
     }
 
     /// A session on `engine` with every tool.
@@ -97,7 +130,7 @@ impl CapvaultServer {
 
     /// The names of every tool in the code, sorted (what `--tools` and the config file name).
     pub fn tool_names() -> Vec<String> {
-        Self::all_tools()
+        (Self::all_tools() + Self::write_router())
             .list_all()
             .into_iter()
             .map(|t| t.name.to_string())
@@ -154,8 +187,15 @@ impl CapvaultServer {
     }
 
     fn instructions(&self) -> String {
+        let mode = if self.writer.is_some() {
+            "read and write: every change needs the note's current `sha256` (`if_match`) or \
+             fails with `conflict`, `dry_run` previews a change, and `note_history` / \
+             `restore_note` undo one"
+        } else {
+            "read-only"
+        };
         format!(
-            "capvault serves the Obsidian vault \"{name}\" (read-only). Notes are Markdown files \
+            "capvault serves the Obsidian vault \"{name}\" ({mode}). Notes are Markdown files \
              addressed by paths relative to the vault root, with `/` separators, like \
              `Projects/Plan.md` (`.md` may be left out, and a bare note name works when only one \
              note has it). Use `search_notes` to find notes by text, `list_notes` to \
@@ -163,7 +203,8 @@ impl CapvaultServer {
              version). Notes are also resources under `{URI_PREFIX}<path>`. Hidden folders \
              (`.obsidian`, `.git`, `.trash`) and anything outside the vault are not accessible. \
              Failures start with a stable code: `not_found`, `ambiguous`, `refused`, \
-             `invalid_argument`, `too_large`, `not_utf8`, `not_ready`, `unavailable`.",
+             `invalid_argument`, `too_large`, `not_utf8`, `not_ready`, `conflict`, \
+             `unavailable`.",
             name = self.vault.name()
         )
     }

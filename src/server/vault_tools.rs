@@ -43,7 +43,8 @@ impl CapvaultServer {
         open_world_hint = false
     ))]
     pub async fn vault_info(&self) -> Result<Json<VaultInfo>, ToolError> {
-        self.with_engine(|engine| Ok(files::vault_info(engine)?))
+        let writes = self.writes_enabled();
+        self.with_engine(move |engine| Ok(files::vault_info(engine, writes)?))
             .await
             .map(Json)
     }

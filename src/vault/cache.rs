@@ -75,41 +75,7 @@ impl IndexCacheDir {
     /// Opens (creating what is missing) the cache folder of `vault` under `root`, and locks it.
     /// Refuses a `root` inside the vault before creating anything.
     pub fn open(root: &Path, vault: &Vault) -> Result<IndexCacheDir, CacheError> {
-        let root = std::path::absolute(root)?;
-        if root
-            .components()
-            .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
-        {
-            return Err(CacheError::BadPath);
-        }
-        let vault_id = vault.identity()?;
-        // The deepest ancestor that exists; the rest is created below it, after the check.
-        let mut missing = Vec::new();
-        let mut at = root.as_path();
-        let mut dir = loop {
-            match ambient(Ambient::Open(at)) {
-                Ok(d) => break d,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    let (Some(name), Some(parent)) = (at.file_name(), at.parent()) else {
-                        return Err(e.into());
-                    };
-                    missing.push(name.to_owned());
-                    at = parent;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        };
-        ensure_outside(&dir, vault_id)?;
-        for name in missing.iter().rev() {
-            dir = sub_dir(&dir, Path::new(name))?;
-        }
-        let dir = sub_dir(&dir, Path::new(INDEX_FOLDER))?;
-        let name = format!("{:x}-{:x}", vault_id.0, vault_id.1);
-        let dir = sub_dir(&dir, Path::new(&name))?;
-        let meta = dir.dir_metadata()?;
-        if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
-            return Err(CacheError::NotPrivate);
-        }
+        let dir = open_private(root, vault, INDEX_FOLDER)?;
         let lock = dir.open_with(
             LOCK_FILE,
             OpenOptions::new()
@@ -345,7 +311,7 @@ fn check_name(name: &str) -> io::Result<()> {
 }
 
 /// Opens sub-folder `name` of `dir`, creating it `0700` if missing. Never follows a symlink.
-fn sub_dir(dir: &Dir, name: &Path) -> io::Result<Dir> {
+pub(super) fn sub_dir(dir: &Dir, name: &Path) -> io::Result<Dir> {
     let mut builder = DirBuilder::new();
     builder.mode(0o700);
     match dir.create_dir_with(name, &builder) {
@@ -363,7 +329,7 @@ fn sub_dir(dir: &Dir, name: &Path) -> io::Result<Dir> {
 }
 
 /// Fails when `vault` (device, inode) is `dir` or one of its ancestors.
-fn ensure_outside(dir: &Dir, vault: (u64, u64)) -> Result<(), CacheError> {
+pub(super) fn ensure_outside(dir: &Dir, vault: (u64, u64)) -> Result<(), CacheError> {
     let id = |d: &Dir| -> io::Result<(u64, u64)> {
         let m = d.dir_metadata()?;
         Ok((m.dev(), m.ino()))
@@ -382,6 +348,47 @@ fn ensure_outside(dir: &Dir, vault: (u64, u64)) -> Result<(), CacheError> {
         parent = ambient(Ambient::Parent(&parent))?;
     }
     Err(CacheError::BadPath)
+}
+
+/// Opens (creating what is missing, `0700`) the folder `kind/<vault id>` under `root`, which must
+/// lie outside the vault (checked before anything is created) and be private to this user.
+pub(super) fn open_private(root: &Path, vault: &Vault, kind: &str) -> Result<Dir, CacheError> {
+    let root = std::path::absolute(root)?;
+    if root
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+    {
+        return Err(CacheError::BadPath);
+    }
+    let vault_id = vault.identity()?;
+    // The deepest ancestor that exists; the rest is created below it, after the check.
+    let mut missing = Vec::new();
+    let mut at = root.as_path();
+    let mut dir = loop {
+        match ambient(Ambient::Open(at)) {
+            Ok(d) => break d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let (Some(name), Some(parent)) = (at.file_name(), at.parent()) else {
+                    return Err(e.into());
+                };
+                missing.push(name.to_owned());
+                at = parent;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    ensure_outside(&dir, vault_id)?;
+    for name in missing.iter().rev() {
+        dir = sub_dir(&dir, Path::new(name))?;
+    }
+    let dir = sub_dir(&dir, Path::new(kind))?;
+    let name = format!("{:x}-{:x}", vault_id.0, vault_id.1);
+    let dir = sub_dir(&dir, Path::new(&name))?;
+    let meta = dir.dir_metadata()?;
+    if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+        return Err(CacheError::NotPrivate);
+    }
+    Ok(dir)
 }
 
 /// Takes an exclusive lock on the open file, without waiting (`flock`; released when the

@@ -69,6 +69,9 @@ pub enum VaultError {
         /// The version it has now.
         current_sha256: String,
     },
+    /// The location is outside the folders writes are confined to (`--write-scope`).
+    #[error("{0}: outside the folders this server may write to; refused")]
+    OutsideWriteScope(VaultPath),
     /// The work was stopped because the server is shutting down.
     #[error("stopped: the server is shutting down")]
     Stopped,

@@ -13,6 +13,10 @@
 //! - [`example`]: the embedded example vault used by `capvault demo`.
 //! - [`write`]: the one way a file is written: atomic, durable, version-checked, in a folder
 //!   handle the resolver checked.
+//! - `ops`: the other changes a write tool makes (folders created, moves that never replace,
+//!   Obsidian's `.trash`, permanent removal), each acting on one name in checked folder handles.
+//! - [`state`]: capvault's state folder outside the vault (note history, the audit log, the
+//!   writers' lock), a third handle.
 //! - [`cache`]: the search index's cache folder, outside the vault, opened as a second handle
 //!   and proven not to lie inside the vault.
 //!
@@ -25,9 +29,11 @@ pub mod cache;
 pub mod error;
 pub mod example;
 pub mod exclude;
+mod ops;
 pub mod path;
 mod resolve;
 pub mod scan;
+pub mod state;
 pub mod watch;
 pub mod write;
 
@@ -39,6 +45,7 @@ use cap_std::fs::{Dir, Metadata, MetadataExt};
 
 pub use error::VaultError;
 pub use exclude::Exclusions;
+pub use ops::{Entry, Moved, TRASH_FOLDER};
 pub use path::{PathError, VaultPath};
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use scan::ScanEntry;
@@ -133,6 +140,8 @@ pub struct Vault {
     config_dir: String,
     /// Paths the server's configuration removes from the vault.
     excluded: Exclusions,
+    /// Folders writes are confined to (`--write-scope`), as real vault paths; empty: anywhere.
+    write_scopes: Vec<VaultPath>,
 }
 
 /// Largest settings file read from the config folder.
@@ -247,7 +256,20 @@ impl Vault {
             limits,
             config_dir: DEFAULT_CONFIG_DIR.to_owned(),
             excluded: Exclusions::default(),
+            write_scopes: Vec::new(),
         })
+    }
+
+    /// The same vault with writes confined to `scopes` (folders; empty: anywhere), checked on
+    /// where a path really leads (before it is shared).
+    pub fn with_write_scopes(mut self, scopes: Vec<VaultPath>) -> Vault {
+        self.write_scopes = scopes;
+        self
+    }
+
+    /// The folders writes are confined to (empty: anywhere).
+    pub fn write_scopes(&self) -> &[VaultPath] {
+        &self.write_scopes
     }
 
     /// The same vault with `excluded` removed from it (before it is shared).

@@ -166,7 +166,18 @@ impl VaultPath {
         Ok(VaultPath(Arc::from(joined)))
     }
 
-    /// True when `self` is `other` or lies below it.
+    /// The folder that holds this path (the root for a top-level name; `None` for the root).
+    pub fn parent(&self) -> Option<VaultPath> {
+        if self.is_root() {
+            return None;
+        }
+        Some(match self.0.rfind('/') {
+            Some(i) => VaultPath(Arc::from(&self.0[..i])),
+            None => VaultPath::root(),
+        })
+    }
+
+    /// True when `self` is `other` or lies below it (every path lies below the root).
     pub fn starts_with(&self, other: &VaultPath) -> bool {
         other.is_root()
             || self.0 == other.0

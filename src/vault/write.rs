@@ -121,8 +121,20 @@ impl Vault {
 
     /// The folder that holds `path`, resolved like a read (no-follow, inside the vault, nothing
     /// hidden or excluded on the way), and the last name, itself checked against the exclusions
-    /// where the folder really is.
-    fn parent_of(&self, path: &VaultPath) -> Result<(Dir, String), VaultError> {
+    /// and the write scopes where the folder really is.
+    pub(super) fn parent_of(&self, path: &VaultPath) -> Result<(Dir, String), VaultError> {
+        let (dir, name, here) = self.parent_real(path)?;
+        if !self.may_write_at(&here) {
+            return Err(VaultError::OutsideWriteScope(path.clone()));
+        }
+        Ok((dir, name))
+    }
+
+    /// [`Vault::parent_of`] without the write scopes, with the real vault path of the entry.
+    pub(super) fn parent_real(
+        &self,
+        path: &VaultPath,
+    ) -> Result<(Dir, String, String), VaultError> {
         if self.excluded.excludes(path.as_str()) {
             return Err(VaultError::Excluded(path.clone()));
         }
@@ -150,7 +162,20 @@ impl Vault {
         if self.excluded.excludes(&here) {
             return Err(VaultError::Excluded(path.clone()));
         }
-        Ok((dir, name))
+        Ok((dir, name, here))
+    }
+
+    /// True when the real location `here` (a vault path as the walk found it) lies in one of
+    /// the write scopes, or there are none.
+    pub(super) fn may_write_at(&self, here: &str) -> bool {
+        self.write_scopes.is_empty()
+            || self.write_scopes.iter().any(|s| {
+                let s = s.as_str();
+                s.is_empty()
+                    || here
+                        .strip_prefix(s)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
     }
 }
 
@@ -244,7 +269,7 @@ fn write_temp(
 
 /// Renames `from` to `to` in `folder` unless `to` exists (`renameat2(RENAME_NOREPLACE)`; where
 /// the filesystem lacks it, a hard link then an unlink, which fails the same way).
-fn rename_no_replace(
+pub(super) fn rename_no_replace(
     folder: &Dir,
     from: &str,
     to: &str,
@@ -272,7 +297,7 @@ fn rename_no_replace(
 
 /// Flushes `folder`'s entries to disk. Folder handles are `O_PATH` (they only name the folder),
 /// which `fsync` refuses: the folder itself (`.`, never a path) is opened for reading for it.
-fn sync_folder(folder: &Dir) -> std::io::Result<()> {
+pub(super) fn sync_folder(folder: &Dir) -> std::io::Result<()> {
     use rustix::fs::OFlags;
     let fd = rustix::fs::openat(
         folder,

@@ -1,0 +1,399 @@
+//! Pure text edits of one note, the way the write tools make them: every byte outside the edit
+//! stays as it was, the note's line endings (LF or CRLF) are used for inserted lines, and a
+//! UTF-8 byte order mark stays in front. An edit whose place cannot be found exactly (text not
+//! there, there twice, a heading missing or repeated) is an error that says how many matches
+//! there were; nothing ever falls back to appending or rewriting.
+
+use super::frontmatter;
+use super::{Heading, parse_note};
+
+/// The byte order mark some editors put at the start of UTF-8 files.
+pub const BOM: &str = "\u{feff}";
+
+/// Why an edit cannot be placed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    /// The text or heading to edit at occurs `count` times (0, or more than one).
+    #[error("{what} occurs {count} times; it must occur exactly once")]
+    Count {
+        /// What was looked for, described for the client.
+        what: String,
+        /// How many times it was found.
+        count: usize,
+        /// Headings of the note, when a heading was looked for (at most 30).
+        headings: Vec<String>,
+    },
+    /// Two edits overlap.
+    #[error("edits {0} and {1} overlap")]
+    Overlap(usize, usize),
+    /// An argument cannot be used.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A note's text split into its byte order mark (if any) and the rest, with its line ending.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout<'t> {
+    /// `BOM` or `""`.
+    pub bom: &'t str,
+    /// The text after the byte order mark.
+    pub body: &'t str,
+    /// `"\r\n"` when the note's first line ends so, else `"\n"`.
+    pub newline: &'static str,
+}
+
+impl<'t> Layout<'t> {
+    /// Takes `text` apart.
+    pub fn of(text: &'t str) -> Layout<'t> {
+        let (bom, body) = match text.strip_prefix(BOM) {
+            Some(rest) => (BOM, rest),
+            None => ("", text),
+        };
+        let newline = match memchr::memchr(b'\n', body.as_bytes()) {
+            Some(i) if i > 0 && body.as_bytes()[i - 1] == b'\r' => "\r\n",
+            _ => "\n",
+        };
+        Layout { bom, body, newline }
+    }
+
+    /// `s` with its line breaks written as this note writes them.
+    pub fn lines_of(&self, s: &str) -> String {
+        let lf = s.replace("\r\n", "\n");
+        if self.newline == "\n" {
+            lf
+        } else {
+            lf.replace('\n', "\r\n")
+        }
+    }
+
+    /// The whole note again, from a new body.
+    pub fn with_body(&self, body: &str) -> String {
+        let mut out = String::with_capacity(self.bom.len() + body.len());
+        out.push_str(self.bom);
+        out.push_str(body);
+        out
+    }
+}
+
+/// One replacement of `edit_note`.
+#[derive(Debug, Clone)]
+pub struct Replace {
+    /// The text to find: it must occur exactly once.
+    pub old_text: String,
+    /// What replaces it.
+    pub new_text: String,
+}
+
+/// Applies every replacement to `text`, or none: each `old_text` must occur exactly once in the
+/// note as it is (overlapping occurrences count), and no two may overlap. In a CRLF note, text
+/// written with `\n` line breaks matches the note's `\r\n` ones.
+pub fn replace_each(text: &str, edits: &[Replace]) -> Result<String, EditError> {
+    let layout = Layout::of(text);
+    let body = layout.body;
+    let mut spans: Vec<(usize, usize, usize, String)> = Vec::with_capacity(edits.len());
+    for (i, e) in edits.iter().enumerate() {
+        if e.old_text.is_empty() {
+            return Err(EditError::Invalid(format!(
+                "edit {}: old_text is empty",
+                i + 1
+            )));
+        }
+        let mut old = e.old_text.clone();
+        let mut new = e.new_text.clone();
+        let mut found = occurrences(body, &old);
+        if found.is_empty() && layout.newline == "\r\n" && old.contains('\n') {
+            old = layout.lines_of(&old);
+            new = layout.lines_of(&new);
+            found = occurrences(body, &old);
+        }
+        if found.len() != 1 {
+            return Err(EditError::Count {
+                what: format!("edit {}: old_text", i + 1),
+                count: found.len(),
+                headings: Vec::new(),
+            });
+        }
+        spans.push((found[0], found[0] + old.len(), i, new));
+    }
+    spans.sort_by_key(|s| s.0);
+    for w in spans.windows(2) {
+        if w[1].0 < w[0].1 {
+            let (a, b) = (w[0].2.min(w[1].2), w[0].2.max(w[1].2));
+            return Err(EditError::Overlap(a + 1, b + 1));
+        }
+    }
+    let mut out = String::with_capacity(body.len());
+    let mut at = 0;
+    for (start, end, _, new) in &spans {
+        out.push_str(&body[at..*start]);
+        out.push_str(new);
+        at = *end;
+    }
+    out.push_str(&body[at..]);
+    Ok(layout.with_body(&out))
+}
+
+/// Start offsets of every occurrence of `needle` in `hay`, overlapping ones included (at most 100).
+fn occurrences(hay: &str, needle: &str) -> Vec<usize> {
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = finder.find(&hay.as_bytes()[from..]) {
+        out.push(from + i);
+        if out.len() >= 100 {
+            break;
+        }
+        // The next occurrence may start inside this one, at the next character.
+        let step = hay[from + i..].chars().next().map_or(1, char::len_utf8);
+        from += i + step;
+    }
+    out
+}
+
+/// `content` as lines to insert: the note's line breaks, ending with one.
+fn as_lines(layout: &Layout<'_>, content: &str) -> String {
+    let mut s = layout.lines_of(content);
+    if !s.ends_with('\n') {
+        s.push_str(layout.newline);
+    }
+    s
+}
+
+/// Appends `content` at the end of the note, on lines of its own.
+pub fn append(text: &str, content: &str) -> String {
+    let layout = Layout::of(text);
+    let mut body = layout.body.to_owned();
+    if !body.is_empty() && !body.ends_with('\n') {
+        body.push_str(layout.newline);
+    }
+    body.push_str(&as_lines(&layout, content));
+    layout.with_body(&body)
+}
+
+/// Inserts `content` at the start of the body: after the frontmatter block when there is one.
+pub fn prepend(text: &str, content: &str) -> String {
+    let layout = Layout::of(text);
+    let body = layout.body;
+    let at = frontmatter::find_block(body).map_or(0, |b| b.body_start);
+    let mut out = String::with_capacity(body.len() + content.len() + 2);
+    out.push_str(&body[..at]);
+    if at > 0 && !out.ends_with('\n') {
+        out.push_str(layout.newline);
+    }
+    out.push_str(&as_lines(&layout, content));
+    out.push_str(&body[at..]);
+    layout.with_body(&out)
+}
+
+/// Appends `content` at the end of the section under `heading` (`Parent/Child` for a heading
+/// nested under another; a heading whose own text holds `/` matches as written too): after the
+/// section's last line that is not blank, before the next heading of the same or a higher level.
+/// Headings compare by `key` (the model's heading key, as links find headings).
+pub fn append_to_section(
+    text: &str,
+    heading: &str,
+    content: &str,
+    key: &dyn Fn(&str) -> String,
+) -> Result<String, EditError> {
+    let layout = Layout::of(text);
+    let body = layout.body;
+    let parsed = parse_note(body);
+    let headings = &parsed.headings;
+    let wanted = heading.trim().trim_start_matches('#').trim();
+    if wanted.is_empty() {
+        return Err(EditError::Invalid("heading is empty".to_owned()));
+    }
+    let mut found = matching_headings(headings, &[wanted], key);
+    if found.is_empty() && wanted.contains('/') {
+        let parts: Vec<&str> = wanted.split('/').map(str::trim).collect();
+        found = matching_headings(headings, &parts, key);
+    }
+    if found.len() != 1 {
+        return Err(EditError::Count {
+            what: format!("heading `{wanted}`"),
+            count: found.len(),
+            headings: headings
+                .iter()
+                .take(30)
+                .map(|h| h.text.to_string())
+                .collect(),
+        });
+    }
+    let i = found[0];
+    let level = headings[i].level;
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', body.as_bytes()).map(|p| p + 1))
+        .collect();
+    let line_start = |line: u32| {
+        line_starts
+            .get(line as usize - 1)
+            .copied()
+            .unwrap_or(body.len())
+    };
+    let section_end = headings[i + 1..]
+        .iter()
+        .find(|h| h.level <= level)
+        .map_or(body.len(), |h| line_start(h.pos.line));
+    // Back over blank lines at the end of the section, never above the heading's own line.
+    let heading_line_end = line_starts
+        .get(headings[i].pos.line as usize)
+        .copied()
+        .unwrap_or(body.len());
+    let mut at = section_end;
+    while at > heading_line_end {
+        let prev_start = body[..at - 1].rfind('\n').map_or(0, |p| p + 1);
+        let line = &body[prev_start..at];
+        if line.trim().is_empty() {
+            at = prev_start;
+        } else {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(body.len() + content.len() + 2);
+    out.push_str(&body[..at]);
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push_str(layout.newline);
+    }
+    out.push_str(&as_lines(&layout, content));
+    out.push_str(&body[at..]);
+    Ok(layout.with_body(&out))
+}
+
+/// Indexes of the headings that are the last of a chain matching `parts`, each nested under the
+/// one before (a deeper level, before the outer section ends).
+fn matching_headings(
+    headings: &[Heading],
+    parts: &[&str],
+    key: &dyn Fn(&str) -> String,
+) -> Vec<usize> {
+    let keys: Vec<String> = parts.iter().map(|p| key(p)).collect();
+    let mut out = Vec::new();
+    for (i, h) in headings.iter().enumerate() {
+        if key(&h.text) != keys[keys.len() - 1] {
+            continue;
+        }
+        // Walk outwards: each earlier part must be an enclosing heading.
+        let mut need = keys.len() - 1;
+        let mut level = h.level;
+        let mut j = i;
+        while need > 0 && j > 0 {
+            j -= 1;
+            let outer = &headings[j];
+            if outer.level < level {
+                if key(&outer.text) == keys[need - 1] {
+                    need -= 1;
+                }
+                level = outer.level;
+            }
+        }
+        if need == 0 {
+            out.push(i);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn append_to_section(t: &str, h: &str, c: &str) -> Result<String, EditError> {
+        super::append_to_section(t, h, c, &|s| s.trim().to_lowercase())
+    }
+
+    fn r(old: &str, new: &str) -> Replace {
+        Replace {
+            old_text: old.into(),
+            new_text: new.into(),
+        }
+    }
+
+    #[test]
+    fn replacements_apply_all_or_none_and_count_matches() {
+        let t = "alpha beta gamma\n";
+        assert_eq!(
+            replace_each(t, &[r("beta", "B"), r("gamma", "G")]).unwrap(),
+            "alpha B G\n"
+        );
+        match replace_each(t, &[r("beta", "B"), r("delta", "D")]) {
+            Err(EditError::Count { count: 0, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        match replace_each("aaa", &[r("aa", "b")]) {
+            Err(EditError::Count { count: 2, .. }) => {}
+            other => panic!("overlapping occurrences count: {other:?}"),
+        }
+        assert!(matches!(
+            replace_each(t, &[r("alpha beta", "x"), r("beta gamma", "y")]),
+            Err(EditError::Overlap(1, 2))
+        ));
+        assert!(matches!(
+            replace_each(t, &[r("", "x")]),
+            Err(EditError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn crlf_and_the_byte_order_mark_are_kept() {
+        let t = "\u{feff}one\r\ntwo\r\nthree\r\n";
+        assert_eq!(
+            replace_each(t, &[r("one\ntwo", "1\n2")]).unwrap(),
+            "\u{feff}1\r\n2\r\nthree\r\n"
+        );
+        assert_eq!(
+            append(t, "four\nfive"),
+            "\u{feff}one\r\ntwo\r\nthree\r\nfour\r\nfive\r\n"
+        );
+        assert_eq!(append("no newline", "x"), "no newline\nx\n");
+        assert_eq!(append("", "x"), "x\n");
+    }
+
+    #[test]
+    fn prepend_goes_after_the_frontmatter() {
+        assert_eq!(
+            prepend("---\na: 1\n---\nbody\n", "top"),
+            "---\na: 1\n---\ntop\nbody\n"
+        );
+        assert_eq!(prepend("body\n", "top"), "top\nbody\n");
+        assert_eq!(prepend("---\na: 1\n---", "top"), "---\na: 1\n---\ntop\n");
+        assert_eq!(
+            prepend("\u{feff}---\r\na: 1\r\n---\r\nbody\r\n", "top"),
+            "\u{feff}---\r\na: 1\r\n---\r\ntop\r\nbody\r\n"
+        );
+    }
+
+    #[test]
+    fn a_section_append_lands_at_the_end_of_that_section_only() {
+        let t = "# A\none\n\n## B\ntwo\n\n\n## C\nthree\n# D\nfour";
+        assert_eq!(
+            append_to_section(t, "B", "new").unwrap(),
+            "# A\none\n\n## B\ntwo\nnew\n\n\n## C\nthree\n# D\nfour"
+        );
+        assert_eq!(
+            append_to_section(t, "A", "new").unwrap(),
+            "# A\none\n\n## B\ntwo\n\n\n## C\nthree\nnew\n# D\nfour"
+        );
+        assert_eq!(
+            append_to_section(t, "D", "new").unwrap(),
+            "# A\none\n\n## B\ntwo\n\n\n## C\nthree\n# D\nfour\nnew\n"
+        );
+        assert_eq!(
+            append_to_section(t, "A/C", "new").unwrap(),
+            "# A\none\n\n## B\ntwo\n\n\n## C\nthree\nnew\n# D\nfour"
+        );
+        match append_to_section(t, "Missing", "x") {
+            Err(EditError::Count {
+                count: 0, headings, ..
+            }) => assert_eq!(headings.len(), 4),
+            other => panic!("{other:?}"),
+        }
+        match append_to_section("# X\n# X\n", "X", "y") {
+            Err(EditError::Count { count: 2, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            append_to_section(t, "D/C", "x"),
+            Err(EditError::Count { count: 0, .. })
+        ));
+    }
+}

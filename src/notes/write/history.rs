@@ -1,0 +1,220 @@
+//! Note history: the versions writes replaced or removed, listed and restored, and pruned to
+//! the configured size and age.
+
+use std::collections::HashSet;
+use std::time::SystemTime;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Current, WriteResult, Writer, check_version, read_current};
+use crate::engine::Engine;
+use crate::notes::{NoteError, sha256_hex};
+use crate::vault::state::Log;
+use crate::vault::{VaultError, VaultPath};
+
+/// Most of the history log read at once (its newest part).
+const MAX_LOG_READ: u64 = 32 * 1024 * 1024;
+/// Most versions listed from the versions folder when pruning.
+const MAX_VERSIONS: usize = 1_000_000;
+/// Most notes of a folder kept in the history before the folder is removed for good.
+const MAX_FOLDER_NOTES: usize = 10_000;
+
+/// One line of the history log.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryEntry {
+    /// When the version was replaced or removed (RFC 3339).
+    pub time: String,
+    /// The tool that did it.
+    pub tool: String,
+    /// The version's sha256: pass it to `restore_note`.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// False when it was pruned from the history since.
+    #[serde(default = "yes")]
+    pub available: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+struct LogLine {
+    time: String,
+    tool: String,
+    path: String,
+    sha256: String,
+    size: u64,
+}
+
+/// Reply of `note_history`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct NoteHistory {
+    /// The note (vault-relative).
+    pub path: String,
+    /// Its version now, if it exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_sha256: Option<String>,
+    /// Earlier versions, newest first.
+    pub versions: Vec<HistoryEntry>,
+}
+
+fn read_log(writer: &Writer) -> Result<Vec<LogLine>, NoteError> {
+    let bytes = writer
+        .state
+        .read_log(Log::History, MAX_LOG_READ)
+        .map_err(|e| NoteError::Unavailable(format!("the history is unreadable ({})", e.kind())))?;
+    Ok(bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<LogLine>(line).ok())
+        .collect())
+}
+
+/// `note_history`: the kept versions of `path`, newest first (at most `limit`).
+pub fn note_history(
+    writer: &Writer,
+    engine: &Engine,
+    path: &str,
+    limit: usize,
+) -> Result<NoteHistory, NoteError> {
+    let typed = VaultPath::parse(path)?;
+    let lines = read_log(writer)?;
+    let path = if lines.iter().any(|l| l.path == typed.as_str()) {
+        typed
+    } else {
+        super::note_path(path)?
+    };
+    let current = read_current(engine.vault(), &path)
+        .ok()
+        .flatten()
+        .map(|c| c.sha256);
+    let mut seen = HashSet::new();
+    let versions = lines
+        .into_iter()
+        .rev()
+        .filter(|l| l.path == path.as_str())
+        .filter(|l| seen.insert(l.sha256.clone()))
+        .take(limit)
+        .map(|l| HistoryEntry {
+            available: writer.state.has_version(&l.sha256),
+            time: l.time,
+            tool: l.tool,
+            sha256: l.sha256,
+            size: l.size,
+        })
+        .collect();
+    Ok(NoteHistory {
+        path: path.to_string(),
+        current_sha256: current,
+        versions,
+    })
+}
+
+/// `restore_note`: brings version `sha256` of `path` back through the same atomic write (the
+/// version it replaces is kept, so a restore is undone the same way).
+pub fn restore_note(
+    writer: &Writer,
+    engine: &Engine,
+    path: &str,
+    sha256: &str,
+    if_match: Option<&str>,
+    dry_run: bool,
+) -> Result<WriteResult, NoteError> {
+    let path = super::note_path(path)?;
+    let sha = sha256.trim().to_ascii_lowercase();
+    let mut held = writer.hold()?;
+    let bytes = writer
+        .state
+        .read_version(&sha, engine.vault().limits().max_read_bytes)
+        .map_err(|_| NoteError::InvalidArgument("sha256 must be 64 hex digits".to_owned()))?
+        .ok_or_else(|| NoteError::NotFound {
+            message: format!("no version {sha} in the history (see note_history)"),
+            suggestions: Vec::new(),
+        })?;
+    if sha256_hex(&bytes) != sha {
+        return Err(NoteError::Unavailable(format!(
+            "the kept version {sha} is damaged; not restored"
+        )));
+    }
+    let current: Option<Current> = read_current(engine.vault(), &path)?;
+    if let Some(c) = &current {
+        check_version(&path, c, if_match)?;
+    } else if if_match.is_some() {
+        return Err(VaultError::NotFound(path).into());
+    }
+    writer.commit(
+        engine,
+        &mut held,
+        "restore_note",
+        &path,
+        current.as_ref(),
+        bytes,
+        dry_run,
+    )
+}
+
+/// Keeps every note under `folder` before it is removed for good.
+pub(super) fn keep_folder(
+    writer: &Writer,
+    engine: &Engine,
+    folder: &VaultPath,
+) -> Result<(), NoteError> {
+    let paths: Vec<VaultPath> = {
+        let model = engine.model()?;
+        model
+            .notes()
+            .keys()
+            .filter(|p| p.starts_with(folder))
+            .take(MAX_FOLDER_NOTES + 1)
+            .cloned()
+            .collect()
+    };
+    if paths.len() > MAX_FOLDER_NOTES {
+        return Err(NoteError::TooLarge(format!(
+            "{folder} holds more than {MAX_FOLDER_NOTES} notes: too many to keep in the history \
+             before removing it for good; move it to the trash instead"
+        )));
+    }
+    for p in paths {
+        if let Some(c) = read_current(engine.vault(), &p)? {
+            writer.keep("delete_note", p.as_str(), &c)?;
+        }
+    }
+    Ok(())
+}
+
+/// Prunes kept versions older than the age cap, then the oldest while over the size cap, and
+/// drops their lines from the history log.
+pub(super) fn prune(writer: &Writer) -> std::io::Result<()> {
+    let state = &writer.state;
+    let mut kept = state.kept_versions(MAX_VERSIONS)?;
+    let now = SystemTime::now();
+    kept.sort_by_key(|k| k.kept);
+    let mut total: u64 = kept.iter().map(|k| k.size).sum();
+    let mut gone = HashSet::new();
+    for k in &kept {
+        let old = now
+            .duration_since(k.kept)
+            .is_ok_and(|age| age > writer.options.history_max_age);
+        if old || total > writer.options.history_max_bytes {
+            state.drop_version(&k.sha256)?;
+            total = total.saturating_sub(k.size);
+            gone.insert(k.sha256.clone());
+        }
+    }
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let log = state.read_log(Log::History, MAX_LOG_READ)?;
+    let mut out = Vec::with_capacity(log.len());
+    for line in log.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let drop = serde_json::from_slice::<LogLine>(line).is_ok_and(|l| gone.contains(&l.sha256));
+        if !drop {
+            out.extend_from_slice(line);
+            out.push(b'\n');
+        }
+    }
+    state.rewrite_log(Log::History, &out)
+}

@@ -1,0 +1,760 @@
+//! The write operations behind the write tools (only served with `--write`).
+//!
+//! Every operation runs under the [`Writer`]'s two locks (one per process, then the vault's
+//! writers' lock in the state folder, shared by every capvault process on the vault), reads what
+//! it changes through the capability layer, computes the new bytes with the pure edits of
+//! [`crate::markdown::edit`] and [`crate::markdown::yaml_edit`], and commits them:
+//!
+//! 1. the version replaced or removed is kept in the state folder's history;
+//! 2. [`Vault::write_file`] (or a move or removal) checks the version once more right before
+//!    the rename, so an edit by Obsidian or a sync tool in between is a `conflict`, not lost;
+//! 3. the audit log gets a line (tool, path, old and new sha256; never content);
+//! 4. the engine reconciles the paths, so the reply comes after search, lists and backlinks
+//!    see the change.
+//!
+//! `dry_run` stops before step 1 and returns the unified diff instead.
+
+mod daily;
+mod history;
+mod relink;
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{NoteError, rfc3339, sha256_hex};
+use crate::engine::Engine;
+use crate::markdown::edit::{self, EditError, Replace};
+use crate::markdown::yaml_edit::{self, FrontmatterError};
+use crate::model::heading_key;
+use crate::vault::state::{AuditFile, Log, StateDir, WritersLock};
+use crate::vault::{Entry, Expect, Vault, VaultError, VaultPath};
+
+pub use daily::{append_daily_note, create_daily_note};
+pub use history::{HistoryEntry, NoteHistory, note_history, restore_note};
+pub use relink::{MoveResult, MovedLinks, move_note};
+
+/// Largest note a write tool writes (the vault's read cap applies too).
+pub const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;
+/// Longest diff a dry run returns, in bytes (longer ones are cut, and say so).
+pub const MAX_DIFF_BYTES: usize = 64 * 1024;
+/// Most edits in one `edit_note` call.
+pub const MAX_EDITS: usize = 100;
+/// How long a write waits for another writer before giving up with `unavailable`.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the server allows its writers, and how much history it keeps.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    /// `--allow-permanent-delete`: `delete_note(permanent = true)` may remove files for good.
+    pub permanent_delete: bool,
+    /// Kept versions above this many bytes in all are pruned, oldest first.
+    pub history_max_bytes: u64,
+    /// Kept versions older than this are pruned.
+    pub history_max_age: Duration,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            permanent_delete: false,
+            history_max_bytes: 512 * 1024 * 1024,
+            history_max_age: Duration::from_secs(90 * 24 * 3600),
+        }
+    }
+}
+
+/// The one writer of a vault in this process: its state folder, audit log and locks. Shared by
+/// every session (`Arc<Writer>`).
+#[derive(Debug)]
+pub struct Writer {
+    state: StateDir,
+    audit: Option<AuditFile>,
+    options: WriteOptions,
+    /// Serialises this process's writes (the state folder's lock serialises processes).
+    local: Mutex<u64>,
+}
+
+/// Both locks, held for one operation.
+struct Held<'w> {
+    count: MutexGuard<'w, u64>,
+    _vault: WritersLock,
+}
+
+/// A file's bytes and version, as read before a change.
+#[derive(Debug, Clone)]
+pub(crate) struct Current {
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+}
+
+/// The reply of every tool that writes one note.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WriteResult {
+    /// The note written (vault-relative).
+    pub path: String,
+    /// Its new version (for a dry run: the version it would have).
+    pub sha256: String,
+    /// The version it replaced; absent when the note is new.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_sha256: Option<String>,
+    /// Its new size in bytes.
+    pub size: u64,
+    /// True when the note did not exist before.
+    pub created: bool,
+    /// True when nothing was changed: `diff` shows what would be.
+    pub dry_run: bool,
+    /// The unified diff of the change (dry runs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Folders created on the way.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub folders_created: Vec<String>,
+    /// Anything the client should know (a hard link left with the old bytes...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One `edit_note` replacement, as clients send it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TextEdit {
+    /// Text to find; it must occur exactly once in the note.
+    pub old_text: String,
+    /// What replaces it.
+    pub new_text: String,
+}
+
+impl Writer {
+    /// A writer keeping history in `state` (and the audit log there, or in `audit`).
+    pub fn new(state: StateDir, audit: Option<AuditFile>, options: WriteOptions) -> Writer {
+        let w = Writer {
+            state,
+            audit,
+            options,
+            local: Mutex::new(0),
+        };
+        let pruned = w
+            .state
+            .lock_writers(LOCK_TIMEOUT)
+            .and_then(|_held| history::prune(&w));
+        if let Err(e) = pruned {
+            tracing::warn!(error = %e, "note history not pruned");
+        }
+        w
+    }
+
+    /// Whether permanent deletion is allowed.
+    pub fn permanent_delete(&self) -> bool {
+        self.options.permanent_delete
+    }
+
+    fn hold(&self) -> Result<Held<'_>, NoteError> {
+        let count = self.local.lock().unwrap_or_else(|e| e.into_inner());
+        let vault = self.state.lock_writers(LOCK_TIMEOUT).map_err(|_| {
+            NoteError::Unavailable(
+                "another capvault process is writing to this vault; try again".to_owned(),
+            )
+        })?;
+        Ok(Held {
+            count,
+            _vault: vault,
+        })
+    }
+
+    /// Keeps `old` in the history, as the version `tool` replaced or removed at `path`.
+    fn keep(&self, tool: &str, path: &str, old: &Current) -> Result<(), NoteError> {
+        self.state
+            .keep_version(&old.sha256, &old.bytes)
+            .and_then(|()| {
+                let line = serde_json::json!({
+                    "time": rfc3339(SystemTime::now()),
+                    "tool": tool,
+                    "path": path,
+                    "sha256": old.sha256,
+                    "size": old.bytes.len(),
+                });
+                self.state.append(Log::History, &line.to_string())
+            })
+            .map_err(|e| {
+                NoteError::Unavailable(format!(
+                    "could not keep the old version in the history ({}); nothing was changed",
+                    e.kind()
+                ))
+            })
+    }
+
+    /// Records one change in the audit log.
+    fn audit(
+        &self,
+        tool: &str,
+        path: &str,
+        old: Option<&str>,
+        new: Option<&str>,
+        to: Option<&str>,
+    ) {
+        let mut line = serde_json::json!({
+            "time": rfc3339(SystemTime::now()),
+            "tool": tool,
+            "path": path,
+            "old_sha256": old,
+            "new_sha256": new,
+        });
+        if let Some(to) = to {
+            line["to"] = Value::String(to.to_owned());
+        }
+        let line = line.to_string();
+        let written = match &self.audit {
+            Some(file) => file.append(&line),
+            None => self.state.append(Log::Audit, &line),
+        };
+        if let Err(e) = written {
+            tracing::error!(error = %e, "audit log not written");
+        }
+    }
+
+    /// The audit log's last `max` bytes (from a line start).
+    pub fn audit_tail(&self, max: u64) -> std::io::Result<Vec<u8>> {
+        match &self.audit {
+            Some(file) => file.read(max),
+            None => self.state.read_log(Log::Audit, max),
+        }
+    }
+
+    /// Writes `new` at `path` in place of `before` (or as a new file), keeping history and
+    /// logging, then reconciles the engine. With `dry_run`, returns the diff only.
+    #[allow(clippy::too_many_arguments)]
+    fn commit(
+        &self,
+        engine: &Engine,
+        held: &mut Held<'_>,
+        tool: &str,
+        path: &VaultPath,
+        before: Option<&Current>,
+        new: Vec<u8>,
+        dry_run: bool,
+    ) -> Result<WriteResult, NoteError> {
+        if new.len() > MAX_WRITE_BYTES || new.len() as u64 > engine.vault().limits().max_read_bytes
+        {
+            return Err(NoteError::TooLarge(format!(
+                "{path}: the new text is {} bytes, over the write limit",
+                new.len()
+            )));
+        }
+        let sha = sha256_hex(&new);
+        let mut result = WriteResult {
+            path: path.to_string(),
+            sha256: sha.clone(),
+            previous_sha256: before.map(|b| b.sha256.clone()),
+            size: new.len() as u64,
+            created: before.is_none(),
+            dry_run,
+            diff: None,
+            folders_created: Vec::new(),
+            note: None,
+        };
+        if dry_run {
+            let old = before.map(|b| String::from_utf8_lossy(&b.bytes).into_owned());
+            result.diff = Some(unified_diff(
+                path.as_str(),
+                old.as_deref(),
+                &String::from_utf8_lossy(&new),
+            ));
+            return Ok(result);
+        }
+        let vault = engine.vault();
+        let expect = match before {
+            Some(b) => {
+                if b.sha256 == sha {
+                    // Nothing changes: no write, no history, no audit line.
+                    result.note = Some("the note already has this content".to_owned());
+                    return Ok(result);
+                }
+                self.keep(tool, path.as_str(), b)?;
+                Expect::Version(b.sha256.clone())
+            }
+            None => {
+                if let Some(parent) = path.parent()
+                    && !parent.is_root()
+                {
+                    result.folders_created = vault
+                        .create_folders(&parent)?
+                        .into_iter()
+                        .map(|p| p.to_string())
+                        .collect();
+                }
+                Expect::Absent
+            }
+        };
+        let written = vault.write_file(path, &new, &expect)?;
+        *held.count += 1;
+        if written.other_links > 0 {
+            result.note = Some(format!(
+                "the old file had {} other hard link(s); they keep the old content",
+                written.other_links
+            ));
+        }
+        self.audit(
+            tool,
+            path.as_str(),
+            before.map(|b| b.sha256.as_str()),
+            Some(&sha),
+            None,
+        );
+        engine.sync(path)?;
+        self.maybe_prune(*held.count);
+        Ok(result)
+    }
+
+    fn maybe_prune(&self, count: u64) {
+        if count.is_multiple_of(200)
+            && let Err(e) = history::prune(self)
+        {
+            tracing::warn!(error = %e, "note history not pruned");
+        }
+    }
+}
+
+/// The note a write tool names: `.md` added when the path has no extension.
+pub fn note_path(input: &str) -> Result<VaultPath, NoteError> {
+    let typed = VaultPath::parse(input)?;
+    if typed.is_root() {
+        return Err(NoteError::InvalidArgument("path is empty".to_owned()));
+    }
+    match typed.extension() {
+        Some("md") => Ok(typed),
+        Some(ext) if ext.eq_ignore_ascii_case("md") => Ok(typed),
+        Some("canvas" | "base") => Err(NoteError::InvalidArgument(format!(
+            "{typed}: not a note (use the canvas tools for canvases)"
+        ))),
+        _ => Ok(VaultPath::parse(&format!("{typed}.md"))?),
+    }
+}
+
+/// Reads the file at `path` as it is now (`None` when nothing is there).
+pub(crate) fn read_current(vault: &Vault, path: &VaultPath) -> Result<Option<Current>, NoteError> {
+    match vault.read_file(path) {
+        Ok(data) => Ok(Some(Current {
+            sha256: sha256_hex(&data.bytes),
+            bytes: data.bytes,
+        })),
+        Err(VaultError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The note at `path`, which must exist, at version `if_match` when given.
+fn existing(
+    vault: &Vault,
+    path: &VaultPath,
+    if_match: Option<&str>,
+) -> Result<(Current, String), NoteError> {
+    let Some(current) = read_current(vault, path)? else {
+        return Err(VaultError::NotFound(path.clone()).into());
+    };
+    check_version(path, &current, if_match)?;
+    let text =
+        String::from_utf8(current.bytes.clone()).map_err(|_| VaultError::NotUtf8(path.clone()))?;
+    Ok((current, text))
+}
+
+/// Fails with `conflict` when `if_match` is given and is not the current version.
+pub(crate) fn check_version(
+    path: &VaultPath,
+    current: &Current,
+    if_match: Option<&str>,
+) -> Result<(), NoteError> {
+    match if_match.map(str::trim) {
+        Some(want) if !want.eq_ignore_ascii_case(&current.sha256) => Err(VaultError::Changed {
+            path: path.clone(),
+            current_sha256: current.sha256.clone(),
+        }
+        .into()),
+        _ => Ok(()),
+    }
+}
+
+/// The unified diff between two texts (`old` absent: a new file), at most [`MAX_DIFF_BYTES`].
+pub fn unified_diff(path: &str, old: Option<&str>, new: &str) -> String {
+    let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new);
+    let from = if old.is_some() {
+        format!("a/{path}")
+    } else {
+        "/dev/null".to_owned()
+    };
+    let mut text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&from, &format!("b/{path}"))
+        .to_string();
+    if text.len() > MAX_DIFF_BYTES {
+        let mut cut = MAX_DIFF_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n[diff cut at 64 KiB]\n");
+    }
+    text
+}
+
+fn edit_error(path: &VaultPath, e: EditError) -> NoteError {
+    match e {
+        EditError::Count {
+            what,
+            count: 0,
+            headings,
+        } => NoteError::NotFound {
+            message: if headings.is_empty() {
+                format!("{path}: {what} occurs 0 times; nothing was changed")
+            } else {
+                format!(
+                    "{path}: {what} occurs 0 times; nothing was changed; headings: {}",
+                    headings.join(" | ")
+                )
+            },
+            suggestions: Vec::new(),
+        },
+        EditError::Count { what, count, .. } => NoteError::Ambiguous {
+            message: format!(
+                "{path}: {what} occurs {count} times (it must occur exactly once); nothing was changed"
+            ),
+            suggestions: Vec::new(),
+        },
+        other => NoteError::InvalidArgument(format!("{path}: {other}; nothing was changed")),
+    }
+}
+
+fn frontmatter_error(path: &VaultPath, e: FrontmatterError) -> NoteError {
+    NoteError::InvalidArgument(format!("{path}: {e}"))
+}
+
+fn check_size(what: &str, text: &str) -> Result<(), NoteError> {
+    if text.len() > MAX_WRITE_BYTES {
+        return Err(NoteError::TooLarge(format!(
+            "{what} is {} bytes, over the {MAX_WRITE_BYTES}-byte write limit",
+            text.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `create_note`: a new note (failing if one exists), from `content`, an optional frontmatter
+/// and an optional template of the vault's templates folder.
+#[allow(clippy::too_many_arguments)]
+pub fn create_note(
+    writer: &Writer,
+    engine: &Engine,
+    path: &str,
+    content: &str,
+    frontmatter: Option<&Map<String, Value>>,
+    template: Option<&str>,
+    dry_run: bool,
+) -> Result<WriteResult, NoteError> {
+    let path = note_path(path)?;
+    check_size("content", content)?;
+    let mut held = writer.hold()?;
+    let vault = engine.vault();
+    if let Some(found) = vault.entry(&path)? {
+        return Err(match found {
+            Entry::Folder => VaultError::IsAFolder(path.clone()),
+            Entry::File(_) => VaultError::Exists(path.clone()),
+        }
+        .into());
+    }
+    let mut text = match template {
+        Some(name) => {
+            let mut t = daily::template_text(engine, name, &path)?;
+            if !content.is_empty() {
+                t = edit::append(&t, content);
+            }
+            t
+        }
+        None => content.to_owned(),
+    };
+    if let Some(props) = frontmatter
+        && !props.is_empty()
+    {
+        text = yaml_edit::update(&text, props, &[]).map_err(|e| frontmatter_error(&path, e))?;
+    }
+    writer.commit(
+        engine,
+        &mut held,
+        "create_note",
+        &path,
+        None,
+        text.into_bytes(),
+        dry_run,
+    )
+}
+
+/// `write_note`: replaces an existing note whole; `if_match` is required.
+pub fn write_note(
+    writer: &Writer,
+    engine: &Engine,
+    path: &str,
+    content: &str,
+    if_match: &str,
+    dry_run: bool,
+) -> Result<WriteResult, NoteError> {
+    let path = note_path(path)?;
+    check_size("content", content)?;
+    let mut held = writer.hold()?;
+    let Some(current) = read_current(engine.vault(), &path)? else {
+        return Err(VaultError::NotFound(path).into());
+    };
+    check_version(&path, &current, Some(if_match))?;
+    writer.commit(
+        engine,
+        &mut held,
+        "write_note",
+        &path,
+        Some(&current),
+        content.as_bytes().to_vec(),
+        dry_run,
+    )
+}
+
+/// `edit_note`: every replacement applies, or none.
+pub fn edit_note(
+    writer: &Writer,
+    engine: &Engine,
+    path: &str,
+    edits: &[TextEdit],
+    if_match: Option<&str>,
+    dry_run: bool,
+) -> Result<WriteResult, NoteError> {
+    let path = note_path(path)?;
+    if edits.is_empty() || edits.len() > MAX_EDITS {
+        return Err(NoteError::InvalidArgument(format!(
+            "edits must hold 1 to {MAX_EDITS} replacements"
+        )));
+    }
+    for e in edits {
+        check_size("an edit", &e.old_text)?;
+        check_size("an edit", &e.new_text)?;
+    }
+    let mut held = writer.hold()?;
+    let (current, text) = existing(engine.vault(), &path, if_match)?;
+    let replaces: Vec<Replace> = edits
+        .iter()
+        .map(|e| Replace {
+            old_text: e.old_text.clone(),
+            new_text: e.new_text.clone(),
+        })
+        .collect();
+    let new = edit::replace_each(&text, &replaces).map_err(|e| edit_error(&path, e))?;
+    writer.commit(
+        engine,
+        &mut held,
+        "edit_note",
+        &path,
+        Some(&current),
+        new.into_bytes(),
+        dry_run,
+    )
+}
+
+/// `append_to_note`: at the end of the note, or of the section under `heading`.
+pub fn append_to_note(
+    writer: &Writer,
+    engine: &Engine,
+    path: &str,
+    content: &str,
+    heading: Option<&str>,
+    if_match: Option<&str>,
+    dry_run: bool,
+) -> Result<WriteResult, NoteError> {
+    let path = note_path(path)?;
+    check_size("content", content)?;
+    let mut held = writer.hold()?;
+    let (current, text) = existing(engine.vault(), &path, if_match)?;
+    let new = match heading {
+        Some(h) => edit::append_to_section(&text, h, content, &heading_key)
+            .map_err(|e| edit_error(&path, e))?,
+        None => edit::append(&text, content),
+    };
+    writer.commit(
+        engine,
+        &mut held,
+        "append_to_note",
+        &path,
+        Some(&current),
+        new.into_bytes(),
+        dry_run,
+    )
+}
+
+/// `prepend_to_note`: at the start of the body, after the frontmatter.
+pub fn prepend_to_note(
+    writer: &Writer,
+    engine: &Engine,
+    path: &str,
+    content: &str,
+    if_match: Option<&str>,
+    dry_run: bool,
+) -> Result<WriteResult, NoteError> {
+    let path = note_path(path)?;
+    check_size("content", content)?;
+    let mut held = writer.hold()?;
+    let (current, text) = existing(engine.vault(), &path, if_match)?;
+    let new = edit::prepend(&text, content);
+    writer.commit(
+        engine,
+        &mut held,
+        "prepend_to_note",
+        &path,
+        Some(&current),
+        new.into_bytes(),
+        dry_run,
+    )
+}
+
+/// `update_frontmatter`: set and remove properties, everything else byte for byte.
+#[allow(clippy::too_many_arguments)]
+pub fn update_frontmatter(
+    writer: &Writer,
+    engine: &Engine,
+    path: &str,
+    set: &Map<String, Value>,
+    remove: &[String],
+    if_match: Option<&str>,
+    dry_run: bool,
+) -> Result<WriteResult, NoteError> {
+    let path = note_path(path)?;
+    if set.is_empty() && remove.is_empty() {
+        return Err(NoteError::InvalidArgument(
+            "give properties to `set` or names to `remove`".to_owned(),
+        ));
+    }
+    let mut held = writer.hold()?;
+    let (current, text) = existing(engine.vault(), &path, if_match)?;
+    let new = yaml_edit::update(&text, set, remove).map_err(|e| frontmatter_error(&path, e))?;
+    writer.commit(
+        engine,
+        &mut held,
+        "update_frontmatter",
+        &path,
+        Some(&current),
+        new.into_bytes(),
+        dry_run,
+    )
+}
+
+/// The reply of `delete_note`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DeleteResult {
+    /// What was deleted (vault-relative).
+    pub path: String,
+    /// Where it went in the vault's trash (`.trash/...`), unless removed for good.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trashed_to: Option<String>,
+    /// True when it was removed for good.
+    pub permanent: bool,
+    /// Its version, for a file (kept in the history: `restore_note` brings it back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// True when nothing was changed.
+    pub dry_run: bool,
+    /// How the vault's trash setting was honoured.
+    pub message: String,
+}
+
+/// `delete_note`: a note, attachment or folder, into the vault's `.trash` as Obsidian's
+/// `trashOption` says, or for good when allowed and asked.
+pub fn delete_note(
+    writer: &Writer,
+    engine: &Engine,
+    path: &str,
+    permanent: bool,
+    if_match: Option<&str>,
+    dry_run: bool,
+) -> Result<DeleteResult, NoteError> {
+    let typed = VaultPath::parse(path)?;
+    if typed.is_root() {
+        return Err(NoteError::InvalidArgument(
+            "the vault root cannot be deleted".to_owned(),
+        ));
+    }
+    let vault = engine.vault();
+    let _held = writer.hold()?;
+    let path = match vault.entry(&typed)? {
+        Some(_) => typed,
+        None => {
+            let md = note_path(path)?;
+            if vault.entry(&md)?.is_some() {
+                md
+            } else {
+                return Err(VaultError::NotFound(typed).into());
+            }
+        }
+    };
+    let is_file = matches!(vault.entry(&path)?, Some(Entry::File(_)));
+    let current = if is_file {
+        let c = read_current(vault, &path)?.ok_or_else(|| VaultError::NotFound(path.clone()))?;
+        check_version(&path, &c, if_match)?;
+        Some(c)
+    } else {
+        if if_match.is_some() {
+            return Err(NoteError::InvalidArgument(format!(
+                "{path} is a folder: if_match applies to files"
+            )));
+        }
+        None
+    };
+    let settings = super::settings::load_settings(vault);
+    use crate::obsidian::config::TrashOption;
+    let wants_permanent = permanent || settings.app.trash_option == TrashOption::Permanent;
+    if wants_permanent && !writer.permanent_delete() {
+        return Err(NoteError::Refused(if permanent {
+            "permanent deletion is off on this server (it needs --allow-permanent-delete); \
+             without `permanent`, the note goes to the vault's .trash"
+                .to_owned()
+        } else {
+            "the vault's trash setting is \"permanently delete\", which this server does not do \
+             without --allow-permanent-delete; pass permanent = false to use .trash"
+                .to_owned()
+        }));
+    }
+    let permanent = permanent || (wants_permanent && writer.permanent_delete());
+    let message = if permanent {
+        "removed for good (its last version is in the history)".to_owned()
+    } else {
+        match settings.app.trash_option {
+            TrashOption::System => "moved to the vault's .trash: the system trash is outside \
+                                    the vault, which capvault never reaches"
+                .to_owned(),
+            _ => "moved to the vault's .trash, as Obsidian's trash setting says".to_owned(),
+        }
+    };
+    let mut result = DeleteResult {
+        path: path.to_string(),
+        trashed_to: None,
+        permanent,
+        sha256: current.as_ref().map(|c| c.sha256.clone()),
+        dry_run,
+        message,
+    };
+    if dry_run {
+        return Ok(result);
+    }
+    let expect = current.as_ref().map(|c| c.sha256.as_str());
+    if let Some(c) = &current {
+        writer.keep("delete_note", path.as_str(), c)?;
+    } else if permanent {
+        history::keep_folder(writer, engine, &path)?;
+    }
+    if permanent {
+        vault.remove_entry(&path, expect)?;
+        writer.audit("delete_note", path.as_str(), expect, None, None);
+    } else {
+        let moved = vault.trash_entry(&path, expect)?;
+        writer.audit("delete_note", path.as_str(), expect, None, Some(&moved.to));
+        result.trashed_to = Some(moved.to);
+    }
+    engine.sync(&path)?;
+    Ok(result)
+}

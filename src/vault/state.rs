@@ -1,0 +1,411 @@
+//! capvault's state folder: what the write tools keep outside the vault.
+//!
+//! One folder per vault under the user's state folder (`~/.local/state/capvault/state-1/<vault
+//! id>` on Linux), opened as a third capability handle and refused inside the vault, like the
+//! index cache (same creation, privacy and ownership rules: `0700` folders, `0600` files). It
+//! holds:
+//!
+//! - `versions/<sha256>`: the bytes of every note version a write replaced or removed,
+//!   content-addressed (a version kept twice is stored once), each written whole to a temporary
+//!   name, synced and renamed;
+//! - `history.jsonl`: one line per kept version (time, tool, path, sha256, size), appended;
+//! - `audit.jsonl`: one line per write (time, tool, path, old and new sha256), appended and
+//!   synced, never note content (`--audit-log` puts it elsewhere: [`AuditFile`]);
+//! - `writers.lock`: the lock every capvault process writing to the vault takes for the length
+//!   of one write, so two servers on one vault never interleave a read-modify-write.
+
+use std::io::{self, Read, Seek, Write};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
+
+use super::cache::{CacheError, ensure_outside, open_private, sub_dir};
+use super::{Ambient, Vault, ambient};
+
+/// Sub-folder of the state root holding one folder per vault; bump the suffix if the layout
+/// changes.
+const STATE_FOLDER: &str = "state-1";
+/// The folder of kept versions.
+const VERSIONS: &str = "versions";
+/// The writers' lock file.
+const WRITERS_LOCK: &str = "writers.lock";
+
+/// The append-only logs of the state folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Log {
+    /// `history.jsonl`: the versions kept.
+    History,
+    /// `audit.jsonl`: every write.
+    Audit,
+}
+
+impl Log {
+    fn name(self) -> &'static str {
+        match self {
+            Log::History => "history.jsonl",
+            Log::Audit => "audit.jsonl",
+        }
+    }
+}
+
+/// The default state root: the platform's per-user state folder (or, where it has none, its
+/// local data folder) plus `capvault`.
+pub fn default_root() -> Option<std::path::PathBuf> {
+    dirs::state_dir()
+        .or_else(dirs::data_local_dir)
+        .map(|d| d.join("capvault"))
+}
+
+/// One vault's state folder, open.
+#[derive(Debug)]
+pub struct StateDir {
+    dir: Dir,
+    versions: Dir,
+}
+
+/// Held while one write runs; the lock goes when it is dropped (or the process ends).
+#[derive(Debug)]
+pub struct WritersLock {
+    _file: cap_std::fs::File,
+}
+
+/// One kept version, as the versions folder lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptVersion {
+    /// Its sha256 (the file's name).
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was kept.
+    pub kept: SystemTime,
+}
+
+impl StateDir {
+    /// Opens (creating what is missing) the state folder of `vault` under `root`. Refuses a
+    /// `root` inside the vault before creating anything. The error never names a host path.
+    pub fn open(root: &Path, vault: &Vault) -> Result<StateDir, String> {
+        let dir = open_private(root, vault, STATE_FOLDER).map_err(|e| match e {
+            CacheError::InsideVault => {
+                "the state folder is inside the vault; it must be outside".to_owned()
+            }
+            CacheError::NotPrivate => {
+                "the state folder belongs to another user or others can write to it".to_owned()
+            }
+            CacheError::BadPath => {
+                "the state folder must be an absolute path without `..`".to_owned()
+            }
+            CacheError::Busy => "the state folder is busy".to_owned(),
+            CacheError::Io(e) => format!("state folder: {}", e.kind()),
+        })?;
+        let versions = sub_dir(&dir, Path::new(VERSIONS))
+            .map_err(|e| format!("state folder: {}", e.kind()))?;
+        Ok(StateDir { dir, versions })
+    }
+
+    /// Takes the writers' lock, waiting at most `timeout` for another writer (in this process
+    /// or another) to finish.
+    pub fn lock_writers(&self, timeout: Duration) -> io::Result<WritersLock> {
+        use rustix::fs::{FlockOperation, flock};
+        let file = self.dir.open_with(
+            WRITERS_LOCK,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .follow(FollowSymlinks::No)
+                .mode(0o600),
+        )?;
+        let until = Instant::now() + timeout;
+        loop {
+            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => return Ok(WritersLock { _file: file }),
+                Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(rustix::io::Errno::WOULDBLOCK) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        "another writer holds the vault",
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Keeps `bytes` as version `sha256` (nothing to do when it is kept already).
+    pub fn keep_version(&self, sha256: &str, bytes: &[u8]) -> io::Result<()> {
+        check_sha(sha256)?;
+        if self
+            .versions
+            .symlink_metadata(sha256)
+            .is_ok_and(|m| m.is_file())
+        {
+            return Ok(());
+        }
+        write_whole(&self.versions, sha256, bytes)?;
+        sync_dir(&self.versions)
+    }
+
+    /// The bytes of version `sha256`, if kept (at most `max` bytes).
+    pub fn read_version(&self, sha256: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
+        check_sha(sha256)?;
+        match read_whole(&self.versions, sha256, max) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// True when version `sha256` is kept.
+    pub fn has_version(&self, sha256: &str) -> bool {
+        check_sha(sha256).is_ok()
+            && self
+                .versions
+                .symlink_metadata(sha256)
+                .is_ok_and(|m| m.is_file())
+    }
+
+    /// Every kept version (at most `max`).
+    pub fn kept_versions(&self, max: usize) -> io::Result<Vec<KeptVersion>> {
+        let mut out = Vec::new();
+        for entry in self.versions.entries()? {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if check_sha(&name).is_err() {
+                continue;
+            }
+            let meta = entry.metadata()?;
+            if !meta.is_file() {
+                continue;
+            }
+            out.push(KeptVersion {
+                sha256: name,
+                size: meta.len(),
+                kept: meta
+                    .modified()
+                    .map(|t| t.into_std())
+                    .unwrap_or(SystemTime::UNIX_EPOCH),
+            });
+            if out.len() >= max {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Forgets version `sha256`.
+    pub fn drop_version(&self, sha256: &str) -> io::Result<()> {
+        check_sha(sha256)?;
+        match self.versions.remove_file(sha256) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Appends `line` (one JSON object, no line break) to `log`, and syncs it.
+    pub fn append(&self, log: Log, line: &str) -> io::Result<()> {
+        append_line(&self.dir, log.name(), line)
+    }
+
+    /// The last `max` bytes of `log` at most, from the start of a line (empty when missing).
+    pub fn read_log(&self, log: Log, max: u64) -> io::Result<Vec<u8>> {
+        read_tail(&self.dir, log.name(), max)
+    }
+
+    /// Replaces `log` with `bytes` (temporary file, sync, rename): pruning.
+    pub fn rewrite_log(&self, log: Log, bytes: &[u8]) -> io::Result<()> {
+        write_whole(&self.dir, log.name(), bytes)?;
+        sync_dir(&self.dir)
+    }
+}
+
+/// An audit log at a place of the user's choosing (`--audit-log FILE`), outside the vault.
+#[derive(Debug)]
+pub struct AuditFile {
+    dir: Dir,
+    name: String,
+}
+
+impl AuditFile {
+    /// Opens the folder of `path` (which must exist, outside the vault); the file is created
+    /// `0600` at the first write, never through a symlink. The error may name `path`: only the
+    /// user who started the server sees it.
+    pub fn open(path: &Path, vault: &Vault) -> Result<AuditFile, String> {
+        let shown = path.display();
+        let path = std::path::absolute(path).map_err(|e| format!("{shown}: {e}"))?;
+        let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(format!("{shown}: not a file path"));
+        };
+        let name = name
+            .to_str()
+            .ok_or_else(|| format!("{shown}: the name is not UTF-8"))?
+            .to_owned();
+        let dir = ambient(Ambient::Open(folder)).map_err(|e| format!("{shown}: {e}"))?;
+        let id = vault.identity().map_err(|e| format!("{shown}: {e}"))?;
+        ensure_outside(&dir, id).map_err(|_| format!("{shown}: must be outside the vault"))?;
+        // Checked now, so a bad file is reported at startup.
+        append_open(&dir, &name).map_err(|e| format!("{shown}: {e}"))?;
+        Ok(AuditFile { dir, name })
+    }
+
+    /// Appends `line` and syncs it.
+    pub fn append(&self, line: &str) -> io::Result<()> {
+        append_line(&self.dir, &self.name, line)
+    }
+
+    /// The last `max` bytes at most, from the start of a line.
+    pub fn read(&self, max: u64) -> io::Result<Vec<u8>> {
+        read_tail(&self.dir, &self.name, max)
+    }
+}
+
+fn check_sha(name: &str) -> io::Result<()> {
+    if name.len() == 64 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a sha256 in lowercase hex",
+        ))
+    }
+}
+
+fn append_open(dir: &Dir, name: &str) -> io::Result<cap_std::fs::File> {
+    let file = dir.open_with(
+        name,
+        OpenOptions::new()
+            .append(true)
+            .create(true)
+            .follow(FollowSymlinks::No)
+            .mode(0o600),
+    )?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "not a regular file of this user",
+        ));
+    }
+    Ok(file)
+}
+
+fn append_line(dir: &Dir, name: &str, line: &str) -> io::Result<()> {
+    let mut file = append_open(dir, name)?;
+    let mut buf = Vec::with_capacity(line.len() + 1);
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    // One write(2) with O_APPEND: lines of concurrent writers never interleave.
+    file.write_all(&buf)?;
+    file.sync_data()
+}
+
+fn read_tail(dir: &Dir, name: &str, max: u64) -> io::Result<Vec<u8>> {
+    let mut file = match dir.open_with(
+        name,
+        OpenOptions::new().read(true).follow(FollowSymlinks::No),
+    ) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    let skip = len.saturating_sub(max);
+    file.seek(io::SeekFrom::Start(skip))?;
+    let mut bytes = Vec::new();
+    Read::take(&mut file, max).read_to_end(&mut bytes)?;
+    if skip > 0 {
+        // Starts at a line.
+        let cut = memchr::memchr(b'\n', &bytes).map_or(bytes.len(), |i| i + 1);
+        bytes.drain(..cut);
+    }
+    Ok(bytes)
+}
+
+fn read_whole(dir: &Dir, name: &str, max: u64) -> io::Result<Vec<u8>> {
+    let mut file = dir.open_with(
+        name,
+        OpenOptions::new().read(true).follow(FollowSymlinks::No),
+    )?;
+    let len = file.metadata()?.len();
+    if len > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "too large"));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    Read::take(&mut file, max + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn write_whole(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let tmp = format!("{name}.{}.tmp", std::process::id());
+    let _ = dir.remove_file(&tmp);
+    let mut file = dir.open_with(
+        &tmp,
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .follow(FollowSymlinks::No)
+            .mode(0o600),
+    )?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    dir.rename(&tmp, dir, name)
+}
+
+fn sync_dir(dir: &Dir) -> io::Result<()> {
+    dir.open_with(".", OpenOptions::new().read(true))?
+        .sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // test fixture
+    fn a_state_folder_inside_the_vault_is_refused_and_versions_round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("vault");
+        std::fs::create_dir(&root).unwrap();
+        let vault = Vault::open(&root, Default::default()).unwrap();
+        let e = StateDir::open(&root.join("state"), &vault).unwrap_err();
+        assert!(e.contains("inside the vault"), "{e}");
+        assert!(!root.join("state").exists(), "created before the check");
+        let state = StateDir::open(&tmp.path().join("state"), &vault).unwrap();
+        let sha = crate::vault::sha256_hex(b"old");
+        state.keep_version(&sha, b"old").unwrap();
+        assert_eq!(state.read_version(&sha, 10).unwrap().unwrap(), b"old");
+        assert!(state.read_version("../x", 10).is_err());
+        state.append(Log::Audit, "{\"a\":1}").unwrap();
+        state.append(Log::Audit, "{\"a\":2}").unwrap();
+        assert_eq!(
+            state.read_log(Log::Audit, 1000).unwrap(),
+            b"{\"a\":1}\n{\"a\":2}\n"
+        );
+        // A tail starts at a line.
+        assert_eq!(state.read_log(Log::Audit, 10).unwrap(), b"{\"a\":2}\n");
+        let kept = state.kept_versions(10).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].sha256, sha);
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // test fixture
+    fn the_writers_lock_is_exclusive_until_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("vault");
+        std::fs::create_dir(&root).unwrap();
+        let vault = Vault::open(&root, Default::default()).unwrap();
+        let state = StateDir::open(&tmp.path().join("state"), &vault).unwrap();
+        let held = state.lock_writers(Duration::from_millis(10)).unwrap();
+        let again = state.lock_writers(Duration::from_millis(20));
+        assert_eq!(again.unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        drop(held);
+        assert!(state.lock_writers(Duration::from_millis(10)).is_ok());
+    }
+}

@@ -1,0 +1,764 @@
+//! The write tools through a real rmcp client talking to the real binary with `--write`: each
+//! tool's success and refusals, dry runs that change nothing, history and undo, moves that
+//! keep every link resolving, attacks on the write paths, and concurrent writers.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Server, snapshot, symlink, write_tree};
+use serde_json::{Value, json};
+
+/// A vault beside an `outside` folder and a state folder, all in one temporary folder.
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    vault: PathBuf,
+    outside: PathBuf,
+    state: PathBuf,
+}
+
+fn fixture(files: &[(&str, &str)]) -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("vault");
+    let outside = tmp.path().join("outside");
+    write_tree(&vault, files);
+    write_tree(&outside, &[("secret.md", "outside bytes\n")]);
+    std::fs::create_dir_all(vault.join(".obsidian")).unwrap();
+    Fixture {
+        state: tmp.path().join("state"),
+        _tmp: tmp,
+        vault,
+        outside,
+    }
+}
+
+async fn writable(f: &Fixture, extra: &[&str]) -> Server {
+    let state = f.state.to_str().unwrap().to_owned();
+    let mut args = vec!["--write", "--state-dir", &state, "--no-index-cache"];
+    args.extend_from_slice(extra);
+    let s = Server::start_with(&f.vault, &args).await;
+    s.wait_index_ready().await;
+    s
+}
+
+fn read(v: &Path, p: &str) -> String {
+    std::fs::read_to_string(v.join(p)).unwrap()
+}
+
+fn sha(text: &str) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(text.as_bytes());
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+const WRITE_TOOLS: &[&str] = &[
+    "append_daily_note",
+    "append_to_note",
+    "create_daily_note",
+    "create_note",
+    "delete_note",
+    "edit_note",
+    "move_note",
+    "note_history",
+    "prepend_to_note",
+    "restore_note",
+    "update_frontmatter",
+    "write_note",
+];
+
+#[tokio::test]
+async fn without_write_no_write_tool_is_listed_and_vault_info_says_read_only() {
+    let f = fixture(&[("a.md", "a\n")]);
+    let s = Server::start_with(&f.vault, &["--no-index-cache"]).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    for t in &tools {
+        assert!(!WRITE_TOOLS.contains(&t.name.as_ref()), "{} listed", t.name);
+        assert_eq!(
+            t.annotations.as_ref().and_then(|a| a.read_only_hint),
+            Some(true)
+        );
+    }
+    let r = s
+        .call("create_note", json!({"path": "b.md", "content": "x"}))
+        .await;
+    assert!(r.is_error && r.error["code"] == "refused", "{}", r.raw);
+    assert!(!f.vault.join("b.md").exists());
+    assert_eq!(s.ok("vault_info", json!({})).await["writes_enabled"], false);
+    s.stop().await;
+
+    let s = writable(&f, &[]).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for w in WRITE_TOOLS {
+        assert!(names.contains(w), "{w} missing from {names:?}");
+    }
+    let delete = tools.iter().find(|t| t.name == "delete_note").unwrap();
+    let a = delete.annotations.as_ref().unwrap();
+    assert_eq!(
+        (a.read_only_hint, a.destructive_hint),
+        (Some(false), Some(true))
+    );
+    assert_eq!(s.ok("vault_info", json!({})).await["writes_enabled"], true);
+    s.stop().await;
+    // The read profile leaves the write tools out even with --write.
+    let s = writable(&f, &["--tools", "read"]).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    assert!(
+        tools
+            .iter()
+            .all(|t| !WRITE_TOOLS.contains(&t.name.as_ref()))
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn create_write_edit_append_prepend_and_frontmatter_work_and_search_sees_them_at_once() {
+    let f = fixture(&[
+        (
+            "Plan.md",
+            "---\n# keep this comment\ntitle: Plan\ntags:\n- a\n\nstatus: draft\n---\n# Plan\nintro\n\n## Tasks\n- one\n\n## Notes\nnote\n",
+        ),
+        ("crlf.md", "\u{feff}line one\r\nline two\r\n"),
+    ]);
+    let s = writable(&f, &[]).await;
+    let v = &f.vault;
+
+    // create_note: folders created, frontmatter written, the reply's sha256 is the file's.
+    let r = s
+        .ok(
+            "create_note",
+            json!({"path": "New/Deep/Idea", "content": "zebrafish thoughts\n", "frontmatter": {"status": "new"}}),
+        )
+        .await;
+    let text = read(v, "New/Deep/Idea.md");
+    assert_eq!(text, "---\nstatus: new\n---\nzebrafish thoughts\n");
+    assert_eq!(r["sha256"], sha(&text));
+    assert_eq!(r["created"], true);
+    assert_eq!(r["folders_created"], json!(["New", "New/Deep"]));
+    // The reply comes after the index has the note.
+    let hits = s.ok("search_notes", json!({"query": "zebrafish"})).await;
+    assert_eq!(hits["hits"][0]["path"], "New/Deep/Idea.md", "{hits}");
+    let again = s
+        .call(
+            "create_note",
+            json!({"path": "New/Deep/Idea.md", "content": "x"}),
+        )
+        .await;
+    assert_eq!(again.error["code"], "conflict", "{}", again.raw);
+    assert_eq!(read(v, "New/Deep/Idea.md"), text);
+
+    // write_note: if_match required and checked.
+    let stale = s
+        .call(
+            "write_note",
+            json!({"path": "New/Deep/Idea.md", "content": "y", "if_match": sha("old")}),
+        )
+        .await;
+    assert_eq!(stale.error["code"], "conflict");
+    assert_eq!(stale.error["current_sha256"], sha(&text));
+    let w = s
+        .ok(
+            "write_note",
+            json!({"path": "New/Deep/Idea.md", "content": "quagga\n", "if_match": sha(&text)}),
+        )
+        .await;
+    assert_eq!(read(v, "New/Deep/Idea.md"), "quagga\n");
+    assert_eq!(w["previous_sha256"], sha(&text));
+    assert_eq!(
+        s.ok("search_notes", json!({"query": "quagga"})).await["hits"][0]["path"],
+        "New/Deep/Idea.md"
+    );
+    assert_eq!(
+        s.ok("search_notes", json!({"query": "zebrafish"})).await["hits"],
+        json!([])
+    );
+
+    // edit_note: exactly once, or an error with the count and nothing changed.
+    let plan = read(v, "Plan.md");
+    let missing = s
+        .call(
+            "edit_note",
+            json!({"path": "Plan.md", "edits": [{"old_text": "nope", "new_text": "x"}]}),
+        )
+        .await;
+    assert_eq!(missing.error["code"], "not_found");
+    assert!(missing.text.contains("0 times"), "{}", missing.text);
+    let twice = s
+        .call(
+            "edit_note",
+            json!({"path": "Plan.md", "edits": [{"old_text": "Plan\n", "new_text": "x"}]}),
+        )
+        .await;
+    assert_eq!(twice.error["code"], "ambiguous");
+    assert!(twice.text.contains("occurs 2 times"), "{}", twice.text);
+    let half = s
+        .call("edit_note", json!({"path": "Plan.md", "edits": [{"old_text": "intro", "new_text": "INTRO"}, {"old_text": "absent", "new_text": "x"}]}))
+        .await;
+    assert!(half.is_error);
+    assert_eq!(read(v, "Plan.md"), plan, "a failed edit changed the note");
+    s.ok("edit_note", json!({"path": "Plan.md", "edits": [{"old_text": "intro", "new_text": "INTRO"}], "if_match": sha(&plan)}))
+        .await;
+    let plan2 = plan.replace("intro", "INTRO");
+    assert_eq!(read(v, "Plan.md"), plan2);
+
+    // append_to_note under a heading, and at the end; prepend after the frontmatter.
+    s.ok(
+        "append_to_note",
+        json!({"path": "Plan.md", "content": "- two", "heading": "Plan/Tasks"}),
+    )
+    .await;
+    let no_heading = s
+        .call(
+            "append_to_note",
+            json!({"path": "Plan.md", "content": "x", "heading": "Nowhere"}),
+        )
+        .await;
+    assert_eq!(no_heading.error["code"], "not_found");
+    s.ok(
+        "append_to_note",
+        json!({"path": "Plan.md", "content": "the end"}),
+    )
+    .await;
+    s.ok(
+        "prepend_to_note",
+        json!({"path": "Plan.md", "content": "top line"}),
+    )
+    .await;
+    let plan3 = read(v, "Plan.md");
+    assert_eq!(
+        plan3,
+        "---\n# keep this comment\ntitle: Plan\ntags:\n- a\n\nstatus: draft\n---\ntop line\n# Plan\nINTRO\n\n## Tasks\n- one\n- two\n\n## Notes\nnote\nthe end\n"
+    );
+
+    // update_frontmatter: one key changed, one added, one removed; everything else kept.
+    s.ok("update_frontmatter", json!({"path": "Plan.md", "set": {"status": "done", "due": "2026-12-24"}, "remove": ["title"]}))
+        .await;
+    assert_eq!(
+        read(v, "Plan.md"),
+        plan3
+            .replace("title: Plan\n", "")
+            .replace("status: draft\n", "status: done\ndue: 2026-12-24\n")
+    );
+    let by_prop = s
+        .ok("list_notes", json!({"property": "status", "value": "done"}))
+        .await;
+    assert_eq!(by_prop["notes"][0]["path"], "Plan.md", "{by_prop}");
+
+    // CRLF and the byte order mark survive an append.
+    s.ok(
+        "append_to_note",
+        json!({"path": "crlf.md", "content": "line three"}),
+    )
+    .await;
+    assert_eq!(
+        read(v, "crlf.md"),
+        "\u{feff}line one\r\nline two\r\nline three\r\n"
+    );
+
+    // dry_run: a diff, and not one byte changed anywhere.
+    let before = snapshot(v);
+    let d = s
+        .ok("edit_note", json!({"path": "Plan.md", "edits": [{"old_text": "note\n", "new_text": "changed\n"}], "dry_run": true}))
+        .await;
+    assert!(
+        d["diff"].as_str().unwrap().contains("-note\n+changed\n"),
+        "{d}"
+    );
+    s.ok(
+        "create_note",
+        json!({"path": "Dry.md", "content": "x", "dry_run": true}),
+    )
+    .await;
+    s.ok("delete_note", json!({"path": "Plan.md", "dry_run": true}))
+        .await;
+    s.ok(
+        "move_note",
+        json!({"from": "Plan.md", "to": "Moved.md", "dry_run": true}),
+    )
+    .await;
+    s.ok(
+        "update_frontmatter",
+        json!({"path": "Plan.md", "set": {"x": 1}, "dry_run": true}),
+    )
+    .await;
+    assert_eq!(snapshot(v), before, "a dry run changed the vault");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn delete_goes_to_the_trash_and_history_restores_every_version() {
+    let f = fixture(&[
+        ("Doomed.md", "version one\n"),
+        ("Folder/inner.md", "inner\n"),
+    ]);
+    let s = writable(&f, &[]).await;
+    let v = &f.vault;
+    let one = read(v, "Doomed.md");
+    s.ok(
+        "write_note",
+        json!({"path": "Doomed.md", "content": "version two\n", "if_match": sha(&one)}),
+    )
+    .await;
+    let d = s.ok("delete_note", json!({"path": "Doomed.md"})).await;
+    assert_eq!(d["trashed_to"], ".trash/Doomed.md");
+    assert!(!v.join("Doomed.md").exists());
+    assert_eq!(read(v, ".trash/Doomed.md"), "version two\n");
+    // A second note of that name goes to the trash under a new name.
+    write_tree(v, &[("Doomed.md", "version three\n")]);
+    s.eventually(10, "list_notes", json!({}), |r| {
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["path"] == "Doomed.md")
+    })
+    .await;
+    let d = s.ok("delete_note", json!({"path": "Doomed"})).await;
+    assert_eq!(d["trashed_to"], ".trash/Doomed 1.md");
+    // Permanent deletion needs its own flag.
+    let r = s
+        .call("delete_note", json!({"path": "Folder", "permanent": true}))
+        .await;
+    assert_eq!(r.error["code"], "refused", "{}", r.raw);
+    assert!(v.join("Folder/inner.md").exists());
+    // History: every version a write replaced or removed, newest first, restorable.
+    let h = s.ok("note_history", json!({"path": "Doomed.md"})).await;
+    let shas: Vec<&str> = h["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["sha256"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        shas,
+        [
+            sha("version three\n"),
+            sha("version two\n"),
+            sha("version one\n")
+        ]
+    );
+    assert!(h.get("current_sha256").is_none());
+    let r = s
+        .ok(
+            "restore_note",
+            json!({"path": "Doomed.md", "sha256": sha("version one\n")}),
+        )
+        .await;
+    assert_eq!(r["created"], true);
+    assert_eq!(read(v, "Doomed.md"), "version one\n");
+    assert_eq!(
+        s.ok("search_notes", json!({"query": "version"})).await["hits"][0]["path"],
+        "Doomed.md"
+    );
+    // A restore is undone the same way.
+    s.ok("restore_note", json!({"path": "Doomed.md", "sha256": sha("version two\n"), "if_match": sha("version one\n")})).await;
+    assert_eq!(read(v, "Doomed.md"), "version two\n");
+    let h = s.ok("note_history", json!({"path": "Doomed.md"})).await;
+    assert_eq!(h["versions"][0]["sha256"], sha("version one\n"));
+    assert_eq!(h["versions"][0]["tool"], "restore_note");
+    s.stop().await;
+    // The audit log names tools, paths and versions, never content.
+    let audit = find_file(&f.state, "audit.jsonl");
+    let log = std::fs::read_to_string(audit).unwrap();
+    assert_eq!(log.lines().count(), 5, "{log}");
+    assert!(
+        !log.contains("version one"),
+        "content in the audit log: {log}"
+    );
+    assert!(log.contains("\"to\":\".trash/Doomed 1.md\""), "{log}");
+
+    // With the flag, a folder goes for good, its notes kept in the history.
+    let s = writable(&f, &["--allow-permanent-delete"]).await;
+    let d = s
+        .ok("delete_note", json!({"path": "Folder", "permanent": true}))
+        .await;
+    assert_eq!(d["permanent"], true);
+    assert!(!v.join("Folder").exists());
+    let h = s
+        .ok("note_history", json!({"path": "Folder/inner.md"}))
+        .await;
+    assert_eq!(h["versions"][0]["sha256"], sha("inner\n"));
+    s.stop().await;
+}
+
+fn find_file(root: &Path, name: &str) -> PathBuf {
+    snapshot(root)
+        .into_iter()
+        .map(|(p, _)| p)
+        .find(|p| p.file_name().is_some_and(|n| n == name))
+        .unwrap_or_else(|| panic!("no {name} under {}", root.display()))
+}
+
+#[tokio::test]
+async fn a_move_rewrites_exactly_the_links_that_resolved_to_what_moved() {
+    let f = fixture(&[
+        (
+            "Projects/Plan.md",
+            "# Plan\n## Goals\nsee [[Other]] and ![[pic.png]]\n",
+        ),
+        ("Other.md", "other\n"),
+        ("pic.png", "png"),
+        (
+            "Home.md",
+            "---\nup: \"[[Projects/Plan]]\"\n---\n[[Projects/Plan#Goals|the plan]] [[Plan]] ![[Projects/Plan]]\n[md](Projects/Plan.md#Goals) [[Missing]] [[Other]]\n",
+        ),
+        ("Sub/Child.md", "[rel](../Projects/Plan.md) [[Plan#^b]]\n"),
+        (
+            "Board.canvas",
+            "{\"nodes\":[{\"id\":\"1\",\"type\":\"file\",\"file\":\"Projects/Plan.md\",\"x\":0,\"y\":0,\"width\":1,\"height\":1}],\"edges\":[]}\n",
+        ),
+    ]);
+    let s = writable(&f, &[]).await;
+    let v = &f.vault;
+    let other_before = read(v, "Other.md");
+    let r = s
+        .ok(
+            "move_note",
+            json!({"from": "Projects/Plan.md", "to": "Archive/Old Plan.md"}),
+        )
+        .await;
+    assert_eq!(r["files_moved"], 1);
+    assert_eq!(
+        read(v, "Home.md"),
+        "---\nup: \"[[Old Plan]]\"\n---\n[[Old Plan#Goals|the plan]] [[Old Plan]] ![[Old Plan]]\n[md](Old%20Plan.md#Goals) [[Missing]] [[Other]]\n"
+    );
+    assert_eq!(
+        read(v, "Sub/Child.md"),
+        "[rel](Old%20Plan.md) [[Old Plan#^b]]\n"
+    );
+    assert!(read(v, "Board.canvas").contains("\"file\":\"Archive/Old Plan.md\""));
+    // The moved note's own links still resolve; nothing else changed.
+    assert_eq!(
+        read(v, "Archive/Old Plan.md"),
+        "# Plan\n## Goals\nsee [[Other]] and ![[pic.png]]\n"
+    );
+    assert_eq!(read(v, "Other.md"), other_before);
+    let broken = broken_targets(&s).await;
+    assert_eq!(broken, ["Missing"], "links broken by the move");
+    let back = s
+        .ok("get_links", json!({"path": "Archive/Old Plan.md"}))
+        .await;
+    let mut sources: Vec<&str> = back["incoming"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["source"].as_str().unwrap())
+        .collect();
+    sources.dedup();
+    assert_eq!(sources, ["Home.md", "Sub/Child.md"], "{back}");
+
+    // A folder moves with everything in it; moving into itself or over something is refused.
+    let r = s
+        .call(
+            "move_note",
+            json!({"from": "Archive", "to": "Archive/Inner"}),
+        )
+        .await;
+    assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
+    let r = s
+        .call(
+            "move_note",
+            json!({"from": "Archive/Old Plan.md", "to": "Other.md"}),
+        )
+        .await;
+    assert_eq!(r.error["code"], "conflict");
+    s.ok(
+        "move_note",
+        json!({"from": "Archive", "to": "Kept/Archive"}),
+    )
+    .await;
+    assert!(v.join("Kept/Archive/Old Plan.md").exists());
+    assert!(read(v, "Board.canvas").contains("\"file\":\"Kept/Archive/Old Plan.md\""));
+    assert_eq!(broken_targets(&s).await, ["Missing"]);
+    s.stop().await;
+}
+
+/// The targets of the links that resolve to no file.
+async fn broken_targets(s: &Server) -> Vec<String> {
+    let r = s.ok("find_broken_links", json!({})).await;
+    r["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["status"] == "broken")
+        .map(|l| l["target"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn write_attacks_leave_the_outside_and_hidden_folders_untouched() {
+    let f = fixture(&[("Notes/a.md", "a\n"), ("Allowed/b.md", "b\n")]);
+    let v = &f.vault;
+    symlink(v, "out", &f.outside);
+    symlink(v, "Notes/escape.md", f.outside.join("secret.md"));
+    symlink(
+        v,
+        "Notes/dangling.md",
+        f.outside.join("created-by-attack.md"),
+    );
+    symlink(v, "hidden-link", v.join(".obsidian"));
+    std::fs::create_dir_all(v.join(".git/hooks")).unwrap();
+    std::fs::hard_link(f.outside.join("secret.md"), v.join("Notes/hard.md")).unwrap();
+    let outside_before = snapshot(&f.outside);
+    let hidden_before = snapshot(&v.join(".obsidian"));
+    let s = writable(&f, &["--exclude", "Private/**"]).await;
+    let attacks: Vec<(&str, Value)> = vec![
+        ("create_note", json!({"path": "out/new.md", "content": "x"})),
+        (
+            "create_note",
+            json!({"path": "../outside/new.md", "content": "x"}),
+        ),
+        (
+            "create_note",
+            json!({"path": "/tmp/new.md", "content": "x"}),
+        ),
+        (
+            "create_note",
+            json!({"path": "Notes/dangling.md", "content": "x"}),
+        ),
+        (
+            "create_note",
+            json!({"path": ".obsidian/evil.md", "content": "x"}),
+        ),
+        (
+            "create_note",
+            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+        ),
+        (
+            "create_note",
+            json!({"path": "hidden-link/evil.md", "content": "x"}),
+        ),
+        (
+            "create_note",
+            json!({"path": "Private/p.md", "content": "x"}),
+        ),
+        (
+            "write_note",
+            json!({"path": "Notes/escape.md", "content": "x", "if_match": sha("outside bytes\n")}),
+        ),
+        (
+            "append_to_note",
+            json!({"path": "Notes/escape.md", "content": "x"}),
+        ),
+        (
+            "append_to_note",
+            json!({"path": "out/secret.md", "content": "x"}),
+        ),
+        ("delete_note", json!({"path": "out/secret.md"})),
+        ("delete_note", json!({"path": "out"})),
+        ("move_note", json!({"from": "Notes/a.md", "to": "out/a.md"})),
+        (
+            "move_note",
+            json!({"from": "out/secret.md", "to": "Notes/stolen.md"}),
+        ),
+        (
+            "move_note",
+            json!({"from": "Notes/a.md", "to": ".obsidian/a.md"}),
+        ),
+        (
+            "restore_note",
+            json!({"path": "out/secret.md", "sha256": sha("a\n")}),
+        ),
+    ];
+    for (tool, args) in &attacks {
+        let r = s.call(tool, args.clone()).await;
+        assert!(r.is_error, "{tool} {args} succeeded: {}", r.raw);
+        assert!(
+            !r.raw.contains(f.outside.to_str().unwrap()),
+            "host path leaked: {}",
+            r.raw
+        );
+    }
+    // A hard link to an outside file: the vault's copy changes, the outside one never.
+    s.ok(
+        "append_to_note",
+        json!({"path": "Notes/hard.md", "content": "appended"}),
+    )
+    .await;
+    assert_eq!(read(v, "Notes/hard.md"), "outside bytes\nappended\n");
+    assert_eq!(
+        snapshot(&f.outside),
+        outside_before,
+        "the outside tree changed"
+    );
+    assert_eq!(
+        snapshot(&v.join(".obsidian")),
+        hidden_before,
+        "a hidden folder changed"
+    );
+    assert!(!v.join(".git/hooks/pre-commit").exists());
+    s.stop().await;
+
+    // --write-scope: only inside it, also through an in-vault symlink.
+    symlink(v, "Allowed/to-notes", v.join("Notes"));
+    let s = writable(&f, &["--write-scope", "Allowed"]).await;
+    let r = s
+        .call("create_note", json!({"path": "Notes/c.md", "content": "x"}))
+        .await;
+    assert_eq!(r.error["code"], "refused", "{}", r.raw);
+    let r = s
+        .call(
+            "create_note",
+            json!({"path": "Allowed/to-notes/c.md", "content": "x"}),
+        )
+        .await;
+    assert_eq!(r.error["code"], "refused", "{}", r.raw);
+    assert!(!v.join("Notes/c.md").exists());
+    s.ok(
+        "create_note",
+        json!({"path": "Allowed/c.md", "content": "x"}),
+    )
+    .await;
+    assert_eq!(
+        s.ok("vault_info", json!({})).await["write_scopes"],
+        json!(["Allowed"])
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn twenty_concurrent_edits_with_if_match_either_land_or_conflict_none_is_lost() {
+    let f = fixture(&[("Shared.md", "start\n")]);
+    let s = writable(&f, &[]).await;
+    let v = f.vault.clone();
+    let base = sha("start\n");
+    // Twenty writers race with the same version: exactly one lands.
+    let calls = (0..20).map(|i| {
+        s.call(
+            "append_to_note",
+            json!({"path": "Shared.md", "content": format!("writer {i}"), "if_match": base}),
+        )
+    });
+    let replies = futures_join(calls).await;
+    let ok = replies.iter().filter(|r| !r.is_error).count();
+    let conflicts = replies
+        .iter()
+        .filter(|r| r.error["code"] == "conflict")
+        .count();
+    assert_eq!((ok, conflicts), (1, 19), "{replies:?}");
+    // Then each retries from the version the conflict reported: every update lands.
+    let mut landed = 1;
+    for (i, reply) in replies.iter().enumerate() {
+        if reply.is_error {
+            let mut version = reply.error["current_sha256"].as_str().unwrap().to_owned();
+            loop {
+                let r = s
+                    .call("append_to_note", json!({"path": "Shared.md", "content": format!("writer {i}"), "if_match": version}))
+                    .await;
+                if !r.is_error {
+                    break;
+                }
+                version = r.error["current_sha256"].as_str().unwrap().to_owned();
+            }
+            landed += 1;
+        }
+    }
+    let text = read(&v, "Shared.md");
+    assert_eq!(landed, 20);
+    for i in 0..20 {
+        assert_eq!(text.matches(&format!("writer {i}\n")).count(), 1, "{text}");
+    }
+    s.stop().await;
+
+    // Two server processes on one vault: appends without a version, interleaved, all land.
+    let (a, b) = (writable(&f, &[]).await, writable(&f, &[]).await);
+    let runs = (0..10).flat_map(|i| {
+        [
+            a.call(
+                "append_to_note",
+                json!({"path": "Shared.md", "content": format!("a{i}")}),
+            ),
+            b.call(
+                "append_to_note",
+                json!({"path": "Shared.md", "content": format!("b{i}")}),
+            ),
+        ]
+    });
+    for r in futures_join(runs).await {
+        assert!(!r.is_error, "{}", r.raw);
+    }
+    let text = read(&v, "Shared.md");
+    for i in 0..10 {
+        assert!(
+            text.contains(&format!("\na{i}\n")) && text.contains(&format!("\nb{i}\n")),
+            "lost: {text}"
+        );
+    }
+    a.stop().await;
+    b.stop().await;
+}
+
+/// Runs every future at once, returning their results in order.
+async fn futures_join<F: std::future::Future>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    let pinned: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut out = Vec::with_capacity(pinned.len());
+    let mut pending: Vec<_> = pinned.into_iter().map(Some).collect();
+    let mut results: Vec<Option<F::Output>> = (0..pending.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut all = true;
+        for (i, slot) in pending.iter_mut().enumerate() {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        results[i] = Some(v);
+                        *slot = None;
+                    }
+                    std::task::Poll::Pending => all = false,
+                }
+            }
+        }
+        if all {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    out.extend(results.into_iter().map(|r| r.unwrap()));
+    out
+}
+
+#[tokio::test]
+async fn daily_note_writes_land_where_the_settings_put_them() {
+    let f = fixture(&[
+        ("Templates/Day.md", "# {{title}}\ncreated {{date:YYYY}}\n"),
+        (
+            ".obsidian/daily-notes.json",
+            "{\"folder\": \"Journal\", \"format\": \"YYYY/MM-DD\", \"template\": \"Templates/Day\"}",
+        ),
+    ]);
+    let s = writable(&f, &[]).await;
+    let r = s
+        .ok(
+            "append_daily_note",
+            json!({"text": "met Ada", "date": "2026-03-04"}),
+        )
+        .await;
+    assert_eq!(r["path"], "Journal/2026/03-04.md");
+    let text = read(&f.vault, "Journal/2026/03-04.md");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..2], ["# 03-04", "created 2026"]);
+    assert!(
+        lines[2].starts_with("- ") && lines[2].ends_with(" met Ada"),
+        "{text}"
+    );
+    let got = s.ok("get_daily_note", json!({"date": "2026-03-04"})).await;
+    assert_eq!(got["exists"], true);
+    let r = s
+        .call("create_daily_note", json!({"date": "2026-03-04"}))
+        .await;
+    assert_eq!(r.error["code"], "conflict");
+    s.ok(
+        "create_daily_note",
+        json!({"date": "2026-03-05", "content": "plan"}),
+    )
+    .await;
+    assert_eq!(
+        read(&f.vault, "Journal/2026/03-05.md"),
+        "# 03-05\ncreated 2026\nplan\n"
+    );
+    s.stop().await;
+}
