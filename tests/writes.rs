@@ -55,9 +55,11 @@ fn sha(text: &str) -> String {
 const WRITE_TOOLS: &[&str] = &[
     "append_daily_note",
     "append_to_note",
+    "create_canvas",
     "create_daily_note",
     "create_note",
     "delete_note",
+    "edit_canvas",
     "edit_note",
     "move_note",
     "note_history",
@@ -761,4 +763,59 @@ async fn daily_note_writes_land_where_the_settings_put_them() {
         "# 03-05\ncreated 2026\nplan\n"
     );
     s.stop().await;
+}
+
+#[tokio::test]
+async fn a_canvas_read_can_be_written_back_and_edited_node_by_node() {
+    let f = fixture(&[
+        ("Idea.md", "idea\n"),
+        (
+            "Board.canvas",
+            "{\"nodes\":[{\"id\":\"a\",\"type\":\"file\",\"file\":\"Idea.md\",\"x\":0,\"y\":0,\"width\":100,\"height\":50,\"mine\":1},{\"id\":\"b\",\"type\":\"text\",\"text\":\"why\",\"x\":200,\"y\":0,\"width\":100,\"height\":50}],\"edges\":[{\"id\":\"e1\",\"fromNode\":\"b\",\"toNode\":\"a\",\"toSide\":\"left\"}]}",
+        ),
+    ]);
+    let s = writable(&f, &[]).await;
+    let read = s.ok("read_canvas", json!({"path": "Board.canvas"})).await;
+    assert_eq!(read["canvas"]["edges"][0]["fromNode"], "b", "{read}");
+    let copy = json!({"nodes": read["canvas"]["nodes"], "edges": read["canvas"]["edges"]});
+    s.ok("create_canvas", json!({"path": "Copy", "canvas": copy}))
+        .await;
+    let again = s.ok("read_canvas", json!({"path": "Copy.canvas"})).await;
+    assert_eq!(
+        again["canvas"], read["canvas"],
+        "a canvas read and written back changed"
+    );
+    assert_eq!(again["files"][0]["resolved"], "Idea.md");
+
+    let r = s
+        .ok(
+            "edit_canvas",
+            json!({"path": "Board.canvas", "if_match": read["sha256"], "ops": [
+                {"op": "update_node", "id": "b", "set": {"text": "because", "color": "4"}},
+                {"op": "add_node", "node": {"id": "c", "type": "link", "url": "https://obsidian.md", "x": 0, "y": 100, "width": 10, "height": 10}},
+                {"op": "remove_node", "id": "a"}
+            ]}),
+        )
+        .await;
+    let text = read_file(&f.vault, "Board.canvas");
+    assert_eq!(r["sha256"], sha(&text));
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["edges"], json!([]), "the removed node's edge stayed");
+    assert_eq!(v["nodes"][0]["text"], "because");
+    assert_eq!(v["nodes"].as_array().unwrap().len(), 2);
+    // Invalid results and stale versions are refused; nothing changes.
+    let bad = s
+        .call("edit_canvas", json!({"path": "Board.canvas", "ops": [{"op": "add_edge", "edge": {"fromNode": "b", "toNode": "nope"}}]}))
+        .await;
+    assert_eq!(bad.error["code"], "invalid_argument", "{}", bad.raw);
+    let stale = s
+        .call("edit_canvas", json!({"path": "Board.canvas", "if_match": read["sha256"], "ops": [{"op": "remove_node", "id": "b"}]}))
+        .await;
+    assert_eq!(stale.error["code"], "conflict");
+    assert_eq!(read_file(&f.vault, "Board.canvas"), text);
+    s.stop().await;
+}
+
+fn read_file(v: &Path, p: &str) -> String {
+    std::fs::read_to_string(v.join(p)).unwrap()
 }

@@ -144,6 +144,7 @@ pub enum NodeKind {
         /// Vault path of a background image.
         background: Option<String>,
         /// How the background image is drawn.
+        #[serde(rename = "backgroundStyle")]
         background_style: Option<BackgroundStyle>,
     },
     /// A `type` the spec does not define (reported as an issue); kept so edges still resolve.
@@ -189,8 +190,10 @@ pub enum EdgeEnd {
     Arrow,
 }
 
-/// One edge (a line between two nodes).
+/// One edge (a line between two nodes). Serialised with JSON Canvas's own field names
+/// (`fromNode`, `toSide`...), so what `read_canvas` returns can be written back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Edge {
     /// Unique id of the edge.
     pub id: String,

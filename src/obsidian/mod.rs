@@ -11,5 +11,6 @@
 //!   issues instead of failures.
 
 pub mod canvas;
+pub mod canvas_edit;
 pub mod config;
 pub mod moment;

@@ -13,6 +13,7 @@ use super::{CapvaultServer, Code, Parameters, ToolError};
 use crate::notes::write::{
     self, DeleteResult, MoveResult, NoteHistory, TextEdit, WriteResult, Writer,
 };
+use crate::obsidian::canvas_edit::CanvasOp;
 
 /// Arguments of `create_note`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -194,6 +195,36 @@ pub struct CreateDailyArgs {
     pub date: Option<String>,
     /// Text to add after the daily template.
     pub content: Option<String>,
+    /// Change nothing; return the diff.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `create_canvas`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateCanvasArgs {
+    /// Path of the new canvas (`.canvas` is added when left out).
+    pub path: String,
+    /// The canvas: `{"nodes": [...], "edges": [...]}` with JSON Canvas 1.0 fields, as
+    /// `read_canvas` returns them (ids are made up where missing).
+    pub canvas: Map<String, Value>,
+    /// Change nothing; return the diff.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `edit_canvas`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditCanvasArgs {
+    /// Path of the canvas.
+    pub path: String,
+    /// Operations, applied in order, all or none: `add_node`, `update_node`, `remove_node`
+    /// (its edges go too), `add_edge`, `update_edge`, `remove_edge`.
+    pub ops: Vec<CanvasOp>,
+    /// The canvas's `sha256`; fails with `conflict` if it changed.
+    pub if_match: Option<String>,
     /// Change nothing; return the diff.
     #[serde(default)]
     pub dry_run: bool,
@@ -478,6 +509,42 @@ impl CapvaultServer {
     ) -> Result<Json<WriteResult>, ToolError> {
         self.write(move |w, e| {
             write::create_daily_note(w, e, a.date.as_deref(), a.content.as_deref(), a.dry_run)
+        })
+        .await
+    }
+
+    /// Create a canvas (fails if it exists) from nodes and edges in JSON Canvas 1.0 form,
+    /// validated before it is written.
+    #[tool(annotations(
+        title = "Create canvas",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    pub async fn create_canvas(
+        &self,
+        Parameters(a): Parameters<CreateCanvasArgs>,
+    ) -> Result<Json<WriteResult>, ToolError> {
+        self.write(move |w, e| write::create_canvas(w, e, &a.path, &a.canvas, a.dry_run))
+            .await
+    }
+
+    /// Change a canvas: add, update and remove nodes and edges (a removed node's edges go
+    /// too); unknown fields are kept and the result is validated before it is written.
+    #[tool(annotations(
+        title = "Edit canvas",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    pub async fn edit_canvas(
+        &self,
+        Parameters(a): Parameters<EditCanvasArgs>,
+    ) -> Result<Json<WriteResult>, ToolError> {
+        self.write(move |w, e| {
+            write::edit_canvas(w, e, &a.path, &a.ops, a.if_match.as_deref(), a.dry_run)
         })
         .await
     }

@@ -14,6 +14,7 @@
 //!
 //! `dry_run` stops before step 1 and returns the unified diff instead.
 
+mod canvas;
 mod daily;
 mod history;
 mod relink;
@@ -33,6 +34,7 @@ use crate::model::heading_key;
 use crate::vault::state::{AuditFile, Log, StateDir, WritersLock};
 use crate::vault::{Entry, Expect, Vault, VaultError, VaultPath};
 
+pub use canvas::{create_canvas, edit_canvas};
 pub use daily::{append_daily_note, create_daily_note};
 pub use history::{HistoryEntry, NoteHistory, note_history, restore_note};
 pub use relink::{MoveResult, MovedLinks, move_note};
