@@ -29,6 +29,16 @@ pub async fn serve_stdio(
         "serving over stdio"
     );
     engine.start();
+    if writer.is_some() {
+        // What writes killed mid-way left behind (hidden temporary files), in the background.
+        let engine = Arc::clone(&engine);
+        tokio::task::spawn_blocking(move || {
+            let n = engine.vault().remove_stale_temps();
+            if n > 0 {
+                tracing::info!(removed = n, "temporary files of interrupted writes removed");
+            }
+        });
+    }
     let server = match writer {
         Some(w) => CapvaultServer::writable(Arc::clone(&engine), w, policy),
         None => CapvaultServer::new(Arc::clone(&engine), policy),

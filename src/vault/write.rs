@@ -308,3 +308,73 @@ pub(super) fn sync_folder(folder: &Dir) -> std::io::Result<()> {
     rustix::fs::fsync(&fd)?;
     Ok(())
 }
+
+/// Deepest folder [`Vault::remove_stale_temps`] looks into.
+const MAX_TEMP_DEPTH: usize = 64;
+/// Most folder entries [`Vault::remove_stale_temps`] looks at.
+const MAX_TEMP_ENTRIES: usize = 10_000_000;
+
+impl Vault {
+    /// Removes the temporary files that writes of processes no longer running left behind (a
+    /// crash or `kill -9` between creating one and renaming it). They are hidden, so no scan,
+    /// listing or search ever shows them; this only takes their space back. Only visible
+    /// folders are walked (writes never go elsewhere), never through a symlink. Returns how many
+    /// were removed.
+    pub fn remove_stale_temps(&self) -> usize {
+        let mine = std::process::id();
+        let mut removed = 0;
+        let mut seen = 0;
+        let mut stack: Vec<(Dir, usize)> = match self.root.try_clone() {
+            Ok(d) => vec![(d, 0)],
+            Err(_) => return 0,
+        };
+        while let Some((dir, depth)) = stack.pop() {
+            let Ok(entries) = dir.entries() else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > MAX_TEMP_ENTRIES {
+                    return removed;
+                }
+                let Ok(name) = entry.file_name().into_string() else {
+                    continue;
+                };
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if let Some(rest) = name.strip_prefix(TEMP_PREFIX) {
+                    let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+                    if kind.is_file()
+                        && let Some(pid) = pid
+                        && pid != mine
+                        && !process_alive(pid)
+                        && dir.remove_file(&name).is_ok()
+                    {
+                        removed += 1;
+                    }
+                } else if kind.is_dir() && !name.starts_with('.') && depth < MAX_TEMP_DEPTH {
+                    use cap_fs_ext::DirExt;
+                    if let Ok(child) = dir.open_dir_nofollow(&name) {
+                        stack.push((child, depth + 1));
+                    }
+                }
+            }
+        }
+        removed
+    }
+}
+
+/// True when a process with this id exists (it may belong to another user).
+fn process_alive(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
+}
