@@ -293,3 +293,117 @@ fn a_folder_swapped_for_a_symlink_during_writes_never_lets_one_out() {
     no_temp_files(&root);
     no_temp_files(&outside);
 }
+
+#[test]
+fn a_folder_swapped_for_a_symlink_during_creates_moves_and_deletes_never_reaches_out() {
+    // As above, with every other change a write tool makes: folders created under `sub`, files
+    // moved into and out of it, moved to the trash and removed from it. The outside folder
+    // holds `secret.md` (the target of every move, trash and removal through `sub`) and must
+    // end exactly as it began; nothing may appear in it.
+    let (tmp, vault) = setup();
+    let root = tmp.path().join("v");
+    let outside = tmp.path().join("outside");
+    let before = tree(&outside);
+    let sub = root.join("sub");
+    let real = root.join("sub-real");
+    std::fs::create_dir_all(&real).unwrap();
+    // `sub` is a symlink from the start (a missing `sub` would be created as a real folder).
+    symlink("sub-real", &sub).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, sub) = (stop.clone(), sub.clone());
+        std::thread::spawn(move || {
+            let link = sub.with_extension("link");
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::remove_file(&link);
+                let target = if n.is_multiple_of(2) {
+                    "../outside"
+                } else {
+                    "sub-real"
+                };
+                symlink(target, &link).unwrap();
+                std::fs::rename(&link, &sub).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let started = std::time::Instant::now();
+    let (mut i, mut done) = (0u64, 0);
+    while started.elapsed() < std::time::Duration::from_millis(1200) {
+        // Something to move in, and something the real `sub` holds to take out.
+        std::fs::write(root.join(format!("Notes/m{i}.md")), "m").unwrap();
+        std::fs::write(real.join("secret.md"), "in vault").unwrap();
+        let ok = [
+            vault.create_folders(&p(&format!("sub/d{i}/e"))).is_ok(),
+            vault
+                .move_entry(
+                    &p(&format!("Notes/m{i}.md")),
+                    &p(&format!("sub/m{i}.md")),
+                    None,
+                )
+                .is_ok(),
+            vault
+                .move_entry(&p("sub/secret.md"), &p(&format!("Notes/s{i}.md")), None)
+                .is_ok(),
+            vault.trash_entry(&p("sub/secret.md"), None).is_ok(),
+            vault.remove_entry(&p("sub/secret.md"), None).is_ok(),
+        ];
+        done += ok.iter().filter(|&&b| b).count();
+        i += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 10, "the swapper ran ({swaps} swaps)");
+    assert!(done > 0, "no operation went through the in-vault link");
+    assert_eq!(
+        tree(&outside),
+        before,
+        "something outside the vault changed"
+    );
+    no_temp_files(&outside);
+}
+
+#[test]
+fn moves_never_replace_and_the_trash_takes_a_free_name() {
+    let (tmp, vault) = setup();
+    let root = tmp.path().join("v");
+    std::fs::write(root.join("Notes/b.md"), "b\n").unwrap();
+    assert!(matches!(
+        vault.move_entry(&p("Notes/a.md"), &p("Notes/b.md"), None),
+        Err(VaultError::Exists(_))
+    ));
+    assert_eq!(
+        std::fs::read_to_string(root.join("Notes/b.md")).unwrap(),
+        "b\n"
+    );
+    assert!(
+        vault
+            .move_entry(&p("Notes"), &p("Notes/inner"), None)
+            .is_err()
+    );
+    // A stale version refuses the move.
+    assert!(matches!(
+        vault.move_entry(&p("Notes/a.md"), &p("c.md"), Some(&sha256_hex(b"other"))),
+        Err(VaultError::Changed { .. })
+    ));
+    let first = vault.trash_entry(&p("Notes/a.md"), None).unwrap();
+    std::fs::write(root.join("Notes/a.md"), "again\n").unwrap();
+    let second = vault.trash_entry(&p("Notes/a.md"), None).unwrap();
+    assert_eq!(
+        (first.to.as_str(), second.to.as_str()),
+        (".trash/a.md", ".trash/a 1.md")
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".trash/a 1.md")).unwrap(),
+        "again\n"
+    );
+    // A trash that is a symlink is refused, never followed.
+    let (tmp2, vault2) = setup();
+    let root2 = tmp2.path().join("v");
+    symlink(tmp2.path().join("outside"), root2.join(".trash")).unwrap();
+    assert!(vault2.trash_entry(&p("Notes/a.md"), None).is_err());
+    assert!(root2.join("Notes/a.md").exists());
+    drop(tmp);
+}
