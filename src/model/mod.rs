@@ -369,6 +369,18 @@ impl Model {
         &self.index
     }
 
+    /// Notes with a link whose last path segment has the key `name_key` (one of
+    /// [`FileIndex::file_name_keys`] of a file: the links that can reach a file of that name,
+    /// resolved or not). May include a note whose link only shares the key's hash.
+    pub fn notes_linking_name(&self, name_key: &str) -> impl Iterator<Item = &VaultPath> {
+        let h = self.index.hash_key(name_key);
+        self.by_link_name
+            .get(&h)
+            .into_iter()
+            .flatten()
+            .filter_map(|&id| self.index.path(id))
+    }
+
     /// Notes that link to `path` (resolved links), in path order.
     pub fn backlinks(&self, path: &VaultPath) -> impl Iterator<Item = &VaultPath> {
         self.index

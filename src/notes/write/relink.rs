@@ -21,8 +21,8 @@ use serde::Serialize;
 use super::{Current, Writer, read_current, unified_diff};
 use crate::engine::Engine;
 use crate::markdown::{LinkKind, parse_note};
+use crate::model::Model;
 use crate::model::linkres::{FileIndex, Resolution};
-use crate::model::{Model, Target};
 use crate::notes::NoteError;
 use crate::notes::settings::load_settings;
 use crate::obsidian::config::NewLinkFormat;
@@ -295,21 +295,14 @@ fn plan_rewrites(
         names.extend(FileIndex::file_name_keys(old.file_name()));
         names.extend(FileIndex::file_name_keys(new.file_name()));
     }
+    // The notes that can hold such a link, and the moved notes (their own relative links).
+    let mut sources: std::collections::BTreeSet<&VaultPath> = std::collections::BTreeSet::new();
+    for name in &names {
+        sources.extend(model.notes_linking_name(name));
+    }
+    sources.extend(moved.keys().filter(|p| model.note(p).is_some()));
     let mut plans = Vec::new();
-    for (src, note) in model.notes() {
-        let src_moved = moved.contains_key(src);
-        let relevant = note
-            .parsed
-            .links
-            .iter()
-            .zip(model.targets(note))
-            .any(|(l, t)| {
-                matches!(t, Target::File { .. })
-                    && (src_moved || names.contains(&FileIndex::link_name_key(l.target())))
-            });
-        if !relevant {
-            continue;
-        }
+    for src in sources {
         let src_after = moved.get(src).unwrap_or(src).clone();
         let Some(current) = read_current(vault, src)? else {
             continue;
