@@ -1,7 +1,7 @@
 //! # capvault
 //!
-//! An MCP (Model Context Protocol) server that lets AI clients search and read an Obsidian vault,
-//! and touch nothing else on the machine.
+//! An MCP (Model Context Protocol) server that lets AI clients search, read and (with `--write`)
+//! edit an Obsidian vault, and touch nothing else on the machine.
 //!
 //! ## Layout
 //!
@@ -11,7 +11,8 @@
 //! - [`vault`]: the capability layer. [`vault::Vault::open`] opens the vault root once as a
 //!   `cap_std::fs::Dir`; every vault file operation after that goes through that handle. The
 //!   search index's cache folder ([`vault::cache`]) is a second handle, outside the vault (proven
-//!   by walking up from it). Both are opened by one private function, the only use of ambient
+//!   by walking up from it), and the write tools' state folder ([`vault::state`]: history, audit
+//!   log, writers' lock) a third. All are opened by one private function, the only use of ambient
 //!   authority in the program. [`vault::VaultPath`] is the validated,
 //!   vault-relative path type every request is parsed into; the resolver walks it one no-follow
 //!   step at a time so that symlinks can neither leave the vault nor lead into hidden folders.
@@ -19,11 +20,13 @@
 //!   module.
 //!   Paths the configuration excludes ([`vault::Exclusions`]) are refused by the same walk. The
 //!   one way a file is written, [`vault::Vault::write_file`], acts on a name in a folder handle
-//!   that walk checked: atomic, durable, version-checked (no tool writes yet).
+//!   that walk checked: atomic, durable, version-checked; folders, moves that never replace, the
+//!   trash and removals work the same way, inside the write scopes.
 //! - [`markdown`]: pure parsing of one note (frontmatter, aliases, tags, headings, block ids, links
-//!   with positions) as Obsidian reads it, and how property values compare. No I/O.
+//!   with positions) as Obsidian reads it, how property values compare, and the byte-preserving
+//!   edits the write tools make ([`markdown::edit`], [`markdown::yaml_edit`]). No I/O.
 //! - [`obsidian`]: Obsidian's own formats, parsed without I/O: `.obsidian` settings, Moment.js
-//!   date formats for daily notes, JSON Canvas.
+//!   date formats for daily notes, JSON Canvas (and its validated edits).
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
 //!   (in parallel), the file index for link resolution, tags, forward links and backlinks, kept
 //!   current by stat-based diffs (of one file, one folder or the whole vault) applied one note at a
@@ -38,7 +41,8 @@
 //!   vault, shared by every session; [`engine::Engine::shutdown`] stops and joins its threads.
 //! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
 //!   graph and tags, vault facts, settings, paths as people write them) as plain functions over a
-//!   `Vault`, the model and the engine, with bounded, paged results and errors for the client.
+//!   `Vault`, the model and the engine, with bounded, paged results and errors for the client;
+//!   [`notes::write`]: the write operations (locks, history, audit, link rewrite on moves).
 //! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
 //!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas) and
 //!   [`server::ToolError`], the stable error codes.
