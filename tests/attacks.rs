@@ -71,8 +71,10 @@ fn excluded_rows() -> Vec<(String, &'static str)> {
 }
 
 /// Arguments for every call of `tool` that puts `path` in one of its path parameters, taken
-/// from its input schema: `path`, `folder` and `from`; other required parameters get a
-/// harmless value (a new required parameter fails here until it has one).
+/// from its input schema: `path`, `folder`, `from` and `to` (a move's destination); other
+/// required parameters get a harmless value (a new required parameter fails here until it has
+/// one; a write tool's values would change nothing even where the path is allowed: a version no
+/// file has, a text no note holds).
 fn path_calls(tool: &rmcp::model::Tool, path: &str) -> Vec<(serde_json::Value, bool)> {
     let schema = serde_json::Value::Object((*tool.input_schema).clone());
     let props = schema["properties"]
@@ -87,10 +89,17 @@ fn path_calls(tool: &rmcp::model::Tool, path: &str) -> Vec<(serde_json::Value, b
         "query" => json!("secret"),
         "link" => json!("[[ok]]"),
         "path" => json!("ok.md"),
+        "from" => json!("ok.md"),
+        "to" => json!("moved-by-attack.md"),
+        "content" | "text" => json!("written by an attack"),
+        "if_match" | "sha256" => json!("0".repeat(64)),
+        "edits" => json!([{"old_text": "no such text", "new_text": "x"}]),
+        "canvas" => json!({"nodes": [], "edges": []}),
+        "ops" => json!([{"op": "remove_node", "id": "none"}]),
         other => panic!("{}: no harmless value for required `{other}`", tool.name),
     };
     let mut calls = Vec::new();
-    for param in ["path", "folder", "from"] {
+    for param in ["path", "folder", "from", "to"] {
         if !props.contains_key(param) {
             continue;
         }
@@ -295,6 +304,53 @@ fn assert_clean(what: &str, reply: &str, tmp: &Path) {
     );
 }
 
+/// Some rows are strange but legal names for a new file: `link_dir` becomes `link_dir.md` (a new
+/// note at the root, not the symlinked folder), `．．/outside/secret.md` (fullwidth dots) or
+/// `%2e%2e/x.md` are literal folder names. A create or a move there is accepted when the file it
+/// reports is a regular file really inside the vault, at a visible path; the caller undoes it
+/// through the server, so the rest of the test sees the vault as it was.
+fn created_beside(
+    tool: &str,
+    row: &str,
+    r: &common::Reply,
+    vault: &std::path::Path,
+) -> Option<(&'static str, serde_json::Value)> {
+    let field = match tool {
+        "create_note" | "create_canvas" => "path",
+        "move_note" => "to",
+        _ => return None,
+    };
+    if r.is_error {
+        return None;
+    }
+    let made = r.structured[field]
+        .as_str()
+        .expect("the path written")
+        .to_owned();
+    let _ = row;
+    assert!(
+        !made.split('/').any(|c| c.starts_with('.')),
+        "{tool}: wrote a hidden path {made}"
+    );
+    let file = vault.join(&made);
+    let meta = std::fs::symlink_metadata(&file).expect("the created file");
+    assert!(meta.is_file(), "{tool} {made}: not a regular file");
+    let real = std::fs::canonicalize(&file).unwrap();
+    assert!(
+        real.starts_with(std::fs::canonicalize(vault).unwrap()),
+        "{tool}: wrote outside the vault: {}",
+        real.display()
+    );
+    Some(if tool == "move_note" {
+        (
+            "move_note",
+            json!({"from": made, "to": r.structured["from"]}),
+        )
+    } else {
+        ("delete_note", json!({"path": made}))
+    })
+}
+
 async fn with_deadline<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(10), f)
         .await
@@ -307,7 +363,13 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
     add_excluded(tmp.path());
     let before = snapshot(&tmp.path().join("outside"));
     let before_evil = snapshot(&tmp.path().join("vault-evil"));
-    let s = Server::start_with(&tmp.path().join("vault"), EXCLUDE_FLAGS).await;
+    let hidden = ["vault/.obsidian", "vault/.git", "vault/notes"].map(|h| tmp.path().join(h));
+    let before_hidden: Vec<_> = hidden.iter().map(|h| snapshot(h)).collect();
+    // With --write: the write tools take every row too.
+    let state = tmp.path().join("state");
+    let mut flags: Vec<&str> = EXCLUDE_FLAGS.to_vec();
+    flags.extend(["--write", "--state-dir", state.to_str().unwrap()]);
+    let s = Server::start_with(&tmp.path().join("vault"), &flags).await;
 
     let tools = s.client.list_all_tools().await.unwrap();
     let path_tools: Vec<&str> = tools
@@ -322,6 +384,13 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
         "list_notes",
         "list_folders",
         "search_notes",
+        "create_note",
+        "write_note",
+        "edit_note",
+        "delete_note",
+        "move_note",
+        "restore_note",
+        "edit_canvas",
     ] {
         assert!(
             path_tools.contains(&t),
@@ -335,7 +404,18 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
             for (args, must_fail) in path_calls(tool, &path) {
                 let what = format!("{} {args} [{why}]", tool.name);
                 let r = with_deadline(&what, s.call(&tool.name, args.clone())).await;
-                if must_fail {
+                let undo = created_beside(&tool.name, &path, &r, &tmp.path().join("vault"));
+                // A history lookup reads only the state folder; with no current version it read
+                // nothing of the vault.
+                let created = undo.is_some()
+                    || (tool.name == "note_history"
+                        && !r.is_error
+                        && r.structured["current_sha256"].is_null());
+                if let Some((undo_tool, undo_args)) = undo {
+                    // Undone through the server, so its model follows at once.
+                    s.ok(undo_tool, undo_args).await;
+                }
+                if must_fail && !created {
                     assert!(r.is_error, "{what}: accepted: {}", r.raw);
                 }
                 assert_clean(&what, &r.raw, tmp.path());
@@ -412,6 +492,8 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
         "outside tree changed"
     );
     assert_eq!(snapshot(&tmp.path().join("vault-evil")), before_evil);
+    let after_hidden: Vec<_> = hidden.iter().map(|h| snapshot(h)).collect();
+    assert_eq!(after_hidden, before_hidden, "a hidden folder changed");
 }
 
 #[tokio::test]

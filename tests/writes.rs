@@ -593,7 +593,8 @@ async fn write_attacks_leave_the_outside_and_hidden_folders_untouched() {
     s.stop().await;
 
     // --write-scope: only inside it, also through an in-vault symlink.
-    symlink(v, "Allowed/to-notes", v.join("Notes"));
+    // Relative: the resolver refuses absolute link targets outright.
+    symlink(v, "Allowed/to-notes", "../Notes");
     let s = writable(&f, &["--write-scope", "Allowed"]).await;
     let r = s
         .call("create_note", json!({"path": "Notes/c.md", "content": "x"}))

@@ -86,10 +86,8 @@ pub fn note_history(
     } else {
         super::note_path(path)?
     };
-    let current = read_current(engine.vault(), &path)
-        .ok()
-        .flatten()
-        .map(|c| c.sha256);
+    // A path the vault refuses (outside, hidden, excluded) has no history to show either.
+    let current = read_current(engine.vault(), &path)?.map(|c| c.sha256);
     let mut seen = HashSet::new();
     let versions = lines
         .into_iter()
