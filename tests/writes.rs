@@ -820,3 +820,40 @@ async fn a_canvas_read_can_be_written_back_and_edited_node_by_node() {
 fn read_file(v: &Path, p: &str) -> String {
     std::fs::read_to_string(v.join(p)).unwrap()
 }
+
+#[tokio::test]
+async fn rewritten_links_follow_the_vaults_new_link_format() {
+    for (format, wiki, md) in [
+        ("absolute", "[[B/Deep/Note 2|n]]", "[m](B/Deep/Note%202.md)"),
+        (
+            "relative",
+            "[[../B/Deep/Note 2|n]]",
+            "[m](../B/Deep/Note%202.md)",
+        ),
+        ("shortest", "[[Note 2|n]]", "[m](Note%202.md)"),
+    ] {
+        let f = fixture(&[
+            ("A/Note.md", "note\n"),
+            ("C/src.md", "[[A/Note|n]]\n[m](../A/Note.md)\n"),
+        ]);
+        write_tree(
+            &f.vault,
+            &[(
+                ".obsidian/app.json",
+                format!("{{\"newLinkFormat\": \"{format}\"}}"),
+            )],
+        );
+        let s = writable(&f, &[]).await;
+        s.ok(
+            "move_note",
+            json!({"from": "A/Note.md", "to": "B/Deep/Note 2.md"}),
+        )
+        .await;
+        assert_eq!(
+            read(&f.vault, "C/src.md"),
+            format!("{wiki}\n{md}\n"),
+            "{format}"
+        );
+        s.stop().await;
+    }
+}

@@ -190,3 +190,63 @@ def test_a_tool_profile_narrows_the_list(vault):
         assert is_error and error_of(r)["code"] == "refused"
 
     run(vault, body, "--tools", "minimal")
+
+
+def test_write_tools_through_the_sdk_with_schemas_versions_and_undo(vault):
+    """With --write: every write tool's schemas are standard, results match their output
+    schemas, a stale version is a `conflict` carrying the current one, and history undoes."""
+    state = tempfile.mkdtemp()
+
+    async def body(s, init):
+        await wait_ready(s)
+        tools = {t.name: dump(t) for t in (await s.list_tools()).tools}
+        assert "write_note" in tools and "move_note" in tools, sorted(tools)
+        for d in tools.values():
+            jsonschema.Draft202012Validator.check_schema(d["inputSchema"])
+            jsonschema.Draft202012Validator.check_schema(d["outputSchema"])
+        assert tools["delete_note"]["annotations"]["destructiveHint"] is True
+        assert tools["create_note"]["annotations"]["readOnlyHint"] is False
+
+        def check(name, structured):
+            jsonschema.validate(
+                structured, tools[name]["outputSchema"], cls=jsonschema.Draft202012Validator
+            )
+
+        r, err, made = await call(s, "create_note", {"path": "SDK/Made", "content": "one\n"})
+        assert not err, r
+        check("create_note", made)
+        r, err, stale = await call(
+            s, "write_note", {"path": "SDK/Made.md", "content": "x", "if_match": "0" * 64}
+        )
+        assert err and error_of(r)["code"] == "conflict"
+        assert error_of(r)["current_sha256"] == made["sha256"]
+        steps = [
+            ("edit_note", {"path": "SDK/Made.md", "edits": [{"old_text": "one", "new_text": "two"}],
+                           "if_match": made["sha256"]}),
+            ("append_to_note", {"path": "SDK/Made.md", "content": "three"}),
+            ("prepend_to_note", {"path": "SDK/Made.md", "content": "zero"}),
+            ("update_frontmatter", {"path": "SDK/Made.md", "set": {"status": "done"}}),
+            ("append_daily_note", {"text": "from the SDK", "date": "2026-12-01"}),
+            ("move_note", {"from": "SDK/Made.md", "to": "SDK/Moved.md"}),
+            ("note_history", {"path": "SDK/Moved.md"}),
+            ("create_canvas", {"path": "SDK/Board", "canvas": {"nodes": [], "edges": []}}),
+            ("edit_canvas", {"path": "SDK/Board.canvas", "ops": [{"op": "add_node", "node": {
+                "type": "text", "text": "hi", "x": 0, "y": 0, "width": 10, "height": 10}}]}),
+            ("delete_note", {"path": "SDK/Moved.md", "dry_run": True}),
+        ]
+        for name, args in steps:
+            r, err, out = await call(s, name, args)
+            assert not err, (name, r)
+            check(name, out)
+        r, err, text = await call(s, "read_note", {"path": "SDK/Moved.md"})
+        assert "two" in text["content"] and "status: done" in text["content"], text
+        r, err, hist = await call(s, "note_history", {"path": "SDK/Made.md"})
+        first = hist["versions"][-1]["sha256"]
+        r, err, back = await call(s, "restore_note", {"path": "SDK/Made.md", "sha256": first})
+        assert not err, r
+        check("restore_note", back)
+        r, err, again = await call(s, "read_note", {"path": "SDK/Made.md"})
+        assert again["content"] == "one\n"
+
+    run(vault, body, "--write", "--state-dir", state)
+    shutil.rmtree(state)

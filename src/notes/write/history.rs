@@ -216,3 +216,59 @@ pub(super) fn prune(writer: &Writer) -> std::io::Result<()> {
     }
     state.rewrite_log(Log::History, &out)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::disallowed_methods)] // test fixture
+
+    use super::*;
+    use crate::notes::write::{WriteOptions, Writer};
+    use crate::vault::state::StateDir;
+    use crate::vault::{Limits, Vault};
+
+    #[test]
+    fn pruning_keeps_the_newest_versions_within_the_size_cap_and_drops_their_log_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("v");
+        std::fs::create_dir(&root).unwrap();
+        let vault = Vault::open(&root, Limits::default()).unwrap();
+        let state = StateDir::open(&tmp.path().join("state"), &vault).unwrap();
+        let writer = Writer::new(
+            state,
+            None,
+            WriteOptions {
+                history_max_bytes: 250,
+                ..WriteOptions::default()
+            },
+        );
+        let mut shas = Vec::new();
+        for i in 0..5u8 {
+            let bytes = vec![b'a' + i; 100];
+            let c = Current {
+                sha256: sha256_hex(&bytes),
+                bytes,
+            };
+            writer.keep("write_note", "n.md", &c).unwrap();
+            shas.push(c.sha256);
+            // Distinct modification times, oldest first.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        prune(&writer).unwrap();
+        let kept: Vec<bool> = shas.iter().map(|s| writer.state.has_version(s)).collect();
+        assert_eq!(kept, [false, false, false, true, true]);
+        let lines = read_log(&writer).unwrap();
+        let logged: Vec<&str> = lines.iter().map(|l| l.sha256.as_str()).collect();
+        assert_eq!(logged, [shas[3].as_str(), shas[4].as_str()]);
+        // The age cap: everything older than zero seconds goes.
+        let aged = Writer {
+            options: WriteOptions {
+                history_max_age: std::time::Duration::ZERO,
+                ..WriteOptions::default()
+            },
+            ..writer
+        };
+        prune(&aged).unwrap();
+        assert!(shas.iter().all(|s| !aged.state.has_version(s)));
+        assert!(read_log(&aged).unwrap().is_empty());
+    }
+}
