@@ -48,7 +48,8 @@
 //!   [`server::ToolError`], the stable error codes.
 //! - [`app`]: what the subcommands do (`serve` over stdio until EOF or a signal, `call` one tool
 //!   in-process); [`config`]: the config file; [`demo`]: the `demo` subcommand with its wire
-//!   capture.
+//!   capture; [`setup`]: `install`, `uninstall` and `doctor` (clients' config files edited through
+//!   [`vault::host`], keeping their comments and other servers).
 //!
 //! Each layer uses only those below it: server → notes → engine → {index, model} → {markdown,
 //! obsidian} → vault (checked by `tests/layers.rs`).
@@ -67,4 +68,5 @@ pub mod model;
 pub mod notes;
 pub mod obsidian;
 pub mod server;
+pub mod setup;
 pub mod vault;

@@ -88,6 +88,50 @@ enum Command {
     },
     /// Serve the built-in example vault to an in-process client and print the wire session.
     Demo,
+    /// Set capvault up in an MCP client: adds (or updates) one server entry in the client's own
+    /// config file, keeping everything else, with a backup beside it; prints the change.
+    ///
+    /// Example: capvault install claude-desktop ~/Notes
+    Install {
+        /// The client: claude-desktop, claude-code, cursor, vscode, windsurf, zed, codex, gemini.
+        #[arg(required_unless_present = "list")]
+        client: Option<String>,
+        /// The vault folder.
+        #[arg(required_unless_present = "list")]
+        vault: Option<PathBuf>,
+        /// The server's name in the client.
+        #[arg(long, default_value = "capvault")]
+        name: String,
+        /// Let the client write (the server runs with --write).
+        #[arg(long)]
+        write: bool,
+        /// A tool profile for the server (--tools).
+        #[arg(long, value_name = "PROFILE")]
+        tools: Option<String>,
+        /// Print the change only.
+        #[arg(long)]
+        dry_run: bool,
+        /// List the supported clients, their config files here, and what they hold.
+        #[arg(long, conflicts_with_all = ["client", "vault"])]
+        list: bool,
+    },
+    /// Remove capvault's entry from an MCP client's config file (with a backup beside it).
+    Uninstall {
+        /// The client (see `capvault install --list`).
+        client: String,
+        /// The server's name in the client.
+        #[arg(long, default_value = "capvault")]
+        name: String,
+        /// Print the change only.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Check what makes a client show no tools or the server misbehave, with how to fix each,
+    /// then start the server as a client would and run one search.
+    Doctor {
+        /// The vault folder.
+        vault: PathBuf,
+    },
 }
 
 /// Permission to write, and where history goes.
@@ -315,5 +359,40 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             capvault::app::call_tool(vault, &tool, json_args.as_deref(), &mut stdout).await
         }
         Command::Demo => capvault::demo::run(Box::new(std::io::stdout())).await,
+        Command::Install {
+            client,
+            vault,
+            name,
+            write,
+            tools,
+            dry_run,
+            list,
+        } => {
+            let mut out = std::io::stdout();
+            if list {
+                return capvault::setup::list(&mut out).map_err(anyhow::Error::msg);
+            }
+            let (Some(client), Some(vault)) = (client, vault) else {
+                anyhow::bail!("give a client and a vault (or --list)");
+            };
+            let req = capvault::setup::InstallRequest {
+                client,
+                vault,
+                name,
+                write,
+                tools,
+                dry_run,
+            };
+            capvault::setup::install(&req, &mut out).map_err(anyhow::Error::msg)
+        }
+        Command::Uninstall {
+            client,
+            name,
+            dry_run,
+        } => capvault::setup::uninstall(&client, &name, dry_run, &mut std::io::stdout())
+            .map_err(anyhow::Error::msg),
+        Command::Doctor { vault } => capvault::setup::doctor::run(&vault, &mut std::io::stdout())
+            .await
+            .map_err(anyhow::Error::msg),
     }
 }

@@ -19,6 +19,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("app", 6),
     ("demo", 6),
     ("config", 6),
+    ("setup", 6),
     ("main", 7),
 ];
 

@@ -29,6 +29,7 @@ pub mod cache;
 pub mod error;
 pub mod example;
 pub mod exclude;
+pub mod host;
 mod ops;
 pub mod path;
 mod resolve;

@@ -1,0 +1,376 @@
+//! `capvault doctor <VAULT>`: the checks that explain a client showing no tools or a server
+//! misbehaving, each with how to fix it, then a real session as a client would start it.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+
+use super::clients::{CLIENTS, Home, Platform};
+use super::install;
+use crate::notes::settings::load_settings;
+use crate::vault::cache::{CacheError, IndexCacheDir, default_root};
+use crate::vault::host::HostFile;
+use crate::vault::{Limits, Vault, VaultPath};
+
+/// How one check went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Fine.
+    Ok,
+    /// Works, but worth fixing.
+    Warn,
+    /// Broken: a client will not work until it is fixed.
+    Fail,
+}
+
+/// The report being written.
+struct Report<'a> {
+    out: &'a mut dyn Write,
+    failed: usize,
+    warned: usize,
+}
+
+impl Report<'_> {
+    fn line(&mut self, outcome: Outcome, what: &str, fix: Option<&str>) {
+        let tag = match outcome {
+            Outcome::Ok => "ok  ",
+            Outcome::Warn => {
+                self.warned += 1;
+                "warn"
+            }
+            Outcome::Fail => {
+                self.failed += 1;
+                "FAIL"
+            }
+        };
+        let _ = writeln!(self.out, "{tag} {what}");
+        if let Some(fix) = fix {
+            let _ = writeln!(self.out, "     fix: {fix}");
+        }
+    }
+}
+
+/// Runs every check on the vault at `root` and prints the report to `out`. Fails when a check
+/// failed.
+pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
+    let mut r = Report {
+        out,
+        failed: 0,
+        warned: 0,
+    };
+    let shown = root.display().to_string();
+    let vault = match Vault::open(root, Limits::default()) {
+        Ok(v) => {
+            r.line(Outcome::Ok, &format!("the vault opens: {shown}"), None);
+            v
+        }
+        Err(e) => {
+            r.line(
+                Outcome::Fail,
+                &e.to_string(),
+                Some("give the vault folder itself (the one that holds `.obsidian`), as an absolute path"),
+            );
+            return Err("the vault does not open".to_owned());
+        }
+    };
+    check_settings(&vault, &mut r);
+    let folders = check_watches(&vault, &mut r);
+    check_cache(&vault, &mut r);
+    r.line(
+        Outcome::Ok,
+        "no embedding model is configured (semantic search is not part of this version)",
+        None,
+    );
+    check_clients(root, &mut r);
+    check_session(root, &mut r).await;
+    let _ = writeln!(
+        r.out,
+        "{} checks failed, {} warnings ({folders} folders watched)",
+        r.failed, r.warned
+    );
+    if r.failed > 0 {
+        Err(format!("{} checks failed", r.failed))
+    } else {
+        Ok(())
+    }
+}
+
+fn check_settings(vault: &Vault, r: &mut Report<'_>) {
+    let settings = load_settings(vault);
+    if settings.errors.is_empty() {
+        r.line(Outcome::Ok, "the .obsidian settings parse", None);
+    } else {
+        for e in &settings.errors {
+            r.line(
+                Outcome::Warn,
+                &format!("a settings file does not parse: {e}"),
+                Some("open the vault in Obsidian once, or fix the file; capvault uses Obsidian's defaults meanwhile"),
+            );
+        }
+    }
+}
+
+/// Counts the vault's folders and compares with the inotify watch limit; returns the count.
+fn check_watches(vault: &Vault, r: &mut Report<'_>) -> usize {
+    let mut folders: BTreeSet<String> = BTreeSet::new();
+    folders.insert(String::new());
+    let _ = vault.walk(&VaultPath::root(), true, &|_| true, &mut |e| {
+        let p = e.path.as_str();
+        if let Some((folder, _)) = p.rsplit_once('/') {
+            let mut at = String::new();
+            for part in folder.split('/') {
+                if !at.is_empty() {
+                    at.push('/');
+                }
+                at.push_str(part);
+                folders.insert(at.clone());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    let n = folders.len();
+    let limit = HostFile::at(Path::new("/proc/sys/fs/inotify/max_user_watches"))
+        .ok()
+        .and_then(|f| f.read().ok().flatten())
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| t.trim().parse::<usize>().ok());
+    match limit {
+        Some(l) if l < n * 2 => r.line(
+            Outcome::Warn,
+            &format!("the inotify watch limit ({l}) is low for {n} folders (other programs use watches too)"),
+            Some("sudo sysctl fs.inotify.max_user_watches=524288 (and add it to /etc/sysctl.conf); until then the periodic reconcile keeps the index fresh"),
+        ),
+        Some(l) => r.line(
+            Outcome::Ok,
+            &format!("the inotify watch limit ({l}) covers the vault's {n} folders"),
+            None,
+        ),
+        None => r.line(
+            Outcome::Ok,
+            &format!("{n} folders to watch (no inotify limit to compare on this system)"),
+            None,
+        ),
+    }
+    n
+}
+
+fn check_cache(vault: &Vault, r: &mut Report<'_>) {
+    let Some(root) = default_root() else {
+        r.line(
+            Outcome::Warn,
+            "no cache folder for this user: every start indexes every note",
+            Some("set HOME (or XDG_CACHE_HOME), or pass --index-cache DIR"),
+        );
+        return;
+    };
+    match IndexCacheDir::open(&root, vault) {
+        Ok(_) => r.line(
+            Outcome::Ok,
+            &format!("the index cache folder is usable ({})", root.display()),
+            None,
+        ),
+        Err(CacheError::Busy) => r.line(
+            Outcome::Ok,
+            "the index cache is in use by a running capvault server on this vault",
+            None,
+        ),
+        Err(e) => r.line(
+            Outcome::Warn,
+            &format!("the index cache folder cannot be used: {e}"),
+            Some(&format!(
+                "fix or delete {} (it is rebuilt), or pass --index-cache DIR",
+                root.display()
+            )),
+        ),
+    }
+}
+
+fn check_clients(root: &Path, r: &mut Report<'_>) {
+    let Some(home) = Home::from_env() else {
+        r.line(
+            Outcome::Warn,
+            "no home folder: client configs not checked",
+            None,
+        );
+        return;
+    };
+    let me = std::env::current_exe().ok();
+    let vault_abs = std::path::absolute(root).ok();
+    let mut any = false;
+    for c in CLIENTS {
+        let path = c.config_path(Platform::current(), &home);
+        let Ok(file) = HostFile::at(&path) else {
+            continue;
+        };
+        let text = match file.read() {
+            Ok(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+            Ok(None) => continue,
+            Err(e) => {
+                r.line(Outcome::Warn, &format!("{}: {e}", c.name), None);
+                continue;
+            }
+        };
+        let names = match install::capvault_entries(c, &text, file.shown()) {
+            Ok(n) => n,
+            Err(e) => {
+                r.line(
+                    Outcome::Fail,
+                    &format!("{}: {e}", c.name),
+                    Some("the client cannot read it either; fix the file, then run capvault install again"),
+                );
+                continue;
+            }
+        };
+        for name in names {
+            any = true;
+            let Ok(Some(entry)) = install::find(c, &text, file.shown(), &name) else {
+                continue;
+            };
+            let what = format!("{} server `{name}` ({})", c.name, file.shown());
+            let binary_ok = HostFile::at(Path::new(&entry.command)).is_ok_and(|f| f.is_file());
+            let vault_arg = entry
+                .args
+                .iter()
+                .position(|a| a == "serve")
+                .and_then(|i| entry.args.get(i + 1));
+            let vault_ok =
+                vault_arg.is_some_and(|v| Vault::open(Path::new(v), Limits::default()).is_ok());
+            if !binary_ok {
+                r.line(
+                    Outcome::Fail,
+                    &format!("{what}: its binary {} does not exist", entry.command),
+                    Some(&format!("capvault install {} <VAULT> --name {name}", c.id)),
+                );
+            } else if !vault_ok {
+                r.line(
+                    Outcome::Fail,
+                    &format!(
+                        "{what}: its vault {} does not open",
+                        vault_arg.map_or("(none)", String::as_str)
+                    ),
+                    Some(&format!("capvault install {} <VAULT> --name {name}", c.id)),
+                );
+            } else if me
+                .as_ref()
+                .is_some_and(|m| m.to_str() != Some(entry.command.as_str()))
+            {
+                r.line(
+                    Outcome::Warn,
+                    &format!("{what}: runs another capvault binary ({})", entry.command),
+                    Some(&format!(
+                        "capvault install {} <VAULT> --name {name} (to use this one)",
+                        c.id
+                    )),
+                );
+            } else {
+                let this_vault = vault_abs
+                    .as_ref()
+                    .is_some_and(|v| vault_arg.is_some_and(|a| Path::new(a) == v));
+                r.line(
+                    Outcome::Ok,
+                    &format!(
+                        "{what}: runs this binary on {}",
+                        if this_vault {
+                            "this vault"
+                        } else {
+                            "another vault"
+                        }
+                    ),
+                    None,
+                );
+            }
+        }
+    }
+    if !any {
+        r.line(
+            Outcome::Warn,
+            "no client is set up to run capvault",
+            Some("capvault install claude-desktop <VAULT> (or another client: capvault install --list)"),
+        );
+    }
+}
+
+/// Starts `capvault serve` as a client would and runs the handshake and one search.
+async fn check_session(root: &Path, r: &mut Report<'_>) {
+    let Ok(me) = std::env::current_exe() else {
+        r.line(Outcome::Fail, "cannot find this binary to start it", None);
+        return;
+    };
+    let mut cmd = tokio::process::Command::new(me);
+    cmd.arg("serve")
+        .arg(root)
+        .env("CAPVAULT_LOG", "capvault=error");
+    let started = Instant::now();
+    let transport = match TokioChildProcess::new(cmd) {
+        Ok(t) => t,
+        Err(e) => {
+            r.line(
+                Outcome::Fail,
+                &format!("the server does not start: {e}"),
+                None,
+            );
+            return;
+        }
+    };
+    let client = match tokio::time::timeout(Duration::from_secs(20), ().serve(transport)).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            r.line(
+                Outcome::Fail,
+                &format!("the MCP handshake failed: {e}"),
+                None,
+            );
+            return;
+        }
+        Err(_) => {
+            r.line(Outcome::Fail, "no MCP handshake within 20 s", None);
+            return;
+        }
+    };
+    let handshake = started.elapsed();
+    let tools = client.list_all_tools().await.map(|t| t.len()).unwrap_or(0);
+    let t = Instant::now();
+    let mut args = serde_json::Map::new();
+    args.insert("query".into(), "the".into());
+    args.insert("limit".into(), 1.into());
+    let search = client
+        .call_tool(CallToolRequestParams::new("search_notes").with_arguments(args))
+        .await;
+    let search_ms = t.elapsed().as_secs_f64() * 1e3;
+    match search {
+        Ok(res) if res.is_error != Some(true) => {
+            let served = res
+                .structured_content
+                .as_ref()
+                .and_then(|v| v["served_by"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            r.line(
+                Outcome::Ok,
+                &format!(
+                    "a session works: handshake {:.0} ms, {tools} tools, one search {search_ms:.1} ms ({served})",
+                    handshake.as_secs_f64() * 1e3
+                ),
+                None,
+            );
+        }
+        Ok(res) => r.line(
+            Outcome::Fail,
+            &format!(
+                "a search failed: {:?}",
+                res.content
+                    .first()
+                    .and_then(|c| c.as_text())
+                    .map(|t| t.text.clone())
+            ),
+            None,
+        ),
+        Err(e) => r.line(Outcome::Fail, &format!("a search failed: {e}"), None),
+    }
+    let _ = client.cancel().await;
+}

@@ -1,0 +1,242 @@
+//! Setting capvault up in MCP clients: `capvault install`, `uninstall`, `install --list` and
+//! `doctor`. The client table is in [`clients`], the config-text edits in [`install`] (pure);
+//! files are read and written only through [`crate::vault::host`].
+
+pub mod clients;
+pub mod doctor;
+pub mod install;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clients::{CLIENTS, Client, Home, Platform, client};
+use install::Entry;
+
+use crate::vault::host::HostFile;
+use crate::vault::{Limits, Vault};
+
+/// What `capvault install` was asked.
+#[derive(Debug, Clone)]
+pub struct InstallRequest {
+    /// The client's id (`claude-desktop`...).
+    pub client: String,
+    /// The vault folder.
+    pub vault: PathBuf,
+    /// The server's name in the client (default `capvault`).
+    pub name: String,
+    /// Serve with `--write`.
+    pub write: bool,
+    /// `--tools PROFILE`.
+    pub tools: Option<String>,
+    /// Print the change only.
+    pub dry_run: bool,
+}
+
+fn home() -> Result<Home, String> {
+    Home::from_env().ok_or_else(|| "no home folder: set HOME".to_owned())
+}
+
+/// The absolute path of this binary (what the client will run).
+fn this_binary() -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    exe.to_str()
+        .map(str::to_owned)
+        .ok_or_else(|| "the binary's path is not UTF-8".to_owned())
+}
+
+/// The shell-quoted form of `s` for a printed command.
+fn quoted(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-=:,@+".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn backup_name(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    format!(
+        "{name}.capvault-backup-{}",
+        chrono::Local::now().format("%Y%m%d-%H%M%S")
+    )
+}
+
+/// `capvault install`: adds or updates the client's entry for the vault, prints the diff.
+pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> {
+    let c = client(&req.client)?;
+    check_name(&req.name)?;
+    let vault_abs =
+        std::path::absolute(&req.vault).map_err(|e| format!("{}: {e}", req.vault.display()))?;
+    // The vault must open as capvault serve will open it.
+    Vault::open(&vault_abs, Limits::default()).map_err(|e| e.to_string())?;
+    let vault_text = vault_abs
+        .to_str()
+        .ok_or_else(|| "the vault's path is not UTF-8".to_owned())?
+        .to_owned();
+    let mut args = vec!["serve".to_owned(), vault_text];
+    if req.write {
+        args.push("--write".to_owned());
+    }
+    if let Some(t) = &req.tools {
+        args.push("--tools".to_owned());
+        args.push(t.clone());
+    }
+    let entry = Entry {
+        command: this_binary()?,
+        args,
+    };
+    let path = c.config_path(Platform::current(), &home()?);
+    let mut file = HostFile::at(&path)?;
+    let old_bytes = file.read()?;
+    let old = match &old_bytes {
+        Some(b) => Some(
+            String::from_utf8(b.clone())
+                .map_err(|_| format!("{}: not UTF-8 text", file.shown()))?,
+        ),
+        None => None,
+    };
+    let new = install::add(c, old.as_deref(), file.shown(), &req.name, &entry)?;
+    let w = |e: std::io::Error| e.to_string();
+    if old.as_deref() == Some(new.as_str()) {
+        writeln!(out, "{}: already set up; nothing to change", file.shown()).map_err(w)?;
+        return Ok(());
+    }
+    let diff = similar::TextDiff::from_lines(old.as_deref().unwrap_or(""), &new)
+        .unified_diff()
+        .header(file.shown(), file.shown())
+        .to_string();
+    write!(out, "{diff}").map_err(w)?;
+    if req.dry_run {
+        writeln!(out, "(dry run: {} not changed)", file.shown()).map_err(w)?;
+    } else {
+        let backup = old.as_ref().map(|_| backup_name(&path));
+        let backup = file.replace(new.as_bytes(), backup.as_deref())?;
+        writeln!(out, "wrote {}", file.shown()).map_err(w)?;
+        if let Some(b) = backup {
+            writeln!(out, "backup: {b} beside it").map_err(w)?;
+        }
+        if c.restart {
+            writeln!(out, "Restart {} to see the new server.", c.name).map_err(w)?;
+        }
+    }
+    if let Some(cmd) = own_command(c, &req.name, &entry) {
+        writeln!(out, "({} can also do this itself: {cmd})", c.name).map_err(w)?;
+    }
+    Ok(())
+}
+
+fn own_command(c: &Client, name: &str, e: &Entry) -> Option<String> {
+    let template = c.own_command?;
+    let args: Vec<String> = e.args.iter().map(|a| quoted(a)).collect();
+    let json = serde_json::json!({"name": name, "command": e.command, "args": e.args}).to_string();
+    Some(
+        template
+            .replace("{name}", &quoted(name))
+            .replace("{bin}", &quoted(&e.command))
+            .replace("{args}", &args.join(" "))
+            .replace("{json}", &json.replace('\'', "'\\''")),
+    )
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "--name `{name}`: use 1 to 64 letters, digits, `-`, `_` or `.`"
+        ))
+    }
+}
+
+/// `capvault uninstall`: removes the entry, prints the diff.
+pub fn uninstall(
+    client_id: &str,
+    name: &str,
+    dry_run: bool,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    let c = client(client_id)?;
+    let path = c.config_path(Platform::current(), &home()?);
+    let mut file = HostFile::at(&path)?;
+    let w = |e: std::io::Error| e.to_string();
+    let Some(bytes) = file.read()? else {
+        writeln!(out, "{}: no such file; nothing to remove", file.shown()).map_err(w)?;
+        return Ok(());
+    };
+    let old = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", file.shown()))?;
+    let Some(new) = install::remove(c, &old, file.shown(), name)? else {
+        writeln!(
+            out,
+            "{}: no server `{name}`; nothing to remove",
+            file.shown()
+        )
+        .map_err(w)?;
+        return Ok(());
+    };
+    let diff = similar::TextDiff::from_lines(&old, &new)
+        .unified_diff()
+        .header(file.shown(), file.shown())
+        .to_string();
+    write!(out, "{diff}").map_err(w)?;
+    if dry_run {
+        writeln!(out, "(dry run: {} not changed)", file.shown()).map_err(w)?;
+    } else {
+        let backup = file.replace(new.as_bytes(), Some(&backup_name(&path)))?;
+        writeln!(
+            out,
+            "wrote {} (backup: {} beside it)",
+            file.shown(),
+            backup.unwrap_or_default()
+        )
+        .map_err(w)?;
+    }
+    Ok(())
+}
+
+/// `capvault install --list`: every client, its config file here, and what it holds.
+pub fn list(out: &mut dyn Write) -> Result<(), String> {
+    let home = home()?;
+    let w = |e: std::io::Error| e.to_string();
+    writeln!(
+        out,
+        "{:<16} {:<10} {:<24} config file",
+        "client", "found", "capvault entries"
+    )
+    .map_err(w)?;
+    for c in CLIENTS {
+        let path = c.config_path(Platform::current(), &home);
+        let file = HostFile::at(&path)?;
+        let (found, entries) = match file.read() {
+            Ok(Some(b)) => {
+                let text = String::from_utf8_lossy(&b).into_owned();
+                match install::capvault_entries(c, &text, file.shown()) {
+                    Ok(e) if e.is_empty() => ("yes", "-".to_owned()),
+                    Ok(e) => ("yes", e.join(", ")),
+                    Err(_) => ("yes", "(file does not parse)".to_owned()),
+                }
+            }
+            Ok(None) if file.folder_exists() => ("folder", "-".to_owned()),
+            Ok(None) => ("no", "-".to_owned()),
+            Err(_) => ("unreadable", "-".to_owned()),
+        };
+        writeln!(
+            out,
+            "{:<16} {:<10} {:<24} {}",
+            c.id,
+            found,
+            entries,
+            file.shown()
+        )
+        .map_err(w)?;
+    }
+    Ok(())
+}

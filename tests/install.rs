@@ -1,0 +1,286 @@
+//! `capvault install`, `uninstall`, `install --list` and `doctor` through the real binary, with
+//! `HOME` (and `XDG_CONFIG_HOME`, `APPDATA`) pointed at a temporary folder holding fixture config
+//! files for every client: missing, empty, with other servers, with comments, malformed,
+//! read-only.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_capvault");
+
+struct Home {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    vault: PathBuf,
+}
+
+fn home() -> Home {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let vault = tmp.path().join("My Vault");
+    common::write_tree(&vault, &[("Note.md", "# Note\nthe garden\n")]);
+    std::fs::create_dir_all(&home).unwrap();
+    Home {
+        _tmp: tmp,
+        home,
+        vault,
+    }
+}
+
+fn capvault(h: &Home, args: &[&str]) -> Output {
+    std::process::Command::new(BIN)
+        .args(args)
+        .env("HOME", &h.home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("APPDATA")
+        .env("XDG_CACHE_HOME", h.home.join(".cache"))
+        .env("CAPVAULT_LOG", "capvault=error")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn backups(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".capvault-backup-"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// (client, config file under HOME) on Linux.
+const FILES: &[(&str, &str)] = &[
+    (
+        "claude-desktop",
+        ".config/Claude/claude_desktop_config.json",
+    ),
+    ("claude-code", ".claude.json"),
+    ("cursor", ".cursor/mcp.json"),
+    ("vscode", ".config/Code/User/mcp.json"),
+    ("windsurf", ".codeium/windsurf/mcp_config.json"),
+    ("zed", ".config/zed/settings.json"),
+    ("codex", ".codex/config.toml"),
+    ("gemini", ".gemini/settings.json"),
+];
+
+#[test]
+fn install_writes_each_clients_file_keeping_other_servers_with_a_backup_and_uninstall_undoes_it() {
+    let h = home();
+    let vault = h.vault.to_str().unwrap().to_owned();
+    for (client, file) in FILES {
+        let path = h.home.join(file);
+        let toml = file.ends_with(".toml");
+        // A file with another server (and a comment where the format allows).
+        let before = if toml {
+            "# mine\n[mcp_servers.other]\ncommand = \"other\"\n".to_owned()
+        } else if matches!(*client, "vscode" | "zed") {
+            let key = if *client == "vscode" {
+                "servers"
+            } else {
+                "context_servers"
+            };
+            format!(
+                "{{\n  // mine\n  \"{key}\": {{\"other\": {{\"command\": \"other\"}}}},\n  \"theme\": \"dark\"\n}}\n"
+            )
+        } else {
+            "{\"mcpServers\": {\"other\": {\"command\": \"other\"}}, \"unknown\": [1, 2]}\n"
+                .to_owned()
+        };
+        common::write_tree(&h.home, &[(*file, before.as_str())]);
+        let dry = capvault(&h, &["install", client, &vault, "--dry-run"]);
+        assert!(dry.status.success(), "{client}: {}", text(&dry));
+        assert!(
+            text(&dry).contains("+"),
+            "{client}: no diff: {}",
+            text(&dry)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            before,
+            "{client}: a dry run wrote"
+        );
+        let o = capvault(
+            &h,
+            &["install", client, &vault, "--write", "--name", "notes"],
+        );
+        assert!(o.status.success(), "{client}: {}", text(&o));
+        let after = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            after.contains("other"),
+            "{client}: the other server is gone: {after}"
+        );
+        assert!(
+            after.contains(BIN) && after.contains(&vault),
+            "{client}: {after}"
+        );
+        assert!(after.contains("--write"), "{client}: {after}");
+        if toml {
+            assert!(after.starts_with("# mine\n"), "{after}");
+        } else if matches!(*client, "vscode" | "zed") {
+            assert!(
+                after.contains("// mine") && after.contains("\"theme\": \"dark\""),
+                "{after}"
+            );
+        } else {
+            let v: Value = serde_json::from_str(&after).unwrap();
+            assert_eq!(v["unknown"], json!([1, 2]));
+            assert_eq!(
+                v["mcpServers"]["notes"]["args"],
+                json!(["serve", vault, "--write"])
+            );
+        }
+        let b = backups(path.parent().unwrap());
+        assert_eq!(b.len(), 1, "{client}: backups {b:?}");
+        assert_eq!(std::fs::read_to_string(&b[0]).unwrap(), before);
+        // Installing again changes nothing.
+        let again = capvault(
+            &h,
+            &["install", client, &vault, "--write", "--name", "notes"],
+        );
+        assert!(
+            text(&again).contains("already set up"),
+            "{client}: {}",
+            text(&again)
+        );
+        // The list shows it.
+        let list = text(&capvault(&h, &["install", "--list"]));
+        let line = list.lines().find(|l| l.starts_with(client)).unwrap();
+        assert!(line.contains("notes"), "{client}: {line}");
+        // Uninstall takes the entry out and leaves the rest.
+        let u = capvault(&h, &["uninstall", client, "--name", "notes"]);
+        assert!(u.status.success(), "{client}: {}", text(&u));
+        let removed = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !removed.contains(BIN) && removed.contains("other"),
+            "{client}: {removed}"
+        );
+        for b in backups(path.parent().unwrap()) {
+            std::fs::remove_file(b).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritten() {
+    let h = home();
+    let vault = h.vault.to_str().unwrap().to_owned();
+    let o = capvault(&h, &["install", "cursor", &vault]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(h.home.join(".cursor/mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["mcpServers"]["capvault"]["command"], BIN);
+    assert!(
+        backups(&h.home.join(".cursor")).is_empty(),
+        "a backup of nothing"
+    );
+
+    let bad = "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\",}\n  }\n}\n";
+    common::write_tree(&h.home, &[(".gemini/settings.json", bad)]);
+    let o = capvault(&h, &["install", "gemini", &vault]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("settings.json is not valid JSON (line 3"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.home.join(".gemini/settings.json")).unwrap(),
+        bad
+    );
+
+    common::write_tree(&h.home, &[(".codex/config.toml", "a = [\n")]);
+    let o = capvault(&h, &["install", "codex", &vault]);
+    assert!(text(&o).contains("is not valid TOML (line"), "{}", text(&o));
+
+    let ro = h.home.join(".codeium/windsurf/mcp_config.json");
+    common::write_tree(&h.home, &[(".codeium/windsurf/mcp_config.json", "{}")]);
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let o = capvault(&h, &["install", "windsurf", &vault]);
+    assert!(
+        !o.status.success() && text(&o).contains("read-only"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&ro).unwrap(), "{}");
+
+    let o = capvault(&h, &["install", "claude-desktop", "/no/such/vault"]);
+    assert!(
+        !o.status.success() && text(&o).contains("cannot open vault"),
+        "{}",
+        text(&o)
+    );
+    let o = capvault(&h, &["install", "notepad", &vault]);
+    assert!(
+        text(&o).contains("unknown client `notepad`"),
+        "{}",
+        text(&o)
+    );
+    // A client with its own command for this says so.
+    let o = capvault(&h, &["install", "claude-code", &vault, "--dry-run"]);
+    assert!(
+        text(&o).contains("claude mcp add --scope user capvault -- "),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
+    let h = home();
+    let vault = h.vault.to_str().unwrap().to_owned();
+    // Nothing set up yet: a warning, a working session.
+    let o = capvault(&h, &["doctor", &vault]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("ok   the vault opens"), "{t}");
+    assert!(t.contains("warn no client is set up"), "{t}");
+    assert!(t.contains("a session works: handshake"), "{t}");
+    // A broken settings file, and a client entry whose binary is gone: a warning and a failure.
+    common::write_tree(&h.vault, &[(".obsidian/app.json", "{not json")]);
+    common::write_tree(
+        &h.home,
+        &[(
+            ".cursor/mcp.json",
+            json!({"mcpServers": {"old": {"command": "/gone/capvault", "args": ["serve", vault]}}})
+                .to_string()
+                .as_str(),
+        )],
+    );
+    capvault(&h, &["install", "claude-desktop", &vault]);
+    let o = capvault(&h, &["doctor", &vault]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("warn a settings file does not parse"), "{t}");
+    assert!(
+        t.contains("FAIL Cursor server `old`") && t.contains("does not exist"),
+        "{t}"
+    );
+    assert!(t.contains("fix: capvault install cursor"), "{t}");
+    assert!(
+        t.contains("ok   Claude Desktop server `capvault`") && t.contains("this vault"),
+        "{t}"
+    );
+    // A vault that does not open stops at the first check.
+    let o = capvault(&h, &["doctor", "/no/such/vault"]);
+    assert!(
+        !o.status.success() && text(&o).contains("FAIL"),
+        "{}",
+        text(&o)
+    );
+}
