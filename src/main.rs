@@ -126,6 +126,16 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Build an MCP bundle (.mcpb) of this binary that Claude Desktop installs with a double
+    /// click, asking for the vault folder and whether to allow changes.
+    Bundle {
+        /// Where to write the bundle.
+        #[arg(long, default_value = "capvault.mcpb")]
+        out: PathBuf,
+        /// Compression level: 0 stores the binary as it is, 1 (fastest) to 9 (smallest).
+        #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=9))]
+        level: u8,
+    },
     /// Check what makes a client show no tools or the server misbehave, with how to fix each,
     /// then start the server as a client would and run one search.
     Doctor {
@@ -139,7 +149,8 @@ enum Command {
 struct WriteArgs {
     /// Offer the write tools (create, edit, append, frontmatter, daily notes, move, delete,
     /// history and restore). Without it the server is read-only and lists no write tool.
-    #[arg(long)]
+    /// `CAPVAULT_WRITE=true` does the same (an MCP bundle's "Allow changes" setting).
+    #[arg(long, env = "CAPVAULT_WRITE")]
     write: bool,
     /// Allow writes only inside this folder (repeatable; checked where a path really leads,
     /// through symlinks). Default: the whole vault (hidden and excluded places never).
@@ -391,6 +402,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             dry_run,
         } => capvault::setup::uninstall(&client, &name, dry_run, &mut std::io::stdout())
             .map_err(anyhow::Error::msg),
+        Command::Bundle { out, level } => {
+            capvault::setup::bundle::build(&out, level, &mut std::io::stdout())
+                .map_err(anyhow::Error::msg)
+        }
         Command::Doctor { vault } => capvault::setup::doctor::run(&vault, &mut std::io::stdout())
             .await
             .map_err(anyhow::Error::msg),

@@ -137,6 +137,22 @@ impl CapvaultServer {
             .collect()
     }
 
+    /// Every tool in the code, read and write, with its description (sorted by name).
+    pub fn tool_catalog() -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = (Self::all_tools() + Self::write_router())
+            .list_all()
+            .into_iter()
+            .map(|t| {
+                let d = t.description.as_deref().unwrap_or_default();
+                // The first sentence: what a bundle's tool list shows.
+                let first = d.split(". ").next().unwrap_or(d).trim_end_matches('.');
+                (t.name.to_string(), format!("{first}."))
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
     /// The tools this server lists, as clients see them.
     pub fn listed_tools(&self) -> &[Tool] {
         &self.tools.listed

@@ -2,6 +2,7 @@
 //! `doctor`. The client table is in [`clients`], the config-text edits in [`install`] (pure);
 //! files are read and written only through [`crate::vault::host`].
 
+pub mod bundle;
 pub mod clients;
 pub mod doctor;
 pub mod install;

@@ -68,6 +68,11 @@ impl HostFile {
     /// The file's bytes (at most [`MAX_HOST_FILE_BYTES`]); `None` when it does not exist. A
     /// symlink is followed only here, for reading (some users link their dotfiles).
     pub fn read(&self) -> Result<Option<Vec<u8>>, String> {
+        self.read_up_to(MAX_HOST_FILE_BYTES)
+    }
+
+    /// [`HostFile::read`] with another cap (`capvault bundle` reads its own binary).
+    pub fn read_up_to(&self, max: u64) -> Result<Option<Vec<u8>>, String> {
         let Some(dir) = &self.dir else {
             return Ok(None);
         };
@@ -82,11 +87,11 @@ impl HostFile {
         if !meta.is_file() {
             return Err(format!("{}: not a regular file", self.shown));
         }
-        if meta.len() > MAX_HOST_FILE_BYTES {
-            return Err(format!("{}: larger than 4 MiB", self.shown));
+        if meta.len() > max {
+            return Err(format!("{}: larger than {max} bytes", self.shown));
         }
         let mut bytes = Vec::new();
-        Read::take(&mut file, MAX_HOST_FILE_BYTES + 1)
+        Read::take(&mut file, max + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| format!("{}: {e}", self.shown))?;
         Ok(Some(bytes))
