@@ -40,6 +40,7 @@ fn capvault(h: &Home, args: &[&str]) -> Output {
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("APPDATA")
         .env("XDG_CACHE_HOME", h.home.join(".cache"))
+        .env_remove("XDG_STATE_HOME")
         .env("CAPVAULT_LOG", "capvault=error")
         .output()
         .unwrap()
@@ -179,14 +180,24 @@ fn install_writes_each_clients_file_keeping_other_servers_with_a_backup_and_unin
 fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritten() {
     let h = home();
     let vault = h.vault.to_str().unwrap().to_owned();
+    // An empty file is a file without servers.
+    common::write_tree(&h.home, &[(".cursor/mcp.json", "")]);
     let o = capvault(&h, &["install", "cursor", &vault]);
     assert!(o.status.success(), "{}", text(&o));
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(h.home.join(".cursor/mcp.json")).unwrap())
             .unwrap();
     assert_eq!(v["mcpServers"]["capvault"]["command"], BIN);
+    assert_eq!(
+        backups(&h.home.join(".cursor")).len(),
+        1,
+        "the empty file is backed up"
+    );
+    // A missing file (and folder) is created, with nothing to back up.
+    let o = capvault(&h, &["install", "claude-desktop", &vault]);
+    assert!(o.status.success(), "{}", text(&o));
     assert!(
-        backups(&h.home.join(".cursor")).is_empty(),
+        backups(&h.home.join(".config/Claude")).is_empty(),
         "a backup of nothing"
     );
 
@@ -274,6 +285,29 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
     assert!(t.contains("fix: capvault install cursor"), "{t}");
     assert!(
         t.contains("ok   Claude Desktop server `capvault`") && t.contains("this vault"),
+        "{t}"
+    );
+    // An entry whose vault is gone fails; an index cache folder others can write to warns.
+    common::write_tree(
+        &h.home,
+        &[(
+            ".gemini/settings.json",
+            json!({"mcpServers": {"gone": {"command": BIN, "args": ["serve", "/no/such/vault"]}}})
+                .to_string()
+                .as_str(),
+        )],
+    );
+    // The cache root taken by a file: the cache cannot be used (a warning with the fix).
+    std::fs::create_dir_all(h.home.join(".cache")).unwrap();
+    let _ = std::fs::remove_dir_all(h.home.join(".cache/capvault"));
+    std::fs::write(h.home.join(".cache/capvault"), "not a folder").unwrap();
+    let t = text(&capvault(&h, &["doctor", &vault]));
+    assert!(
+        t.contains("FAIL Gemini CLI server `gone`") && t.contains("does not open"),
+        "{t}"
+    );
+    assert!(
+        t.contains("warn the index cache folder cannot be used"),
         "{t}"
     );
     // A vault that does not open stops at the first check.
