@@ -28,7 +28,7 @@ fn segment_files(cache: &Path) -> Vec<std::path::PathBuf> {
         .filter(|p| {
             !matches!(
                 p.file_name().unwrap().to_str(),
-                Some("manifest.json" | "lock")
+                Some("manifest.json" | "lock" | "vault-birth")
             )
         })
         .collect()

@@ -29,6 +29,10 @@ use super::{Ambient, Vault, ambient};
 const INDEX_FOLDER: &str = "index-1";
 /// The lock file's name inside a vault's cache folder.
 const LOCK_FILE: &str = "lock";
+/// Which vault the folder's files belong to: the root's birth time. The folder is named after
+/// the root's device and inode numbers, which a folder made after the vault was deleted can
+/// reuse; its files must not be served for that other folder.
+const BIRTH_FILE: &str = "vault-birth";
 /// Longest file name accepted in the cache folder.
 const MAX_NAME: usize = 100;
 /// Most files listed from the cache folder.
@@ -86,7 +90,56 @@ impl IndexCacheDir {
                 .mode(0o600),
         )?;
         let lock = lock_exclusive(lock)?;
-        Ok(IndexCacheDir { dir, _lock: lock })
+        let cache = IndexCacheDir { dir, _lock: lock };
+        cache.check_birth(vault.birth_time())?;
+        Ok(cache)
+    }
+
+    /// Empties the folder when its files were written for another vault than `birth` says
+    /// (another root folder that reuses the inode number), or when it cannot say (written before
+    /// it recorded this); then records `birth`. Without a birth time (a filesystem that keeps
+    /// none), the device and inode numbers alone name the vault.
+    fn check_birth(&self, birth: Option<String>) -> Result<(), CacheError> {
+        let Some(birth) = birth else {
+            return Ok(());
+        };
+        let recorded = match self.dir.open_with(
+            BIRTH_FILE,
+            OpenOptions::new().read(true).follow(FollowSymlinks::No),
+        ) {
+            Ok(f) => {
+                let mut bytes = Vec::new();
+                Read::take(f, 256).read_to_end(&mut bytes)?;
+                Some(bytes)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e.into()),
+        };
+        if recorded.as_deref() == Some(birth.as_bytes()) {
+            return Ok(());
+        }
+        // A clear cut short leaves files a load refuses (missing or damaged): rebuilt then.
+        for name in self.names()? {
+            if valid_name(&name) {
+                self.remove(&name)?;
+            }
+        }
+        let tmp = format!("{BIRTH_FILE}.tmp");
+        let _ = self.dir.remove_file(&tmp);
+        let mut file = self.dir.open_with(
+            &tmp,
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .follow(FollowSymlinks::No)
+                .mode(0o600),
+        )?;
+        file.write_all(birth.as_bytes())?;
+        file.sync_all()?;
+        drop(file);
+        self.dir.rename(&tmp, &self.dir, BIRTH_FILE)?;
+        self.sync()?;
+        Ok(())
     }
 
     /// The names of the files in the folder (at most [`MAX_FILES`]), lock file excepted.
@@ -97,7 +150,7 @@ impl IndexCacheDir {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            if name != LOCK_FILE && entry.file_type()?.is_file() {
+            if name != LOCK_FILE && name != BIRTH_FILE && entry.file_type()?.is_file() {
                 out.push(name);
                 if out.len() >= MAX_FILES {
                     break;
@@ -294,6 +347,7 @@ pub fn valid_name(name: &str) -> bool {
         && name.len() <= MAX_NAME
         && !name.starts_with('.')
         && name != LOCK_FILE
+        && name != BIRTH_FILE
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
@@ -432,10 +486,55 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // test fixture
+    fn a_cache_written_for_another_folder_with_the_same_inode_is_emptied() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("vault");
+        std::fs::create_dir(&root).unwrap();
+        let vault = Vault::open(&root, Default::default()).unwrap();
+        assert!(
+            vault.birth_time().is_some(),
+            "this filesystem records no birth time"
+        );
+        let cache = tmp.path().join("cache");
+        let dir = IndexCacheDir::open(&cache, &vault).unwrap();
+        dir.write("seg.idx", b"index of this vault").unwrap();
+        drop(dir);
+        // Reopened for the same vault: kept, and the birth file is not one of its files.
+        let dir = IndexCacheDir::open(&cache, &vault).unwrap();
+        assert_eq!(dir.names().unwrap(), ["seg.idx"]);
+        assert_eq!(dir.read("seg.idx", 100).unwrap(), b"index of this vault");
+        drop(dir);
+        // Recorded for another folder (what a reused inode number looks like): emptied.
+        let folder = std::fs::read_dir(cache.join(INDEX_FOLDER))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        std::fs::write(folder.join(BIRTH_FILE), "12345.000000000").unwrap();
+        let dir = IndexCacheDir::open(&cache, &vault).unwrap();
+        assert!(dir.names().unwrap().is_empty());
+        assert_eq!(
+            std::fs::read_to_string(folder.join(BIRTH_FILE)).unwrap(),
+            vault.birth_time().unwrap()
+        );
+    }
+
+    #[test]
     fn cache_file_names_are_plain_and_short() {
         assert!(valid_name("meta.json"));
         assert!(valid_name("0a1b2c3d.17.del"));
-        for bad in ["", ".hidden", "a/b", "..", "lock", "a\\b", &"x".repeat(101)] {
+        for bad in [
+            "",
+            ".hidden",
+            "a/b",
+            "..",
+            "lock",
+            "vault-birth",
+            "a\\b",
+            &"x".repeat(101),
+        ] {
             assert!(!valid_name(bad), "{bad:?} accepted");
         }
     }

@@ -291,6 +291,16 @@ impl Vault {
         Ok((meta.dev(), meta.ino()))
     }
 
+    /// When the root folder was created (`statx` birth time, as `secs.nanos`), where the
+    /// filesystem records it: with the device and inode numbers, it tells a vault from a later
+    /// folder that reuses the inode of a deleted one.
+    pub(crate) fn birth_time(&self) -> Option<String> {
+        use rustix::fs::{AtFlags, StatxFlags, statx};
+        let st = statx(&self.root, "", AtFlags::EMPTY_PATH, StatxFlags::BTIME).ok()?;
+        (st.stx_mask & StatxFlags::BTIME.bits() != 0)
+            .then(|| format!("{}.{:09}", st.stx_btime.tv_sec, st.stx_btime.tv_nsec))
+    }
+
     /// The vault's display name: the root folder's own name.
     pub fn name(&self) -> &str {
         &self.name
