@@ -857,3 +857,182 @@ async fn rewritten_links_follow_the_vaults_new_link_format() {
         s.stop().await;
     }
 }
+
+#[tokio::test]
+async fn every_write_tool_refuses_without_write_a_stale_version_and_changes_nothing_on_a_dry_run() {
+    let f = fixture(&[
+        ("a.md", "---\nk: v\n---\n# H\nbody text\n"),
+        (
+            "Templates/T.md",
+            "# {{title}}\nmade {{date:YYYY}} at {{time:HH}}h\n",
+        ),
+        ("b.canvas", "{\"nodes\":[],\"edges\":[]}"),
+        (".obsidian/templates.json", "{\"folder\": \"Templates\"}"),
+    ]);
+    let a = read(&f.vault, "a.md");
+    let stale = "0".repeat(64);
+    // (tool, arguments that would succeed, whether the tool takes if_match), for the note at
+    // version `now` with the earlier version `kept` in the history.
+    let calls = |now: &str, kept: &str| -> Vec<(&'static str, Value, bool)> {
+        vec![
+            (
+                "create_note",
+                json!({"path": "new.md", "content": "x"}),
+                false,
+            ),
+            (
+                "write_note",
+                json!({"path": "a.md", "content": "x", "if_match": now}),
+                true,
+            ),
+            (
+                "edit_note",
+                json!({"path": "a.md", "edits": [{"old_text": "body", "new_text": "B"}]}),
+                true,
+            ),
+            (
+                "append_to_note",
+                json!({"path": "a.md", "content": "x", "heading": "H"}),
+                true,
+            ),
+            (
+                "prepend_to_note",
+                json!({"path": "a.md", "content": "x"}),
+                true,
+            ),
+            (
+                "update_frontmatter",
+                json!({"path": "a.md", "set": {"k": "w"}}),
+                true,
+            ),
+            ("delete_note", json!({"path": "a.md"}), true),
+            ("move_note", json!({"from": "a.md", "to": "c.md"}), false),
+            (
+                "restore_note",
+                json!({"path": "a.md", "sha256": kept}),
+                true,
+            ),
+            (
+                "append_daily_note",
+                json!({"text": "x", "date": "2026-01-02"}),
+                false,
+            ),
+            ("create_daily_note", json!({"date": "2026-01-03"}), false),
+            (
+                "create_canvas",
+                json!({"path": "c.canvas", "canvas": {"nodes": [], "edges": []}}),
+                false,
+            ),
+            (
+                "edit_canvas",
+                json!({"path": "b.canvas", "ops": [{"op": "add_node", "node": {"type": "text", "text": "t", "x": 0, "y": 0, "width": 1, "height": 1}}]}),
+                true,
+            ),
+        ]
+    };
+    let ro = Server::start_with(&f.vault, &["--no-index-cache"]).await;
+    let before = snapshot(&f.vault);
+    for (tool, args, _) in &calls(&sha(&a), &sha(&a)) {
+        let r = ro.call(tool, args.clone()).await;
+        assert_eq!(
+            r.error["code"], "refused",
+            "{tool} without --write: {}",
+            r.raw
+        );
+    }
+    ro.stop().await;
+    assert_eq!(snapshot(&f.vault), before, "a refusal changed the vault");
+    let s = writable(&f, &[]).await;
+    // One real change, so a version is kept for restore_note.
+    s.ok("append_to_note", json!({"path": "a.md", "content": "more"}))
+        .await;
+    let a2 = read(&f.vault, "a.md");
+    let before = snapshot(&f.vault);
+    for (tool, args, versioned) in &calls(&sha(&a2), &sha(&a)) {
+        let mut dry = args.clone();
+        dry["dry_run"] = json!(true);
+        let r = s.call(tool, dry).await;
+        assert!(!r.is_error, "{tool} dry run: {}", r.raw);
+        if *versioned {
+            let mut old = args.clone();
+            old["if_match"] = json!(stale);
+            let r = s.call(tool, old).await;
+            assert_eq!(
+                r.error["code"], "conflict",
+                "{tool} with a stale version: {}",
+                r.raw
+            );
+            // The note's version now, to act on.
+            let now = if *tool == "edit_canvas" {
+                "b.canvas"
+            } else {
+                "a.md"
+            };
+            assert_eq!(
+                r.error["current_sha256"],
+                sha(&read(&f.vault, now)),
+                "{tool}"
+            );
+        }
+    }
+    assert_eq!(
+        snapshot(&f.vault),
+        before,
+        "a dry run or a stale version changed the vault"
+    );
+    // A template from the templates folder, its variables filled in.
+    s.ok("create_note", json!({"path": "From T", "template": "T"}))
+        .await;
+    let made = read(&f.vault, "From T.md");
+    let year = chrono_year();
+    assert!(
+        made.starts_with(&format!("# From T\nmade {year} at ")),
+        "{made}"
+    );
+    let r = s
+        .call("create_note", json!({"path": "x.md", "template": "Nope"}))
+        .await;
+    assert_eq!(r.error["code"], "not_found", "{}", r.raw);
+    s.stop().await;
+}
+
+/// This year, as the server's local clock says (the test runs on the same machine).
+fn chrono_year() -> String {
+    let out = std::process::Command::new("date")
+        .arg("+%Y")
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[tokio::test]
+async fn the_audit_log_can_live_elsewhere_but_never_in_the_vault() {
+    let f = fixture(&[("a.md", "a\n")]);
+    let log = f.outside.join("audit.jsonl");
+    let s = writable(&f, &["--audit-log", log.to_str().unwrap()]).await;
+    s.ok("append_to_note", json!({"path": "a.md", "content": "b"}))
+        .await;
+    s.stop().await;
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    assert_eq!(line["tool"], "append_to_note");
+    assert_eq!(line["old_sha256"], sha("a\n"));
+    assert_eq!(line["new_sha256"], sha("a\nb\n"));
+    let inside = f.vault.join("audit.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .arg("serve")
+        .arg(&f.vault)
+        .args([
+            "--write",
+            "--state-dir",
+            f.state.to_str().unwrap(),
+            "--audit-log",
+        ])
+        .arg(&inside)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("must be outside the vault"), "{err}");
+    assert!(!inside.exists());
+}
