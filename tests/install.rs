@@ -310,6 +310,26 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
         t.contains("warn the index cache folder cannot be used"),
         "{t}"
     );
+    // A config file that does not parse: the server would not start, and doctor says both.
+    let cfg = h.home.join("cfg");
+    common::write_tree(&cfg, &[("capvault/config.toml", "tools = [\n")]);
+    let o = std::process::Command::new(BIN)
+        .args(["doctor", &vault])
+        .env("HOME", &h.home)
+        .env("XDG_CONFIG_HOME", &cfg)
+        .env("CAPVAULT_LOG", "capvault=error")
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains("FAIL the capvault config file does not parse"),
+        "{t}"
+    );
+    assert!(
+        t.contains("FAIL the MCP handshake failed") || t.contains("FAIL no MCP handshake"),
+        "{t}"
+    );
     // A vault that does not open stops at the first check.
     let o = capvault(&h, &["doctor", "/no/such/vault"]);
     assert!(

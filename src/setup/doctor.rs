@@ -79,6 +79,7 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
             return Err("the vault does not open".to_owned());
         }
     };
+    check_config(&mut r);
     check_settings(&vault, &mut r);
     let folders = check_watches(&vault, &mut r);
     check_cache(&vault, &mut r);
@@ -98,6 +99,19 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
         Err(format!("{} checks failed", r.failed))
     } else {
         Ok(())
+    }
+}
+
+/// The user's config file (`capvault/config.toml`): a server started without `--config` reads it,
+/// and stops at once when it does not parse (a client then shows no tools).
+fn check_config(r: &mut Report<'_>) {
+    match crate::config::load(None) {
+        Ok(_) => r.line(Outcome::Ok, "the capvault config file (if any) parses", None),
+        Err(e) => r.line(
+            Outcome::Fail,
+            &format!("the capvault config file does not parse: {e}"),
+            Some("fix the line it names, or move the file away; the server refuses to start until then"),
+        ),
     }
 }
 
@@ -140,24 +154,34 @@ fn check_watches(vault: &Vault, r: &mut Report<'_>) -> usize {
         .and_then(|f| f.read().ok().flatten())
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|t| t.trim().parse::<usize>().ok());
+    let (outcome, what, fix) = watch_verdict(limit, n);
+    r.line(outcome, &what, fix);
+    n
+}
+
+/// What the inotify watch `limit` (if known) means for a vault of `folders` folders.
+fn watch_verdict(limit: Option<usize>, folders: usize) -> (Outcome, String, Option<&'static str>) {
     match limit {
-        Some(l) if l < n * 2 => r.line(
+        Some(l) if l < folders.saturating_mul(2) => (
             Outcome::Warn,
-            &format!("the inotify watch limit ({l}) is low for {n} folders (other programs use watches too)"),
-            Some("sudo sysctl fs.inotify.max_user_watches=524288 (and add it to /etc/sysctl.conf); until then the periodic reconcile keeps the index fresh"),
+            format!(
+                "the inotify watch limit ({l}) is low for {folders} folders (other programs use watches too)"
+            ),
+            Some(
+                "sudo sysctl fs.inotify.max_user_watches=524288 (and add it to /etc/sysctl.conf); until then the periodic reconcile keeps the index fresh",
+            ),
         ),
-        Some(l) => r.line(
+        Some(l) => (
             Outcome::Ok,
-            &format!("the inotify watch limit ({l}) covers the vault's {n} folders"),
+            format!("the inotify watch limit ({l}) covers the vault's {folders} folders"),
             None,
         ),
-        None => r.line(
+        None => (
             Outcome::Ok,
-            &format!("{n} folders to watch (no inotify limit to compare on this system)"),
+            format!("{folders} folders to watch (no inotify limit to compare on this system)"),
             None,
         ),
     }
-    n
 }
 
 fn check_cache(vault: &Vault, r: &mut Report<'_>) {
@@ -373,4 +397,18 @@ async fn check_session(root: &Path, r: &mut Report<'_>) {
         Err(e) => r.line(Outcome::Fail, &format!("a search failed: {e}"), None),
     }
     let _ = client.cancel().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_limit_below_twice_the_folders_warns_with_the_fix() {
+        let (o, what, fix) = watch_verdict(Some(100), 60);
+        assert_eq!(o, Outcome::Warn, "{what}");
+        assert!(fix.unwrap().contains("max_user_watches"));
+        assert_eq!(watch_verdict(Some(8192), 60).0, Outcome::Ok);
+        assert_eq!(watch_verdict(None, 60).0, Outcome::Ok);
+    }
 }
