@@ -318,6 +318,19 @@ async fn delete_goes_to_the_trash_and_history_restores_every_version() {
     .await;
     let d = s.ok("delete_note", json!({"path": "Doomed"})).await;
     assert_eq!(d["trashed_to"], ".trash/Doomed 1.md");
+    // A folder to the trash: its notes are in the history too.
+    let d = s.ok("delete_note", json!({"path": "Folder"})).await;
+    assert_eq!(d["trashed_to"], ".trash/Folder");
+    let h = s
+        .ok("note_history", json!({"path": "Folder/inner.md"}))
+        .await;
+    assert_eq!(h["versions"][0]["sha256"], sha("inner\n"), "{h}");
+    s.ok(
+        "restore_note",
+        json!({"path": "Folder/inner.md", "sha256": sha("inner\n")}),
+    )
+    .await;
+    assert_eq!(read(v, "Folder/inner.md"), "inner\n");
     // Permanent deletion needs its own flag.
     let r = s
         .call("delete_note", json!({"path": "Folder", "permanent": true}))
@@ -363,7 +376,7 @@ async fn delete_goes_to_the_trash_and_history_restores_every_version() {
     // The audit log names tools, paths and versions, never content.
     let audit = find_file(&f.state, "audit.jsonl");
     let log = std::fs::read_to_string(audit).unwrap();
-    assert_eq!(log.lines().count(), 5, "{log}");
+    assert_eq!(log.lines().count(), 7, "{log}");
     assert!(
         !log.contains("version one"),
         "content in the audit log: {log}"

@@ -746,8 +746,13 @@ pub fn delete_note(
     let expect = current.as_ref().map(|c| c.sha256.as_str());
     if let Some(c) = &current {
         writer.keep("delete_note", path.as_str(), c)?;
-    } else if permanent {
-        history::keep_folder(writer, engine, &path)?;
+    } else {
+        // A folder's notes are kept too: required before removing it for good; for the trash
+        // (which holds them anyway) only when the folder is small enough.
+        match history::keep_folder(writer, engine, &path) {
+            Err(NoteError::TooLarge(_)) if !permanent => {}
+            other => other?,
+        }
     }
     if permanent {
         vault.remove_entry(&path, expect)?;
