@@ -1023,16 +1023,17 @@ mod tests {
     }
 
     #[test]
-    fn reply_serialises_with_snake_case_and_type_tags() {
+    fn reply_serialises_with_json_canvas_field_names_and_type_tags() {
         let c = parse(SAMPLE);
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(v["nodes"][2]["type"], "file");
         assert_eq!(v["nodes"][2]["file"], "Projects/Plan.md");
-        assert_eq!(v["nodes"][0]["background_style"], "cover");
-        assert_eq!(v["edges"][0]["from_node"], "t1");
-        assert_eq!(v["edges"][0]["to_end"], "arrow");
+        assert_eq!(v["nodes"][0]["backgroundStyle"], "cover");
+        assert_eq!(v["edges"][0]["fromNode"], "t1");
+        assert_eq!(v["edges"][0]["toEnd"], "arrow");
         let schema = schemars::schema_for!(Canvas);
         let schema = serde_json::to_string(&schema).unwrap();
-        assert!(schema.contains("from_node") && schema.contains("background_style"));
+        assert!(schema.contains("fromNode") && schema.contains("backgroundStyle"));
+        assert!(!schema.contains("from_node"), "{schema}");
     }
 }
