@@ -16,6 +16,8 @@ mod generator;
 #[path = "support/pipe.rs"]
 mod pipe;
 
+use pipe::{env_usize, p50_p95};
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -23,13 +25,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use pipe::spawn;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn peak_rss_mb(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -97,12 +92,6 @@ fn first_start_and_restart(bin: &str, root: &std::path::Path, markdown_bytes: u6
         let _ = pipe.child.wait();
     }
     let _ = std::fs::remove_dir_all(&cache);
-}
-
-fn p50_p95(mut t: Vec<Duration>) -> (f64, f64) {
-    t.sort();
-    let at = |p: f64| t[((t.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
-    (at(0.5), at(0.95))
 }
 
 fn main() {

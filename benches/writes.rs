@@ -13,23 +13,12 @@ mod generator;
 #[path = "support/pipe.rs"]
 mod pipe;
 
+use pipe::{env_usize, p50_p95};
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn p50_p95(mut t: Vec<Duration>) -> (f64, f64) {
-    t.sort();
-    let at = |p: f64| t[((t.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
-    (at(0.5), at(0.95))
-}
 
 fn main() {
     let runs = env_usize("CAPVAULT_BENCH_RUNS", 30);

@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -72,4 +73,19 @@ pub fn spawn(bin: &str, root: &std::path::Path, args: &[&str]) -> Pipe {
     );
     pipe.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     pipe
+}
+
+/// An environment variable as a number, or `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The 50th and 95th percentiles, in milliseconds.
+pub fn p50_p95(mut t: Vec<Duration>) -> (f64, f64) {
+    t.sort();
+    let at = |p: f64| t[((t.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
+    (at(0.5), at(0.95))
 }

@@ -145,6 +145,7 @@ fn items<'a>(root: &'a mut Map<String, Value>, list: &str) -> &'a mut Vec<Value>
             *other = Value::Array(Vec::new());
             match other {
                 Value::Array(a) => a,
+                // Infallible: `other` was set to an array on the line above.
                 _ => unreachable!("just set to an array"),
             }
         }

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use rmcp::model::Tool;
 use serde_json::Value;
 
-/// The tools that only read (every tool today; the write tools will not be here).
+/// The reading tools: the `read` profile. The write tools (listed only with `--write`) are not
+/// here, so `--tools read` keeps a `--write` server read-only.
 pub const READ_TOOLS: &[&str] = &[
     "find_broken_links",
     "find_orphans",

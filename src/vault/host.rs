@@ -108,11 +108,14 @@ impl HostFile {
         backup: Option<&str>,
     ) -> Result<Option<String>, String> {
         let err = |e: std::io::Error| format!("{}: {e}", self.shown);
-        if self.dir.is_none() {
-            self.dir = Some(create_folders(&self.folder)?);
-        }
-        let Some(dir) = &self.dir else {
-            unreachable!("just created");
+        // Read before the folder handle is borrowed below (nothing to back up when missing).
+        let old = match backup {
+            Some(_) => self.read()?,
+            None => None,
+        };
+        let dir: &Dir = match self.dir {
+            Some(ref d) => d,
+            None => self.dir.insert(create_folders(&self.folder)?),
         };
         let mut mode = 0o644;
         let mut backed_up = None;
@@ -132,7 +135,7 @@ impl HostFile {
                     return Err(format!("{}: is read-only; left unchanged", self.shown));
                 }
                 if let Some(b) = backup {
-                    let old = self.read()?.unwrap_or_default();
+                    let old = old.clone().unwrap_or_default();
                     for n in 0..100 {
                         let name = if n == 0 {
                             b.to_owned()
