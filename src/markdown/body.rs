@@ -11,7 +11,7 @@
 //! in text runs pair up in order (an unclosed one hides the rest of the note, as in Obsidian),
 //! and every item that starts inside a pair is dropped. `%%` inside code stays code.
 
-use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, LinkType, Options, Parser, Tag, TagEnd};
 
 use super::LinkKind;
 use super::links::{LinkParts, parse_markdown_dest, parse_wikilink_inner};
@@ -28,6 +28,8 @@ pub(crate) struct BodyItems {
     pub block_ids: Vec<BlockIdItem>,
     /// Vault links (external URLs left out), in text order.
     pub links: Vec<LinkItem>,
+    /// Fenced ```` ```base ```` code blocks (Obsidian Bases queries).
+    pub base_blocks: u16,
 }
 
 /// A heading: level, plain text, byte range of its lines (trailing newline excluded).
@@ -66,6 +68,34 @@ fn options() -> Options {
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
+}
+
+/// Is this a ```` ```base ```` block (the info string's first word, as Obsidian reads it)?
+fn is_base_block(kind: &CodeBlockKind<'_>) -> bool {
+    matches!(kind, CodeBlockKind::Fenced(info) if info.split_whitespace().next() == Some("base"))
+}
+
+/// The ```` ```base ```` blocks of a note's body: the 1-based line of each opening fence
+/// (as a byte offset into `text`) and the YAML inside.
+pub(crate) fn base_blocks(text: &str, body_start: usize) -> Vec<(usize, String)> {
+    let body = &text[body_start..];
+    let mut out = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(kind)) if is_base_block(&kind) => {
+                current = Some((range.start + body_start, String::new()));
+            }
+            Event::Text(t) => {
+                if let Some((_, yaml)) = current.as_mut() {
+                    yaml.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::CodeBlock) => out.extend(current.take()),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Scans the body of `text`, which starts at byte `body_start` (after the frontmatter).
@@ -335,9 +365,12 @@ impl Walker<'_> {
                 self.line_start = true;
                 self.row_start = Some(start);
             }
-            Tag::CodeBlock(_) => {
+            Tag::CodeBlock(kind) => {
                 self.last_run = None;
                 self.code_block = true;
+                if is_base_block(&kind) {
+                    self.out.base_blocks = self.out.base_blocks.saturating_add(1);
+                }
             }
             Tag::Link {
                 link_type,

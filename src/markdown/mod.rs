@@ -70,6 +70,11 @@ pub struct ParsedNote {
     /// Every vault link: frontmatter links first, then body links in text order. External URLs
     /// are not included.
     pub links: Vec<Link>,
+    /// How many ```` ```base ```` code blocks the body has (Obsidian Bases queries; see
+    /// [`base_blocks`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub base_blocks: u16,
 }
 
 /// The frontmatter of a note.
@@ -480,6 +485,7 @@ pub fn parse_note(text: &str) -> ParsedNote {
         headings: Vec::new(),
         block_ids: Vec::new(),
         links: Vec::new(),
+        base_blocks: 0,
     };
     let mut body_start = 0;
     if let Some(block) = frontmatter::find_block(text) {
@@ -500,6 +506,7 @@ pub fn parse_note(text: &str) -> ParsedNote {
     }
 
     let body = body::scan(text, body_start);
+    note.base_blocks = body.base_blocks;
     note.tags.extend(body.tags.into_iter().map(|t| Tag {
         name: t.name.into(),
         source: TagSource::Inline,
@@ -537,6 +544,54 @@ pub fn parse_note(text: &str) -> ParsedNote {
     note.block_ids.shrink_to_fit();
     note.links.shrink_to_fit();
     note
+}
+
+/// A ```` ```base ```` code block of a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseBlock {
+    /// 1-based line of the opening fence.
+    pub line: usize,
+    /// The YAML inside.
+    pub yaml: String,
+}
+
+/// The ```` ```base ```` code blocks of a note, in order (fenced blocks whose info string
+/// starts with `base`, outside the frontmatter), as [`ParsedNote::base_blocks`] counts them.
+///
+/// ```
+/// use capvault::markdown::base_blocks;
+///
+/// let blocks = base_blocks("# Books\n\n```base\nviews:\n  - type: table\n```\n");
+/// assert_eq!(blocks.len(), 1);
+/// assert_eq!(blocks[0].line, 3);
+/// assert_eq!(blocks[0].yaml, "views:\n  - type: table\n");
+/// ```
+pub fn base_blocks(text: &str) -> Vec<BaseBlock> {
+    let body_start = frontmatter::find_block(text).map_or(0, |b| b.body_start);
+    let lines = LineIndex::new(text);
+    body::base_blocks(text, body_start)
+        .into_iter()
+        .map(|(start, yaml)| BaseBlock {
+            line: lines.pos(start, start).line as usize,
+            yaml,
+        })
+        .collect()
+}
+
+/// Reads a YAML document that must be a mapping (a `.base` file), with the same hardened
+/// limits as frontmatter. The error gives the reason and the 1-based line.
+pub fn parse_yaml_mapping(
+    yaml: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let block = frontmatter::Block {
+        yaml_start: 0,
+        yaml_end: yaml.len(),
+        end_line: 0,
+        body_start: yaml.len(),
+    };
+    frontmatter::parse(yaml, &block)
+        .map(|doc| doc.properties)
+        .map_err(|e| format!("{} (line {})", e.reason, e.line.saturating_sub(1).max(1)))
 }
 
 /// Is this the property `name` (case-insensitive, as Obsidian matches `tags`/`Tags`)?

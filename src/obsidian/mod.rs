@@ -10,6 +10,7 @@
 //! - [`canvas`]: JSON Canvas 1.0 documents (`.canvas`), parsed with spec violations reported as
 //!   issues instead of failures.
 
+pub mod bases;
 pub mod canvas;
 pub mod canvas_edit;
 pub mod config;

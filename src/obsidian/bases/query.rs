@@ -1,0 +1,844 @@
+//! A base (`.base` YAML or a ```` ```base ```` block) and how one of its views runs: filters,
+//! formulas, columns, sort, groups, limit and summaries.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+
+use super::eval::{Budget, EvalError, Evaluator, Formulas, Source};
+use super::expr::{self, Expr, ParseError};
+use super::value::{FileRef, Value};
+
+/// Why a base cannot be read or run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BaseError {
+    /// The YAML is not a base.
+    #[error("{0}")]
+    Invalid(String),
+    /// A filter expression does not parse: the expression and where.
+    #[error("filter `{expression}` does not parse: {error}")]
+    Filter {
+        /// The expression as written.
+        expression: String,
+        /// What is wrong, with the column.
+        error: ParseError,
+    },
+    /// No view of that name.
+    #[error("no view named `{0}`; the base has: {1}")]
+    NoView(String, String),
+    /// The query's budget ran out.
+    #[error("{0}")]
+    Budget(String),
+}
+
+/// A filter: one expression, or `and`/`or`/`not` of filters.
+#[derive(Debug, Clone)]
+pub enum Filter {
+    /// A statement.
+    Expr {
+        /// As written.
+        src: String,
+        /// Parsed.
+        expr: Result<Expr, ParseError>,
+    },
+    /// All of them.
+    And(Vec<Filter>),
+    /// Any of them.
+    Or(Vec<Filter>),
+    /// None of them.
+    Not(Vec<Filter>),
+}
+
+impl Filter {
+    fn parse(v: &Json, at: &str) -> Result<Filter, BaseError> {
+        match v {
+            Json::String(s) => Ok(Filter::Expr {
+                src: s.clone(),
+                expr: expr::parse(s),
+            }),
+            Json::Bool(_) | Json::Number(_) => {
+                let s = v.to_string();
+                Ok(Filter::Expr {
+                    expr: expr::parse(&s),
+                    src: s,
+                })
+            }
+            Json::Object(map) => {
+                let (key, items) = ["and", "or", "not"]
+                    .iter()
+                    .find_map(|k| map.get(*k).map(|v| (*k, v)))
+                    .ok_or_else(|| {
+                        BaseError::Invalid(format!(
+                            "{at}: a filter object needs `and`, `or` or `not`"
+                        ))
+                    })?;
+                let items: Vec<Filter> = match items {
+                    Json::Array(list) => list
+                        .iter()
+                        .map(|x| Filter::parse(x, at))
+                        .collect::<Result<_, _>>()?,
+                    Json::Null => Vec::new(),
+                    other => vec![Filter::parse(other, at)?],
+                };
+                Ok(match key {
+                    "and" => Filter::And(items),
+                    "or" => Filter::Or(items),
+                    _ => Filter::Not(items),
+                })
+            }
+            Json::Null => Ok(Filter::And(Vec::new())),
+            Json::Array(list) => Ok(Filter::And(
+                list.iter()
+                    .map(|x| Filter::parse(x, at))
+                    .collect::<Result<_, _>>()?,
+            )),
+        }
+    }
+
+    /// The first expression that does not parse.
+    fn check(&self) -> Result<(), BaseError> {
+        match self {
+            Filter::Expr { src, expr } => match expr {
+                Ok(_) => Ok(()),
+                Err(e) => Err(BaseError::Filter {
+                    expression: src.clone(),
+                    error: e.clone(),
+                }),
+            },
+            Filter::And(v) | Filter::Or(v) | Filter::Not(v) => v.iter().try_for_each(Filter::check),
+        }
+    }
+
+    fn eval(&self, ev: &mut Evaluator<'_>) -> Result<bool, (String, EvalError)> {
+        match self {
+            Filter::Expr { src, expr } => match expr {
+                Ok(e) => ev.eval(e).map(|v| v.truthy()).map_err(|e| (src.clone(), e)),
+                Err(_) => Ok(false),
+            },
+            Filter::And(v) => {
+                for f in v {
+                    if !f.eval(ev)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Filter::Or(v) => {
+                if v.is_empty() {
+                    return Ok(true);
+                }
+                for f in v {
+                    if f.eval(ev)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Filter::Not(v) => {
+                for f in v {
+                    if f.eval(ev)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Tags every file passing this filter must carry (a top-level `file.hasTag("x")` in an
+    /// `and`): lets the source narrow the rows before evaluating.
+    pub fn required_tags(&self) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        match self {
+            Filter::Expr { expr: Ok(e), .. } => {
+                if let Some(tags) = has_tag_call(e) {
+                    out.push(tags);
+                }
+            }
+            Filter::And(v) => v.iter().for_each(|f| out.extend(f.required_tags())),
+            _ => {}
+        }
+        out
+    }
+}
+
+/// `file.hasTag("a", "b")` with literal arguments: the tags.
+fn has_tag_call(e: &Expr) -> Option<Vec<String>> {
+    use super::expr::ExprKind;
+    let ExprKind::Method(recv, name, args) = &e.kind else {
+        return None;
+    };
+    if &**name != "hasTag" || !matches!(&recv.kind, ExprKind::Name(n) if &**n == "file") {
+        return None;
+    }
+    args.iter()
+        .map(|a| match &a.kind {
+            ExprKind::Lit(Value::String(s)) => Some(s.to_string()),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .filter(|v| !v.is_empty())
+}
+
+/// A property a column, sort or group names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Property {
+    /// `file.NAME`
+    File(String),
+    /// `note.NAME` (or a bare `NAME`)
+    Note(String),
+    /// `formula.NAME`
+    Formula(String),
+}
+
+impl Property {
+    /// Reads `file.x`, `formula.x`, `note.x` or `x`.
+    pub fn parse(id: &str) -> Property {
+        let id = id.trim();
+        if let Some(f) = id.strip_prefix("file.") {
+            Property::File(f.to_owned())
+        } else if let Some(f) = id.strip_prefix("formula.") {
+            Property::Formula(f.to_owned())
+        } else {
+            Property::Note(id.strip_prefix("note.").unwrap_or(id).to_owned())
+        }
+    }
+
+    /// The full id: `note.author`, `file.name`, `formula.ppu`.
+    pub fn id(&self) -> String {
+        match self {
+            Property::File(f) => format!("file.{f}"),
+            Property::Note(f) => format!("note.{f}"),
+            Property::Formula(f) => format!("formula.{f}"),
+        }
+    }
+
+    fn value(&self, ev: &mut Evaluator<'_>, row: FileRef) -> Result<Value, EvalError> {
+        match self {
+            Property::File(f) => {
+                let e = Expr {
+                    kind: super::expr::ExprKind::Member(
+                        Box::new(Expr {
+                            kind: super::expr::ExprKind::Name("file".into()),
+                            pos: 0,
+                        }),
+                        f.as_str().into(),
+                    ),
+                    pos: 0,
+                };
+                ev.eval(&e)
+            }
+            Property::Note(k) => Ok(ev.property(row, k)),
+            Property::Formula(name) => ev.formula(name, 0),
+        }
+    }
+}
+
+/// A sort key.
+#[derive(Debug, Clone)]
+pub struct Sort {
+    /// What to sort by.
+    pub property: Property,
+    /// Largest first.
+    pub descending: bool,
+}
+
+impl Sort {
+    fn parse(v: &Json) -> Option<Sort> {
+        let prop = v
+            .get("property")
+            .or_else(|| v.get("column"))
+            .and_then(Json::as_str)?;
+        let descending = v
+            .get("direction")
+            .and_then(Json::as_str)
+            .is_some_and(|d| d.eq_ignore_ascii_case("desc"));
+        Some(Sort {
+            property: Property::parse(prop),
+            descending,
+        })
+    }
+}
+
+/// One view of a base.
+#[derive(Debug, Clone)]
+pub struct View {
+    /// `table`, `cards`, `list`, `map`, or a plugin's.
+    pub kind: String,
+    /// The name (views are chosen by it).
+    pub name: String,
+    /// The view's own filters (ANDed with the base's).
+    pub filters: Option<Filter>,
+    /// The columns, in order.
+    pub order: Vec<Property>,
+    /// Sort keys, first first.
+    pub sort: Vec<Sort>,
+    /// Grouping.
+    pub group_by: Option<Sort>,
+    /// At most this many rows.
+    pub limit: Option<usize>,
+    /// Summaries: property and summary name.
+    pub summaries: Vec<(Property, String)>,
+    /// The keys capvault does not use (`image`, `coordinates`, `columnSize`...), as written.
+    pub options: serde_json::Map<String, Json>,
+}
+
+/// A parsed base.
+#[derive(Debug, Clone)]
+pub struct Base {
+    /// Filters of every view.
+    pub filters: Option<Filter>,
+    /// Formulas by name, compiled.
+    pub formulas: Vec<(Arc<str>, Result<Expr, ParseError>)>,
+    /// Display names by property id.
+    pub display: Vec<(String, String)>,
+    /// Custom summary formulas by name.
+    pub summaries: Vec<(String, Result<Expr, ParseError>)>,
+    /// The views, in order.
+    pub views: Vec<View>,
+}
+
+const KNOWN_VIEW_KEYS: &[&str] = &[
+    "type",
+    "name",
+    "filters",
+    "order",
+    "sort",
+    "groupBy",
+    "limit",
+    "summaries",
+];
+
+impl Base {
+    /// Reads a base from its YAML, parsed to JSON. Unknown keys are ignored, as Obsidian does.
+    pub fn from_json(doc: &serde_json::Map<String, Json>) -> Result<Base, BaseError> {
+        let filters = match doc.get("filters") {
+            Some(v) => Some(Filter::parse(v, "filters")?),
+            None => None,
+        };
+        let mut formulas = Vec::new();
+        if let Some(map) = doc.get("formulas") {
+            let Json::Object(map) = map else {
+                return Err(BaseError::Invalid("`formulas` must be a mapping".into()));
+            };
+            for (name, v) in map {
+                let src = scalar_text(v);
+                formulas.push((Arc::from(name.as_str()), expr::parse(&src)));
+            }
+        }
+        let mut display = Vec::new();
+        if let Some(Json::Object(map)) = doc.get("properties") {
+            for (id, cfg) in map {
+                if let Some(name) = cfg.get("displayName").and_then(Json::as_str) {
+                    display.push((Property::parse(id).id(), name.to_owned()));
+                }
+            }
+        }
+        // The older `display` mapping (id: name).
+        if let Some(Json::Object(map)) = doc.get("display") {
+            for (id, name) in map {
+                if let Some(name) = name.as_str() {
+                    let id = Property::parse(id).id();
+                    if !display.iter().any(|(i, _)| *i == id) {
+                        display.push((id, name.to_owned()));
+                    }
+                }
+            }
+        }
+        let mut summaries = Vec::new();
+        if let Some(Json::Object(map)) = doc.get("summaries") {
+            for (name, v) in map {
+                summaries.push((name.clone(), expr::parse(&scalar_text(v))));
+            }
+        }
+        let mut views = Vec::new();
+        match doc.get("views") {
+            None | Some(Json::Null) => {}
+            Some(Json::Array(list)) => {
+                for (i, v) in list.iter().enumerate() {
+                    views.push(View::parse(v, i)?);
+                }
+            }
+            Some(_) => return Err(BaseError::Invalid("`views` must be a list".into())),
+        }
+        if views.is_empty() {
+            views.push(View {
+                kind: "table".into(),
+                name: "Table".into(),
+                filters: None,
+                order: Vec::new(),
+                sort: Vec::new(),
+                group_by: None,
+                limit: None,
+                summaries: Vec::new(),
+                options: serde_json::Map::new(),
+            });
+        }
+        Ok(Base {
+            filters,
+            formulas,
+            display,
+            summaries,
+            views,
+        })
+    }
+
+    /// The view named `name` (the first when `None`).
+    pub fn view(&self, name: Option<&str>) -> Result<&View, BaseError> {
+        match name {
+            None => self
+                .views
+                .first()
+                .ok_or_else(|| BaseError::Invalid("the base has no view".into())),
+            Some(n) => self.views.iter().find(|v| v.name == n).ok_or_else(|| {
+                BaseError::NoView(
+                    n.to_owned(),
+                    self.views
+                        .iter()
+                        .map(|v| format!("`{}`", v.name))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+            }),
+        }
+    }
+
+    /// The display name of a property id.
+    pub fn display_name(&self, p: &Property) -> String {
+        let id = p.id();
+        if let Some((_, n)) = self.display.iter().find(|(i, _)| *i == id) {
+            return n.clone();
+        }
+        match p {
+            Property::File(f) => format!("file.{f}"),
+            Property::Note(f) | Property::Formula(f) => f.clone(),
+        }
+    }
+}
+
+impl View {
+    fn parse(v: &Json, i: usize) -> Result<View, BaseError> {
+        let Json::Object(map) = v else {
+            return Err(BaseError::Invalid(format!(
+                "view {} is not a mapping",
+                i + 1
+            )));
+        };
+        let name = map
+            .get("name")
+            .map(scalar_text)
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| format!("View {}", i + 1));
+        let filters = match map.get("filters") {
+            Some(f) => Some(Filter::parse(f, &format!("view `{name}` filters"))?),
+            None => None,
+        };
+        let order = match map.get("order") {
+            Some(Json::Array(list)) => list
+                .iter()
+                .map(|x| Property::parse(&scalar_text(x)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let sort = match map.get("sort") {
+            Some(Json::Array(list)) => list.iter().filter_map(Sort::parse).collect(),
+            _ => Vec::new(),
+        };
+        let group_by = map.get("groupBy").and_then(|g| match g {
+            Json::String(s) => Some(Sort {
+                property: Property::parse(s),
+                descending: false,
+            }),
+            other => Sort::parse(other),
+        });
+        let limit = map
+            .get("limit")
+            .and_then(Json::as_f64)
+            .filter(|n| *n >= 0.0)
+            .map(|n| n as usize);
+        let summaries = match map.get("summaries") {
+            Some(Json::Object(m)) => m
+                .iter()
+                .map(|(k, v)| (Property::parse(k), scalar_text(v)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let options = map
+            .iter()
+            .filter(|(k, _)| !KNOWN_VIEW_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Ok(View {
+            kind: map
+                .get("type")
+                .map(scalar_text)
+                .unwrap_or_else(|| "table".into()),
+            name,
+            filters,
+            order,
+            sort,
+            group_by,
+            limit,
+            summaries,
+            options,
+        })
+    }
+}
+
+fn scalar_text(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        Json::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// One cell: a value, or the error of its formula.
+#[derive(Debug, Clone)]
+pub enum Cell {
+    /// The value.
+    Value(Value),
+    /// Why it could not be computed.
+    Error(String),
+}
+
+/// A summary's result.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// The column it summarises.
+    pub property: Property,
+    /// Its name (`Average`, or a custom one).
+    pub name: String,
+    /// The result.
+    pub value: Cell,
+}
+
+/// A group of consecutive rows.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The value the rows share.
+    pub key: Value,
+    /// Index of its first row in [`Output::rows`].
+    pub start: usize,
+    /// Number of rows.
+    pub len: usize,
+    /// Its summaries.
+    pub summaries: Vec<Summary>,
+}
+
+/// One row.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The file.
+    pub file: FileRef,
+    /// A cell per column.
+    pub cells: Vec<Cell>,
+}
+
+/// What a view shows.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The columns.
+    pub columns: Vec<Property>,
+    /// The rows, sorted (grouped first), at most the view's limit.
+    pub rows: Vec<Row>,
+    /// Groups, when the view groups.
+    pub groups: Vec<Group>,
+    /// Summaries over every row shown.
+    pub summaries: Vec<Summary>,
+    /// Rows that passed the filters (before the view's limit).
+    pub matched: usize,
+    /// Filter errors: the expression and the message (the first few), and how many rows had one.
+    pub filter_errors: Vec<String>,
+    /// Rows whose filter failed to evaluate (left out).
+    pub filter_error_rows: usize,
+    /// Evaluation steps used.
+    pub steps: u64,
+}
+
+/// Runs `view` of `base` over `files` (in the order ties keep).
+pub fn run(
+    base: &Base,
+    view: &View,
+    src: &dyn Source,
+    files: &[FileRef],
+    this: Option<FileRef>,
+    budget: &Budget,
+) -> Result<Output, BaseError> {
+    if let Some(f) = &base.filters {
+        f.check()?;
+    }
+    if let Some(f) = &view.filters {
+        f.check()?;
+    }
+    let formulas: &Formulas = &base.formulas;
+    let mut ev = Evaluator::new(src, formulas, budget, this);
+    let mut filter_errors = Vec::new();
+    let mut filter_error_rows = 0;
+    let mut kept: Vec<FileRef> = Vec::new();
+    for &f in files {
+        ev.set_row(Some(f));
+        let mut pass = true;
+        for filter in [&base.filters, &view.filters].into_iter().flatten() {
+            match filter.eval(&mut ev) {
+                Ok(true) => {}
+                Ok(false) => {
+                    pass = false;
+                    break;
+                }
+                Err((src_text, e)) => {
+                    if e.fatal {
+                        return Err(BaseError::Budget(e.message));
+                    }
+                    filter_error_rows += 1;
+                    if filter_errors.len() < 5 {
+                        let msg = format!(
+                            "filter `{src_text}`: {} (column {}) in {}",
+                            e.message,
+                            e.pos + 1,
+                            src.path(f)
+                        );
+                        if !filter_errors.contains(&msg) {
+                            filter_errors.push(msg);
+                        }
+                    }
+                    pass = false;
+                    break;
+                }
+            }
+        }
+        if pass {
+            kept.push(f);
+        }
+    }
+    let matched = kept.len();
+
+    // Sort keys (the group first), computed once per row.
+    let mut keys_of: Vec<&Sort> = Vec::new();
+    keys_of.extend(view.group_by.iter());
+    keys_of.extend(view.sort.iter());
+    let mut keyed: Vec<(Vec<Value>, FileRef)> = Vec::with_capacity(kept.len());
+    for &f in &kept {
+        ev.set_row(Some(f));
+        let mut keys = Vec::with_capacity(keys_of.len());
+        for s in &keys_of {
+            keys.push(cell_value(&s.property, &mut ev, f)?);
+        }
+        keyed.push((keys, f));
+    }
+    if !keys_of.is_empty() {
+        let names = |f: FileRef| src.path(f).to_owned();
+        keyed.sort_by(|(a, _), (b, _)| {
+            for ((x, y), s) in a.iter().zip(b.iter()).zip(&keys_of) {
+                let o = x.sort_cmp(y, &names);
+                // Empty values stay last in both directions.
+                let o = if s.descending && !x.is_empty() && !y.is_empty() {
+                    o.reverse()
+                } else {
+                    o
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    if let Some(limit) = view.limit {
+        keyed.truncate(limit);
+    }
+
+    let columns: Vec<Property> = if view.order.is_empty() {
+        vec![Property::File("name".into())]
+    } else {
+        view.order.clone()
+    };
+    let mut rows = Vec::with_capacity(keyed.len());
+    for (_, f) in &keyed {
+        ev.set_row(Some(*f));
+        let mut cells = Vec::with_capacity(columns.len());
+        for c in &columns {
+            cells.push(match c.value(&mut ev, *f) {
+                Ok(v) => Cell::Value(v),
+                Err(e) if e.fatal => return Err(BaseError::Budget(e.message)),
+                Err(e) => Cell::Error(e.message),
+            });
+        }
+        rows.push(Row { file: *f, cells });
+    }
+
+    let mut groups = Vec::new();
+    if view.group_by.is_some() {
+        let names = |f: FileRef| src.path(f).to_owned();
+        let mut start = 0;
+        while start < keyed.len() {
+            let key = &keyed[start].0[0];
+            let mut end = start + 1;
+            while end < keyed.len() && keyed[end].0[0].sort_cmp(key, &names) == Ordering::Equal {
+                end += 1;
+            }
+            let files: Vec<FileRef> = keyed[start..end].iter().map(|(_, f)| *f).collect();
+            groups.push(Group {
+                key: key.clone(),
+                start,
+                len: end - start,
+                summaries: summaries(base, view, &mut ev, &files)?,
+            });
+            start = end;
+        }
+    }
+    let all: Vec<FileRef> = keyed.iter().map(|(_, f)| *f).collect();
+    let summaries = summaries(base, view, &mut ev, &all)?;
+    Ok(Output {
+        columns,
+        rows,
+        groups,
+        summaries,
+        matched,
+        filter_errors,
+        filter_error_rows,
+        steps: budget.used(),
+    })
+}
+
+fn cell_value(p: &Property, ev: &mut Evaluator<'_>, f: FileRef) -> Result<Value, BaseError> {
+    match p.value(ev, f) {
+        Ok(v) => Ok(v),
+        Err(e) if e.fatal => Err(BaseError::Budget(e.message)),
+        Err(_) => Ok(Value::Null),
+    }
+}
+
+fn summaries(
+    base: &Base,
+    view: &View,
+    ev: &mut Evaluator<'_>,
+    files: &[FileRef],
+) -> Result<Vec<Summary>, BaseError> {
+    let mut out = Vec::new();
+    for (prop, name) in &view.summaries {
+        let mut values = Vec::with_capacity(files.len());
+        for &f in files {
+            ev.set_row(Some(f));
+            values.push(cell_value(prop, ev, f)?);
+        }
+        let value = if let Some((_, expr)) = base.summaries.iter().find(|(n, _)| n == name) {
+            match expr {
+                Ok(e) => {
+                    ev.set_row(None);
+                    ev.set_values(values);
+                    match ev.eval(e) {
+                        Ok(v) => Cell::Value(v),
+                        Err(e) if e.fatal => return Err(BaseError::Budget(e.message)),
+                        Err(e) => Cell::Error(e.message),
+                    }
+                }
+                Err(e) => Cell::Error(format!("summary `{name}` does not parse: {e}")),
+            }
+        } else {
+            builtin_summary(name, &values)
+        };
+        out.push(Summary {
+            property: prop.clone(),
+            name: name.clone(),
+            value,
+        });
+    }
+    Ok(out)
+}
+
+/// The built-in summaries of the Bases syntax page.
+pub fn builtin_summary(name: &str, values: &[Value]) -> Cell {
+    let nums: Vec<f64> = values
+        .iter()
+        .filter(|v| matches!(v, Value::Number(_)))
+        .filter_map(Value::as_number)
+        .collect();
+    let dates: Vec<super::value::Date> = values
+        .iter()
+        .filter_map(|v| match v {
+            Value::Date(d) => Some(*d),
+            _ => None,
+        })
+        .collect();
+    let num = |x: Option<f64>| Cell::Value(x.map_or(Value::Null, Value::Number));
+    let count = |n: usize| Cell::Value(Value::Number(n as f64));
+    let min = || nums.iter().copied().reduce(f64::min);
+    let max = || nums.iter().copied().reduce(f64::max);
+    let mean = || (!nums.is_empty()).then(|| nums.iter().sum::<f64>() / nums.len() as f64);
+    match name.to_ascii_lowercase().as_str() {
+        "average" | "mean" => num(mean()),
+        "min" => num(min()),
+        "max" => num(max()),
+        "sum" => num(Some(nums.iter().sum())),
+        "range" => {
+            if nums.is_empty() && !dates.is_empty() {
+                let lo = dates.iter().map(|d| d.at).min();
+                let hi = dates.iter().map(|d| d.at).max();
+                match (lo, hi) {
+                    (Some(lo), Some(hi)) => Cell::Value(Value::Duration(super::value::Duration {
+                        months: 0,
+                        ms: (hi - lo).num_milliseconds() as f64,
+                    })),
+                    _ => Cell::Value(Value::Null),
+                }
+            } else {
+                num(min().zip(max()).map(|(a, b)| b - a))
+            }
+        }
+        "median" => {
+            let mut s = nums.clone();
+            s.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
+            num(if s.is_empty() {
+                None
+            } else if s.len() % 2 == 1 {
+                Some(s[s.len() / 2])
+            } else {
+                Some((s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0)
+            })
+        }
+        "stddev" => num(mean().map(|m| {
+            (nums.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / nums.len() as f64).sqrt()
+        })),
+        "earliest" => Cell::Value(
+            dates
+                .iter()
+                .min_by_key(|d| d.at)
+                .map_or(Value::Null, |d| Value::Date(*d)),
+        ),
+        "latest" => Cell::Value(
+            dates
+                .iter()
+                .max_by_key(|d| d.at)
+                .map_or(Value::Null, |d| Value::Date(*d)),
+        ),
+        "checked" => count(
+            values
+                .iter()
+                .filter(|v| matches!(v, Value::Bool(true)))
+                .count(),
+        ),
+        "unchecked" => count(
+            values
+                .iter()
+                .filter(|v| matches!(v, Value::Bool(false)))
+                .count(),
+        ),
+        "empty" => count(values.iter().filter(|v| v.is_empty()).count()),
+        "filled" => count(values.iter().filter(|v| !v.is_empty()).count()),
+        "unique" => {
+            let mut seen: Vec<&Value> = Vec::new();
+            for v in values.iter().filter(|v| !v.is_empty()) {
+                if !seen.iter().any(|s| s.equals(v)) {
+                    seen.push(v);
+                }
+                if seen.len() > 10_000 {
+                    break;
+                }
+            }
+            count(seen.len())
+        }
+        _ => Cell::Error(format!("unknown summary `{name}`")),
+    }
+}

@@ -1,0 +1,796 @@
+//! The evaluator against the examples of Obsidian's Functions and Bases syntax pages, a small
+//! table-backed vault, and random input.
+
+use std::sync::Arc;
+
+use chrono::{NaiveDate, NaiveDateTime};
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::eval::{Budget, Evaluator, PropertyType, Source, SourceLink};
+use super::expr::parse;
+use super::value::{FileRef, Value};
+use super::*;
+
+/// A vault as a table: path, properties, tags, links (targets), embeds.
+struct TableVault {
+    files: Vec<TestFile>,
+}
+
+struct TestFile {
+    path: &'static str,
+    props: serde_json::Map<String, serde_json::Value>,
+    tags: Vec<&'static str>,
+    links: Vec<&'static str>,
+    embeds: Vec<&'static str>,
+    mtime: NaiveDateTime,
+}
+
+fn at(s: &str) -> NaiveDateTime {
+    NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S").unwrap()
+}
+
+fn file(path: &'static str, props: serde_json::Value) -> TestFile {
+    TestFile {
+        path,
+        props: props.as_object().cloned().unwrap_or_default(),
+        tags: Vec::new(),
+        links: Vec::new(),
+        embeds: Vec::new(),
+        mtime: at("2025-05-01 10:00:00"),
+    }
+}
+
+impl TableVault {
+    fn sample() -> TableVault {
+        let mut books = file("Categories/Books.md", json!({"tags": ["categories"]}));
+        books.tags = vec!["categories"];
+        let mut dune = file(
+            "Books/Dune.md",
+            json!({"categories": ["[[Books]]"], "author": ["[[Frank Herbert]]"], "rating": 5,
+                   "year": 1965, "last": "2025-04-20", "price": 9.5, "age": 2,
+                   "genre": ["[[Sci-fi]]"], "status": "done"}),
+        );
+        dune.tags = vec!["book", "scifi/classic"];
+        dune.links = vec!["Books", "Frank Herbert", "Sci-fi"];
+        dune.embeds = vec!["cover.jpg"];
+        let mut hobbit = file(
+            "Books/The Hobbit.md",
+            json!({"categories": ["[[Books]]"], "author": "[[J. R. R. Tolkien]]", "rating": 4,
+                   "year": 1937, "last": "2024-12-01", "price": 12, "age": 0,
+                   "status": "reading"}),
+        );
+        hobbit.tags = vec!["book"];
+        hobbit.links = vec!["Books"];
+        let mut template = file(
+            "Templates/Book Template.md",
+            json!({"categories": ["[[Books]]"], "rating": null}),
+        );
+        template.links = vec!["Books"];
+        let mut herbert = file("People/Frank Herbert.md", json!({"born": "1920-10-08"}));
+        herbert.links = vec!["Dune"];
+        let scifi = file("References/Sci-fi.md", json!({}));
+        let cover = file("Attachments/cover.jpg", json!({}));
+        TableVault {
+            files: vec![books, dune, hobbit, template, herbert, scifi, cover],
+        }
+    }
+
+    fn refs(&self) -> Vec<FileRef> {
+        (0..self.files.len() as u32).map(FileRef).collect()
+    }
+
+    fn id(&self, path: &str) -> FileRef {
+        FileRef(self.files.iter().position(|f| f.path == path).unwrap() as u32)
+    }
+
+    fn get(&self, f: FileRef) -> &TestFile {
+        &self.files[f.0 as usize]
+    }
+}
+
+impl Source for TableVault {
+    fn path(&self, f: FileRef) -> &str {
+        self.get(f).path
+    }
+    fn size(&self, f: FileRef) -> u64 {
+        self.get(f).path.len() as u64 * 10
+    }
+    fn mtime(&self, f: FileRef) -> Option<NaiveDateTime> {
+        Some(self.get(f).mtime)
+    }
+    fn ctime(&self, f: FileRef) -> Option<NaiveDateTime> {
+        Some(self.get(f).mtime - chrono::TimeDelta::days(30))
+    }
+    fn property(&self, f: FileRef, key: &str) -> Option<&serde_json::Value> {
+        self.get(f).props.get(key)
+    }
+    fn properties(&self, f: FileRef) -> Vec<(&str, &serde_json::Value)> {
+        self.get(f)
+            .props
+            .iter()
+            .map(|(k, v)| (k.as_str(), v))
+            .collect()
+    }
+    fn property_type(&self, key: &str) -> Option<PropertyType> {
+        match key {
+            "last" => Some(PropertyType::Date),
+            "rating" | "year" => Some(PropertyType::Number),
+            _ => None,
+        }
+    }
+    fn tags(&self, f: FileRef) -> Vec<Arc<str>> {
+        self.get(f).tags.iter().map(|t| Arc::from(*t)).collect()
+    }
+    fn links(&self, f: FileRef, embeds: bool) -> Vec<SourceLink> {
+        let list = if embeds {
+            &self.get(f).embeds
+        } else {
+            &self.get(f).links
+        };
+        list.iter()
+            .map(|t| SourceLink {
+                target: (*t).to_owned(),
+                display: None,
+                file: self.resolve(t, Some(f)),
+            })
+            .collect()
+    }
+    fn links_to(&self, f: FileRef, to: FileRef) -> bool {
+        let file = self.get(f);
+        file.links
+            .iter()
+            .chain(&file.embeds)
+            .any(|t| self.resolve(t, Some(f)) == Some(to))
+    }
+    fn backlinks(&self, f: FileRef) -> Vec<FileRef> {
+        self.refs()
+            .into_iter()
+            .filter(|&g| self.links_to(g, f))
+            .collect()
+    }
+    fn resolve(&self, target: &str, _from: Option<FileRef>) -> Option<FileRef> {
+        let t = target.strip_suffix(".md").unwrap_or(target);
+        self.files
+            .iter()
+            .position(|f| {
+                let p = f.path.strip_suffix(".md").unwrap_or(f.path);
+                p == t || p.rsplit('/').next() == Some(t)
+            })
+            .map(|i| FileRef(i as u32))
+    }
+    fn by_path(&self, path: &str) -> Option<FileRef> {
+        self.files
+            .iter()
+            .position(|f| f.path == path)
+            .map(|i| FileRef(i as u32))
+    }
+    fn now(&self) -> NaiveDateTime {
+        at("2025-05-27 15:30:00")
+    }
+}
+
+/// Evaluates `src` with `row` as `file` (and `this`), printed as JSON.
+fn eval_on(v: &TableVault, row: Option<&str>, src: &str) -> Result<serde_json::Value, String> {
+    let expr = parse(src).map_err(|e| format!("parse: {e}"))?;
+    let budget = Budget::new();
+    let formulas = Vec::new();
+    let row = row.map(|p| v.id(p));
+    let mut ev = Evaluator::new(v, &formulas, &budget, row);
+    ev.set_row(row);
+    let value = ev.eval(&expr).map_err(|e| e.message)?;
+    Ok(value.to_json(&|f| v.path(f).to_owned()))
+}
+
+/// Each function of Obsidian's Functions page with its documented input and output (and the
+/// examples of the Bases syntax page), as a table.
+#[test]
+fn functions_page_examples_give_their_documented_results() {
+    let table: &[(&str, serde_json::Value)] = &[
+        // Global
+        (
+            "escapeHTML(\"<b>&</b>\")",
+            json!("&lt;b&gt;&amp;&lt;/b&gt;"),
+        ),
+        ("date(\"2025-01-01 12:00:00\").hour", json!(12)),
+        ("if(true, \"Modified\", \"Unmodified\")", json!("Modified")),
+        ("if(0, \"yes\")", json!(null)),
+        ("list(\"value\")", json!(["value"])),
+        ("list([1, 2])", json!([1, 2])),
+        ("max(1, 5, 3)", json!(5)),
+        ("min(4, 2, 8)", json!(2)),
+        ("number(\"3.4\")", json!(3.4)),
+        ("number(true)", json!(1)),
+        ("number(date(\"1970-01-02\"))", json!(86_400_000)),
+        ("today()", json!({"type": "date", "value": "2025-05-27"})),
+        (
+            "now()",
+            json!({"type": "date", "value": "2025-05-27 15:30:00"}),
+        ),
+        (
+            "html(\"<i>x</i>\")",
+            json!({"type": "html", "html": "<i>x</i>"}),
+        ),
+        (
+            "icon(\"arrow-right\")",
+            json!({"type": "icon", "name": "arrow-right"}),
+        ),
+        ("duration(\"5h\") * 2 == duration(\"10h\")", json!(true)),
+        // Any
+        ("1.isTruthy()", json!(true)),
+        ("\"example\".isType(\"string\")", json!(true)),
+        ("true.isType(\"boolean\")", json!(true)),
+        ("123.toString()", json!("123")),
+        // Date
+        (
+            "date(\"2025-05-27\").format(\"YYYY-MM-DD\")",
+            json!("2025-05-27"),
+        ),
+        (
+            "now().date().format(\"YYYY-MM-DD HH:mm:ss\")",
+            json!("2025-05-27 00:00:00"),
+        ),
+        ("now().time()", json!("15:30:00")),
+        (
+            "date(\"2025-05-24 15:30:00\").relative()",
+            json!("3 days ago"),
+        ),
+        ("date(\"2025-05-27\").isEmpty()", json!(false)),
+        ("date(\"2025-05-27 08:09:10\").minute", json!(9)),
+        ("date(\"2025-05-27\").month", json!(5)),
+        // String
+        ("\"hello\".length", json!(5)),
+        ("\"hello\".contains(\"ell\")", json!(true)),
+        ("\"hello\".containsAll(\"h\", \"e\")", json!(true)),
+        ("\"hello\".containsAny(\"x\", \"y\", \"e\")", json!(true)),
+        ("\"hello\".endsWith(\"lo\")", json!(true)),
+        ("\"Hello world\".isEmpty()", json!(false)),
+        ("\"\".isEmpty()", json!(true)),
+        ("\"HeLLo\".lower()", json!("hello")),
+        ("\"a:b:c:d\".replace(/:/, \"-\")", json!("a-b:c:d")),
+        ("\"a:b:c:d\".replace(/:/g, \"-\")", json!("a-b-c-d")),
+        ("\"a:b:c:d\".replace(\":\", \"-\")", json!("a-b-c-d")),
+        (
+            "\"John Smith\".replace(/(\\w+) (\\w+)/, \"$2, $1\")",
+            json!("Smith, John"),
+        ),
+        ("\"123\".repeat(2)", json!("123123")),
+        ("\"hello\".reverse()", json!("olleh")),
+        ("\"hello\".slice(1, 4)", json!("ell")),
+        ("\"hello\".slice(1)", json!("ello")),
+        ("\"a,b,c,d\".split(\",\", 3)", json!(["a", "b", "c"])),
+        ("\"a,b,c,d\".split(/,/, 3)", json!(["a", "b", "c"])),
+        ("\"hello\".startsWith(\"he\")", json!(true)),
+        ("\"hello world\".title()", json!("Hello World")),
+        ("\"  hi  \".trim()", json!("hi")),
+        // Number
+        ("(-5).abs()", json!(5)),
+        ("(2.1).ceil()", json!(3)),
+        ("(2.9).floor()", json!(2)),
+        ("5.isEmpty()", json!(false)),
+        ("(2.5).round()", json!(3)),
+        ("(2.3333).round(2)", json!(2.33)),
+        ("(3.14159).toFixed(2)", json!("3.14")),
+        // List
+        ("[1,2,3].length", json!(3)),
+        ("[1,2,3].contains(2)", json!(true)),
+        ("[1,2,3].containsAll(2,3)", json!(true)),
+        ("[1,2,3].containsAny(3,4)", json!(true)),
+        ("[1,2,3,4].filter(value > 2)", json!([3, 4])),
+        ("[1,[2,3]].flat()", json!([1, 2, 3])),
+        ("[1,2,3].isEmpty()", json!(false)),
+        ("[1,2,3].join(\",\")", json!("1,2,3")),
+        ("[1,2,3,4].map(value + 1)", json!([2, 3, 4, 5])),
+        ("[1,2,3].reduce(acc + value, 0)", json!(6)),
+        (
+            "[3, \"x\", 7, 1].filter(value.isType(\"number\")).reduce(if(acc == null || value > acc, value, acc), null)",
+            json!(7),
+        ),
+        ("[1,2,3].reverse()", json!([3, 2, 1])),
+        ("[1,2,3,4].slice(1,3)", json!([2, 3])),
+        ("[3, 1, 2].sort()", json!([1, 2, 3])),
+        ("[\"c\", \"a\", \"b\"].sort()", json!(["a", "b", "c"])),
+        ("[1,2,2,3].unique()", json!([1, 2, 3])),
+        ("[10, 20].map(index)", json!([0, 1])),
+        // Object
+        ("{}.isEmpty()", json!(true)),
+        ("{\"a\": 1, \"b\": 2}.keys()", json!(["a", "b"])),
+        ("{\"a\": 1, \"b\": 2}.values()", json!([1, 2])),
+        ("{\"a\": {\"b\": 3}}.a.b", json!(3)),
+        ("{\"a\": 1}[\"a\"]", json!(1)),
+        // Regular expression
+        ("/abc/.matches(\"abcde\")", json!(true)),
+        ("/ABC/i.matches(\"xabc\")", json!(true)),
+        // Bases syntax page: date arithmetic and operators
+        (
+            "date(\"2024-12-01\") + \"1M\" + \"4h\" + \"3m\"",
+            json!({"type": "date", "value": "2025-01-01 04:03:00"}),
+        ),
+        (
+            "(now() + \"1d\") - now()",
+            json!({"type": "duration", "ms": 86_400_000.0}),
+        ),
+        ("(now() + \"1 day\") > now()", json!(true)),
+        (
+            "today() + \"7d\"",
+            json!({"type": "date", "value": "2025-06-03"}),
+        ),
+        ("now() - \"2h\" < now()", json!(true)),
+        (
+            "date(\"2025-03-31\") + \"1M\"",
+            json!({"type": "date", "value": "2025-04-30"}),
+        ),
+        ("radius * (2 * 3.14)", json!(null)),
+        ("7 % 3 + 2 * 3 - 1", json!(6)),
+        ("1 + 2 * 3 == 7 && !false", json!(true)),
+        ("\"a\" + 1 + 2", json!("a12")),
+        ("null || \"fallback\"", json!("fallback")),
+        ("0 && x", json!(0)),
+    ];
+    let mut failures = Vec::new();
+    for (src, want) in table {
+        let v = TableVault::sample();
+        match eval_on(&v, Some("Books/Dune.md"), src) {
+            Ok(got) if got == *want => {}
+            other => failures.push(format!("{src}: want {want}, got {other:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn file_fields_and_methods_follow_the_file() {
+    let table: &[(&str, serde_json::Value)] = &[
+        ("file.name", json!("Dune.md")),
+        ("file.basename", json!("Dune")),
+        ("file.path", json!("Books/Dune.md")),
+        ("file.folder", json!("Books")),
+        ("file.ext", json!("md")),
+        ("file.size", json!(130)),
+        (
+            "file.mtime",
+            json!({"type": "date", "value": "2025-05-01 10:00:00"}),
+        ),
+        ("file.mtime > now() - \"1 week\"", json!(false)),
+        ("file.mtime > now() - \"4 weeks\"", json!(true)),
+        ("file.tags", json!(["book", "scifi/classic"])),
+        ("file.hasTag(\"scifi\")", json!(true)),
+        ("file.hasTag(\"sci\")", json!(false)),
+        ("file.hasTag(\"x\", \"book\")", json!(true)),
+        ("file.hasLink(\"Frank Herbert\")", json!(true)),
+        ("file.hasLink(link(\"Sci-fi\"))", json!(true)),
+        ("file.hasLink(\"The Hobbit\")", json!(false)),
+        ("file.hasProperty(\"rating\")", json!(true)),
+        ("file.hasProperty(\"nope\")", json!(false)),
+        ("file.inFolder(\"Books\")", json!(true)),
+        ("file.inFolder(\"Boo\")", json!(false)),
+        ("file.links.length", json!(3)),
+        ("file.embeds[0].containsAny(\"jpg\", \"png\")", json!(true)),
+        ("file.backlinks.length", json!(1)),
+        (
+            "file.backlinks[0].asFile().path",
+            json!("People/Frank Herbert.md"),
+        ),
+        ("file.properties.year", json!(1965)),
+        (
+            "file.asLink()",
+            json!({"type": "link", "target": "Books/Dune", "path": "Books/Dune.md"}),
+        ),
+        ("file.file == file", json!(true)),
+        ("note.rating", json!(5)),
+        ("note[\"rating\"] + rating", json!(10)),
+        ("rating > 4", json!(true)),
+        ("categories.contains(link(\"Books\"))", json!(true)),
+        (
+            "categories.contains(link(\"Categories/Books\"))",
+            json!(true),
+        ),
+        ("categories.contains(link(\"Movies\"))", json!(false)),
+        ("author[0] == link(\"Frank Herbert\")", json!(true)),
+        (
+            "author[0].asFile().properties.born",
+            json!({"type": "date", "value": "1920-10-08"}),
+        ),
+        ("author[0].linksTo(file)", json!(true)),
+        ("last", json!({"type": "date", "value": "2025-04-20"})),
+        ("last > now() - \"60d\"", json!(true)),
+        ("(now() - last).days.floor()", json!(37)),
+        ("last.format(\"MMM D, YYYY\")", json!("Apr 20, 2025")),
+        (
+            "if(price, price.toFixed(2) + \" dollars\")",
+            json!("9.50 dollars"),
+        ),
+        ("(price / age).toFixed(2)", json!("4.75")),
+        ("status != \"done\"", json!(false)),
+        ("missing.lower()", json!(null)),
+        ("missing > 3", json!(false)),
+        ("missing == null", json!(true)),
+        ("file(\"Books/The Hobbit.md\").name", json!("The Hobbit.md")),
+        (
+            "file(link(\"[[The Hobbit]]\")).basename",
+            json!("The Hobbit"),
+        ),
+        ("this.file.name", json!("Dune.md")),
+        ("this.rating", json!(5)),
+        ("file == this", json!(true)),
+        ("link(\"Dune\") == this", json!(true)),
+        ("link(\"Nowhere\") == link(\"Nowhere\")", json!(true)),
+        ("link(\"Nowhere\") == link(\"Elsewhere\")", json!(false)),
+        ("link(\"x\", \"shown\").toString()", json!("shown")),
+        (
+            "image(file.embeds[0])",
+            json!({"type": "image", "src": "Attachments/cover.jpg"}),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (src, want) in table {
+        let v = TableVault::sample();
+        match eval_on(&v, Some("Books/Dune.md"), src) {
+            Ok(got) if got == *want => {}
+            other => failures.push(format!("{src}: want {want}, got {other:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn errors_name_the_problem_and_its_position() {
+    let v = TableVault::sample();
+    let cases: &[(&str, &str)] = &[
+        (
+            "price +",
+            "parse: expected a value, found end of expression (column 8)",
+        ),
+        ("foo(1)", "unknown function `foo()`"),
+        ("\"x\".nope()", "a string has no method `nope()`"),
+        ("[1] * 2", "cannot apply `*` to a list and a number"),
+        ("date(\"someday\")", "cannot read `someday` as a date"),
+        ("number(\"abc\")", "cannot read `abc` as a number"),
+        ("/(/.matches(\"x\")", "parse: invalid regular expression"),
+        ("\"unterminated", "parse: unterminated string (column 1)"),
+        ("\"x\".repeat(1000000000)", "string too long"),
+    ];
+    for (src, want) in cases {
+        let got = eval_on(&v, Some("Books/Dune.md"), src).unwrap_err();
+        assert!(got.starts_with(want), "{src}: {got}");
+    }
+}
+
+fn run_base(yaml: &str, view: Option<&str>, this: Option<&str>) -> Output {
+    let v = TableVault::sample();
+    let base = parse_base(yaml).unwrap();
+    let view = base.view(view).unwrap();
+    let this = this.map(|p| v.id(p));
+    run(&base, view, &v, &v.refs(), this, &Budget::new()).unwrap()
+}
+
+fn paths(out: &Output) -> Vec<&'static str> {
+    let v = TableVault::sample();
+    out.rows
+        .iter()
+        .map(|r| v.files[r.file.0 as usize].path)
+        .collect()
+}
+
+#[test]
+fn filters_combine_and_or_not_and_the_views_own() {
+    let yaml = r#"
+filters:
+  and:
+    - categories.contains(link("Books"))
+    - '!file.name.contains("Template")'
+views:
+  - type: table
+    name: All
+  - type: table
+    name: Unread
+    filters:
+      not:
+        - status == "done"
+  - type: table
+    name: Either
+    filters:
+      or:
+        - rating > 4
+        - file.hasTag("nothing")
+"#;
+    assert_eq!(
+        paths(&run_base(yaml, None, None)),
+        ["Books/Dune.md", "Books/The Hobbit.md"]
+    );
+    assert_eq!(
+        paths(&run_base(yaml, Some("Unread"), None)),
+        ["Books/The Hobbit.md"]
+    );
+    assert_eq!(
+        paths(&run_base(yaml, Some("Either"), None)),
+        ["Books/Dune.md"]
+    );
+}
+
+#[test]
+fn views_sort_on_several_keys_limit_and_group_with_summaries() {
+    let yaml = r#"
+formulas:
+  ppu: "(price / age).toFixed(2)"
+  double: "formula.single * 2"
+  single: rating
+properties:
+  note.rating:
+    displayName: Rating
+summaries:
+  customAverage: 'values.mean().round(3)'
+  total: 'values.reduce(acc + value, 0)'
+views:
+  - type: table
+    name: Sorted
+    filters: 'file.inFolder("Books")'
+    order: [file.name, rating, formula.double, formula.ppu]
+    sort:
+      - property: rating
+        direction: ASC
+    summaries:
+      rating: Average
+      formula.double: total
+      note.year: Range
+  - type: table
+    name: Grouped
+    filters: 'file.ext == "md"'
+    groupBy:
+      property: note.status
+      direction: DESC
+    sort:
+      - property: file.name
+        direction: DESC
+    limit: 3
+    summaries:
+      rating: Sum
+"#;
+    let out = run_base(yaml, Some("Sorted"), None);
+    assert_eq!(paths(&out), ["Books/The Hobbit.md", "Books/Dune.md"]);
+    let names = |f: FileRef| TableVault::sample().files[f.0 as usize].path.to_owned();
+    let cells: Vec<serde_json::Value> = out.rows[1]
+        .cells
+        .iter()
+        .map(|c| match c {
+            Cell::Value(v) => v.to_json(&names),
+            Cell::Error(e) => json!({"error": e}),
+        })
+        .collect();
+    assert_eq!(
+        cells,
+        [json!("Dune.md"), json!(5), json!(10), json!("4.75")]
+    );
+    // 12 / 0 is Infinity, printed as JavaScript prints it.
+    assert!(matches!(&out.rows[0].cells[3], Cell::Value(Value::String(s)) if &**s == "Infinity"));
+    let summary = |out: &Output, id: &str| {
+        let s = out
+            .summaries
+            .iter()
+            .find(|s| s.property.id() == id)
+            .unwrap();
+        match &s.value {
+            Cell::Value(v) => v.to_json(&names),
+            Cell::Error(e) => json!({"error": e}),
+        }
+    };
+    assert_eq!(summary(&out, "note.rating"), json!(4.5));
+    assert_eq!(summary(&out, "formula.double"), json!(18));
+    assert_eq!(summary(&out, "note.year"), json!(28));
+
+    let out = run_base(yaml, Some("Grouped"), None);
+    // Groups by status, largest first, empty last; three rows at most.
+    assert_eq!(out.matched, 6);
+    assert_eq!(out.rows.len(), 3);
+    let keys: Vec<serde_json::Value> = out.groups.iter().map(|g| g.key.to_json(&names)).collect();
+    assert_eq!(keys, [json!("reading"), json!("done"), json!(null)]);
+    assert_eq!(
+        paths(&out),
+        [
+            "Books/The Hobbit.md",
+            "Books/Dune.md",
+            "References/Sci-fi.md"
+        ]
+    );
+    assert_eq!(out.groups[0].len, 1);
+    assert!(
+        matches!(&out.groups[1].summaries[0].value, Cell::Value(Value::Number(n)) if *n == 5.0)
+    );
+}
+
+#[test]
+fn a_formula_cycle_is_an_error_value_not_a_failed_query() {
+    let yaml = r#"
+formulas:
+  a: formula.b + 1
+  b: formula.a + 1
+  ok: rating * 2
+  broken: "rating +"
+views:
+  - type: table
+    filters: 'file.basename == "Dune"'
+    order: [formula.a, formula.ok, formula.broken]
+"#;
+    let out = run_base(yaml, None, None);
+    assert_eq!(out.rows.len(), 1);
+    let row = &out.rows[0];
+    assert!(
+        matches!(&row.cells[0], Cell::Error(e) if e.contains("cycle")),
+        "{:?}",
+        row.cells[0]
+    );
+    assert!(matches!(&row.cells[1], Cell::Value(Value::Number(n)) if *n == 10.0));
+    assert!(
+        matches!(&row.cells[2], Cell::Error(e) if e.contains("does not parse") && e.contains("column 9")),
+        "{:?}",
+        row.cells[2]
+    );
+}
+
+#[test]
+fn a_filter_that_does_not_parse_fails_the_query_with_its_position() {
+    let v = TableVault::sample();
+    let base = parse_base("filters:\n  and:\n    - 'rating >> 2'\n").unwrap();
+    let err = run(&base, &base.views[0], &v, &v.refs(), None, &Budget::new()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "filter `rating >> 2` does not parse: expected a value, found `>` (column 9)"
+    );
+}
+
+#[test]
+fn this_is_the_embedding_note() {
+    let yaml = "filters:\n  and:\n    - list(author).contains(this)\n";
+    let out = run_base(yaml, None, Some("People/Frank Herbert.md"));
+    assert_eq!(paths(&out), ["Books/Dune.md"]);
+    let yaml = "filters:\n  or:\n    - file.hasLink(this)\n    - this.file.hasLink(file)\n";
+    let out = run_base(yaml, None, Some("Books/Dune.md"));
+    assert_eq!(
+        paths(&out),
+        // Embeds are links too (`cover.jpg`), as in Obsidian's resolved links.
+        [
+            "Categories/Books.md",
+            "People/Frank Herbert.md",
+            "References/Sci-fi.md",
+            "Attachments/cover.jpg"
+        ]
+    );
+}
+
+#[test]
+fn a_runaway_query_stops_within_its_budget() {
+    let v = TableVault::sample();
+    let base = parse_base(
+        "formulas:\n  big: '[1,2,3,4,5,6,7,8,9,10].map([1,2,3,4,5,6,7,8,9,10].map([1,2,3,4,5,6,7,8,9,10].map(value)))'\nviews:\n  - order: [formula.big]\n",
+    )
+    .unwrap();
+    let budget = Budget::with(5_000, std::time::Duration::from_secs(5));
+    let err = run(&base, &base.views[0], &v, &v.refs(), None, &budget).unwrap_err();
+    assert!(matches!(err, BaseError::Budget(_)), "{err}");
+}
+
+#[test]
+fn nesting_and_length_limits_refuse_hostile_expressions() {
+    let deep = "(".repeat(200) + "1" + &")".repeat(200);
+    assert!(parse(&deep).unwrap_err().message.contains("deeper"));
+    let long = "1+".repeat(10_000) + "1";
+    assert!(parse(&long).unwrap_err().message.contains("longer"));
+    let chain = "x".to_owned() + &".a".repeat(100);
+    assert!(parse(&chain).is_err());
+}
+
+#[test]
+fn base_yaml_keeps_unknown_keys_and_reads_legacy_forms() {
+    let base = parse_base(
+        "display:\n  note.rating: Rating\nviews:\n  - type: cards\n    name: Gallery\n    image: file.file\n    sort:\n      - column: note.rating\n        direction: DESC\n",
+    )
+    .unwrap();
+    let view = &base.views[0];
+    assert_eq!(view.kind, "cards");
+    assert_eq!(view.options.get("image"), Some(&json!("file.file")));
+    assert!(view.sort[0].descending);
+    assert_eq!(view.sort[0].property, Property::Note("rating".into()));
+    assert_eq!(base.display_name(&Property::parse("rating")), "Rating");
+    assert!(parse_base("views: 3").is_err());
+    assert!(parse_base("a: &x [*x]").is_err());
+}
+
+#[test]
+fn summaries_builtins() {
+    let nums: Vec<Value> = [3.0, 1.0, 2.0, 10.0]
+        .into_iter()
+        .map(Value::Number)
+        .collect();
+    let mut with_null = nums.clone();
+    with_null.push(Value::Null);
+    let get = |name: &str, values: &[Value]| match query::builtin_summary(name, values) {
+        Cell::Value(v) => v.to_json(&|_| String::new()),
+        Cell::Error(e) => json!({"error": e}),
+    };
+    assert_eq!(get("Average", &with_null), json!(4));
+    assert_eq!(get("Min", &nums), json!(1));
+    assert_eq!(get("Max", &nums), json!(10));
+    assert_eq!(get("Sum", &nums), json!(16));
+    assert_eq!(get("Range", &nums), json!(9));
+    assert_eq!(get("Median", &nums), json!(2.5));
+    assert_eq!(get("Empty", &with_null), json!(1));
+    assert_eq!(get("Filled", &with_null), json!(4));
+    assert_eq!(
+        get(
+            "Unique",
+            &[Value::str("a"), Value::str("a"), Value::str("b")]
+        ),
+        json!(2)
+    );
+    assert_eq!(
+        get(
+            "Checked",
+            &[Value::Bool(true), Value::Bool(false), Value::Bool(true)]
+        ),
+        json!(2)
+    );
+    assert_eq!(
+        get("Unchecked", &[Value::Bool(true), Value::Bool(false)]),
+        json!(1)
+    );
+    let d = |s: &str| {
+        Value::Date(value::Date::day(
+            NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap(),
+        ))
+    };
+    let dates = [d("2025-01-03"), d("2024-12-30")];
+    assert_eq!(
+        get("Earliest", &dates),
+        json!({"type": "date", "value": "2024-12-30"})
+    );
+    assert_eq!(
+        get("Latest", &dates),
+        json!({"type": "date", "value": "2025-01-03"})
+    );
+    assert_eq!(
+        get("Range", &dates),
+        json!({"type": "duration", "ms": 345_600_000.0})
+    );
+    assert!(matches!(
+        query::builtin_summary("Nope", &nums),
+        Cell::Error(_)
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+
+    /// Random expressions built from the language's pieces never panic, and finish within the
+    /// budget.
+    #[test]
+    fn random_expressions_never_panic(parts in proptest::collection::vec(prop_oneof![
+        Just("file"), Just("."), Just("name"), Just("("), Just(")"), Just("["), Just("]"),
+        Just("1"), Just("\"a\""), Just("+"), Just("-"), Just("*"), Just("/"), Just("&&"),
+        Just("||"), Just("!"), Just("=="), Just(">"), Just(","), Just("map"), Just("filter"),
+        Just("value"), Just("list"), Just("now()"), Just("\"1d\""), Just("/x+/g"), Just("reduce"),
+        Just("acc"), Just("formula"), Just("this"), Just("hasTag"), Just("{"), Just("}"), Just(":"),
+        Just("rating"), Just("repeat"), Just("split"), Just("date"), Just("\"2024-01-01\""),
+    ], 0..40)) {
+        let src = parts.concat();
+        let v = TableVault::sample();
+        if let Ok(expr) = parse(&src) {
+            let budget = Budget::with(100_000, std::time::Duration::from_secs(2));
+            let formulas = Vec::new();
+            let mut ev = Evaluator::new(&v, &formulas, &budget, Some(FileRef(1)));
+            ev.set_row(Some(FileRef(1)));
+            let _ = ev.eval(&expr);
+            prop_assert!(budget.used() <= 100_000 + 100_000);
+        }
+    }
+
+    /// Any text is either a base or a clear error, never a panic.
+    #[test]
+    fn random_base_yaml_never_panics(src in "[a-z: \\-\\[\\]{}'\"\\n.()!&|=<>0-9]{0,200}") {
+        if let Ok(base) = parse_base(&src) {
+            let v = TableVault::sample();
+            for view in &base.views {
+                let _ = run(&base, view, &v, &v.refs(), None, &Budget::with(100_000, std::time::Duration::from_secs(2)));
+            }
+        }
+    }
+}

@@ -1,0 +1,598 @@
+//! The values of the Bases language, and how they convert, compare and print.
+//!
+//! JavaScript's rules where Obsidian follows them (truthiness, `+` on strings, number
+//! printing), typed rules where Obsidian's documentation says so (dates and durations, links
+//! equal when they resolve to the same file). The choices made where the documentation is
+//! silent are listed in docs/obsidian.md.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
+use serde_json::json;
+
+use super::expr::MAX_REGEX_BYTES;
+
+/// A file of the vault, as the data source numbers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileRef(pub u32);
+
+/// A date, with or without a time of day (local time, as Obsidian shows it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Date {
+    /// The moment (midnight for a date without time).
+    pub at: NaiveDateTime,
+    /// Whether a time of day is part of the value.
+    pub time: bool,
+}
+
+impl Date {
+    /// A date without time.
+    pub fn day(d: NaiveDate) -> Date {
+        Date {
+            at: d.and_time(NaiveTime::MIN),
+            time: false,
+        }
+    }
+
+    /// Milliseconds since the Unix epoch (of the local wall clock).
+    pub fn millis(&self) -> i64 {
+        self.at.and_utc().timestamp_millis()
+    }
+
+    /// Parses `YYYY-MM-DD`, `YYYY-MM-DD HH:mm[:ss[.SSS]]` and the same with `T`, with an
+    /// optional `Z` or offset (ignored: values are wall-clock times).
+    pub fn parse(s: &str) -> Option<Date> {
+        let s = s.trim();
+        if s.len() < 10 || !s.is_char_boundary(10) {
+            return None;
+        }
+        let day = NaiveDate::parse_from_str(&s[..10], "%Y-%m-%d").ok()?;
+        let rest = &s[10..];
+        if rest.is_empty() {
+            return Some(Date::day(day));
+        }
+        let rest = rest.strip_prefix(['T', ' '])?;
+        let rest = rest.trim_end_matches('Z');
+        let rest = match rest.rfind(['+', '-']) {
+            Some(i) if i >= 5 => &rest[..i],
+            _ => rest,
+        };
+        let time = ["%H:%M:%S%.f", "%H:%M:%S", "%H:%M"]
+            .iter()
+            .find_map(|f| NaiveTime::parse_from_str(rest, f).ok())?;
+        Some(Date {
+            at: day.and_time(time),
+            time: true,
+        })
+    }
+
+    /// `YYYY-MM-DD`, or `YYYY-MM-DD HH:mm:ss` when the value has a time.
+    pub fn text(&self) -> String {
+        if self.time {
+            self.at.format("%Y-%m-%d %H:%M:%S").to_string()
+        } else {
+            self.at.format("%Y-%m-%d").to_string()
+        }
+    }
+
+    /// The date moved by a duration (months first, as calendars do, then milliseconds).
+    pub fn add(&self, d: Duration, sign: i64) -> Option<Date> {
+        let months = d.months.checked_mul(sign)?;
+        let mut at = self.at;
+        if months != 0 {
+            let m = chrono::Months::new(u32::try_from(months.unsigned_abs()).ok()?);
+            at = if months > 0 {
+                at.checked_add_months(m)?
+            } else {
+                at.checked_sub_months(m)?
+            };
+        }
+        let ms = d.ms * sign as f64;
+        if !ms.is_finite() || ms.abs() > 1e16 {
+            return None;
+        }
+        at = at.checked_add_signed(chrono::TimeDelta::milliseconds(ms as i64))?;
+        Some(Date {
+            at,
+            time: self.time || (ms as i64) % 86_400_000 != 0,
+        })
+    }
+}
+
+/// A length of time: calendar months plus milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Duration {
+    /// Whole months (a year is 12).
+    pub months: i64,
+    /// Milliseconds (days and weeks included).
+    pub ms: f64,
+}
+
+/// Average lengths used to express months in milliseconds (for comparisons and fields).
+const MS_PER_DAY: f64 = 86_400_000.0;
+const MS_PER_YEAR: f64 = 365.25 * MS_PER_DAY;
+const MS_PER_MONTH: f64 = MS_PER_YEAR / 12.0;
+
+impl Duration {
+    /// The whole duration in milliseconds (months at their average length).
+    pub fn total_ms(&self) -> f64 {
+        self.months as f64 * MS_PER_MONTH + self.ms
+    }
+
+    /// Parses `1d`, `2 weeks`, `1M 4h`, `-3 days`: numbers with units (see docs/obsidian.md).
+    pub fn parse(s: &str) -> Option<Duration> {
+        let mut rest = s.trim();
+        let mut sign = 1.0;
+        if let Some(r) = rest.strip_prefix('-') {
+            sign = -1.0;
+            rest = r.trim_start();
+        } else if let Some(r) = rest.strip_prefix('+') {
+            rest = r.trim_start();
+        }
+        if rest.is_empty() {
+            return None;
+        }
+        let mut out = Duration { months: 0, ms: 0.0 };
+        while !rest.is_empty() {
+            let num_end = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(rest.len());
+            if num_end == 0 {
+                return None;
+            }
+            let n: f64 = rest[..num_end].parse().ok()?;
+            rest = rest[num_end..].trim_start();
+            let unit_end = rest
+                .find(|c: char| !c.is_ascii_alphabetic())
+                .unwrap_or(rest.len());
+            let unit = &rest[..unit_end];
+            rest = rest[unit_end..].trim_start_matches([' ', ',']);
+            let lower = unit.to_ascii_lowercase();
+            let ms = match (unit, lower.as_str()) {
+                ("M", _) | (_, "month" | "months") => {
+                    if n.fract() != 0.0 || n > 1e6 {
+                        return None;
+                    }
+                    out.months += n as i64;
+                    continue;
+                }
+                ("y", _) | (_, "year" | "years" | "yr" | "yrs") => {
+                    if n.fract() != 0.0 || n > 1e5 {
+                        return None;
+                    }
+                    out.months += 12 * n as i64;
+                    continue;
+                }
+                ("w", _) | (_, "week" | "weeks") => 7.0 * MS_PER_DAY,
+                ("d", _) | (_, "day" | "days") => MS_PER_DAY,
+                ("h", _) | (_, "hour" | "hours") => 3_600_000.0,
+                ("m", _) | (_, "minute" | "minutes" | "min" | "mins") => 60_000.0,
+                ("s", _) | (_, "second" | "seconds" | "sec" | "secs") => 1000.0,
+                ("ms", _) | (_, "millisecond" | "milliseconds") => 1.0,
+                _ => return None,
+            };
+            out.ms += n * ms;
+        }
+        out.months = (out.months as f64 * sign) as i64;
+        out.ms *= sign;
+        Some(out)
+    }
+
+    fn field(&self, name: &str) -> Option<f64> {
+        let ms = self.total_ms();
+        Some(match name {
+            "years" => ms / MS_PER_YEAR,
+            "months" => ms / MS_PER_MONTH,
+            "weeks" => ms / (7.0 * MS_PER_DAY),
+            "days" => ms / MS_PER_DAY,
+            "hours" => ms / 3_600_000.0,
+            "minutes" => ms / 60_000.0,
+            "seconds" => ms / 1000.0,
+            "milliseconds" => ms,
+            _ => return None,
+        })
+    }
+}
+
+/// A compiled regular expression literal (`/re/flags`).
+#[derive(Debug)]
+pub struct Pattern {
+    /// The compiled expression.
+    pub regex: regex::Regex,
+    /// The `g` flag: `replace` replaces every match.
+    pub global: bool,
+    /// The source as written, for printing.
+    pub source: String,
+}
+
+impl Pattern {
+    /// Compiles `/body/flags`; `i`, `m`, `s` and `u` map onto the `regex` crate's flags, `g`
+    /// is kept for `replace`. Size-limited.
+    pub fn new(body: &str, flags: &str) -> Result<Pattern, String> {
+        let mut b = regex::RegexBuilder::new(body);
+        b.size_limit(MAX_REGEX_BYTES)
+            .dfa_size_limit(MAX_REGEX_BYTES)
+            .nest_limit(64);
+        let mut global = false;
+        for f in flags.chars() {
+            match f {
+                'g' => global = true,
+                'i' => {
+                    b.case_insensitive(true);
+                }
+                'm' => {
+                    b.multi_line(true);
+                }
+                's' => {
+                    b.dot_matches_new_line(true);
+                }
+                'u' | 'y' | 'd' => {}
+                other => return Err(format!("unknown regular expression flag `{other}`")),
+            }
+        }
+        let regex = b.build().map_err(|e| match e {
+            regex::Error::CompiledTooBig(_) => "regular expression too large".to_owned(),
+            other => format!(
+                "invalid regular expression: {}",
+                first_line(&other.to_string())
+            ),
+        })?;
+        Ok(Pattern {
+            regex,
+            global,
+            source: format!("/{body}/{flags}"),
+        })
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().last().unwrap_or(s).trim()
+}
+
+/// A link value: to a note of the vault when it resolves, else its text.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The target as written (`Folder/Note`, `https://...`).
+    pub target: Arc<str>,
+    /// The display text, if any.
+    pub display: Option<Value>,
+    /// The file it resolves to.
+    pub file: Option<FileRef>,
+}
+
+/// A value of the Bases language.
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// No value (a missing property).
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number (JavaScript's double).
+    Number(f64),
+    /// Text.
+    String(Arc<str>),
+    /// A date or date and time.
+    Date(Date),
+    /// A duration (`duration("1d")`, `date - date`).
+    Duration(Duration),
+    /// A list.
+    List(Arc<Vec<Value>>),
+    /// An object: keys in their order.
+    Object(Arc<Vec<(Arc<str>, Value)>>),
+    /// A link.
+    Link(Arc<Link>),
+    /// A file of the vault (`file`, `file.file`, `link.asFile()`).
+    File(FileRef),
+    /// A note seen as its properties plus `file` (`this`, `note`).
+    Note(FileRef),
+    /// A regular expression.
+    Regex(Arc<Pattern>),
+    /// HTML to render (`html()`), returned as text with its type.
+    Html(Arc<str>),
+    /// An image to render (`image()`): a path or URL.
+    Image(Arc<str>),
+    /// A Lucide icon name (`icon()`).
+    Icon(Arc<str>),
+}
+
+impl Value {
+    /// A string value.
+    pub fn str(s: impl Into<Arc<str>>) -> Value {
+        Value::String(s.into())
+    }
+
+    /// The type name `isType` checks and errors print.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Date(_) => "date",
+            Value::Duration(_) => "duration",
+            Value::List(_) => "list",
+            Value::Object(_) => "object",
+            Value::Link(_) => "link",
+            Value::File(_) | Value::Note(_) => "file",
+            Value::Regex(_) => "regexp",
+            Value::Html(_) => "html",
+            Value::Image(_) => "image",
+            Value::Icon(_) => "icon",
+        }
+    }
+
+    /// JavaScript truthiness, except that an empty list or object is falsy (as Obsidian's
+    /// `isTruthy` and "is empty" filters treat them).
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Number(n) => *n != 0.0 && !n.is_nan(),
+            Value::String(s) => !s.is_empty(),
+            Value::List(l) => !l.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+            Value::Duration(d) => d.total_ms() != 0.0,
+            _ => true,
+        }
+    }
+
+    /// "Empty" as `isEmpty()` and the Empty/Filled summaries count it.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Value::Null => true,
+            Value::String(s) => s.is_empty(),
+            Value::List(l) => l.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            _ => false,
+        }
+    }
+
+    /// A number, when the value is one or converts as `number()` does.
+    pub fn as_number(&self) -> Option<f64> {
+        match self {
+            Value::Number(n) => Some(*n),
+            Value::Bool(b) => Some(f64::from(u8::from(*b))),
+            Value::Date(d) => Some(d.millis() as f64),
+            Value::Duration(d) => Some(d.total_ms()),
+            Value::String(s) => {
+                let t = s.trim();
+                if t.is_empty() {
+                    Some(0.0)
+                } else {
+                    t.parse::<f64>().ok().filter(|n| !n.is_nan() || t == "NaN")
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The value as text (`toString()`, string concatenation); `names` prints files.
+    pub fn text(&self, names: &dyn Fn(FileRef) -> String) -> String {
+        match self {
+            Value::Null => String::new(),
+            Value::Bool(b) => b.to_string(),
+            Value::Number(n) => number_text(*n),
+            Value::String(s) | Value::Html(s) | Value::Image(s) | Value::Icon(s) => s.to_string(),
+            Value::Date(d) => d.text(),
+            Value::Duration(d) => number_text(d.total_ms()),
+            Value::List(items) => items
+                .iter()
+                .map(|v| v.text(names))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Value::Object(_) => "[object Object]".to_owned(),
+            Value::Link(l) => match &l.display {
+                Some(d) => d.text(names),
+                None => l.target.to_string(),
+            },
+            Value::File(f) | Value::Note(f) => names(*f),
+            Value::Regex(p) => p.source.clone(),
+        }
+    }
+
+    /// The file this value stands for: a file, a note, or a link that resolves.
+    pub fn file(&self) -> Option<FileRef> {
+        match self {
+            Value::File(f) | Value::Note(f) => Some(*f),
+            Value::Link(l) => l.file,
+            _ => None,
+        }
+    }
+
+    /// `==`: same type and value; links equal files they resolve to, and each other when they
+    /// resolve to the same file (or, unresolved, have the same text); a number equals a string
+    /// that parses to it; a date equals a string that parses to it.
+    pub fn equals(&self, other: &Value) -> bool {
+        use Value as V;
+        match (self, other) {
+            (V::Null, V::Null) => true,
+            (V::Null, _) | (_, V::Null) => false,
+            (V::Bool(a), V::Bool(b)) => a == b,
+            (V::Number(a), V::Number(b)) => a == b,
+            (V::Number(a), V::String(s)) | (V::String(s), V::Number(a)) => {
+                s.trim().parse::<f64>().is_ok_and(|b| b == *a)
+            }
+            (V::String(a), V::String(b)) => a == b,
+            (V::Date(a), V::Date(b)) => a.at == b.at,
+            (V::Date(a), V::String(s)) | (V::String(s), V::Date(a)) => {
+                Date::parse(s).is_some_and(|b| b.at == a.at)
+            }
+            (V::Duration(a), V::Duration(b)) => a.total_ms() == b.total_ms(),
+            (V::Duration(a), V::Number(b)) | (V::Number(b), V::Duration(a)) => a.total_ms() == *b,
+            (V::List(a), V::List(b)) => {
+                a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
+            }
+            (V::Object(a), V::Object(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .all(|(k, v)| b.iter().any(|(k2, v2)| k == k2 && v.equals(v2)))
+            }
+            (V::Link(a), V::Link(b)) => match (a.file, b.file) {
+                (Some(x), Some(y)) => x == y,
+                (None, None) => a.target == b.target,
+                _ => false,
+            },
+            (V::Link(l), V::String(s)) | (V::String(s), V::Link(l)) => {
+                l.file.is_none() && *l.target == **s
+            }
+            (V::Link(_) | V::File(_) | V::Note(_), V::Link(_) | V::File(_) | V::Note(_)) => {
+                self.file().is_some() && self.file() == other.file()
+            }
+            (V::Regex(a), V::Regex(b)) => a.source == b.source,
+            (V::Html(a), V::Html(b)) | (V::Image(a), V::Image(b)) | (V::Icon(a), V::Icon(b)) => {
+                a == b
+            }
+            _ => false,
+        }
+    }
+
+    /// `<`, `>`: numbers, dates (with strings that parse as dates), durations, strings
+    /// (by code unit, as JavaScript), booleans. `None` when the two do not compare (then every
+    /// ordering operator is false, and `null` compares with nothing).
+    pub fn compare(&self, other: &Value) -> Option<Ordering> {
+        use Value as V;
+        match (self, other) {
+            (V::Null, _) | (_, V::Null) => None,
+            (V::Date(a), V::Date(b)) => Some(a.at.cmp(&b.at)),
+            (V::Date(a), V::String(s)) => Date::parse(s).map(|b| a.at.cmp(&b.at)),
+            (V::String(s), V::Date(b)) => Date::parse(s).map(|a| a.at.cmp(&b.at)),
+            (V::String(a), V::String(b)) => Some(utf16_cmp(a, b)),
+            (V::Number(_) | V::Bool(_) | V::Duration(_) | V::Date(_), _)
+            | (_, V::Number(_) | V::Bool(_) | V::Duration(_) | V::Date(_)) => {
+                let (a, b) = (self.as_number()?, other.as_number()?);
+                a.partial_cmp(&b)
+            }
+            _ => None,
+        }
+    }
+
+    /// The order a view sorts by: empty values last, then by type, then by value (strings
+    /// case-insensitively, as Obsidian's sort does).
+    pub fn sort_cmp(&self, other: &Value, names: &dyn Fn(FileRef) -> String) -> Ordering {
+        fn rank(v: &Value) -> u8 {
+            match v {
+                Value::Number(_) | Value::Duration(_) => 0,
+                Value::Date(_) => 1,
+                Value::Bool(_) => 2,
+                Value::Null => 9,
+                _ => 3,
+            }
+        }
+        match (self.is_empty(), other.is_empty()) {
+            (true, true) => return Ordering::Equal,
+            (true, false) => return Ordering::Greater,
+            (false, true) => return Ordering::Less,
+            _ => {}
+        }
+        let (ra, rb) = (rank(self), rank(other));
+        if ra != rb {
+            return ra.cmp(&rb);
+        }
+        match ra {
+            0..=2 => self.compare(other).unwrap_or(Ordering::Equal),
+            _ => {
+                let (a, b) = (self.text(names), other.text(names));
+                a.to_lowercase()
+                    .cmp(&b.to_lowercase())
+                    .then_with(|| a.cmp(&b))
+            }
+        }
+    }
+
+    /// The value as the tools return it: plain JSON for JSON's own types; dates, durations,
+    /// links, files and rendered values as `{"type": ..., ...}`. `names` gives a file's path.
+    pub fn to_json(&self, names: &dyn Fn(FileRef) -> String) -> serde_json::Value {
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => json!(b),
+            Value::Number(n) => {
+                if n.is_finite() {
+                    if n.fract() == 0.0 && n.abs() < 9e15 {
+                        json!(*n as i64)
+                    } else {
+                        json!(n)
+                    }
+                } else {
+                    json!(number_text(*n))
+                }
+            }
+            Value::String(s) => json!(&**s),
+            Value::Date(d) => json!({"type": "date", "value": d.text()}),
+            Value::Duration(d) => json!({"type": "duration", "ms": d.total_ms()}),
+            Value::List(items) => items.iter().map(|v| v.to_json(names)).collect(),
+            Value::Object(o) => serde_json::Value::Object(
+                o.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_json(names)))
+                    .collect(),
+            ),
+            Value::Link(l) => {
+                let mut out = json!({"type": "link", "target": &*l.target});
+                if let Some(f) = l.file {
+                    out["path"] = json!(names(f));
+                }
+                if let Some(d) = &l.display {
+                    out["display"] = json!(d.text(names));
+                }
+                out
+            }
+            Value::File(f) | Value::Note(f) => json!({"type": "file", "path": names(*f)}),
+            Value::Regex(p) => json!({"type": "regexp", "source": p.source}),
+            Value::Html(s) => json!({"type": "html", "html": &**s}),
+            Value::Image(s) => json!({"type": "image", "src": &**s}),
+            Value::Icon(s) => json!({"type": "icon", "name": &**s}),
+        }
+    }
+
+    /// A field of a date or duration (`date.year`, `duration.days`).
+    pub fn time_field(&self, name: &str) -> Option<Value> {
+        match self {
+            Value::Date(d) => {
+                let at = d.at;
+                Some(Value::Number(f64::from(match name {
+                    "year" => at.year(),
+                    "month" => at.month() as i32,
+                    "day" => at.day() as i32,
+                    "hour" => at.hour() as i32,
+                    "minute" => at.minute() as i32,
+                    "second" => at.second() as i32,
+                    "millisecond" => (at.nanosecond() / 1_000_000) as i32,
+                    _ => return None,
+                })))
+            }
+            Value::Duration(d) => d.field(name).map(Value::Number),
+            _ => None,
+        }
+    }
+}
+
+/// JavaScript's `String(number)` for the common cases: integers without `.0`, `NaN`,
+/// `Infinity`, exponents beyond 1e21.
+pub fn number_text(n: f64) -> String {
+    if n.is_nan() {
+        return "NaN".into();
+    }
+    if n.is_infinite() {
+        return if n > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if n == 0.0 {
+        return "0".into();
+    }
+    let abs = n.abs();
+    if !(1e-7..1e21).contains(&abs) {
+        let s = format!("{n:e}");
+        return match s.split_once('e') {
+            Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
+            _ => s,
+        };
+    }
+    format!("{n}")
+}
+
+/// Compares strings by UTF-16 code units, as JavaScript's `<` does.
+fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        return a.cmp(b);
+    }
+    a.encode_utf16().cmp(b.encode_utf16())
+}
