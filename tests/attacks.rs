@@ -99,7 +99,7 @@ fn path_calls(tool: &rmcp::model::Tool, path: &str) -> Vec<(serde_json::Value, b
         other => panic!("{}: no harmless value for required `{other}`", tool.name),
     };
     let mut calls = Vec::new();
-    for param in ["path", "folder", "from", "to"] {
+    for param in ["path", "folder", "from", "to", "this"] {
         if !props.contains_key(param) {
             continue;
         }
@@ -108,6 +108,13 @@ fn path_calls(tool: &rmcp::model::Tool, path: &str) -> Vec<(serde_json::Value, b
             if *r != param {
                 args.insert((*r).to_owned(), filler(r));
             }
+        }
+        // `query_base`'s `this` (the note a base is shown in) goes with an inline base.
+        if param == "this" && props.contains_key("base") {
+            args.insert(
+                "base".into(),
+                json!("views: [{order: [file.name, file.size]}]"),
+            );
         }
         args.insert(param.to_owned(), json!(path));
         // The empty folder is the vault root: allowed.
@@ -391,6 +398,8 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
         "move_note",
         "restore_note",
         "edit_canvas",
+        "query_base",
+        "list_bases",
     ] {
         assert!(
             path_tools.contains(&t),

@@ -47,6 +47,7 @@ fn stage_as(
         modified,
         ino,
         nlink: 1,
+        created: None,
     };
     let note = NoteRead {
         path: &path,
@@ -223,6 +224,7 @@ fn updates_replace_and_removals_remove() {
         modified: SystemTime::UNIX_EPOCH,
         ino: 1,
         nlink: 1,
+        created: None,
     };
     ix.stage(NoteRead {
         path: &path,

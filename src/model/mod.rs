@@ -1079,6 +1079,7 @@ mod tests {
             modified: SystemTime::UNIX_EPOCH,
             ino: n,
             nlink: 1,
+            created: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! tool handlers stay thin. Every result is bounded (limits on counts, on excerpt length, on
 //! file size through the vault's read cap).
 
+pub mod bases;
 pub mod cursor;
 pub mod files;
 pub mod filter;

@@ -25,6 +25,10 @@ pub struct VaultSettings {
     pub periodic_notes: Option<PeriodicNotesSettings>,
     /// Enabled community plugins.
     pub community_plugins: Vec<String>,
+    /// `types.json`: property name to type (`number`, `date`...), as Bases reads values.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub property_types: std::collections::BTreeMap<String, String>,
     /// Settings files that exist but could not be read or parsed, with why.
     pub errors: Vec<String>,
 }
@@ -92,6 +96,8 @@ pub fn load_settings(vault: &Vault) -> VaultSettings {
         config::parse_templates,
         &mut errors,
     );
+    let property_types =
+        load(vault, ConfigFile::Types, config::parse_types, &mut errors).unwrap_or_default();
     let daily_notes =
         config::daily_note_location(&community_plugins, periodic.as_ref(), daily.as_ref());
     VaultSettings {
@@ -100,6 +106,7 @@ pub fn load_settings(vault: &Vault) -> VaultSettings {
         templates,
         periodic_notes: periodic,
         community_plugins,
+        property_types,
         errors,
     }
 }

@@ -10,6 +10,8 @@
 //! Key names are the ones Obsidian writes; they are not documented, but every project that reads
 //! them agrees (see `docs/obsidian-format.md` in the shared docs).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -407,6 +409,37 @@ impl CorePlugins {
             .binary_search_by(|e| e.as_str().cmp(id))
             .is_ok()
     }
+}
+
+/// Parses `.obsidian/types.json`: `{"types": {"rating": "number", ...}}`, property name to
+/// type name (`text`, `multitext`, `number`, `checkbox`, `date`, `datetime`, `tags`,
+/// `aliases`). Entries whose type is not a string are skipped.
+///
+/// ```
+/// use capvault::obsidian::config::parse_types;
+///
+/// let types = parse_types(br#"{"types": {"rating": "number", "last": "date", "x": 3}}"#).unwrap();
+/// assert_eq!(types.get("rating").map(String::as_str), Some("number"));
+/// assert_eq!(types.len(), 2);
+/// ```
+pub fn parse_types(bytes: &[u8]) -> Result<BTreeMap<String, String>, ConfigError> {
+    let value = parse_value(bytes)?;
+    let types = match &value {
+        Value::Null => return Ok(BTreeMap::new()),
+        Value::Object(map) => map.get("types").unwrap_or(&Value::Null),
+        _ => {
+            return Err(ConfigError::WrongShape {
+                expected: "a JSON object with a `types` object",
+            });
+        }
+    };
+    Ok(match types {
+        Value::Object(map) => map
+            .iter()
+            .filter_map(|(k, v)| v.as_str().map(|t| (k.clone(), t.to_owned())))
+            .collect(),
+        _ => BTreeMap::new(),
+    })
 }
 
 /// Parses `.obsidian/core-plugins.json`, which comes in two forms: an array of enabled ids

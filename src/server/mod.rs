@@ -6,6 +6,7 @@
 //! faults (and for `resources/read`, which has no other way to fail).
 
 mod args;
+mod base_tools;
 pub mod error;
 mod knowledge;
 pub mod policy;
@@ -125,7 +126,7 @@ impl CapvaultServer {
     }
 
     fn all_tools() -> ToolRouter<Self> {
-        Self::tool_router() + Self::knowledge_router() + Self::vault_router()
+        Self::tool_router() + Self::knowledge_router() + Self::vault_router() + Self::base_router()
     }
 
     /// The names of every tool in the code, sorted (what `--tools` and the config file name).

@@ -93,6 +93,8 @@ pub struct FileMeta {
     pub ino: u64,
     /// Number of hard links: above 1 means another name, maybe outside the vault, shares it.
     pub nlink: u64,
+    /// Creation (birth) time, where the file system records it (`statx` on Linux).
+    pub created: Option<SystemTime>,
 }
 
 impl FileMeta {
@@ -105,6 +107,7 @@ impl FileMeta {
                 .unwrap_or(SystemTime::UNIX_EPOCH),
             ino: meta.ino(),
             nlink: meta.nlink(),
+            created: meta.created().ok().map(|t| t.into_std()),
         }
     }
 }
@@ -163,6 +166,8 @@ pub enum ConfigFile {
     CommunityPlugins,
     /// `plugins/periodic-notes/data.json`: the Periodic Notes plugin.
     PeriodicNotes,
+    /// `types.json`: each property's type (text, number, date...), as the Properties view sets it.
+    Types,
 }
 
 impl ConfigFile {
@@ -175,6 +180,7 @@ impl ConfigFile {
             ConfigFile::CorePlugins => "core-plugins.json",
             ConfigFile::CommunityPlugins => "community-plugins.json",
             ConfigFile::PeriodicNotes => "plugins/periodic-notes/data.json",
+            ConfigFile::Types => "types.json",
         }
     }
 }

@@ -517,7 +517,9 @@ impl<'a> Evaluator<'a> {
         let path = self.src.path(f);
         let name = path.rsplit('/').next().unwrap_or(path);
         match field {
-            "name" => Value::str(name),
+            // A note's name is shown without `.md` (other files keep their extension), as
+            // Obsidian's own bases rely on: see "Bases" in docs/obsidian.md.
+            "name" => Value::str(name.strip_suffix(".md").unwrap_or(name)),
             "basename" => Value::str(match name.rfind('.') {
                 Some(i) if i > 0 => &name[..i],
                 _ => name,
@@ -651,6 +653,11 @@ impl<'a> Evaluator<'a> {
 
     fn add(&self, x: Value, y: Value, pos: u32) -> R {
         match (&x, &y) {
+            (Value::Null, Value::String(_)) | (Value::String(_), Value::Null) => {}
+            (Value::Null, _) | (_, Value::Null) => return Ok(Value::Null),
+            _ => {}
+        }
+        match (&x, &y) {
             (Value::Date(d), other) => {
                 let dur = as_duration(other).ok_or_else(|| {
                     EvalError::at(pos, format!("cannot add a {} to a date", other.type_name()))
@@ -673,7 +680,6 @@ impl<'a> Evaluator<'a> {
                 }
                 Ok(Value::str(s))
             }
-            (Value::Null, _) | (_, Value::Null) => Ok(Value::Null),
             (Value::List(a), Value::List(b)) => {
                 if a.len() + b.len() > MAX_LIST_LEN {
                     return Err(EvalError::at(pos, "list too long"));
@@ -688,6 +694,9 @@ impl<'a> Evaluator<'a> {
     }
 
     fn sub(&self, x: Value, y: Value, pos: u32) -> R {
+        if matches!(x, Value::Null) || matches!(y, Value::Null) {
+            return Ok(Value::Null);
+        }
         match (&x, &y) {
             (Value::Date(a), Value::Date(b)) => Ok(Value::Duration(Duration {
                 months: 0,
@@ -715,7 +724,6 @@ impl<'a> Evaluator<'a> {
                 months: a.months.saturating_sub(b.months),
                 ms: a.ms - b.ms,
             })),
-            (Value::Null, _) | (_, Value::Null) => Ok(Value::Null),
             _ => arith(BinOp::Sub, &x, &y, pos),
         }
     }
@@ -891,6 +899,16 @@ impl<'a> Evaluator<'a> {
                     }
                 }
                 Ok(best.map_or(Value::Null, Value::Number))
+            }
+            // From Obsidian's first Bases releases, still found in vaults (kepano's Shows.base:
+            // `not(empty(note.last))`).
+            "not" => {
+                arity(1, 1)?;
+                Ok(Value::Bool(!self.eval(&args[0])?.truthy()))
+            }
+            "empty" => {
+                arity(1, 1)?;
+                Ok(Value::Bool(self.eval(&args[0])?.is_empty()))
             }
             "random" => {
                 arity(0, 0)?;
@@ -1335,7 +1353,7 @@ impl<'a> Evaluator<'a> {
             "sort" => {
                 let mut out = l.to_vec();
                 let names = |f: FileRef| self.file_name(f);
-                out.sort_by(|a, b| a.sort_cmp(b, &names));
+                out.sort_by(|a, b| a.sort_cmp(b, false, &names));
                 Value::List(Arc::new(out))
             }
             "unique" => {

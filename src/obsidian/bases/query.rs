@@ -631,13 +631,7 @@ pub fn run(
         let names = |f: FileRef| src.path(f).to_owned();
         keyed.sort_by(|(a, _), (b, _)| {
             for ((x, y), s) in a.iter().zip(b.iter()).zip(&keys_of) {
-                let o = x.sort_cmp(y, &names);
-                // Empty values stay last in both directions.
-                let o = if s.descending && !x.is_empty() && !y.is_empty() {
-                    o.reverse()
-                } else {
-                    o
-                };
+                let o = x.sort_cmp(y, s.descending, &names);
                 if o != Ordering::Equal {
                     return o;
                 }
@@ -675,7 +669,9 @@ pub fn run(
         while start < keyed.len() {
             let key = &keyed[start].0[0];
             let mut end = start + 1;
-            while end < keyed.len() && keyed[end].0[0].sort_cmp(key, &names) == Ordering::Equal {
+            while end < keyed.len()
+                && keyed[end].0[0].sort_cmp(key, false, &names) == Ordering::Equal
+            {
                 end += 1;
             }
             let files: Vec<FileRef> = keyed[start..end].iter().map(|(_, f)| *f).collect();

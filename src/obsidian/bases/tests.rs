@@ -326,6 +326,9 @@ fn functions_page_examples_give_their_documented_results() {
         ("\"a\" + 1 + 2", json!("a12")),
         ("null || \"fallback\"", json!("fallback")),
         ("0 && x", json!(0)),
+        // Functions of the first Bases releases.
+        ("not(empty(\"x\"))", json!(true)),
+        ("empty([])", json!(true)),
     ];
     let mut failures = Vec::new();
     for (src, want) in table {
@@ -341,7 +344,8 @@ fn functions_page_examples_give_their_documented_results() {
 #[test]
 fn file_fields_and_methods_follow_the_file() {
     let table: &[(&str, serde_json::Value)] = &[
-        ("file.name", json!("Dune.md")),
+        ("file.name", json!("Dune")),
+        ("file(\"Attachments/cover.jpg\").name", json!("cover.jpg")),
         ("file.basename", json!("Dune")),
         ("file.path", json!("Books/Dune.md")),
         ("file.folder", json!("Books")),
@@ -405,12 +409,15 @@ fn file_fields_and_methods_follow_the_file() {
         ("missing.lower()", json!(null)),
         ("missing > 3", json!(false)),
         ("missing == null", json!(true)),
-        ("file(\"Books/The Hobbit.md\").name", json!("The Hobbit.md")),
+        ("file(\"Books/The Hobbit.md\").name", json!("The Hobbit")),
         (
             "file(link(\"[[The Hobbit]]\")).basename",
             json!("The Hobbit"),
         ),
-        ("this.file.name", json!("Dune.md")),
+        ("this.file.name", json!("Dune")),
+        ("(now() - missing).days", json!(null)),
+        ("missing + 1", json!(null)),
+        ("\"a\" + missing", json!("a")),
         ("this.rating", json!(5)),
         ("file == this", json!(true)),
         ("link(\"Dune\") == this", json!(true)),
@@ -557,10 +564,7 @@ views:
             Cell::Error(e) => json!({"error": e}),
         })
         .collect();
-    assert_eq!(
-        cells,
-        [json!("Dune.md"), json!(5), json!(10), json!("4.75")]
-    );
+    assert_eq!(cells, [json!("Dune"), json!(5), json!(10), json!("4.75")]);
     // 12 / 0 is Infinity, printed as JavaScript prints it.
     assert!(matches!(&out.rows[0].cells[3], Cell::Value(Value::String(s)) if &**s == "Infinity"));
     let summary = |out: &Output, id: &str| {

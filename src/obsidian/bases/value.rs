@@ -467,15 +467,21 @@ impl Value {
         }
     }
 
-    /// The order a view sorts by: empty values last, then by type, then by value (strings
-    /// case-insensitively, as Obsidian's sort does).
-    pub fn sort_cmp(&self, other: &Value, names: &dyn Fn(FileRef) -> String) -> Ordering {
+    /// The order a view sorts by: empty values last, then by type (numbers, dates, booleans,
+    /// then text), then by value (strings case-insensitively, as Obsidian's sort does).
+    /// `descending` reverses values of the same type only: empties stay last and types keep
+    /// their order.
+    pub fn sort_cmp(
+        &self,
+        other: &Value,
+        descending: bool,
+        names: &dyn Fn(FileRef) -> String,
+    ) -> Ordering {
         fn rank(v: &Value) -> u8 {
             match v {
                 Value::Number(_) | Value::Duration(_) => 0,
                 Value::Date(_) => 1,
                 Value::Bool(_) => 2,
-                Value::Null => 9,
                 _ => 3,
             }
         }
@@ -489,7 +495,7 @@ impl Value {
         if ra != rb {
             return ra.cmp(&rb);
         }
-        match ra {
+        let o = match ra {
             0..=2 => self.compare(other).unwrap_or(Ordering::Equal),
             _ => {
                 let (a, b) = (self.text(names), other.text(names));
@@ -497,7 +503,8 @@ impl Value {
                     .cmp(&b.to_lowercase())
                     .then_with(|| a.cmp(&b))
             }
-        }
+        };
+        if descending { o.reverse() } else { o }
     }
 
     /// The value as the tools return it: plain JSON for JSON's own types; dates, durations,

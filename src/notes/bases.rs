@@ -1,0 +1,674 @@
+//! `query_base` and `list_bases`: Obsidian Bases evaluated over the vault model.
+//!
+//! [`ModelSource`] gives the pure evaluator ([`crate::obsidian::bases`]) the model's files,
+//! properties (typed by `.obsidian/types.json`), tags, resolved links and backlinks. The base
+//! comes from a `.base` file, the n-th ```` ```base ```` block of a note, or the call itself.
+//! Rows are every visible file of the vault (Obsidian's Excluded files left out unless shown),
+//! narrowed first by the model's tag index when the filters require a tag.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+
+use chrono::NaiveDateTime;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value as Json, json};
+
+use super::paging::{decode_offset, encode_offset, fingerprint};
+use super::{NoteError, check_limit};
+use crate::engine::Engine;
+use crate::markdown::{self, LinkKind, tag_matches};
+use crate::model::linkres::Resolution;
+use crate::model::{Model, Target};
+use crate::obsidian::bases::eval::local_now;
+use crate::obsidian::bases::query::{Filter, Summary};
+use crate::obsidian::bases::{
+    self, Base, BaseError, Budget, Cell, FileRef, Property, PropertyType, Source, SourceLink,
+};
+use crate::obsidian::config::parse_types;
+use crate::vault::{ConfigFile, Vault, VaultPath};
+
+/// Rows per page unless `limit` says otherwise.
+pub const DEFAULT_ROWS: u32 = 50;
+/// Most rows per page.
+pub const MAX_ROWS: u32 = 500;
+/// Most bytes of rows in one reply; a page stops early (with a cursor) rather than exceed it.
+pub const MAX_REPLY_BYTES: usize = 96 * 1024;
+/// Longest printed value in a cell, in bytes (longer text is cut, and says so).
+pub const MAX_CELL_BYTES: usize = 4 * 1024;
+
+/// The vault model as the Bases evaluator sees it.
+pub struct ModelSource<'m> {
+    model: &'m Model,
+    types: BTreeMap<String, PropertyType>,
+    now: NaiveDateTime,
+}
+
+impl<'m> ModelSource<'m> {
+    /// The model, with the vault's property types.
+    pub fn new(model: &'m Model, vault: &Vault) -> ModelSource<'m> {
+        let types = match vault.read_config(ConfigFile::Types) {
+            Ok(Some(bytes)) => parse_types(&bytes).unwrap_or_default(),
+            _ => BTreeMap::new(),
+        };
+        ModelSource {
+            model,
+            types: types
+                .iter()
+                .filter_map(|(k, t)| PropertyType::from_name(t).map(|t| (k.clone(), t)))
+                .collect(),
+            now: local_now(),
+        }
+    }
+
+    fn vault_path(&self, f: FileRef) -> Option<&'m VaultPath> {
+        self.model.file_index().path(f.0)
+    }
+
+    fn id(&self, p: &VaultPath) -> Option<FileRef> {
+        self.model.file_index().id(p).map(FileRef)
+    }
+
+    fn note(&self, f: FileRef) -> Option<&'m crate::model::Note> {
+        self.vault_path(f).and_then(|p| self.model.note(p))
+    }
+
+    fn props(&self, f: FileRef) -> Option<&'m markdown::Properties> {
+        match &self.note(f)?.parsed.frontmatter {
+            markdown::Frontmatter::Valid { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+}
+
+fn local(t: std::time::SystemTime) -> NaiveDateTime {
+    chrono::DateTime::<chrono::Local>::from(t).naive_local()
+}
+
+impl Source for ModelSource<'_> {
+    fn path(&self, f: FileRef) -> &str {
+        self.vault_path(f).map_or("", VaultPath::as_str)
+    }
+
+    fn size(&self, f: FileRef) -> u64 {
+        self.vault_path(f)
+            .and_then(|p| self.model.files().get(p))
+            .map_or(0, |m| m.size)
+    }
+
+    fn mtime(&self, f: FileRef) -> Option<NaiveDateTime> {
+        let meta = self.model.files().get(self.vault_path(f)?)?;
+        Some(local(meta.modified))
+    }
+
+    fn ctime(&self, f: FileRef) -> Option<NaiveDateTime> {
+        let meta = self.model.files().get(self.vault_path(f)?)?;
+        // Where the file system keeps no birth time, the modification time stands in.
+        Some(local(meta.created.unwrap_or(meta.modified)))
+    }
+
+    fn property(&self, f: FileRef, key: &str) -> Option<&Json> {
+        self.props(f)?.get(key)
+    }
+
+    fn properties(&self, f: FileRef) -> Vec<(&str, &Json)> {
+        self.props(f)
+            .map(|p| p.iter().collect())
+            .unwrap_or_default()
+    }
+
+    fn property_type(&self, key: &str) -> Option<PropertyType> {
+        self.types.get(key).copied()
+    }
+
+    fn tags(&self, f: FileRef) -> Vec<Arc<str>> {
+        let Some(note) = self.note(f) else {
+            return Vec::new();
+        };
+        let mut seen = HashSet::new();
+        note.parsed
+            .tags
+            .iter()
+            .filter(|t| seen.insert(markdown::normalize_tag(&t.name)))
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    fn has_tag(&self, f: FileRef, tag: &str) -> bool {
+        self.note(f)
+            .is_some_and(|n| n.parsed.tags.iter().any(|t| tag_matches(&t.name, tag)))
+    }
+
+    fn links(&self, f: FileRef, embeds: bool) -> Vec<SourceLink> {
+        let Some(note) = self.note(f) else {
+            return Vec::new();
+        };
+        note.parsed
+            .links
+            .iter()
+            .zip(self.model.targets(note))
+            .filter(|(l, _)| (l.kind == LinkKind::Embed) == embeds)
+            .map(|(l, t)| SourceLink {
+                target: l.target().to_owned(),
+                display: l.display().map(str::to_owned),
+                file: match t {
+                    Target::File { path, .. } => self.id(&path),
+                    Target::Broken => None,
+                },
+            })
+            .collect()
+    }
+
+    fn links_to(&self, f: FileRef, to: FileRef) -> bool {
+        let (Some(note), Some(to)) = (self.note(f), self.vault_path(to)) else {
+            return false;
+        };
+        self.model
+            .targets(note)
+            .any(|t| matches!(t, Target::File { path, .. } if path == *to))
+    }
+
+    fn backlinks(&self, f: FileRef) -> Vec<FileRef> {
+        let Some(p) = self.vault_path(f) else {
+            return Vec::new();
+        };
+        self.model.backlinks(p).filter_map(|b| self.id(b)).collect()
+    }
+
+    fn resolve(&self, target: &str, from: Option<FileRef>) -> Option<FileRef> {
+        let from = from.and_then(|f| self.vault_path(f));
+        match self.model.resolve(target, from) {
+            Resolution::Found { path, .. } => self.id(&path),
+            Resolution::NotFound => None,
+        }
+    }
+
+    fn by_path(&self, path: &str) -> Option<FileRef> {
+        let p = VaultPath::parse(path).ok()?;
+        self.model.files().contains_key(&p).then(|| self.id(&p))?
+    }
+
+    fn now(&self) -> NaiveDateTime {
+        self.now
+    }
+}
+
+/// Where the base of a `query_base` call comes from.
+#[derive(Debug, Clone)]
+pub enum BaseSource {
+    /// A `.base` file, or a note and the 1-based index of its ```` ```base ```` block.
+    Path(VaultPath, Option<usize>),
+    /// YAML given in the call.
+    Inline(String),
+}
+
+/// What `query_base` asks.
+#[derive(Debug, Clone)]
+pub struct BaseQuery {
+    /// The base.
+    pub source: BaseSource,
+    /// The view's name (default: the first).
+    pub view: Option<String>,
+    /// The note the base is shown in (`this`).
+    pub this: Option<VaultPath>,
+    /// Rows per page.
+    pub limit: Option<u32>,
+    /// Where the page starts.
+    pub cursor: Option<String>,
+}
+
+/// A column of the view.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BaseColumn {
+    /// Property id (`note.author`).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+}
+
+/// One row: a file and its cells.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BaseRow {
+    /// Vault path.
+    pub path: String,
+    /// Cells by column id; dates, links, errors... are `{"type": ...}`.
+    pub values: Map<String, Json>,
+    /// Index in `groups`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<usize>,
+}
+
+/// A group of rows sharing a value of the `groupBy` property.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BaseGroup {
+    /// The shared value.
+    pub key: Json,
+    /// Rows.
+    pub count: usize,
+    /// Summaries by column id.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub summaries: Map<String, Json>,
+}
+
+/// The reply of `query_base`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BaseReply {
+    /// The `.base` file or note.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Block of the note (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<usize>,
+    /// The view evaluated.
+    pub view: String,
+    /// Its layout.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// All views.
+    pub views: Vec<String>,
+    /// What `this` was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub this: Option<String>,
+    /// Columns, in order.
+    pub columns: Vec<BaseColumn>,
+    /// This page.
+    pub rows: Vec<BaseRow>,
+    /// Rows in the view.
+    pub total: usize,
+    /// Rows passing the filters (before the view's `limit`).
+    pub matched: usize,
+    /// Groups, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<BaseGroup>,
+    /// Summaries by column id.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub summaries: Map<String, Json>,
+    /// Cursor for the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// View settings not interpreted (`image`...).
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub options: Map<String, Json>,
+    /// Filters that failed on some rows (left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+fn base_error(e: BaseError, at: &str) -> NoteError {
+    match e {
+        BaseError::Budget(m) => NoteError::TooLarge(format!("{at}: {m}")),
+        other => NoteError::InvalidArgument(format!("{at}: {other}")),
+    }
+}
+
+/// Reads the YAML of a base named by path: a `.base` file, or the `block`-th base block of a note.
+fn read_base_text(
+    vault: &Vault,
+    path: &VaultPath,
+    block: Option<usize>,
+) -> Result<String, NoteError> {
+    let data = vault.read_file(path)?;
+    let text = String::from_utf8_lossy(&data.bytes);
+    match path.extension() {
+        Some("base") => {
+            if block.is_some() {
+                return Err(NoteError::InvalidArgument(format!(
+                    "{path} is a .base file: `block` is for notes holding ```base blocks"
+                )));
+            }
+            Ok(text.into_owned())
+        }
+        Some("md") => {
+            let blocks = markdown::base_blocks(&text);
+            let n = block.unwrap_or(1);
+            if blocks.is_empty() {
+                return Err(NoteError::InvalidArgument(format!(
+                    "{path} has no ```base code block"
+                )));
+            }
+            blocks
+                .into_iter()
+                .nth(n.wrapping_sub(1))
+                .map(|b| b.yaml)
+                .ok_or_else(|| {
+                    NoteError::InvalidArgument(format!(
+                        "{path} has {} ```base block(s); `block` must be 1 to that",
+                        markdown::base_blocks(&text).len()
+                    ))
+                })
+        }
+        _ => Err(NoteError::InvalidArgument(format!(
+            "{path}: not a base (a `.base` file, or a note with a ```base block)"
+        ))),
+    }
+}
+
+/// The files a base's rows are drawn from: every visible file, or only the notes carrying the
+/// tags its filters require; in path order.
+fn candidates(
+    engine: &Engine,
+    model: &Model,
+    src: &ModelSource<'_>,
+    filters: &[&Filter],
+) -> Vec<FileRef> {
+    let ignored = engine
+        .user_ignored()
+        .map(|f| engine.user_ignored_files(model, &f));
+    let visible = |p: &VaultPath| ignored.as_ref().is_none_or(|set| !set.contains(p));
+    let required: Vec<Vec<String>> = filters.iter().flat_map(|f| f.required_tags()).collect();
+    if required.is_empty() {
+        return model
+            .files()
+            .keys()
+            .filter(|p| visible(p))
+            .filter_map(|p| src.id(p))
+            .collect();
+    }
+    let mut set: Option<BTreeSet<&VaultPath>> = None;
+    for any_of in &required {
+        let mut group = BTreeSet::new();
+        for want in any_of {
+            let key = markdown::normalize_tag(want);
+            if key.is_empty() {
+                continue;
+            }
+            let nested = format!("{key}/");
+            for (tag, paths) in model.tags().range(key.clone()..) {
+                if *tag != key && !tag.starts_with(&nested) {
+                    break;
+                }
+                group.extend(paths.iter());
+            }
+        }
+        set = Some(match set {
+            None => group,
+            Some(s) => s.intersection(&group).copied().collect(),
+        });
+    }
+    set.unwrap_or_default()
+        .into_iter()
+        .filter(|p| visible(p))
+        .filter_map(|p| src.id(p))
+        .collect()
+}
+
+fn cell_json(c: &Cell, names: &dyn Fn(FileRef) -> String) -> Json {
+    match c {
+        Cell::Value(v) => bounded(v.to_json(names)),
+        Cell::Error(e) => json!({"type": "error", "message": e}),
+    }
+}
+
+/// A value whose printed form is over [`MAX_CELL_BYTES`] becomes its cut text.
+fn bounded(v: Json) -> Json {
+    let text = v.to_string();
+    if text.len() <= MAX_CELL_BYTES {
+        return v;
+    }
+    let mut cut = MAX_CELL_BYTES;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    json!({"type": "truncated", "text": &text[..cut], "bytes": text.len()})
+}
+
+fn summaries_json(list: &[Summary], names: &dyn Fn(FileRef) -> String) -> Map<String, Json> {
+    list.iter()
+        .map(|s| {
+            (
+                s.property.id(),
+                json!({"name": s.name, "value": cell_json(&s.value, names)}),
+            )
+        })
+        .collect()
+}
+
+/// Evaluates one view of a base.
+pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError> {
+    let vault = engine.vault();
+    let (yaml, at, path, block) = match &q.source {
+        BaseSource::Path(p, block) => (
+            read_base_text(vault, p, *block)?,
+            p.to_string(),
+            Some(p.clone()),
+            *block,
+        ),
+        BaseSource::Inline(yaml) => (yaml.clone(), "base".to_owned(), None, None),
+    };
+    let base: Base = bases::parse_base(&yaml).map_err(|e| base_error(e, &at))?;
+    let view = base
+        .view(q.view.as_deref())
+        .map_err(|e| base_error(e, &at))?;
+    let model = engine.model()?;
+    let src = ModelSource::new(&model, vault);
+    // `this`: the note asked for; else the note holding the block, or the .base file itself.
+    let this_path = match (&q.this, &path) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(p)) => Some(p.clone()),
+        (None, None) => None,
+    };
+    let this = match (&q.this, &this_path) {
+        (Some(t), _) => Some(src.id(t).ok_or_else(|| NoteError::NotFound {
+            message: format!("`this`: no file {t}"),
+            suggestions: Vec::new(),
+        })?),
+        (None, Some(p)) => src.id(p),
+        _ => None,
+    };
+    let filters: Vec<&Filter> = [&base.filters, &view.filters]
+        .into_iter()
+        .flatten()
+        .collect();
+    let files = candidates(engine, &model, &src, &filters);
+    let budget = Budget::new();
+    let out =
+        bases::run(&base, view, &src, &files, this, &budget).map_err(|e| base_error(e, &at))?;
+
+    let limit = check_limit(q.limit, DEFAULT_ROWS, MAX_ROWS)?;
+    let query = fingerprint(&(
+        &yaml,
+        &view.name,
+        q.this.as_ref().map(VaultPath::as_str),
+        path.as_ref().map(VaultPath::as_str),
+        block,
+    ));
+    let start = decode_offset(q.cursor.as_deref(), query)?;
+    let names = |f: FileRef| src.path(f).to_owned();
+    let group_of = |i: usize| {
+        out.groups
+            .iter()
+            .position(|g| (g.start..g.start + g.len).contains(&i))
+    };
+    let mut rows = Vec::new();
+    let mut bytes = 0;
+    let mut next = start;
+    for (i, row) in out.rows.iter().enumerate().skip(start).take(limit) {
+        let values: Map<String, Json> = out
+            .columns
+            .iter()
+            .zip(&row.cells)
+            .map(|(c, cell)| (c.id(), cell_json(cell, &names)))
+            .collect();
+        let r = BaseRow {
+            path: src.path(row.file).to_owned(),
+            values,
+            group: if out.groups.is_empty() {
+                None
+            } else {
+                group_of(i)
+            },
+        };
+        bytes += serde_json::to_string(&r).map_or(0, |s| s.len());
+        if bytes > MAX_REPLY_BYTES && !rows.is_empty() {
+            break;
+        }
+        rows.push(r);
+        next = i + 1;
+    }
+    let total = out.rows.len();
+    let next_cursor = (next < total).then(|| encode_offset(next, query));
+    Ok(BaseReply {
+        path: path.as_ref().map(VaultPath::to_string),
+        block: path.as_ref().and(block),
+        view: view.name.clone(),
+        kind: view.kind.clone(),
+        views: base.views.iter().map(|v| v.name.clone()).collect(),
+        this: this.map(|f| src.path(f).to_owned()),
+        columns: out
+            .columns
+            .iter()
+            .map(|c: &Property| BaseColumn {
+                id: c.id(),
+                name: base.display_name(c),
+            })
+            .collect(),
+        rows,
+        total,
+        matched: out.matched,
+        groups: out
+            .groups
+            .iter()
+            .map(|g| BaseGroup {
+                key: bounded(g.key.to_json(&names)),
+                count: g.len,
+                summaries: summaries_json(&g.summaries, &names),
+            })
+            .collect(),
+        summaries: summaries_json(&out.summaries, &names),
+        next_cursor,
+        options: view.options.clone(),
+        errors: {
+            let mut e = out.filter_errors.clone();
+            if out.filter_error_rows > e.len() {
+                e.push(format!(
+                    "{} row(s) in all were left out because a filter failed on them",
+                    out.filter_error_rows
+                ));
+            }
+            e
+        },
+    })
+}
+
+/// One base of the vault.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BaseEntry {
+    /// The `.base` file or note.
+    pub path: String,
+    /// Block of the note (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<usize>,
+    /// Its line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// View names.
+    pub views: Vec<String>,
+    /// Why it cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The reply of `list_bases`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BaseList {
+    /// By path.
+    pub bases: Vec<BaseEntry>,
+    /// Bases in all.
+    pub total: usize,
+    /// Cursor for the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Every `.base` file and every note with ```` ```base ```` blocks (under `folder`), with the
+/// names of their views.
+pub fn list_bases(
+    engine: &Engine,
+    folder: Option<&VaultPath>,
+    limit: Option<u32>,
+    cursor: Option<&str>,
+) -> Result<BaseList, NoteError> {
+    let model = engine.model()?;
+    let ignored = engine
+        .user_ignored()
+        .map(|f| engine.user_ignored_files(&model, &f));
+    let under = |p: &VaultPath| {
+        folder.is_none_or(|f| p.as_str().starts_with(&format!("{}/", f.as_str())))
+            && ignored.as_ref().is_none_or(|s| !s.contains(p))
+    };
+    let mut found: Vec<VaultPath> = model
+        .files()
+        .keys()
+        .filter(|p| p.extension() == Some("base") && under(p))
+        .cloned()
+        .collect();
+    found.extend(
+        model
+            .notes()
+            .iter()
+            .filter(|(p, n)| n.parsed.base_blocks > 0 && under(p))
+            .map(|(p, _)| p.clone()),
+    );
+    found.sort();
+    drop(model);
+    let limit = check_limit(limit, DEFAULT_ROWS, MAX_ROWS)?;
+    let query = fingerprint(&folder.map(VaultPath::as_str));
+    let start = decode_offset(cursor, query)?;
+    let total = found.len();
+    let vault = engine.vault();
+    let mut out = Vec::new();
+    for p in found.iter().skip(start).take(limit) {
+        let views = |yaml: &str| -> (Vec<String>, Option<String>) {
+            match bases::parse_base(yaml) {
+                Ok(b) => (b.views.iter().map(|v| v.name.clone()).collect(), None),
+                Err(e) => (Vec::new(), Some(e.to_string())),
+            }
+        };
+        match p.extension() {
+            Some("base") => {
+                let (views, error) = match vault.read_file(p) {
+                    Ok(data) => views(&String::from_utf8_lossy(&data.bytes)),
+                    Err(e) => (Vec::new(), Some(e.to_string())),
+                };
+                out.push(BaseEntry {
+                    path: p.to_string(),
+                    block: None,
+                    line: None,
+                    views,
+                    error,
+                });
+            }
+            _ => {
+                let text = match vault.read_file(p) {
+                    Ok(data) => String::from_utf8_lossy(&data.bytes).into_owned(),
+                    Err(e) => {
+                        out.push(BaseEntry {
+                            path: p.to_string(),
+                            block: None,
+                            line: None,
+                            views: Vec::new(),
+                            error: Some(e.to_string()),
+                        });
+                        continue;
+                    }
+                };
+                for (i, b) in markdown::base_blocks(&text).into_iter().enumerate() {
+                    let (views, error) = views(&b.yaml);
+                    out.push(BaseEntry {
+                        path: p.to_string(),
+                        block: Some(i + 1),
+                        line: Some(b.line),
+                        views,
+                        error,
+                    });
+                }
+            }
+        }
+    }
+    let end = start + found.iter().skip(start).take(limit).count();
+    Ok(BaseList {
+        bases: out,
+        total,
+        next_cursor: (end < total).then(|| encode_offset(end, query)),
+    })
+}

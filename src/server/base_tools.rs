@@ -1,0 +1,159 @@
+//! Obsidian Bases: `query_base` and `list_bases`. The work is in [`crate::notes::bases`].
+
+use rmcp::handler::server::wrapper::Json;
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{CapvaultServer, Parameters, ToolError};
+use crate::notes::NoteError;
+use crate::notes::bases::{self, BaseList, BaseQuery, BaseReply, BaseSource};
+use crate::notes::locate::locate;
+use crate::vault::VaultPath;
+
+/// Arguments of `query_base`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryBaseArgs {
+    /// A `.base` file, or a note with ```base blocks.
+    pub path: Option<String>,
+    /// Which block of that note, from 1.
+    pub block: Option<usize>,
+    /// Or a base's YAML, e.g. `filters: 'file.hasTag("book") && rating > 4'`.
+    pub base: Option<String>,
+    /// View name (default: the first).
+    pub view: Option<String>,
+    /// The note `this` is (default: the note or `.base` file holding it).
+    pub this: Option<String>,
+    /// Rows per page, 1 to 500 (default 50).
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Arguments of `list_bases`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListBasesArgs {
+    /// Only under this folder.
+    pub folder: Option<String>,
+    /// Bases per page, 1 to 500 (default 50).
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// The base a call names, before the vault is asked.
+enum Requested {
+    /// A path as parsed, and as typed.
+    Path(VaultPath, String),
+    /// YAML in the call.
+    Inline(String),
+}
+
+#[tool_router(router = base_router, vis = "pub(super)")]
+impl CapvaultServer {
+    /// Evaluates an Obsidian Base (a `.base` file, a ```base block, or YAML) as Obsidian
+    /// shows it: one view's rows with typed column values, sorted, grouped and summarised.
+    #[tool(annotations(
+        title = "Query a base",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn query_base(
+        &self,
+        Parameters(args): Parameters<QueryBaseArgs>,
+    ) -> Result<Json<BaseReply>, ToolError> {
+        let source = match (args.path, args.base) {
+            (Some(p), None) => Requested::Path(VaultPath::parse(&p)?, p),
+            (None, Some(yaml)) => {
+                if args.block.is_some() {
+                    return Err(NoteError::InvalidArgument(
+                        "`block` goes with `path` (a note holding ```base blocks)".into(),
+                    )
+                    .into());
+                }
+                if yaml.len() > crate::obsidian::bases::MAX_BASE_BYTES {
+                    return Err(NoteError::TooLarge(format!(
+                        "`base` is larger than {} KiB",
+                        crate::obsidian::bases::MAX_BASE_BYTES / 1024
+                    ))
+                    .into());
+                }
+                Requested::Inline(yaml)
+            }
+            (Some(_), Some(_)) => {
+                return Err(NoteError::InvalidArgument(
+                    "give either `path` or `base`, not both".into(),
+                )
+                .into());
+            }
+            (None, None) => {
+                return Err(NoteError::InvalidArgument(
+                    "give `path` (a .base file or a note with a ```base block) or `base` (YAML)"
+                        .into(),
+                )
+                .into());
+            }
+        };
+        let this_typed = match args.this {
+            Some(t) => Some((VaultPath::parse(&t)?, t)),
+            None => None,
+        };
+        self.with_engine(move |engine| {
+            let source = match source {
+                Requested::Path(typed, input) => {
+                    BaseSource::Path(locate(engine, &input, typed)?, args.block)
+                }
+                Requested::Inline(yaml) => BaseSource::Inline(yaml),
+            };
+            let this = match this_typed {
+                Some((t, input)) => Some(locate(engine, &input, t)?),
+                None => None,
+            };
+            let q = BaseQuery {
+                source,
+                view: args.view,
+                this,
+                limit: args.limit,
+                cursor: args.cursor,
+            };
+            Ok(bases::query_base(engine, q)?)
+        })
+        .await
+        .map(Json)
+    }
+
+    /// Every `.base` file and ```base block of the vault, with its view names.
+    #[tool(annotations(
+        title = "List bases",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn list_bases(
+        &self,
+        Parameters(args): Parameters<ListBasesArgs>,
+    ) -> Result<Json<BaseList>, ToolError> {
+        let folder = match args.folder.as_deref() {
+            None | Some("") | Some("/") => None,
+            Some(f) => Some(VaultPath::parse_folder(f)?),
+        };
+        self.with_engine(move |engine| {
+            if let Some(f) = &folder {
+                engine.vault().check_folder(f)?;
+            }
+            Ok(bases::list_bases(
+                engine,
+                folder.as_ref(),
+                args.limit,
+                args.cursor.as_deref(),
+            )?)
+        })
+        .await
+        .map(Json)
+    }
+}
