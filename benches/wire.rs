@@ -134,8 +134,36 @@ fn main() {
         .to_owned();
     let page2 = pipe.call("list_notes", &json!({"limit": 10}))["next_cursor"].clone();
 
+    let base = |filter: &str| {
+        json!({
+            "base": format!(
+                "filters: '{filter}'\nviews:\n  - type: table\n    order: [file.name, created, tags]\n    sort:\n      - property: created\n        direction: DESC\n"
+            ),
+            "limit": 10,
+        })
+    };
+    let tag_filter = format!("file.hasTag(\"{tag}\")");
     // (label, tool, args, target p50 ms)
     let cases: Vec<(&str, &str, Value, f64)> = vec![
+        (
+            "query_base tag filter",
+            "query_base",
+            base(&tag_filter),
+            50.0,
+        ),
+        (
+            "query_base property filter",
+            "query_base",
+            base("created >= date(\"2025-12-01\")"),
+            50.0,
+        ),
+        (
+            "query_base tag and property",
+            "query_base",
+            base(&format!("{tag_filter} && created.month == 12")),
+            50.0,
+        ),
+        ("list_bases", "list_bases", json!({}), 50.0),
         ("vault_info", "vault_info", json!({}), 1.0),
         (
             "list_notes limit 10",

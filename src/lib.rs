@@ -26,7 +26,9 @@
 //!   with positions) as Obsidian reads it, how property values compare, and the byte-preserving
 //!   edits the write tools make ([`markdown::edit`], [`markdown::yaml_edit`]). No I/O.
 //! - [`obsidian`]: Obsidian's own formats, parsed without I/O: `.obsidian` settings, Moment.js
-//!   date formats for daily notes, JSON Canvas (and its validated edits).
+//!   date formats for daily notes, JSON Canvas (and its validated edits), and Bases
+//!   ([`obsidian::bases`]: the expression language and a bounded evaluator over any
+//!   [`obsidian::bases::Source`] of files).
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
 //!   (in parallel), the file index for link resolution, tags, forward links and backlinks, kept
 //!   current by stat-based diffs (of one file, one folder or the whole vault) applied one note at a
@@ -42,7 +44,7 @@
 //! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
 //!   graph and tags, vault facts, settings, paths as people write them) as plain functions over a
 //!   `Vault`, the model and the engine, with bounded, paged results and errors for the client;
-//!   [`notes::write`]: the write operations (locks, history, audit, link rewrite on moves).
+//!   [`notes::bases`]: Bases over the vault model; [`notes::write`]: the write operations (locks, history, audit, link rewrite on moves).
 //! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
 //!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas) and
 //!   [`server::ToolError`], the stable error codes.

@@ -151,15 +151,21 @@ impl Filter {
     pub fn required_tags(&self) -> Vec<Vec<String>> {
         let mut out = Vec::new();
         match self {
-            Filter::Expr { expr: Ok(e), .. } => {
-                if let Some(tags) = has_tag_call(e) {
-                    out.push(tags);
-                }
-            }
+            Filter::Expr { expr: Ok(e), .. } => required_in(e, &mut out),
             Filter::And(v) => v.iter().for_each(|f| out.extend(f.required_tags())),
             _ => {}
         }
         out
+    }
+}
+
+/// The `file.hasTag(...)` calls an expression requires: itself, or either side of `&&`.
+fn required_in(e: &Expr, out: &mut Vec<Vec<String>>) {
+    if let super::expr::ExprKind::Binary(super::expr::BinOp::And, a, b) = &e.kind {
+        required_in(a, out);
+        required_in(b, out);
+    } else if let Some(tags) = has_tag_call(e) {
+        out.push(tags);
     }
 }
 

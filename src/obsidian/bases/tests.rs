@@ -700,6 +700,30 @@ fn base_yaml_keeps_unknown_keys_and_reads_legacy_forms() {
 }
 
 #[test]
+fn required_tags_come_from_top_level_has_tag_calls_only() {
+    let req = |yaml: &str| {
+        let base = parse_base(yaml).unwrap();
+        base.filters.map(|f| f.required_tags()).unwrap_or_default()
+    };
+    assert_eq!(req("filters: 'file.hasTag(\"a\", \"b\")'"), [vec!["a", "b"]]);
+    assert_eq!(
+        req("filters:\n  and:\n    - 'file.hasTag(\"a\") && x > 1 && file.hasTag(\"c\")'\n    - y\n"),
+        [vec!["a"], vec!["c"]]
+    );
+    // Not required: under `or`, `not`, `!`, `||`, or with a computed argument.
+    for yaml in [
+        "filters:\n  or:\n    - 'file.hasTag(\"a\")'\n",
+        "filters:\n  not:\n    - 'file.hasTag(\"a\")'\n",
+        "filters: '!file.hasTag(\"a\")'",
+        "filters: 'file.hasTag(\"a\") || x'",
+        "filters: 'file.hasTag(x)'",
+        "filters: 'this.file.hasTag(\"a\")'",
+    ] {
+        assert!(req(yaml).is_empty(), "{yaml}");
+    }
+}
+
+#[test]
 fn summaries_builtins() {
     let nums: Vec<Value> = [3.0, 1.0, 2.0, 10.0]
         .into_iter()
