@@ -112,11 +112,11 @@ fuzz_target!(|data: &[u8]| {
     assert!(!base.views.is_empty());
     for view in &base.views {
         let budget = Budget::with(STEPS, Duration::from_secs(2));
-        if let Ok(out) = run(&base, view, &src, &files, Some(FileRef(0)), &budget) {
-            assert!(out.rows.len() <= out.matched && out.matched <= files.len());
+        if let Ok(out) = run(&base, view, &src, &files, Some(FileRef(0)), &budget, 0..usize::MAX) {
+            assert!(out.rows.len() == out.total && out.total <= out.matched && out.matched <= files.len());
             assert!(out.rows.iter().all(|r| r.cells.len() == out.columns.len()));
             let grouped: usize = out.groups.iter().map(|g| g.len).sum();
-            assert!(out.groups.is_empty() || grouped == out.rows.len());
+            assert!(out.groups.is_empty() || grouped == out.total);
         }
     }
 });

@@ -47,7 +47,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 pub use links::is_external_url;
-pub use tags::{nfc, normalize_tag, tag_matches};
+pub use tags::{nfc, normalize_tag, tag_matches, tag_matches_normalized};
 
 use frontmatter::{Document, SourceScalar};
 use pos::LineIndex;

@@ -196,12 +196,32 @@ pub fn normalize_tag(tag: &str) -> String {
 /// assert!(!tag_matches("project", "project/alpha"));
 /// ```
 pub fn tag_matches(tag: &str, query: &str) -> bool {
-    let tag = normalize_tag(tag);
-    let query = normalize_tag(query);
+    tag_matches_normalized(tag, &normalize_tag(query))
+}
+
+/// [`tag_matches`] with the query already through [`normalize_tag`] (for many tags against one
+/// query): ASCII tags are compared without allocating.
+///
+/// ```
+/// use capvault::markdown::{normalize_tag, tag_matches_normalized};
+///
+/// let q = normalize_tag("#Project");
+/// assert!(tag_matches_normalized("PROJECT/alpha", &q));
+/// assert!(!tag_matches_normalized("projects", &q));
+/// ```
+pub fn tag_matches_normalized(tag: &str, query: &str) -> bool {
     if query.is_empty() {
         return false;
     }
-    tag == query || (tag.starts_with(&query) && tag.as_bytes().get(query.len()) == Some(&b'/'))
+    let trimmed = tag.trim().trim_start_matches('#').trim_end_matches('/');
+    if trimmed.is_ascii() {
+        let (t, q) = (trimmed.as_bytes(), query.as_bytes());
+        return t.len() >= q.len()
+            && t[..q.len()].eq_ignore_ascii_case(q)
+            && (t.len() == q.len() || t[q.len()] == b'/');
+    }
+    let tag = normalize_tag(tag);
+    tag == query || (tag.starts_with(query) && tag.as_bytes().get(query.len()) == Some(&b'/'))
 }
 
 /// The NFC form of `s` (cheap when `s` already is NFC, the common case).

@@ -17,7 +17,7 @@ use serde_json::{Map, Value as Json, json};
 use super::paging::{decode_offset, encode_offset, fingerprint};
 use super::{NoteError, check_limit};
 use crate::engine::Engine;
-use crate::markdown::{self, LinkKind, tag_matches};
+use crate::markdown::{self, LinkKind, tag_matches_normalized};
 use crate::model::linkres::Resolution;
 use crate::model::{Model, Target};
 use crate::obsidian::bases::eval::local_now;
@@ -42,6 +42,17 @@ pub struct ModelSource<'m> {
     model: &'m Model,
     types: BTreeMap<String, PropertyType>,
     now: NaiveDateTime,
+    /// Every note by file id (a row asks for its note many times; a map lookup each time
+    /// would cost more than the evaluation).
+    notes: Vec<Option<&'m crate::model::Note>>,
+}
+
+/// The file ids of `model.notes()` (or of `model.files()`), in its order: computed once per
+/// state of the model.
+fn ids_in_order<'p>(model: &Model, paths: impl Iterator<Item = &'p VaultPath>) -> Vec<u32> {
+    paths
+        .map(|p| model.file_index().id(p).unwrap_or(u32::MAX))
+        .collect()
 }
 
 impl<'m> ModelSource<'m> {
@@ -58,6 +69,18 @@ impl<'m> ModelSource<'m> {
                 .filter_map(|(k, t)| PropertyType::from_name(t).map(|t| (k.clone(), t)))
                 .collect(),
             now: local_now(),
+            notes: {
+                let ids = model.memo("bases_note_ids", || {
+                    ids_in_order(model, model.notes().keys())
+                });
+                let mut notes = vec![None; model.file_index().id_bound()];
+                for (id, note) in ids.iter().zip(model.notes().values()) {
+                    if let Some(slot) = notes.get_mut(*id as usize) {
+                        *slot = Some(note);
+                    }
+                }
+                notes
+            },
         }
     }
 
@@ -70,7 +93,7 @@ impl<'m> ModelSource<'m> {
     }
 
     fn note(&self, f: FileRef) -> Option<&'m crate::model::Note> {
-        self.vault_path(f).and_then(|p| self.model.note(p))
+        self.notes.get(f.0 as usize).copied().flatten()
     }
 
     fn props(&self, f: FileRef) -> Option<&'m markdown::Properties> {
@@ -135,8 +158,14 @@ impl Source for ModelSource<'_> {
     }
 
     fn has_tag(&self, f: FileRef, tag: &str) -> bool {
-        self.note(f)
-            .is_some_and(|n| n.parsed.tags.iter().any(|t| tag_matches(&t.name, tag)))
+        let Some(note) = self.note(f) else {
+            return false;
+        };
+        let q = markdown::normalize_tag(tag);
+        note.parsed
+            .tags
+            .iter()
+            .any(|t| tag_matches_normalized(&t.name, &q))
     }
 
     fn links(&self, f: FileRef, embeds: bool) -> Vec<SourceLink> {
@@ -357,11 +386,14 @@ fn candidates(
     let visible = |p: &VaultPath| ignored.as_ref().is_none_or(|set| !set.contains(p));
     let required: Vec<Vec<String>> = filters.iter().flat_map(|f| f.required_tags()).collect();
     if required.is_empty() {
-        return model
-            .files()
-            .keys()
-            .filter(|p| visible(p))
-            .filter_map(|p| src.id(p))
+        let ids = model.memo("bases_file_ids", || {
+            ids_in_order(model, model.files().keys())
+        });
+        return ids
+            .iter()
+            .filter(|&&id| id != u32::MAX)
+            .map(|&id| FileRef(id))
+            .filter(|&f| ignored.is_none() || src.vault_path(f).is_some_and(visible))
             .collect();
     }
     let mut set: Option<BTreeSet<&VaultPath>> = None;
@@ -460,10 +492,6 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
         .flatten()
         .collect();
     let files = candidates(engine, &model, &src, &filters);
-    let budget = Budget::new();
-    let out =
-        bases::run(&base, view, &src, &files, this, &budget).map_err(|e| base_error(e, &at))?;
-
     let limit = check_limit(q.limit, DEFAULT_ROWS, MAX_ROWS)?;
     let query = fingerprint(&(
         &yaml,
@@ -473,6 +501,18 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
         block,
     ));
     let start = decode_offset(q.cursor.as_deref(), query)?;
+    let budget = Budget::new();
+    let out = bases::run(
+        &base,
+        view,
+        &src,
+        &files,
+        this,
+        &budget,
+        start..start.saturating_add(limit),
+    )
+    .map_err(|e| base_error(e, &at))?;
+
     let names = |f: FileRef| src.path(f).to_owned();
     let group_of = |i: usize| {
         out.groups
@@ -481,8 +521,9 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
     };
     let mut rows = Vec::new();
     let mut bytes = 0;
-    let mut next = start;
-    for (i, row) in out.rows.iter().enumerate().skip(start).take(limit) {
+    let mut next = out.first;
+    for (k, row) in out.rows.iter().enumerate() {
+        let i = out.first + k;
         let values: Map<String, Json> = out
             .columns
             .iter()
@@ -505,7 +546,7 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
         rows.push(r);
         next = i + 1;
     }
-    let total = out.rows.len();
+    let total = out.total;
     let next_cursor = (next < total).then(|| encode_offset(next, query));
     Ok(BaseReply {
         path: path.as_ref().map(VaultPath::to_string),

@@ -105,10 +105,10 @@ def test_the_sdk_connects_at_its_newest_protocol_version(vault):
 def test_every_schema_is_standard_json_schema_2020_12_and_the_list_is_small(vault):
     async def body(s, init):
         tools = (await s.list_tools()).tools
-        assert len(tools) == 14
+        assert len(tools) == 16
         size = len(json.dumps([dump(t) for t in tools], separators=(",", ":")))
         print(f"tools/list: {len(tools)} tools, {size} bytes as the SDK re-encodes them")
-        assert size < 24_000
+        assert size < 27_000
         for t in tools:
             d = dump(t)
             jsonschema.Draft202012Validator.check_schema(d["inputSchema"])
@@ -137,6 +137,15 @@ CALLS = [
     ("resolve_link", {"link": "[[Garden Plan]]"}),
     ("get_daily_note", {"date": "2026-11-30"}),
     ("read_canvas", {"path": "Projects/Garden Layout.canvas"}),
+    (
+        "query_base",
+        {
+            "base": "filters: 'file.hasTag(\"garden\")'\nformulas:\n  left: (due - today()).days.round()\n"
+            "views:\n  - order: [file.name, status, due, formula.left]\n    groupBy: status\n"
+            "    summaries:\n      due: Earliest\n"
+        },
+    ),
+    ("list_bases", {}),
 ]
 
 
@@ -161,7 +170,7 @@ def test_every_read_tool_answers_and_its_result_matches_its_output_schema(vault)
         return called
 
     called = run(vault, body)
-    assert len(called) >= 13, called
+    assert len(called) >= 15, called
 
 
 def test_failures_carry_a_stable_code_and_arguments_may_be_strings(vault):

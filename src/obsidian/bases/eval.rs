@@ -6,8 +6,8 @@
 //! `values` in summaries; any other bare name is a note property. Property values are typed by
 //! the vault's `.obsidian/types.json` ([`PropertyType`]) and wikilinks in them become links.
 
-use std::cell::Cell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use chrono::{NaiveDateTime, Timelike};
@@ -73,7 +73,7 @@ pub struct SourceLink {
 
 /// What the evaluator knows about the vault: files, their facts, and link resolution.
 /// Implemented over the vault model (`notes::bases`); tests implement it over a table.
-pub trait Source {
+pub trait Source: Sync {
     /// The vault-relative path.
     fn path(&self, f: FileRef) -> &str;
     /// Size in bytes.
@@ -129,15 +129,17 @@ impl EvalError {
     }
 }
 
-/// The budget of one query: steps and a deadline.
+/// The budget of one query: steps and a deadline, shared by the evaluators of every thread
+/// (each charges it in batches of [`CHARGE_BATCH`] steps).
 #[derive(Debug)]
 pub struct Budget {
-    steps: Cell<u64>,
-    /// The step count at which the clock is read next.
-    next_clock: Cell<u64>,
+    steps: AtomicU64,
     max_steps: u64,
     deadline: Instant,
 }
+
+/// Steps an evaluator counts on its own before charging the shared budget (and reading the clock).
+pub const CHARGE_BATCH: u64 = 1024;
 
 impl Budget {
     /// The default budget ([`MAX_STEPS`], [`MAX_QUERY_TIME`]).
@@ -148,21 +150,19 @@ impl Budget {
     /// A budget of `steps` and `time`.
     pub fn with(steps: u64, time: std::time::Duration) -> Budget {
         Budget {
-            steps: Cell::new(0),
-            next_clock: Cell::new(0),
+            steps: AtomicU64::new(0),
             max_steps: steps,
             deadline: Instant::now() + time,
         }
     }
 
-    /// Steps used so far.
+    /// Steps charged so far.
     pub fn used(&self) -> u64 {
-        self.steps.get()
+        self.steps.load(Ordering::Relaxed)
     }
 
     fn charge(&self, n: u64, pos: u32) -> Result<(), EvalError> {
-        let s = self.steps.get() + n;
-        self.steps.set(s);
+        let s = self.steps.fetch_add(n, Ordering::Relaxed) + n;
         if s > self.max_steps {
             return Err(EvalError {
                 message: format!("query stopped after {} evaluation steps", self.max_steps),
@@ -170,14 +170,6 @@ impl Budget {
                 fatal: true,
             });
         }
-        if s >= self.next_clock.get() {
-            self.next_clock.set(s + 1024);
-            self.check_time(pos)?;
-        }
-        Ok(())
-    }
-
-    fn check_time(&self, pos: u32) -> Result<(), EvalError> {
         if Instant::now() > self.deadline {
             return Err(EvalError {
                 message: "query took too long and was stopped".into(),
@@ -215,6 +207,14 @@ pub struct Evaluator<'a> {
     memo: Vec<Memo>,
     locals: Vec<(&'static str, Value)>,
     depth: usize,
+    /// Steps not yet charged to the shared budget.
+    pending: u64,
+}
+
+impl Drop for Evaluator<'_> {
+    fn drop(&mut self) {
+        self.budget.steps.fetch_add(self.pending, Ordering::Relaxed);
+    }
 }
 
 type R = Result<Value, EvalError>;
@@ -236,7 +236,18 @@ impl<'a> Evaluator<'a> {
             memo: vec![Memo::Todo; formulas.len()],
             locals: Vec::new(),
             depth: 0,
+            pending: 0,
         }
+    }
+
+    /// Counts `n` steps, charging the shared budget every [`CHARGE_BATCH`].
+    fn charge(&mut self, n: u64, pos: u32) -> Result<(), EvalError> {
+        self.pending += n;
+        if self.pending >= CHARGE_BATCH {
+            let n = std::mem::take(&mut self.pending);
+            self.budget.charge(n, pos)?;
+        }
+        Ok(())
     }
 
     /// Moves to another row (`None`: no row, as in summaries); formula results are forgotten.
@@ -253,7 +264,7 @@ impl<'a> Evaluator<'a> {
 
     /// Evaluates `e` for the current row.
     pub fn eval(&mut self, e: &Expr) -> R {
-        self.budget.charge(1, e.pos)?;
+        self.charge(1, e.pos)?;
         self.depth += 1;
         if self.depth > MAX_EVAL_DEPTH {
             self.depth -= 1;
@@ -912,7 +923,9 @@ impl<'a> Evaluator<'a> {
             }
             "random" => {
                 arity(0, 0)?;
-                Ok(Value::Number(pseudo_random(self.budget.used())))
+                Ok(Value::Number(pseudo_random(
+                    self.budget.used() + self.pending,
+                )))
             }
             "escapeHTML" => {
                 arity(1, 1)?;
@@ -963,7 +976,7 @@ impl<'a> Evaluator<'a> {
         body: &Expr,
         mut f: impl FnMut(&Value, Value) -> bool,
     ) -> Result<(), EvalError> {
-        self.budget.charge(items.len() as u64, body.pos)?;
+        self.charge(items.len() as u64, body.pos)?;
         for (i, item) in items.iter().enumerate() {
             self.locals.push(("value", item.clone()));
             self.locals.push(("index", Value::Number(i as f64)));
@@ -1251,7 +1264,7 @@ impl<'a> Evaluator<'a> {
     }
 
     fn list_method(&mut self, l: &Arc<Vec<Value>>, name: &str, args: &[Expr], pos: u32) -> R {
-        self.budget.charge(l.len() as u64 / 8, pos)?;
+        self.charge(l.len() as u64 / 8, pos)?;
         Ok(match name {
             "contains" => {
                 let v = self.arg(args, 0)?;
@@ -1288,7 +1301,7 @@ impl<'a> Evaluator<'a> {
                     return Err(EvalError::at(pos, "reduce() needs an expression"));
                 };
                 let mut acc = self.arg(args, 1)?;
-                self.budget.charge(l.len() as u64, pos)?;
+                self.charge(l.len() as u64, pos)?;
                 for (i, item) in l.iter().enumerate() {
                     self.locals.push(("value", item.clone()));
                     self.locals.push(("index", Value::Number(i as f64)));

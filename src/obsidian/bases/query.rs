@@ -8,7 +8,8 @@ use serde_json::Value as Json;
 
 use super::eval::{Budget, EvalError, Evaluator, Formulas, Source};
 use super::expr::{self, Expr, ParseError};
-use super::value::{FileRef, Value};
+use super::value::{FileRef, SortKey, Value};
+use rayon::prelude::*;
 
 /// Why a base cannot be read or run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -547,8 +548,12 @@ pub struct Row {
 pub struct Output {
     /// The columns.
     pub columns: Vec<Property>,
-    /// The rows, sorted (grouped first), at most the view's limit.
+    /// The rows of the page asked for, in view order (grouped first).
     pub rows: Vec<Row>,
+    /// Index in the view of `rows[0]`.
+    pub first: usize,
+    /// Rows in the view (after its limit).
+    pub total: usize,
     /// Groups, when the view groups.
     pub groups: Vec<Group>,
     /// Summaries over every row shown.
@@ -563,7 +568,8 @@ pub struct Output {
     pub steps: u64,
 }
 
-/// Runs `view` of `base` over `files` (in the order ties keep).
+/// Runs `view` of `base` over `files` (in the order ties keep). Cells are computed for the rows
+/// of `page` (indexes in the view) only; summaries and groups cover every row.
 pub fn run(
     base: &Base,
     view: &View,
@@ -571,6 +577,7 @@ pub fn run(
     files: &[FileRef],
     this: Option<FileRef>,
     budget: &Budget,
+    page: std::ops::Range<usize>,
 ) -> Result<Output, BaseError> {
     if let Some(f) = &base.filters {
         f.check()?;
@@ -579,65 +586,74 @@ pub fn run(
         f.check()?;
     }
     let formulas: &Formulas = &base.formulas;
-    let mut ev = Evaluator::new(src, formulas, budget, this);
-    let mut filter_errors = Vec::new();
-    let mut filter_error_rows = 0;
-    let mut kept: Vec<FileRef> = Vec::new();
-    for &f in files {
-        ev.set_row(Some(f));
-        let mut pass = true;
-        for filter in [&base.filters, &view.filters].into_iter().flatten() {
-            match filter.eval(&mut ev) {
-                Ok(true) => {}
-                Ok(false) => {
-                    pass = false;
-                    break;
-                }
-                Err((src_text, e)) => {
-                    if e.fatal {
-                        return Err(BaseError::Budget(e.message));
-                    }
-                    filter_error_rows += 1;
-                    if filter_errors.len() < 5 {
-                        let msg = format!(
-                            "filter `{src_text}`: {} (column {}) in {}",
-                            e.message,
-                            e.pos + 1,
-                            src.path(f)
-                        );
-                        if !filter_errors.contains(&msg) {
-                            filter_errors.push(msg);
-                        }
-                    }
-                    pass = false;
-                    break;
-                }
-            }
-        }
-        if pass {
-            kept.push(f);
-        }
-    }
-    let matched = kept.len();
-
-    // Sort keys (the group first), computed once per row.
+    // Filters and sort keys, in parallel over chunks of files (in order).
     let mut keys_of: Vec<&Sort> = Vec::new();
     keys_of.extend(view.group_by.iter());
     keys_of.extend(view.sort.iter());
-    let mut keyed: Vec<(Vec<Value>, FileRef)> = Vec::with_capacity(kept.len());
-    for &f in &kept {
-        ev.set_row(Some(f));
-        let mut keys = Vec::with_capacity(keys_of.len());
-        for s in &keys_of {
-            keys.push(cell_value(&s.property, &mut ev, f)?);
+    let names = |f: FileRef| src.path(f).to_owned();
+    let chunks: Vec<Result<Chunk, BaseError>> = files
+        .par_chunks(512)
+        .map(|chunk| {
+            let mut ev = Evaluator::new(src, formulas, budget, this);
+            let mut out = Chunk::default();
+            for &f in chunk {
+                ev.set_row(Some(f));
+                let mut pass = true;
+                for filter in [&base.filters, &view.filters].into_iter().flatten() {
+                    match filter.eval(&mut ev) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            pass = false;
+                            break;
+                        }
+                        Err((src_text, e)) => {
+                            if e.fatal {
+                                return Err(BaseError::Budget(e.message));
+                            }
+                            out.error_rows += 1;
+                            if out.errors.len() < 5 {
+                                out.errors.push(format!(
+                                    "filter `{src_text}`: {} (column {}) in {}",
+                                    e.message,
+                                    e.pos + 1,
+                                    src.path(f)
+                                ));
+                            }
+                            pass = false;
+                            break;
+                        }
+                    }
+                }
+                if pass {
+                    let mut keys = Vec::with_capacity(keys_of.len());
+                    for s in &keys_of {
+                        keys.push(cell_value(&s.property, &mut ev, f)?);
+                    }
+                    let sort_keys = keys.iter().map(|k| k.sort_key(&names)).collect();
+                    out.kept.push((sort_keys, keys.into_iter().next(), f));
+                }
+            }
+            Ok(out)
+        })
+        .collect();
+    let mut keyed: Vec<(Vec<SortKey>, Option<Value>, FileRef)> = Vec::new();
+    let mut filter_errors: Vec<String> = Vec::new();
+    let mut filter_error_rows = 0;
+    for c in chunks {
+        let c = c?;
+        filter_error_rows += c.error_rows;
+        for e in c.errors {
+            if filter_errors.len() < 5 && !filter_errors.contains(&e) {
+                filter_errors.push(e);
+            }
         }
-        keyed.push((keys, f));
+        keyed.extend(c.kept);
     }
+    let matched = keyed.len();
     if !keys_of.is_empty() {
-        let names = |f: FileRef| src.path(f).to_owned();
-        keyed.sort_by(|(a, _), (b, _)| {
+        keyed.par_sort_by(|(a, _, _), (b, _, _)| {
             for ((x, y), s) in a.iter().zip(b.iter()).zip(&keys_of) {
-                let o = x.sort_cmp(y, s.descending, &names);
+                let o = x.cmp_to(y, s.descending);
                 if o != Ordering::Equal {
                     return o;
                 }
@@ -648,14 +664,17 @@ pub fn run(
     if let Some(limit) = view.limit {
         keyed.truncate(limit);
     }
+    let mut ev = Evaluator::new(src, formulas, budget, this);
 
     let columns: Vec<Property> = if view.order.is_empty() {
         vec![Property::File("name".into())]
     } else {
         view.order.clone()
     };
-    let mut rows = Vec::with_capacity(keyed.len());
-    for (_, f) in &keyed {
+    let first = page.start.min(keyed.len());
+    let last = page.end.clamp(first, keyed.len());
+    let mut rows = Vec::with_capacity(last - first);
+    for (_, _, f) in &keyed[first..last] {
         ev.set_row(Some(*f));
         let mut cells = Vec::with_capacity(columns.len());
         for c in &columns {
@@ -670,19 +689,16 @@ pub fn run(
 
     let mut groups = Vec::new();
     if view.group_by.is_some() {
-        let names = |f: FileRef| src.path(f).to_owned();
         let mut start = 0;
         while start < keyed.len() {
             let key = &keyed[start].0[0];
             let mut end = start + 1;
-            while end < keyed.len()
-                && keyed[end].0[0].sort_cmp(key, false, &names) == Ordering::Equal
-            {
+            while end < keyed.len() && keyed[end].0[0].cmp_to(key, false) == Ordering::Equal {
                 end += 1;
             }
-            let files: Vec<FileRef> = keyed[start..end].iter().map(|(_, f)| *f).collect();
+            let files: Vec<FileRef> = keyed[start..end].iter().map(|(_, _, f)| *f).collect();
             groups.push(Group {
-                key: key.clone(),
+                key: keyed[start].1.clone().unwrap_or(Value::Null),
                 start,
                 len: end - start,
                 summaries: summaries(base, view, &mut ev, &files)?,
@@ -690,9 +706,11 @@ pub fn run(
             start = end;
         }
     }
-    let all: Vec<FileRef> = keyed.iter().map(|(_, f)| *f).collect();
+    let all: Vec<FileRef> = keyed.iter().map(|(_, _, f)| *f).collect();
     let summaries = summaries(base, view, &mut ev, &all)?;
     Ok(Output {
+        total: keyed.len(),
+        first,
         columns,
         rows,
         groups,
@@ -702,6 +720,15 @@ pub fn run(
         filter_error_rows,
         steps: budget.used(),
     })
+}
+
+/// What one chunk of the parallel filter pass found.
+#[derive(Default)]
+struct Chunk {
+    /// Rows that passed: their sort keys, the group value, the file.
+    kept: Vec<(Vec<SortKey>, Option<Value>, FileRef)>,
+    errors: Vec<String>,
+    error_rows: usize,
 }
 
 fn cell_value(p: &Property, ev: &mut Evaluator<'_>, f: FileRef) -> Result<Value, BaseError> {

@@ -468,7 +468,16 @@ fn run_base(yaml: &str, view: Option<&str>, this: Option<&str>) -> Output {
     let base = parse_base(yaml).unwrap();
     let view = base.view(view).unwrap();
     let this = this.map(|p| v.id(p));
-    run(&base, view, &v, &v.refs(), this, &Budget::new()).unwrap()
+    run(
+        &base,
+        view,
+        &v,
+        &v.refs(),
+        this,
+        &Budget::new(),
+        0..usize::MAX,
+    )
+    .unwrap()
 }
 
 fn paths(out: &Output) -> Vec<&'static str> {
@@ -635,7 +644,16 @@ views:
 fn a_filter_that_does_not_parse_fails_the_query_with_its_position() {
     let v = TableVault::sample();
     let base = parse_base("filters:\n  and:\n    - 'rating >> 2'\n").unwrap();
-    let err = run(&base, &base.views[0], &v, &v.refs(), None, &Budget::new()).unwrap_err();
+    let err = run(
+        &base,
+        &base.views[0],
+        &v,
+        &v.refs(),
+        None,
+        &Budget::new(),
+        0..usize::MAX,
+    )
+    .unwrap_err();
     assert_eq!(
         err.to_string(),
         "filter `rating >> 2` does not parse: expected a value, found `>` (column 9)"
@@ -669,7 +687,16 @@ fn a_runaway_query_stops_within_its_budget() {
     )
     .unwrap();
     let budget = Budget::with(5_000, std::time::Duration::from_secs(5));
-    let err = run(&base, &base.views[0], &v, &v.refs(), None, &budget).unwrap_err();
+    let err = run(
+        &base,
+        &base.views[0],
+        &v,
+        &v.refs(),
+        None,
+        &budget,
+        0..usize::MAX,
+    )
+    .unwrap_err();
     assert!(matches!(err, BaseError::Budget(_)), "{err}");
 }
 
@@ -705,9 +732,14 @@ fn required_tags_come_from_top_level_has_tag_calls_only() {
         let base = parse_base(yaml).unwrap();
         base.filters.map(|f| f.required_tags()).unwrap_or_default()
     };
-    assert_eq!(req("filters: 'file.hasTag(\"a\", \"b\")'"), [vec!["a", "b"]]);
     assert_eq!(
-        req("filters:\n  and:\n    - 'file.hasTag(\"a\") && x > 1 && file.hasTag(\"c\")'\n    - y\n"),
+        req("filters: 'file.hasTag(\"a\", \"b\")'"),
+        [vec!["a", "b"]]
+    );
+    assert_eq!(
+        req(
+            "filters:\n  and:\n    - 'file.hasTag(\"a\") && x > 1 && file.hasTag(\"c\")'\n    - y\n"
+        ),
         [vec!["a"], vec!["c"]]
     );
     // Not required: under `or`, `not`, `!`, `||`, or with a computed argument.
@@ -817,7 +849,7 @@ proptest! {
         if let Ok(base) = parse_base(&src) {
             let v = TableVault::sample();
             for view in &base.views {
-                let _ = run(&base, view, &v, &v.refs(), None, &Budget::with(100_000, std::time::Duration::from_secs(2)));
+                let _ = run(&base, view, &v, &v.refs(), None, &Budget::with(100_000, std::time::Duration::from_secs(2)), 0..usize::MAX);
             }
         }
     }

@@ -44,10 +44,16 @@ impl Date {
     /// optional `Z` or offset (ignored: values are wall-clock times).
     pub fn parse(s: &str) -> Option<Date> {
         let s = s.trim();
-        if s.len() < 10 || !s.is_char_boundary(10) {
+        let b = s.as_bytes();
+        if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
             return None;
         }
-        let day = NaiveDate::parse_from_str(&s[..10], "%Y-%m-%d").ok()?;
+        let digits = |r: std::ops::Range<usize>| -> Option<u32> {
+            b[r].iter().try_fold(0u32, |n, c| {
+                c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+            })
+        };
+        let day = NaiveDate::from_ymd_opt(digits(0..4)? as i32, digits(5..7)?, digits(8..10)?)?;
         let rest = &s[10..];
         if rest.is_empty() {
             return Some(Date::day(day));
@@ -467,44 +473,32 @@ impl Value {
         }
     }
 
-    /// The order a view sorts by: empty values last, then by type (numbers, dates, booleans,
-    /// then text), then by value (strings case-insensitively, as Obsidian's sort does).
-    /// `descending` reverses values of the same type only: empties stay last and types keep
-    /// their order.
+    /// The order a view sorts by: see [`SortKey`].
     pub fn sort_cmp(
         &self,
         other: &Value,
         descending: bool,
         names: &dyn Fn(FileRef) -> String,
     ) -> Ordering {
-        fn rank(v: &Value) -> u8 {
-            match v {
-                Value::Number(_) | Value::Duration(_) => 0,
-                Value::Date(_) => 1,
-                Value::Bool(_) => 2,
-                _ => 3,
+        self.sort_key(names)
+            .cmp_to(&other.sort_key(names), descending)
+    }
+
+    /// What this value sorts by, computed once (a sort compares each row many times).
+    pub fn sort_key(&self, names: &dyn Fn(FileRef) -> String) -> SortKey {
+        if self.is_empty() {
+            return SortKey::Empty;
+        }
+        match self {
+            Value::Number(n) => SortKey::Number(*n),
+            Value::Duration(d) => SortKey::Number(d.total_ms()),
+            Value::Date(d) => SortKey::Date(d.at),
+            Value::Bool(b) => SortKey::Bool(*b),
+            other => {
+                let text = other.text(names);
+                SortKey::Text(text.to_lowercase(), text)
             }
         }
-        match (self.is_empty(), other.is_empty()) {
-            (true, true) => return Ordering::Equal,
-            (true, false) => return Ordering::Greater,
-            (false, true) => return Ordering::Less,
-            _ => {}
-        }
-        let (ra, rb) = (rank(self), rank(other));
-        if ra != rb {
-            return ra.cmp(&rb);
-        }
-        let o = match ra {
-            0..=2 => self.compare(other).unwrap_or(Ordering::Equal),
-            _ => {
-                let (a, b) = (self.text(names), other.text(names));
-                a.to_lowercase()
-                    .cmp(&b.to_lowercase())
-                    .then_with(|| a.cmp(&b))
-            }
-        };
-        if descending { o.reverse() } else { o }
     }
 
     /// The value as the tools return it: plain JSON for JSON's own types; dates, durations,
@@ -570,6 +564,48 @@ impl Value {
             Value::Duration(d) => d.field(name).map(Value::Number),
             _ => None,
         }
+    }
+}
+
+/// How a value sorts: empty values last, then by type (numbers, dates, booleans, then text),
+/// then by value (text case-insensitively, as Obsidian's sort does, then by its exact form).
+#[derive(Debug, Clone)]
+pub enum SortKey {
+    /// A number or duration.
+    Number(f64),
+    /// A date.
+    Date(NaiveDateTime),
+    /// A boolean.
+    Bool(bool),
+    /// Text: lower-cased, then as written.
+    Text(String, String),
+    /// Missing or empty.
+    Empty,
+}
+
+impl SortKey {
+    fn rank(&self) -> u8 {
+        match self {
+            SortKey::Number(_) => 0,
+            SortKey::Date(_) => 1,
+            SortKey::Bool(_) => 2,
+            SortKey::Text(..) => 3,
+            SortKey::Empty => 4,
+        }
+    }
+
+    /// Compares; `descending` reverses values of the same type only: empties stay last and
+    /// types keep their order.
+    pub fn cmp_to(&self, other: &SortKey, descending: bool) -> Ordering {
+        let o = match (self, other) {
+            (SortKey::Number(a), SortKey::Number(b)) => a.partial_cmp(b).unwrap_or(Ordering::Equal),
+            (SortKey::Date(a), SortKey::Date(b)) => a.cmp(b),
+            (SortKey::Bool(a), SortKey::Bool(b)) => a.cmp(b),
+            (SortKey::Text(la, a), SortKey::Text(lb, b)) => la.cmp(lb).then_with(|| a.cmp(b)),
+            (SortKey::Empty, SortKey::Empty) => Ordering::Equal,
+            _ => return self.rank().cmp(&other.rank()),
+        };
+        if descending { o.reverse() } else { o }
     }
 }
 
