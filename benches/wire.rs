@@ -124,10 +124,11 @@ fn main() {
         .as_str()
         .unwrap()
         .to_owned();
-    let tag = pipe.call("list_tags", &json!({"limit": 1}))["items"][0]["tag"]
-        .as_str()
-        .unwrap_or("x")
-        .to_owned();
+    let tags = pipe.call("list_tags", &json!({"limit": 20}));
+    let tag = tags["items"][0]["tag"].as_str().unwrap_or("x").to_owned();
+    // A tag as common as a real vault's: the 20th most used.
+    let tag20 = tags["items"][19]["tag"].as_str().unwrap_or("x").to_owned();
+    let tag20_notes = tags["items"][19]["notes"].as_u64().unwrap_or(0);
     let folder = pipe.call("list_folders", &json!({"depth": 1}))["folders"][0]["path"]
         .as_str()
         .unwrap_or("")
@@ -143,12 +144,19 @@ fn main() {
         })
     };
     let tag_filter = format!("file.hasTag(\"{tag}\")");
+    let tag20_label = format!("query_base tag in {tag20_notes} notes");
     // (label, tool, args, target p50 ms)
     let cases: Vec<(&str, &str, Value, f64)> = vec![
         (
             "query_base tag filter",
             "query_base",
             base(&tag_filter),
+            50.0,
+        ),
+        (
+            tag20_label.as_str(),
+            "query_base",
+            base(&format!("file.hasTag(\"{tag20}\")")),
             50.0,
         ),
         (

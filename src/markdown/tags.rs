@@ -213,12 +213,22 @@ pub fn tag_matches_normalized(tag: &str, query: &str) -> bool {
     if query.is_empty() {
         return false;
     }
-    let trimmed = tag.trim().trim_start_matches('#').trim_end_matches('/');
-    if trimmed.is_ascii() {
-        let (t, q) = (trimmed.as_bytes(), query.as_bytes());
-        return t.len() >= q.len()
-            && t[..q.len()].eq_ignore_ascii_case(q)
-            && (t.len() == q.len() || t[q.len()] == b'/');
+    let mut t = tag;
+    if t.starts_with(char::is_whitespace) || t.ends_with(char::is_whitespace) {
+        t = t.trim();
+    }
+    t = t.trim_start_matches('#');
+    t = t.trim_end_matches('/');
+    let (tb, qb) = (t.as_bytes(), query.as_bytes());
+    // Bytes equal but for ASCII case: `t` normalises to `query` (which is normalised).
+    if tb.len() >= qb.len()
+        && tb[..qb.len()].eq_ignore_ascii_case(qb)
+        && (tb.len() == qb.len() || tb[qb.len()] == b'/')
+    {
+        return true;
+    }
+    if t.is_ascii() {
+        return false;
     }
     let tag = normalize_tag(tag);
     tag == query || (tag.starts_with(query) && tag.as_bytes().get(query.len()) == Some(&b'/'))

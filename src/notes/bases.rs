@@ -17,7 +17,7 @@ use serde_json::{Map, Value as Json, json};
 use super::paging::{decode_offset, encode_offset, fingerprint};
 use super::{NoteError, check_limit};
 use crate::engine::Engine;
-use crate::markdown::{self, LinkKind, tag_matches_normalized};
+use crate::markdown::{self, LinkKind};
 use crate::model::linkres::Resolution;
 use crate::model::{Model, Target};
 use crate::obsidian::bases::eval::local_now;
@@ -45,6 +45,8 @@ pub struct ModelSource<'m> {
     /// Every note by file id (a row asks for its note many times; a map lookup each time
     /// would cost more than the evaluation).
     notes: Vec<Option<&'m crate::model::Note>>,
+    /// The tag tables this query used (see [`ModelSource::tag_members`]), without the model's lock.
+    tag_tables: std::sync::RwLock<Vec<(String, Arc<Vec<bool>>)>>,
 }
 
 /// The file ids of `model.notes()` (or of `model.files()`), in its order: computed once per
@@ -81,7 +83,58 @@ impl<'m> ModelSource<'m> {
                 }
                 notes
             },
+            tag_tables: std::sync::RwLock::new(Vec::new()),
         }
+    }
+
+    /// Which files (by id) carry the normalised tag `q` or a tag nested under it, from the
+    /// model's tag index: computed once per tag and state of the model, so that `hasTag` on
+    /// every row is a table lookup.
+    fn tag_members(&self, q: &str) -> Arc<Vec<bool>> {
+        if let Some((_, bits)) = self
+            .tag_tables
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(t, _)| t == q)
+        {
+            return Arc::clone(bits);
+        }
+        let bits = self.tag_members_of_model(q);
+        let mut mine = self.tag_tables.write().unwrap_or_else(|e| e.into_inner());
+        if mine.len() < 64 {
+            mine.push((q.to_owned(), Arc::clone(&bits)));
+        }
+        bits
+    }
+
+    fn tag_members_of_model(&self, q: &str) -> Arc<Vec<bool>> {
+        let table = self.model.memo("bases_tag_members", || {
+            std::sync::Mutex::new(std::collections::HashMap::<String, Arc<Vec<bool>>>::new())
+        });
+        let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(bits) = table.get(q) {
+            return Arc::clone(bits);
+        }
+        let mut bits = vec![false; self.model.file_index().id_bound()];
+        let nested = format!("{q}/");
+        for (tag, paths) in self.model.tags().range(q.to_owned()..) {
+            if tag != q && !tag.starts_with(&nested) {
+                break;
+            }
+            for p in paths {
+                if let Some(slot) = self.id(p).and_then(|id| bits.get_mut(id.0 as usize)) {
+                    *slot = true;
+                }
+            }
+        }
+        // A few hundred distinct tags at most are kept per state of the model.
+        if table.len() >= 256 {
+            table.clear();
+        }
+        let bits = Arc::new(bits);
+        table.insert(q.to_owned(), Arc::clone(&bits));
+        bits
     }
 
     fn vault_path(&self, f: FileRef) -> Option<&'m VaultPath> {
@@ -158,14 +211,14 @@ impl Source for ModelSource<'_> {
     }
 
     fn has_tag(&self, f: FileRef, tag: &str) -> bool {
-        let Some(note) = self.note(f) else {
-            return false;
-        };
         let q = markdown::normalize_tag(tag);
-        note.parsed
-            .tags
-            .iter()
-            .any(|t| tag_matches_normalized(&t.name, &q))
+        if q.is_empty() {
+            return false;
+        }
+        self.tag_members(&q)
+            .get(f.0 as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     fn links(&self, f: FileRef, embeds: bool) -> Vec<SourceLink> {
@@ -385,39 +438,55 @@ fn candidates(
         .map(|f| engine.user_ignored_files(model, &f));
     let visible = |p: &VaultPath| ignored.as_ref().is_none_or(|set| !set.contains(p));
     let required: Vec<Vec<String>> = filters.iter().flat_map(|f| f.required_tags()).collect();
-    if required.is_empty() {
+    // Each required group: the tag-index entries (a tag and the tags nested under it) whose
+    // notes satisfy it.
+    let groups: Vec<Vec<&BTreeSet<VaultPath>>> = required
+        .iter()
+        .map(|any_of| {
+            let mut sets = Vec::new();
+            for want in any_of {
+                let key = markdown::normalize_tag(want);
+                if key.is_empty() {
+                    continue;
+                }
+                let nested = format!("{key}/");
+                for (tag, paths) in model.tags().range(key.clone()..) {
+                    if *tag != key && !tag.starts_with(&nested) {
+                        break;
+                    }
+                    sets.push(paths);
+                }
+            }
+            sets
+        })
+        .collect();
+    // The smallest group bounds the rows. Looking up each of its notes' ids costs more than
+    // evaluating `hasTag` on every file once it holds more than a small share of the vault.
+    let smallest = groups
+        .iter()
+        .min_by_key(|g| g.iter().map(|s| s.len()).sum::<usize>());
+    let all_files = || -> Vec<FileRef> {
         let ids = model.memo("bases_file_ids", || {
             ids_in_order(model, model.files().keys())
         });
-        return ids
-            .iter()
+        ids.iter()
             .filter(|&&id| id != u32::MAX)
             .map(|&id| FileRef(id))
             .filter(|&f| ignored.is_none() || src.vault_path(f).is_some_and(visible))
-            .collect();
+            .collect()
+    };
+    let Some(smallest) = smallest else {
+        return all_files();
+    };
+    let estimate: usize = smallest.iter().map(|s| s.len()).sum();
+    if estimate.saturating_mul(8) > model.files().len() {
+        return all_files();
     }
-    let mut set: Option<BTreeSet<&VaultPath>> = None;
-    for any_of in &required {
-        let mut group = BTreeSet::new();
-        for want in any_of {
-            let key = markdown::normalize_tag(want);
-            if key.is_empty() {
-                continue;
-            }
-            let nested = format!("{key}/");
-            for (tag, paths) in model.tags().range(key.clone()..) {
-                if *tag != key && !tag.starts_with(&nested) {
-                    break;
-                }
-                group.extend(paths.iter());
-            }
-        }
-        set = Some(match set {
-            None => group,
-            Some(s) => s.intersection(&group).copied().collect(),
-        });
-    }
-    set.unwrap_or_default()
+    let mut paths: Vec<&VaultPath> = smallest.iter().flat_map(|s| s.iter()).collect();
+    paths.sort();
+    paths.dedup();
+    // The filter itself checks the other groups.
+    paths
         .into_iter()
         .filter(|p| visible(p))
         .filter_map(|p| src.id(p))
@@ -471,8 +540,10 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
     let view = base
         .view(q.view.as_deref())
         .map_err(|e| base_error(e, &at))?;
+    let started = std::time::Instant::now();
     let model = engine.model()?;
     let src = ModelSource::new(&model, vault);
+    let prepared = started.elapsed();
     // `this`: the note asked for; else the note holding the block, or the .base file itself.
     let this_path = match (&q.this, &path) {
         (Some(t), _) => Some(t.clone()),
@@ -492,6 +563,7 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
         .flatten()
         .collect();
     let files = candidates(engine, &model, &src, &filters);
+    let chosen = started.elapsed();
     let limit = check_limit(q.limit, DEFAULT_ROWS, MAX_ROWS)?;
     let query = fingerprint(&(
         &yaml,
@@ -512,6 +584,15 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
         start..start.saturating_add(limit),
     )
     .map_err(|e| base_error(e, &at))?;
+    tracing::debug!(
+        candidates = files.len(),
+        matched = out.matched,
+        steps = out.steps,
+        prepare_ms = prepared.as_secs_f64() * 1e3,
+        candidates_ms = (chosen - prepared).as_secs_f64() * 1e3,
+        run_ms = (started.elapsed() - chosen).as_secs_f64() * 1e3,
+        "query_base"
+    );
 
     let names = |f: FileRef| src.path(f).to_owned();
     let group_of = |i: usize| {
