@@ -304,7 +304,11 @@ impl<'a> Evaluator<'a> {
                         e
                     } else {
                         EvalError {
-                            message: format!("in formula `{name}`: {}", e.message),
+                            message: format!(
+                                "in formula `{name}`: {} (column {})",
+                                e.message,
+                                e.pos + 1
+                            ),
                             pos,
                             fatal: false,
                         }

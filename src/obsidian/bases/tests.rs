@@ -633,6 +633,25 @@ views:
         row.cells[0]
     );
     assert!(matches!(&row.cells[1], Cell::Value(Value::Number(n)) if *n == 10.0));
+    let base =
+        parse_base("formulas:\n  bad: 'rating * [2]'\nviews:\n  - order: [formula.bad]\n").unwrap();
+    let v = TableVault::sample();
+    let out = run(
+        &base,
+        &base.views[0],
+        &v,
+        &[v.id("Books/Dune.md")],
+        None,
+        &Budget::new(),
+        0..10,
+    )
+    .unwrap();
+    // The formula's name, what failed, and where in the formula.
+    assert!(
+        matches!(&out.rows[0].cells[0], Cell::Error(e) if e == "in formula `bad`: cannot apply `*` to a number and a list (column 8)"),
+        "{:?}",
+        out.rows[0].cells[0]
+    );
     assert!(
         matches!(&row.cells[2], Cell::Error(e) if e.contains("does not parse") && e.contains("column 9")),
         "{:?}",
