@@ -37,6 +37,7 @@ fn index() -> &'static SearchIndex {
                 modified: SystemTime::UNIX_EPOCH + Duration::from_secs(i as u64),
                 ino: i as u64,
                 nlink: 1,
+                created: None,
             };
             ix.stage(NoteRead { path: &path, meta: &meta, text, parsed: &parsed }).unwrap();
         }
