@@ -787,7 +787,7 @@ pub fn list_bases(
             }
         }
     }
-    let end = start + found.iter().skip(start).take(limit).count();
+    let end = start.saturating_add(limit).min(total);
     Ok(BaseList {
         bases: out,
         total,

@@ -528,6 +528,11 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// `file.FIELD` of file `f` (a column or sort key naming a file property).
+    pub fn file_property(&mut self, f: FileRef, field: &str) -> Value {
+        self.file_field(f, field)
+    }
+
     fn file_field(&mut self, f: FileRef, field: &str) -> Value {
         let path = self.src.path(f);
         let name = path.rsplit('/').next().unwrap_or(path);

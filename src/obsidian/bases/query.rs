@@ -223,19 +223,7 @@ impl Property {
 
     fn value(&self, ev: &mut Evaluator<'_>, row: FileRef) -> Result<Value, EvalError> {
         match self {
-            Property::File(f) => {
-                let e = Expr {
-                    kind: super::expr::ExprKind::Member(
-                        Box::new(Expr {
-                            kind: super::expr::ExprKind::Name("file".into()),
-                            pos: 0,
-                        }),
-                        f.as_str().into(),
-                    ),
-                    pos: 0,
-                };
-                ev.eval(&e)
-            }
+            Property::File(f) => Ok(ev.file_property(row, f)),
             Property::Note(k) => Ok(ev.property(row, k)),
             Property::Formula(name) => ev.formula(name, 0),
         }
