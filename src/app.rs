@@ -29,21 +29,7 @@ pub async fn serve_stdio(
         "serving over stdio"
     );
     engine.start();
-    if writer.is_some() {
-        // What writes killed mid-way left behind (hidden temporary files), in the background.
-        let engine = Arc::clone(&engine);
-        tokio::task::spawn_blocking(move || {
-            let n = engine.vault().remove_stale_temps();
-            if n > 0 {
-                tracing::info!(removed = n, "temporary files of interrupted writes removed");
-            }
-        });
-    }
-    let server = match writer {
-        Some(w) => CapvaultServer::writable(Arc::clone(&engine), w, policy),
-        None => CapvaultServer::new(Arc::clone(&engine), policy),
-    }
-    .map_err(anyhow::Error::msg)?;
+    let server = build_server(&engine, writer, policy)?;
     let served = tokio::select! {
         service = server.serve(rmcp::transport::stdio()) => match service {
             Ok(service) => {
@@ -69,6 +55,46 @@ pub async fn serve_stdio(
     };
     tokio::task::spawn_blocking(move || engine.shutdown()).await?;
     served
+}
+
+/// Serves `engine`'s vault over Streamable HTTP (`options`) until SIGINT or SIGTERM, every
+/// session on the one engine; then lets requests in flight finish and shuts the engine down.
+pub async fn serve_http(
+    engine: Arc<Engine>,
+    writer: Option<Arc<Writer>>,
+    policy: &ToolPolicy,
+    options: crate::http::HttpOptions,
+) -> anyhow::Result<()> {
+    options.check().map_err(anyhow::Error::msg)?;
+    let server = build_server(&engine, writer, policy)?;
+    engine.start();
+    let served = crate::http::serve(server, options, shutdown_signal()).await;
+    tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+    served
+}
+
+/// The server for `engine` (writable with `writer`), after removing what interrupted writes
+/// left behind.
+fn build_server(
+    engine: &Arc<Engine>,
+    writer: Option<Arc<Writer>>,
+    policy: &ToolPolicy,
+) -> anyhow::Result<CapvaultServer> {
+    if writer.is_some() {
+        // What writes killed mid-way left behind (hidden temporary files), in the background.
+        let engine = Arc::clone(engine);
+        tokio::task::spawn_blocking(move || {
+            let n = engine.vault().remove_stale_temps();
+            if n > 0 {
+                tracing::info!(removed = n, "temporary files of interrupted writes removed");
+            }
+        });
+    }
+    match writer {
+        Some(w) => CapvaultServer::writable(Arc::clone(engine), w, policy),
+        None => CapvaultServer::new(Arc::clone(engine), policy),
+    }
+    .map_err(anyhow::Error::msg)
 }
 
 /// Waits for SIGINT or SIGTERM (Ctrl-C elsewhere); returns its name.

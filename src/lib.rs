@@ -64,6 +64,7 @@ pub mod app;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod http;
 pub mod index;
 pub mod markdown;
 pub mod model;

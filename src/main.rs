@@ -31,6 +31,13 @@ enum Command {
     Serve {
         #[command(flatten)]
         vault: VaultArgs,
+        /// How clients connect: `stdio` (the client starts capvault; what client
+        /// configurations run) or `http` (Streamable HTTP at `/mcp`, for many clients and
+        /// remote access; see the README's "Remote access").
+        #[arg(long, value_enum, default_value_t = Transport::Stdio)]
+        transport: Transport,
+        #[command(flatten)]
+        http: Box<HttpArgs>,
         /// Also rescan the vault before a query when the last rescan is older than this many
         /// milliseconds (0: before every query). Off by default: the file watcher and the
         /// periodic reconcile keep the index fresh.
@@ -136,12 +143,158 @@ enum Command {
         #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=9))]
         level: u8,
     },
+    /// Bearer tokens for the HTTP transport.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// Check what makes a client show no tools or the server misbehave, with how to fix each,
     /// then start the server as a client would and run one search.
     Doctor {
         /// The vault folder.
         vault: PathBuf,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Print a fresh random token, and the line that adds it to a --token-file (its SHA-256
+    /// digest, so the file holds no secret).
+    New {
+        /// What the token may do: `read` (the reading tools) or `write` (also the write tools,
+        /// when the server runs with --write).
+        #[arg(long, value_enum, default_value_t = Scope::Read)]
+        scope: Scope,
+        /// Narrow the token to a tool profile (`read`, `minimal`, or tool names separated by
+        /// commas).
+        #[arg(long, value_name = "PROFILE")]
+        tools: Option<String>,
+    },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Read,
+    Write,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Transport {
+    Stdio,
+    Http,
+}
+
+/// The HTTP transport's listener, credentials and limits.
+#[derive(Args, Debug)]
+struct HttpArgs {
+    /// Address and port to listen on (`--transport http`). Loopback by default; any other
+    /// address needs tokens, and TLS or --insecure-http.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000")]
+    listen: std::net::SocketAddr,
+    /// Also accept this name in the Host header (`name` or `name:port`; repeatable). Loopback
+    /// names are always accepted; anything else is refused (DNS-rebinding protection).
+    #[arg(long, value_name = "HOST")]
+    allowed_host: Vec<String>,
+    /// Also accept requests from browser pages of this origin (`https://app.example.org`;
+    /// repeatable). Other Origins get 403; requests without one (non-browser clients) pass.
+    #[arg(long, value_name = "ORIGIN")]
+    allowed_origin: Vec<String>,
+    /// Bearer tokens, one per line: `TOKEN [read|write] [PROFILE]` (TOKEN may be
+    /// `sha256:<hex>`, what `capvault token new` prints). The file must be private (mode 600).
+    /// The environment variable CAPVAULT_TOKEN adds one more, with full rights.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// TLS certificate chain (PEM) to serve HTTPS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM; must be private, mode 600).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Allow a non-loopback listener without TLS, because a TLS-terminating proxy is in front.
+    #[arg(long)]
+    insecure_http: bool,
+    /// Largest request body in bytes (413 above it).
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
+    max_body_bytes: usize,
+    /// Largest response body in bytes (a backstop: tool replies are bounded far below it).
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
+    max_response_bytes: usize,
+    /// Seconds one request may take (503 after).
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    request_timeout: u64,
+    /// Requests in flight in all (503 above it).
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    max_in_flight: u32,
+    /// Requests in flight per client (address, token and session; 429 above it).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_in_flight_per_client: u32,
+    /// Open sessions (2025-11-25 clients; 503 for a new one above it).
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// Minutes after which an unused session is closed.
+    #[arg(long, value_name = "MIN", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle: u64,
+}
+
+impl HttpArgs {
+    /// The HTTP options; reads the token file, `CAPVAULT_TOKEN` and the TLS files now.
+    fn options(&self) -> anyhow::Result<capvault::http::HttpOptions> {
+        use capvault::vault::host::HostFile;
+        const MAX_SECRET_FILE: u64 = 1024 * 1024;
+        let mut tokens = capvault::http::Tokens::none();
+        if let Ok(t) = std::env::var("CAPVAULT_TOKEN")
+            && !t.is_empty()
+        {
+            tokens.add_env(&t).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(path) = &self.token_file {
+            let file = HostFile::at(path).map_err(anyhow::Error::msg)?;
+            let bytes = file
+                .read_private(MAX_SECRET_FILE)
+                .map_err(|e| anyhow::anyhow!("--token-file {e}"))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("--token-file {}: not UTF-8", file.shown()))?;
+            tokens
+                .add_file(&text, &capvault::server::CapvaultServer::tool_names())
+                .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", file.shown()))?;
+            if tokens.is_empty() {
+                anyhow::bail!("--token-file {}: no token in the file", file.shown());
+            }
+        }
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => {
+                let cert = HostFile::at(cert)
+                    .and_then(|f| f.read_public(MAX_SECRET_FILE))
+                    .map_err(|e| anyhow::anyhow!("--tls-cert {e}"))?;
+                let key = HostFile::at(key)
+                    .and_then(|f| f.read_private(MAX_SECRET_FILE))
+                    .map_err(|e| anyhow::anyhow!("--tls-key {e}"))?;
+                Some(capvault::http::TlsPem { cert, key })
+            }
+            _ => None,
+        };
+        let limits = capvault::http::HttpLimits {
+            max_body_bytes: self.max_body_bytes,
+            max_response_bytes: self.max_response_bytes,
+            request_timeout: std::time::Duration::from_secs(self.request_timeout),
+            max_in_flight: self.max_in_flight as usize,
+            max_in_flight_per_client: self.max_in_flight_per_client as usize,
+            max_sessions: self.max_sessions as usize,
+            session_idle: std::time::Duration::from_secs(self.session_idle.saturating_mul(60)),
+            ..capvault::http::HttpLimits::default()
+        };
+        let options = capvault::http::HttpOptions {
+            listen: self.listen,
+            allowed_hosts: self.allowed_host.clone(),
+            allowed_origins: self.allowed_origin.clone(),
+            tokens,
+            tls,
+            insecure_http: self.insecure_http,
+            limits,
+        };
+        options.check().map_err(anyhow::Error::msg)?;
+        Ok(options)
+    }
 }
 
 /// Permission to write, and where history goes.
@@ -308,6 +461,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve {
             vault,
+            transport,
+            http,
             rescan_after,
             reconcile_every,
             no_watch,
@@ -329,6 +484,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 build_delay: ms(index_delay),
                 keep_texts: !no_text_cache,
                 hide_obsidian_excluded: true,
+            };
+            // Credentials and certificates first: a bad flag fails before any work.
+            let http = match transport {
+                Transport::Http => Some(http.options()?),
+                Transport::Stdio => None,
             };
             let (vault, config) = vault.open()?;
             let vault = vault.with_write_scopes(write.scopes()?);
@@ -358,7 +518,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             };
             let engine = capvault::engine::Engine::open(vault, freshness, cache);
-            capvault::app::serve_stdio(engine, writer, &policy).await
+            match http {
+                Some(options) => capvault::app::serve_http(engine, writer, &policy, options).await,
+                None => capvault::app::serve_stdio(engine, writer, &policy).await,
+            }
         }
         Command::Call {
             vault,
@@ -405,6 +568,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bundle { out, level } => {
             capvault::setup::bundle::build(&out, level, &mut std::io::stdout())
                 .map_err(anyhow::Error::msg)
+        }
+        Command::Token {
+            command: TokenCommand::New { scope, tools },
+        } => {
+            if let Some(spec) = &tools {
+                capvault::server::policy::profile_tools(
+                    spec,
+                    &capvault::server::CapvaultServer::tool_names(),
+                )
+                .map_err(|e| anyhow::anyhow!("--tools: {e}"))?;
+            }
+            let (token, line) =
+                capvault::http::auth::new_token(scope == Scope::Write, tools.as_deref())
+                    .map_err(anyhow::Error::msg)?;
+            println!("{token}");
+            eprintln!(
+                "\nThe line above is the token: give it to the client (Authorization: Bearer ...).\n\
+                 Add this line to the server's --token-file (it holds only the token's digest):\n\n{line}\n"
+            );
+            Ok(())
         }
         Command::Doctor { vault } => capvault::setup::doctor::run(&vault, &mut std::io::stdout())
             .await

@@ -8,6 +8,7 @@
 mod args;
 mod base_tools;
 pub mod error;
+pub mod grant;
 mod knowledge;
 pub mod policy;
 mod resources;
@@ -37,6 +38,7 @@ use crate::vault::Vault;
 
 pub use args::Parameters;
 pub use error::{Code, ToolError};
+pub use grant::Grant;
 pub use policy::ToolPolicy;
 pub use resources::{URI_PREFIX, path_from_uri, uri_for};
 
@@ -159,6 +161,39 @@ impl CapvaultServer {
         &self.tools.listed
     }
 
+    /// The name in the code of the tool clients call `listed` (`None`: no such tool here).
+    pub fn internal_tool_name(&self, listed: &str) -> Option<&str> {
+        self.tools.names.get(listed).map(String::as_str)
+    }
+
+    /// The tools `grant` lets this request see (all of them without a grant).
+    fn tools_for(&self, grant: Option<&Grant>) -> Vec<Tool> {
+        match grant {
+            None => self.tools.listed.clone(),
+            Some(g) => self
+                .tools
+                .listed
+                .iter()
+                .filter(|t| {
+                    self.internal_tool_name(&t.name)
+                        .is_some_and(|i| g.allows(i))
+                })
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Refuses a resource request whose grant does not allow reading notes.
+    fn check_resource_grant(context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        match Grant::of(context) {
+            Some(g) if !g.allows("read_note") => Err(ErrorData::invalid_request(
+                "refused: this credential may not read notes",
+                None,
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The engine (model and index).
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
@@ -250,7 +285,7 @@ impl ServerHandler for CapvaultServer {
         let hints = context
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        let mut result = ListToolsResult::with_all_items(self.tools.listed.clone());
+        let mut result = ListToolsResult::with_all_items(self.tools_for(Grant::of(&context)));
         result.result_type = Some(ResultType::COMPLETE);
         if hints {
             result.ttl_ms = Some(0);
@@ -285,6 +320,20 @@ impl ServerHandler for CapvaultServer {
             .into_result()
             .into());
         };
+        if let Some(grant) = Grant::of(&context)
+            && !grant.allows(internal)
+        {
+            return Ok(ToolError::new(
+                Code::Refused,
+                format!(
+                    "this credential ({} scope) may not call `{}`",
+                    grant.scope(),
+                    request.name
+                ),
+            )
+            .into_result()
+            .into());
+        }
         request.name = internal.clone().into();
         let tcc = ToolCallContext::new(self, request, context);
         let response = self.tool_router.call(tcc).await?;
@@ -297,8 +346,9 @@ impl ServerHandler for CapvaultServer {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        Self::check_resource_grant(&context)?;
         let cursor = request.and_then(|r| r.cursor);
         let vault = Arc::clone(&self.vault);
         tokio::task::spawn_blocking(move || resources::list(&vault, cursor.as_deref()))
@@ -317,8 +367,9 @@ impl ServerHandler for CapvaultServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        Self::check_resource_grant(&context)?;
         let vault = Arc::clone(&self.vault);
         let uri = request.uri;
         tokio::task::spawn_blocking(move || resources::read(&vault, &uri))

@@ -60,28 +60,8 @@ impl ToolPolicy {
     /// A `--tools` value: `all`, `read`, `minimal`, or a comma-separated list of tool names.
     /// Names are checked against `known`.
     pub fn from_spec(spec: &str, known: &[String]) -> Result<Self, String> {
-        let only = match spec.trim() {
-            "all" => None,
-            "read" => Some(READ_TOOLS.iter().map(|s| (*s).to_owned()).collect()),
-            "minimal" => Some(MINIMAL_TOOLS.iter().map(|s| (*s).to_owned()).collect()),
-            list => {
-                let names: BTreeSet<String> = list
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-                if names.is_empty() {
-                    return Err("--tools needs `all`, `read`, `minimal` or tool names".to_owned());
-                }
-                for n in &names {
-                    check_known(n, known)?;
-                }
-                Some(names)
-            }
-        };
         Ok(ToolPolicy {
-            only,
+            only: profile_tools(spec, known)?,
             ..ToolPolicy::default()
         })
     }
@@ -151,6 +131,33 @@ impl ToolPolicy {
         listed.sort_by(|a, b| a.name.cmp(&b.name));
         Ok((listed, names))
     }
+}
+
+/// The tools a profile names (`None` for `all`): `read`, `minimal`, or a comma-separated list
+/// of tool names checked against `known`. Shared by `--tools` and the token file.
+pub fn profile_tools(spec: &str, known: &[String]) -> Result<Option<BTreeSet<String>>, String> {
+    Ok(match spec.trim() {
+        "all" => None,
+        "read" => Some(READ_TOOLS.iter().map(|s| (*s).to_owned()).collect()),
+        "minimal" => Some(MINIMAL_TOOLS.iter().map(|s| (*s).to_owned()).collect()),
+        list => {
+            let names: BTreeSet<String> = list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            if names.is_empty() {
+                return Err(
+                    "a tool profile needs `all`, `read`, `minimal` or tool names".to_owned(),
+                );
+            }
+            for n in &names {
+                check_known(n, known)?;
+            }
+            Some(names)
+        }
+    })
 }
 
 fn check_known(name: &str, known: &[String]) -> Result<(), String> {

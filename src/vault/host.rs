@@ -97,6 +97,60 @@ impl HostFile {
         Ok(Some(bytes))
     }
 
+    /// A file that holds secrets (`--token-file`, a TLS key): read like [`HostFile::read`], but
+    /// never through a symlink, and refused when its permission bits let anyone but its owner
+    /// read or write it (`chmod 600` fixes that). Missing is an error here.
+    pub fn read_private(&self, max: u64) -> Result<Vec<u8>, String> {
+        let bytes = self.read_checked(max, true)?;
+        Ok(bytes)
+    }
+
+    /// A file that need not be secret (a TLS certificate), read without following a symlink at
+    /// the last step. Missing is an error here.
+    pub fn read_public(&self, max: u64) -> Result<Vec<u8>, String> {
+        self.read_checked(max, false)
+    }
+
+    fn read_checked(&self, max: u64, private: bool) -> Result<Vec<u8>, String> {
+        let Some(dir) = &self.dir else {
+            return Err(format!("{}: the folder does not exist", self.shown));
+        };
+        let mut options = OpenOptions::new();
+        options.read(true).follow(FollowSymlinks::No);
+        let mut file = dir.open_with(&self.name, &options).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                format!("{}: no such file", self.shown)
+            } else {
+                format!("{}: {e} (symlinks are not followed here)", self.shown)
+            }
+        })?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("{}: {e}", self.shown))?;
+        if !meta.is_file() {
+            return Err(format!("{}: not a regular file", self.shown));
+        }
+        if private && meta.mode() & 0o077 != 0 {
+            return Err(format!(
+                "{}: others may read or change it (mode {:o}); run `chmod 600 {}`",
+                self.shown,
+                meta.mode() & 0o777,
+                self.shown
+            ));
+        }
+        if meta.len() > max {
+            return Err(format!("{}: larger than {max} bytes", self.shown));
+        }
+        let mut bytes = Vec::new();
+        Read::take(&mut file, max + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{}: {e}", self.shown))?;
+        if bytes.len() as u64 > max {
+            return Err(format!("{}: larger than {max} bytes", self.shown));
+        }
+        Ok(bytes)
+    }
+
     /// Replaces the file with `bytes` atomically (temporary file, sync, rename, folder sync),
     /// keeping its permission bits, after copying what is there now to `backup` (a new name in
     /// the same folder). Creates missing folders (`0755`). A file its owner made read-only, or

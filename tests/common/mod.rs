@@ -15,6 +15,94 @@ use serde_json::{Map, Value};
 /// A client connected to `capvault serve <vault>` running as a child process.
 pub struct Server {
     pub client: RunningService<RoleClient, ()>,
+    /// The server process, when it serves over HTTP (over stdio the transport owns it).
+    pub http: Option<HttpChild>,
+}
+
+/// `capvault serve --transport http` running as a child process.
+pub struct HttpChild {
+    pub child: tokio::process::Child,
+    /// The `/mcp` URL it printed.
+    pub url: String,
+    /// Its stderr lines so far (the access log among them).
+    pub stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl HttpChild {
+    /// Spawns `capvault serve <vault> --transport http --listen 127.0.0.1:0 <extra>` with
+    /// `env`, and waits for the line that gives its URL.
+    pub async fn spawn(vault: &Path, extra: &[&str], env: &[(&str, &str)]) -> HttpChild {
+        use tokio::io::AsyncBufReadExt;
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+        cmd.arg("serve")
+            .arg(vault)
+            .args(["--transport", "http", "--listen", "127.0.0.1:0"])
+            .args(extra);
+        cmd.env("CAPVAULT_LOG", "capvault=info");
+        cmd.env("XDG_CACHE_HOME", test_cache_home());
+        cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+        cmd.env_remove("CAPVAULT_TOKEN");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().expect("spawn capvault");
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let url = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                stderr.lock().unwrap().push(line.clone());
+                if let Some(url) = line.strip_prefix("capvault: serving over HTTP at ") {
+                    return url.to_owned();
+                }
+            }
+            panic!(
+                "capvault exited without serving: {:?}",
+                stderr.lock().unwrap()
+            );
+        })
+        .await
+        .expect("capvault did not start serving within 30 s");
+        let keep = std::sync::Arc::clone(&stderr);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                keep.lock().unwrap().push(line);
+            }
+        });
+        HttpChild { child, url, stderr }
+    }
+
+    /// `host:port` of the listener.
+    pub fn authority(&self) -> String {
+        let rest = self.url.split("://").nth(1).unwrap();
+        rest.split('/').next().unwrap().to_owned()
+    }
+
+    /// An rmcp client connected over Streamable HTTP, with `token` as its bearer token.
+    pub async fn connect(&self, token: Option<&str>) -> RunningService<RoleClient, ()> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.clone());
+        if let Some(t) = token {
+            config = config.auth_header(t.to_owned());
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        ().serve(transport).await.expect("MCP handshake over HTTP")
+    }
+
+    /// Sends SIGTERM and waits (at most 30 s) for the exit status.
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("running") as i32;
+        let pid = rustix::process::Pid::from_raw(pid).expect("a pid");
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+        tokio::time::timeout(std::time::Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("capvault did not exit within 30 s of SIGTERM")
+            .unwrap()
+    }
 }
 
 /// What a tool call returned, flattened for assertions.
@@ -43,14 +131,25 @@ impl Server {
         cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
         let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
         let client = ().serve(transport).await.expect("MCP handshake");
-        Server { client }
+        Server { client, http: None }
+    }
+
+    /// Spawns the binary on `vault` serving over HTTP (with extra arguments) and connects an
+    /// rmcp client to it with no token.
+    pub async fn start_http(vault: &Path, extra: &[&str]) -> Server {
+        let child = HttpChild::spawn(vault, extra, &[]).await;
+        let client = child.connect(None).await;
+        Server {
+            client,
+            http: Some(child),
+        }
     }
 
     /// Connects to a server spawned by `cmd` (a `capvault serve` command line).
     pub async fn from_command(cmd: tokio::process::Command) -> Server {
         let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
         let client = ().serve(transport).await.expect("MCP handshake");
-        Server { client }
+        Server { client, http: None }
     }
 
     pub async fn start(vault: &Path) -> Server {

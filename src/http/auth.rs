@@ -1,0 +1,277 @@
+//! Bearer tokens: where they come from (`CAPVAULT_TOKEN`, `--token-file`), what each allows, and
+//! how a presented token is checked.
+//!
+//! Only SHA-256 digests of the tokens are kept in memory. A presented token is hashed and
+//! compared with every digest in constant time (`subtle`), so neither the match nor its
+//! position shows in the timing.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::server::Grant;
+use crate::server::policy::profile_tools;
+
+/// Shortest plain token accepted from the environment or a token file.
+pub const MIN_TOKEN_LEN: usize = 32;
+
+/// The prefix of the tokens `capvault token new` makes.
+pub const TOKEN_PREFIX: &str = "cvt_";
+
+/// The accepted tokens.
+#[derive(Debug, Default, Clone)]
+pub struct Tokens {
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    digest: [u8; 32],
+    grant: Grant,
+}
+
+impl Tokens {
+    /// No tokens: allowed on a loopback listener only.
+    pub fn none() -> Self {
+        Tokens::default()
+    }
+
+    /// True when no token is configured.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// How many tokens are accepted.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Adds the `CAPVAULT_TOKEN` value: the server's own token, with every right the server
+    /// has (`write` only matters when it runs with `--write`).
+    pub fn add_env(&mut self, token: &str) -> Result<(), String> {
+        let token = token.trim();
+        check_strength(token).map_err(|e| format!("CAPVAULT_TOKEN: {e}"))?;
+        self.entries.push(Entry {
+            digest: digest(token),
+            grant: Grant::full("env"),
+        });
+        Ok(())
+    }
+
+    /// Adds the tokens of a token file. Each line is `TOKEN [read|write] [PROFILE]`, where
+    /// TOKEN is the token itself or `sha256:` and its digest in hex (what `capvault token new`
+    /// prints, so the file holds no secret), the scope defaults to `read`, and PROFILE (`all`,
+    /// `read`, `minimal` or tool names separated by commas) narrows the tools further. Blank
+    /// lines and lines starting with `#` are skipped.
+    pub fn add_file(&mut self, text: &str, known_tools: &[String]) -> Result<(), String> {
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let at = |e: String| format!("line {}: {e}", n + 1);
+            let mut words = line.split_whitespace();
+            let secret = words.next().unwrap_or_default();
+            let digest = match secret.strip_prefix("sha256:") {
+                Some(hex) => parse_digest(hex).map_err(at)?,
+                None => {
+                    check_strength(secret).map_err(at)?;
+                    digest(secret)
+                }
+            };
+            let write = match words.next() {
+                None | Some("read") => false,
+                Some("write") => true,
+                Some(other) => {
+                    return Err(at(format!("scope `{other}` is not `read` or `write`")));
+                }
+            };
+            let tools = match words.next() {
+                None => None,
+                Some(spec) => profile_tools(spec, known_tools).map_err(at)?.map(Arc::new),
+            };
+            if let Some(extra) = words.next() {
+                return Err(at(format!(
+                    "unexpected `{extra}` (a line is TOKEN [read|write] [PROFILE])"
+                )));
+            }
+            if self.entries.iter().any(|e| e.digest == digest) {
+                return Err(at("the same token is listed twice".to_owned()));
+            }
+            self.entries.push(Entry {
+                digest,
+                grant: Grant {
+                    id: short_id(&digest),
+                    write,
+                    tools,
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// The grant of `presented`, when it is one of the tokens. Every digest is compared, in
+    /// constant time.
+    pub fn check(&self, presented: &str) -> Option<&Grant> {
+        let d = digest(presented);
+        let mut found = None;
+        for e in &self.entries {
+            if bool::from(e.digest.ct_eq(&d)) {
+                found = Some(&e.grant);
+            }
+        }
+        found
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header value (scheme in any case).
+pub fn bearer(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// A fresh random token (32 bytes from the operating system, URL-safe base64) and the token
+/// file line for it (its digest, the scope and the optional profile).
+pub fn new_token(write: bool, profile: Option<&str>) -> Result<(String, String), String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness from the system: {e}"))?;
+    let token = format!(
+        "{TOKEN_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    );
+    let mut line = format!(
+        "sha256:{} {}",
+        hex(&digest(&token)),
+        if write { "write" } else { "read" }
+    );
+    if let Some(p) = profile {
+        line.push(' ');
+        line.push_str(p);
+    }
+    Ok((token, line))
+}
+
+fn check_strength(token: &str) -> Result<(), String> {
+    if token.len() < MIN_TOKEN_LEN {
+        return Err(format!(
+            "a token needs at least {MIN_TOKEN_LEN} characters (`capvault token new` makes one)"
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("a token is printable ASCII without spaces".to_owned());
+    }
+    Ok(())
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+fn parse_digest(hex: &str) -> Result<[u8; 32], String> {
+    let bad = || "`sha256:` needs 64 hex digits".to_owned();
+    if hex.len() != 64 {
+        return Err(bad());
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16)
+            .map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A token's name in logs: the first 8 hex digits of its digest.
+fn short_id(digest: &[u8; 32]) -> String {
+    format!("token-{}", hex(&digest[..4]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Vec<String> {
+        crate::server::CapvaultServer::tool_names()
+    }
+
+    #[test]
+    fn a_token_file_line_sets_scope_and_profile() {
+        let (t1, l1) = new_token(true, None).unwrap();
+        let (t2, l2) = new_token(false, Some("minimal")).unwrap();
+        let plain = "p".repeat(40);
+        let text = format!("# tokens\n{l1}\n\n{l2}\n{plain}\n");
+        let mut tokens = Tokens::none();
+        tokens.add_file(&text, &known()).unwrap();
+        assert_eq!(tokens.len(), 3);
+        let g1 = tokens.check(&t1).unwrap();
+        assert!(g1.write && g1.tools.is_none());
+        let g2 = tokens.check(&t2).unwrap();
+        assert!(!g2.write);
+        assert!(g2.allows("read_note") && !g2.allows("list_tags"));
+        assert!(
+            !tokens.check(&plain).unwrap().write,
+            "scope defaults to read"
+        );
+        assert!(
+            tokens
+                .check("wrong-token-wrong-token-wrong-token")
+                .is_none()
+        );
+        assert!(tokens.check(&t1[..t1.len() - 1]).is_none());
+        // No other token matches: every byte of the digest counts.
+        for _ in 0..2000 {
+            let (other, _) = new_token(false, None).unwrap();
+            assert!(tokens.check(&other).is_none());
+        }
+    }
+
+    #[test]
+    fn a_bad_token_file_names_the_line() {
+        let mut t = Tokens::none();
+        let e = t.add_file("short\n", &known()).unwrap_err();
+        assert!(e.starts_with("line 1:") && e.contains("32"), "{e}");
+        let long = "x".repeat(40);
+        let e = t
+            .add_file(&format!("\n{long} admin\n"), &known())
+            .unwrap_err();
+        assert!(e.starts_with("line 2:") && e.contains("admin"), "{e}");
+        let e = t
+            .add_file(&format!("{long} read nope_tool\n"), &known())
+            .unwrap_err();
+        assert!(e.contains("nope_tool"), "{e}");
+        let e = t.add_file("sha256:abc read\n", &known()).unwrap_err();
+        assert!(e.contains("64 hex"), "{e}");
+        let e = Tokens::none()
+            .add_file(&format!("{long}\n{long} write\n"), &known())
+            .unwrap_err();
+        assert!(e.contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn bearer_header_parsing() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("Bearer"), None);
+    }
+
+    #[test]
+    fn new_tokens_differ_and_match_their_line() {
+        let (a, la) = new_token(false, None).unwrap();
+        let (b, _) = new_token(false, None).unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with(TOKEN_PREFIX) && a.len() >= MIN_TOKEN_LEN);
+        let mut t = Tokens::none();
+        t.add_file(&la, &known()).unwrap();
+        assert!(t.check(&a).is_some() && t.check(&b).is_none());
+    }
+}

@@ -1,0 +1,660 @@
+//! The Streamable HTTP transport (`capvault serve --transport http`): rmcp's service at `/mcp`
+//! in axum, every session on the one engine, behind one gate that every request passes first.
+//!
+//! The gate, in order: refuse while shutting down (503); `Host` and `Origin` ([`guard`]: 403);
+//! the bearer token ([`auth`]: 401, with `WWW-Authenticate`); requests in flight, in all (503)
+//! and per client (429); the body cap (413); a tool the token may not call (403
+//! `insufficient_scope`); the session cap on `initialize` (503); the request timeout (503).
+//! Only then does rmcp see the request, with the token's [`Grant`] in its extensions, which
+//! the server reads to narrow `tools/list` and refuse `tools/call` (so a session opened with
+//! one token gives nothing more to a request made with another). Every response body is capped
+//! too, and one access log line per request goes to stderr: method, JSON-RPC method, tool,
+//! status, milliseconds, client address, token name. Never a token, never note content.
+
+pub mod auth;
+pub mod guard;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use http::{HeaderValue, Method, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::server::{CapvaultServer, Grant};
+
+pub use auth::Tokens;
+pub use guard::Guard;
+
+/// The bounds on what clients may ask of the HTTP server.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// Largest request body (413 above it).
+    pub max_body_bytes: usize,
+    /// Largest response body; a reply that grows past it is cut off and logged (tool replies
+    /// are bounded far below it, so this is a backstop).
+    pub max_response_bytes: usize,
+    /// How long one request may take before it gets 503.
+    pub request_timeout: Duration,
+    /// Requests in flight, in all (503 above it).
+    pub max_in_flight: usize,
+    /// Requests in flight per client: address, token and session (429 above it).
+    pub max_in_flight_per_client: usize,
+    /// Open sessions (2025-11-25 clients; 503 on `initialize` above it).
+    pub max_sessions: usize,
+    /// A session nobody used for this long is closed.
+    pub session_idle: Duration,
+    /// On shutdown, how long requests in flight may take to finish.
+    pub drain: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: 1024 * 1024,
+            max_response_bytes: 16 * 1024 * 1024,
+            request_timeout: Duration::from_secs(60),
+            max_in_flight: 256,
+            max_in_flight_per_client: 32,
+            max_sessions: 256,
+            session_idle: Duration::from_secs(30 * 60),
+            drain: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A TLS certificate chain and its private key, PEM, read through [`crate::vault::host`].
+#[derive(Clone)]
+pub struct TlsPem {
+    pub cert: Vec<u8>,
+    pub key: Vec<u8>,
+}
+
+impl std::fmt::Debug for TlsPem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TlsPem(..)")
+    }
+}
+
+/// How to serve over HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen (loopback by default).
+    pub listen: SocketAddr,
+    /// More names for `Host` (`name` or `name:port`).
+    pub allowed_hosts: Vec<String>,
+    /// More origins a browser page may call from (`scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    /// The accepted bearer tokens.
+    pub tokens: Tokens,
+    /// Serve HTTPS with this certificate.
+    pub tls: Option<TlsPem>,
+    /// A non-loopback listener without TLS is allowed (a TLS-terminating proxy is in front).
+    pub insecure_http: bool,
+    /// The bounds.
+    pub limits: HttpLimits,
+}
+
+impl HttpOptions {
+    /// Refuses the combinations that would expose the vault: a non-loopback listener with no
+    /// token, or without TLS unless `--insecure-http` says a proxy terminates it.
+    pub fn check(&self) -> Result<(), String> {
+        let ip = self.listen.ip();
+        if ip.is_loopback() {
+            return Ok(());
+        }
+        if self.tokens.is_empty() {
+            return Err(format!(
+                "listening on {ip} (not loopback) needs bearer tokens: set CAPVAULT_TOKEN or \
+                 pass --token-file (`capvault token new` makes one)"
+            ));
+        }
+        if self.tls.is_none() && !self.insecure_http {
+            return Err(format!(
+                "listening on {ip} (not loopback) without TLS would send tokens and notes in \
+                 clear: pass --tls-cert and --tls-key, or --insecure-http when a TLS-terminating \
+                 proxy is in front"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What the gate shares across requests.
+struct Gate {
+    guard: Guard,
+    tokens: Tokens,
+    anonymous: Grant,
+    prototype: CapvaultServer,
+    sessions: Arc<LocalSessionManager>,
+    limits: HttpLimits,
+    in_flight: Arc<Semaphore>,
+    per_client: Arc<Mutex<HashMap<String, usize>>>,
+    shutting_down: AtomicBool,
+    initializing: tokio::sync::Mutex<()>,
+}
+
+/// Serves `server` (the prototype every session clones) over HTTP until `shutdown` resolves;
+/// then refuses new requests, lets those in flight finish (up to the drain time), closes the
+/// sessions and returns. The caller shuts the engine down.
+pub async fn serve(
+    server: CapvaultServer,
+    options: HttpOptions,
+    shutdown: impl Future<Output = &'static str>,
+) -> anyhow::Result<()> {
+    options.check().map_err(anyhow::Error::msg)?;
+    let listener = std::net::TcpListener::bind(options.listen)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.listen))?;
+    let local = listener.local_addr()?;
+    let tls = match &options.tls {
+        Some(pem) => Some(tls_config(pem)?),
+        None => None,
+    };
+    let limits = options.limits.clone();
+    let guard = Guard::new(
+        local.port(),
+        tls.is_some(),
+        &options.allowed_hosts,
+        &options.allowed_origins,
+    )
+    .map_err(anyhow::Error::msg)?;
+
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = Some(limits.session_idle);
+    let mut manager = LocalSessionManager::default();
+    manager.session_config = session_config;
+    let sessions = Arc::new(manager);
+    let cancel = CancellationToken::new();
+    let mut rmcp_hosts: Vec<String> = guard::LOOPBACK_HOSTS
+        .iter()
+        .map(|h| (*h).to_owned())
+        .collect();
+    rmcp_hosts.extend(options.allowed_hosts.iter().cloned());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut rmcp_origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
+        .iter()
+        .map(|h| format!("{scheme}://{h}:{}", local.port()))
+        .collect();
+    rmcp_origins.extend(options.allowed_origins.iter().cloned());
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(rmcp_hosts)
+        .with_allowed_origins(rmcp_origins)
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(limits.max_body_bytes)
+        .with_json_response(true)
+        .with_cancellation_token(cancel.clone());
+    let factory = server.clone();
+    let mcp =
+        StreamableHttpService::new(move || Ok(factory.clone()), Arc::clone(&sessions), config);
+
+    let gate = Arc::new(Gate {
+        guard,
+        anonymous: Grant::full("anonymous"),
+        tokens: options.tokens.clone(),
+        prototype: server,
+        sessions,
+        in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
+        per_client: Arc::new(Mutex::new(HashMap::new())),
+        limits,
+        shutting_down: AtomicBool::new(false),
+        initializing: tokio::sync::Mutex::new(()),
+    });
+    let app = Router::new()
+        .nest_service("/mcp", mcp)
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&gate),
+            gate_request,
+        ));
+    let make = app.into_make_service_with_connect_info::<SocketAddr>();
+
+    let handle = axum_server::Handle::new();
+    // One stable line on stderr that says where the server is (tests read it when they pass
+    // port 0).
+    eprintln!("capvault: serving over HTTP at {scheme}://{local}/mcp");
+    tracing::info!(
+        url = %format!("{scheme}://{local}/mcp"),
+        tokens = gate.tokens.len(),
+        tls = tls.is_some(),
+        "serving over HTTP"
+    );
+    let served = async {
+        match tls {
+            None => {
+                axum_server::from_tcp(listener)?
+                    .handle(handle.clone())
+                    .serve(make)
+                    .await
+            }
+            Some(cfg) => {
+                axum_server::tls_rustls::from_tcp_rustls(listener, cfg)?
+                    .handle(handle.clone())
+                    .serve(make)
+                    .await
+            }
+        }
+    };
+    tokio::pin!(served);
+    let signal = tokio::select! {
+        r = &mut served => {
+            r?;
+            return Ok(());
+        }
+        s = shutdown => s,
+    };
+    tracing::info!(
+        signal,
+        "shutting down: refusing new requests, finishing those in flight"
+    );
+    gate.shutting_down.store(true, Ordering::SeqCst);
+    let deadline = Instant::now() + gate.limits.drain;
+    while gate.in_flight.available_permits() < gate.limits.max_in_flight
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left = gate.limits.max_in_flight - gate.in_flight.available_permits();
+    if left > 0 {
+        tracing::warn!(
+            requests = left,
+            "the drain time ran out with requests in flight"
+        );
+    }
+    cancel.cancel();
+    handle.graceful_shutdown(Some(Duration::from_secs(2)));
+    served.await?;
+    Ok(())
+}
+
+/// rustls's configuration for the PEM certificate chain and key (the `ring` provider, TLS 1.2
+/// and 1.3, HTTP/2 and HTTP/1.1 by ALPN).
+fn tls_config(pem: &TlsPem) -> anyhow::Result<axum_server::tls_rustls::RustlsConfig> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem.cert)
+        .collect::<Result<_, _>>()
+        .map_err(|e| anyhow::anyhow!("--tls-cert: not a PEM certificate chain ({e})"))?;
+    if certs.is_empty() {
+        anyhow::bail!("--tls-cert: no certificate in the file");
+    }
+    let key = PrivateKeyDer::from_pem_slice(&pem.key)
+        .map_err(|e| anyhow::anyhow!("--tls-key: not a PEM private key ({e})"))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| anyhow::anyhow!("--tls-cert/--tls-key: {e}"))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(axum_server::tls_rustls::RustlsConfig::from_config(
+        Arc::new(config),
+    ))
+}
+
+/// What the access log says about one request.
+#[derive(Default)]
+struct Access {
+    rpc: Option<String>,
+    tool: Option<String>,
+    token: Option<String>,
+}
+
+async fn gate_request(
+    State(gate): State<Arc<Gate>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let start = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let mut access = Access::default();
+    let response = admit(&gate, peer, request, next, &mut access).await;
+    tracing::info!(
+        target: "capvault::access",
+        http = %method,
+        path,
+        rpc = access.rpc.as_deref().unwrap_or("-"),
+        tool = access.tool.as_deref().unwrap_or("-"),
+        status = response.status().as_u16(),
+        ms = start.elapsed().as_millis() as u64,
+        client = %peer.ip(),
+        token = access.token.as_deref().unwrap_or("-"),
+    );
+    response
+}
+
+async fn admit(
+    gate: &Arc<Gate>,
+    peer: SocketAddr,
+    mut request: Request,
+    next: Next,
+    access: &mut Access,
+) -> Response {
+    if gate.shutting_down.load(Ordering::SeqCst) {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down",
+        )
+        .retry_after();
+    }
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    if let Err(why) = gate.guard.check_host(host.as_deref()) {
+        return refuse(StatusCode::FORBIDDEN, why).into();
+    }
+    let origin = request.headers().get(header::ORIGIN).map(|o| o.as_bytes());
+    if let Err(why) = gate.guard.check_origin(origin) {
+        return refuse(StatusCode::FORBIDDEN, why).into();
+    }
+    if request.uri().path() == "/healthz" {
+        return next.run(request).await;
+    }
+
+    let grant = match authenticate(gate, &request) {
+        Ok(g) => g,
+        Err(None) => return unauthorized("a bearer token is required", None),
+        Err(Some(e)) => return unauthorized("the bearer token is not valid", Some(e)),
+    };
+    access.token = Some(grant.id.clone());
+
+    if request.method() != Method::POST {
+        // GET opens a session's event stream, DELETE ends a session: no body, nothing to run.
+        request.extensions_mut().insert(grant);
+        return next.run(request).await;
+    }
+
+    let Ok(total) = Arc::clone(&gate.in_flight).try_acquire_owned() else {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many requests in flight",
+        )
+        .retry_after();
+    };
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let client_key = format!("{}|{}|{session}", peer.ip(), grant.id);
+    let Some(client) = ClientSlot::take(
+        &gate.per_client,
+        client_key,
+        gate.limits.max_in_flight_per_client,
+    ) else {
+        return refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many requests in flight from this client",
+        )
+        .retry_after();
+    };
+
+    let max = gate.limits.max_body_bytes;
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large",
+        )
+        .into();
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, max).await {
+        Ok(b) => b,
+        Err(e) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            return if too_large {
+                refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the request body is too large",
+                )
+                .into()
+            } else {
+                refuse(
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read",
+                )
+                .into()
+            };
+        }
+    };
+    let calls = rpc_calls(&bytes);
+    if let Some((rpc, tool)) = calls.first() {
+        access.rpc = Some(rpc.clone());
+        access.tool = tool.clone();
+    }
+    for (_, tool) in &calls {
+        let Some(tool) = tool else { continue };
+        let Some(internal) = gate.prototype.internal_tool_name(tool) else {
+            continue;
+        };
+        if !grant.allows(internal) {
+            return insufficient_scope(&grant, internal, tool);
+        }
+    }
+    let initializing = if calls.iter().any(|(m, _)| m == "initialize") {
+        let lock = gate.initializing.lock().await;
+        if gate.sessions.sessions.read().await.len() >= gate.limits.max_sessions {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "too many open sessions").retry_after();
+        }
+        Some(lock)
+    } else {
+        None
+    };
+
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    request.extensions_mut().insert(grant);
+    let response = match tokio::time::timeout(gate.limits.request_timeout, next.run(request)).await
+    {
+        Ok(r) => r,
+        Err(_) => {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "the request timed out").into();
+        }
+    };
+    drop(initializing);
+    let (parts, body) = response.into_parts();
+    let body = Capped {
+        inner: body,
+        sent: 0,
+        max: gate.limits.max_response_bytes,
+        _held: (total, client),
+    };
+    Response::from_parts(parts, Body::new(body))
+}
+
+/// The request's grant, or why it has none: no token (`None`) or the `error` of the 401.
+fn authenticate(gate: &Gate, request: &Request) -> Result<Grant, Option<&'static str>> {
+    if gate.tokens.is_empty() {
+        return Ok(gate.anonymous.clone());
+    }
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(auth::bearer);
+    match presented {
+        None => Err(None),
+        Some(t) => gate.tokens.check(t).cloned().ok_or(Some("invalid_token")),
+    }
+}
+
+/// The JSON-RPC methods in a request body, each with the tool it calls (`tools/call`). A body
+/// that is not JSON-RPC gives nothing here; rmcp answers it.
+fn rpc_calls(body: &[u8]) -> Vec<(String, Option<String>)> {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return Vec::new();
+    };
+    let one = |v: &Value| -> Option<(String, Option<String>)> {
+        let method = v.get("method")?.as_str()?.to_owned();
+        let tool = (method == "tools/call")
+            .then(|| v.pointer("/params/name").and_then(Value::as_str))
+            .flatten()
+            .map(str::to_owned);
+        Some((method, tool))
+    };
+    match &value {
+        Value::Array(items) => items.iter().filter_map(one).collect(),
+        v => one(v).into_iter().collect(),
+    }
+}
+
+/// A refusal under construction: a status and a short plain-text reason.
+struct Refusal(Response);
+
+impl Refusal {
+    fn retry_after(mut self) -> Response {
+        self.0
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        self.0
+    }
+}
+
+impl From<Refusal> for Response {
+    fn from(r: Refusal) -> Response {
+        r.0
+    }
+}
+
+fn refuse(status: StatusCode, why: &str) -> Refusal {
+    let mut r = Response::new(Body::from(format!("{why}\n")));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    Refusal(r)
+}
+
+fn unauthorized(why: &str, error: Option<&str>) -> Response {
+    let mut r = refuse(StatusCode::UNAUTHORIZED, why).0;
+    let challenge = match error {
+        None => "Bearer realm=\"capvault\"".to_owned(),
+        Some(e) => format!("Bearer realm=\"capvault\", error=\"{e}\""),
+    };
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+fn insufficient_scope(grant: &Grant, internal: &str, listed: &str) -> Response {
+    let (why, challenge) = match grant.missing_scope(internal) {
+        Some(scope) => (
+            format!(
+                "this token's scope is `{}`; `{listed}` needs `{scope}`",
+                grant.scope()
+            ),
+            format!("Bearer realm=\"capvault\", error=\"insufficient_scope\", scope=\"{scope}\""),
+        ),
+        None => (
+            format!("this token's tool profile does not include `{listed}`"),
+            "Bearer realm=\"capvault\", error=\"insufficient_scope\"".to_owned(),
+        ),
+    };
+    let mut r = refuse(StatusCode::FORBIDDEN, &why).0;
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+/// One request in flight for a client; gives its place back when dropped.
+struct ClientSlot {
+    map: Arc<Mutex<HashMap<String, usize>>>,
+    key: String,
+}
+
+impl ClientSlot {
+    fn take(map: &Arc<Mutex<HashMap<String, usize>>>, key: String, max: usize) -> Option<Self> {
+        let mut m = map.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(key.clone()).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot {
+            map: Arc::clone(map),
+            key,
+        })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// A response body that holds its request's places in flight until it is sent, and ends in
+/// an error (the connection is cut) rather than grow past the response cap.
+struct Capped {
+    inner: Body,
+    sent: usize,
+    max: usize,
+    _held: (OwnedSemaphorePermit, ClientSlot),
+}
+
+impl http_body::Body for Capped {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.sent += data.len();
+                    if this.sent > this.max {
+                        tracing::warn!(
+                            max = this.max,
+                            "a response passed the response cap; cut off"
+                        );
+                        return Poll::Ready(Some(Err(axum::Error::new("response too large"))));
+                    }
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}

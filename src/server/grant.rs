@@ -1,0 +1,97 @@
+//! What one request's credential allows. Over stdio there is none: the client gets every tool
+//! the server lists. Over HTTP the transport authenticates each request and puts a [`Grant`]
+//! in the request's extensions; `tools/list` then shows only the tools it allows and
+//! `tools/call` refuses the others, whatever session the request arrived on.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+
+use super::policy::READ_TOOLS;
+
+/// A credential's rights: read or read-write, optionally narrowed to some tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// A short, stable name for the credential, for logs (never the secret itself).
+    pub id: String,
+    /// May call the write tools (those outside [`READ_TOOLS`]).
+    pub write: bool,
+    /// Only these tools (names in the code), when set.
+    pub tools: Option<Arc<BTreeSet<String>>>,
+}
+
+impl Grant {
+    /// Everything the server lists (a loopback listener with no tokens configured).
+    pub fn full(id: impl Into<String>) -> Self {
+        Grant {
+            id: id.into(),
+            write: true,
+            tools: None,
+        }
+    }
+
+    /// True when `tool` (its name in the code) may be listed and called. A tool that is not a
+    /// known reading tool counts as a write tool, so a new tool is refused to read-only
+    /// credentials until it is added to [`READ_TOOLS`].
+    pub fn allows(&self, tool: &str) -> bool {
+        (self.write || is_read_tool(tool)) && self.tools.as_ref().is_none_or(|t| t.contains(tool))
+    }
+
+    /// The scope this grant lacks to call `tool`, for an `insufficient_scope` reply: `write`
+    /// for a write tool under a read-only grant, `None` when only the tool profile refuses it.
+    pub fn missing_scope(&self, tool: &str) -> Option<&'static str> {
+        (!self.write && !is_read_tool(tool)).then_some("write")
+    }
+
+    /// The scope name: `read` or `write`.
+    pub fn scope(&self) -> &'static str {
+        if self.write { "write" } else { "read" }
+    }
+
+    /// The grant the transport attached to this request, if any.
+    pub fn of(context: &RequestContext<RoleServer>) -> Option<&Grant> {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Grant>())
+    }
+}
+
+/// True for the reading tools (the `read` profile).
+pub fn is_read_tool(tool: &str) -> bool {
+    READ_TOOLS.contains(&tool)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_grant_refuses_write_tools_and_unknown_tools() {
+        let g = Grant {
+            id: "t".into(),
+            write: false,
+            tools: None,
+        };
+        assert!(g.allows("read_note"));
+        assert!(!g.allows("edit_note"));
+        assert!(!g.allows("a_tool_added_later"));
+        assert_eq!(g.missing_scope("edit_note"), Some("write"));
+        assert_eq!(g.missing_scope("read_note"), None);
+    }
+
+    #[test]
+    fn tool_profile_narrows_a_write_grant() {
+        let g = Grant {
+            id: "t".into(),
+            write: true,
+            tools: Some(Arc::new(["read_note".to_owned()].into_iter().collect())),
+        };
+        assert!(g.allows("read_note"));
+        assert!(!g.allows("search_notes"));
+        assert!(!g.allows("edit_note"));
+        assert_eq!(g.missing_scope("search_notes"), None);
+    }
+}

@@ -1,0 +1,711 @@
+//! The Streamable HTTP transport, driven as users run it: the real binary with
+//! `--transport http`, rmcp's own HTTP client, and raw HTTP/1.1 requests for what a client
+//! library would never send (a rebound `Host`, a foreign `Origin`, a missing or wrong token,
+//! an oversized body). The Python SDK's HTTP clients (1.x and 2.x) are in tests/python.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use common::{HttpChild, write_tree};
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn fixture() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            (
+                format!("Notes/Note {i}.md"),
+                format!("# Note {i}\nbody of note {i}: otter{i}\n"),
+            )
+        })
+        .chain([("Home.md".to_owned(), "# Home\nsee [[Note 1]]\n".to_owned())])
+        .collect();
+    write_tree(&tmp.path().join("vault"), &files);
+    tmp
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// One raw HTTP/1.1 exchange (`Connection: close`): the status, the head and the body.
+async fn raw(authority: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Raw {
+    let mut s = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let mut req = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
+    let mut has_host = false;
+    for (k, v) in headers {
+        has_host |= k.eq_ignore_ascii_case("host");
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !has_host {
+        req.push_str(&format!("Host: {authority}\r\n"));
+    }
+    if method == "POST" {
+        req.push_str(
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
+        );
+        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out))
+        .await
+        .expect("no reply within 20 s")
+        .ok();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Raw {
+        status,
+        head: head.to_ascii_lowercase(),
+        body: body.to_owned(),
+    }
+}
+
+#[derive(Debug)]
+struct Raw {
+    status: u16,
+    /// The status line and headers, lower case.
+    head: String,
+    body: String,
+}
+
+fn tools_call(name: &str, args: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+           "params": {"name": name, "arguments": args}})
+    .to_string()
+}
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    tool: &str,
+    args: Value,
+) -> rmcp::model::CallToolResult {
+    let Value::Object(args) = args else {
+        unreachable!()
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
+}
+
+fn text_of(r: &rmcp::model::CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+/// A private token file with `lines`.
+fn token_file(dir: &Path, lines: &[&str], mode: u32) -> std::path::PathBuf {
+    let p = dir.join("tokens");
+    std::fs::write(&p, lines.join("\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    p
+}
+
+const READ_TOKEN: &str = "read-token-0123456789abcdef0123456789";
+const WRITE_TOKEN: &str = "write-token-0123456789abcdef012345678";
+const MINIMAL_TOKEN: &str = "minimal-token-0123456789abcdef0123456";
+
+#[tokio::test]
+async fn rmcp_client_over_http_lists_and_calls_the_tools_and_the_log_keeps_no_content() {
+    let tmp = fixture();
+    let s = common::Server::start_http(&tmp.path().join("vault"), &[]).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names.len(), 16, "{names:?}");
+    assert!(!names.contains(&"edit_note"), "read-only server: {names:?}");
+    s.wait_index_ready().await;
+    let found = s.ok("search_notes", json!({"query": "otter7"})).await;
+    assert_eq!(found["hits"][0]["path"], "Notes/Note 7.md", "{found}");
+    let note = s.ok("read_note", json!({"path": "Notes/Note 7"})).await;
+    assert!(note["content"].as_str().unwrap().contains("otter7"));
+    let links = s.ok("get_links", json!({"path": "Home.md"})).await;
+    assert_eq!(
+        links["outgoing"][0]["resolved"], "Notes/Note 1.md",
+        "{links}"
+    );
+    let listed = s.pages("list_notes", json!({"limit": 7})).await;
+    let total: usize = listed
+        .iter()
+        .map(|p| p["notes"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(total, 21);
+    let missing = s.err("read_note", json!({"path": "Nope.md"})).await;
+    assert!(missing.starts_with("not_found"), "{missing}");
+    assert!(
+        s.read_resource("capvault:///Home.md")
+            .await
+            .unwrap()
+            .contains("see [[Note 1]]")
+    );
+
+    let child = s.http.as_ref().unwrap();
+    let log = child.stderr.lock().unwrap().join("\n");
+    assert!(
+        log.lines().any(|l| l.contains("capvault::access")
+            && l.contains("tool=\"read_note\"")
+            && l.contains("status=200")),
+        "{log}"
+    );
+    assert!(
+        !log.contains("otter7"),
+        "note content or queries in the log: {log}"
+    );
+    s.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn twenty_clients_with_ten_requests_each_share_one_engine_without_cross_talk() {
+    let tmp = fixture();
+    let child = HttpChild::spawn(&tmp.path().join("vault"), &[], &[]).await;
+    let mut clients = Vec::new();
+    for _ in 0..20 {
+        clients.push(child.connect(None).await);
+    }
+    let mut tasks = Vec::new();
+    for (c, client) in clients.into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            let client = std::sync::Arc::new(client);
+            let mut calls = Vec::new();
+            for k in 0..10 {
+                let client = std::sync::Arc::clone(&client);
+                let i = (c + k) % 20;
+                calls.push(tokio::spawn(async move {
+                    let r = call(
+                        &client,
+                        "read_note",
+                        json!({"path": format!("Notes/Note {i}.md")}),
+                    )
+                    .await;
+                    assert_ne!(r.is_error, Some(true), "{r:?}");
+                    let content = r.structured_content.unwrap()["content"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned();
+                    assert!(
+                        content.contains(&format!("otter{i}\n")),
+                        "asked for {i}, got {content}"
+                    );
+                }));
+            }
+            for call in calls {
+                call.await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .expect("200 requests did not finish within 60 s")
+            .unwrap();
+    }
+    let log = child.stderr.lock().unwrap().join("\n");
+    let served = log
+        .lines()
+        .filter(|l| l.contains("tool=\"read_note\"") && l.contains("status=200"))
+        .count();
+    assert_eq!(served, 200, "{log}");
+}
+
+#[tokio::test]
+async fn dns_rebinding_foreign_and_malformed_origins_get_403() {
+    let tmp = fixture();
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &["--allowed-origin", "https://app.example.org"],
+        &[],
+    )
+    .await;
+    let at = child.authority();
+    let port = at.rsplit(':').next().unwrap().to_owned();
+    for host in [
+        "evil.example",
+        &format!("evil.example:{port}"),
+        &format!("127.0.0.1.evil.example:{port}"),
+    ] {
+        let r = raw(&at, "POST", &[("Host", host)], INIT).await;
+        assert_eq!(r.status, 403, "Host {host}: {r:?}");
+        // capvault's own gate answers (rmcp's check behind it is a second line).
+        assert!(r.body.contains("see --allowed-host"), "{r:?}");
+    }
+    for origin in [
+        "http://evil.example",
+        &format!("http://localhost.evil.example:{port}"),
+        "null",
+        "not a url",
+        "http://localhost:1",
+    ] {
+        let r = raw(&at, "POST", &[("Origin", origin)], INIT).await;
+        assert_eq!(r.status, 403, "Origin {origin}: {r:?}");
+        assert!(
+            r.body.contains("see --allowed-origin")
+                || r.body.contains("Origin header is malformed"),
+            "{r:?}"
+        );
+        let r = raw(
+            &at,
+            "GET",
+            &[("Origin", origin), ("Accept", "text/event-stream")],
+            "",
+        )
+        .await;
+        assert_eq!(r.status, 403, "GET with Origin {origin}: {r:?}");
+    }
+    // What is allowed: no Origin, the server's own origin, an --allowed-origin, loopback names.
+    for headers in [vec![], vec![("Origin", "https://app.example.org")]] {
+        let r = raw(&at, "POST", &headers, INIT).await;
+        assert_eq!(r.status, 200, "{headers:?}: {r:?}");
+        assert!(r.body.contains("\"serverInfo\""), "{r:?}");
+    }
+    let own = format!("http://127.0.0.1:{port}");
+    let localhost = format!("localhost:{port}");
+    let r = raw(&at, "POST", &[("Origin", &own), ("Host", &localhost)], INIT).await;
+    assert_eq!(r.status, 200, "{r:?}");
+}
+
+#[tokio::test]
+async fn tokens_401_without_or_with_a_wrong_token_and_scopes_narrow_the_tools() {
+    let tmp = fixture();
+    let tokens = token_file(
+        tmp.path(),
+        &[
+            "# the team's tokens",
+            &format!("{READ_TOKEN} read"),
+            &format!("{WRITE_TOKEN} write"),
+            &format!("{MINIMAL_TOKEN} write minimal"),
+        ],
+        0o600,
+    );
+    let state = tmp.path().join("state");
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &[
+            "--token-file",
+            tokens.to_str().unwrap(),
+            "--write",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    let at = child.authority();
+
+    let r = raw(&at, "POST", &[], INIT).await;
+    assert_eq!(r.status, 401, "{r:?}");
+    assert!(r.head.contains("www-authenticate: bearer"), "{r:?}");
+    let wrong = format!("Bearer {}x", &READ_TOKEN[..READ_TOKEN.len() - 1]);
+    let r = raw(&at, "POST", &[("Authorization", &wrong)], INIT).await;
+    assert_eq!(r.status, 401, "{r:?}");
+    assert!(r.head.contains("error=\"invalid_token\""), "{r:?}");
+    let r = raw(
+        &at,
+        "POST",
+        &[("Authorization", "Basic cmVhZDp0b2tlbg==")],
+        INIT,
+    )
+    .await;
+    assert_eq!(r.status, 401, "{r:?}");
+
+    // A read token: no write tool listed; calling one is 403 insufficient_scope (raw), refused
+    // by the server (through a client that goes by its own session).
+    let read = child.connect(Some(READ_TOKEN)).await;
+    let names: Vec<String> = read
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"read_note".to_owned()), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n == "edit_note" || n == "create_note" || n == "delete_note"),
+        "{names:?}"
+    );
+    let bearer = format!("Bearer {READ_TOKEN}");
+    let r = raw(
+        &at,
+        "POST",
+        &[("Authorization", &bearer)],
+        &tools_call("create_note", json!({"path": "x.md", "content": "x"})),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{r:?}");
+    assert!(
+        r.head.contains("error=\"insufficient_scope\"") && r.head.contains("scope=\"write\""),
+        "{r:?}"
+    );
+    assert!(!tmp.path().join("vault/x.md").exists());
+    let denied = call(&read, "read_note", json!({"path": "Home.md"})).await;
+    assert_ne!(denied.is_error, Some(true), "{denied:?}");
+
+    // A write token sees and uses the write tools.
+    let write = child.connect(Some(WRITE_TOKEN)).await;
+    let names: Vec<String> = write
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"create_note".to_owned()), "{names:?}");
+    let made = call(
+        &write,
+        "create_note",
+        json!({"path": "Made.md", "content": "hello"}),
+    )
+    .await;
+    assert_ne!(made.is_error, Some(true), "{}", text_of(&made));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("vault/Made.md")).unwrap(),
+        "hello"
+    );
+
+    // A token's profile narrows its list, and what it leaves out is refused.
+    let minimal = child.connect(Some(MINIMAL_TOKEN)).await;
+    let mut names: Vec<String> = minimal
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["list_notes", "read_note", "search_notes"]);
+    let minimal_bearer = format!("Bearer {MINIMAL_TOKEN}");
+    let r = raw(
+        &at,
+        "POST",
+        &[("Authorization", &minimal_bearer)],
+        &tools_call("list_tags", json!({})),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{r:?}");
+
+    // The log names tokens by digest, never by value.
+    let log = child.stderr.lock().unwrap().join("\n");
+    for t in [READ_TOKEN, WRITE_TOKEN, MINIMAL_TOKEN] {
+        assert!(!log.contains(t), "a token in the log");
+    }
+    assert!(log.contains("token=\"token-"), "{log}");
+}
+
+#[tokio::test]
+async fn a_read_token_cannot_use_a_session_opened_with_a_write_token() {
+    let tmp = fixture();
+    let tokens = token_file(
+        tmp.path(),
+        &[
+            &format!("{READ_TOKEN} read"),
+            &format!("{WRITE_TOKEN} write"),
+        ],
+        0o600,
+    );
+    let state = tmp.path().join("state");
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &[
+            "--token-file",
+            tokens.to_str().unwrap(),
+            "--write",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    let at = child.authority();
+    let r = raw(
+        &at,
+        "POST",
+        &[("Authorization", &format!("Bearer {WRITE_TOKEN}"))],
+        INIT,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_owned();
+    let read = format!("Bearer {READ_TOKEN}");
+    let headers = [
+        ("Authorization", read.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = raw(
+        &at,
+        "POST",
+        &headers,
+        &tools_call("create_note", json!({"path": "y.md", "content": "y"})),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{r:?}");
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string();
+    let r = raw(&at, "POST", &headers, &list).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.body.contains("\"read_note\"") && !r.body.contains("\"create_note\""),
+        "{r:?}"
+    );
+    assert!(!tmp.path().join("vault/y.md").exists());
+}
+
+#[tokio::test]
+async fn the_environment_token_works_and_a_token_file_others_can_read_is_refused() {
+    let tmp = fixture();
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &[],
+        &[("CAPVAULT_TOKEN", WRITE_TOKEN)],
+    )
+    .await;
+    assert_eq!(raw(&child.authority(), "POST", &[], INIT).await.status, 401);
+    let client = child.connect(Some(WRITE_TOKEN)).await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 16);
+
+    let open = token_file(tmp.path(), &[READ_TOKEN], 0o644);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .args([
+            "serve",
+            tmp.path().join("vault").to_str().unwrap(),
+            "--transport",
+            "http",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            open.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("chmod 600"), "{err}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .args([
+            "serve",
+            tmp.path().join("vault").to_str().unwrap(),
+            "--transport",
+            "http",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("CAPVAULT_TOKEN", "short")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("32 characters"));
+}
+
+#[tokio::test]
+async fn a_body_over_the_cap_gets_413_and_too_many_sessions_get_503() {
+    let tmp = fixture();
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &["--max-body-bytes", "2000", "--max-sessions", "2"],
+        &[],
+    )
+    .await;
+    let at = child.authority();
+    let big = tools_call("search_notes", json!({"query": "x".repeat(3000)}));
+    let r = raw(&at, "POST", &[], &big).await;
+    assert_eq!(r.status, 413, "{r:?}");
+    for _ in 0..2 {
+        assert_eq!(raw(&at, "POST", &[], INIT).await.status, 200);
+    }
+    let r = raw(&at, "POST", &[], INIT).await;
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.head.contains("retry-after"), "{r:?}");
+    // A request that needs no new session still works.
+    assert_eq!(
+        raw(&at, "GET", &[], "").await.status / 100,
+        4,
+        "GET without a session"
+    );
+}
+
+#[tokio::test]
+async fn a_non_loopback_listener_needs_a_token_and_tls() {
+    let tmp = fixture();
+    let v = tmp.path().join("vault");
+    let run = |extra: &[&str], token: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+        cmd.args([
+            "serve",
+            v.to_str().unwrap(),
+            "--transport",
+            "http",
+            "--listen",
+            "0.0.0.0:0",
+        ])
+        .args(extra);
+        cmd.env_remove("CAPVAULT_TOKEN");
+        if let Some(t) = token {
+            cmd.env("CAPVAULT_TOKEN", t);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success(), "{extra:?} started");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(run(&[], None).contains("needs bearer tokens"));
+    assert!(run(&[], Some(WRITE_TOKEN)).contains("--insecure-http"));
+}
+
+#[tokio::test]
+async fn sigterm_finishes_and_exits_0_after_saving_the_index_cache() {
+    let tmp = fixture();
+    let cache = tmp.path().join("cache");
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &["--index-cache", cache.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let client = child.connect(None).await;
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let info = call(&client, "vault_info", json!({})).await;
+        if info.structured_content.unwrap()["index"]["state"] == "ready" {
+            break;
+        }
+        assert!(std::time::Instant::now() < until);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stderr = std::sync::Arc::clone(&child.stderr);
+    let status = child.terminate().await;
+    assert!(status.success(), "{status:?}: {:?}", stderr.lock().unwrap());
+    let saved = walk_files(&cache);
+    assert!(!saved.is_empty(), "nothing in the index cache");
+}
+
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk_files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn https_with_a_certificate_serves_and_plain_http_to_it_fails() {
+    let tmp = fixture();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let cert_path = tmp.path().join("cert.pem");
+    let key_path = tmp.path().join("key.pem");
+    std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let v = tmp.path().join("vault");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .args([
+            "serve",
+            v.to_str().unwrap(),
+            "--transport",
+            "http",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            cert_path.to_str().unwrap(),
+            "--tls-key",
+            key_path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a key others can read was accepted");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tls-key"));
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    let child = HttpChild::spawn(
+        &v,
+        &[
+            "--tls-cert",
+            cert_path.to_str().unwrap(),
+            "--tls-key",
+            key_path.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(child.url.starts_with("https://"), "{}", child.url);
+    let at = child.authority();
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(&at).await.unwrap();
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.expect("TLS handshake");
+    let port = at.rsplit(':').next().unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{INIT}",
+        INIT.len()
+    );
+    tls.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), tls.read_to_end(&mut out)).await;
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("\"serverInfo\""), "{text}");
+
+    let plain = raw(&at, "POST", &[], INIT).await;
+    assert_ne!(plain.status, 200, "plain HTTP on the TLS port: {plain:?}");
+}
+
+#[tokio::test]
+async fn token_new_prints_a_token_and_a_line_that_holds_only_its_digest() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .args(["token", "new", "--scope", "write", "--tools", "minimal"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let err = String::from_utf8(out.stderr).unwrap();
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("sha256:"))
+        .expect("a token file line");
+    assert!(line.ends_with(" write minimal"), "{line}");
+    assert!(!line.contains(&token));
+    // The line works in a token file, for that token.
+    let tmp = fixture();
+    let tokens = token_file(tmp.path(), &[line], 0o600);
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &["--token-file", tokens.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let client = child.connect(Some(&token)).await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 3);
+}
