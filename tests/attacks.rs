@@ -366,6 +366,16 @@ async fn with_deadline<T>(what: &str, f: impl std::future::Future<Output = T>) -
 
 #[tokio::test]
 async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
+    attack_table(false).await;
+}
+
+/// The same table through the Streamable HTTP transport: the gate in front changes nothing.
+#[tokio::test]
+async fn every_attack_row_fails_over_http_too() {
+    attack_table(true).await;
+}
+
+async fn attack_table(http: bool) {
     let tmp = hostile_tree();
     add_excluded(tmp.path());
     let before = snapshot(&tmp.path().join("outside"));
@@ -376,7 +386,11 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
     let state = tmp.path().join("state");
     let mut flags: Vec<&str> = EXCLUDE_FLAGS.to_vec();
     flags.extend(["--write", "--state-dir", state.to_str().unwrap()]);
-    let s = Server::start_with(&tmp.path().join("vault"), &flags).await;
+    let s = if http {
+        Server::start_http(&tmp.path().join("vault"), &flags).await
+    } else {
+        Server::start_with(&tmp.path().join("vault"), &flags).await
+    };
 
     let tools = s.client.list_all_tools().await.unwrap();
     let path_tools: Vec<&str> = tools

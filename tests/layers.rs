@@ -17,6 +17,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("notes", 4),
     ("server", 5),
     ("app", 6),
+    ("http", 6),
     ("demo", 6),
     ("config", 6),
     ("setup", 6),
