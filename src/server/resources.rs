@@ -136,16 +136,19 @@ pub(super) fn templates() -> ListResourceTemplatesResult {
 
 /// Reads one note resource.
 pub(super) fn read(vault: &Vault, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-    let path = path_from_uri(uri).map_err(|m| ErrorData::invalid_params(m, None))?;
+    // Errors name the resource asked for in their data, as SEP-2164 asks (the client's own
+    // string, when it is of a sensible length).
+    let data = (uri.len() <= 2048).then(|| serde_json::json!({ "uri": uri }));
+    let path = path_from_uri(uri).map_err(|m| ErrorData::invalid_params(m, data.clone()))?;
     match read_note(vault, &path) {
         Ok(note) => Ok(ReadResourceResult::new(vec![
             ResourceContents::text(note.content, uri_for(&path)).with_mime_type(MIME),
         ])),
         Err(NoteError::Vault(VaultError::NotFound(p))) => Err(ErrorData::resource_not_found(
             format!("{p}: not found"),
-            None,
+            data,
         )),
-        Err(e) => Err(ErrorData::invalid_params(e.to_string(), None)),
+        Err(e) => Err(ErrorData::invalid_params(e.to_string(), data)),
     }
 }
 
