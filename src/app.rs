@@ -57,18 +57,19 @@ pub async fn serve_stdio(
     served
 }
 
-/// Serves `engine`'s vault over Streamable HTTP (`options`) until SIGINT or SIGTERM, every
+/// Serves `engine`'s vault over Streamable HTTP (`options`, on `listener`) until SIGINT or SIGTERM, every
 /// session on the one engine; then lets requests in flight finish and shuts the engine down.
 pub async fn serve_http(
     engine: Arc<Engine>,
     writer: Option<Arc<Writer>>,
     policy: &ToolPolicy,
     options: crate::http::HttpOptions,
+    listener: std::net::TcpListener,
 ) -> anyhow::Result<()> {
     options.check().map_err(anyhow::Error::msg)?;
     let server = build_server(&engine, writer, policy)?;
     engine.start();
-    let served = crate::http::serve(server, options, shutdown_signal()).await;
+    let served = crate::http::serve(server, options, listener, shutdown_signal()).await;
     tokio::task::spawn_blocking(move || engine.shutdown()).await?;
     served
 }

@@ -11,7 +11,7 @@ use capvault::engine::IndexCache;
 use capvault::notes::write::{WriteOptions, Writer};
 use capvault::vault::cache::IndexCacheDir;
 use capvault::vault::state::{AuditFile, StateDir};
-use capvault::vault::{DEFAULT_MAX_READ_BYTES, Limits, Vault};
+use capvault::vault::{DEFAULT_MAX_READ_BYTES, Limits, Vault, sandbox};
 
 /// A capability-confined MCP server for Obsidian vaults.
 ///
@@ -81,6 +81,16 @@ enum Command {
         /// build reads the vault.
         #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
         index_delay: u64,
+        /// The Landlock sandbox (Linux): `best-effort` applies what the kernel supports and
+        /// says what that is, `require` refuses to start without it, `off` disables it. The
+        /// process may then reach only the vault, its cache and state folders, and the time
+        /// zone database, and make no network connection.
+        #[arg(long, value_enum, default_value_t = SandboxMode::BestEffort)]
+        sandbox: SandboxMode,
+        /// Testing aid: after the sandbox applies, try to read this host file and report the
+        /// outcome on stderr.
+        #[arg(long, value_name = "PATH", hide = true)]
+        sandbox_probe: Option<PathBuf>,
     },
     /// Run one tool in-process and print its JSON result (to try a tool or reproduce a bug).
     ///
@@ -176,6 +186,13 @@ enum TokenCommand {
 enum Scope {
     Read,
     Write,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum SandboxMode {
+    BestEffort,
+    Require,
+    Off,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -433,6 +450,18 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| EnvFilter::new("capvault=info")),
         )
         .init();
+    // `serve` opens every folder, reads every credential and binds its listener here, then
+    // applies the sandbox, all before the runtime starts a thread.
+    let job = match cli.command {
+        Command::Serve { .. } => match prepare_serve(cli.command) {
+            Ok(p) => Job::Serve(Box::new(p)),
+            Err(e) => {
+                eprintln!("capvault: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        },
+        other => Job::Other(Box::new(other)),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -443,7 +472,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(run(cli));
+    let result = runtime.block_on(async move {
+        match job {
+            Job::Serve(p) => p.serve().await,
+            Job::Other(command) => run(*command).await,
+        }
+    });
     // Everything that matters has finished (the engine is shut down, replies are written); a
     // read of stdin may still be blocked on a thread of the runtime after a signal, and a plain
     // drop of the runtime would wait for it forever.
@@ -457,72 +491,165 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
-        Command::Serve {
-            vault,
-            transport,
-            http,
-            rescan_after,
-            reconcile_every,
-            no_watch,
-            no_text_cache,
-            index_cache,
-            no_index_cache,
-            scan_budget,
-            index_delay,
-            tools,
-            show_obsidian_excluded,
-            write,
-        } => {
-            let ms = std::time::Duration::from_millis;
-            let freshness = capvault::engine::Freshness {
-                query_max_age: rescan_after.map(ms),
-                periodic: std::time::Duration::from_secs(reconcile_every),
-                watch: !no_watch,
-                scan_budget: ms(scan_budget),
-                build_delay: ms(index_delay),
-                keep_texts: !no_text_cache,
-                hide_obsidian_excluded: true,
-            };
-            // Credentials and certificates first: a bad flag fails before any work.
-            let http = match transport {
-                Transport::Http => Some(http.options()?),
-                Transport::Stdio => None,
-            };
-            let (vault, config) = vault.open()?;
-            let vault = vault.with_write_scopes(write.scopes()?);
-            let writer = write.writer(&vault)?;
-            let freshness = capvault::engine::Freshness {
-                hide_obsidian_excluded: !(show_obsidian_excluded || config.show_obsidian_excluded),
-                ..freshness
-            };
-            let policy = config
-                .policy(
-                    tools.as_deref(),
-                    &capvault::server::CapvaultServer::tool_names(),
-                )
-                .map_err(|e| anyhow::anyhow!("tools: {e}"))?;
-            let cache = if no_index_cache {
-                IndexCache::Off
-            } else {
-                match index_cache.or_else(capvault::vault::cache::default_root) {
-                    None => IndexCache::Unavailable("no cache folder for this user".to_owned()),
-                    Some(root) => match IndexCacheDir::open(&root, &vault) {
-                        Ok(dir) => IndexCache::Dir(std::sync::Arc::new(dir)),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "index cache unavailable; indexing every note at each start");
-                            IndexCache::Unavailable(e.to_string())
-                        }
-                    },
-                }
-            };
-            let engine = capvault::engine::Engine::open(vault, freshness, cache);
-            match http {
-                Some(options) => capvault::app::serve_http(engine, writer, &policy, options).await,
-                None => capvault::app::serve_stdio(engine, writer, &policy).await,
+/// What `main` runs: the prepared server, or another subcommand.
+enum Job {
+    Serve(Box<Prepared>),
+    Other(Box<Command>),
+}
+
+/// A server ready to run: every folder open, credentials read, the listener bound, the sandbox
+/// applied.
+struct Prepared {
+    engine: std::sync::Arc<capvault::engine::Engine>,
+    writer: Option<std::sync::Arc<Writer>>,
+    policy: capvault::server::ToolPolicy,
+    http: Option<(capvault::http::HttpOptions, std::net::TcpListener)>,
+}
+
+impl Prepared {
+    async fn serve(self) -> anyhow::Result<()> {
+        match self.http {
+            Some((options, listener)) => {
+                capvault::app::serve_http(self.engine, self.writer, &self.policy, options, listener)
+                    .await
             }
+            None => capvault::app::serve_stdio(self.engine, self.writer, &self.policy).await,
         }
+    }
+}
+
+/// Everything `serve` does before the runtime starts: synchronous, single-threaded.
+fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
+    let Command::Serve {
+        vault,
+        transport,
+        http,
+        rescan_after,
+        reconcile_every,
+        no_watch,
+        no_text_cache,
+        index_cache,
+        no_index_cache,
+        scan_budget,
+        index_delay,
+        tools,
+        show_obsidian_excluded,
+        write,
+        sandbox,
+        sandbox_probe,
+    } = command
+    else {
+        unreachable!("prepare_serve is called for serve only")
+    };
+    let ms = std::time::Duration::from_millis;
+    let freshness = capvault::engine::Freshness {
+        query_max_age: rescan_after.map(ms),
+        periodic: std::time::Duration::from_secs(reconcile_every),
+        watch: !no_watch,
+        scan_budget: ms(scan_budget),
+        build_delay: ms(index_delay),
+        keep_texts: !no_text_cache,
+        hide_obsidian_excluded: true,
+    };
+    // Credentials and certificates first: a bad flag fails before any work.
+    let http = match transport {
+        Transport::Http => Some(http.options()?),
+        Transport::Stdio => None,
+    };
+    let (vault, config) = vault.open()?;
+    let vault = vault.with_write_scopes(write.scopes()?);
+    let writer = write.writer(&vault)?;
+    let freshness = capvault::engine::Freshness {
+        hide_obsidian_excluded: !(show_obsidian_excluded || config.show_obsidian_excluded),
+        ..freshness
+    };
+    let policy = config
+        .policy(
+            tools.as_deref(),
+            &capvault::server::CapvaultServer::tool_names(),
+        )
+        .map_err(|e| anyhow::anyhow!("tools: {e}"))?;
+    let cache = if no_index_cache {
+        IndexCache::Off
+    } else {
+        match index_cache.or_else(capvault::vault::cache::default_root) {
+            None => IndexCache::Unavailable("no cache folder for this user".to_owned()),
+            Some(root) => match IndexCacheDir::open(&root, &vault) {
+                Ok(dir) => IndexCache::Dir(std::sync::Arc::new(dir)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "index cache unavailable; indexing every note at each start");
+                    IndexCache::Unavailable(e.to_string())
+                }
+            },
+        }
+    };
+    let http = match http {
+        Some(options) => {
+            let listener = capvault::http::bind(&options)?;
+            Some((options, listener))
+        }
+        None => None,
+    };
+    apply_sandbox(&vault, writer.as_deref(), &cache, sandbox)?;
+    if let Some(path) = sandbox_probe {
+        eprintln!("capvault: sandbox probe: {}", sandbox::probe(&path));
+    }
+    let engine = capvault::engine::Engine::open(vault, freshness, cache);
+    Ok(Prepared {
+        engine,
+        writer,
+        policy,
+        http,
+    })
+}
+
+/// Confines this process (and every thread it will start) to what `serve` needs.
+fn apply_sandbox(
+    vault: &Vault,
+    writer: Option<&Writer>,
+    cache: &IndexCache,
+    mode: SandboxMode,
+) -> anyhow::Result<()> {
+    let (state, audit) = match writer.map(Writer::folders) {
+        Some((s, a)) => (Some(s), a),
+        None => (None, None),
+    };
+    let plan = sandbox::Plan {
+        vault,
+        vault_writable: writer.is_some(),
+        cache: match cache {
+            IndexCache::Dir(d) => Some(d),
+            _ => None,
+        },
+        state,
+        audit,
+    };
+    let mode = match mode {
+        SandboxMode::BestEffort => sandbox::Mode::BestEffort,
+        SandboxMode::Require => sandbox::Mode::Require,
+        SandboxMode::Off => sandbox::Mode::Off,
+    };
+    let report = sandbox::apply(&plan, mode).map_err(anyhow::Error::msg)?;
+    match report.state {
+        "enforced" | "partial" => tracing::info!(
+            state = report.state,
+            abi = report.abi,
+            filesystem = %report.filesystem,
+            network = %report.network,
+            "sandbox (Landlock)"
+        ),
+        "off" => tracing::info!("sandbox off"),
+        _ => tracing::warn!(
+            filesystem = %report.filesystem,
+            "no sandbox: this kernel has no Landlock; capvault's own checks still confine every request"
+        ),
+    }
+    Ok(())
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve { .. } => unreachable!("serve is prepared before the runtime starts"),
         Command::Call {
             vault,
             tool,

@@ -147,17 +147,23 @@ struct Gate {
     initializing: tokio::sync::Mutex<()>,
 }
 
-/// Serves `server` (the prototype every session clones) over HTTP until `shutdown` resolves;
-/// then refuses new requests, lets those in flight finish (up to the drain time), closes the
-/// sessions and returns. The caller shuts the engine down.
+/// Binds the listener (before the sandbox, which then denies every other bind).
+pub fn bind(options: &HttpOptions) -> anyhow::Result<std::net::TcpListener> {
+    options.check().map_err(anyhow::Error::msg)?;
+    std::net::TcpListener::bind(options.listen)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.listen))
+}
+
+/// Serves `server` (the prototype every session clones) over HTTP on `listener` (from
+/// [`bind`]) until `shutdown` resolves; then refuses new requests, lets those in flight finish
+/// (up to the drain time), closes the sessions and returns. The caller shuts the engine down.
 pub async fn serve(
     server: CapvaultServer,
     options: HttpOptions,
+    listener: std::net::TcpListener,
     shutdown: impl Future<Output = &'static str>,
 ) -> anyhow::Result<()> {
     options.check().map_err(anyhow::Error::msg)?;
-    let listener = std::net::TcpListener::bind(options.listen)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.listen))?;
     let local = listener.local_addr()?;
     let tls = match &options.tls {
         Some(pem) => Some(tls_config(pem)?),

@@ -44,6 +44,10 @@ pub struct VaultInfo {
     pub model_updated: Option<String>,
     /// How long the first full parse of the vault took, in milliseconds.
     pub model_build_ms: Option<u64>,
+    /// What the Landlock sandbox enforces: state, abi, filesystem, network.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub sandbox: Option<crate::vault::sandbox::Report>,
 }
 
 /// Reply of `get_daily_note`.
@@ -129,6 +133,7 @@ pub fn vault_info(engine: &Engine, writes_enabled: bool) -> Result<VaultInfo, No
         max_file_size: vault.limits().max_read_bytes,
         model_updated: None,
         model_build_ms: None,
+        sandbox: crate::vault::sandbox::report().cloned(),
     };
     if !building {
         let model = engine.model()?;

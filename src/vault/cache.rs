@@ -76,6 +76,11 @@ pub fn default_root() -> Option<std::path::PathBuf> {
 }
 
 impl IndexCacheDir {
+    /// The folder's handle, for the sandbox's rules.
+    pub(super) fn dir(&self) -> &Dir {
+        &self.dir
+    }
+
     /// Opens (creating what is missing) the cache folder of `vault` under `root`, and locks it.
     /// Refuses a `root` inside the vault before creating anything.
     pub fn open(root: &Path, vault: &Vault) -> Result<IndexCacheDir, CacheError> {

@@ -83,6 +83,11 @@ pub struct KeptVersion {
 }
 
 impl StateDir {
+    /// The folder's handle, for the sandbox's rules.
+    pub(super) fn dir(&self) -> &Dir {
+        &self.dir
+    }
+
     /// Opens (creating what is missing) the state folder of `vault` under `root`. Refuses a
     /// `root` inside the vault before creating anything. The error never names a host path.
     pub fn open(root: &Path, vault: &Vault) -> Result<StateDir, String> {
@@ -232,6 +237,11 @@ pub struct AuditFile {
 }
 
 impl AuditFile {
+    /// The folder's handle, for the sandbox's rules.
+    pub(super) fn dir(&self) -> &Dir {
+        &self.dir
+    }
+
     /// Opens the folder of `path` (which must exist, outside the vault); the file is created
     /// `0600` at the first write, never through a symlink. The error may name `path`: only the
     /// user who started the server sees it.

@@ -132,6 +132,11 @@ pub struct TextEdit {
 
 impl Writer {
     /// A writer keeping history in `state` (and the audit log there, or in `audit`).
+    /// The state folder and the audit log, for the sandbox's rules.
+    pub fn folders(&self) -> (&StateDir, Option<&AuditFile>) {
+        (&self.state, self.audit.as_ref())
+    }
+
     pub fn new(state: StateDir, audit: Option<AuditFile>, options: WriteOptions) -> Writer {
         let w = Writer {
             state,

@@ -1,0 +1,207 @@
+//! Defence in depth: a Landlock sandbox for `capvault serve` (Linux), applied once before the
+//! async runtime starts a thread, so that every thread of the server is confined.
+//!
+//! The rules are built from the handles this layer already holds, never from paths: the vault
+//! root (read, or read-write with `--write`), the index cache folder, the state folder and the
+//! audit log's folder (read-write), and the system's time zone database (read, so local dates
+//! stay right). Everything else on the filesystem is denied to the process itself, whatever a
+//! bug elsewhere might try. Where the kernel's Landlock ABI has network rules (4 and later),
+//! TCP bind and connect are denied too: the HTTP listener is bound before the sandbox applies,
+//! and capvault connects nowhere.
+//!
+//! Landlock cannot take away what is already open (the listener, stdin/stdout) nor stop a hard
+//! link that already points outside; SECURITY.md says where it stops.
+
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use cap_std::fs::Dir;
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+};
+
+use super::cache::IndexCacheDir;
+use super::state::{AuditFile, StateDir};
+use super::{Ambient, Vault, ambient};
+
+/// The newest Landlock ABI whose rights capvault asks for (network rules came in 4, file
+/// truncation in 3, cross-folder renames in 2).
+const TARGET_ABI: ABI = ABI::V5;
+
+/// Where the time zone database lives (read-only in the sandbox).
+const ZONEINFO: &str = "/usr/share/zoneinfo";
+
+/// `--sandbox`: how hard to try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Apply what the kernel supports; say what that is (the default).
+    BestEffort,
+    /// Refuse to start unless the filesystem rules are enforced.
+    Require,
+    /// Do not sandbox.
+    Off,
+}
+
+/// What the sandbox enforces, for the log and `vault_info`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Report {
+    /// `enforced` (every rule), `partial` (the kernel's ABI lacks some rights), `unavailable`
+    /// (no Landlock in this kernel) or `off` (`--sandbox off`).
+    pub state: &'static str,
+    /// The Landlock ABI in use (0 when none).
+    pub abi: u32,
+    /// What the process may reach on disk.
+    pub filesystem: String,
+    /// What it may do on the network.
+    pub network: String,
+}
+
+static REPORT: OnceLock<Report> = OnceLock::new();
+
+/// What the sandbox of this process enforces (`None`: no sandbox was attempted, as in
+/// `capvault call` or tests in-process).
+pub fn report() -> Option<&'static Report> {
+    REPORT.get()
+}
+
+/// The handles the sandboxed server needs, and how.
+pub struct Plan<'a> {
+    /// The vault, writable with `--write`.
+    pub vault: &'a Vault,
+    pub vault_writable: bool,
+    pub cache: Option<&'a IndexCacheDir>,
+    pub state: Option<&'a StateDir>,
+    pub audit: Option<&'a AuditFile>,
+}
+
+/// Applies the sandbox to this thread and every thread it starts later. Call it before any
+/// other thread exists. `Err` only in `Require` mode (or when the kernel refuses a ruleset
+/// it claimed to support).
+pub fn apply(plan: &Plan<'_>, mode: Mode) -> Result<&'static Report, String> {
+    let report = match mode {
+        Mode::Off => Report {
+            state: "off",
+            abi: 0,
+            filesystem: "not restricted (--sandbox off)".to_owned(),
+            network: "not restricted (--sandbox off)".to_owned(),
+        },
+        Mode::BestEffort | Mode::Require => enforce(plan, mode)?,
+    };
+    Ok(REPORT.get_or_init(|| report))
+}
+
+fn enforce(plan: &Plan<'_>, mode: Mode) -> Result<Report, String> {
+    let err = |e: landlock::RulesetError| format!("sandbox: {e}");
+    let level = match mode {
+        Mode::Require => CompatLevel::SoftRequirement,
+        _ => CompatLevel::BestEffort,
+    };
+    let read = AccessFs::ReadFile | AccessFs::ReadDir;
+    let all = AccessFs::from_all(TARGET_ABI);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(all)
+        .map_err(err)?
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessNet::from_all(TARGET_ABI))
+        .map_err(err)?
+        .create()
+        .map_err(err)?;
+    let mut reach = Vec::new();
+    let vault_access = if plan.vault_writable { all } else { read };
+    ruleset = ruleset
+        .add_rule(PathBeneath::new(plan.vault.root.as_fd(), vault_access))
+        .map_err(err)?;
+    reach.push(if plan.vault_writable {
+        "the vault (read-write)"
+    } else {
+        "the vault (read-only)"
+    });
+    let mut rw: Vec<(&Dir, &'static str)> = Vec::new();
+    if let Some(c) = plan.cache {
+        rw.push((c.dir(), "the index cache folder"));
+    }
+    if let Some(s) = plan.state {
+        rw.push((s.dir(), "the state folder"));
+    }
+    if let Some(a) = plan.audit {
+        rw.push((a.dir(), "the audit log's folder"));
+    }
+    for (dir, what) in rw {
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(dir.as_fd(), all))
+            .map_err(err)?;
+        reach.push(what);
+    }
+    if let Ok(zones) = ambient(Ambient::Open(Path::new(ZONEINFO))) {
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(zones.as_fd(), read))
+            .map_err(err)?;
+        reach.push("the time zone database (read-only)");
+    }
+    let status = ruleset.restrict_self().map_err(err)?;
+    let abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => effective_abi as u32,
+        _ => 0,
+    };
+    let state = match status.ruleset {
+        RulesetStatus::FullyEnforced => "enforced",
+        RulesetStatus::PartiallyEnforced => "partial",
+        RulesetStatus::NotEnforced => "unavailable",
+    };
+    if mode == Mode::Require && state == "unavailable" {
+        return Err(
+            "--sandbox require: this kernel has no Landlock (or it is disabled); \
+             run with --sandbox best-effort or off"
+                .to_owned(),
+        );
+    }
+    let filesystem = if state == "unavailable" {
+        "not restricted (no Landlock in this kernel)".to_owned()
+    } else {
+        let mut s = format!("only {}", reach.join(", "));
+        if abi < 3 {
+            s.push_str("; truncating files is not restricted before Landlock ABI 3");
+        }
+        s
+    };
+    let network = if abi >= 4 {
+        "no TCP bind or connect (the HTTP listener is bound before the sandbox)".to_owned()
+    } else {
+        format!("not restricted (network rules need Landlock ABI 4; this kernel has {abi})")
+    };
+    Ok(Report {
+        state,
+        abi,
+        filesystem,
+        network,
+    })
+}
+
+/// Testing aid (`serve --sandbox-probe PATH`): tries to read the host file at `path` as any
+/// code of the process could (or, for `tcp:HOST:PORT`, to connect there), and says whether the
+/// sandbox let it.
+pub fn probe(path: &Path) -> String {
+    if let Some(addr) = path.to_str().and_then(|p| p.strip_prefix("tcp:")) {
+        return match std::net::TcpStream::connect(addr) {
+            Ok(_) => format!("tcp:{addr}: connected"),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                format!("tcp:{addr}: denied")
+            }
+            Err(e) => format!("tcp:{addr}: {e}"),
+        };
+    }
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return format!("{}: not a file path", path.display());
+    };
+    let outcome = ambient(Ambient::Open(folder)).and_then(|d| d.read(name));
+    match outcome {
+        Ok(bytes) => format!("{}: read {} bytes", path.display(), bytes.len()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            format!("{}: denied", path.display())
+        }
+        Err(e) => format!("{}: {e}", path.display()),
+    }
+}
