@@ -364,18 +364,32 @@ async fn with_deadline<T>(what: &str, f: impl std::future::Future<Output = T>) -
         .unwrap_or_else(|_| panic!("{what}: no answer within 10 s (hang)"))
 }
 
+/// How the attack table reaches the server.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Stdio,
+    /// The Streamable HTTP transport: the gate in front changes nothing.
+    Http,
+    /// Over stdio, with `openat2` failing with ENOSYS in the server (cap-std's fallback).
+    StdioWithoutOpenat2,
+}
+
 #[tokio::test]
 async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
-    attack_table(false).await;
+    attack_table(Via::Stdio).await;
 }
 
-/// The same table through the Streamable HTTP transport: the gate in front changes nothing.
 #[tokio::test]
 async fn every_attack_row_fails_over_http_too() {
-    attack_table(true).await;
+    attack_table(Via::Http).await;
 }
 
-async fn attack_table(http: bool) {
+#[tokio::test]
+async fn every_attack_row_fails_when_openat2_is_unavailable() {
+    attack_table(Via::StdioWithoutOpenat2).await;
+}
+
+async fn attack_table(via: Via) {
     let tmp = hostile_tree();
     add_excluded(tmp.path());
     let before = snapshot(&tmp.path().join("outside"));
@@ -386,10 +400,11 @@ async fn attack_table(http: bool) {
     let state = tmp.path().join("state");
     let mut flags: Vec<&str> = EXCLUDE_FLAGS.to_vec();
     flags.extend(["--write", "--state-dir", state.to_str().unwrap()]);
-    let s = if http {
-        Server::start_http(&tmp.path().join("vault"), &flags).await
-    } else {
-        Server::start_with(&tmp.path().join("vault"), &flags).await
+    let v = tmp.path().join("vault");
+    let s = match via {
+        Via::Stdio => Server::start_with(&v, &flags).await,
+        Via::Http => Server::start_http(&v, &flags).await,
+        Via::StdioWithoutOpenat2 => Server::start_without_openat2(&v, &flags).await,
     };
 
     let tools = s.client.list_all_tools().await.unwrap();
@@ -553,6 +568,16 @@ async fn in_vault_symlinks_that_stay_visible_are_followed() {
 /// folder (by rename) while the client reads `swap/note.md` through the real binary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn folder_swapped_for_a_symlink_mid_read_never_leaks() {
+    swap_race(false).await;
+}
+
+/// The same race in a server where `openat2` fails with ENOSYS (cap-std's fallback path).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folder_swapped_for_a_symlink_mid_read_never_leaks_without_openat2() {
+    swap_race(true).await;
+}
+
+async fn swap_race(without_openat2: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     write_tree(
@@ -581,7 +606,11 @@ async fn folder_swapped_for_a_symlink_mid_read_never_leaks() {
         })
     };
 
-    let s = Server::start(&v).await;
+    let s = if without_openat2 {
+        Server::start_without_openat2(&v, &[]).await
+    } else {
+        Server::start(&v).await
+    };
     let (mut leaks, mut inside, mut refused) = (0, 0, 0);
     let started = Instant::now();
     for _ in 0..3000 {

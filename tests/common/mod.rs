@@ -152,6 +152,18 @@ impl Server {
         Server { client, http: None }
     }
 
+    /// Spawns the binary on `vault` (stdio) in a process where `openat2` fails with ENOSYS
+    /// ([`deny_openat2`]).
+    pub async fn start_without_openat2(vault: &Path, extra: &[&str]) -> Server {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+        cmd.arg("serve").arg(vault).args(extra);
+        cmd.env("CAPVAULT_LOG", "capvault=warn");
+        cmd.env("XDG_CACHE_HOME", test_cache_home());
+        cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+        deny_openat2(cmd.as_std_mut());
+        Self::from_command(cmd).await
+    }
+
     pub async fn start(vault: &Path) -> Server {
         Self::start_with(vault, &[]).await
     }
@@ -351,4 +363,31 @@ pub fn shared_vault(name: &str) -> Option<PathBuf> {
         "../shared/vaults/{name} is absent and CAPVAULT_REQUIRE_SHARED_VAULTS=1"
     );
     present.then_some(p)
+}
+
+/// Makes `cmd`'s process (and everything it runs) see `openat2` fail with ENOSYS, through a
+/// seccomp filter installed between fork and exec: cap-std then takes its component-by-component
+/// fallback, as on kernels before 5.6 and under some container profiles.
+pub fn deny_openat2(cmd: &mut std::process::Command) {
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+    use std::os::unix::process::CommandExt;
+    let arch: TargetArch = std::env::consts::ARCH
+        .try_into()
+        .expect("a seccomp architecture");
+    let filter = SeccompFilter::new(
+        [(libc::SYS_openat2, vec![])].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .expect("the filter");
+    let program: BpfProgram = filter.try_into().expect("a BPF program");
+    // SAFETY: the closure only makes the prctl and seccomp system calls (no allocation on the
+    // success path), which is allowed between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            seccompiler::apply_filter(&program)
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+        });
+    }
 }
