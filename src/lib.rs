@@ -48,8 +48,11 @@
 //! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
 //!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas) and
 //!   [`server::ToolError`], the stable error codes.
-//! - [`app`]: what the subcommands do (`serve` over stdio until EOF or a signal, `call` one tool
-//!   in-process); [`config`]: the config file; [`demo`]: the `demo` subcommand with its wire
+//! - [`app`]: what the subcommands do (`serve` over stdio until EOF or a signal, or over HTTP,
+//!   `call` one tool in-process); [`http`]: the Streamable HTTP transport behind one gate (Host
+//!   and Origin checks, bearer tokens with scopes passed to the server as a
+//!   [`server::Grant`], limits, TLS, access log); [`vault::sandbox`]: the Landlock sandbox
+//!   `serve` applies to itself before its runtime starts; [`config`]: the config file; [`demo`]: the `demo` subcommand with its wire
 //!   capture; [`setup`]: `install`, `uninstall` and `doctor` (clients' config files edited through
 //!   [`vault::host`], keeping their comments and other servers).
 //!

@@ -75,7 +75,11 @@ fn race(reads: u64) -> String {
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let _ = std::fs::remove_file(&next);
-                let target = if n.is_multiple_of(2) { "../outside" } else { "real" };
+                let target = if n.is_multiple_of(2) {
+                    "../outside"
+                } else {
+                    "real"
+                };
                 std::os::unix::fs::symlink(target, &next).unwrap();
                 std::fs::rename(&next, &swap).unwrap();
                 n += 1;
