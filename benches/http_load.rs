@@ -10,7 +10,6 @@
 #[path = "support/generator.rs"]
 mod generator;
 #[path = "support/pipe.rs"]
-#[allow(dead_code)]
 mod pipe;
 
 use std::io::{BufRead, BufReader, Read, Write};
