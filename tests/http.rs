@@ -86,6 +86,31 @@ fn tools_call(name: &str, args: Value) -> String {
     .to_string()
 }
 
+/// A stateless 2026-07-28 `tools/call` (no session needed): its body and headers.
+fn stateless_call(name: &str, args: Value) -> (String, Vec<(String, String)>) {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": name, "arguments": args, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let headers = vec![
+        ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
+        ("Mcp-Method".to_owned(), "tools/call".to_owned()),
+        ("Mcp-Name".to_owned(), name.to_owned()),
+    ];
+    (body, headers)
+}
+
+/// [`raw`] for a [`stateless_call`].
+async fn raw_call(authority: &str, call: &(String, Vec<(String, String)>)) -> Raw {
+    let headers: Vec<(&str, &str)> = call
+        .1
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    raw(authority, "POST", &headers, &call.0).await
+}
+
 async fn call(
     client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
     tool: &str,
@@ -708,4 +733,123 @@ async fn token_new_prints_a_token_and_a_line_that_holds_only_its_digest() {
     .await;
     let client = child.connect(Some(&token)).await;
     assert_eq!(client.list_all_tools().await.unwrap().len(), 3);
+}
+
+/// Opens a request whose body is only partly sent: it holds its places in flight until the rest
+/// arrives. Returns the stream and the rest of the body.
+async fn half_sent(
+    authority: &str,
+    call: &(String, Vec<(String, String)>),
+) -> (tokio::net::TcpStream, String) {
+    let body = &call.0;
+    let mut s = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in &call.1 {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let (first, rest) = body.split_at(body.len() / 2);
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(first.as_bytes()).await.unwrap();
+    s.flush().await.unwrap();
+    // Let the server take the request in.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    (s, rest.to_owned())
+}
+
+async fn finish(mut s: tokio::net::TcpStream, rest: &str) -> u16 {
+    s.write_all(rest.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn requests_over_the_in_flight_limits_get_503_and_429_and_a_slow_body_408() {
+    let tmp = fixture();
+    let v = tmp.path().join("vault");
+    let call = stateless_call("read_note", json!({"path": "Home.md"}));
+
+    let all = HttpChild::spawn(&v, &["--max-in-flight", "1"], &[]).await;
+    let (held, rest) = half_sent(&all.authority(), &call).await;
+    let r = raw_call(&all.authority(), &call).await;
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(
+        r.head.contains("retry-after: 1") && r.body.contains("in flight"),
+        "{r:?}"
+    );
+    assert_eq!(finish(held, &rest).await, 200);
+    assert_eq!(
+        raw_call(&all.authority(), &call).await.status,
+        200,
+        "the place was given back"
+    );
+
+    let one = HttpChild::spawn(&v, &["--max-in-flight-per-client", "1"], &[]).await;
+    let (held, rest) = half_sent(&one.authority(), &call).await;
+    let r = raw_call(&one.authority(), &call).await;
+    assert_eq!(r.status, 429, "{r:?}");
+    assert!(r.head.contains("retry-after"), "{r:?}");
+    assert_eq!(finish(held, &rest).await, 200);
+    assert_eq!(raw_call(&one.authority(), &call).await.status, 200);
+
+    let slow = HttpChild::spawn(&v, &["--request-timeout", "1", "--max-in-flight", "1"], &[]).await;
+    let (held, rest) = half_sent(&slow.authority(), &call).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(finish(held, &rest).await, 408);
+    assert_eq!(
+        raw_call(&slow.authority(), &call).await.status,
+        200,
+        "the slow body's place was given back"
+    );
+}
+
+#[tokio::test]
+async fn sigterm_lets_a_write_in_flight_finish_and_refuses_new_requests() {
+    let tmp = fixture();
+    let v = tmp.path().join("vault");
+    let state = tmp.path().join("state");
+    let mut child = HttpChild::spawn(
+        &v,
+        &["--write", "--state-dir", state.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let at = child.authority();
+    let create = stateless_call(
+        "create_note",
+        json!({"path": "Last.md", "content": "written during shutdown"}),
+    );
+    let (held, rest) = half_sent(&at, &create).await;
+    let pid = rustix::process::Pid::from_raw(child.child.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = raw_call(
+        &at,
+        &stateless_call("read_note", json!({"path": "Home.md"})),
+    )
+    .await;
+    assert_eq!(r.status, 503, "a new request during shutdown: {r:?}");
+    assert!(r.body.contains("shutting down"), "{r:?}");
+    assert_eq!(
+        finish(held, &rest).await,
+        200,
+        "the write in flight was cut off"
+    );
+    assert_eq!(
+        std::fs::read_to_string(v.join("Last.md")).unwrap(),
+        "written during shutdown"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(30), child.child.wait())
+        .await
+        .expect("no exit after the drain")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
 }

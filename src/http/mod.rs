@@ -221,6 +221,7 @@ pub async fn serve(
     let app = Router::new()
         .nest_service("/mcp", mcp)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .layer(cors(&gate.guard))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&gate),
             gate_request,
@@ -237,26 +238,28 @@ pub async fn serve(
         tls = tls.is_some(),
         "serving over HTTP"
     );
-    let served = async {
+    // The accept loop runs as its own task, so it keeps answering (503) while the drain below
+    // waits for the requests in flight.
+    let accept_handle = handle.clone();
+    let mut served = tokio::spawn(async move {
         match tls {
             None => {
                 axum_server::from_tcp(listener)?
-                    .handle(handle.clone())
+                    .handle(accept_handle)
                     .serve(make)
                     .await
             }
             Some(cfg) => {
                 axum_server::tls_rustls::from_tcp_rustls(listener, cfg)?
-                    .handle(handle.clone())
+                    .handle(accept_handle)
                     .serve(make)
                     .await
             }
         }
-    };
-    tokio::pin!(served);
+    });
     let signal = tokio::select! {
         r = &mut served => {
-            r?;
+            r??;
             return Ok(());
         }
         s = shutdown => s,
@@ -281,8 +284,35 @@ pub async fn serve(
     }
     cancel.cancel();
     handle.graceful_shutdown(Some(Duration::from_secs(2)));
-    served.await?;
+    served.await??;
     Ok(())
+}
+
+/// CORS for the origins the guard allows (the gate has refused every other origin before this
+/// runs): a page of an `--allowed-origin` may call the server, send the MCP headers and a token,
+/// and read the session id and auth challenges.
+fn cors(guard: &Guard) -> tower_http::cors::CorsLayer {
+    use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, WWW_AUTHENTICATE};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    let guard = guard.clone();
+    let mcp = |n: &'static str| HeaderName::from_static(n);
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::predicate(move |origin, _| {
+            guard.check_origin(Some(origin.as_bytes())).is_ok()
+        }))
+        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        .allow_headers([
+            AUTHORIZATION,
+            CONTENT_TYPE,
+            ACCEPT,
+            mcp("mcp-protocol-version"),
+            mcp("mcp-session-id"),
+            mcp("mcp-method"),
+            mcp("mcp-name"),
+            mcp("last-event-id"),
+        ])
+        .expose_headers([mcp("mcp-session-id"), WWW_AUTHENTICATE])
+        .max_age(Duration::from_secs(600))
 }
 
 /// rustls's configuration for the PEM certificate chain and key (the `ring` provider, TLS 1.2
@@ -370,7 +400,9 @@ async fn admit(
     if let Err(why) = gate.guard.check_origin(origin) {
         return refuse(StatusCode::FORBIDDEN, why).into();
     }
-    if request.uri().path() == "/healthz" {
+    // The health check, and CORS preflights from allowed origins (a browser sends them without
+    // credentials; the CORS layer answers them).
+    if request.uri().path() == "/healthz" || request.method() == Method::OPTIONS {
         return next.run(request).await;
     }
 
@@ -426,7 +458,18 @@ async fn admit(
         .into();
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, max).await {
+    // The body is read under the request's time too: a client that sends it slowly holds its
+    // places in flight only that long (a slow-body attack gets 408).
+    let deadline = tokio::time::Instant::now() + gate.limits.request_timeout;
+    let read = tokio::time::timeout_at(deadline, axum::body::to_bytes(body, max)).await;
+    let Ok(read) = read else {
+        return refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body did not arrive in time",
+        )
+        .into();
+    };
+    let bytes = match read {
         Ok(b) => b,
         Err(e) => {
             let too_large = std::error::Error::source(&e)
@@ -472,8 +515,7 @@ async fn admit(
 
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(grant);
-    let response = match tokio::time::timeout(gate.limits.request_timeout, next.run(request)).await
-    {
+    let response = match tokio::time::timeout_at(deadline, next.run(request)).await {
         Ok(r) => r,
         Err(_) => {
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "the request timed out").into();
