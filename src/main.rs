@@ -248,8 +248,8 @@ struct HttpArgs {
     /// Open sessions (2025-11-25 clients; 503 for a new one above it).
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
-    /// Minutes after which an unused session is closed.
-    #[arg(long, value_name = "MIN", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Seconds after which an unused session is closed (default: 30 minutes).
+    #[arg(long, value_name = "SECS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
     session_idle: u64,
 }
 
@@ -297,7 +297,7 @@ impl HttpArgs {
             max_in_flight: self.max_in_flight as usize,
             max_in_flight_per_client: self.max_in_flight_per_client as usize,
             max_sessions: self.max_sessions as usize,
-            session_idle: std::time::Duration::from_secs(self.session_idle.saturating_mul(60)),
+            session_idle: std::time::Duration::from_secs(self.session_idle),
             ..capvault::http::HttpLimits::default()
         };
         let options = capvault::http::HttpOptions {

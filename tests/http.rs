@@ -853,3 +853,42 @@ async fn sigterm_lets_a_write_in_flight_finish_and_refuses_new_requests() {
         .unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test]
+async fn an_idle_session_expires_and_frees_its_place() {
+    let tmp = fixture();
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &["--session-idle", "1", "--max-sessions", "1"],
+        &[],
+    )
+    .await;
+    let at = child.authority();
+    let r = raw(&at, "POST", &[], INIT).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_owned();
+    assert_eq!(
+        raw(&at, "POST", &[], INIT).await.status,
+        503,
+        "the cap of one session"
+    );
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string();
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = raw(&at, "POST", &headers, &list).await;
+    assert_eq!(r.status, 404, "the idle session still answers: {r:?}");
+    assert_eq!(
+        raw(&at, "POST", &[], INIT).await.status,
+        200,
+        "its place was not freed"
+    );
+}
