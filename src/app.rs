@@ -66,7 +66,6 @@ pub async fn serve_http(
     options: crate::http::HttpOptions,
     listener: std::net::TcpListener,
 ) -> anyhow::Result<()> {
-    options.check().map_err(anyhow::Error::msg)?;
     let server = build_server(&engine, writer, policy)?;
     engine.start();
     let served = crate::http::serve(server, options, listener, shutdown_signal()).await;

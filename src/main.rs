@@ -309,7 +309,6 @@ impl HttpArgs {
             insecure_http: self.insecure_http,
             limits,
         };
-        options.check().map_err(anyhow::Error::msg)?;
         Ok(options)
     }
 }
@@ -631,15 +630,15 @@ fn apply_sandbox(
     };
     let report = sandbox::apply(&plan, mode).map_err(anyhow::Error::msg)?;
     match report.state {
-        "enforced" | "partial" => tracing::info!(
-            state = report.state,
+        sandbox::State::Enforced | sandbox::State::Partial => tracing::info!(
+            state = ?report.state,
             abi = report.abi,
             filesystem = %report.filesystem,
             network = %report.network,
             "sandbox (Landlock)"
         ),
-        "off" => tracing::info!("sandbox off"),
-        _ => tracing::warn!(
+        sandbox::State::Off => tracing::info!("sandbox off"),
+        sandbox::State::Unavailable => tracing::warn!(
             filesystem = %report.filesystem,
             "no sandbox: this kernel has no Landlock; capvault's own checks still confine every request"
         ),

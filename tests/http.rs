@@ -80,6 +80,18 @@ struct Raw {
     body: String,
 }
 
+impl Raw {
+    /// The `Mcp-Session-Id` an `initialize` reply carries.
+    fn session_id(&self) -> String {
+        self.head
+            .lines()
+            .find_map(|l| l.strip_prefix("mcp-session-id: "))
+            .expect("a session id")
+            .trim()
+            .to_owned()
+    }
+}
+
 fn tools_call(name: &str, args: Value) -> String {
     json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
            "params": {"name": name, "arguments": args}})
@@ -143,6 +155,7 @@ fn token_file(dir: &Path, lines: &[&str], mode: u32) -> std::path::PathBuf {
 const READ_TOKEN: &str = "read-token-0123456789abcdef0123456789";
 const WRITE_TOKEN: &str = "write-token-0123456789abcdef012345678";
 const MINIMAL_TOKEN: &str = "minimal-token-0123456789abcdef0123456";
+const SEARCH_TOKEN: &str = "search-token-0123456789abcdef01234567";
 
 #[tokio::test]
 async fn rmcp_client_over_http_lists_and_calls_the_tools_and_the_log_keeps_no_content() {
@@ -311,6 +324,7 @@ async fn tokens_401_without_or_with_a_wrong_token_and_scopes_narrow_the_tools() 
             &format!("{READ_TOKEN} read"),
             &format!("{WRITE_TOKEN} write"),
             &format!("{MINIMAL_TOKEN} write minimal"),
+            &format!("{SEARCH_TOKEN} read search_notes"),
         ],
         0o600,
     );
@@ -422,9 +436,30 @@ async fn tokens_401_without_or_with_a_wrong_token_and_scopes_narrow_the_tools() 
     .await;
     assert_eq!(r.status, 403, "{r:?}");
 
+    // Resources read notes: a token whose profile leaves out read_note may not use them.
+    let search = child.connect(Some(SEARCH_TOKEN)).await;
+    let denied = search
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "capvault:///Home.md",
+        ))
+        .await;
+    assert!(denied.is_err(), "{denied:?}");
+    assert!(
+        format!("{denied:?}").contains("may not read notes"),
+        "{denied:?}"
+    );
+    assert!(
+        minimal
+            .read_resource(rmcp::model::ReadResourceRequestParams::new(
+                "capvault:///Home.md"
+            ))
+            .await
+            .is_ok()
+    );
+
     // The log names tokens by digest, never by value.
     let log = child.stderr.lock().unwrap().join("\n");
-    for t in [READ_TOKEN, WRITE_TOKEN, MINIMAL_TOKEN] {
+    for t in [READ_TOKEN, WRITE_TOKEN, MINIMAL_TOKEN, SEARCH_TOKEN] {
         assert!(!log.contains(t), "a token in the log");
     }
     assert!(log.contains("token=\"token-"), "{log}");
@@ -463,13 +498,7 @@ async fn a_read_token_cannot_use_a_session_opened_with_a_write_token() {
     )
     .await;
     assert_eq!(r.status, 200, "{r:?}");
-    let session = r
-        .head
-        .lines()
-        .find_map(|l| l.strip_prefix("mcp-session-id: "))
-        .expect("a session id")
-        .trim()
-        .to_owned();
+    let session = r.session_id();
     let read = format!("Bearer {READ_TOKEN}");
     let headers = [
         ("Authorization", read.as_str()),
@@ -866,13 +895,7 @@ async fn an_idle_session_expires_and_frees_its_place() {
     let at = child.authority();
     let r = raw(&at, "POST", &[], INIT).await;
     assert_eq!(r.status, 200, "{r:?}");
-    let session = r
-        .head
-        .lines()
-        .find_map(|l| l.strip_prefix("mcp-session-id: "))
-        .expect("a session id")
-        .trim()
-        .to_owned();
+    let session = r.session_id();
     assert_eq!(
         raw(&at, "POST", &[], INIT).await.status,
         503,
@@ -891,4 +914,39 @@ async fn an_idle_session_expires_and_frees_its_place() {
         200,
         "its place was not freed"
     );
+}
+
+#[tokio::test]
+async fn a_reply_past_the_response_cap_is_cut_off() {
+    let tmp = fixture();
+    let v = tmp.path().join("vault");
+    std::fs::write(v.join("Big.md"), "word ".repeat(2000)).unwrap();
+    let child = HttpChild::spawn(&v, &["--max-response-bytes", "4000"], &[]).await;
+    let small = raw_call(
+        &child.authority(),
+        &stateless_call("read_note", json!({"path": "Home.md"})),
+    )
+    .await;
+    assert_eq!(small.status, 200, "{small:?}");
+    assert!(
+        serde_json::from_str::<Value>(&small.body).is_ok(),
+        "{small:?}"
+    );
+    let big = raw_call(
+        &child.authority(),
+        &stateless_call("read_note", json!({"path": "Big.md"})),
+    )
+    .await;
+    let declared: usize = big
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(usize::MAX);
+    assert!(
+        big.body.len() < declared.min(10_000),
+        "a reply past the cap was sent whole: {} bytes",
+        big.body.len()
+    );
+    assert!(serde_json::from_str::<Value>(&big.body).is_err());
 }

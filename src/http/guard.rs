@@ -50,6 +50,23 @@ impl Guard {
         Ok(Guard { hosts, origins })
     }
 
+    /// The allowed hosts as rmcp's own Host check takes them (`name` or `name:port`).
+    pub fn rmcp_hosts(&self) -> Vec<String> {
+        self.hosts
+            .iter()
+            .map(|(n, p)| match (p, n.contains(':')) {
+                (None, _) => n.clone(),
+                (Some(p), true) => format!("[{n}]:{p}"),
+                (Some(p), false) => format!("{n}:{p}"),
+            })
+            .collect()
+    }
+
+    /// The allowed origins, `scheme://host:port` (rmcp's own Origin check takes them as they are).
+    pub fn origins(&self) -> &[String] {
+        &self.origins
+    }
+
     /// Checks a request's `Host` (or HTTP/2 `:authority`) value.
     pub fn check_host(&self, host: Option<&str>) -> Result<(), &'static str> {
         let Some((name, port)) = host.and_then(split_authority) else {

@@ -163,7 +163,6 @@ pub async fn serve(
     listener: std::net::TcpListener,
     shutdown: impl Future<Output = &'static str>,
 ) -> anyhow::Result<()> {
-    options.check().map_err(anyhow::Error::msg)?;
     let local = listener.local_addr()?;
     let tls = match &options.tls {
         Some(pem) => Some(tls_config(pem)?),
@@ -184,20 +183,10 @@ pub async fn serve(
     manager.session_config = session_config;
     let sessions = Arc::new(manager);
     let cancel = CancellationToken::new();
-    let mut rmcp_hosts: Vec<String> = guard::LOOPBACK_HOSTS
-        .iter()
-        .map(|h| (*h).to_owned())
-        .collect();
-    rmcp_hosts.extend(options.allowed_hosts.iter().cloned());
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let mut rmcp_origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
-        .iter()
-        .map(|h| format!("{scheme}://{h}:{}", local.port()))
-        .collect();
-    rmcp_origins.extend(options.allowed_origins.iter().cloned());
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(rmcp_hosts)
-        .with_allowed_origins(rmcp_origins)
+        .with_allowed_hosts(guard.rmcp_hosts())
+        .with_allowed_origins(guard.origins().to_vec())
         .enforce_origin_validation()
         .with_max_request_body_bytes(limits.max_body_bytes)
         .with_json_response(true)

@@ -81,49 +81,17 @@ impl HostFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("{}: {e}", self.shown)),
         };
-        let meta = file
-            .metadata()
-            .map_err(|e| format!("{}: {e}", self.shown))?;
-        if !meta.is_file() {
-            return Err(format!("{}: not a regular file", self.shown));
-        }
-        if meta.len() > max {
-            return Err(format!("{}: larger than {max} bytes", self.shown));
-        }
-        let mut bytes = Vec::new();
-        Read::take(&mut file, max + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("{}: {e}", self.shown))?;
-        Ok(Some(bytes))
+        self.read_open(&mut file, max, false).map(Some)
     }
 
-    /// A file that holds secrets (`--token-file`, a TLS key): read like [`HostFile::read`], but
-    /// never through a symlink, and refused when its permission bits let anyone but its owner
-    /// read or write it (`chmod 600` fixes that). Missing is an error here.
-    pub fn read_private(&self, max: u64) -> Result<Vec<u8>, String> {
-        let bytes = self.read_checked(max, true)?;
-        Ok(bytes)
-    }
-
-    /// A file that need not be secret (a TLS certificate), read without following a symlink at
-    /// the last step. Missing is an error here.
-    pub fn read_public(&self, max: u64) -> Result<Vec<u8>, String> {
-        self.read_checked(max, false)
-    }
-
-    fn read_checked(&self, max: u64, private: bool) -> Result<Vec<u8>, String> {
-        let Some(dir) = &self.dir else {
-            return Err(format!("{}: the folder does not exist", self.shown));
-        };
-        let mut options = OpenOptions::new();
-        options.read(true).follow(FollowSymlinks::No);
-        let mut file = dir.open_with(&self.name, &options).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                format!("{}: no such file", self.shown)
-            } else {
-                format!("{}: {e} (symlinks are not followed here)", self.shown)
-            }
-        })?;
+    /// The bytes of `file`, opened from this path: a regular file of at most `max` bytes
+    /// (checked before and while reading), private to its owner when `private`.
+    fn read_open(
+        &self,
+        file: &mut cap_std::fs::File,
+        max: u64,
+        private: bool,
+    ) -> Result<Vec<u8>, String> {
         let meta = file
             .metadata()
             .map_err(|e| format!("{}: {e}", self.shown))?;
@@ -138,17 +106,47 @@ impl HostFile {
                 self.shown
             ));
         }
+        let too_large = || format!("{}: larger than {max} bytes", self.shown);
         if meta.len() > max {
-            return Err(format!("{}: larger than {max} bytes", self.shown));
+            return Err(too_large());
         }
         let mut bytes = Vec::new();
-        Read::take(&mut file, max + 1)
+        Read::take(file, max + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| format!("{}: {e}", self.shown))?;
         if bytes.len() as u64 > max {
-            return Err(format!("{}: larger than {max} bytes", self.shown));
+            return Err(too_large());
         }
         Ok(bytes)
+    }
+
+    /// A file that holds secrets (`--token-file`, a TLS key): read like [`HostFile::read`], but
+    /// never through a symlink, and refused when its permission bits let anyone but its owner
+    /// read or write it (`chmod 600` fixes that). Missing is an error here.
+    pub fn read_private(&self, max: u64) -> Result<Vec<u8>, String> {
+        self.read_nofollow(max, true)
+    }
+
+    /// A file that need not be secret (a TLS certificate), read without following a symlink at
+    /// the last step. Missing is an error here.
+    pub fn read_public(&self, max: u64) -> Result<Vec<u8>, String> {
+        self.read_nofollow(max, false)
+    }
+
+    fn read_nofollow(&self, max: u64, private: bool) -> Result<Vec<u8>, String> {
+        let Some(dir) = &self.dir else {
+            return Err(format!("{}: the folder does not exist", self.shown));
+        };
+        let mut options = OpenOptions::new();
+        options.read(true).follow(FollowSymlinks::No);
+        let mut file = dir.open_with(&self.name, &options).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                format!("{}: no such file", self.shown)
+            } else {
+                format!("{}: {e} (symlinks are not followed here)", self.shown)
+            }
+        })?;
+        self.read_open(&mut file, max, private)
     }
 
     /// Replaces the file with `bytes` atomically (temporary file, sync, rename, folder sync),

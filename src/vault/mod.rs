@@ -33,10 +33,6 @@ pub mod host;
 mod ops;
 pub mod path;
 mod resolve;
-#[cfg(target_os = "linux")]
-pub mod sandbox;
-#[cfg(not(target_os = "linux"))]
-#[path = "sandbox_other.rs"]
 pub mod sandbox;
 pub mod scan;
 pub mod state;

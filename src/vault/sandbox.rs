@@ -12,26 +12,12 @@
 //! Landlock cannot take away what is already open (the listener, stdin/stdout) nor stop a hard
 //! link that already points outside; SECURITY.md says where it stops.
 
-use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::OnceLock;
-
-use cap_std::fs::Dir;
-use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-};
 
 use super::cache::IndexCacheDir;
 use super::state::{AuditFile, StateDir};
 use super::{Ambient, Vault, ambient};
-
-/// The newest Landlock ABI whose rights capvault asks for (network rules came in 4, file
-/// truncation in 3, cross-folder renames in 2).
-const TARGET_ABI: ABI = ABI::V5;
-
-/// Where the time zone database lives (read-only in the sandbox).
-const ZONEINFO: &str = "/usr/share/zoneinfo";
 
 /// `--sandbox`: how hard to try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,12 +30,24 @@ pub enum Mode {
     Off,
 }
 
+/// How much of the sandbox holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Every rule.
+    Enforced,
+    /// Some rules: the kernel's Landlock ABI lacks some rights.
+    Partial,
+    /// None: no Landlock in this kernel (or not Linux).
+    Unavailable,
+    /// `--sandbox off`.
+    Off,
+}
+
 /// What the sandbox enforces, for the log and `vault_info`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Report {
-    /// `enforced` (every rule), `partial` (the kernel's ABI lacks some rights), `unavailable`
-    /// (no Landlock in this kernel) or `off` (`--sandbox off`).
-    pub state: &'static str,
+    pub state: State,
     /// The Landlock ABI in use (0 when none).
     pub abi: u32,
     /// What the process may reach on disk.
@@ -82,7 +80,7 @@ pub struct Plan<'a> {
 pub fn apply(plan: &Plan<'_>, mode: Mode) -> Result<&'static Report, String> {
     let report = match mode {
         Mode::Off => Report {
-            state: "off",
+            state: State::Off,
             abi: 0,
             filesystem: "not restricted (--sandbox off)".to_owned(),
             network: "not restricted (--sandbox off)".to_owned(),
@@ -92,91 +90,130 @@ pub fn apply(plan: &Plan<'_>, mode: Mode) -> Result<&'static Report, String> {
     Ok(REPORT.get_or_init(|| report))
 }
 
-fn enforce(plan: &Plan<'_>, mode: Mode) -> Result<Report, String> {
-    let err = |e: landlock::RulesetError| format!("sandbox: {e}");
-    let level = match mode {
-        Mode::Require => CompatLevel::SoftRequirement,
-        _ => CompatLevel::BestEffort,
+/// Landlock, on Linux.
+#[cfg(target_os = "linux")]
+mod landlock_rules {
+    use std::os::fd::AsFd;
+    use std::path::Path;
+
+    use cap_std::fs::Dir;
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath,
+        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     };
-    let read = AccessFs::ReadFile | AccessFs::ReadDir;
-    let all = AccessFs::from_all(TARGET_ABI);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(level)
-        .handle_access(all)
-        .map_err(err)?
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessNet::from_all(TARGET_ABI))
-        .map_err(err)?
-        .create()
-        .map_err(err)?;
-    let mut reach = Vec::new();
-    let vault_access = if plan.vault_writable { all } else { read };
-    ruleset = ruleset
-        .add_rule(PathBeneath::new(plan.vault.root.as_fd(), vault_access))
-        .map_err(err)?;
-    reach.push(if plan.vault_writable {
-        "the vault (read-write)"
-    } else {
-        "the vault (read-only)"
-    });
-    let mut rw: Vec<(&Dir, &'static str)> = Vec::new();
-    if let Some(c) = plan.cache {
-        rw.push((c.dir(), "the index cache folder"));
-    }
-    if let Some(s) = plan.state {
-        rw.push((s.dir(), "the state folder"));
-    }
-    if let Some(a) = plan.audit {
-        rw.push((a.dir(), "the audit log's folder"));
-    }
-    for (dir, what) in rw {
-        ruleset = ruleset
-            .add_rule(PathBeneath::new(dir.as_fd(), all))
+
+    use super::{Ambient, Mode, Plan, Report, State, ambient};
+
+    /// The newest Landlock ABI whose rights capvault asks for (network rules came in 4, file
+    /// truncation in 3, cross-folder renames in 2).
+    const TARGET_ABI: ABI = ABI::V5;
+
+    /// Where the time zone database lives (read-only in the sandbox).
+    const ZONEINFO: &str = "/usr/share/zoneinfo";
+
+    pub(super) fn enforce(plan: &Plan<'_>, mode: Mode) -> Result<Report, String> {
+        let err = |e: landlock::RulesetError| format!("sandbox: {e}");
+        let level = match mode {
+            Mode::Require => CompatLevel::SoftRequirement,
+            _ => CompatLevel::BestEffort,
+        };
+        let read = AccessFs::ReadFile | AccessFs::ReadDir;
+        let all = AccessFs::from_all(TARGET_ABI);
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(level)
+            .handle_access(all)
+            .map_err(err)?
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessNet::from_all(TARGET_ABI))
+            .map_err(err)?
+            .create()
             .map_err(err)?;
-        reach.push(what);
-    }
-    if let Ok(zones) = ambient(Ambient::Open(Path::new(ZONEINFO))) {
+        let mut reach = Vec::new();
+        let vault_access = if plan.vault_writable { all } else { read };
         ruleset = ruleset
-            .add_rule(PathBeneath::new(zones.as_fd(), read))
+            .add_rule(PathBeneath::new(plan.vault.root.as_fd(), vault_access))
             .map_err(err)?;
-        reach.push("the time zone database (read-only)");
-    }
-    let status = ruleset.restrict_self().map_err(err)?;
-    let abi = match status.landlock {
-        LandlockStatus::Available { effective_abi, .. } => effective_abi as u32,
-        _ => 0,
-    };
-    let state = match status.ruleset {
-        RulesetStatus::FullyEnforced => "enforced",
-        RulesetStatus::PartiallyEnforced => "partial",
-        RulesetStatus::NotEnforced => "unavailable",
-    };
-    if mode == Mode::Require && state == "unavailable" {
-        return Err(
-            "--sandbox require: this kernel has no Landlock (or it is disabled); \
-             run with --sandbox best-effort or off"
-                .to_owned(),
-        );
-    }
-    let filesystem = if state == "unavailable" {
-        "not restricted (no Landlock in this kernel)".to_owned()
-    } else {
-        let mut s = format!("only {}", reach.join(", "));
-        if abi < 3 {
-            s.push_str("; truncating files is not restricted before Landlock ABI 3");
+        reach.push(if plan.vault_writable {
+            "the vault (read-write)"
+        } else {
+            "the vault (read-only)"
+        });
+        let mut rw: Vec<(&Dir, &'static str)> = Vec::new();
+        if let Some(c) = plan.cache {
+            rw.push((c.dir(), "the index cache folder"));
         }
-        s
-    };
-    let network = if abi >= 4 {
-        "no TCP bind or connect (the HTTP listener is bound before the sandbox)".to_owned()
-    } else {
-        format!("not restricted (network rules need Landlock ABI 4; this kernel has {abi})")
-    };
+        if let Some(s) = plan.state {
+            rw.push((s.dir(), "the state folder"));
+        }
+        if let Some(a) = plan.audit {
+            rw.push((a.dir(), "the audit log's folder"));
+        }
+        for (dir, what) in rw {
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(dir.as_fd(), all))
+                .map_err(err)?;
+            reach.push(what);
+        }
+        if let Ok(zones) = ambient(Ambient::Open(Path::new(ZONEINFO))) {
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(zones.as_fd(), read))
+                .map_err(err)?;
+            reach.push("the time zone database (read-only)");
+        }
+        let status = ruleset.restrict_self().map_err(err)?;
+        let abi = match status.landlock {
+            LandlockStatus::Available { effective_abi, .. } => effective_abi as u32,
+            _ => 0,
+        };
+        let state = match status.ruleset {
+            RulesetStatus::FullyEnforced => State::Enforced,
+            RulesetStatus::PartiallyEnforced => State::Partial,
+            RulesetStatus::NotEnforced => State::Unavailable,
+        };
+        if mode == Mode::Require && state == State::Unavailable {
+            return Err(
+                "--sandbox require: this kernel has no Landlock (or it is disabled); \
+                 run with --sandbox best-effort or off"
+                    .to_owned(),
+            );
+        }
+        let filesystem = if state == State::Unavailable {
+            "not restricted (no Landlock in this kernel)".to_owned()
+        } else {
+            let mut s = format!("only {}", reach.join(", "));
+            if abi < 3 {
+                s.push_str("; truncating files is not restricted before Landlock ABI 3");
+            }
+            s
+        };
+        let network = if abi >= 4 {
+            "no TCP bind or connect (the HTTP listener is bound before the sandbox)".to_owned()
+        } else {
+            format!("not restricted (network rules need Landlock ABI 4; this kernel has {abi})")
+        };
+        Ok(Report {
+            state,
+            abi,
+            filesystem,
+            network,
+        })
+    }
+}
+
+#[cfg(target_os = "linux")]
+use landlock_rules::enforce;
+
+/// No Landlock outside Linux: reported, and refused in `Require` mode.
+#[cfg(not(target_os = "linux"))]
+fn enforce(_plan: &Plan<'_>, mode: Mode) -> Result<Report, String> {
+    if mode == Mode::Require {
+        return Err("--sandbox require: Landlock exists only on Linux".to_owned());
+    }
     Ok(Report {
-        state,
-        abi,
-        filesystem,
-        network,
+        state: State::Unavailable,
+        abi: 0,
+        filesystem: "not restricted (Landlock is Linux only)".to_owned(),
+        network: "not restricted (Landlock is Linux only)".to_owned(),
     })
 }
 
