@@ -158,6 +158,23 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Set the owner's passphrase for the built-in OAuth server (`serve --oauth builtin`):
+    /// the consent page asks for it before a remote client gets access. Stored only as an
+    /// argon2id hash in the vault's state folder. Reads it from the terminal (twice), or one
+    /// line from stdin when stdin is not a terminal.
+    Passwd {
+        /// The vault folder.
+        vault: PathBuf,
+        /// The state folder (default: the user's state folder).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+    /// The access the built-in OAuth server has granted to remote clients: list or revoke it
+    /// (a revoked client's tokens stop working at its next request).
+    Tokens {
+        #[command(subcommand)]
+        command: TokensCommand,
+    },
     /// Check what makes a client show no tools or the server misbehave, with how to fix each,
     /// then start the server as a client would and run one search.
     Doctor {
@@ -180,6 +197,38 @@ enum TokenCommand {
         #[arg(long, value_name = "PROFILE")]
         tools: Option<String>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokensCommand {
+    /// List the grants: id, client, scope, when granted, last refreshed, when it expires.
+    List {
+        /// The vault folder.
+        vault: PathBuf,
+        /// The state folder (default: the user's state folder).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+    /// Revoke one grant (its id from `capvault tokens list`, or its first characters) or all.
+    Revoke {
+        /// The vault folder.
+        vault: PathBuf,
+        /// The grant's id.
+        #[arg(required_unless_present = "all")]
+        id: Option<String>,
+        /// Revoke every grant and forget every registered client.
+        #[arg(long, conflicts_with = "id")]
+        all: bool,
+        /// The state folder (default: the user's state folder).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum OAuthKind {
+    /// capvault is its own authorization server, for the vault's owner.
+    Builtin,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -251,6 +300,33 @@ struct HttpArgs {
     /// Seconds after which an unused session is closed (default: 30 minutes).
     #[arg(long, value_name = "SECS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
     session_idle: u64,
+    /// OAuth for remote clients: `builtin` makes capvault its own authorization server, with a
+    /// consent page that asks for the passphrase `capvault passwd` set.
+    #[arg(long, value_enum, value_name = "KIND", conflicts_with = "oauth_issuer")]
+    oauth: Option<OAuthKind>,
+    /// Accept JWT access tokens of this issuer (its identifier, e.g.
+    /// https://auth.example.org/realms/main); its keys come from --jwks-file, --jwks-url or
+    /// its metadata, fetched at startup.
+    #[arg(long, value_name = "URL")]
+    oauth_issuer: Option<String>,
+    /// The issuer's keys (a JWKS file), instead of fetching them.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "oauth_issuer",
+        conflicts_with = "jwks_url"
+    )]
+    jwks_file: Option<PathBuf>,
+    /// Where the issuer's keys are (default: its metadata's jwks_uri).
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    jwks_url: Option<String>,
+    /// Testing aid: the least seconds between two fetches of the issuer's keys (default 60).
+    #[arg(long, value_name = "SECS", hide = true, requires = "oauth_issuer")]
+    jwks_refetch_after: Option<u64>,
+    /// This server's public URL (https://vault.example.org), as clients reach it: OAuth
+    /// tokens must be issued for `<URL>/mcp`. Default: the listen address (loopback only).
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
 }
 
 impl HttpArgs {
@@ -308,9 +384,180 @@ impl HttpArgs {
             tls,
             insecure_http: self.insecure_http,
             limits,
+            oauth: None,
         };
         Ok(options)
     }
+
+    /// The OAuth resource server, when OAuth is on: checks the public URL, opens the
+    /// authorization server's store or reads the issuer's keys (fetching them now, before
+    /// the sandbox). Adds the public URL's host and origin to those the guard accepts.
+    fn oauth(
+        &self,
+        options: &mut capvault::http::HttpOptions,
+        local: std::net::SocketAddr,
+        state: Option<capvault::vault::state::PrivateFiles>,
+        vault_name: &str,
+        write: bool,
+    ) -> anyhow::Result<OAuthPrepared> {
+        use capvault::http::oauth::{self, Issuer, ResourceServer};
+        if self.oauth.is_none() && self.oauth_issuer.is_none() {
+            if self.public_url.is_some() {
+                anyhow::bail!("--public-url is for OAuth: add --oauth builtin or --oauth-issuer");
+            }
+            return Ok(OAuthPrepared::default());
+        }
+        let base = match &self.public_url {
+            Some(u) => oauth::check_public_url(u).map_err(anyhow::Error::msg)?,
+            None if local.ip().is_loopback() => {
+                let scheme = if options.tls.is_some() {
+                    "https"
+                } else {
+                    "http"
+                };
+                format!("{scheme}://{local}")
+            }
+            None => anyhow::bail!(
+                "OAuth on a non-loopback listener needs --public-url (the URL clients reach \
+                 this server at)"
+            ),
+        };
+        if let Ok(u) = url::Url::parse(&base) {
+            if let Some(host) = u.host_str() {
+                options.allowed_hosts.push(match u.port() {
+                    Some(p) => format!("{host}:{p}"),
+                    None => host.to_owned(),
+                });
+            }
+            options
+                .allowed_origins
+                .push(u.origin().ascii_serialization());
+        }
+        let resource = format!("{base}/mcp");
+        let mut connect_ports = Vec::new();
+        let issuer = if self.oauth.is_some() {
+            let files = state.ok_or_else(|| anyhow::anyhow!("no state folder for OAuth"))?;
+            let store = std::sync::Arc::new(oauth::Store::new(files));
+            if !store.has_passphrase() {
+                anyhow::bail!(
+                    "--oauth builtin needs the owner's passphrase: run `capvault passwd VAULT` \
+                     first (with the same --state-dir)"
+                );
+            }
+            Issuer::Builtin(std::sync::Arc::new(oauth::AuthServer::new(
+                base.clone(),
+                resource.clone(),
+                vault_name.to_owned(),
+                write,
+                store,
+            )))
+        } else {
+            let issuer = self.oauth_issuer.clone().unwrap_or_default();
+            oauth::jwt::check_fetch_url(&issuer)
+                .map_err(|e| anyhow::anyhow!("--oauth-issuer: {e}"))?;
+            let (jwks, source) = match &self.jwks_file {
+                Some(path) => {
+                    let bytes = capvault::vault::host::HostFile::at(path)
+                        .and_then(|f| f.read_public(1024 * 1024))
+                        .map_err(|e| anyhow::anyhow!("--jwks-file {e}"))?;
+                    let doc = serde_json::from_slice(&bytes)
+                        .map_err(|e| anyhow::anyhow!("--jwks-file: not JSON ({e})"))?;
+                    (doc, oauth::jwt::KeySource::File)
+                }
+                None => {
+                    let (doc, source, port) = fetch_jwks(&issuer, self.jwks_url.as_deref())?;
+                    connect_ports.push(port);
+                    (doc, source)
+                }
+            };
+            let every = self
+                .jwks_refetch_after
+                .map_or(oauth::jwt::REFETCH_EVERY, std::time::Duration::from_secs);
+            let verifier = oauth::Verifier::new(issuer, resource, &jwks, source, every)
+                .map_err(|e| anyhow::anyhow!("the issuer's keys: {e}"))?;
+            Issuer::External(std::sync::Arc::new(verifier))
+        };
+        let rs = std::sync::Arc::new(ResourceServer::new(base, write, issuer));
+        options.oauth = Some(std::sync::Arc::clone(&rs));
+        Ok(OAuthPrepared {
+            server: Some(rs),
+            connect_ports,
+        })
+    }
+}
+
+/// What OAuth needs from the sandbox.
+#[derive(Default)]
+struct OAuthPrepared {
+    server: Option<std::sync::Arc<capvault::http::oauth::ResourceServer>>,
+    connect_ports: Vec<u16>,
+}
+
+/// Fetches the issuer's JWKS now (before the sandbox): from `jwks_url`, or from the
+/// `jwks_uri` of the issuer's metadata. Returns the document, the source for refetches (its
+/// host pinned to the address used now) and the port refetches connect to.
+fn fetch_jwks(
+    issuer: &str,
+    jwks_url: Option<&str>,
+) -> anyhow::Result<(
+    serde_json::Value,
+    capvault::http::oauth::jwt::KeySource,
+    u16,
+)> {
+    use capvault::http::oauth::jwt;
+    use std::net::ToSocketAddrs;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let url = match jwks_url {
+            Some(u) => u.to_owned(),
+            None => {
+                let client = jwt::client(&[])?;
+                jwt::discover_jwks(&client, issuer)
+                    .await
+                    .map_err(anyhow::Error::msg)?
+            }
+        };
+        let u = jwt::check_fetch_url(&url).map_err(|e| anyhow::anyhow!("the JWKS URL: {e}"))?;
+        let port = u.port_or_known_default().unwrap_or(443);
+        let mut pins = Vec::new();
+        if let Some(url::Host::Domain(host)) = u.host() {
+            let addr = (host, port)
+                .to_socket_addrs()
+                .map_err(|e| anyhow::anyhow!("{host}: {e}"))?
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("{host}: no address"))?;
+            pins.push((host.to_owned(), addr));
+        }
+        let client = jwt::client(&pins)?;
+        let doc = jwt::fetch_json(&client, &url)
+            .await
+            .map_err(|e| anyhow::anyhow!("the issuer's keys: {e}"))?;
+        Ok((doc, jwt::KeySource::Url { url, client }, port))
+    })
+}
+
+/// The state folder root: `--state-dir` or the user's state folder.
+fn state_root(arg: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
+    arg.map(std::path::Path::to_path_buf)
+        .or_else(capvault::vault::state::default_root)
+        .ok_or_else(|| anyhow::anyhow!("no state folder for this user: pass --state-dir"))
+}
+
+/// The built-in authorization server's store of `vault` (for `passwd` and `tokens`).
+fn oauth_store(
+    vault: &std::path::Path,
+    state_dir: Option<&std::path::Path>,
+) -> anyhow::Result<capvault::http::oauth::Store> {
+    let vault = Vault::open(vault, Limits::default())?;
+    let root = state_root(state_dir)?;
+    let state = StateDir::open(&root, &vault)
+        .map_err(|e| anyhow::anyhow!("{e} (--state-dir {})", root.display()))?;
+    let files = state
+        .private_files("oauth")
+        .map_err(|e| anyhow::anyhow!("state folder: {e}"))?;
+    Ok(capvault::http::oauth::Store::new(files))
 }
 
 /// Permission to write, and where history goes.
@@ -331,7 +578,7 @@ struct WriteArgs {
     allow_permanent_delete: bool,
     /// Folder for the note history, audit log and writers' lock (default: the user's state
     /// folder, `~/.local/state/capvault` on Linux). It must be outside the vault.
-    #[arg(long, value_name = "DIR", requires = "write")]
+    #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Write the audit log (one JSON line per change, never note content) to this file
     /// instead of the state folder. It must be outside the vault.
@@ -362,11 +609,7 @@ impl WriteArgs {
         if !self.write {
             return Ok(None);
         }
-        let root = self
-            .state_dir
-            .clone()
-            .or_else(capvault::vault::state::default_root)
-            .ok_or_else(|| anyhow::anyhow!("no state folder for this user: pass --state-dir"))?;
+        let root = state_root(self.state_dir.as_deref())?;
         let state = StateDir::open(&root, vault)
             .map_err(|e| anyhow::anyhow!("{e} (--state-dir {})", root.display()))?;
         let audit = match &self.audit_log {
@@ -440,6 +683,9 @@ fn limit_malloc_arenas() {}
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
+    // rustls's `ring` provider for every TLS use (the HTTPS listener and the issuer's keys
+    // name it too).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -551,8 +797,9 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         hide_obsidian_excluded: true,
     };
     // Credentials and certificates first: a bad flag fails before any work.
+    let http_args = http;
     let http = match transport {
-        Transport::Http => Some(http.options()?),
+        Transport::Http => Some(http_args.options()?),
         Transport::Stdio => None,
     };
     let (vault, config) = vault.open()?;
@@ -582,14 +829,47 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
             },
         }
     };
+    let mut oauth = OAuthPrepared::default();
+    let mut oauth_files = None;
     let http = match http {
-        Some(options) => {
+        Some(mut options) => {
             let listener = capvault::http::bind(&options)?;
+            let state = if http_args.oauth.is_some() {
+                let files = match &writer {
+                    Some(w) => w.folders().0.private_files("oauth"),
+                    None => StateDir::open(&state_root(write.state_dir.as_deref())?, &vault)
+                        .map_err(|e| anyhow::anyhow!("{e}"))?
+                        .private_files("oauth"),
+                };
+                Some(files.map_err(|e| anyhow::anyhow!("state folder: {e}"))?)
+            } else {
+                None
+            };
+            oauth = http_args.oauth(
+                &mut options,
+                listener.local_addr()?,
+                state,
+                vault.name(),
+                writer.is_some(),
+            )?;
+            options.check().map_err(anyhow::Error::msg)?;
             Some((options, listener))
         }
         None => None,
     };
-    apply_sandbox(&vault, writer.as_deref(), &cache, sandbox)?;
+    if let Some(rs) = &oauth.server
+        && let capvault::http::oauth::Issuer::Builtin(auth) = &rs.issuer
+    {
+        oauth_files = Some(auth.store_files());
+    }
+    apply_sandbox(
+        &vault,
+        writer.as_deref(),
+        &cache,
+        oauth_files,
+        oauth.connect_ports.clone(),
+        sandbox,
+    )?;
     if let Some(path) = sandbox_probe {
         eprintln!("capvault: sandbox probe: {}", sandbox::probe(&path));
     }
@@ -607,6 +887,8 @@ fn apply_sandbox(
     vault: &Vault,
     writer: Option<&Writer>,
     cache: &IndexCache,
+    oauth: Option<&capvault::vault::state::PrivateFiles>,
+    connect_ports: Vec<u16>,
     mode: SandboxMode,
 ) -> anyhow::Result<()> {
     let (state, audit) = match writer.map(Writer::folders) {
@@ -622,6 +904,8 @@ fn apply_sandbox(
         },
         state,
         audit,
+        oauth,
+        connect_ports,
     };
     let mode = match mode {
         SandboxMode::BestEffort => sandbox::Mode::BestEffort,
@@ -713,6 +997,74 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 "\nThe line above is the token: give it to the client (Authorization: Bearer ...).\n\
                  Add this line to the server's --token-file (it holds only the token's digest):\n\n{line}\n"
             );
+            Ok(())
+        }
+        Command::Passwd { vault, state_dir } => {
+            let store = oauth_store(&vault, state_dir.as_deref())?;
+            let passphrase = capvault::vault::host::read_passphrase(
+                "New passphrase for the consent page: ",
+                "Once more: ",
+            )
+            .map_err(anyhow::Error::msg)?;
+            store.set_passphrase(&passphrase)?;
+            eprintln!(
+                "capvault: passphrase set (kept as an argon2id hash). Serve with --oauth builtin."
+            );
+            Ok(())
+        }
+        Command::Tokens {
+            command: TokensCommand::List { vault, state_dir },
+        } => {
+            let store = oauth_store(&vault, state_dir.as_deref())?;
+            let grants = store.grants()?;
+            if grants.is_empty() {
+                println!("No client has access.");
+            } else {
+                let day = |t: u64| {
+                    chrono::DateTime::from_timestamp(t as i64, 0)
+                        .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
+                        .unwrap_or_default()
+                };
+                println!(
+                    "{:<16} {:<10} {:<17} {:<17} {:<17} CLIENT",
+                    "ID", "SCOPE", "GRANTED", "REFRESHED", "EXPIRES"
+                );
+                for g in grants {
+                    println!(
+                        "{:<16} {:<10} {:<17} {:<17} {:<17} {}",
+                        g.id,
+                        if g.write { "read,write" } else { "read" },
+                        day(g.created),
+                        day(g.last_refresh),
+                        day(g.expires()),
+                        g.client_name
+                    );
+                }
+            }
+            Ok(())
+        }
+        Command::Tokens {
+            command:
+                TokensCommand::Revoke {
+                    vault,
+                    id,
+                    all,
+                    state_dir,
+                },
+        } => {
+            let store = oauth_store(&vault, state_dir.as_deref())?;
+            if all {
+                let n = store.revoke_all()?;
+                println!("Revoked {n} grant(s) and forgot every registered client.");
+            } else {
+                let id = id.unwrap_or_default();
+                match store.revoke(&id)? {
+                    Some(g) => println!("Revoked {g}."),
+                    None => anyhow::bail!(
+                        "no grant (or more than one) matches `{id}`: see `capvault tokens list`"
+                    ),
+                }
+            }
             Ok(())
         }
         Command::Doctor { vault } => capvault::setup::doctor::run(&vault, &mut std::io::stdout())

@@ -13,6 +13,7 @@
 
 pub mod auth;
 pub mod guard;
+pub mod oauth;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -106,6 +107,8 @@ pub struct HttpOptions {
     pub insecure_http: bool,
     /// The bounds.
     pub limits: HttpLimits,
+    /// OAuth (`--oauth builtin` or `--oauth-issuer`), when on.
+    pub oauth: Option<Arc<oauth::ResourceServer>>,
 }
 
 impl HttpOptions {
@@ -116,10 +119,11 @@ impl HttpOptions {
         if ip.is_loopback() {
             return Ok(());
         }
-        if self.tokens.is_empty() {
+        if self.tokens.is_empty() && self.oauth.is_none() {
             return Err(format!(
-                "listening on {ip} (not loopback) needs bearer tokens: set CAPVAULT_TOKEN or \
-                 pass --token-file (`capvault token new` makes one)"
+                "listening on {ip} (not loopback) needs bearer tokens: set CAPVAULT_TOKEN, \
+                 pass --token-file (`capvault token new` makes one), or use OAuth (--oauth \
+                 builtin or --oauth-issuer)"
             ));
         }
         if self.tls.is_none() && !self.insecure_http {
@@ -137,6 +141,7 @@ impl HttpOptions {
 struct Gate {
     guard: Guard,
     tokens: Tokens,
+    oauth: Option<Arc<oauth::ResourceServer>>,
     anonymous: Grant,
     prototype: CapvaultServer,
     sessions: Arc<LocalSessionManager>,
@@ -147,9 +152,9 @@ struct Gate {
     initializing: tokio::sync::Mutex<()>,
 }
 
-/// Binds the listener (before the sandbox, which then denies every other bind).
+/// Binds the listener (before the sandbox, which then denies every other bind). Call
+/// [`HttpOptions::check`] first.
 pub fn bind(options: &HttpOptions) -> anyhow::Result<std::net::TcpListener> {
-    options.check().map_err(anyhow::Error::msg)?;
     std::net::TcpListener::bind(options.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.listen))
 }
@@ -163,6 +168,7 @@ pub async fn serve(
     listener: std::net::TcpListener,
     shutdown: impl Future<Output = &'static str>,
 ) -> anyhow::Result<()> {
+    options.check().map_err(anyhow::Error::msg)?;
     let local = listener.local_addr()?;
     let tls = match &options.tls {
         Some(pem) => Some(tls_config(pem)?),
@@ -199,6 +205,7 @@ pub async fn serve(
         guard,
         anonymous: Grant::full("anonymous"),
         tokens: options.tokens.clone(),
+        oauth: options.oauth.clone(),
         prototype: server,
         sessions,
         in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
@@ -207,14 +214,17 @@ pub async fn serve(
         shutting_down: AtomicBool::new(false),
         initializing: tokio::sync::Mutex::new(()),
     });
-    let app = Router::new()
+    let mut app = Router::new()
         .nest_service("/mcp", mcp)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
-        .layer(cors(&gate.guard))
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&gate),
-            gate_request,
-        ));
+        .layer(cors(&gate.guard));
+    if let Some(rs) = &gate.oauth {
+        app = app.merge(rs.router());
+    }
+    let app = app.layer(axum::middleware::from_fn_with_state(
+        Arc::clone(&gate),
+        gate_request,
+    ));
     let make = app.into_make_service_with_connect_info::<SocketAddr>();
 
     let handle = axum_server::Handle::new();
@@ -224,6 +234,7 @@ pub async fn serve(
     tracing::info!(
         url = %format!("{scheme}://{local}/mcp"),
         tokens = gate.tokens.len(),
+        oauth = gate.oauth.as_ref().map_or("off", |o| o.issuer_id()),
         tls = tls.is_some(),
         "serving over HTTP"
     );
@@ -385,9 +396,28 @@ async fn admit(
     if let Err(why) = gate.guard.check_host(host.as_deref()) {
         return refuse(StatusCode::FORBIDDEN, why).into();
     }
-    let origin = request.headers().get(header::ORIGIN).map(|o| o.as_bytes());
-    if let Err(why) = gate.guard.check_origin(origin) {
-        return refuse(StatusCode::FORBIDDEN, why).into();
+    let path = request.uri().path();
+    let oauth_path = gate.oauth.is_some() && oauth::ResourceServer::is_oauth_path(path);
+    // OAuth metadata, registration and token requests come from clients of any origin (they
+    // carry their own credentials); the consent page and /mcp only from allowed ones.
+    if !(oauth_path && oauth::ResourceServer::is_cross_origin_path(path)) {
+        let origin = request.headers().get(header::ORIGIN).map(|o| o.as_bytes());
+        if let Err(why) = gate.guard.check_origin(origin) {
+            return refuse(StatusCode::FORBIDDEN, why).into();
+        }
+    }
+    if oauth_path {
+        let Ok(_total) = Arc::clone(&gate.in_flight).try_acquire_owned() else {
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many requests in flight",
+            )
+            .retry_after();
+        };
+        return match tokio::time::timeout(gate.limits.request_timeout, next.run(request)).await {
+            Ok(r) => r,
+            Err(_) => refuse(StatusCode::SERVICE_UNAVAILABLE, "the request timed out").into(),
+        };
     }
     // The health check, and CORS preflights from allowed origins (a browser sends them without
     // credentials; the CORS layer answers them).
@@ -395,10 +425,35 @@ async fn admit(
         return next.run(request).await;
     }
 
-    let grant = match authenticate(gate, &request) {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(auth::bearer)
+        .map(str::to_owned);
+    let grant = match authenticate(gate, presented.as_deref()).await {
         Ok(g) => g,
-        Err(None) => return unauthorized("a bearer token is required", None),
-        Err(Some(e)) => return unauthorized("the bearer token is not valid", Some(e)),
+        Err(AuthError::Missing) => {
+            return unauthorized(gate, "a bearer token is required", None);
+        }
+        Err(AuthError::Invalid) => {
+            return unauthorized(gate, "the bearer token is not valid", Some("invalid_token"));
+        }
+        Err(AuthError::NoScope) => {
+            let mut r = refuse(
+                StatusCode::FORBIDDEN,
+                "the access token grants neither vault:read nor vault:write",
+            )
+            .0;
+            if let Some(rs) = &gate.oauth
+                && let Ok(v) = HeaderValue::from_str(
+                    &rs.challenge(Some("insufficient_scope"), Some(oauth::SCOPE_READ)),
+                )
+            {
+                r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+            }
+            return r;
+        }
     };
     access.token = Some(grant.id.clone());
 
@@ -489,7 +544,7 @@ async fn admit(
             continue;
         };
         if !grant.allows(internal) {
-            return insufficient_scope(&grant, internal, tool);
+            return insufficient_scope(gate, &grant, internal, tool);
         }
     }
     let initializing = if calls.iter().any(|(m, _)| m == "initialize") {
@@ -521,19 +576,32 @@ async fn admit(
     Response::from_parts(parts, Body::new(body))
 }
 
-/// The request's grant, or why it has none: no token (`None`) or the `error` of the 401.
-fn authenticate(gate: &Gate, request: &Request) -> Result<Grant, Option<&'static str>> {
-    if gate.tokens.is_empty() {
+/// Why a request has no grant.
+enum AuthError {
+    /// No bearer token: 401.
+    Missing,
+    /// A token that is no static token and no OAuth access token: 401 `invalid_token`.
+    Invalid,
+    /// An OAuth token with no vault scope: 403 `insufficient_scope`.
+    NoScope,
+}
+
+/// The request's grant: from a static token, then from OAuth. With neither configured (a
+/// loopback listener), every request gets the server's full rights.
+async fn authenticate(gate: &Gate, presented: Option<&str>) -> Result<Grant, AuthError> {
+    if gate.tokens.is_empty() && gate.oauth.is_none() {
         return Ok(gate.anonymous.clone());
     }
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(auth::bearer);
-    match presented {
-        None => Err(None),
-        Some(t) => gate.tokens.check(t).cloned().ok_or(Some("invalid_token")),
+    let presented = presented.ok_or(AuthError::Missing)?;
+    if let Some(g) = gate.tokens.check(presented) {
+        return Ok(g.clone());
+    }
+    match &gate.oauth {
+        None => Err(AuthError::Invalid),
+        Some(rs) => rs.authenticate(presented).await.map_err(|r| match r {
+            oauth::Refusal::Invalid => AuthError::Invalid,
+            oauth::Refusal::NoScope => AuthError::NoScope,
+        }),
     }
 }
 
@@ -585,11 +653,12 @@ fn refuse(status: StatusCode, why: &str) -> Refusal {
     Refusal(r)
 }
 
-fn unauthorized(why: &str, error: Option<&str>) -> Response {
+fn unauthorized(gate: &Gate, why: &str, error: Option<&str>) -> Response {
     let mut r = refuse(StatusCode::UNAUTHORIZED, why).0;
-    let challenge = match error {
-        None => "Bearer realm=\"capvault\"".to_owned(),
-        Some(e) => format!("Bearer realm=\"capvault\", error=\"{e}\""),
+    let challenge = match (&gate.oauth, error) {
+        (Some(rs), e) => rs.challenge(e, None),
+        (None, None) => "Bearer realm=\"capvault\"".to_owned(),
+        (None, Some(e)) => format!("Bearer realm=\"capvault\", error=\"{e}\""),
     };
     if let Ok(v) = HeaderValue::from_str(&challenge) {
         r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
@@ -597,16 +666,28 @@ fn unauthorized(why: &str, error: Option<&str>) -> Response {
     r
 }
 
-fn insufficient_scope(grant: &Grant, internal: &str, listed: &str) -> Response {
-    let (why, challenge) = match grant.missing_scope(internal) {
-        Some(scope) => (
+fn insufficient_scope(gate: &Gate, grant: &Grant, internal: &str, listed: &str) -> Response {
+    let (why, challenge) = match (grant.missing_scope(internal), &gate.oauth) {
+        // With OAuth on, the scope named is the OAuth one, so a client can step up.
+        (Some(_), Some(rs)) => (
+            format!(
+                "this token's scope is `{}`; `{listed}` needs `{}`",
+                grant.scope(),
+                oauth::SCOPE_WRITE
+            ),
+            rs.challenge(
+                Some("insufficient_scope"),
+                Some(&format!("{} {}", oauth::SCOPE_READ, oauth::SCOPE_WRITE)),
+            ),
+        ),
+        (Some(scope), None) => (
             format!(
                 "this token's scope is `{}`; `{listed}` needs `{scope}`",
                 grant.scope()
             ),
             format!("Bearer realm=\"capvault\", error=\"insufficient_scope\", scope=\"{scope}\""),
         ),
-        None => (
+        (None, _) => (
             format!("this token's tool profile does not include `{listed}`"),
             "Bearer realm=\"capvault\", error=\"insufficient_scope\"".to_owned(),
         ),

@@ -271,3 +271,38 @@ fn create_folders(folder: &Path) -> Result<Dir, String> {
     }
     Ok(dir)
 }
+
+/// Reads a passphrase: from the terminal without echo, asked twice (`prompt`, then `again`)
+/// and compared, or one line from stdin when stdin is not a terminal (scripts, tests).
+pub fn read_passphrase(prompt: &str, again: &str) -> Result<String, String> {
+    use rustix::termios::{self, LocalModes, OptionalActions};
+    let stdin = std::io::stdin();
+    let line = || -> Result<String, String> {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_line(&mut s)
+            .map_err(|e| format!("cannot read the passphrase: {e}"))?;
+        Ok(s.trim_end_matches(['\n', '\r']).to_owned())
+    };
+    if !termios::isatty(&stdin) {
+        return line();
+    }
+    let saved = termios::tcgetattr(&stdin).map_err(|e| format!("terminal: {e}"))?;
+    let mut quiet = saved.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    let ask = |text: &str| -> Result<String, String> {
+        eprint!("{text}");
+        let _ = std::io::stderr().flush();
+        termios::tcsetattr(&stdin, OptionalActions::Now, &quiet)
+            .map_err(|e| format!("terminal: {e}"))?;
+        let got = line();
+        let _ = termios::tcsetattr(&stdin, OptionalActions::Now, &saved);
+        eprintln!();
+        got
+    };
+    let first = ask(prompt)?;
+    if ask(again)? != first {
+        return Err("the two passphrases differ".to_owned());
+    }
+    Ok(first)
+}

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::cache::IndexCacheDir;
-use super::state::{AuditFile, StateDir};
+use super::state::{AuditFile, PrivateFiles, StateDir};
 use super::{Ambient, Vault, ambient};
 
 /// `--sandbox`: how hard to try.
@@ -72,6 +72,11 @@ pub struct Plan<'a> {
     pub cache: Option<&'a IndexCacheDir>,
     pub state: Option<&'a StateDir>,
     pub audit: Option<&'a AuditFile>,
+    /// The authorization server's files (`--oauth builtin`), inside the state folder.
+    pub oauth: Option<&'a PrivateFiles>,
+    /// TCP ports this process may still connect to (the external issuer's JWKS, refreshed on
+    /// an unknown key id); none by default.
+    pub connect_ports: Vec<u16>,
 }
 
 /// Applies the sandbox to this thread and every thread it starts later. Call it before any
@@ -98,8 +103,8 @@ mod landlock_rules {
 
     use cap_std::fs::Dir;
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath,
-        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, NetPort,
+        PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     };
 
     use super::{Ambient, Mode, Plan, Report, State, ambient};
@@ -148,6 +153,9 @@ mod landlock_rules {
         if let Some(a) = plan.audit {
             rw.push((a.dir(), "the audit log's folder"));
         }
+        if let Some(o) = plan.oauth {
+            rw.push((o.dir(), "the authorization server's folder"));
+        }
         for (dir, what) in rw {
             ruleset = ruleset
                 .add_rule(PathBeneath::new(dir.as_fd(), all))
@@ -159,6 +167,11 @@ mod landlock_rules {
                 .add_rule(PathBeneath::new(zones.as_fd(), read))
                 .map_err(err)?;
             reach.push("the time zone database (read-only)");
+        }
+        for port in &plan.connect_ports {
+            ruleset = ruleset
+                .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+                .map_err(err)?;
         }
         let status = ruleset.restrict_self().map_err(err)?;
         let abi = match status.landlock {
@@ -186,7 +199,14 @@ mod landlock_rules {
             }
             s
         };
-        let network = if abi >= 4 {
+        let network = if abi >= 4 && !plan.connect_ports.is_empty() {
+            let ports: Vec<String> = plan.connect_ports.iter().map(u16::to_string).collect();
+            format!(
+                "no TCP bind (the HTTP listener is bound before the sandbox); TCP connect only \
+                 to port {} (the issuer's keys)",
+                ports.join(", ")
+            )
+        } else if abi >= 4 {
             "no TCP bind or connect (the HTTP listener is bound before the sandbox)".to_owned()
         } else {
             format!("not restricted (network rules need Landlock ABI 4; this kernel has {abi})")

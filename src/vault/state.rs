@@ -109,35 +109,24 @@ impl StateDir {
         Ok(StateDir { dir, versions })
     }
 
+    /// A private sub-folder for small files of its own (`oauth`: the authorization server's
+    /// clients, tokens and passphrase hash), created when missing.
+    pub fn private_files(&self, name: &str) -> io::Result<PrivateFiles> {
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "bad folder name",
+            ));
+        }
+        Ok(PrivateFiles {
+            dir: sub_dir(&self.dir, Path::new(name))?,
+        })
+    }
+
     /// Takes the writers' lock, waiting at most `timeout` for another writer (in this process
     /// or another) to finish.
     pub fn lock_writers(&self, timeout: Duration) -> io::Result<WritersLock> {
-        use rustix::fs::{FlockOperation, flock};
-        let file = self.dir.open_with(
-            WRITERS_LOCK,
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .follow(FollowSymlinks::No)
-                .mode(0o600),
-        )?;
-        let until = Instant::now() + timeout;
-        loop {
-            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => return Ok(WritersLock { _file: file }),
-                Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < until => {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err(rustix::io::Errno::WOULDBLOCK) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WouldBlock,
-                        "another writer holds the vault",
-                    ));
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+        lock_file(&self.dir, WRITERS_LOCK, timeout)
     }
 
     /// Keeps `bytes` as version `sha256` (nothing to do when it is kept already).
@@ -334,6 +323,106 @@ fn read_tail(dir: &Dir, name: &str, max: u64) -> io::Result<Vec<u8>> {
         bytes.drain(..cut);
     }
     Ok(bytes)
+}
+
+/// A private folder of small files, each replaced whole (temporary file, sync, rename), with
+/// a lock for read-modify-write across processes.
+#[derive(Debug)]
+pub struct PrivateFiles {
+    dir: Dir,
+}
+
+/// What identifies one version of a file: a replacement changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+}
+
+impl PrivateFiles {
+    /// The folder's handle, for the sandbox's rules.
+    pub(super) fn dir(&self) -> &Dir {
+        &self.dir
+    }
+
+    /// The bytes of `name` (at most `max`), `None` when it does not exist.
+    pub fn read(&self, name: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
+        check_name(name)?;
+        match read_whole(&self.dir, name, max) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Replaces `name` with `bytes`, durably (mode 600).
+    pub fn replace(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        check_name(name)?;
+        write_whole(&self.dir, name, bytes)?;
+        sync_dir(&self.dir)
+    }
+
+    /// What version of `name` is there now (`None` when missing).
+    pub fn stamp(&self, name: &str) -> Option<Stamp> {
+        check_name(name).ok()?;
+        let m = self.dir.symlink_metadata(name).ok()?;
+        m.is_file().then(|| Stamp {
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+        })
+    }
+
+    /// Takes the lock `name`, waiting at most `timeout` for its holder (in this process or
+    /// another).
+    pub fn lock(&self, name: &str, timeout: Duration) -> io::Result<WritersLock> {
+        check_name(name)?;
+        lock_file(&self.dir, name, timeout)
+    }
+}
+
+/// A plain file name: letters, digits, `.`, `-`, `_`, not starting with a dot.
+fn check_name(name: &str) -> io::Result<()> {
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(io::Error::new(io::ErrorKind::InvalidInput, "bad file name"))
+    }
+}
+
+fn lock_file(dir: &Dir, name: &str, timeout: Duration) -> io::Result<WritersLock> {
+    use rustix::fs::{FlockOperation, flock};
+    let file = dir.open_with(
+        name,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .follow(FollowSymlinks::No)
+            .mode(0o600),
+    )?;
+    let until = Instant::now() + timeout;
+    loop {
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(WritersLock { _file: file }),
+            Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "another process holds the lock",
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 fn read_whole(dir: &Dir, name: &str, max: u64) -> io::Result<Vec<u8>> {

@@ -33,6 +33,7 @@ impl HttpChild {
     /// `env`, and waits for the line that gives its URL.
     pub async fn spawn(vault: &Path, extra: &[&str], env: &[(&str, &str)]) -> HttpChild {
         use tokio::io::AsyncBufReadExt;
+        install_tls_provider();
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
         cmd.arg("serve")
             .arg(vault)
@@ -103,6 +104,12 @@ impl HttpChild {
             .expect("capvault did not exit within 30 s of SIGTERM")
             .unwrap()
     }
+}
+
+/// Makes rustls's `ring` provider the process default: reqwest (rmcp's HTTP client, the
+/// tests' own) is built without one of its own, as capvault builds it.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// What a tool call returned, flattened for assertions.
