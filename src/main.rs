@@ -320,6 +320,15 @@ struct HttpArgs {
     /// Where the issuer's keys are (default: its metadata's jwks_uri).
     #[arg(long, value_name = "URL", requires = "oauth_issuer")]
     jwks_url: Option<String>,
+    /// With --oauth builtin, also accept clients whose client_id is the HTTPS URL of their
+    /// metadata document (what newer MCP clients use instead of registering). capvault then
+    /// fetches such documents, so the sandbox allows name lookups and connections to port 443.
+    #[arg(long, requires = "oauth")]
+    oauth_client_metadata: bool,
+    /// Testing aid: trust this CA (PEM) for client metadata documents, and allow them on
+    /// loopback addresses and any port.
+    #[arg(long, value_name = "FILE", hide = true, requires = "oauth_client_metadata")]
+    oauth_test_ca: Option<PathBuf>,
     /// Testing aid: the least seconds between two fetches of the issuer's keys (default 60).
     #[arg(long, value_name = "SECS", hide = true, requires = "oauth_issuer")]
     jwks_refetch_after: Option<u64>,
@@ -435,6 +444,7 @@ impl HttpArgs {
         }
         let resource = format!("{base}/mcp");
         let mut connect_ports = Vec::new();
+        let mut name_lookups = false;
         let issuer = if self.oauth.is_some() {
             let files = state.ok_or_else(|| anyhow::anyhow!("no state folder for OAuth"))?;
             let store = std::sync::Arc::new(oauth::Store::new(files));
@@ -444,12 +454,30 @@ impl HttpArgs {
                      first (with the same --state-dir)"
                 );
             }
+            let docs = if self.oauth_client_metadata {
+                let mut roots = Vec::new();
+                if let Some(path) = &self.oauth_test_ca {
+                    use rustls_pki_types::pem::PemObject;
+                    let pem = capvault::vault::host::HostFile::at(path)
+                        .and_then(|f| f.read_public(1024 * 1024))
+                        .map_err(|e| anyhow::anyhow!("--oauth-test-ca {e}"))?;
+                    for der in rustls_pki_types::CertificateDer::pem_slice_iter(&pem) {
+                        roots.push(der.map_err(|e| anyhow::anyhow!("--oauth-test-ca: {e}"))?);
+                    }
+                }
+                connect_ports.push(oauth::client_doc::PORT);
+                name_lookups = true;
+                Some(oauth::client_doc::ClientDocs::new(roots))
+            } else {
+                None
+            };
             Issuer::Builtin(std::sync::Arc::new(oauth::AuthServer::new(
                 base.clone(),
                 resource.clone(),
                 vault_name.to_owned(),
                 write,
                 store,
+                docs,
             )))
         } else {
             let issuer = self.oauth_issuer.clone().unwrap_or_default();
@@ -482,6 +510,7 @@ impl HttpArgs {
         Ok(OAuthPrepared {
             server: Some(rs),
             connect_ports,
+            name_lookups,
         })
     }
 }
@@ -491,6 +520,8 @@ impl HttpArgs {
 struct OAuthPrepared {
     server: Option<std::sync::Arc<capvault::http::oauth::ResourceServer>>,
     connect_ports: Vec<u16>,
+    /// The process must look up host names (client metadata documents).
+    name_lookups: bool,
 }
 
 /// Fetches the issuer's JWKS now (before the sandbox): from `jwks_url`, or from the
@@ -867,7 +898,7 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         writer.as_deref(),
         &cache,
         oauth_files,
-        oauth.connect_ports.clone(),
+        (oauth.connect_ports.clone(), oauth.name_lookups),
         sandbox,
     )?;
     if let Some(path) = sandbox_probe {
@@ -888,7 +919,7 @@ fn apply_sandbox(
     writer: Option<&Writer>,
     cache: &IndexCache,
     oauth: Option<&capvault::vault::state::PrivateFiles>,
-    connect_ports: Vec<u16>,
+    (connect_ports, name_lookups): (Vec<u16>, bool),
     mode: SandboxMode,
 ) -> anyhow::Result<()> {
     let (state, audit) = match writer.map(Writer::folders) {
@@ -906,6 +937,7 @@ fn apply_sandbox(
         audit,
         oauth,
         connect_ports,
+        name_lookups,
     };
     let mode = match mode {
         SandboxMode::BestEffort => sandbox::Mode::BestEffort,

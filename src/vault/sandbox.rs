@@ -77,6 +77,42 @@ pub struct Plan<'a> {
     /// TCP ports this process may still connect to (the external issuer's JWKS, refreshed on
     /// an unknown key id); none by default.
     pub connect_ports: Vec<u16>,
+    /// Host names must be looked up (client metadata documents): the resolver's files in
+    /// `/etc` become readable.
+    pub name_lookups: bool,
+}
+
+/// The files the C library's resolver reads (those that exist are made readable).
+#[cfg(target_os = "linux")]
+const RESOLVER_FILES: &[&str] = &[
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+];
+
+/// Opens the host file at `path` for a sandbox rule, following symlinks one step at a time
+/// through folder handles (`/etc/resolv.conf` is often a link into `/run`).
+#[cfg(target_os = "linux")]
+fn open_host_file(path: &Path) -> Option<cap_std::fs::File> {
+    let mut path = path.to_path_buf();
+    for _ in 0..8 {
+        let (folder, name) = (path.parent()?.to_path_buf(), path.file_name()?.to_owned());
+        let dir = ambient(Ambient::Open(&folder)).ok()?;
+        let meta = dir.symlink_metadata(&name).ok()?;
+        if meta.is_symlink() {
+            let target = dir.read_link(&name).ok()?;
+            path = if target.is_absolute() {
+                target
+            } else {
+                folder.join(target)
+            };
+            continue;
+        }
+        return meta.is_file().then(|| dir.open(&name).ok()).flatten();
+    }
+    None
 }
 
 /// Applies the sandbox to this thread and every thread it starts later. Call it before any
@@ -167,6 +203,20 @@ mod landlock_rules {
                 .add_rule(PathBeneath::new(zones.as_fd(), read))
                 .map_err(err)?;
             reach.push("the time zone database (read-only)");
+        }
+        if plan.name_lookups {
+            let mut any = false;
+            for path in super::RESOLVER_FILES {
+                if let Some(file) = super::open_host_file(Path::new(path)) {
+                    ruleset = ruleset
+                        .add_rule(PathBeneath::new(file.as_fd(), AccessFs::ReadFile))
+                        .map_err(err)?;
+                    any = true;
+                }
+            }
+            if any {
+                reach.push("the resolver's files in /etc (read-only)");
+            }
         }
         for port in &plan.connect_ports {
             ruleset = ruleset

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use super::client_doc::{self, ClientDocs};
 use super::page;
 use super::store::{self, Client, RefreshError, Store};
 use super::{SCOPE_READ, SCOPE_WRITE};
@@ -43,9 +44,9 @@ const FAILURE_WINDOW: Duration = Duration::from_secs(5 * 60);
 const REGISTRATIONS_PER_WINDOW: usize = 30;
 const REGISTER_WINDOW: Duration = Duration::from_secs(10 * 60);
 /// Bounds on a registration.
-const MAX_REDIRECT_URIS: usize = 10;
+pub(super) const MAX_REDIRECT_URIS: usize = 10;
 const MAX_URI_LEN: usize = 2000;
-const MAX_NAME_CHARS: usize = 80;
+pub(super) const MAX_NAME_CHARS: usize = 80;
 
 /// The authorization server's state.
 pub struct AuthServer {
@@ -60,6 +61,16 @@ pub struct AuthServer {
     spent: Mutex<HashMap<[u8; 32], (String, Instant)>>,
     failures: Mutex<VecDeque<Instant>>,
     registrations: Mutex<VecDeque<Instant>>,
+    /// Client ID metadata documents, when accepted (`--oauth-client-metadata`).
+    docs: Option<ClientDocs>,
+}
+
+/// Why no client was found.
+enum ClientError {
+    Unknown,
+    /// Its metadata document could not be fetched or was refused.
+    Document(String),
+    Store(std::io::Error),
 }
 
 struct Pending {
@@ -114,6 +125,7 @@ impl AuthServer {
         vault: String,
         write_allowed: bool,
         store: Arc<Store>,
+        docs: Option<ClientDocs>,
     ) -> AuthServer {
         AuthServer {
             issuer,
@@ -126,6 +138,22 @@ impl AuthServer {
             spent: Mutex::new(HashMap::new()),
             failures: Mutex::new(VecDeque::new()),
             registrations: Mutex::new(VecDeque::new()),
+            docs,
+        }
+    }
+
+    /// The client `id`: registered, or (with documents accepted) the one its metadata
+    /// document describes.
+    async fn find_client(&self, id: &str) -> Result<Client, ClientError> {
+        if let Some(docs) = &self.docs
+            && client_doc::is_document_id(id)
+        {
+            return docs.client(id).await.map_err(ClientError::Document);
+        }
+        match self.store.client(id) {
+            Ok(Some(c)) => Ok(c),
+            Ok(None) => Err(ClientError::Unknown),
+            Err(e) => Err(ClientError::Store(e)),
         }
     }
 
@@ -137,7 +165,7 @@ impl AuthServer {
     /// RFC 8414 metadata.
     pub fn metadata(&self) -> Value {
         let i = &self.issuer;
-        json!({
+        let mut m = json!({
             "issuer": i,
             "authorization_endpoint": format!("{i}/oauth/authorize"),
             "token_endpoint": format!("{i}/oauth/token"),
@@ -153,7 +181,11 @@ impl AuthServer {
             "revocation_endpoint_auth_methods_supported":
                 ["none", "client_secret_post", "client_secret_basic"],
             "authorization_response_iss_parameter_supported": true,
-        })
+        });
+        if self.docs.is_some() {
+            m["client_id_metadata_document_supported"] = json!(true);
+        }
+        m
     }
 
     fn scopes(&self) -> Vec<&'static str> {
@@ -287,6 +319,16 @@ fn server_error(e: std::io::Error) -> Response {
     )
 }
 
+/// The host that published a client's metadata document (its `client_id` URL), if it has one.
+fn publisher(client_id: &str) -> Option<String> {
+    if !client_doc::is_document_id(client_id) {
+        return None;
+    }
+    url::Url::parse(client_id)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+}
+
 /// Where a redirect URI leads, as the consent page shows it, and the CSP source that lets the
 /// form's redirect go there.
 fn redirect_target(uri: &str) -> (String, String) {
@@ -310,7 +352,7 @@ fn redirect_target(uri: &str) -> (String, String) {
 
 /// Checks one redirect URI of a registration: no fragment; https, http on a loopback address,
 /// or an app's own scheme (not one a browser runs or reads files with).
-fn check_redirect_uri(uri: &str) -> Result<(), String> {
+pub(super) fn check_redirect_uri(uri: &str) -> Result<(), String> {
     if uri.len() > MAX_URI_LEN {
         return Err("a redirect URI is too long".to_owned());
     }
@@ -338,7 +380,7 @@ fn check_redirect_uri(uri: &str) -> Result<(), String> {
 
 /// Checks the client's credentials at the token and revocation endpoints: its id, and its
 /// secret when it registered one.
-fn authenticate_client(
+async fn authenticate_client(
     auth: &AuthServer,
     headers: &HeaderMap,
     form: &HashMap<String, String>,
@@ -381,10 +423,13 @@ fn authenticate_client(
             form.get("client_secret").cloned(),
         ),
     };
-    let client = match auth.store.client(&id) {
-        Ok(Some(c)) => c,
-        Ok(None) => return Err(Box::new(invalid())),
-        Err(e) => return Err(Box::new(server_error(e))),
+    let client = match auth.find_client(&id).await {
+        Ok(c) => c,
+        Err(ClientError::Unknown) => return Err(Box::new(invalid())),
+        Err(ClientError::Document(why)) => {
+            return Err(Box::new(json_error(StatusCode::UNAUTHORIZED, "invalid_client", &why)));
+        }
+        Err(ClientError::Store(e)) => return Err(Box::new(server_error(e))),
     };
     match &client.secret {
         None => Ok(client),
@@ -563,9 +608,13 @@ pub async fn authorize_page(State(auth): State<Arc<AuthServer>>, uri: http::Uri)
     };
     let get = |k: &str| q.get(k).map(String::as_str);
     // The client and its redirect URI first: until both check out, nothing redirects.
-    let client = match get("client_id").map(|id| auth.store.client(id)) {
-        Some(Ok(Some(c))) => c,
-        Some(Err(e)) => {
+    let found = match get("client_id") {
+        Some(id) => auth.find_client(id).await,
+        None => Err(ClientError::Unknown),
+    };
+    let client = match found {
+        Ok(c) => c,
+        Err(ClientError::Store(e)) => {
             tracing::error!(error = %e, "the authorization server's store failed");
             return error_page(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -573,7 +622,14 @@ pub async fn authorize_page(State(auth): State<Arc<AuthServer>>, uri: http::Uri)
                 "capvault could not read its state.",
             );
         }
-        _ => {
+        Err(ClientError::Document(why)) => {
+            return error_page(
+                StatusCode::BAD_REQUEST,
+                "Application not verified",
+                &format!("capvault could not use this application's metadata: {why}"),
+            );
+        }
+        Err(ClientError::Unknown) => {
             return error_page(
                 StatusCode::BAD_REQUEST,
                 "Unknown application",
@@ -649,6 +705,7 @@ pub async fn authorize_page(State(auth): State<Arc<AuthServer>>, uri: http::Uri)
     let body = page::consent(&page::Consent {
         vault: &auth.vault,
         client_name: &client.name,
+        publisher: publisher(&client.id).as_deref(),
         redirect_to: &shown,
         write,
         request: &request,
@@ -735,6 +792,7 @@ pub async fn authorize_answer(State(auth): State<Arc<AuthServer>>, body: String)
         let body = page::consent(&page::Consent {
             vault: &auth.vault,
             client_name: &p.client.name,
+            publisher: publisher(&p.client.id).as_deref(),
             redirect_to: &shown,
             write: p.write,
             request: &request,
@@ -842,7 +900,7 @@ pub async fn token(
         Ok(f) => f,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, "invalid_request", &e),
     };
-    let client = match authenticate_client(&auth, &headers, &form) {
+    let client = match authenticate_client(&auth, &headers, &form).await {
         Ok(c) => c,
         Err(r) => return *r,
     };
@@ -970,7 +1028,7 @@ pub async fn revoke(
         Ok(f) => f,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, "invalid_request", &e),
     };
-    if let Err(r) = authenticate_client(&auth, &headers, &form) {
+    if let Err(r) = authenticate_client(&auth, &headers, &form).await {
         return *r;
     }
     let Some(token) = form.get("token") else {

@@ -104,7 +104,20 @@ impl std::fmt::Debug for Verifier {
 /// The HTTPS client for the issuer: webpki's roots (no system files to read), no proxy, no
 /// redirects, bounded time; `pinned` fixes the addresses of hosts resolved already.
 pub fn client(pinned: &[(String, SocketAddr)]) -> anyhow::Result<reqwest::Client> {
-    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    client_with(pinned, &[], FETCH_TIMEOUT)
+}
+
+/// [`client`] with more trusted roots (DER) and its own time bound.
+pub fn client_with(
+    pinned: &[(String, SocketAddr)],
+    extra_roots: &[rustls_pki_types::CertificateDer<'static>],
+    timeout: Duration,
+) -> anyhow::Result<reqwest::Client> {
+    let mut roots =
+        rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for der in extra_roots {
+        roots.add(der.clone())?;
+    }
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
@@ -115,8 +128,8 @@ pub fn client(pinned: &[(String, SocketAddr)]) -> anyhow::Result<reqwest::Client
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(0)
-        .timeout(FETCH_TIMEOUT)
-        .connect_timeout(FETCH_TIMEOUT);
+        .timeout(timeout)
+        .connect_timeout(timeout);
     for (host, addr) in pinned {
         builder = builder.resolve(host, *addr);
     }
@@ -141,8 +154,17 @@ pub fn check_fetch_url(url: &str) -> Result<url::Url, String> {
     }
 }
 
-/// GETs a JSON document (bounded in size and time).
+/// GETs a JSON document of at most [`MAX_DOCUMENT`] bytes (in the client's time).
 pub async fn fetch_json(client: &reqwest::Client, url: &str) -> Result<Value, String> {
+    fetch_json_capped(client, url, MAX_DOCUMENT).await
+}
+
+/// GETs a JSON document of at most `max` bytes (in the client's time).
+pub async fn fetch_json_capped(
+    client: &reqwest::Client,
+    url: &str,
+    max: usize,
+) -> Result<Value, String> {
     let mut response = client
         .get(url)
         .header("accept", "application/json")
@@ -155,8 +177,8 @@ pub async fn fetch_json(client: &reqwest::Client, url: &str) -> Result<Value, St
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
         body.extend_from_slice(&chunk);
-        if body.len() > MAX_DOCUMENT {
-            return Err(format!("{url}: larger than {MAX_DOCUMENT} bytes"));
+        if body.len() > max {
+            return Err(format!("{url}: larger than {max} bytes"));
         }
     }
     serde_json::from_slice(&body).map_err(|e| format!("{url}: not JSON ({e})"))

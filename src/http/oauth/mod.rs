@@ -10,6 +10,7 @@
 //! server runs with `--write`), the same split as a token file's `read` and `write`.
 
 pub mod authorize;
+pub mod client_doc;
 pub mod jwt;
 pub mod page;
 pub mod store;

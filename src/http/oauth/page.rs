@@ -84,6 +84,9 @@ fn page(title: &str, body: &str) -> String {
 pub struct Consent<'a> {
     pub vault: &'a str,
     pub client_name: &'a str,
+    /// The host that published the client's metadata document, when it has one (otherwise
+    /// the name is only what the client said of itself).
+    pub publisher: Option<&'a str>,
     /// Where the browser goes afterwards: the redirect URI's host (or scheme, for an app).
     pub redirect_to: &'a str,
     pub write: bool,
@@ -114,8 +117,8 @@ pub fn consent(c: &Consent<'_>) -> String {
     };
     let body = format!(
         "<h1>Allow <span id=\"client\">{client}</span> to use your vault \
-         <span id=\"vault\">{vault}</span>?</h1>\
-         <dl><dt>Application</dt><dd>{client} <small>(the name it gave itself)</small></dd>\
+         \u{201c}<span id=\"vault\">{vault}</span>\u{201d}?</h1>\
+         <dl><dt>Application</dt><dd>{client} <small id=\"publisher\">{publisher}</small></dd>\
          <dt>Returns to</dt><dd id=\"redirect\">{redirect}</dd>\
          <dt>Access</dt><dd id=\"scope\">{scope}</dd></dl>\
          {access}{error}\
@@ -134,6 +137,10 @@ pub fn consent(c: &Consent<'_>) -> String {
          until you revoke it: <code>capvault tokens list</code>, \
          <code>capvault tokens revoke ID</code>.</p>",
         client = escape(c.client_name),
+        publisher = match c.publisher {
+            Some(host) => format!("(published by {})", escape(host)),
+            None => "(the name it gave itself)".to_owned(),
+        },
         vault = escape(c.vault),
         redirect = escape(c.redirect_to),
         scope = if c.write {
@@ -168,6 +175,7 @@ mod tests {
         let html = consent(&Consent {
             vault: "Notes",
             client_name: "<script>alert(1)</script>\"'",
+            publisher: None,
             redirect_to: "evil.example\"><img src=x>",
             write: true,
             request: "r\"1",
