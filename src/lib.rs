@@ -51,7 +51,9 @@
 //! - [`app`]: what the subcommands do (`serve` over stdio until EOF or a signal, or over HTTP,
 //!   `call` one tool in-process); [`http`]: the Streamable HTTP transport behind one gate (Host
 //!   and Origin checks, bearer tokens with scopes passed to the server as a
-//!   [`server::Grant`], limits, TLS, access log); [`vault::sandbox`]: the Landlock sandbox
+//!   [`server::Grant`], limits, TLS, access log) and [`http::oauth`]: OAuth (RFC 9728 resource
+//!   metadata; the built-in authorization server with its consent page, or an external issuer's
+//!   JWTs); [`vault::sandbox`]: the Landlock sandbox
 //!   `serve` applies to itself before its runtime starts; [`config`]: the config file; [`demo`]: the `demo` subcommand with its wire
 //!   capture; [`setup`]: `install`, `uninstall` and `doctor` (clients' config files edited through
 //!   [`vault::host`], keeping their comments and other servers).

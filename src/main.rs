@@ -327,7 +327,12 @@ struct HttpArgs {
     oauth_client_metadata: bool,
     /// Testing aid: trust this CA (PEM) for client metadata documents, and allow them on
     /// loopback addresses and any port.
-    #[arg(long, value_name = "FILE", hide = true, requires = "oauth_client_metadata")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        hide = true,
+        requires = "oauth_client_metadata"
+    )]
     oauth_test_ca: Option<PathBuf>,
     /// Testing aid: the least seconds between two fetches of the issuer's keys (default 60).
     #[arg(long, value_name = "SECS", hide = true, requires = "oauth_issuer")]

@@ -798,6 +798,10 @@ impl Issuer {
     }
 }
 
+/// A 2048-bit RSA key (PKCS#1 DER, base64) made for this test only with `openssl genrsa`:
+/// generating one in an unoptimised test build takes too long.
+const RSA_TEST_KEY: &str = "MIIEogIBAAKCAQEAkgnleXW4+vHGihPtxq3zs2z0JJJUxnJ7GKbdqKXtrxWrydhYyh0XLr8XQms5m5uooWjcRdz1kySlYLmQ3V1tbN90EHzfdmVJopJZtDrZsCVYG/BMVaBjDIGLT/Of3IJ1dqd0IikGMDwuFp09tOdUE7b97djBi6/ynuXSQkSpqMgqprRtDRLdrI8u850N0VoIevKpI1VcHtISRVfWFVuVFnDfwvLqOmjPccV0vVJ4yTnimSg5PyJKBg/0ujxUDRjyzhcXoJ5lubXqHvcI8xmfJk8WLZFNt5LAo7WVZCE9BrxTIHdtfWz+t7vhlJD/qIY12RN7gv+ScV5bLVdopUyXwQIDAQABAoIBAAUndkLgJcQtjk1HQMgXUZeOi9tSks1iMvf+w6n1GTtpr2NzUEbp2eybb+23LRRR3RS9R7DriHtF+tQ8GGHHr1n9VPJUBer+zid/tMzImvA9kSuDQp5vB6/kTo9m0MiOjii+5jlia0Z+iT3hFNFyrKP5fGLNmJ8eeZikEdSm6bn8MOChaHOQN6B8hm8xLuWw7mXDT/ZRVK75BOtp+mAenJ0nu20VxE1vZCO1KlCogpAK7AHv5x5Ll6o3btdAPvEsYvfAF6RNF4BKiaEqr8NrHMOPUgY1uWcxTc35K15U5jNatp8+jDWPeHtXxaP80WS0T6rSQNgjj6/NO1jITCerC3UCgYEAzZOkYm6ETmT66OVk3FYDgL6zT+fnIiTeX6jK7Nxu9wu7joU0Ag1JO6aMqtr7WeEk2bKqx9b8kIfDVLgkmd5Tr4xqpQhJN8VWDXMtaAiOedI+2nXuQxDIY9rEMnMuAKPd9GT6QYJrw6WF7IMDDceLVD1o9eU2M9TRCieClZBRnIsCgYEAtdvNZ18QXWVyFSq0zsUuAxC6O4AhMaRRyV0IOwDPwnsenoPlDFiLF+7v9Z8teybIjNhVQq2vhijYL0Lw24+wVCzb/wC7d/TQGVsRWy1L7ZUiGTzPsCAgeIjc34KS4u4AWd4Af09ETCLlKeOScMUCzxwsRkPChtvCNFr7kayy6mMCgYBEeSnm01LkXcQpMMcgkNHH3z0Qn3igKdGb4Tf+Hwoi5ViKhxmkmVJMORRfkGLqNBC3Jki2GYi0h1Prcw5V5fTP4yBead0hY2xfPH7iSP9T2lCvKVq8IentQJ/bAfxPoEU8symcClnkp8xs09J/k3h4DaBZTwh3ySn7jN90+8YDMwKBgAtL7xN3xUV38sE72OVrPDN2i4r8p5M02NvASq2XnFBBY6KHIOhGa8V90ywXyjR3MUgGfC1bKqcTzHILH3kUEOj5rGTHv91wuKiKjqZyRuAoPmkA7QnMxReXsNi1fLhZ/m2Wq8M8wkpUdJXIjCUzJ7yDzIBE30WPSx4DdNMUvjxvAoGAAaMvI5lIJ8VLzsg2vMGfXfysieQKCifhaI0xzWHdiWIcJiTbdXXN8l9QjYr47QGqB035cFIQWRxhExqLKvfQSFQWtrqmP0stNF/b+oHgBXTJHzQbei3D2rfzIwYPk1b2jEwNiGVgPiQg105rOLQF/CjpJa5v8j1YRsSOpHtYrGM=";
+
 /// A signing key made here, and its public JWK.
 struct Key {
     kid: String,
@@ -807,6 +811,23 @@ struct Key {
 }
 
 fn key(kid: &str, alg: Algorithm) -> Key {
+    if alg == Algorithm::RS256 {
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(RSA_TEST_KEY)
+            .unwrap();
+        let encoding = EncodingKey::from_rsa_der(&der);
+        let mut jwk = serde_json::to_value(
+            jsonwebtoken::jwk::Jwk::from_encoding_key(&encoding, alg).unwrap(),
+        )
+        .unwrap();
+        jwk["kid"] = json!(kid);
+        return Key {
+            kid: kid.to_owned(),
+            alg,
+            encoding,
+            jwk,
+        };
+    }
     let pair = match alg {
         Algorithm::EdDSA => rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap(),
         Algorithm::ES256 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap(),
@@ -851,7 +872,8 @@ async fn external_issuer_jwts_are_checked_for_signature_issuer_audience_time_and
     let issuer = Issuer::start().await;
     let ed = key("ed-1", Algorithm::EdDSA);
     let ec = key("ec-1", Algorithm::ES256);
-    *issuer.jwks.lock().unwrap() = json!({"keys": [ed.jwk, ec.jwk]});
+    let rsa = key("rsa-1", Algorithm::RS256);
+    *issuer.jwks.lock().unwrap() = json!({"keys": [ed.jwk, ec.jwk, rsa.jwk]});
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("vault");
     write_tree(&vault, &[("Home.md", "# Home\n")]);
@@ -919,6 +941,14 @@ async fn external_issuer_jwts_are_checked_for_signature_issuer_audience_time_and
     .await;
     assert_eq!(status, 200, "{r}");
     assert!(vault.join("W.md").exists() && !vault.join("R.md").exists());
+    let (status, _, list) = mcp(
+        &server,
+        &mint(&rsa, claims("vault:read")),
+        "tools/list",
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "RS256: {list}");
     // `scp` as a list is read too.
     let mut c = claims("");
     c["scp"] = json!(["vault:read"]);
@@ -1115,15 +1145,22 @@ impl DocServer {
             .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+        let base = format!(
+            "https://localhost:{}",
+            listener.local_addr().unwrap().port()
+        );
         let fetches = Arc::new(Mutex::new(0));
         let (b, f) = (base.clone(), Arc::clone(&fetches));
         tokio::spawn(async move {
             loop {
-                let Ok((tcp, _)) = listener.accept().await else { return };
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
                 let (acceptor, b, f) = (acceptor.clone(), b.clone(), Arc::clone(&f));
                 tokio::spawn(async move {
-                    let Ok(mut s) = acceptor.accept(tcp).await else { return };
+                    let Ok(mut s) = acceptor.accept(tcp).await else {
+                        return;
+                    };
                     let mut buf = vec![0u8; 4096];
                     let n = s.read(&mut buf).await.unwrap_or(0);
                     let head = String::from_utf8_lossy(&buf[..n]).into_owned();
@@ -1165,14 +1202,26 @@ async fn a_client_metadata_document_stands_in_for_registration_and_is_fenced() {
     // aid allows both, with the sandbox off.
     let server = HttpChild::spawn(
         &vault,
-        &["--no-index-cache", "--oauth", "builtin", "--state-dir", st, "--oauth-client-metadata",
-          "--oauth-test-ca", ca.to_str().unwrap(), "--sandbox", "off"],
+        &[
+            "--no-index-cache",
+            "--oauth",
+            "builtin",
+            "--state-dir",
+            st,
+            "--oauth-client-metadata",
+            "--oauth-test-ca",
+            ca.to_str().unwrap(),
+            "--sandbox",
+            "off",
+        ],
         &[],
     )
     .await;
     let base = base_url(&server);
     let meta: Value = serde_json::from_str(
-        &get(&format!("{base}/.well-known/oauth-authorization-server")).await.body,
+        &get(&format!("{base}/.well-known/oauth-authorization-server"))
+            .await
+            .body,
     )
     .unwrap();
     assert_eq!(meta["client_id_metadata_document_supported"], true);
@@ -1191,13 +1240,21 @@ async fn a_client_metadata_document_stands_in_for_registration_and_is_fenced() {
     let access = t["access_token"].as_str().unwrap();
     assert_eq!(mcp(&server, access, "tools/list", json!({})).await.0, 200);
     // Fetched once for the page, once more at most: the document is cached.
-    assert!(*docs.fetches.lock().unwrap() <= 2, "{}", docs.fetches.lock().unwrap());
+    assert!(
+        *docs.fetches.lock().unwrap() <= 2,
+        "{}",
+        docs.fetches.lock().unwrap()
+    );
 
     // A document that claims another client's URL, and a redirect URI the document lacks.
     let liar = format!("{}/liar.json", docs.base);
     let p = get(&authorize_url(&base, &liar, &challenge, "vault:read")).await;
     assert_eq!(p.status, 400);
-    assert!(p.body.contains("own URL") && p.headers.get("location").is_none(), "{}", p.body);
+    assert!(
+        p.body.contains("own URL") && p.headers.get("location").is_none(),
+        "{}",
+        p.body
+    );
     let p = get(&url.replace("127.0.0.1%3A9", "127.0.0.1%3A10")).await;
     assert_eq!(p.status, 400);
     assert!(p.headers.get("location").is_none());
@@ -1206,8 +1263,16 @@ async fn a_client_metadata_document_stands_in_for_registration_and_is_fenced() {
     // Without the testing aid: loopback, other ports and plain http are never fetched.
     let server = HttpChild::spawn(
         &vault,
-        &["--no-index-cache", "--oauth", "builtin", "--state-dir", st, "--oauth-client-metadata",
-          "--sandbox-probe", "/etc/hosts"],
+        &[
+            "--no-index-cache",
+            "--oauth",
+            "builtin",
+            "--state-dir",
+            st,
+            "--oauth-client-metadata",
+            "--sandbox-probe",
+            "/etc/hosts",
+        ],
         &[],
     )
     .await;
@@ -1216,7 +1281,10 @@ async fn a_client_metadata_document_stands_in_for_registration_and_is_fenced() {
     for (id, why) in [
         (format!("{}/app.json", docs.base), "port 443"),
         ("https://127.0.0.1/app.json".to_owned(), "an address"),
-        ("https://localhost/app.json".to_owned(), "not a public address"),
+        (
+            "https://localhost/app.json".to_owned(),
+            "not a public address",
+        ),
     ] {
         let p = get(&authorize_url(&base, &id, &challenge, "vault:read")).await;
         assert_eq!(p.status, 400, "{id}");
@@ -1229,7 +1297,15 @@ async fn a_client_metadata_document_stands_in_for_registration_and_is_fenced() {
     drop(server);
     let server = HttpChild::spawn(
         &vault,
-        &["--no-index-cache", "--oauth", "builtin", "--state-dir", st, "--sandbox-probe", "/etc/hosts"],
+        &[
+            "--no-index-cache",
+            "--oauth",
+            "builtin",
+            "--state-dir",
+            st,
+            "--sandbox-probe",
+            "/etc/hosts",
+        ],
         &[],
     )
     .await;

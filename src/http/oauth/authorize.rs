@@ -427,7 +427,11 @@ async fn authenticate_client(
         Ok(c) => c,
         Err(ClientError::Unknown) => return Err(Box::new(invalid())),
         Err(ClientError::Document(why)) => {
-            return Err(Box::new(json_error(StatusCode::UNAUTHORIZED, "invalid_client", &why)));
+            return Err(Box::new(json_error(
+                StatusCode::UNAUTHORIZED,
+                "invalid_client",
+                &why,
+            )));
         }
         Err(ClientError::Store(e)) => return Err(Box::new(server_error(e))),
     };

@@ -115,7 +115,10 @@ impl ClientDocs {
         }
         {
             let mut f = self.fetches.lock().unwrap_or_else(|p| p.into_inner());
-            while f.front().is_some_and(|t| t.elapsed() > Duration::from_secs(60)) {
+            while f
+                .front()
+                .is_some_and(|t| t.elapsed() > Duration::from_secs(60))
+            {
                 f.pop_front();
             }
             if f.len() >= FETCHES_PER_MINUTE {
@@ -136,7 +139,9 @@ impl ClientDocs {
         let Some(first) = addrs.first().copied() else {
             return Err(format!("{host}: no address"));
         };
-        if !self.testing() && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+        if !self.testing()
+            && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip()))
+        {
             return Err(format!(
                 "{host} resolves to {}, which is not a public address",
                 bad.ip()
@@ -201,7 +206,10 @@ fn parse(url: &str, doc: &Value) -> Result<Client, String> {
     if doc.get("client_id").and_then(Value::as_str) != Some(url) {
         return bad("its client_id is not its own URL".into());
     }
-    match doc.get("token_endpoint_auth_method").and_then(Value::as_str) {
+    match doc
+        .get("token_endpoint_auth_method")
+        .and_then(Value::as_str)
+    {
         None | Some("none") => {}
         Some(other) => {
             return bad(format!(
@@ -257,10 +265,25 @@ mod tests {
             assert!(is_public(ok.parse().unwrap()), "{ok}");
         }
         for bad in [
-            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
-            "100.64.0.1", "192.0.0.8", "198.18.0.1", "224.0.0.1", "255.255.255.255", "::1",
-            "fc00::1", "fd12::1", "fe80::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
-            "2001:db8::1", "64:ff9b::a00:1",
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "192.0.0.8",
+            "198.18.0.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "::1",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "2001:db8::1",
+            "64:ff9b::a00:1",
         ] {
             assert!(!is_public(bad.parse().unwrap()), "{bad}");
         }
@@ -269,7 +292,10 @@ mod tests {
     #[test]
     fn document_urls_must_be_https_443_with_a_path_in_normal_form() {
         let docs = ClientDocs::new(Vec::new());
-        assert!(docs.check_url("https://app.example/oauth/client.json").is_ok());
+        assert!(
+            docs.check_url("https://app.example/oauth/client.json")
+                .is_ok()
+        );
         for bad in [
             "http://app.example/client.json",
             "https://app.example/",
