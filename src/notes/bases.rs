@@ -211,14 +211,14 @@ impl Source for ModelSource<'_> {
     }
 
     fn has_tag(&self, f: FileRef, tag: &str) -> bool {
-        let q = markdown::normalize_tag(tag);
-        if q.is_empty() {
-            return false;
-        }
-        self.tag_members(&q)
-            .get(f.0 as usize)
-            .copied()
+        self.tag_table(tag)
+            .and_then(|bits| bits.get(f.0 as usize).copied())
             .unwrap_or(false)
+    }
+
+    fn tag_table(&self, tag: &str) -> Option<Arc<Vec<bool>>> {
+        let q = markdown::normalize_tag(tag);
+        (!q.is_empty()).then(|| self.tag_members(&q))
     }
 
     fn links(&self, f: FileRef, embeds: bool) -> Vec<SourceLink> {
@@ -438,6 +438,11 @@ fn candidates(
         .map(|f| engine.user_ignored_files(model, &f));
     let visible = |p: &VaultPath| ignored.as_ref().is_none_or(|set| !set.contains(p));
     let required: Vec<Vec<String>> = filters.iter().flat_map(|f| f.required_tags()).collect();
+    // Per required group, the tag tables of its tags (each with the tags nested under it).
+    let tables: Vec<Vec<Arc<Vec<bool>>>> = required
+        .iter()
+        .map(|any_of| any_of.iter().filter_map(|t| src.tag_table(t)).collect())
+        .collect();
     // Each required group: the tag-index entries (a tag and the tags nested under it) whose
     // notes satisfy it.
     let groups: Vec<Vec<&BTreeSet<VaultPath>>> = required
@@ -461,10 +466,17 @@ fn candidates(
         })
         .collect();
     // The smallest group bounds the rows. Looking up each of its notes' ids costs more than
-    // evaluating `hasTag` on every file once it holds more than a small share of the vault.
+    // reading the tag tables for every file once it holds more than a small share of the vault.
     let smallest = groups
         .iter()
         .min_by_key(|g| g.iter().map(|s| s.len()).sum::<usize>());
+    let in_every_group = |f: FileRef| {
+        tables.iter().all(|any_of: &Vec<Arc<Vec<bool>>>| {
+            any_of
+                .iter()
+                .any(|bits| bits.get(f.0 as usize).copied().unwrap_or(false))
+        })
+    };
     let all_files = || -> Vec<FileRef> {
         let ids = model.memo("bases_file_ids", || {
             ids_in_order(model, model.files().keys())
@@ -480,7 +492,11 @@ fn candidates(
     };
     let estimate: usize = smallest.iter().map(|s| s.len()).sum();
     if estimate.saturating_mul(8) > model.files().len() {
-        return all_files();
+        // Every file, less those without a tag the filter requires (a table read each).
+        return all_files()
+            .into_iter()
+            .filter(|&f| in_every_group(f))
+            .collect();
     }
     let mut paths: Vec<&VaultPath> = smallest.iter().flat_map(|s| s.iter()).collect();
     paths.sort();

@@ -94,6 +94,11 @@ pub trait Source: Sync {
     fn has_tag(&self, f: FileRef, tag: &str) -> bool {
         self.tags(f).iter().any(|t| tag_matches(t, tag))
     }
+    /// Which files carry `tag` (or a tag nested under it), indexed by file id, when the source
+    /// keeps such a table: `hasTag` then reads one entry per row. `None`: ask [`Self::has_tag`].
+    fn tag_table(&self, _tag: &str) -> Option<Arc<Vec<bool>>> {
+        None
+    }
     /// Links of the file (frontmatter ones included); embeds instead when `embeds`.
     fn links(&self, f: FileRef, embeds: bool) -> Vec<SourceLink>;
     /// Does any link or embed of `f` resolve to `to`?
@@ -209,7 +214,12 @@ pub struct Evaluator<'a> {
     depth: usize,
     /// Steps not yet charged to the shared budget.
     pending: u64,
+    /// The tag tables `hasTag` used, by the tag as written (a handful per query).
+    tag_tables: Vec<(String, Option<Arc<Vec<bool>>>)>,
 }
+
+/// Tag tables an evaluator keeps at most.
+const MAX_TAG_TABLES: usize = 16;
 
 impl Drop for Evaluator<'_> {
     fn drop(&mut self) {
@@ -237,6 +247,25 @@ impl<'a> Evaluator<'a> {
             locals: Vec::new(),
             depth: 0,
             pending: 0,
+            tag_tables: Vec::new(),
+        }
+    }
+
+    /// Does `f` carry `tag` (or one nested under it)? Through the source's table for the tag,
+    /// fetched once per evaluator.
+    fn row_has_tag(&mut self, f: FileRef, tag: &str) -> bool {
+        let at = match self.tag_tables.iter().position(|(t, _)| t == tag) {
+            Some(i) => i,
+            None if self.tag_tables.len() < MAX_TAG_TABLES => {
+                self.tag_tables
+                    .push((tag.to_owned(), self.src.tag_table(tag)));
+                self.tag_tables.len() - 1
+            }
+            None => return self.src.has_tag(f, tag),
+        };
+        match &self.tag_tables[at].1 {
+            Some(bits) => bits.get(f.0 as usize).copied().unwrap_or(false),
+            None => self.src.has_tag(f, tag),
         }
     }
 
@@ -1108,7 +1137,8 @@ impl<'a> Evaluator<'a> {
                         other => vec![other],
                     };
                     for t in items {
-                        if self.src.has_tag(f, &self.text(&t)) {
+                        let tag = self.text(&t);
+                        if self.row_has_tag(f, &tag) {
                             return Ok(Value::Bool(true));
                         }
                     }

@@ -624,7 +624,7 @@ pub fn run(
             Ok(out)
         })
         .collect();
-    let mut keyed: Vec<(Vec<SortKey>, Option<Value>, FileRef)> = Vec::new();
+    let mut keyed: Vec<Kept> = Vec::new();
     let mut filter_errors: Vec<String> = Vec::new();
     let mut filter_error_rows = 0;
     for c in chunks {
@@ -638,20 +638,39 @@ pub fn run(
         keyed.extend(c.kept);
     }
     let matched = keyed.len();
-    if !keys_of.is_empty() {
-        keyed.par_sort_by(|(a, _, _), (b, _, _)| {
-            for ((x, y), s) in a.iter().zip(b.iter()).zip(&keys_of) {
-                let o = x.cmp_to(y, s.descending);
-                if o != Ordering::Equal {
-                    return o;
-                }
+    let by_keys = |a: &[SortKey], b: &[SortKey]| {
+        for ((x, y), s) in a.iter().zip(b.iter()).zip(&keys_of) {
+            let o = x.cmp_to(y, s.descending);
+            if o != Ordering::Equal {
+                return o;
             }
-            Ordering::Equal
-        });
+        }
+        Ordering::Equal
+    };
+    let total = view.limit.map_or(keyed.len(), |l| l.min(keyed.len()));
+    // Only the rows up to the page's end are shown. Without groups or summaries, which need
+    // every row in order, the first ones are selected (linear) and only they are sorted. Ties
+    // keep the files' order, as the full stable sort does.
+    let shown = page.end.min(total);
+    let partial = view.group_by.is_none() && view.summaries.is_empty() && shown < keyed.len() / 4;
+    if keys_of.is_empty() {
+        // No sort: the files' order.
+    } else if partial {
+        let cmp =
+            |a: &(usize, &Kept), b: &(usize, &Kept)| by_keys(&a.1.0, &b.1.0).then(a.0.cmp(&b.0));
+        let mut order: Vec<(usize, &Kept)> = keyed.iter().enumerate().collect();
+        if shown > 0 {
+            order.select_nth_unstable_by(shown - 1, cmp);
+        }
+        order.truncate(shown);
+        order.sort_by(cmp);
+        let first: Vec<usize> = order.into_iter().map(|(i, _)| i).collect();
+        let mut slots: Vec<Option<Kept>> = keyed.into_iter().map(Some).collect();
+        keyed = first.into_iter().filter_map(|i| slots[i].take()).collect();
+    } else {
+        keyed.par_sort_by(|(a, _, _), (b, _, _)| by_keys(a, b));
     }
-    if let Some(limit) = view.limit {
-        keyed.truncate(limit);
-    }
+    keyed.truncate(total);
     let mut ev = Evaluator::new(src, formulas, budget, this);
 
     let columns: Vec<Property> = if view.order.is_empty() {
@@ -697,7 +716,7 @@ pub fn run(
     let all: Vec<FileRef> = keyed.iter().map(|(_, _, f)| *f).collect();
     let summaries = summaries(base, view, &mut ev, &all)?;
     Ok(Output {
-        total: keyed.len(),
+        total,
         first,
         columns,
         rows,
@@ -710,11 +729,14 @@ pub fn run(
     })
 }
 
+/// A row that passed the filters: its sort keys, the group value, the file.
+type Kept = (Vec<SortKey>, Option<Value>, FileRef);
+
 /// What one chunk of the parallel filter pass found.
 #[derive(Default)]
 struct Chunk {
-    /// Rows that passed: their sort keys, the group value, the file.
-    kept: Vec<(Vec<SortKey>, Option<Value>, FileRef)>,
+    /// Rows that passed.
+    kept: Vec<Kept>,
     errors: Vec<String>,
     error_rows: usize,
 }

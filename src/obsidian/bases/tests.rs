@@ -873,3 +873,54 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_page_of_a_sorted_view_is_the_same_slice_of_the_full_sort_ties_included() {
+    // 200 files, seven sort values: many ties, which keep the files' order.
+    let names: Vec<&'static str> = (0..200)
+        .map(|i| &*Box::leak(format!("N/{i:03}.md").into_boxed_str()))
+        .collect();
+    let v = TableVault {
+        files: names
+            .iter()
+            .enumerate()
+            .map(|(i, p)| file(p, json!({"rank": (i * 5) % 7})))
+            .collect(),
+    };
+    for (yaml, total) in [
+        (
+            "views:\n  - sort:\n      - property: rank\n        direction: DESC\n",
+            200,
+        ),
+        (
+            "views:\n  - limit: 30\n    sort:\n      - property: rank\n      - property: file.name\n        direction: DESC\n",
+            30,
+        ),
+    ] {
+        let base = parse_base(yaml).unwrap();
+        let go = |page: std::ops::Range<usize>| {
+            let out = run(
+                &base,
+                &base.views[0],
+                &v,
+                &v.refs(),
+                None,
+                &Budget::new(),
+                page,
+            )
+            .unwrap();
+            (
+                out.total,
+                out.rows.iter().map(|r| r.file).collect::<Vec<_>>(),
+            )
+        };
+        let (all_total, all) = go(0..usize::MAX);
+        assert_eq!((all_total, all.len()), (total, total));
+        for page in [0..10, 10..20, 25..35, 195..205] {
+            let (t, rows) = go(page.clone());
+            assert_eq!(t, total);
+            let want = &all[page.start.min(total)..page.end.min(total)];
+            assert_eq!(rows, want, "{yaml} {page:?}");
+        }
+    }
+}
