@@ -63,7 +63,12 @@ pub struct AuthServer {
     registrations: Mutex<VecDeque<Instant>>,
     /// Client ID metadata documents, when accepted (`--oauth-client-metadata`).
     docs: Option<ClientDocs>,
+    /// Passphrase checks running at once (each argon2 hash takes 19 MiB and tens of ms).
+    hashing: tokio::sync::Semaphore,
 }
+
+/// Passphrase checks at once at most.
+const MAX_HASHING: usize = 2;
 
 /// Why no client was found.
 enum ClientError {
@@ -139,6 +144,7 @@ impl AuthServer {
             failures: Mutex::new(VecDeque::new()),
             registrations: Mutex::new(VecDeque::new()),
             docs,
+            hashing: tokio::sync::Semaphore::new(MAX_HASHING),
         }
     }
 
@@ -804,6 +810,11 @@ pub async fn authorize_answer(State(auth): State<Arc<AuthServer>>, body: String)
             error: Some(error),
         });
         html(status, body, Some(&source))
+    };
+    // Checks run two at a time, and the failure count is read inside that: concurrent wrong
+    // guesses cannot all slip under the limit.
+    let Ok(_hashing) = auth.hashing.acquire().await else {
+        return expired();
     };
     if !admit(&auth.failures, FAILURE_WINDOW, FAILURES_PER_WINDOW) {
         let r = rerender(
