@@ -441,7 +441,20 @@ async fn builtin_server_discovery_consent_tokens_session_and_rotation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authorization_refusals_pkce_redirects_codes_csrf_and_passphrase_attempts() {
     let (_tmp, vault, state) = fixture();
-    let server = builtin(&vault, &state, false).await;
+    // A static token beside OAuth (it keeps working; checked at the end).
+    const STATIC: &str = "a-static-token-beside-oauth-0123456789";
+    let server = HttpChild::spawn(
+        &vault,
+        &[
+            "--no-index-cache",
+            "--oauth",
+            "builtin",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+        &[("CAPVAULT_TOKEN", STATIC)],
+    )
+    .await;
     let base = base_url(&server);
     let client = register(&base, "Refused", "none").await;
     let id = client["client_id"].as_str().unwrap().to_owned();
@@ -579,6 +592,14 @@ async fn authorization_refusals_pkce_redirects_codes_csrf_and_passphrase_attempt
     )
     .await;
     assert_eq!(status, 400);
+    // The static token still works, and a wrong one is not taken for an OAuth token.
+    assert_eq!(mcp(&server, STATIC, "tools/list", json!({})).await.0, 200);
+    assert_eq!(
+        mcp(&server, &STATIC.replace('a', "b"), "tools/list", json!({}))
+            .await
+            .0,
+        401
+    );
     assert!(server.terminate().await.success());
 }
 

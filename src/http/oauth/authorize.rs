@@ -46,7 +46,7 @@ const REGISTER_WINDOW: Duration = Duration::from_secs(10 * 60);
 /// Bounds on a registration.
 pub(super) const MAX_REDIRECT_URIS: usize = 10;
 const MAX_URI_LEN: usize = 2000;
-pub(super) const MAX_NAME_CHARS: usize = 80;
+const MAX_NAME_CHARS: usize = 80;
 
 /// The authorization server's state.
 pub struct AuthServer {
@@ -448,7 +448,7 @@ async fn authenticate_client(
                 return Err(Box::new(invalid()));
             };
             let presented = store::digest(&secret);
-            let kept = hex_to_bytes(kept);
+            let kept = store::unhex(kept);
             if kept.is_some_and(|k| bool::from(k.ct_eq(&presented))) {
                 Ok(client)
             } else {
@@ -458,19 +458,18 @@ async fn authenticate_client(
     }
 }
 
-fn hex_to_bytes(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// A client's name as the consent page shows it: control characters dropped, at most
+/// [`MAX_NAME_CHARS`], a stand-in when it is missing or blank.
+pub(super) fn client_name(given: Option<&str>) -> String {
+    given
+        .map(|n| {
+            n.chars()
+                .filter(|c| !c.is_control())
+                .take(MAX_NAME_CHARS)
+                .collect::<String>()
+        })
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| "An unnamed application".to_owned())
 }
 
 /// `POST /oauth/register`: RFC 7591 dynamic client registration.
@@ -545,17 +544,7 @@ pub async fn register(State(auth): State<Arc<AuthServer>>, body: axum::body::Byt
             }
         }
     }
-    let name: String = meta
-        .get("client_name")
-        .and_then(Value::as_str)
-        .map(|n| {
-            n.chars()
-                .filter(|c| !c.is_control())
-                .take(MAX_NAME_CHARS)
-                .collect()
-        })
-        .filter(|n: &String| !n.trim().is_empty())
-        .unwrap_or_else(|| "An unnamed application".to_owned());
+    let name = client_name(meta.get("client_name").and_then(Value::as_str));
     let id = match store::random_secret("cvc_") {
         Ok(s) => s[..28].to_owned(),
         Err(e) => return server_error(e),
@@ -571,7 +560,7 @@ pub async fn register(State(auth): State<Arc<AuthServer>>, body: axum::body::Byt
     let created = store::now();
     let client = Client {
         id: id.clone(),
-        secret: secret.as_deref().map(|s| hex(&store::digest(s))),
+        secret: secret.as_deref().map(|s| store::hex(&store::digest(s))),
         name: name.clone(),
         redirect_uris: uris.clone(),
         auth_method: method.clone(),

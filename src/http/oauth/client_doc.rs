@@ -233,17 +233,7 @@ fn parse(url: &str, doc: &Value) -> Result<Client, String> {
         }
         _ => return bad("no redirect_uris (or too many)".into()),
     };
-    let name = doc
-        .get("client_name")
-        .and_then(Value::as_str)
-        .map(|n| {
-            n.chars()
-                .filter(|c| !c.is_control())
-                .take(super::authorize::MAX_NAME_CHARS)
-                .collect::<String>()
-        })
-        .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| "An unnamed application".to_owned());
+    let name = super::authorize::client_name(doc.get("client_name").and_then(Value::as_str));
     Ok(Client {
         id: url.to_owned(),
         secret: None,

@@ -165,11 +165,13 @@ pub fn digest(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex.
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn unhex(s: &str) -> Option<[u8; 32]> {
+/// A 32-byte digest from 64 hex digits.
+pub(super) fn unhex(s: &str) -> Option<[u8; 32]> {
     if s.len() != 64 {
         return None;
     }
