@@ -29,6 +29,9 @@ use crate::vault::cache::IndexCacheDir;
 use crate::vault::watch::WatchMsg;
 use crate::vault::{Vault, VaultError, VaultPath, is_note_name};
 
+mod embed;
+pub use embed::{EmbeddingStatus, Semantic};
+
 /// How long a scanning search (exact, regex, ranked while the index builds) may run by default.
 pub const SCAN_BUDGET: Duration = Duration::from_secs(3);
 
@@ -308,6 +311,8 @@ pub struct Engine {
     watch_tx: Mutex<Option<Sender<WatchMsg>>>,
     /// `app.json` as last read, when, and the Excluded files it names.
     ignored: Mutex<Option<SeenSettings>>,
+    /// The embedding model and the notes' vectors, with `--embedding-model`.
+    semantic: std::sync::OnceLock<Arc<Semantic>>,
 }
 
 /// `app.json`'s bytes, when they were read, and the Excluded files they name.
@@ -371,6 +376,7 @@ impl Engine {
             threads: Mutex::new(Vec::new()),
             watch_tx: Mutex::new(None),
             ignored: Mutex::new(None),
+            semantic: std::sync::OnceLock::new(),
         }
     }
 
@@ -880,7 +886,20 @@ impl Engine {
             release_free_memory();
         }
         let committed = started.elapsed();
+        // Notes to re-embed, marked once the model has them (the embedder reads their stamps
+        // from it).
+        let dirty: Vec<VaultPath> = if !first && self.semantic.get().is_some() {
+            changes
+                .iter()
+                .map(|c| match c {
+                    Change::Note(p, ..) | Change::File(p, _) | Change::Removed(p) => p.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.model.apply_changes(changes, started);
+        self.mark_dirty(dirty.iter());
         if changed {
             tracing::debug!(
                 changes = n,
@@ -946,6 +965,13 @@ impl Engine {
                     let Some(e) = weak.upgrade() else { return };
                     e.save_index(&mut saved);
                 }
+            });
+        }
+        if self.semantic.get().is_some() {
+            let weak = Arc::downgrade(self);
+            let stop = Arc::clone(&self.stop);
+            self.spawn("embed", builder(), move || {
+                embed::run_embedder(&weak, &stop)
             });
         }
         let weak = Arc::downgrade(self);

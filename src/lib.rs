@@ -37,10 +37,17 @@
 //!   language, CJK bigrams, how a hit's line, excerpt and heading are chosen, the candidate notes
 //!   of an exact search, and its cache, saved and loaded only through the cache folder's handle
 //!   ([`vault::cache`]), never by path.
+//! - [`semantic`]: semantic search's parts below the engine: the static embedding model
+//!   (model2vec's format, parsed from bytes the capability layer read, bounded and validated),
+//!   notes cut into heading-sized sections, the vector store with exact nearest-neighbour
+//!   search, and `capvault model import` ([`semantic::import`]: a static model distilled from a
+//!   sentence transformer run in-process by candle).
 //! - [`engine`]: the model and the index built together at startup in the background and kept
 //!   fresh together: the file watcher ([`vault::watch`], hints only, every re-read through the
 //!   vault), a periodic stat-based reconcile, and optional query-time reconciles. One engine per
 //!   vault, shared by every session; [`engine::Engine::shutdown`] stops and joins its threads.
+//!   With an embedding model it also embeds every note in the background once the index is
+//!   ready, and re-embeds the notes each reconcile changed.
 //! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
 //!   graph and tags, vault facts, settings, paths as people write them) as plain functions over a
 //!   `Vault`, the model and the engine, with bounded, paged results and errors for the client;
@@ -58,7 +65,7 @@
 //!   capture; [`setup`]: `install`, `uninstall` and `doctor` (clients' config files edited through
 //!   [`vault::host`], keeping their comments and other servers).
 //!
-//! Each layer uses only those below it: server → notes → engine → {index, model} → {markdown,
+//! Each layer uses only those below it: server → notes → engine → {index, model, semantic} → {markdown,
 //! obsidian} → vault (checked by `tests/layers.rs`).
 //! - `main.rs`: the command line (clap) and logging (stderr only; stdout is the protocol).
 //!
@@ -75,6 +82,7 @@ pub mod markdown;
 pub mod model;
 pub mod notes;
 pub mod obsidian;
+pub mod semantic;
 pub mod server;
 pub mod setup;
 pub mod vault;

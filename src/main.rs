@@ -62,6 +62,12 @@ enum Command {
         /// Keep the search index in memory only: every start indexes every note.
         #[arg(long)]
         no_index_cache: bool,
+        /// Semantic search: the folder of a static embedding model (model2vec format:
+        /// `config.json`, `tokenizer.json`, `model.safetensors`; `capvault model import` makes
+        /// one from a sentence-transformers folder). Adds `semantic` and `hybrid` search modes
+        /// (hybrid becomes the default) and `related_notes`.
+        #[arg(long, value_name = "DIR")]
+        embedding_model: Option<PathBuf>,
         /// Milliseconds a scanning search (exact, regex) may run before it returns partial results.
         #[arg(long, value_name = "MS", default_value_t = 3000)]
         scan_budget: u64,
@@ -175,6 +181,11 @@ enum Command {
         #[command(subcommand)]
         command: TokensCommand,
     },
+    /// Embedding models for semantic search (`serve --embedding-model DIR`).
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
     /// Check what makes a client show no tools or the server misbehave, with how to fix each,
     /// then start the server as a client would and run one search.
     Doctor {
@@ -196,6 +207,31 @@ enum TokenCommand {
         /// commas).
         #[arg(long, value_name = "PROFILE")]
         tools: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ModelCommand {
+    /// Build a static embedding model from a sentence-transformers folder (`config.json`,
+    /// `tokenizer.json`, `model.safetensors` of a BERT encoder such as all-MiniLM-L6-v2): the
+    /// transformer runs once on every token (about a minute), offline.
+    Import {
+        /// The sentence-transformers folder.
+        source: PathBuf,
+        /// Folder to write the static model to (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Dimensions to keep (principal components).
+        #[arg(long, default_value_t = 256)]
+        dimensions: usize,
+    },
+    /// Check a static model folder and show what it is.
+    Check {
+        /// The model folder.
+        dir: PathBuf,
+        /// Also embed this text and print how many dimensions are non-zero.
+        #[arg(long)]
+        text: Option<String>,
     },
 }
 
@@ -799,6 +835,69 @@ impl Prepared {
     }
 }
 
+/// `capvault model ...`.
+fn model_command(command: ModelCommand) -> anyhow::Result<()> {
+    match command {
+        ModelCommand::Import {
+            source,
+            out,
+            dimensions,
+        } => {
+            #[cfg(feature = "import")]
+            {
+                let last = std::sync::atomic::AtomicUsize::new(0);
+                let progress = |done: usize, total: usize| {
+                    let pct = done * 100 / total.max(1);
+                    if pct / 10 != last.swap(pct, std::sync::atomic::Ordering::Relaxed) / 10 {
+                        eprintln!("capvault: model import: {done} of {total} tokens");
+                    }
+                };
+                let made = capvault::semantic::import::import(&source, &out, dimensions, &progress)
+                    .map_err(anyhow::Error::msg)?;
+                println!(
+                    "Wrote a static model of {} tokens x {} dimensions ({:.0}% of the variance) \
+                     to {} in {:.0} s. Serve with --embedding-model {}",
+                    made.tokens,
+                    made.dimensions,
+                    made.variance_kept * 100.0,
+                    out.display(),
+                    made.seconds,
+                    out.display()
+                );
+                Ok(())
+            }
+            #[cfg(not(feature = "import"))]
+            {
+                let _ = (source, out, dimensions);
+                anyhow::bail!("this capvault was built without the `import` feature")
+            }
+        }
+        ModelCommand::Check { dir, text } => {
+            let started = std::time::Instant::now();
+            let m = capvault::semantic::load_model(&dir).map_err(anyhow::Error::msg)?;
+            let info = m.info();
+            println!(
+                "{}: {} tokens x {} dimensions, revision {}, loaded in {} ms",
+                info.name,
+                info.vocabulary,
+                info.dimensions,
+                info.revision.as_deref().unwrap_or("unknown"),
+                started.elapsed().as_millis()
+            );
+            if let Some(t) = text {
+                match m.embed(&t) {
+                    Some(v) => println!(
+                        "{} non-zero dimensions",
+                        v.iter().filter(|x| **x != 0.0).count()
+                    ),
+                    None => println!("no token of the text is known to the model"),
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Everything `serve` does before the runtime starts: synchronous, single-threaded.
 fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
     let Command::Serve {
@@ -811,6 +910,7 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         no_text_cache,
         index_cache,
         no_index_cache,
+        embedding_model,
         scan_budget,
         index_delay,
         tools,
@@ -831,6 +931,18 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         build_delay: ms(index_delay),
         keep_texts: !no_text_cache,
         hide_obsidian_excluded: true,
+    };
+    // The model first: a bad folder fails before any work (and its files are read before the
+    // sandbox closes the filesystem).
+    let embedding = match embedding_model {
+        Some(dir) => {
+            let started = std::time::Instant::now();
+            let m = capvault::semantic::load_model(&dir).map_err(anyhow::Error::msg)?;
+            tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
+                ms = started.elapsed().as_millis() as u64, "embedding model loaded");
+            Some(m)
+        }
+        None => None,
     };
     // Credentials and certificates first: a bad flag fails before any work.
     let http_args = http;
@@ -910,6 +1022,9 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         eprintln!("capvault: sandbox probe: {}", sandbox::probe(&path));
     }
     let engine = capvault::engine::Engine::open(vault, freshness, cache);
+    if let Some(m) = embedding {
+        engine.set_embedding_model(m);
+    }
     Ok(Prepared {
         engine,
         writer,
@@ -1104,6 +1219,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Model { command } => model_command(command),
         Command::Doctor { vault } => capvault::setup::doctor::run(&vault, &mut std::io::stdout())
             .await
             .map_err(anyhow::Error::msg),

@@ -13,6 +13,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("obsidian", 1),
     ("index", 2),
     ("model", 2),
+    ("semantic", 2),
     ("engine", 3),
     ("notes", 4),
     ("server", 5),

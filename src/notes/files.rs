@@ -48,6 +48,10 @@ pub struct VaultInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub sandbox: Option<crate::vault::sandbox::Report>,
+    /// The embedding model (name, revision, dimensions) and how far embedding is; absent
+    /// without `--embedding-model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<crate::engine::EmbeddingStatus>,
 }
 
 /// Reply of `get_daily_note`.
@@ -134,6 +138,7 @@ pub fn vault_info(engine: &Engine, writes_enabled: bool) -> Result<VaultInfo, No
         model_updated: None,
         model_build_ms: None,
         sandbox: crate::vault::sandbox::report().cloned(),
+        embedding: engine.embedding_status(),
     };
     if !building {
         let model = engine.model()?;

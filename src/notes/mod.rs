@@ -12,6 +12,7 @@ pub mod graph;
 pub mod list;
 pub mod locate;
 pub mod paging;
+pub mod related;
 pub mod search;
 pub mod settings;
 pub mod view;

@@ -12,6 +12,7 @@ pub mod grant;
 mod knowledge;
 pub mod policy;
 mod resources;
+mod semantic_tools;
 mod tools;
 mod vault_tools;
 mod write_tools;
@@ -98,11 +99,13 @@ impl CapvaultServer {
         writer: Option<Arc<Writer>>,
         policy: &ToolPolicy,
     ) -> Result<Self, String> {
-        let tool_router = if writer.is_some() {
-            Self::all_tools() + Self::write_router()
-        } else {
-            Self::all_tools()
-        };
+        let mut tool_router = Self::all_tools();
+        if engine.semantic().is_some() {
+            tool_router += Self::semantic_router();
+        }
+        if writer.is_some() {
+            tool_router += Self::write_router();
+        }
         let (listed, names) = policy.apply(tool_router.list_all())?;
         Ok(CapvaultServer {
             vault: Arc::clone(engine.shared_vault()),
@@ -133,7 +136,7 @@ impl CapvaultServer {
 
     /// The names of every tool in the code, sorted (what `--tools` and the config file name).
     pub fn tool_names() -> Vec<String> {
-        (Self::all_tools() + Self::write_router())
+        (Self::all_tools() + Self::semantic_router() + Self::write_router())
             .list_all()
             .into_iter()
             .map(|t| t.name.to_string())
@@ -142,16 +145,17 @@ impl CapvaultServer {
 
     /// Every tool in the code, read and write, with its description (sorted by name).
     pub fn tool_catalog() -> Vec<(String, String)> {
-        let mut all: Vec<(String, String)> = (Self::all_tools() + Self::write_router())
-            .list_all()
-            .into_iter()
-            .map(|t| {
-                let d = t.description.as_deref().unwrap_or_default();
-                // The first sentence: what a bundle's tool list shows.
-                let first = d.split(". ").next().unwrap_or(d).trim_end_matches('.');
-                (t.name.to_string(), format!("{first}."))
-            })
-            .collect();
+        let mut all: Vec<(String, String)> =
+            (Self::all_tools() + Self::semantic_router() + Self::write_router())
+                .list_all()
+                .into_iter()
+                .map(|t| {
+                    let d = t.description.as_deref().unwrap_or_default();
+                    // The first sentence: what a bundle's tool list shows.
+                    let first = d.split(". ").next().unwrap_or(d).trim_end_matches('.');
+                    (t.name.to_string(), format!("{first}."))
+                })
+                .collect();
         all.sort();
         all
     }

@@ -23,6 +23,7 @@ pub const READ_TOOLS: &[&str] = &[
     "read_attachment",
     "read_canvas",
     "read_note",
+    "related_notes",
     "resolve_link",
     "search_notes",
     "vault_info",

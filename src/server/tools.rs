@@ -92,10 +92,11 @@ pub struct SearchNotesArgs {
     /// What to find. `ranked` mode: words (all must match) and `"quoted phrases"`, `-word` to
     /// exclude. `exact` mode: a piece of text. `regex` mode: a Rust regular expression.
     pub query: String,
-    /// `ranked` (default: relevance over the index; title > headings > tags > body), `exact`
-    /// (substring, one hit per matching line) or `regex` (one hit per matching line).
-    #[serde(default)]
-    pub mode: Mode,
+    /// `ranked` (relevance over the index; title > headings > tags > body), `exact`
+    /// (substring, one hit per matching line), `regex` (one hit per matching line), and with an
+    /// embedding model `semantic` (by meaning) and `hybrid` (meaning and words fused; the
+    /// default when a model is loaded, else `ranked`).
+    pub mode: Option<Mode>,
     /// Maximum number of hits, 1 to 200 (default 20).
     pub limit: Option<u32>,
     /// Match letter case exactly (`exact` and `regex` modes; default false).
@@ -280,7 +281,9 @@ impl CapvaultServer {
         };
         let query = SearchQuery {
             query: args.query,
-            mode: args.mode,
+            mode: args
+                .mode
+                .unwrap_or_else(|| Mode::default_for(self.engine())),
             limit: args.limit,
             case_sensitive: args.case_sensitive,
             folder,

@@ -15,6 +15,7 @@
 
 mod lines;
 mod ranked;
+mod semantic;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use crate::obsidian::config::IgnoreFilters;
 use crate::vault::{Vault, VaultPath, is_note_name};
 
 pub use lines::{Matcher, excerpt};
+pub use semantic::{DEPTH as FUSION_DEPTH, NO_MODEL, RRF_K};
 
 /// Default number of hits.
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -65,6 +67,12 @@ pub enum Mode {
     Exact,
     /// A Rust regular expression.
     Regex,
+    /// By meaning: notes whose sections are nearest the query's embedding (needs an
+    /// embedding model).
+    Semantic,
+    /// Meaning and words: the semantic and ranked lists fused by reciprocal rank (the default
+    /// when an embedding model is loaded).
+    Hybrid,
 }
 
 impl Mode {
@@ -73,6 +81,18 @@ impl Mode {
             Mode::Ranked => "ranked",
             Mode::Exact => "exact",
             Mode::Regex => "regex",
+            Mode::Semantic => "semantic",
+            Mode::Hybrid => "hybrid",
+        }
+    }
+
+    /// The mode a search without one runs in: `hybrid` when an embedding model is loaded,
+    /// `ranked` otherwise.
+    pub fn default_for(engine: &Engine) -> Mode {
+        if engine.semantic().is_some() {
+            Mode::Hybrid
+        } else {
+            Mode::Ranked
         }
     }
 }
@@ -227,6 +247,8 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
             lines::search_lines(engine, &q.query, &matcher, &scope, page, q.mode)
         }
         Mode::Ranked => ranked::search_ranked(engine, &q.query, &scope, page),
+        Mode::Semantic => semantic::search_semantic(engine, &q.query, &scope, page, false),
+        Mode::Hybrid => semantic::search_semantic(engine, &q.query, &scope, page, true),
     }
 }
 

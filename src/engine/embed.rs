@@ -1,0 +1,279 @@
+//! The engine's embeddings: every note cut into sections ([`crate::semantic::chunk`]) and
+//! embedded by the static model in the background once the keyword index is ready, then kept in
+//! step from the same reconciles that update model and index (changed notes are marked dirty
+//! and re-embedded within about 100 ms).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, Weak};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::{Engine, Stop};
+use crate::semantic::store::Section;
+use crate::semantic::{StaticModel, VectorStore, chunk};
+use crate::vault::{FileMeta, VaultPath};
+
+/// Notes embedded between two updates of the store (and two checks for a shutdown).
+const BATCH: usize = 256;
+/// How often changed notes are re-embedded.
+const DIRTY_EVERY: Duration = Duration::from_millis(100);
+
+/// The model and the vectors.
+pub struct Semantic {
+    model: Arc<StaticModel>,
+    store: RwLock<VectorStore>,
+    /// Notes changed (or removed) since they were last embedded.
+    dirty: Mutex<HashSet<VaultPath>>,
+    /// True once every note of the first build has been embedded.
+    complete: AtomicBool,
+    done: AtomicU64,
+    total: AtomicU64,
+    embed_ms: Mutex<Option<u64>>,
+}
+
+impl std::fmt::Debug for Semantic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semantic")
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The embedding model and how far embedding is, for `vault_info` and search replies.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct EmbeddingStatus {
+    /// The model's name.
+    pub model: String,
+    /// The model's revision, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Dimensions of its vectors.
+    pub dimensions: usize,
+    /// `waiting` (for the keyword index), `embedding` or `ready`.
+    pub state: &'static str,
+    /// Notes embedded so far, and of how many.
+    pub embedded: u64,
+    /// Notes to embed.
+    pub total: u64,
+    /// Sections (vectors) held.
+    pub sections: usize,
+    /// How long embedding the whole vault took, once done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embed_ms: Option<u64>,
+}
+
+/// A note's new vectors: path, version stamp, sections.
+type Embedded = (VaultPath, u64, Vec<(Section, Vec<f32>)>);
+
+/// A note's version as the store records it.
+fn stamp(meta: &FileMeta) -> u64 {
+    let t = crate::model::nanos(meta.modified) as u64;
+    t ^ meta.size.rotate_left(40) ^ meta.ino.rotate_left(20)
+}
+
+impl Semantic {
+    /// The model.
+    pub fn model(&self) -> &StaticModel {
+        &self.model
+    }
+
+    /// The vectors.
+    pub fn store(&self) -> RwLockReadGuard<'_, VectorStore> {
+        self.store.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True once every note has been embedded once.
+    pub fn is_complete(&self) -> bool {
+        self.complete.load(Ordering::Acquire)
+    }
+
+    /// The vectors of one note's text, section by section.
+    pub fn embed_note(&self, path: &VaultPath, text: &str) -> Vec<(Section, Vec<f32>)> {
+        chunk::chunks(path.stem(), text)
+            .into_iter()
+            .filter_map(|c| {
+                let v = self.model.embed(&c.text)?;
+                let section = Section {
+                    line: c.line,
+                    heading: c.heading.map(String::into_boxed_str),
+                };
+                Some((section, v))
+            })
+            .collect()
+    }
+}
+
+impl Engine {
+    /// Turns on semantic search with `model`. Call before [`Engine::start`]; the first call
+    /// wins.
+    pub fn set_embedding_model(&self, model: StaticModel) {
+        let dims = model.dimensions();
+        let _ = self.semantic.set(Arc::new(Semantic {
+            model: Arc::new(model),
+            store: RwLock::new(VectorStore::new(dims)),
+            dirty: Mutex::new(HashSet::new()),
+            complete: AtomicBool::new(false),
+            done: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+            embed_ms: Mutex::new(None),
+        }));
+    }
+
+    /// The embedding model and vectors, when semantic search is on.
+    pub fn semantic(&self) -> Option<&Semantic> {
+        self.semantic.get().map(|s| &**s)
+    }
+
+    /// How far embedding is, when semantic search is on.
+    pub fn embedding_status(&self) -> Option<EmbeddingStatus> {
+        let s = self.semantic.get()?;
+        let info = s.model.info();
+        let state = if s.is_complete() {
+            "ready"
+        } else if self.is_ready() {
+            "embedding"
+        } else {
+            "waiting"
+        };
+        Some(EmbeddingStatus {
+            model: info.name.clone(),
+            revision: info.revision.clone(),
+            dimensions: info.dimensions,
+            state,
+            embedded: s.done.load(Ordering::Relaxed),
+            total: s.total.load(Ordering::Relaxed),
+            sections: s.store().sections(),
+            embed_ms: *s.embed_ms.lock().unwrap_or_else(|e| e.into_inner()),
+        })
+    }
+
+    /// Marks notes to re-embed (called by every reconcile after the first build).
+    pub(super) fn mark_dirty<'a>(&self, paths: impl Iterator<Item = &'a VaultPath>) {
+        if let Some(s) = self.semantic.get() {
+            s.dirty
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(paths.cloned());
+        }
+    }
+
+    /// Embeds `paths` (in parallel) and stores the vectors; a path the model no longer has as a
+    /// note is removed from the store.
+    fn embed_paths(&self, s: &Semantic, paths: &[VaultPath]) {
+        let model = self.model_now();
+        let todo: Vec<(&VaultPath, u64)> = paths
+            .iter()
+            .filter_map(|p| {
+                let note = model.note(p)?;
+                let st = stamp(&note.meta);
+                (s.store().stamp(p) != Some(st)).then_some((p, st))
+            })
+            .collect();
+        let gone: Vec<&VaultPath> = paths.iter().filter(|p| model.note(p).is_none()).collect();
+        drop(model);
+        let texts = self.texts();
+        let made: Vec<Embedded> = todo
+            .par_iter()
+            .filter_map(|&(p, st)| {
+                let kept = texts.as_ref().and_then(|t| t.get(p));
+                let vectors = match kept {
+                    Some(t) => s.embed_note(p, t.text()),
+                    None => {
+                        let data = self.vault.read_file(p).ok()?;
+                        s.embed_note(p, &String::from_utf8_lossy(&data.bytes))
+                    }
+                };
+                Some((p.clone(), st, vectors))
+            })
+            .collect();
+        drop(texts);
+        let mut store = s.store.write().unwrap_or_else(|e| e.into_inner());
+        for p in gone {
+            store.remove(p);
+        }
+        for (p, st, v) in made {
+            store.insert(p, st, v);
+        }
+    }
+
+    /// Embeds every note of the model, in batches, unless a stop is requested.
+    fn embed_all(&self, s: &Semantic) {
+        let started = Instant::now();
+        let paths: Vec<VaultPath> = self.model_now().notes().keys().cloned().collect();
+        s.total.store(paths.len() as u64, Ordering::Relaxed);
+        for batch in paths.chunks(BATCH) {
+            if self.is_stopping() {
+                return;
+            }
+            self.embed_paths(s, batch);
+            s.done.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        }
+        let ms = started.elapsed().as_millis() as u64;
+        *s.embed_ms.lock().unwrap_or_else(|e| e.into_inner()) = Some(ms);
+        s.complete.store(true, Ordering::Release);
+        tracing::info!(
+            notes = paths.len(),
+            sections = s.store().sections(),
+            ms,
+            "notes embedded"
+        );
+    }
+
+    /// Re-embeds the notes marked dirty.
+    fn embed_dirty(&self, s: &Semantic) {
+        let paths: Vec<VaultPath> =
+            std::mem::take(&mut *s.dirty.lock().unwrap_or_else(|e| e.into_inner()))
+                .into_iter()
+                .collect();
+        if paths.is_empty() {
+            return;
+        }
+        let model = self.model_now();
+        // A folder's removal names the folder: forget every note under it that is gone.
+        let total = model.note_count() as u64;
+        drop(model);
+        for batch in paths.chunks(BATCH) {
+            self.embed_paths(s, batch);
+        }
+        let model = self.model_now();
+        s.store
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| model.note(p).is_some());
+        s.total.store(total, Ordering::Relaxed);
+        s.done.store(total, Ordering::Relaxed);
+    }
+}
+
+/// The embedding thread: waits for the keyword index, embeds every note, then keeps up with
+/// changes until the engine stops.
+pub(super) fn run_embedder(weak: &Weak<Engine>, stop: &Stop) {
+    loop {
+        match weak.upgrade() {
+            Some(e) if e.is_ready() => break,
+            Some(_) => {}
+            None => return,
+        }
+        if stop.sleep(DIRTY_EVERY) {
+            return;
+        }
+    }
+    {
+        let Some(e) = weak.upgrade() else { return };
+        let Some(s) = e.semantic.get().cloned() else {
+            return;
+        };
+        e.embed_all(&s);
+    }
+    while !stop.sleep(DIRTY_EVERY) {
+        let Some(e) = weak.upgrade() else { return };
+        let Some(s) = e.semantic.get().cloned() else {
+            return;
+        };
+        e.embed_dirty(&s);
+    }
+}

@@ -1,0 +1,217 @@
+//! Search by meaning: `semantic` ranks notes by the cosine similarity of their best section to
+//! the query's embedding; `hybrid` fuses that ranking with BM25's by reciprocal rank fusion
+//! (each list's top [`DEPTH`] notes; a note scores the sum of `w / (RRF_K + rank)` over the
+//! lists it is in, `w` = 1 but [`RELAXED_WEIGHT`] for a keyword list where no note has every
+//! word; ties by path).
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::engine::Semantic;
+use crate::index::text::{self, Needles};
+use crate::semantic::store::{Nearest, Section};
+
+/// Notes taken from each ranking before fusion.
+pub const DEPTH: usize = 100;
+/// Reciprocal rank fusion's constant.
+pub const RRF_K: f64 = 60.0;
+/// Weight of the keyword list in the fusion when no note has every word of the query.
+pub const RELAXED_WEIGHT: f64 = 0.5;
+
+/// What `semantic` and `hybrid` modes say when no embedding model is loaded.
+pub const NO_MODEL: &str = "semantic search is off: no embedding model is loaded. Start capvault \
+     with --embedding-model DIR (a static model folder; `capvault model import` makes one). \
+     Ranked keyword search works without one.";
+
+/// One fused candidate.
+#[derive(Debug, Default)]
+struct Fused {
+    score: f64,
+    /// Rank in BM25's list (0-based), if there.
+    keyword: Option<usize>,
+    /// Best section by meaning, if in that list.
+    section: Option<Section>,
+}
+
+/// A `semantic` or `hybrid` search.
+pub(super) fn search_semantic(
+    engine: &Engine,
+    query_text: &str,
+    scope: &Scope<'_>,
+    page: Page,
+    hybrid: bool,
+) -> Result<SearchResults, NoteError> {
+    let Some(sem) = engine.semantic() else {
+        return Err(NoteError::Refused(NO_MODEL.to_owned()));
+    };
+    engine.refresh_if_stale()?;
+    let mut notes = Vec::new();
+    let depth = (page.offset + page.limit).max(DEPTH);
+    let nearest = nearest(engine, sem, query_text, scope, depth, &mut notes);
+    let mut fused: HashMap<VaultPath, Fused> = HashMap::new();
+    let mut needles = Needles::default();
+    let mut served_by = "vectors";
+    if hybrid {
+        let parsed =
+            query::parse(query_text).map_err(|e| NoteError::InvalidArgument(e.to_string()))?;
+        match engine.index() {
+            Some(ix) => {
+                let found = ix
+                    .search(&parsed, &scope.index_filter(engine), 0, depth)
+                    .map_err(|e| NoteError::Unavailable(e.to_string()))?;
+                needles = found.needles;
+                // A keyword list where no note has every word (ranked relaxes to any word) is
+                // weaker evidence: it counts half.
+                let weight = if found.matched_all {
+                    1.0
+                } else {
+                    RELAXED_WEIGHT
+                };
+                for (rank, (_, path)) in found.hits.into_iter().enumerate() {
+                    let f = fused.entry(path).or_default();
+                    f.score += weight / (RRF_K + rank as f64 + 1.0);
+                    f.keyword = Some(rank);
+                }
+                served_by = "index+vectors";
+            }
+            None => notes
+                .push("the keyword index is still being built: ranked by meaning only".to_owned()),
+        }
+    }
+    for (rank, n) in nearest.into_iter().enumerate() {
+        let f = fused.entry(n.path).or_default();
+        f.score += if hybrid {
+            1.0 / (RRF_K + rank as f64 + 1.0)
+        } else {
+            f64::from(n.score)
+        };
+        f.section = Some(n.section);
+    }
+    let mut ranked: Vec<(VaultPath, Fused)> = fused.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then_with(|| a.0.cmp(&b.0)));
+    let total = ranked.len();
+    let mut hits = Vec::new();
+    let mut budget = Budget::new();
+    let mut consumed = 0;
+    let mut analyzer = text::analyzer();
+    let texts = engine.texts();
+    for (path, f) in ranked.into_iter().skip(page.offset).take(page.limit) {
+        let kept = texts.as_ref().and_then(|t| t.get(&path));
+        let text: std::borrow::Cow<'_, str> = match kept {
+            Some(t) => t.text().into(),
+            None => match engine.vault().read_file(&path) {
+                Ok(d) => String::from_utf8_lossy(&d.bytes).into_owned().into(),
+                Err(_) => {
+                    consumed += 1;
+                    continue;
+                }
+            },
+        };
+        let hit = match (f.keyword, &f.section) {
+            (Some(_), _) | (None, None) => {
+                let shown = text::best_line(&mut analyzer, &text, &needles);
+                SearchHit {
+                    path: path.to_string(),
+                    line: shown.line,
+                    excerpt: shown.excerpt,
+                    matches: shown.matches,
+                    heading: shown.heading,
+                    score: round(f.score, hybrid),
+                }
+            }
+            (None, Some(s)) => {
+                let (line, excerpt) = section_line(&text, s.line);
+                SearchHit {
+                    path: path.to_string(),
+                    line,
+                    excerpt,
+                    matches: Vec::new(),
+                    heading: s.heading.as_deref().map(str::to_owned),
+                    score: round(f.score, hybrid),
+                }
+            }
+        };
+        if !budget.take(&hit) {
+            break;
+        }
+        consumed += 1;
+        hits.push(hit);
+    }
+    drop(texts);
+    if budget.full() {
+        notes.push(bytes_note());
+    }
+    let end = page.offset + consumed;
+    let next_cursor = (end < total && consumed > 0).then(|| encode_offset(end, page.query_id));
+    Ok(SearchResults {
+        truncated: next_cursor.is_some(),
+        next_cursor,
+        hits,
+        total,
+        mode: if hybrid { "hybrid" } else { "semantic" },
+        served_by,
+        partial: !sem.is_complete(),
+        notes,
+        index: None,
+    })
+}
+
+/// Scores to three significant places for cosine, six for fused ranks (about 1/60 each).
+fn round(score: f64, hybrid: bool) -> f64 {
+    let scale = if hybrid { 1e6 } else { 1e3 };
+    (score * scale).round() / scale
+}
+
+/// The notes nearest the query in meaning, with remarks on how far embedding is.
+fn nearest(
+    engine: &Engine,
+    sem: &Semantic,
+    query_text: &str,
+    scope: &Scope<'_>,
+    depth: usize,
+    notes: &mut Vec<String>,
+) -> Vec<Nearest> {
+    if !sem.is_complete() {
+        let s = engine.embedding_status();
+        let (done, total) = s.map_or((0, 0), |s| (s.embedded, s.total));
+        notes.push(format!(
+            "notes are still being embedded ({done} of {total}): ranking by meaning covers only \
+             those embedded so far"
+        ));
+    }
+    let Some(q) = sem.model().embed(query_text) else {
+        notes.push("no word of the query is in the embedding model's vocabulary".to_owned());
+        return Vec::new();
+    };
+    let model = engine.model_now();
+    let keep = |p: &VaultPath| {
+        p.starts_with(scope.folder)
+            && scope.shown(p)
+            && model
+                .note(p)
+                .is_some_and(|n| scope.time_ok(n.meta.modified))
+            && (scope.filter.is_empty() || scope.filter.matches(&model, p))
+    };
+    sem.store().nearest(&q, depth, keep).0
+}
+
+/// The line to show for a section starting at `line`: its first line of text below the
+/// heading (or the heading itself when it has none), cut like every excerpt.
+fn section_line(text: &str, line: u32) -> (usize, String) {
+    let start = line.max(1) as usize;
+    let mut lines = text.lines().enumerate().skip(start - 1);
+    let first = lines.next();
+    let heading_line = first.is_some_and(|(_, l)| l.trim_start().starts_with('#'));
+    let shown = if heading_line {
+        lines
+            .take(20)
+            .find(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .or(first)
+    } else {
+        first
+    };
+    match shown {
+        Some((i, l)) => (i + 1, text::cut_excerpt(l, &[]).0),
+        None => (start, String::new()),
+    }
+}

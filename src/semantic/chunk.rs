@@ -1,0 +1,228 @@
+//! A note cut into sections for embedding: one chunk per heading's section (frontmatter and
+//! fenced code skipped as headings), long sections split at line ends, each chunk's text led by
+//! the note's title and its heading path, so a section is read in its context.
+
+/// Longest chunk text, in bytes (longer sections are split).
+pub const MAX_CHUNK_BYTES: usize = 1500;
+/// Most chunks of one note (the rest of a very long note is left out of its embeddings).
+pub const MAX_CHUNKS: usize = 64;
+
+/// One section, or a piece of one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// 1-based line where it starts (its heading, or its first line).
+    pub line: u32,
+    /// The heading it sits under, if any.
+    pub heading: Option<String>,
+    /// What is embedded: title, heading path, then the section's text.
+    pub text: String,
+}
+
+/// Cuts `text` (the note named `title`) into chunks; always at least one (the title alone for
+/// an empty note).
+pub fn chunks(title: &str, text: &str) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    // Headings above the current line, by level.
+    let mut path: Vec<(usize, String)> = Vec::new();
+    let mut current = Section::new(1, None, title, &path);
+    let mut fence: Option<(u8, usize)> = None;
+    let body_start = frontmatter_lines(text);
+    for (i, line) in text.lines().enumerate() {
+        if i < body_start {
+            continue;
+        }
+        let lineno = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        if let Some(f) = fence_marker(line) {
+            match fence {
+                None => fence = Some(f),
+                Some((c, n)) if f.0 == c && f.1 >= n => fence = None,
+                Some(_) => {}
+            }
+        } else if fence.is_none()
+            && let Some((level, heading)) = heading(line)
+        {
+            current.finish(&mut out);
+            if out.len() >= MAX_CHUNKS {
+                return out;
+            }
+            path.retain(|(l, _)| *l < level);
+            path.push((level, heading.to_owned()));
+            current = Section::new(lineno, Some(heading.to_owned()), title, &path);
+            continue;
+        }
+        if current.body.len() + line.len() + 1 > MAX_CHUNK_BYTES && !current.body.is_empty() {
+            let (heading, context) = (current.heading.clone(), current.context.clone());
+            current.finish(&mut out);
+            if out.len() >= MAX_CHUNKS {
+                return out;
+            }
+            current = Section {
+                line: lineno,
+                heading,
+                context,
+                body: String::new(),
+            };
+        }
+        if current.body.is_empty() && line.trim().is_empty() {
+            continue;
+        }
+        if current.body.is_empty() && current.heading.is_none() {
+            current.line = lineno;
+        }
+        let mut piece = line;
+        while piece.len() > MAX_CHUNK_BYTES {
+            // One very long line: cut at character boundaries.
+            let mut cut = MAX_CHUNK_BYTES;
+            while !piece.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            current.body.push_str(&piece[..cut]);
+            let (heading, context) = (current.heading.clone(), current.context.clone());
+            current.finish(&mut out);
+            if out.len() >= MAX_CHUNKS {
+                return out;
+            }
+            current = Section {
+                line: lineno,
+                heading,
+                context,
+                body: String::new(),
+            };
+            piece = &piece[cut..];
+        }
+        current.body.push_str(piece);
+        current.body.push('\n');
+    }
+    current.finish(&mut out);
+    if out.is_empty() {
+        out.push(Chunk {
+            line: 1,
+            heading: None,
+            text: title.to_owned(),
+        });
+    }
+    out
+}
+
+struct Section {
+    line: u32,
+    heading: Option<String>,
+    context: String,
+    body: String,
+}
+
+impl Section {
+    fn new(line: u32, heading: Option<String>, title: &str, path: &[(usize, String)]) -> Self {
+        let mut context = title.to_owned();
+        for (_, h) in path {
+            context.push_str(" > ");
+            context.push_str(h);
+        }
+        Section {
+            line,
+            heading,
+            context,
+            body: String::new(),
+        }
+    }
+
+    /// Adds the section as a chunk unless it is empty (a heading with no text still counts: its
+    /// words say what the section is about).
+    fn finish(&mut self, out: &mut Vec<Chunk>) {
+        let body = self.body.trim();
+        if body.is_empty() && self.heading.is_none() {
+            return;
+        }
+        out.push(Chunk {
+            line: self.line,
+            heading: self.heading.take(),
+            text: format!("{}\n{body}", self.context),
+        });
+    }
+}
+
+/// Lines taken by a leading `---` frontmatter block (0 when there is none).
+fn frontmatter_lines(text: &str) -> usize {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some("---") {
+        return 0;
+    }
+    for (i, l) in lines.enumerate() {
+        if matches!(l.trim_end(), "---" | "...") {
+            return i + 2;
+        }
+    }
+    0
+}
+
+/// An ATX heading: its level and text.
+fn heading(line: &str) -> Option<(usize, &str)> {
+    let t = line
+        .strip_prefix("   ")
+        .or(line.strip_prefix("  "))
+        .or(line.strip_prefix(' '))
+        .unwrap_or(line);
+    let level = t.bytes().take_while(|&b| b == b'#').count();
+    if !(1..=6).contains(&level) {
+        return None;
+    }
+    let rest = &t[level..];
+    if !rest.is_empty() && !rest.starts_with([' ', '\t']) {
+        return None;
+    }
+    let text = rest.trim().trim_end_matches('#').trim_end();
+    (!text.is_empty()).then_some((level, text))
+}
+
+/// A code fence line: its character and length.
+fn fence_marker(line: &str) -> Option<(u8, usize)> {
+    let t = line.trim_start();
+    let c = *t.as_bytes().first()?;
+    if c != b'`' && c != b'~' {
+        return None;
+    }
+    let n = t.bytes().take_while(|&b| b == c).count();
+    (n >= 3).then_some((c, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_follow_headings_with_their_path_as_context() {
+        let text = "---\ntitle: x\n---\nIntro line.\n\n# Garden\nSoil and seeds.\n## Tools\nA \
+                    spade.\n```\n# not a heading\n```\n# Kitchen\n";
+        let c = chunks("Home", text);
+        assert_eq!(c.len(), 4, "{c:#?}");
+        assert_eq!((c[0].line, c[0].heading.as_deref()), (4, None));
+        assert_eq!(c[0].text, "Home\nIntro line.");
+        assert_eq!((c[1].line, c[1].heading.as_deref()), (6, Some("Garden")));
+        assert_eq!(c[2].heading.as_deref(), Some("Tools"));
+        assert!(c[2].text.starts_with("Home > Garden > Tools\nA spade."));
+        assert!(c[2].text.contains("# not a heading"));
+        assert_eq!(c[3].text, "Home > Kitchen\n");
+    }
+
+    #[test]
+    fn long_sections_are_split_and_notes_bounded() {
+        let para = "word ".repeat(100);
+        let text = format!("# Big\n{}", format!("{para}\n").repeat(40));
+        let c = chunks("T", &text);
+        assert!(c.len() > 5);
+        assert!(c.iter().all(|c| c.text.len() <= MAX_CHUNK_BYTES + 100));
+        assert!(c.iter().all(|c| c.heading.as_deref() == Some("Big")));
+        let one_line = "é".repeat(100_000);
+        let c = chunks("T", &one_line);
+        assert_eq!(c.len(), MAX_CHUNKS);
+        let c = chunks("Empty", "");
+        assert_eq!(
+            c,
+            vec![Chunk {
+                line: 1,
+                heading: None,
+                text: "Empty".into()
+            }]
+        );
+    }
+}

@@ -1,0 +1,255 @@
+//! `capvault model import`: a static model distilled from a sentence-transformers folder (a BERT
+//! encoder, `model.safetensors` + `tokenizer.json` + `config.json`), by model2vec's method:
+//! run the transformer on every token of its vocabulary alone (`[CLS] token [SEP]`, mean
+//! pooled), centre the vectors and keep their principal components, then weight each token by
+//! its rank (tokenizers list frequent tokens first: a frequent token says less about a text).
+//! A raw copy of the transformer's input embedding table would skip the transformer and rank
+//! much worse.
+//!
+//! The transformer runs in-process on the CPU (candle); the source files' bytes are read
+//! through a folder handle ([`crate::vault::host`]), and the model is written the same way.
+
+use std::path::Path;
+use std::time::Instant;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use sha2::{Digest, Sha256};
+use tokenizers::Tokenizer;
+
+use super::model::{self, ModelError, StaticModel};
+use crate::vault::host::HostFile;
+
+/// Dimensions the imported model keeps by default (potion-base-8M's).
+pub const DEFAULT_DIMENSIONS: usize = 256;
+/// Tokens run through the transformer at once.
+const BATCH: usize = 256;
+/// model2vec's smoothing constant for the rank weights.
+const SIF: f64 = 1e-4;
+
+/// What an import made.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// Tokens in the vocabulary.
+    pub tokens: usize,
+    /// Dimensions kept.
+    pub dimensions: usize,
+    /// Share of the variance the kept dimensions hold.
+    pub variance_kept: f64,
+    /// sha256 of the source weights.
+    pub source_sha256: String,
+    /// Seconds the transformer ran.
+    pub seconds: f64,
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Distils the sentence-transformers model in `src` into a static model written to `out`
+/// (created if missing): `config.json`, `tokenizer.json`, `model.safetensors`. `progress` hears
+/// (tokens done, tokens in all).
+pub fn import(
+    src: &Path,
+    out: &Path,
+    dimensions: usize,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Imported, String> {
+    let read = |name: &str, max: u64| {
+        HostFile::at(&src.join(name))
+            .and_then(|f| f.read_public(max))
+            .map_err(|e| format!("model import: {e}"))
+    };
+    let config_bytes = read("config.json", model::MAX_CONFIG_BYTES)?;
+    let tokenizer_bytes = read("tokenizer.json", model::MAX_TOKENIZER_BYTES)?;
+    let weights = read("model.safetensors", model::MAX_WEIGHTS_BYTES)?;
+    let source_sha256 = hex(&Sha256::digest(&weights));
+    let config: Config = serde_json::from_slice(&config_bytes)
+        .map_err(|e| format!("config.json is not a BERT config: {e}"))?;
+    let tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
+        .map_err(|e| format!("tokenizer.json is not a tokenizer: {e}"))?;
+    let started = Instant::now();
+    let table = token_vectors(&config, &tokenizer, weights, progress)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let hidden = config.hidden_size;
+    let tokens = table.len() / hidden;
+    let dims = dimensions.clamp(1, hidden);
+    let (mut reduced, variance_kept) = principal_components(&table, hidden, dims)?;
+    weight_by_rank(&mut reduced, dims);
+    let name = src.file_name().and_then(|n| n.to_str()).unwrap_or("model");
+    let config_out = serde_json::json!({
+        "model_type": "model2vec",
+        "architectures": ["StaticModel"],
+        "hidden_dim": dims,
+        "normalize": true,
+        "name": format!("{name} (static, {dims} dimensions)"),
+        "revision": format!("sha256:{}", &source_sha256[..16]),
+        "source_sha256": source_sha256,
+        "made_by": "capvault model import",
+    });
+    let weights_out = model::safetensors_bytes(&reduced, dims).map_err(err)?;
+    let config_out = serde_json::to_vec_pretty(&config_out).map_err(err)?;
+    // What was written must load: the same checks as at startup.
+    StaticModel::from_bytes(&config_out, &tokenizer_bytes, &weights_out, name)
+        .map_err(|e: ModelError| format!("the imported model does not load: {e}"))?;
+    for (file, bytes) in [
+        ("tokenizer.json", &tokenizer_bytes),
+        ("model.safetensors", &weights_out),
+        ("config.json", &config_out),
+    ] {
+        HostFile::at(&out.join(file))
+            .and_then(|mut f| f.replace(bytes, None).map(drop))
+            .map_err(|e| format!("model import: {e}"))?;
+    }
+    Ok(Imported {
+        tokens,
+        dimensions: dims,
+        variance_kept,
+        source_sha256,
+        seconds,
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every token's vector from the transformer: `[CLS] token [SEP]`, mean-pooled over the three
+/// positions (sentence-transformers' pooling for these models). Rows in token-id order.
+fn token_vectors(
+    config: &Config,
+    tokenizer: &Tokenizer,
+    weights: Vec<u8>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Vec<f32>, String> {
+    let device = Device::Cpu;
+    let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+        .map_err(|e| format!("model.safetensors: {e}"))?;
+    let bert = BertModel::load(vb, config).map_err(|e| format!("model.safetensors: {e}"))?;
+    let vocab = tokenizer.get_vocab_size(true).min(config.vocab_size);
+    if vocab == 0 {
+        return Err("the tokenizer has no tokens".to_owned());
+    }
+    let special = |t: &str| tokenizer.token_to_id(t);
+    let (cls, sep) = (special("[CLS]"), special("[SEP]"));
+    let mut table = Vec::with_capacity(vocab * config.hidden_size);
+    let mut start = 0;
+    while start < vocab {
+        let end = (start + BATCH).min(vocab);
+        let mut ids: Vec<u32> = Vec::with_capacity((end - start) * 3);
+        for id in start..end {
+            ids.extend(cls);
+            ids.push(id as u32);
+            ids.extend(sep);
+        }
+        let width = 1 + usize::from(cls.is_some()) + usize::from(sep.is_some());
+        let n = end - start;
+        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
+            let input = Tensor::from_vec(ids, (n, width), &device)?;
+            let types = input.zeros_like()?;
+            let mask = input.ones_like()?;
+            let out = bert.forward(&input, &types, Some(&mask))?;
+            out.mean(1)?.to_vec2::<f32>()
+        };
+        let rows = run().map_err(|e| format!("the transformer failed: {e}"))?;
+        for r in rows {
+            table.extend(r);
+        }
+        start = end;
+        progress(start, vocab);
+    }
+    Ok(table)
+}
+
+/// The rows of `table` (`hidden` wide) centred and projected on their `dims` principal
+/// components; also the share of the variance those hold.
+fn principal_components(
+    table: &[f32],
+    hidden: usize,
+    dims: usize,
+) -> Result<(Vec<f32>, f64), String> {
+    let rows = table.len() / hidden;
+    let mut mean = vec![0f64; hidden];
+    for r in table.chunks_exact(hidden) {
+        for (m, x) in mean.iter_mut().zip(r) {
+            *m += f64::from(*x);
+        }
+    }
+    for m in &mut mean {
+        *m /= rows as f64;
+    }
+    let centred: Vec<f64> = table
+        .chunks_exact(hidden)
+        .flat_map(|r| r.iter().zip(&mean).map(|(x, m)| f64::from(*x) - m))
+        .collect();
+    let x = nalgebra::DMatrix::from_row_slice(rows, hidden, &centred);
+    let cov = (x.transpose() * &x) / rows as f64;
+    let eig = nalgebra::SymmetricEigen::new(cov);
+    let mut order: Vec<usize> = (0..hidden).collect();
+    order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+    let total: f64 = eig.eigenvalues.iter().map(|v| v.max(0.0)).sum();
+    let kept: f64 = order[..dims]
+        .iter()
+        .map(|&i| eig.eigenvalues[i].max(0.0))
+        .sum();
+    let basis = nalgebra::DMatrix::from_fn(hidden, dims, |r, c| eig.eigenvectors[(r, order[c])]);
+    let projected = x * basis;
+    let mut out = Vec::with_capacity(rows * dims);
+    for r in 0..rows {
+        for c in 0..dims {
+            out.push(projected[(r, c)] as f32);
+        }
+    }
+    if out.iter().any(|v| !v.is_finite()) {
+        return Err("the principal components are not finite numbers".to_owned());
+    }
+    Ok((out, if total > 0.0 { kept / total } else { 0.0 }))
+}
+
+/// Scales each row by model2vec's rank weight: with `p` the Zipf probability of the row's rank,
+/// `SIF / (SIF + p)` (frequent tokens, listed first, count less).
+fn weight_by_rank(table: &mut [f32], dims: usize) {
+    let rows = table.len() / dims;
+    let harmonic: f64 = (1..=rows).map(|r| 1.0 / r as f64).sum();
+    for (rank, row) in table.chunks_exact_mut(dims).enumerate() {
+        let p = 1.0 / ((rank + 1) as f64 * harmonic);
+        let w = (SIF / (SIF + p)) as f32;
+        for x in row {
+            *x *= w;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn principal_components_keep_the_main_direction_first() {
+        // Points along (1, 1, 0) with a little noise on z: one component holds almost all.
+        let mut table = Vec::new();
+        for i in 0..50 {
+            let t = i as f32 - 25.0;
+            table.extend([t, t, if i % 2 == 0 { 0.1 } else { -0.1 }]);
+        }
+        let (out, kept) = principal_components(&table, 3, 1).unwrap();
+        assert_eq!(out.len(), 50);
+        assert!(kept > 0.999, "{kept}");
+        // Centred (the mean t is -0.5), the projection keeps distances along the line:
+        // |t + 0.5| * sqrt(2).
+        assert!(
+            (out[0].abs() - 24.5 * 2f32.sqrt()).abs() < 1e-3,
+            "{}",
+            out[0]
+        );
+    }
+
+    #[test]
+    fn later_ranks_weigh_more() {
+        let mut t = vec![1.0f32; 4 * 1000];
+        weight_by_rank(&mut t, 4);
+        assert!(t[0] < t[4 * 10] && t[4 * 10] < t[4 * 999]);
+        assert!(t[4 * 999] <= 1.0 && t[0] > 0.0);
+    }
+}

@@ -1,0 +1,444 @@
+//! A static embedding model (model2vec's format): a tokenizer and one vector per token. A text's
+//! embedding is the mean of its tokens' vectors (each scaled by the token's weight, when the
+//! model has weights), normalised to unit length. No I/O: the files' bytes come in, already read
+//! through a capability handle and capped in size.
+
+use safetensors::{Dtype, SafeTensors};
+use tokenizers::Tokenizer;
+
+/// Largest weights file accepted (`model.safetensors`).
+pub const MAX_WEIGHTS_BYTES: u64 = 1 << 30;
+/// Largest `tokenizer.json` accepted.
+pub const MAX_TOKENIZER_BYTES: u64 = 64 << 20;
+/// Largest `config.json` accepted.
+pub const MAX_CONFIG_BYTES: u64 = 64 << 10;
+/// Most rows (tokens) a model may have.
+pub const MAX_VOCABULARY: usize = 2_000_000;
+/// Most dimensions a model may have.
+pub const MAX_DIMENSIONS: usize = 4096;
+/// Most tokens of one text that count towards its embedding (the rest are ignored).
+pub const MAX_TOKENS: usize = 2048;
+
+/// What a model is, as reported to clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// Its name (the config's `name`, else the folder's name).
+    pub name: String,
+    /// The revision it was made from or downloaded at, when known.
+    pub revision: Option<String>,
+    /// Dimensions of each vector.
+    pub dimensions: usize,
+    /// Rows of its table.
+    pub vocabulary: usize,
+}
+
+/// Why a model could not be loaded. Messages name the model folder's files, never host paths.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ModelError(pub String);
+
+fn bad(msg: impl Into<String>) -> ModelError {
+    ModelError(msg.into())
+}
+
+/// A loaded static model.
+pub struct StaticModel {
+    tokenizer: Tokenizer,
+    /// `vocabulary` rows of `dimensions` values.
+    table: Vec<f32>,
+    /// Per-row weights (model2vec's token weights), if the model has them.
+    weights: Option<Vec<f32>>,
+    /// Token id → row, when the model maps tokens to shared rows.
+    mapping: Option<Vec<u32>>,
+    info: ModelInfo,
+}
+
+impl std::fmt::Debug for StaticModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticModel")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The parts of model2vec's `config.json` capvault reads.
+#[derive(Debug, serde::Deserialize)]
+struct Config {
+    #[serde(default)]
+    model_type: Option<String>,
+    #[serde(default)]
+    hidden_dim: Option<usize>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    revision: Option<String>,
+}
+
+impl StaticModel {
+    /// A model from the bytes of its three files. `default_name` names it when its config does
+    /// not.
+    pub fn from_bytes(
+        config: &[u8],
+        tokenizer: &[u8],
+        weights: &[u8],
+        default_name: &str,
+    ) -> Result<StaticModel, ModelError> {
+        let config: Config = serde_json::from_slice(config)
+            .map_err(|e| bad(format!("config.json is not a model config: {e}")))?;
+        if let Some(t) = &config.model_type
+            && t != "model2vec"
+        {
+            return Err(bad(format!(
+                "config.json: model_type is {t:?}, not \"model2vec\": a sentence-transformers \
+                 folder must first be turned into a static model (capvault model import)"
+            )));
+        }
+        let mut tokenizer = Tokenizer::from_bytes(tokenizer)
+            .map_err(|e| bad(format!("tokenizer.json is not a tokenizer: {e}")))?;
+        // A transformer's tokenizer cuts at its context length and pads; a static model reads
+        // every token of a section ([`MAX_TOKENS`] bounds it).
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| bad(format!("tokenizer.json: {e}")))?;
+        tokenizer.with_padding(None);
+        let tensors = SafeTensors::deserialize(weights)
+            .map_err(|e| bad(format!("model.safetensors is not a safetensors file: {e}")))?;
+        let emb = tensors
+            .tensor("embeddings")
+            .map_err(|_| bad("model.safetensors has no `embeddings` tensor"))?;
+        let &[rows, dims] = emb.shape() else {
+            return Err(bad("model.safetensors: `embeddings` is not a matrix"));
+        };
+        if rows == 0 || rows > MAX_VOCABULARY || dims == 0 || dims > MAX_DIMENSIONS {
+            return Err(bad(format!(
+                "model.safetensors: `embeddings` is {rows} x {dims}; at most \
+                 {MAX_VOCABULARY} x {MAX_DIMENSIONS} and not empty"
+            )));
+        }
+        if let Some(h) = config.hidden_dim
+            && h != dims
+        {
+            return Err(bad(format!(
+                "config.json says {h} dimensions, model.safetensors holds {dims}"
+            )));
+        }
+        let table = floats(emb.dtype(), emb.data(), "embeddings")?;
+        let weights = match tensors.tensor("weights") {
+            Ok(w) if w.shape() == [rows] => Some(floats(w.dtype(), w.data(), "weights")?),
+            Ok(_) => return Err(bad("model.safetensors: `weights` has the wrong shape")),
+            Err(_) => None,
+        };
+        let mapping = match tensors.tensor("mapping") {
+            Ok(m) if m.shape().len() == 1 => {
+                let ids = integers(m.dtype(), m.data())?;
+                if ids.iter().any(|&i| i as usize >= rows) {
+                    return Err(bad("model.safetensors: `mapping` points past the table"));
+                }
+                Some(ids)
+            }
+            Ok(_) => return Err(bad("model.safetensors: `mapping` is not a vector")),
+            Err(_) => None,
+        };
+        let vocab = tokenizer.get_vocab_size(true);
+        let reach = mapping.as_ref().map_or(rows, Vec::len);
+        if vocab > reach {
+            return Err(bad(format!(
+                "the tokenizer has {vocab} tokens but the model covers {reach}"
+            )));
+        }
+        let info = ModelInfo {
+            name: config
+                .name
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or_else(|| default_name.to_owned())
+                .chars()
+                .take(200)
+                .collect(),
+            revision: config.revision.map(|r| r.chars().take(100).collect()),
+            dimensions: dims,
+            vocabulary: rows,
+        };
+        Ok(StaticModel {
+            tokenizer,
+            table,
+            weights,
+            mapping,
+            info,
+        })
+    }
+
+    /// A model from a tokenizer and a table built in memory (tests, `capvault model import`).
+    pub fn from_table(
+        tokenizer: Tokenizer,
+        table: Vec<f32>,
+        dimensions: usize,
+        name: &str,
+    ) -> Result<StaticModel, ModelError> {
+        if dimensions == 0 || table.is_empty() || !table.len().is_multiple_of(dimensions) {
+            return Err(bad("the table is not a whole number of rows"));
+        }
+        let rows = table.len() / dimensions;
+        if tokenizer.get_vocab_size(true) > rows {
+            return Err(bad("the tokenizer has more tokens than the table has rows"));
+        }
+        Ok(StaticModel {
+            tokenizer,
+            table,
+            weights: None,
+            mapping: None,
+            info: ModelInfo {
+                name: name.to_owned(),
+                revision: None,
+                dimensions,
+                vocabulary: rows,
+            },
+        })
+    }
+
+    /// What the model is.
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// Dimensions of its vectors.
+    pub fn dimensions(&self) -> usize {
+        self.info.dimensions
+    }
+
+    /// The embedding of `text`, unit length; `None` when no token of it is known.
+    pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
+        let encoding = self.tokenizer.encode_fast(text, false).ok()?;
+        let dims = self.info.dimensions;
+        let mut sum = vec![0f32; dims];
+        let mut count = 0f32;
+        for &id in encoding.get_ids().iter().take(MAX_TOKENS) {
+            let row = match &self.mapping {
+                Some(m) => match m.get(id as usize) {
+                    Some(&r) => r as usize,
+                    None => continue,
+                },
+                None => id as usize,
+            };
+            let Some(v) = self.table.get(row * dims..(row + 1) * dims) else {
+                continue;
+            };
+            let w = self
+                .weights
+                .as_ref()
+                .and_then(|w| w.get(row))
+                .copied()
+                .unwrap_or(1.0);
+            for (s, x) in sum.iter_mut().zip(v) {
+                *s += w * x;
+            }
+            count += 1.0;
+        }
+        if count == 0.0 {
+            return None;
+        }
+        normalise(&mut sum).then_some(sum)
+    }
+}
+
+/// Scales `v` to unit length; false when it is zero (or not finite).
+pub fn normalise(v: &mut [f32]) -> bool {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if !norm.is_finite() || norm == 0.0 {
+        return false;
+    }
+    for x in v.iter_mut() {
+        *x /= norm;
+    }
+    true
+}
+
+/// Little-endian floats of a tensor (F32, or F16/BF16 widened), checked finite.
+fn floats(dtype: Dtype, data: &[u8], name: &str) -> Result<Vec<f32>, ModelError> {
+    let out: Vec<f32> = match dtype {
+        Dtype::F32 => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Dtype::F16 => data
+            .chunks_exact(2)
+            .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+            .collect(),
+        Dtype::BF16 => data
+            .chunks_exact(2)
+            .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
+            .collect(),
+        other => {
+            return Err(bad(format!(
+                "model.safetensors: `{name}` is {other:?}; F32, F16 or BF16 expected"
+            )));
+        }
+    };
+    if out.iter().any(|x| !x.is_finite()) {
+        return Err(bad(format!(
+            "model.safetensors: `{name}` holds a value that is not a finite number"
+        )));
+    }
+    Ok(out)
+}
+
+/// Little-endian integers of a tensor (I32 or I64), as row numbers.
+fn integers(dtype: Dtype, data: &[u8]) -> Result<Vec<u32>, ModelError> {
+    let neg = || bad("model.safetensors: `mapping` holds a negative or huge row");
+    match dtype {
+        Dtype::I32 => data
+            .chunks_exact(4)
+            .map(|b| u32::try_from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])).map_err(|_| neg()))
+            .collect(),
+        Dtype::I64 => data
+            .chunks_exact(8)
+            .map(|b| {
+                let v = i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                u32::try_from(v).map_err(|_| neg())
+            })
+            .collect(),
+        other => Err(bad(format!(
+            "model.safetensors: `mapping` is {other:?}; I32 or I64 expected"
+        ))),
+    }
+}
+
+/// IEEE half precision to single precision.
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from((h >> 10) & 0x1f);
+    let frac = u32::from(h & 0x3ff);
+    let bits = match (exp, frac) {
+        (0, 0) => sign,
+        (0, f) => {
+            // Subnormal: value = f * 2^-24.
+            let v = f as f32 * f32::from_bits(0x3380_0000);
+            return if sign != 0 { -v } else { v };
+        }
+        (0x1f, f) => sign | 0x7f80_0000 | (f << 13),
+        (e, f) => sign | ((e + 112) << 23) | (f << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// The bytes of a model2vec weights file holding `table` (`rows` x `dims`, F32), for
+/// `capvault model import` and tests.
+pub fn safetensors_bytes(table: &[f32], dims: usize) -> Result<Vec<u8>, ModelError> {
+    let rows = table.len() / dims.max(1);
+    let data: Vec<u8> = table.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let view = safetensors::tensor::TensorView::new(Dtype::F32, vec![rows, dims], &data)
+        .map_err(|e| bad(e.to_string()))?;
+    safetensors::serialize([("embeddings", view)], None).map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A word-level tokenizer over `words` (ids in order), lower-casing, splitting on
+    /// whitespace and punctuation.
+    pub(crate) fn tokenizer(words: &[&str]) -> Tokenizer {
+        let vocab: serde_json::Map<String, serde_json::Value> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| ((*w).to_owned(), serde_json::json!(i)))
+            .collect();
+        let json = serde_json::json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": [],
+            "normalizer": {"type": "Lowercase"},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "post_processor": null,
+            "decoder": null,
+            "model": {"type": "WordLevel", "vocab": vocab, "unk_token": words[0]}
+        });
+        Tokenizer::from_bytes(json.to_string().as_bytes()).unwrap()
+    }
+
+    /// A tiny model: `[unk]` at the origin, and each group of words sharing one direction.
+    pub(crate) fn tiny_model(groups: &[&[&str]]) -> StaticModel {
+        let dims = groups.len() + 1;
+        let mut words = vec!["[unk]"];
+        let mut table = vec![0.0; dims];
+        table[dims - 1] = 1e-6;
+        for (g, group) in groups.iter().enumerate() {
+            for w in *group {
+                words.push(w);
+                let mut row = vec![0.0; dims];
+                row[g] = 1.0;
+                table.extend(row);
+            }
+        }
+        StaticModel::from_table(tokenizer(&words), table, dims, "tiny").unwrap()
+    }
+
+    fn files(table: &[f32], dims: usize, words: &[&str]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+        let config = serde_json::json!({"model_type": "model2vec", "hidden_dim": dims});
+        let tok = tokenizer(words).to_string(false).unwrap();
+        (
+            config.to_string().into_bytes(),
+            tok.into_bytes(),
+            safetensors_bytes(table, dims).unwrap(),
+        )
+    }
+
+    #[test]
+    fn texts_with_words_of_one_group_embed_alike() {
+        let m = tiny_model(&[&["cat", "kitten", "feline"], &["car", "engine", "wheel"]]);
+        let a = m.embed("A kitten!").unwrap();
+        let b = m.embed("the feline, the cat").unwrap();
+        let c = m.embed("engine and wheel").unwrap();
+        let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f32>();
+        assert!(dot(&a, &b) > 0.99, "{a:?} {b:?}");
+        assert!(dot(&a, &c) < 0.01);
+        assert!((dot(&c, &c) - 1.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn a_model_loads_from_the_bytes_of_its_three_files() {
+        let words = ["[unk]", "alpha", "beta"];
+        let table = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0];
+        let (c, t, w) = files(&table, 2, &words);
+        let m = StaticModel::from_bytes(&c, &t, &w, "folder").unwrap();
+        assert_eq!(m.info().dimensions, 2);
+        assert_eq!(m.info().name, "folder");
+        assert_eq!(m.embed("beta").unwrap(), vec![0.0, 1.0]);
+    }
+
+    #[test]
+    fn bad_model_files_are_clear_errors() {
+        let words = ["[unk]", "alpha", "beta"];
+        let table = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0];
+        let (c, t, w) = files(&table, 2, &words);
+        let err = |c: &[u8], t: &[u8], w: &[u8]| {
+            StaticModel::from_bytes(c, t, w, "m")
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(b"{", &t, &w).contains("config.json"));
+        assert!(err(br#"{"model_type":"bert"}"#, &t, &w).contains("model import"));
+        assert!(err(&c, b"not json", &w).contains("tokenizer.json"));
+        assert!(err(&c, &t, b"junk").contains("safetensors"));
+        assert!(err(&c, &t, &w[..w.len() - 3]).contains("safetensors"));
+        // Fewer rows than the tokenizer has tokens.
+        let (_, _, short) = files(&table[..4], 2, &words);
+        assert!(err(&c, &t, &short).contains("tokens"));
+        // Dimensions that disagree with the config.
+        let c3 = br#"{"model_type":"model2vec","hidden_dim":3}"#;
+        assert!(err(c3, &t, &w).contains("dimensions"));
+        // A value that is not a number.
+        let (_, _, nan) = files(&[0.0, 0.0, f32::NAN, 0.0, 0.0, 1.0], 2, &words);
+        assert!(err(&c, &t, &nan).contains("finite"));
+    }
+
+    #[test]
+    fn half_precision_values_widen_exactly() {
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x0000), 0.0);
+        assert_eq!(f16_to_f32(0x3555), 0.333_251_95);
+        assert_eq!(f16_to_f32(0x0001), 5.960_464_5e-8);
+        assert!(f16_to_f32(0x7c00).is_infinite());
+    }
+}

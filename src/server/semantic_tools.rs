@@ -1,0 +1,61 @@
+//! The tools that need an embedding model (listed only when one is loaded): `related_notes`.
+
+use rmcp::handler::server::wrapper::Json;
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{CapvaultServer, Parameters, ToolError};
+use crate::notes::locate::locate_in;
+use crate::notes::related::{self, RelatedNotes};
+use crate::vault::VaultPath;
+
+/// Arguments of `related_notes`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelatedNotesArgs {
+    /// The note (a path, with or without `.md`, or a note name).
+    pub path: String,
+    /// Maximum notes, 1 to 50 (default 10).
+    pub limit: Option<u32>,
+    /// Leave out notes this one links to or is linked from (link suggestions; default false).
+    #[serde(default)]
+    pub unlinked_only: bool,
+}
+
+#[tool_router(router = semantic_router, vis = "pub(super)")]
+impl CapvaultServer {
+    /// Notes nearest in meaning to a note, best first, each with its closest section. With
+    /// `unlinked_only`, only notes not already linked either way: candidates for new links.
+    #[tool(annotations(
+        title = "Find related notes",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn related_notes(
+        &self,
+        Parameters(args): Parameters<RelatedNotesArgs>,
+    ) -> Result<Json<RelatedNotes>, ToolError> {
+        let typed = VaultPath::parse(&args.path)?;
+        self.with_engine(move |engine| {
+            let path = {
+                let model = engine.model()?;
+                if model.note(&typed).is_some() {
+                    typed
+                } else {
+                    locate_in(&model, &args.path, &typed)?
+                }
+            };
+            Ok(related::related_notes(
+                engine,
+                &path,
+                args.limit,
+                args.unlinked_only,
+            )?)
+        })
+        .await
+        .map(Json)
+    }
+}

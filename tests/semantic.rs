@@ -1,0 +1,317 @@
+//! Semantic and hybrid search and `related_notes`, through the real binary with a tiny static
+//! model written by the test (word groups that share a direction: no files needed).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod common;
+
+use std::path::Path;
+
+use common::{Server, symlink, write_tree};
+use serde_json::{Value, json};
+
+/// Word groups: words of one group embed in one direction.
+const GROUPS: &[&[&str]] = &[
+    &["dog", "puppy", "canine", "hound", "pets", "pet"],
+    &["bicycle", "cycling", "bike", "pedal", "wheels"],
+    &["bread", "baking", "dough", "oven", "yeast", "loaf"],
+    &["secret", "hidden", "private"],
+];
+
+/// Writes a static model folder for [`GROUPS`] under `dir`.
+fn write_model(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let dims = GROUPS.len() + 1;
+    let mut vocab = serde_json::Map::new();
+    vocab.insert("[unk]".into(), json!(0));
+    let mut table = vec![0f32; dims];
+    table[dims - 1] = 1e-3;
+    for (g, group) in GROUPS.iter().enumerate() {
+        for w in *group {
+            vocab.insert((*w).to_owned(), json!(vocab.len()));
+            let mut row = vec![0f32; dims];
+            row[g] = 1.0;
+            table.extend(row);
+        }
+    }
+    let tokenizer = json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+        "normalizer": {"type": "Lowercase"}, "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": null, "decoder": null,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[unk]"}
+    });
+    std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        json!({"model_type": "model2vec", "hidden_dim": dims, "name": "groups-test",
+               "revision": "r1"})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("model.safetensors"),
+        capvault::semantic::model::safetensors_bytes(&table, dims).unwrap(),
+    )
+    .unwrap();
+}
+
+fn vault(root: &Path) {
+    write_tree(
+        root,
+        &[
+            ("Puppy.md", "# Training\nMy puppy learns to sit. [[Oven]]\n"),
+            ("Hound.md", "A hound is a canine kept as a pet.\n"),
+            (
+                "Rides/Bike.md",
+                "# Weekend\nCycling on two wheels, pedal hard.\n",
+            ),
+            (
+                "Oven.md",
+                "# Sourdough\nThe dough rises with yeast; the loaf bakes.\n",
+            ),
+            (
+                "Notes/Mixed.md",
+                "## Pets\nA dog.\n## Food\nbread and baking\n",
+            ),
+        ],
+    );
+}
+
+async fn start(root: &Path, model: &Path) -> Server {
+    let s = Server::start_with(root, &["--embedding-model", model.to_str().unwrap()]).await;
+    s.eventually(30, "vault_info", json!({}), |i| {
+        i["embedding"]["state"] == "ready"
+    })
+    .await;
+    s
+}
+
+fn paths(reply: &Value) -> Vec<String> {
+    reply["hits"]
+        .as_array()
+        .or(reply["related"].as_array())
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn semantic_search_finds_notes_that_share_no_word_with_the_query() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, model) = (tmp.path().join("v"), tmp.path().join("m"));
+    vault(&root);
+    write_model(&model);
+    let s = start(&root, &model).await;
+    let info = s.ok("vault_info", json!({})).await;
+    assert_eq!(info["embedding"]["model"], "groups-test");
+    assert_eq!(info["embedding"]["revision"], "r1");
+    assert_eq!(info["embedding"]["dimensions"], 5);
+    assert_eq!(info["embedding"]["embedded"], 5);
+
+    // "bicycle" is in no note; its group is.
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "bicycle", "mode": "semantic"}),
+        )
+        .await;
+    assert_eq!(r["mode"], "semantic");
+    assert_eq!(paths(&r)[0], "Rides/Bike.md");
+    assert_eq!(r["hits"][0]["heading"], "Weekend");
+    assert_eq!(r["hits"][0]["line"], 2, "{r}");
+    assert!(
+        r["hits"][0]["excerpt"]
+            .as_str()
+            .unwrap()
+            .starts_with("Cycling")
+    );
+    // Ranked finds nothing for it.
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "bicycle", "mode": "ranked"}),
+        )
+        .await;
+    assert_eq!(r["total"], 0);
+    // The best section of a mixed note is the one that matches.
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "oven", "mode": "semantic", "limit": 2}),
+        )
+        .await;
+    let mut got = paths(&r);
+    got.sort();
+    assert_eq!(got, ["Notes/Mixed.md", "Oven.md"]);
+    let mixed = r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["path"] == "Notes/Mixed.md");
+    assert_eq!(mixed.unwrap()["heading"], "Food");
+    // Filters hold: only under Notes/.
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "canine", "mode": "semantic", "folder": "Notes"}),
+        )
+        .await;
+    assert_eq!(paths(&r), ["Notes/Mixed.md"]);
+    // Without a mode, hybrid runs: a word match and a meaning match both rank.
+    let r = s.ok("search_notes", json!({"query": "puppy"})).await;
+    assert_eq!(r["mode"], "hybrid");
+    assert_eq!(r["served_by"], "index+vectors");
+    let got = paths(&r);
+    assert_eq!(got[0], "Puppy.md", "{r}");
+    assert!(got.contains(&"Hound.md".to_owned()), "{r}");
+    assert_eq!(r["hits"][0]["matches"][0], json!([3, 8]), "{r}");
+    // Paging: a cursor continues the fused list.
+    let pages = s
+        .pages("search_notes", json!({"query": "puppy", "limit": 1}))
+        .await;
+    let paged: Vec<String> = pages.iter().flat_map(paths).collect();
+    assert_eq!(paged, got);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn related_notes_suggests_unlinked_notes_and_refuses_paths_outside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, model) = (tmp.path().join("v"), tmp.path().join("m"));
+    vault(&root);
+    write_tree(
+        &root,
+        &[(".hidden/Dog.md", "dog dog"), ("Private.md", "secret")],
+    );
+    std::fs::write(tmp.path().join("outside.md"), "puppy canine hound").unwrap();
+    symlink(&root, "Out.md", tmp.path().join("outside.md"));
+    write_model(&model);
+    let s = start(&root, &model).await;
+    let r = s.ok("related_notes", json!({"path": "Hound"})).await;
+    assert_eq!(r["path"], "Hound.md");
+    let mut got = paths(&r);
+    got[..2].sort();
+    assert_eq!(got[..2], ["Notes/Mixed.md", "Puppy.md"], "{r}");
+    assert!(!got.contains(&"Hound.md".to_owned()));
+    // Puppy links to Oven: with unlinked_only, Oven is not suggested for Puppy.
+    let all = paths(
+        &s.ok("related_notes", json!({"path": "Puppy.md", "limit": 50}))
+            .await,
+    );
+    assert!(all.contains(&"Oven.md".to_owned()));
+    let unlinked = s
+        .ok(
+            "related_notes",
+            json!({"path": "Puppy.md", "limit": 50, "unlinked_only": true}),
+        )
+        .await;
+    assert!(
+        !paths(&unlinked).contains(&"Oven.md".to_owned()),
+        "{unlinked}"
+    );
+    // From Oven's side the backlink counts too.
+    let unlinked = s
+        .ok(
+            "related_notes",
+            json!({"path": "Oven.md", "limit": 50, "unlinked_only": true}),
+        )
+        .await;
+    assert!(
+        !paths(&unlinked).contains(&"Puppy.md".to_owned()),
+        "{unlinked}"
+    );
+    // Nothing hidden or outside is ever a result, nor a starting point.
+    for p in &all {
+        assert!(!p.starts_with('.') && p != "Out.md", "{p}");
+    }
+    for bad in [
+        "../outside.md",
+        "/etc/passwd",
+        ".hidden/Dog.md",
+        "Out.md",
+        "Nope",
+    ] {
+        let r = s.call("related_notes", json!({"path": bad})).await;
+        assert!(r.is_error, "{bad}: {}", r.raw);
+        assert!(
+            !r.raw.contains(tmp.path().to_str().unwrap()),
+            "{bad} leaks: {}",
+            r.raw
+        );
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_edited_note_is_found_by_its_new_meaning_within_seconds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, model) = (tmp.path().join("v"), tmp.path().join("m"));
+    vault(&root);
+    write_model(&model);
+    let s = start(&root, &model).await;
+    std::fs::write(root.join("Hound.md"), "Now about a loaf in the oven.\n").unwrap();
+    let q = json!({"query": "yeast", "mode": "semantic", "limit": 3});
+    s.eventually(10, "search_notes", q, |r| {
+        paths(r).contains(&"Hound.md".to_owned())
+    })
+    .await;
+    std::fs::remove_file(root.join("Oven.md")).unwrap();
+    let q = json!({"query": "yeast", "mode": "semantic"});
+    s.eventually(10, "search_notes", q, |r| {
+        !paths(r).contains(&"Oven.md".to_owned())
+    })
+    .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_model_semantic_modes_say_how_to_get_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let r = s.ok("search_notes", json!({"query": "puppy"})).await;
+    assert_eq!(r["mode"], "ranked");
+    let r = s
+        .call("search_notes", json!({"query": "puppy", "mode": "hybrid"}))
+        .await;
+    assert!(r.is_error);
+    assert_eq!(r.error["code"], "refused", "{}", r.raw);
+    assert!(r.text.contains("--embedding-model"), "{}", r.text);
+    let tools = s.client.list_all_tools().await.unwrap();
+    assert!(!tools.iter().any(|t| t.name == "related_notes"));
+    assert!(
+        s.ok("vault_info", json!({}))
+            .await
+            .get("embedding")
+            .is_none()
+    );
+    s.stop().await;
+}
+
+#[test]
+fn a_bad_model_folder_is_a_clear_startup_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("m");
+    write_model(&model);
+    std::fs::write(model.join("model.safetensors"), b"\x08\0\0\0\0\0\0\0{}").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .arg("serve")
+        .arg(tmp.path())
+        .args(["--embedding-model", model.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("model.safetensors"), "{err}");
+    std::fs::remove_file(model.join("tokenizer.json")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .arg("serve")
+        .arg(tmp.path())
+        .args(["--embedding-model", model.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tokenizer.json"));
+}
