@@ -423,6 +423,7 @@ impl Engine {
             }
         }
         self.save_index(&mut Vec::new());
+        self.save_embeddings();
         tracing::debug!("engine stopped");
     }
 

@@ -315,3 +315,143 @@ fn a_bad_model_folder_is_a_clear_startup_error() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("tokenizer.json"));
 }
+
+/// Starts on `root` with the model and the index cache in `cache` and waits for embedding,
+/// retrying while the previous process (stopped just before) still holds the cache's lock.
+async fn start_cached(root: &Path, model: &Path, cache: &Path) -> (Server, Value) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let s = Server::start_with(
+            root,
+            &[
+                "--embedding-model",
+                model.to_str().unwrap(),
+                "--index-cache",
+                cache.to_str().unwrap(),
+            ],
+        )
+        .await;
+        let info = s
+            .eventually(30, "vault_info", json!({}), |i| {
+                i["embedding"]["state"] == "ready"
+            })
+            .await;
+        let busy = info["index"]["cache"]
+            .as_str()
+            .is_some_and(|c| c.contains("another capvault process"));
+        if !busy {
+            return (s, info);
+        }
+        assert!(std::time::Instant::now() < until, "cache still locked");
+        s.stop().await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// The embeddings cache file under `cache`, once a server has saved it.
+fn saved_vectors(cache: &Path) -> std::path::PathBuf {
+    for _ in 0..200 {
+        for vault_dir in std::fs::read_dir(cache.join("index-1")).unwrap() {
+            let f = vault_dir.unwrap().path().join("embeddings.bin");
+            if f.is_file() {
+                return f;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no embeddings cache was saved");
+}
+
+/// The first `limit` notes of a semantic search.
+async fn semantic_paths(s: &Server, query: &str, limit: u32) -> Vec<String> {
+    paths(
+        &s.ok(
+            "search_notes",
+            json!({"query": query, "mode": "semantic", "limit": limit}),
+        )
+        .await,
+    )
+}
+
+#[tokio::test]
+async fn a_restart_reuses_saved_vectors_and_re_embeds_only_what_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, model, cache) = (
+        tmp.path().join("v"),
+        tmp.path().join("m"),
+        tmp.path().join("cache"),
+    );
+    vault(&root);
+    write_model(&model);
+    let (s, info) = start_cached(&root, &model, &cache).await;
+    assert_eq!(info["embedding"]["cache"], "new", "{info}");
+    assert_eq!(semantic_paths(&s, "bicycle", 1).await[0], "Rides/Bike.md");
+    let file = saved_vectors(&cache);
+    s.stop().await;
+
+    // While stopped: one note changes meaning, one is deleted.
+    std::fs::write(root.join("Hound.md"), "Fresh bread from the oven.\n").unwrap();
+    std::fs::remove_file(root.join("Rides/Bike.md")).unwrap();
+    let (s, info) = start_cached(&root, &model, &cache).await;
+    assert_eq!(info["embedding"]["cache"], "reused 3 of 4 notes", "{info}");
+    assert_eq!(info["embedding"]["embedded"], 4);
+    // Three notes are about bread now; two about pets; none about bikes.
+    let mut bread = semantic_paths(&s, "loaf", 3).await;
+    bread.sort();
+    assert_eq!(bread, ["Hound.md", "Notes/Mixed.md", "Oven.md"]);
+    let mut pets = semantic_paths(&s, "canine", 2).await;
+    pets.sort();
+    assert_eq!(pets, ["Notes/Mixed.md", "Puppy.md"]);
+    assert!(
+        !semantic_paths(&s, "bicycle", 10)
+            .await
+            .contains(&"Rides/Bike.md".to_owned())
+    );
+    s.stop().await;
+
+    // A damaged file is never used: every note is embedded again, and answers stay right.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&file, &bytes).unwrap();
+    let (s, info) = start_cached(&root, &model, &cache).await;
+    assert_eq!(
+        info["embedding"]["cache"], "rebuilt: the embeddings cache fails its checksum",
+        "{info}"
+    );
+    let mut bread = semantic_paths(&s, "loaf", 3).await;
+    bread.sort();
+    assert_eq!(bread, ["Hound.md", "Notes/Mixed.md", "Oven.md"]);
+    s.stop().await;
+
+    // A symlink planted in its place is not followed (and not left there).
+    let elsewhere = tmp.path().join("elsewhere.bin");
+    std::fs::write(&elsewhere, b"planted").unwrap();
+    let _ = std::fs::remove_file(&file);
+    std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+    let (s, info) = start_cached(&root, &model, &cache).await;
+    assert!(
+        info["embedding"]["cache"]
+            .as_str()
+            .unwrap()
+            .starts_with("rebuilt: cannot read"),
+        "{info}"
+    );
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), b"planted");
+    s.stop().await;
+
+    // Vectors of another model are another space: refused, not mixed in.
+    let other = tmp.path().join("m2");
+    write_model(&other);
+    let config = other.join("config.json");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("r1", "r2");
+    std::fs::write(&config, text).unwrap();
+    let (s, info) = start_cached(&root, &other, &cache).await;
+    assert_eq!(
+        info["embedding"]["cache"], "rebuilt: the embeddings cache was made by another model",
+        "{info}"
+    );
+    s.stop().await;
+}

@@ -2,6 +2,10 @@
 //! embedded by the static model in the background once the keyword index is ready, then kept in
 //! step from the same reconciles that update model and index (changed notes are marked dirty
 //! and re-embedded within about 100 ms).
+//!
+//! With an index cache folder, the vectors are saved there too ([`crate::semantic::saved`]):
+//! after the whole vault is embedded, at most once a minute while notes change, and at
+//! shutdown. A restart loads them first and re-embeds only the notes whose version changed.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,15 +16,20 @@ use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Engine, Stop};
+use super::{Engine, IndexCache, Stop};
 use crate::semantic::store::Section;
-use crate::semantic::{StaticModel, VectorStore, chunk};
+use crate::semantic::{StaticModel, VectorStore, chunk, saved};
+use crate::vault::cache::{EMBEDDINGS_FILE, IndexCacheDir};
 use crate::vault::{FileMeta, VaultPath};
 
 /// Notes embedded between two updates of the store (and two checks for a shutdown).
 const BATCH: usize = 256;
 /// How often changed notes are re-embedded.
 const DIRTY_EVERY: Duration = Duration::from_millis(100);
+/// Least time between two saves of the vectors while notes change.
+const SAVE_EVERY: Duration = Duration::from_secs(60);
+/// Largest embeddings cache file read (about 300 bytes a section: millions of sections).
+const MAX_SAVED_BYTES: u64 = 4 << 30;
 
 /// The model and the vectors.
 pub struct Semantic {
@@ -33,6 +42,12 @@ pub struct Semantic {
     done: AtomicU64,
     total: AtomicU64,
     embed_ms: Mutex<Option<u64>>,
+    /// What became of the embeddings cache (for `vault_info`).
+    cache: Mutex<String>,
+    /// True when the store changed since it was last saved.
+    unsaved: AtomicBool,
+    /// Notes embedded (not taken from the cache) by the first pass over the vault.
+    fresh: AtomicU64,
 }
 
 impl std::fmt::Debug for Semantic {
@@ -64,6 +79,9 @@ pub struct EmbeddingStatus {
     /// How long embedding the whole vault took, once done.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embed_ms: Option<u64>,
+    /// The embeddings cache: `off` (no index cache folder), `new`, `loaded N notes` (until the
+    /// first pass), `reused N of M notes`, or `rebuilt: <reason>`.
+    pub cache: String,
 }
 
 /// A note's new vectors: path, version stamp, sections.
@@ -120,6 +138,9 @@ impl Engine {
             done: AtomicU64::new(0),
             total: AtomicU64::new(0),
             embed_ms: Mutex::new(None),
+            cache: Mutex::new("off".to_owned()),
+            unsaved: AtomicBool::new(false),
+            fresh: AtomicU64::new(0),
         }));
     }
 
@@ -148,6 +169,7 @@ impl Engine {
             total: s.total.load(Ordering::Relaxed),
             sections: s.store().sections(),
             embed_ms: *s.embed_ms.lock().unwrap_or_else(|e| e.into_inner()),
+            cache: s.cache.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         })
     }
 
@@ -162,8 +184,9 @@ impl Engine {
     }
 
     /// Embeds `paths` (in parallel) and stores the vectors; a path the model no longer has as a
-    /// note is removed from the store.
-    fn embed_paths(&self, s: &Semantic, paths: &[VaultPath]) {
+    /// note is removed from the store. Returns how many notes were embedded (the others were
+    /// current already).
+    fn embed_paths(&self, s: &Semantic, paths: &[VaultPath]) -> usize {
         let model = self.model_now();
         let todo: Vec<(&VaultPath, u64)> = paths
             .iter()
@@ -191,13 +214,18 @@ impl Engine {
             })
             .collect();
         drop(texts);
+        let embedded = made.len();
         let mut store = s.store.write().unwrap_or_else(|e| e.into_inner());
+        if embedded > 0 || !gone.is_empty() {
+            s.unsaved.store(true, Ordering::Release);
+        }
         for p in gone {
             store.remove(p);
         }
         for (p, st, v) in made {
             store.insert(p, st, v);
         }
+        embedded
     }
 
     /// Embeds every note of the model, in batches, unless a stop is requested.
@@ -209,8 +237,30 @@ impl Engine {
             if self.is_stopping() {
                 return;
             }
-            self.embed_paths(s, batch);
+            let n = self.embed_paths(s, batch);
+            s.fresh.fetch_add(n as u64, Ordering::Relaxed);
             s.done.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        }
+        // Notes the cache held that are no longer notes.
+        {
+            let model = self.model_now();
+            let mut store = s.store.write().unwrap_or_else(|e| e.into_inner());
+            let before = store.len();
+            store.retain(|p| model.note(p).is_some());
+            if store.len() != before {
+                s.unsaved.store(true, Ordering::Release);
+            }
+        }
+        {
+            let mut cache = s.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if cache.starts_with("loaded") {
+                let fresh = s.fresh.load(Ordering::Relaxed) as usize;
+                *cache = format!(
+                    "reused {} of {} notes",
+                    paths.len().saturating_sub(fresh),
+                    paths.len()
+                );
+            }
         }
         let ms = started.elapsed().as_millis() as u64;
         *s.embed_ms.lock().unwrap_or_else(|e| e.into_inner()) = Some(ms);
@@ -240,18 +290,104 @@ impl Engine {
             self.embed_paths(s, batch);
         }
         let model = self.model_now();
-        s.store
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|p| model.note(p).is_some());
+        let mut store = s.store.write().unwrap_or_else(|e| e.into_inner());
+        let before = store.len();
+        store.retain(|p| model.note(p).is_some());
+        if store.len() != before {
+            s.unsaved.store(true, Ordering::Release);
+        }
+        drop(store);
         s.total.store(total, Ordering::Relaxed);
         s.done.store(total, Ordering::Relaxed);
+    }
+}
+
+impl Engine {
+    /// The folder the vectors are saved in: the index cache folder, when there is one.
+    fn embeddings_dir(&self) -> Option<Arc<IndexCacheDir>> {
+        match &*self.cache.lock().unwrap_or_else(|e| e.into_inner()) {
+            IndexCache::Dir(d) => Some(Arc::clone(d)),
+            _ => None,
+        }
+    }
+
+    /// Loads the saved vectors, if any were saved by this model. A file that fails a check is
+    /// removed and every note embedded again.
+    fn load_embeddings(&self, s: &Semantic) {
+        let Some(dir) = self.embeddings_dir() else {
+            return;
+        };
+        let started = Instant::now();
+        let status = match dir.read(EMBEDDINGS_FILE, MAX_SAVED_BYTES) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "new".to_owned(),
+            Err(e) => {
+                let _ = dir.remove(EMBEDDINGS_FILE);
+                format!("rebuilt: cannot read the embeddings cache ({})", e.kind())
+            }
+            Ok(bytes) => {
+                let info = s.model.info();
+                match saved::decode(&bytes, s.model.fingerprint(), info.dimensions) {
+                    Ok(store) => {
+                        let n = store.len();
+                        *s.store.write().unwrap_or_else(|e| e.into_inner()) = store;
+                        tracing::info!(
+                            notes = n,
+                            ms = started.elapsed().as_millis() as u64,
+                            "embeddings cache loaded"
+                        );
+                        format!("loaded {n} notes")
+                    }
+                    Err(why) => {
+                        tracing::info!(reason = %why, "embeddings cache not usable; embedding afresh");
+                        let _ = dir.remove(EMBEDDINGS_FILE);
+                        format!("rebuilt: {why}")
+                    }
+                }
+            }
+        };
+        *s.cache.lock().unwrap_or_else(|e| e.into_inner()) = status;
+    }
+
+    /// Saves the vectors if they changed since the last save. Errors are logged and shown by
+    /// `vault_info`; the previous save stays in place.
+    pub(super) fn save_embeddings(&self) {
+        let Some(s) = self.semantic.get() else {
+            return;
+        };
+        let Some(dir) = self.embeddings_dir() else {
+            return;
+        };
+        if !s.unsaved.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let started = Instant::now();
+        let bytes = saved::encode(&s.store(), s.model.fingerprint());
+        match dir.write(EMBEDDINGS_FILE, &bytes) {
+            Ok(()) => tracing::debug!(
+                bytes = bytes.len(),
+                ms = started.elapsed().as_millis() as u64,
+                "embeddings cache saved"
+            ),
+            Err(e) => {
+                s.unsaved.store(true, Ordering::Release);
+                tracing::warn!(error = %e, "embeddings cache not saved");
+                self.lock_status().last_error = Some(format!("embeddings cache not saved: {e}"));
+            }
+        }
     }
 }
 
 /// The embedding thread: waits for the keyword index, embeds every note, then keeps up with
 /// changes until the engine stops.
 pub(super) fn run_embedder(weak: &Weak<Engine>, stop: &Stop) {
+    // The saved vectors first: semantic search answers from them while the index builds.
+    {
+        let Some(e) = weak.upgrade() else { return };
+        let Some(s) = e.semantic.get().cloned() else {
+            return;
+        };
+        e.load_embeddings(&s);
+    }
     loop {
         match weak.upgrade() {
             Some(e) if e.is_ready() => break,
@@ -268,12 +404,20 @@ pub(super) fn run_embedder(weak: &Weak<Engine>, stop: &Stop) {
             return;
         };
         e.embed_all(&s);
+        if s.is_complete() {
+            e.save_embeddings();
+        }
     }
+    let mut saved_at = Instant::now();
     while !stop.sleep(DIRTY_EVERY) {
         let Some(e) = weak.upgrade() else { return };
         let Some(s) = e.semantic.get().cloned() else {
             return;
         };
         e.embed_dirty(&s);
+        if saved_at.elapsed() >= SAVE_EVERY && s.unsaved.load(Ordering::Acquire) {
+            e.save_embeddings();
+            saved_at = Instant::now();
+        }
     }
 }

@@ -29,7 +29,9 @@ use tantivy::index::SegmentComponent;
 use tantivy::schema::Schema;
 use tantivy::{Directory, Index};
 
-use crate::vault::cache::{CacheFile, CacheWriter, IndexCacheDir, MAX_FILES, valid_name};
+use crate::vault::cache::{
+    CacheFile, CacheWriter, EMBEDDINGS_FILE, IndexCacheDir, MAX_FILES, valid_name,
+};
 
 /// The index's files: the positions files, in the cache folder and read from the disk at
 /// offsets, and everything else in RAM. Cheap to clone (shared).
@@ -501,7 +503,11 @@ fn write_snapshot(
     dir.sync().map_err(|e| e.to_string())?;
     let named: HashSet<&str> = manifest.files.iter().map(String::as_str).collect();
     for name in existing {
-        if name != MANIFEST && !named.contains(name.as_str()) && valid_name(&name) {
+        if name != MANIFEST
+            && name != EMBEDDINGS_FILE
+            && !named.contains(name.as_str())
+            && valid_name(&name)
+        {
             let _ = dir.remove(&name);
         }
     }
@@ -513,7 +519,7 @@ pub fn clear(dir: &IndexCacheDir) -> std::io::Result<()> {
     // The manifest first: without it, whatever else remains is never loaded.
     dir.remove(MANIFEST)?;
     for name in dir.names()? {
-        if valid_name(&name) {
+        if valid_name(&name) && name != EMBEDDINGS_FILE {
             dir.remove(&name)?;
         }
     }

@@ -7,6 +7,7 @@ pub mod chunk;
 #[cfg(feature = "import")]
 pub mod import;
 pub mod model;
+pub mod saved;
 pub mod store;
 
 use std::path::Path;

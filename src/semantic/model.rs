@@ -51,6 +51,8 @@ pub struct StaticModel {
     /// Token id → row, when the model maps tokens to shared rows.
     mapping: Option<Vec<u32>>,
     info: ModelInfo,
+    /// sha256 of the files it was loaded from: vectors of another fingerprint are another space.
+    fingerprint: [u8; 32],
 }
 
 impl std::fmt::Debug for StaticModel {
@@ -78,12 +80,12 @@ impl StaticModel {
     /// A model from the bytes of its three files. `default_name` names it when its config does
     /// not.
     pub fn from_bytes(
-        config: &[u8],
-        tokenizer: &[u8],
+        config_bytes: &[u8],
+        tokenizer_bytes: &[u8],
         weights: &[u8],
         default_name: &str,
     ) -> Result<StaticModel, ModelError> {
-        let config: Config = serde_json::from_slice(config)
+        let config: Config = serde_json::from_slice(config_bytes)
             .map_err(|e| bad(format!("config.json is not a model config: {e}")))?;
         if let Some(t) = &config.model_type
             && t != "model2vec"
@@ -93,7 +95,7 @@ impl StaticModel {
                  folder must first be turned into a static model (capvault model import)"
             )));
         }
-        let mut tokenizer = Tokenizer::from_bytes(tokenizer)
+        let mut tokenizer = Tokenizer::from_bytes(tokenizer_bytes)
             .map_err(|e| bad(format!("tokenizer.json is not a tokenizer: {e}")))?;
         // A transformer's tokenizer cuts at its context length and pads; a static model reads
         // every token of a section ([`MAX_TOKENS`] bounds it).
@@ -123,7 +125,7 @@ impl StaticModel {
             )));
         }
         let table = floats(emb.dtype(), emb.data(), "embeddings")?;
-        let weights = match tensors.tensor("weights") {
+        let weights_row = match tensors.tensor("weights") {
             Ok(w) if w.shape() == [rows] => Some(floats(w.dtype(), w.data(), "weights")?),
             Ok(_) => return Err(bad("model.safetensors: `weights` has the wrong shape")),
             Err(_) => None,
@@ -161,9 +163,10 @@ impl StaticModel {
         Ok(StaticModel {
             tokenizer,
             table,
-            weights,
+            weights: weights_row,
             mapping,
             info,
+            fingerprint: fingerprint(&[config_bytes, tokenizer_bytes, weights]),
         })
     }
 
@@ -181,7 +184,9 @@ impl StaticModel {
         if tokenizer.get_vocab_size(true) > rows {
             return Err(bad("the tokenizer has more tokens than the table has rows"));
         }
+        let bytes: Vec<u8> = table.iter().flat_map(|x| x.to_le_bytes()).collect();
         Ok(StaticModel {
+            fingerprint: fingerprint(&[name.as_bytes(), &bytes]),
             tokenizer,
             table,
             weights: None,
@@ -198,6 +203,11 @@ impl StaticModel {
     /// What the model is.
     pub fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    /// sha256 of what the model was loaded from (its files, each with its length in front).
+    pub fn fingerprint(&self) -> &[u8; 32] {
+        &self.fingerprint
     }
 
     /// Dimensions of its vectors.
@@ -238,6 +248,17 @@ impl StaticModel {
         }
         normalise(&mut sum).then_some(sum)
     }
+}
+
+/// sha256 over `parts`, each preceded by its length.
+fn fingerprint(parts: &[&[u8]]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    h.finalize().into()
 }
 
 /// Scales `v` to unit length; false when it is zero (or not finite).

@@ -33,6 +33,9 @@ const LOCK_FILE: &str = "lock";
 /// the root's device and inode numbers, which a folder made after the vault was deleted can
 /// reuse; its files must not be served for that other folder.
 const BIRTH_FILE: &str = "vault-birth";
+/// The embeddings cache's file (semantic search's vectors, `crate::semantic::saved`): the
+/// search index's saves and clears leave it alone; a folder emptied for another vault loses it.
+pub const EMBEDDINGS_FILE: &str = "embeddings.bin";
 /// Longest file name accepted in the cache folder.
 const MAX_NAME: usize = 100;
 /// Most files listed from the cache folder.

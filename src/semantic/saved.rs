@@ -1,0 +1,345 @@
+//! The vector store as bytes, for the embeddings cache (a file in the vault's index cache
+//! folder, outside the vault): a restart reloads it and re-embeds only the notes whose version
+//! stamp changed. No I/O here; the engine reads and writes the file through the capability layer.
+//!
+//! Nothing in the file is trusted beyond what it proves: a magic line and format number, the
+//! fingerprint of the model that made the vectors (another model's vectors are another space),
+//! the dimensions, a sha256 over everything before it, and then every count checked against the
+//! bytes left, every path parsed as a vault path, every heading UTF-8 and bounded, every scale
+//! finite. A file that fails any check is discarded whole and every note is embedded again.
+//!
+//! Layout (little-endian): magic, format (u32), model fingerprint (32 bytes), dimensions (u32),
+//! notes (u32); per note: path (u16 length + bytes), stamp (u64), sections (u16); per section:
+//! line (u32), heading (u16 length + bytes, `u16::MAX` for none), scale (f32), `dims` codes
+//! (i8); then the sha256 of all of the above.
+
+use sha2::{Digest, Sha256};
+
+use super::chunk::MAX_CHUNKS;
+use super::store::{NoteVectors, Section, VectorStore};
+use crate::vault::VaultPath;
+
+/// The file's first bytes.
+const MAGIC: &[u8; 20] = b"capvault embeddings\n";
+/// Bump when the layout or what goes into a vector changes (chunking, context, pooling).
+pub const FORMAT: u32 = 1;
+/// Longest heading kept.
+const MAX_HEADING: usize = 4096;
+/// Marks a section without a heading.
+const NO_HEADING: u16 = u16::MAX;
+
+/// Why a saved store was not used (shown in `vault_info`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SavedError(pub &'static str);
+
+/// The bytes of `store`, made by the model with `fingerprint`.
+pub fn encode(store: &VectorStore, fingerprint: &[u8; 32]) -> Vec<u8> {
+    let dims = store.dims;
+    let sections = store.sections();
+    let mut out = Vec::with_capacity(64 + store.len() * 48 + sections * (dims + 40));
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(fingerprint);
+    out.extend_from_slice(&(dims as u32).to_le_bytes());
+    let mut notes: Vec<(&VaultPath, &NoteVectors)> = store.notes.iter().collect();
+    notes.sort_by(|a, b| a.0.cmp(b.0));
+    out.extend_from_slice(&(notes.len() as u32).to_le_bytes());
+    for (path, note) in notes {
+        put_str(&mut out, path.as_str());
+        out.extend_from_slice(&note.stamp.to_le_bytes());
+        out.extend_from_slice(&(note.sections.len() as u16).to_le_bytes());
+        let rows = note.codes.chunks_exact(dims).zip(&note.scales);
+        for (section, (row, scale)) in note.sections.iter().zip(rows) {
+            out.extend_from_slice(&section.line.to_le_bytes());
+            match &section.heading {
+                Some(h) => put_str(&mut out, h),
+                None => out.extend_from_slice(&NO_HEADING.to_le_bytes()),
+            }
+            out.extend_from_slice(&scale.to_le_bytes());
+            out.extend(row.iter().map(|&c| c as u8));
+        }
+    }
+    let digest = Sha256::digest(&out);
+    out.extend_from_slice(&digest);
+    out
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    // Paths and headings are far below u16::MAX bytes (paths by the vault's own limits,
+    // headings cut by the chunker); cut at a character boundary all the same.
+    let mut end = s.len().min(MAX_HEADING);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.extend_from_slice(&(end as u16).to_le_bytes());
+    out.extend_from_slice(&s.as_bytes()[..end]);
+}
+
+/// Reads bytes off the front of a slice, failing past its end.
+struct Reader<'a>(&'a [u8]);
+
+const TRUNCATED: SavedError = SavedError("the embeddings cache is cut short");
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], SavedError> {
+        if n > self.0.len() {
+            return Err(TRUNCATED);
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], SavedError> {
+        let mut a = [0; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+    fn u16(&mut self) -> Result<u16, SavedError> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+    fn u32(&mut self) -> Result<u32, SavedError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    fn str(&mut self, len: u16) -> Result<&'a str, SavedError> {
+        if usize::from(len) > MAX_HEADING {
+            return Err(SavedError("the embeddings cache holds an over-long name"));
+        }
+        std::str::from_utf8(self.take(len.into())?)
+            .map_err(|_| SavedError("the embeddings cache holds a name that is not UTF-8"))
+    }
+}
+
+/// The store in `bytes`, if they are a whole, unaltered save of vectors of `dims` dimensions
+/// made by the model with `fingerprint`.
+pub fn decode(
+    bytes: &[u8],
+    fingerprint: &[u8; 32],
+    dims: usize,
+) -> Result<VectorStore, SavedError> {
+    let Some(body_len) = bytes.len().checked_sub(32) else {
+        return Err(TRUNCATED);
+    };
+    let (body, digest) = bytes.split_at(body_len);
+    let mut r = Reader(body);
+    if r.take(MAGIC.len())? != MAGIC {
+        return Err(SavedError("not an embeddings cache"));
+    }
+    if r.u32()? != FORMAT {
+        return Err(SavedError(
+            "the embeddings cache was written by another version",
+        ));
+    }
+    if Sha256::digest(body).as_slice() != digest {
+        return Err(SavedError("the embeddings cache fails its checksum"));
+    }
+    if &r.array::<32>()? != fingerprint {
+        return Err(SavedError("the embeddings cache was made by another model"));
+    }
+    if r.u32()? as usize != dims {
+        return Err(SavedError(
+            "the embeddings cache has other dimensions than the model",
+        ));
+    }
+    let notes = r.u32()? as usize;
+    // Each note takes at least 12 bytes: a count past that is a lie, not an allocation.
+    if notes > r.0.len() / 12 {
+        return Err(TRUNCATED);
+    }
+    let mut store = VectorStore::new(dims);
+    store.notes.reserve(notes);
+    for _ in 0..notes {
+        let len = r.u16()?;
+        let path = VaultPath::parse(r.str(len)?)
+            .map_err(|_| SavedError("the embeddings cache names a path that is not a note"))?;
+        let stamp = u64::from_le_bytes(r.array()?);
+        let count = usize::from(r.u16()?);
+        if count == 0 || count > MAX_CHUNKS {
+            return Err(SavedError(
+                "the embeddings cache holds a note with a bad section count",
+            ));
+        }
+        let mut sections = Vec::with_capacity(count);
+        let mut codes = Vec::with_capacity(count * dims);
+        let mut scales = Vec::with_capacity(count);
+        for _ in 0..count {
+            let line = r.u32()?;
+            let heading = match r.u16()? {
+                NO_HEADING => None,
+                len => Some(Box::from(r.str(len)?)),
+            };
+            let scale = f32::from_le_bytes(r.array()?);
+            if !scale.is_finite() || scale < 0.0 {
+                return Err(SavedError("the embeddings cache holds a bad scale"));
+            }
+            codes.extend(r.take(dims)?.iter().map(|&b| b as i8));
+            scales.push(scale);
+            sections.push(Section { line, heading });
+        }
+        let note = NoteVectors {
+            sections: sections.into_boxed_slice(),
+            codes: codes.into_boxed_slice(),
+            scales: scales.into_boxed_slice(),
+            stamp,
+        };
+        if store.notes.insert(path, note).is_some() {
+            return Err(SavedError("the embeddings cache names a note twice"));
+        }
+    }
+    if !r.0.is_empty() {
+        return Err(SavedError("the embeddings cache has bytes past its end"));
+    }
+    Ok(store)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FP: [u8; 32] = [7; 32];
+
+    fn sample() -> VectorStore {
+        let mut s = VectorStore::new(3);
+        let p = |s: &str| VaultPath::parse(s).unwrap();
+        s.insert(
+            p("a.md"),
+            11,
+            vec![
+                (
+                    Section {
+                        line: 1,
+                        heading: None,
+                    },
+                    vec![0.6, 0.8, 0.0],
+                ),
+                (
+                    Section {
+                        line: 9,
+                        heading: Some("Über uns".into()),
+                    },
+                    vec![0.0, -1.0, 0.0],
+                ),
+            ],
+        );
+        s.insert(
+            p("Folder/b.md"),
+            u64::MAX,
+            vec![(
+                Section {
+                    line: 3,
+                    heading: Some("B".into()),
+                },
+                vec![0.0, 0.0, 1.0],
+            )],
+        );
+        s
+    }
+
+    fn same(a: &VectorStore, b: &VectorStore) -> bool {
+        a.dims == b.dims
+            && a.notes.len() == b.notes.len()
+            && a.notes.iter().all(|(p, n)| {
+                b.notes.get(p).is_some_and(|m| {
+                    n.sections == m.sections
+                        && n.codes == m.codes
+                        && n.scales == m.scales
+                        && n.stamp == m.stamp
+                })
+            })
+    }
+
+    #[test]
+    fn a_saved_store_loads_back_exactly() {
+        let s = sample();
+        let bytes = encode(&s, &FP);
+        let back = decode(&bytes, &FP, 3).unwrap();
+        assert!(same(&s, &back));
+        let q = [0.0, -1.0, 0.0];
+        assert_eq!(s.nearest(&q, 2, |_| true), back.nearest(&q, 2, |_| true));
+        // The same store saves to the same bytes, whatever the map's order.
+        assert_eq!(encode(&back, &FP), bytes);
+        // An empty store too.
+        let empty = VectorStore::new(3);
+        assert!(decode(&encode(&empty, &FP), &FP, 3).unwrap().is_empty());
+    }
+
+    #[test]
+    fn another_model_or_dimensions_or_format_is_refused() {
+        let bytes = encode(&sample(), &FP);
+        assert!(
+            decode(&bytes, &[8; 32], 3)
+                .unwrap_err()
+                .0
+                .contains("another model")
+        );
+        assert!(decode(&bytes, &FP, 4).unwrap_err().0.contains("dimensions"));
+        let mut other = bytes.clone();
+        other[MAGIC.len()] ^= 1;
+        assert!(
+            decode(&other, &FP, 3)
+                .unwrap_err()
+                .0
+                .contains("another version")
+        );
+    }
+
+    #[test]
+    fn every_altered_or_cut_file_is_refused_never_loaded() {
+        let bytes = encode(&sample(), &FP);
+        // Every single-bit flip past the magic and format fails the checksum (or the magic).
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x10;
+            assert!(decode(&b, &FP, 3).is_err(), "flip at {i} was accepted");
+        }
+        for n in 0..bytes.len() {
+            assert!(
+                decode(&bytes[..n], &FP, 3).is_err(),
+                "cut at {n} was accepted"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer, &FP, 3).is_err());
+    }
+
+    /// A file whose checksum is right but whose content lies (written by a buggy or hostile
+    /// writer that recomputed the digest) is still refused by the structural checks.
+    #[test]
+    fn a_well_summed_file_with_bad_content_is_refused() {
+        let reseal = |mut body: Vec<u8>| {
+            let d = Sha256::digest(&body);
+            body.extend_from_slice(&d);
+            body
+        };
+        let bytes = encode(&sample(), &FP);
+        let body = bytes[..bytes.len() - 32].to_vec();
+        let header = MAGIC.len() + 4 + 32 + 4;
+        // A path that escapes the vault.
+        let evil = {
+            let mut b = body.clone();
+            let at = body.windows(4).position(|w| w == b"a.md").unwrap();
+            b[at..at + 4].copy_from_slice(b"../x");
+            b
+        };
+        assert!(
+            decode(&reseal(evil), &FP, 3)
+                .unwrap_err()
+                .0
+                .contains("path")
+        );
+        // A note count far beyond the bytes.
+        let mut huge = body.clone();
+        huge[header..header + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode(&reseal(huge), &FP, 3).is_err());
+        // Trailing bytes inside the sealed body.
+        let mut extra = body.clone();
+        extra.push(1);
+        assert!(
+            decode(&reseal(extra), &FP, 3)
+                .unwrap_err()
+                .0
+                .contains("past its end")
+        );
+    }
+}
