@@ -398,8 +398,12 @@ async fn attack_table(via: Via) {
     let before_hidden: Vec<_> = hidden.iter().map(|h| snapshot(h)).collect();
     // With --write: the write tools take every row too.
     let state = tmp.path().join("state");
+    // With an embedding model: `related_notes` is listed and takes every row as well.
+    let model = tmp.path().join("model");
+    common::write_model(&model);
     let mut flags: Vec<&str> = EXCLUDE_FLAGS.to_vec();
     flags.extend(["--write", "--state-dir", state.to_str().unwrap()]);
+    flags.extend(["--embedding-model", model.to_str().unwrap()]);
     let v = tmp.path().join("vault");
     let s = match via {
         Via::Stdio => Server::start_with(&v, &flags).await,
@@ -429,6 +433,7 @@ async fn attack_table(via: Via) {
         "edit_canvas",
         "query_base",
         "list_bases",
+        "related_notes",
     ] {
         assert!(
             path_tools.contains(&t),

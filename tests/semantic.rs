@@ -6,53 +6,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{Server, symlink, write_tree};
+use common::{Server, symlink, write_model, write_tree};
 use serde_json::{Value, json};
-
-/// Word groups: words of one group embed in one direction.
-const GROUPS: &[&[&str]] = &[
-    &["dog", "puppy", "canine", "hound", "pets", "pet"],
-    &["bicycle", "cycling", "bike", "pedal", "wheels"],
-    &["bread", "baking", "dough", "oven", "yeast", "loaf"],
-    &["secret", "hidden", "private"],
-];
-
-/// Writes a static model folder for [`GROUPS`] under `dir`.
-fn write_model(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let dims = GROUPS.len() + 1;
-    let mut vocab = serde_json::Map::new();
-    vocab.insert("[unk]".into(), json!(0));
-    let mut table = vec![0f32; dims];
-    table[dims - 1] = 1e-3;
-    for (g, group) in GROUPS.iter().enumerate() {
-        for w in *group {
-            vocab.insert((*w).to_owned(), json!(vocab.len()));
-            let mut row = vec![0f32; dims];
-            row[g] = 1.0;
-            table.extend(row);
-        }
-    }
-    let tokenizer = json!({
-        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
-        "normalizer": {"type": "Lowercase"}, "pre_tokenizer": {"type": "BertPreTokenizer"},
-        "post_processor": null, "decoder": null,
-        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[unk]"}
-    });
-    std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
-    std::fs::write(
-        dir.join("config.json"),
-        json!({"model_type": "model2vec", "hidden_dim": dims, "name": "groups-test",
-               "revision": "r1"})
-        .to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("model.safetensors"),
-        capvault::semantic::model::safetensors_bytes(&table, dims).unwrap(),
-    )
-    .unwrap();
-}
 
 fn vault(root: &Path) {
     write_tree(

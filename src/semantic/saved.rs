@@ -20,7 +20,7 @@ use super::store::{NoteVectors, Section, VectorStore};
 use crate::vault::VaultPath;
 
 /// The file's first bytes.
-const MAGIC: &[u8; 20] = b"capvault embeddings\n";
+pub const MAGIC: &[u8; 20] = b"capvault embeddings\n";
 /// Bump when the layout or what goes into a vector changes (chunking, context, pooling).
 pub const FORMAT: u32 = 1;
 /// Longest heading kept.

@@ -10,7 +10,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestPara
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceError, ServiceExt};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 /// A client connected to `capvault serve <vault>` running as a child process.
 pub struct Server {
@@ -397,4 +397,50 @@ pub fn deny_openat2(cmd: &mut std::process::Command) {
                 .map_err(|_| std::io::Error::from(std::io::ErrorKind::PermissionDenied))
         });
     }
+}
+
+/// Word groups of the tiny static model [`write_model`] writes: words of one group embed in one
+/// direction.
+pub const GROUPS: &[&[&str]] = &[
+    &["dog", "puppy", "canine", "hound", "pets", "pet"],
+    &["bicycle", "cycling", "bike", "pedal", "wheels"],
+    &["bread", "baking", "dough", "oven", "yeast", "loaf"],
+    &["secret", "hidden", "private"],
+];
+
+/// Writes a static model folder for [`GROUPS`] under `dir`.
+pub fn write_model(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let dims = GROUPS.len() + 1;
+    let mut vocab = serde_json::Map::new();
+    vocab.insert("[unk]".into(), json!(0));
+    let mut table = vec![0f32; dims];
+    table[dims - 1] = 1e-3;
+    for (g, group) in GROUPS.iter().enumerate() {
+        for w in *group {
+            vocab.insert((*w).to_owned(), json!(vocab.len()));
+            let mut row = vec![0f32; dims];
+            row[g] = 1.0;
+            table.extend(row);
+        }
+    }
+    let tokenizer = json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+        "normalizer": {"type": "Lowercase"}, "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": null, "decoder": null,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[unk]"}
+    });
+    std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        json!({"model_type": "model2vec", "hidden_dim": dims, "name": "groups-test",
+               "revision": "r1"})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("model.safetensors"),
+        capvault::semantic::model::safetensors_bytes(&table, dims).unwrap(),
+    )
+    .unwrap();
 }
