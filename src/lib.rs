@@ -40,14 +40,16 @@
 //! - [`semantic`]: semantic search's parts below the engine: the static embedding model
 //!   (model2vec's format, parsed from bytes the capability layer read, bounded and validated),
 //!   notes cut into heading-sized sections, the vector store with exact nearest-neighbour
-//!   search, and `capvault model import` ([`semantic::import`]: a static model distilled from a
+//!   search (int8 vectors), its bytes for the embeddings cache ([`semantic::saved`]: checked
+//!   and tied to the model's fingerprint), and `capvault model import` ([`semantic::import`]: a static model distilled from a
 //!   sentence transformer run in-process by candle).
 //! - [`engine`]: the model and the index built together at startup in the background and kept
 //!   fresh together: the file watcher ([`vault::watch`], hints only, every re-read through the
 //!   vault), a periodic stat-based reconcile, and optional query-time reconciles. One engine per
 //!   vault, shared by every session; [`engine::Engine::shutdown`] stops and joins its threads.
 //!   With an embedding model it also embeds every note in the background once the index is
-//!   ready, and re-embeds the notes each reconcile changed.
+//!   ready (after loading the vectors saved in the index cache folder, so only changed notes
+//!   are embedded again), and re-embeds the notes each reconcile changed.
 //! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
 //!   graph and tags, vault facts, settings, paths as people write them) as plain functions over a
 //!   `Vault`, the model and the engine, with bounded, paged results and errors for the client;
