@@ -157,7 +157,10 @@ fn main() {
         "quokka",
         "a book review draft",
     ];
-    println!("{:<36} {:>9} {:>9} {:>9}", "call", "p50 ms", "p95 ms", "target");
+    println!(
+        "{:<36} {:>9} {:>9} {:>9}",
+        "call", "p50 ms", "p95 ms", "target"
+    );
     for mode in ["hybrid", "semantic", "ranked"] {
         let mut times = Vec::new();
         for q in queries {

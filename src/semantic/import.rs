@@ -67,8 +67,7 @@ pub fn import(
     let source_sha256 = hex(&Sha256::digest(&weights));
     let config: Config = serde_json::from_slice(&config_bytes)
         .map_err(|e| format!("config.json is not a BERT config: {e}"))?;
-    let tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
-        .map_err(|e| format!("tokenizer.json is not a tokenizer: {e}"))?;
+    let tokenizer = model::parse_tokenizer(&tokenizer_bytes).map_err(err)?;
     let started = Instant::now();
     let table = token_vectors(&config, &tokenizer, weights, progress)?;
     let seconds = started.elapsed().as_secs_f64();

@@ -95,8 +95,7 @@ impl StaticModel {
                  folder must first be turned into a static model (capvault model import)"
             )));
         }
-        let mut tokenizer = Tokenizer::from_bytes(tokenizer_bytes)
-            .map_err(|e| bad(format!("tokenizer.json is not a tokenizer: {e}")))?;
+        let mut tokenizer = parse_tokenizer(tokenizer_bytes)?;
         // A transformer's tokenizer cuts at its context length and pads; a static model reads
         // every token of a section ([`MAX_TOKENS`] bounds it).
         tokenizer
@@ -217,7 +216,13 @@ impl StaticModel {
 
     /// The embedding of `text`, unit length; `None` when no token of it is known.
     pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
-        let encoding = self.tokenizer.encode_fast(text, false).ok()?;
+        // The tokenizer is the user's file run by a library that panics on some of them:
+        // a panic here is a text that does not embed, never a dead embedding thread.
+        let encoding = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.tokenizer.encode_fast(text, false)
+        }))
+        .ok()?
+        .ok()?;
         let dims = self.info.dimensions;
         let mut sum = vec![0f32; dims];
         let mut count = 0f32;
@@ -247,6 +252,19 @@ impl StaticModel {
             return None;
         }
         normalise(&mut sum).then_some(sum)
+    }
+}
+
+/// A tokenizer from the bytes of a `tokenizer.json`. The `tokenizers` crate panics on some
+/// malformed files (an `expect` in its decoder's deserialiser, found by fuzzing): that is a
+/// clear error too, not a crash at startup.
+pub fn parse_tokenizer(bytes: &[u8]) -> Result<Tokenizer, ModelError> {
+    match std::panic::catch_unwind(|| Tokenizer::from_bytes(bytes)) {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(e)) => Err(bad(format!("tokenizer.json is not a tokenizer: {e}"))),
+        Err(_) => Err(bad(
+            "tokenizer.json is not a tokenizer (the tokenizer library failed on it)",
+        )),
     }
 }
 
@@ -451,6 +469,25 @@ pub(crate) mod tests {
         // A value that is not a number.
         let (_, _, nan) = files(&[0.0, 0.0, f32::NAN, 0.0, 0.0, 1.0], 2, &words);
         assert!(err(&c, &t, &nan).contains("finite"));
+    }
+
+    /// Found by the `model_files` fuzz target: a decoder entry the `tokenizers` crate's
+    /// deserialiser `expect`s to parse.
+    #[test]
+    fn a_tokenizer_file_that_panics_the_library_is_a_clear_error() {
+        let words = ["[unk]", "alpha", "beta"];
+        let table = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0];
+        let (c, t, w) = files(&table, 2, &words);
+        // The fuzzer's find: a byte that breaks the JSON inside the decoder's value.
+        let t = String::from_utf8(t)
+            .unwrap()
+            .replace("\"decoder\":null", "\"decoder\":!null");
+        assert!(t.contains("!null"));
+        let e = StaticModel::from_bytes(&c, t.as_bytes(), &w, "m").unwrap_err();
+        assert!(
+            e.to_string().contains("the tokenizer library failed"),
+            "{e}"
+        );
     }
 
     #[test]
