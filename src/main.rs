@@ -1156,7 +1156,8 @@ fn semantic_model(test: &SemanticArgs) -> anyhow::Result<Option<capvault::semant
         Ok(_) => {}
         Err(e) => {
             tracing::warn!(
-                "{off}: the embedding model {} could not be downloaded: {e} (`capvault model                  fetch` retries and resumes)",
+                "{off}: the embedding model {} could not be downloaded: {e} (run `capvault \
+                 model fetch` to retry)",
                 spec.repo
             );
             return Ok(None);

@@ -415,7 +415,7 @@ async fn download(
         let mut response = request
             .send()
             .await
-            .map_err(|e| format!("{name}: {url}: {}", error_chain(&e)))?;
+            .map_err(|e| format!("{name}: {url}: {}", error_chain(&e.without_url())))?;
         let status = response.status().as_u16();
         let total = match status {
             206 if have > 0 => match content_range(&response) {
@@ -483,7 +483,7 @@ async fn download(
                 Ok(None) => break,
                 Err(e) => {
                     part.sync().map_err(io_err)?;
-                    return Err(interrupted(have, error_chain(&e)));
+                    return Err(interrupted(have, error_chain(&e.without_url())));
                 }
             };
             if have + chunk.len() as u64 > bound {
