@@ -355,6 +355,7 @@ async fn a_sha256_mismatch_is_refused_and_leaves_no_file() {
     assert!(!out.join("tokenizer.json").exists());
     assert!(!out.join("tokenizer.json.part").exists());
     // The file before it was right and stays; the weights were never asked for.
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
     assert!(out.join("config.json").exists());
     assert!(!hub.seen().iter().any(|s| s.path.contains("safetensors")));
 }
@@ -581,6 +582,12 @@ async fn serve_semantic_without_a_hub_still_serves_keyword_search() {
     s.wait_index_ready().await;
     let info = s.ok("vault_info", json!({})).await;
     assert!(info.get("embedding").is_none(), "{info}");
+    // Nothing was received, so nothing is left but the (empty) folder.
+    let folder = tmp
+        .path()
+        .join("cache/capvault/models/test--tiny")
+        .join(REV);
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
     let r = s.ok("search_notes", json!({"query": "puppy"})).await;
     assert_eq!(r["mode"], "ranked");
     assert_eq!(r["hits"][0]["path"], "Dogs.md", "{r}");

@@ -285,8 +285,14 @@ pub async fn fetch(
             Some(c) => c,
             None => client.insert(http_client().map_err(|e| format!("HTTP client: {e}"))?),
         };
-        let got = download(client, url, &dir, pin, report).await?;
-        done.downloaded.push((pin.file, got));
+        match download(client, url, &dir, pin, report).await {
+            Ok(got) => done.downloaded.push((pin.file, got)),
+            Err(e) => {
+                // A request that failed before the first byte leaves nothing behind.
+                let _ = dir.remove_empty_part(pin.file);
+                return Err(e);
+            }
+        }
     }
     Ok(done)
 }

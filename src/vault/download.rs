@@ -208,6 +208,16 @@ impl DownloadDir {
         }
     }
 
+    /// Removes `<name>.part` if it is empty (a download that failed before its first byte).
+    pub fn remove_empty_part(&self, name: &str) -> Result<(), String> {
+        check_name(name).map_err(|e| format!("{}/{name}: {e}", self.shown))?;
+        let part = format!("{name}{PART_SUFFIX}");
+        match self.dir.symlink_metadata(&part) {
+            Ok(m) if m.is_file() && m.len() == 0 => self.remove_part(name),
+            _ => Ok(()),
+        }
+    }
+
     fn sync(&self) -> io::Result<()> {
         self.dir
             .open_with(".", OpenOptions::new().read(true))?
@@ -304,7 +314,11 @@ mod tests {
         part.write_all(b"abc").unwrap();
         part.truncate().unwrap();
         assert_eq!(part.len().unwrap(), 0);
-        dir.remove_part("y").unwrap();
+        part.write_all(b"abc").unwrap();
+        dir.remove_empty_part("y").unwrap();
+        assert!(path.join("y.part").exists());
+        part.truncate().unwrap();
+        dir.remove_empty_part("y").unwrap();
         assert!(!path.join("y.part").exists());
 
         std::os::unix::fs::symlink("/etc/passwd", path.join("z")).unwrap();
