@@ -510,10 +510,14 @@ async fn a_plain_http_endpoint_off_loopback_is_refused() {
 
 /// `serve <vault> --semantic` with the testing aid's model, against `endpoint`.
 async fn serve_semantic(vault: &Path, endpoint: &str, home: &Path) -> common::Server {
+    serve_with(vault, endpoint, home, &["--semantic"]).await
+}
+
+/// `serve <vault> <extra>` with the testing aid's model, against `endpoint`.
+async fn serve_with(vault: &Path, endpoint: &str, home: &Path, extra: &[&str]) -> common::Server {
     let files = model_files();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve").arg(vault).args([
-        "--semantic",
+    cmd.arg("serve").arg(vault).args(extra).args([
         "--semantic-repo",
         REPO,
         "--semantic-revision",
@@ -601,4 +605,63 @@ async fn serve_semantic_without_a_hub_still_serves_keyword_search() {
     assert!(r.text.contains("--semantic"), "{}", r.text);
     assert!(r.text.contains("capvault model fetch"), "{}", r.text);
     s.stop().await;
+}
+
+#[tokio::test]
+async fn the_config_files_semantic_turns_it_on_and_a_folder_wins_over_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("vault");
+    common::write_tree(&vault, &[("Dogs.md", "A puppy in the garden.\n")]);
+    common::write_tree(
+        &tmp.path().join("config/capvault"),
+        &[("config.toml", "semantic = true\n")],
+    );
+    let hub = Hub::start(model_files()).await;
+    let s = serve_with(&vault, &hub.endpoint(), tmp.path(), &[]).await;
+    let info = s
+        .eventually(30, "vault_info", json!({}), |i| {
+            i["embedding"]["state"] == "ready"
+        })
+        .await;
+    assert_eq!(info["embedding"]["model"], REPO, "{info}");
+    s.stop().await;
+
+    // --embedding-model wins over the file's `semantic`: the hub is not asked.
+    let local = tmp.path().join("local");
+    std::fs::create_dir(&local).unwrap();
+    for (name, bytes) in model_files() {
+        std::fs::write(local.join(name), bytes).unwrap();
+    }
+    let before = hub.seen().len();
+    let s = serve_with(
+        &vault,
+        &hub.endpoint(),
+        tmp.path(),
+        &["--embedding-model", local.to_str().unwrap()],
+    )
+    .await;
+    let info = s
+        .eventually(30, "vault_info", json!({}), |i| {
+            i["embedding"]["state"] == "ready"
+        })
+        .await;
+    assert_eq!(info["embedding"]["model"], "local", "{info}");
+    s.stop().await;
+    assert_eq!(hub.seen().len(), before);
+
+    // Both flags at once is a usage error.
+    let (ok, _, stderr) = capvault(
+        &[
+            "serve",
+            vault.to_str().unwrap(),
+            "--semantic",
+            "--embedding-model",
+            local.to_str().unwrap(),
+        ],
+        &hub.endpoint(),
+        tmp.path(),
+    )
+    .await;
+    assert!(!ok);
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
 }
