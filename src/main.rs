@@ -907,7 +907,8 @@ async fn model_command(command: ModelCommand) -> anyhow::Result<()> {
             let info = m.info();
             let received: u64 = done.downloaded.iter().map(|(_, n)| n).sum();
             println!(
-                "{} at {} is in {} ({} downloaded now, {} there already; every sha256 matches                  its pin): {} tokens x {} dimensions.",
+                "{} at {} is in {} ({} downloaded now, {} there already; every sha256 matches \
+                 its pin): {} tokens x {} dimensions.",
                 spec.repo,
                 spec.revision,
                 folder.display(),
