@@ -6,6 +6,7 @@
 //! exclude = ["Private", "**/*.secret.md"]   # added to every --exclude
 //! disabled_tools = ["find_orphans"]
 //! show_obsidian_excluded = true       # as --show-obsidian-excluded
+//! semantic = true                     # as --semantic (--embedding-model DIR wins)
 //!
 //! [tool.search_notes]                 # how one tool is shown
 //! name = "work_search"
@@ -37,6 +38,9 @@ pub struct Config {
     /// Include Obsidian's Excluded files in results, as `--show-obsidian-excluded`.
     #[serde(default)]
     pub show_obsidian_excluded: bool,
+    /// Semantic search with the default model, as `--semantic` (`--embedding-model` wins).
+    #[serde(default)]
+    pub semantic: bool,
     /// Per-tool name and description overrides, by tool name.
     #[serde(default)]
     pub tool: BTreeMap<String, ToolEntry>,

@@ -29,6 +29,8 @@
 //!   date formats for daily notes, JSON Canvas (and its validated edits), and Bases
 //!   ([`obsidian::bases`]: the expression language and a bounded evaluator over any
 //!   [`obsidian::bases::Source`] of files).
+//! - [`net`]: outgoing HTTPS (where capvault may connect, how its clients are built), shared
+//!   by the issuer's keys and the model download. No filesystem.
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
 //!   (in parallel), the file index for link resolution, tags, forward links and backlinks, kept
 //!   current by stat-based diffs (of one file, one folder or the whole vault) applied one note at a
@@ -41,8 +43,10 @@
 //!   (model2vec's format, parsed from bytes the capability layer read, bounded and validated),
 //!   notes cut into heading-sized sections, the vector store with exact nearest-neighbour
 //!   search (int8 vectors), its bytes for the embeddings cache ([`semantic::saved`]: checked
-//!   and tied to the model's fingerprint), and `capvault model import` ([`semantic::import`]: a static model distilled from a
-//!   sentence transformer run in-process by candle).
+//!   and tied to the model's fingerprint), `capvault model import` ([`semantic::import`]: a
+//!   static model distilled from a sentence transformer run in-process by candle) and
+//!   `capvault model fetch` ([`semantic::fetch`]: a pinned model2vec model downloaded from the
+//!   Hugging Face hub, each file checked by sha256 and written through [`vault::download`]).
 //! - [`engine`]: the model and the index built together at startup in the background and kept
 //!   fresh together: the file watcher ([`vault::watch`], hints only, every re-read through the
 //!   vault), a periodic stat-based reconcile, and optional query-time reconciles. One engine per
@@ -82,6 +86,7 @@ pub mod http;
 pub mod index;
 pub mod markdown;
 pub mod model;
+pub mod net;
 pub mod notes;
 pub mod obsidian;
 pub mod semantic;

@@ -62,12 +62,8 @@ enum Command {
         /// Keep the search index in memory only: every start indexes every note.
         #[arg(long)]
         no_index_cache: bool,
-        /// Semantic search: the folder of a static embedding model (model2vec format:
-        /// `config.json`, `tokenizer.json`, `model.safetensors`; `capvault model import` makes
-        /// one from a sentence-transformers folder). Adds `semantic` and `hybrid` search modes
-        /// (hybrid becomes the default) and `related_notes`.
-        #[arg(long, value_name = "DIR")]
-        embedding_model: Option<PathBuf>,
+        #[command(flatten)]
+        semantic: Box<SemanticArgs>,
         /// Milliseconds a scanning search (exact, regex) may run before it returns partial results.
         #[arg(long, value_name = "MS", default_value_t = 3000)]
         scan_budget: u64,
@@ -181,7 +177,7 @@ enum Command {
         #[command(subcommand)]
         command: TokensCommand,
     },
-    /// Embedding models for semantic search (`serve --embedding-model DIR`).
+    /// Embedding models for semantic search (`serve --semantic`, `serve --embedding-model DIR`).
     Model {
         #[command(subcommand)]
         command: ModelCommand,
@@ -192,6 +188,31 @@ enum Command {
         /// The vault folder.
         vault: PathBuf,
     },
+}
+
+#[derive(Args, Debug)]
+struct SemanticArgs {
+    /// Semantic search: the folder of a static embedding model (model2vec format:
+    /// `config.json`, `tokenizer.json`, `model.safetensors`; `capvault model import` makes
+    /// one from a sentence-transformers folder). Adds `semantic` and `hybrid` search modes
+    /// (hybrid becomes the default) and `related_notes`.
+    #[arg(long, value_name = "DIR")]
+    embedding_model: Option<PathBuf>,
+    /// Semantic search with the default model (potion-base-8M, 31 MB): loaded from the
+    /// user's cache folder, downloaded there first when missing (pinned and checked, as
+    /// `capvault model fetch` does). If the download fails the server still starts, with
+    /// keyword search only. Use --embedding-model DIR for another model or offline machines.
+    #[arg(long, conflicts_with = "embedding_model")]
+    semantic: bool,
+    // Testing aid: the model `--semantic` downloads instead of the default one (the tests
+    // serve a tiny model from a loopback hub). The same rules as `capvault model fetch`: a
+    // commit and three sha256 pins.
+    #[arg(long, value_name = "OWNER/NAME", hide = true)]
+    semantic_repo: Option<String>,
+    #[arg(long, value_name = "COMMIT", hide = true)]
+    semantic_revision: Option<String>,
+    #[arg(long, value_name = "FILE=HEX", hide = true)]
+    semantic_sha256: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -224,6 +245,28 @@ enum ModelCommand {
         /// Dimensions to keep (principal components).
         #[arg(long, default_value_t = 256)]
         dimensions: usize,
+    },
+    /// Download a static model (model2vec format) from the Hugging Face hub into a folder,
+    /// check every file's sha256 against its pin, and load it. Without options: the default
+    /// model (minishlab/potion-base-8M at a pinned commit), into the user's cache folder,
+    /// where `serve --semantic` finds it. An interrupted download resumes when run again.
+    /// `HF_ENDPOINT` names a mirror (https only).
+    Fetch {
+        /// Another model's repository (OWNER/NAME); it then needs --revision and a --sha256
+        /// for each of its three files.
+        #[arg(long, value_name = "OWNER/NAME")]
+        repo: Option<String>,
+        /// The commit to download (40 hex digits; a branch or tag is refused).
+        #[arg(long, value_name = "COMMIT")]
+        revision: Option<String>,
+        /// The sha256 a file must have: config.json=HEX, tokenizer.json=HEX,
+        /// model.safetensors=HEX (repeat for each).
+        #[arg(long, value_name = "FILE=HEX")]
+        sha256: Vec<String>,
+        /// Folder to download into (default: the user's cache folder,
+        /// `~/.cache/capvault/models/<owner>--<name>/<commit>` on Linux).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Check a static model folder and show what it is.
     Check {
@@ -836,8 +879,58 @@ impl Prepared {
 }
 
 /// `capvault model ...`.
-fn model_command(command: ModelCommand) -> anyhow::Result<()> {
+async fn model_command(command: ModelCommand) -> anyhow::Result<()> {
     match command {
+        ModelCommand::Fetch {
+            repo,
+            revision,
+            sha256,
+            out,
+        } => {
+            use capvault::semantic::fetch;
+            let spec = fetch::ModelSpec::from_args(repo.as_deref(), revision.as_deref(), &sha256)
+                .map_err(anyhow::Error::msg)?;
+            let in_cache = out.is_none();
+            let folder = match out {
+                Some(dir) => dir,
+                None => spec.cache_folder().ok_or_else(|| {
+                    anyhow::anyhow!("no cache folder for this user: pass --out DIR")
+                })?,
+            };
+            let report = |line: &str| eprintln!("capvault: model fetch: {line}");
+            let done = fetch::fetch(&spec, &folder, in_cache, &fetch::endpoint(), &report)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            let m = capvault::semantic::load_model(&folder).map_err(|e| {
+                anyhow::anyhow!("{e} (the files match their pins, but do not load as a model)")
+            })?;
+            let info = m.info();
+            let received: u64 = done.downloaded.iter().map(|(_, n)| n).sum();
+            println!(
+                "{} at {} is in {} ({} downloaded now, {} there already; every sha256 matches \
+                 its pin): {} tokens x {} dimensions.",
+                spec.repo,
+                spec.revision,
+                folder.display(),
+                if done.downloaded.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    format!("{received} bytes")
+                },
+                done.present.len(),
+                info.vocabulary,
+                info.dimensions,
+            );
+            if in_cache && spec.is_default() {
+                println!("Serve with: capvault serve VAULT --semantic");
+            } else {
+                println!(
+                    "Serve with: capvault serve VAULT --embedding-model {}",
+                    folder.display()
+                );
+            }
+            Ok(())
+        }
         ModelCommand::Import {
             source,
             out,
@@ -910,7 +1003,7 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         no_text_cache,
         index_cache,
         no_index_cache,
-        embedding_model,
+        semantic,
         scan_budget,
         index_delay,
         tools,
@@ -932,18 +1025,6 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         keep_texts: !no_text_cache,
         hide_obsidian_excluded: true,
     };
-    // The model first: a bad folder fails before any work (and its files are read before the
-    // sandbox closes the filesystem).
-    let embedding = match embedding_model {
-        Some(dir) => {
-            let started = std::time::Instant::now();
-            let m = capvault::semantic::load_model(&dir).map_err(anyhow::Error::msg)?;
-            tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
-                ms = started.elapsed().as_millis() as u64, "embedding model loaded");
-            Some(m)
-        }
-        None => None,
-    };
     // Credentials and certificates first: a bad flag fails before any work.
     let http_args = http;
     let http = match transport {
@@ -951,6 +1032,20 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         Transport::Stdio => None,
     };
     let (vault, config) = vault.open()?;
+    // The model next: a bad folder fails before any work (and its files are read, or
+    // downloaded, before the sandbox closes the filesystem and the network). A folder given
+    // wins over the config file's `semantic`.
+    let embedding = match &semantic.embedding_model {
+        Some(dir) => {
+            let started = std::time::Instant::now();
+            let m = capvault::semantic::load_model(dir).map_err(anyhow::Error::msg)?;
+            tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
+                ms = started.elapsed().as_millis() as u64, "embedding model loaded");
+            Some(m)
+        }
+        None if semantic.semantic || config.semantic => semantic_model(&semantic)?,
+        None => None,
+    };
     let vault = vault.with_write_scopes(write.scopes()?);
     let writer = write.writer(&vault)?;
     let freshness = capvault::engine::Freshness {
@@ -1031,6 +1126,55 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         policy,
         http,
     })
+}
+
+/// The model of `--semantic`: the default one (or the testing aid's) from the user's cache
+/// folder, downloaded there first when missing. A model that cannot be had is a warning, not
+/// an error: the server then serves keyword search only.
+fn semantic_model(test: &SemanticArgs) -> anyhow::Result<Option<capvault::semantic::StaticModel>> {
+    use capvault::semantic::fetch;
+    let spec = match &test.semantic_repo {
+        None => fetch::ModelSpec::default_model(),
+        Some(repo) => fetch::ModelSpec::from_args(
+            Some(repo),
+            test.semantic_revision.as_deref(),
+            &test.semantic_sha256,
+        )
+        .map_err(|e| anyhow::anyhow!("--semantic-repo: {e}"))?,
+    };
+    let off = "semantic search is off; serving keyword search only";
+    let Some(folder) = spec.cache_folder() else {
+        tracing::warn!("{off}: no cache folder for this user (pass --embedding-model DIR)");
+        return Ok(None);
+    };
+    let started = std::time::Instant::now();
+    let report = |line: &str| tracing::info!("embedding model download: {line}");
+    match fetch::fetch_blocking(&spec, &folder, true, &fetch::endpoint(), &report) {
+        Ok(done) if !done.downloaded.is_empty() => {
+            tracing::info!(repo = %spec.repo, revision = %spec.revision,
+                folder = %folder.display(), "embedding model downloaded");
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(
+                "{off}: the embedding model {} could not be downloaded: {e} (run `capvault \
+                 model fetch` to retry)",
+                spec.repo
+            );
+            return Ok(None);
+        }
+    }
+    match capvault::semantic::load_model(&folder) {
+        Ok(m) => {
+            tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
+                ms = started.elapsed().as_millis() as u64, "embedding model loaded");
+            Ok(Some(m))
+        }
+        Err(e) => {
+            tracing::warn!("{off}: {e}");
+            Ok(None)
+        }
+    }
 }
 
 /// Confines this process (and every thread it will start) to what `serve` needs.
@@ -1219,7 +1363,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Model { command } => model_command(command),
+        Command::Model { command } => model_command(command).await,
         Command::Doctor { vault } => capvault::setup::doctor::run(&vault, &mut std::io::stdout())
             .await
             .map_err(anyhow::Error::msg),

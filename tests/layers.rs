@@ -11,6 +11,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("vault", 0),
     ("markdown", 1),
     ("obsidian", 1),
+    ("net", 1),
     ("index", 2),
     ("model", 2),
     ("semantic", 2),

@@ -49,7 +49,7 @@ pub struct VaultInfo {
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub sandbox: Option<crate::vault::sandbox::Report>,
     /// The embedding model (name, revision, dimensions) and how far embedding is; absent
-    /// without `--embedding-model`.
+    /// without `--embedding-model` or `--semantic` (or when its model could not be had).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedding: Option<crate::engine::EmbeddingStatus>,
 }

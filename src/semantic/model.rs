@@ -169,6 +169,13 @@ impl StaticModel {
         })
     }
 
+    /// Records `revision` as the one the model was made from, unless its config said.
+    pub fn fill_revision(&mut self, revision: &str) {
+        if self.info.revision.is_none() {
+            self.info.revision = Some(revision.chars().take(100).collect());
+        }
+    }
+
     /// A model from a tokenizer and a table built in memory (tests, `capvault model import`).
     pub fn from_table(
         tokenizer: Tokenizer,

@@ -85,7 +85,8 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
     check_cache(&vault, &mut r);
     r.line(
         Outcome::Ok,
-        "no embedding model is configured (semantic search is not part of this version)",
+        "semantic search is optional: `serve --semantic` downloads the default model once \
+         (`capvault model fetch` does it ahead), `--embedding-model DIR` loads a local one",
         None,
     );
     check_clients(root, &mut r);

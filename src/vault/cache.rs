@@ -78,6 +78,12 @@ pub fn default_root() -> Option<std::path::PathBuf> {
     dirs::cache_dir().map(|d| d.join("capvault"))
 }
 
+/// The default root of downloaded embedding models: the cache root plus `models`
+/// (`~/.cache/capvault/models` on Linux; see [`super::download`]).
+pub fn models_root() -> Option<std::path::PathBuf> {
+    default_root().map(|d| d.join("models"))
+}
+
 impl IndexCacheDir {
     /// The folder's handle, for the sandbox's rules.
     pub(super) fn dir(&self) -> &Dir {

@@ -19,6 +19,8 @@
 //!   writers' lock), a third handle.
 //! - [`cache`]: the search index's cache folder, outside the vault, opened as a second handle
 //!   and proven not to lie inside the vault.
+//! - [`download`]: the folder an embedding model is downloaded into (`.part` files appended,
+//!   renamed when their digest is right), acting on plain names in one folder handle.
 //!
 //! clippy's `disallowed-methods` (see `clippy.toml`) keeps `std::fs`, `tokio::fs` and
 //! ambient-authority constructors out of every other module; the one `#[allow]` is on the
@@ -26,6 +28,7 @@
 //! the index cache folder (and its ancestors, to check where it lies) for [`cache`].
 
 pub mod cache;
+pub mod download;
 pub mod error;
 pub mod example;
 pub mod exclude;

@@ -113,23 +113,8 @@ pub fn client_with(
     extra_roots: &[rustls_pki_types::CertificateDer<'static>],
     timeout: Duration,
 ) -> anyhow::Result<reqwest::Client> {
-    let mut roots =
-        rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    for der in extra_roots {
-        roots.add(der.clone())?;
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let mut builder = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_max_idle_per_host(0)
-        .timeout(timeout)
-        .connect_timeout(timeout);
+    let mut builder = crate::net::client_builder(extra_roots, timeout, timeout)?
+        .redirect(reqwest::redirect::Policy::none());
     for (host, addr) in pinned {
         builder = builder.resolve(host, *addr);
     }
@@ -137,22 +122,7 @@ pub fn client_with(
 }
 
 /// A URL capvault may fetch from: HTTPS, or HTTP on a loopback address.
-pub fn check_fetch_url(url: &str) -> Result<url::Url, String> {
-    let u = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL ({e})"))?;
-    let loopback = match u.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    match u.scheme() {
-        "https" => Ok(u),
-        "http" if loopback => Ok(u),
-        _ => Err(format!(
-            "`{url}` must be https (http only on a loopback address)"
-        )),
-    }
-}
+pub use crate::net::check_fetch_url;
 
 /// GETs a JSON document of at most [`MAX_DOCUMENT`] bytes (in the client's time).
 pub async fn fetch_json(client: &reqwest::Client, url: &str) -> Result<Value, String> {

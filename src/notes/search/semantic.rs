@@ -20,8 +20,8 @@ pub const RELAXED_WEIGHT: f64 = 0.2;
 
 /// What `semantic` and `hybrid` modes say when no embedding model is loaded.
 pub const NO_MODEL: &str = "semantic search is off: no embedding model is loaded. Start capvault \
-     with --embedding-model DIR (a static model folder; `capvault model import` makes one). \
-     Ranked keyword search works without one.";
+     with --semantic (the default model, downloaded once; `capvault model fetch` gets it ahead) \
+     or --embedding-model DIR (a static model folder). Ranked keyword search works without one.";
 
 /// One fused candidate.
 #[derive(Debug, Default)]
