@@ -106,7 +106,7 @@ pub fn related_notes(
             && model.note(p).is_some()
             && ignored.as_ref().is_none_or(|f| !f.matches(p.as_str()))
     };
-    let (nearest, _) = sem.store().nearest(&centroid, limit, keep);
+    let nearest = sem.store().nearest(&centroid, limit, keep);
     Ok(RelatedNotes {
         path: path.to_string(),
         related: nearest

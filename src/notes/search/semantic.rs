@@ -193,7 +193,7 @@ fn nearest(
                 .is_some_and(|n| scope.time_ok(n.meta.modified))
             && (scope.filter.is_empty() || scope.filter.matches(&model, p))
     };
-    sem.store().nearest(&q, depth, keep).0
+    sem.store().nearest(&q, depth, keep)
 }
 
 /// The line to show for a section starting at `line`: its first line of text below the
