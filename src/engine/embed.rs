@@ -242,15 +242,7 @@ impl Engine {
             s.done.fetch_add(batch.len() as u64, Ordering::Relaxed);
         }
         // Notes the cache held that are no longer notes.
-        {
-            let model = self.model_now();
-            let mut store = s.store.write().unwrap_or_else(|e| e.into_inner());
-            let before = store.len();
-            store.retain(|p| model.note(p).is_some());
-            if store.len() != before {
-                s.unsaved.store(true, Ordering::Release);
-            }
-        }
+        self.forget_gone(s);
         {
             let mut cache = s.cache.lock().unwrap_or_else(|e| e.into_inner());
             if cache.starts_with("loaded") {
@@ -273,6 +265,17 @@ impl Engine {
         );
     }
 
+    /// Drops the vectors of every note the model no longer has.
+    fn forget_gone(&self, s: &Semantic) {
+        let model = self.model_now();
+        let mut store = s.store.write().unwrap_or_else(|e| e.into_inner());
+        let before = store.len();
+        store.retain(|p| model.note(p).is_some());
+        if store.len() != before {
+            s.unsaved.store(true, Ordering::Release);
+        }
+    }
+
     /// Re-embeds the notes marked dirty.
     fn embed_dirty(&self, s: &Semantic) {
         let paths: Vec<VaultPath> =
@@ -289,14 +292,7 @@ impl Engine {
         for batch in paths.chunks(BATCH) {
             self.embed_paths(s, batch);
         }
-        let model = self.model_now();
-        let mut store = s.store.write().unwrap_or_else(|e| e.into_inner());
-        let before = store.len();
-        store.retain(|p| model.note(p).is_some());
-        if store.len() != before {
-            s.unsaved.store(true, Ordering::Release);
-        }
-        drop(store);
+        self.forget_gone(s);
         s.total.store(total, Ordering::Relaxed);
         s.done.store(total, Ordering::Relaxed);
     }
