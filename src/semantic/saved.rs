@@ -16,7 +16,7 @@
 use sha2::{Digest, Sha256};
 
 use super::chunk::MAX_CHUNKS;
-use super::store::{NoteVectors, Section, VectorStore};
+use super::store::{Section, VectorStore};
 use crate::vault::VaultPath;
 
 /// The file's first bytes.
@@ -35,21 +35,20 @@ pub struct SavedError(pub &'static str);
 
 /// The bytes of `store`, made by the model with `fingerprint`.
 pub fn encode(store: &VectorStore, fingerprint: &[u8; 32]) -> Vec<u8> {
-    let dims = store.dims;
+    let dims = store.dims();
     let sections = store.sections();
     let mut out = Vec::with_capacity(64 + store.len() * 48 + sections * (dims + 40));
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
     out.extend_from_slice(fingerprint);
     out.extend_from_slice(&(dims as u32).to_le_bytes());
-    let mut notes: Vec<(&VaultPath, &NoteVectors)> = store.notes.iter().collect();
-    notes.sort_by(|a, b| a.0.cmp(b.0));
+    let notes = store.notes_sorted();
     out.extend_from_slice(&(notes.len() as u32).to_le_bytes());
     for (path, note) in notes {
         put_str(&mut out, path.as_str());
         out.extend_from_slice(&note.stamp.to_le_bytes());
         out.extend_from_slice(&(note.sections.len() as u16).to_le_bytes());
-        let rows = note.codes.chunks_exact(dims).zip(&note.scales);
+        let rows = note.codes.chunks_exact(dims).zip(note.scales);
         for (section, (row, scale)) in note.sections.iter().zip(rows) {
             out.extend_from_slice(&section.line.to_le_bytes());
             match &section.heading {
@@ -147,7 +146,6 @@ pub fn decode(
         return Err(TRUNCATED);
     }
     let mut store = VectorStore::new(dims);
-    store.notes.reserve(notes);
     for _ in 0..notes {
         let len = r.u16()?;
         let path = VaultPath::parse(r.str(len)?)
@@ -176,15 +174,10 @@ pub fn decode(
             scales.push(scale);
             sections.push(Section { line, heading });
         }
-        let note = NoteVectors {
-            sections: sections.into_boxed_slice(),
-            codes: codes.into_boxed_slice(),
-            scales: scales.into_boxed_slice(),
-            stamp,
-        };
-        if store.notes.insert(path, note).is_some() {
+        if store.stamp(&path).is_some() {
             return Err(SavedError("the embeddings cache names a note twice"));
         }
+        store.put(path, stamp, sections, &codes, &scales);
     }
     if !r.0.is_empty() {
         return Err(SavedError("the embeddings cache has bytes past its end"));
@@ -236,15 +229,15 @@ mod tests {
     }
 
     fn same(a: &VectorStore, b: &VectorStore) -> bool {
-        a.dims == b.dims
-            && a.notes.len() == b.notes.len()
-            && a.notes.iter().all(|(p, n)| {
-                b.notes.get(p).is_some_and(|m| {
-                    n.sections == m.sections
-                        && n.codes == m.codes
-                        && n.scales == m.scales
-                        && n.stamp == m.stamp
-                })
+        let (x, y) = (a.notes_sorted(), b.notes_sorted());
+        a.dims() == b.dims()
+            && x.len() == y.len()
+            && x.iter().zip(&y).all(|((p, n), (q, m))| {
+                p == q
+                    && n.sections == m.sections
+                    && n.codes == m.codes
+                    && n.scales == m.scales
+                    && n.stamp == m.stamp
             })
     }
 

@@ -21,16 +21,27 @@ pub struct Section {
     pub heading: Option<Box<str>>,
 }
 
-/// One note's sections and their vectors.
+/// One note: its sections, where its rows start, and its version.
 #[derive(Debug)]
-pub(super) struct NoteVectors {
-    pub(super) sections: Box<[Section]>,
-    /// `sections.len()` rows of `dims` codes, one after another.
-    pub(super) codes: Box<[i8]>,
-    /// One scale per section: a code times its scale is the vector's value.
-    pub(super) scales: Box<[f32]>,
-    /// The note's version the vectors were made from (size, mtime), to skip re-embedding.
+struct Note {
+    path: VaultPath,
+    sections: Box<[Section]>,
+    /// Its first row; its rows are `sections.len()` consecutive rows.
+    first: usize,
+    /// The note's version the vectors were made from (size, mtime, inode), to skip
+    /// re-embedding.
+    stamp: u64,
+}
+
+/// One note's vectors as stored, for the embeddings cache.
+#[derive(Debug)]
+pub(super) struct NoteView<'a> {
     pub(super) stamp: u64,
+    pub(super) sections: &'a [Section],
+    /// `sections.len()` rows of `dims` codes.
+    pub(super) codes: &'a [i8],
+    /// One scale per section.
+    pub(super) scales: &'a [f32],
 }
 
 /// A note near a query, with its best section.
@@ -44,12 +55,32 @@ pub struct Nearest {
     pub section: Section,
 }
 
-/// Every embedded note.
+/// Every embedded note. All section vectors live in one array of rows, so a query scans memory
+/// in order (a hash map of boxed notes cost a cache miss or three per note: most of a 100,000-note
+/// scan). Replaced and removed notes leave dead rows behind, compacted away once they are a
+/// quarter of the array.
 #[derive(Debug)]
 pub struct VectorStore {
-    pub(super) dims: usize,
-    pub(super) notes: HashMap<VaultPath, NoteVectors, foldhash::fast::RandomState>,
+    dims: usize,
+    /// Path → slot.
+    by_path: HashMap<VaultPath, u32, foldhash::fast::RandomState>,
+    /// The notes; `None` for a free slot.
+    slots: Vec<Option<Note>>,
+    free: Vec<u32>,
+    /// Every row's codes, `dims` per row.
+    codes: Vec<i8>,
+    /// Every row's scale: a code times its row's scale is the vector's value.
+    scales: Vec<f32>,
+    /// Every row's slot, or [`DEAD`].
+    owner: Vec<u32>,
+    /// Rows whose note was replaced or removed.
+    dead: usize,
 }
+
+/// The owner of a row no note uses any more.
+const DEAD: u32 = u32::MAX;
+/// Fewest dead rows worth a compaction.
+const COMPACT_AFTER: usize = 4096;
 
 /// `v` as codes and a scale (`v[i] ≈ codes[i] * scale`).
 pub(super) fn quantise(v: &[f32], codes: &mut Vec<i8>) -> f32 {
@@ -111,28 +142,44 @@ impl VectorStore {
     pub fn new(dims: usize) -> Self {
         VectorStore {
             dims,
-            notes: HashMap::default(),
+            by_path: HashMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            codes: Vec::new(),
+            scales: Vec::new(),
+            owner: Vec::new(),
+            dead: 0,
         }
+    }
+
+    /// Dimensions of its vectors.
+    pub fn dims(&self) -> usize {
+        self.dims
     }
 
     /// Notes held.
     pub fn len(&self) -> usize {
-        self.notes.len()
+        self.by_path.len()
     }
 
     /// True when no note is held.
     pub fn is_empty(&self) -> bool {
-        self.notes.is_empty()
+        self.by_path.is_empty()
     }
 
     /// Sections held, in all.
     pub fn sections(&self) -> usize {
-        self.notes.values().map(|n| n.sections.len()).sum()
+        self.scales.len() - self.dead
+    }
+
+    fn note(&self, path: &VaultPath) -> Option<&Note> {
+        let &slot = self.by_path.get(path)?;
+        self.slots.get(slot as usize)?.as_ref()
     }
 
     /// The version stamp the note's vectors were made from.
     pub fn stamp(&self, path: &VaultPath) -> Option<u64> {
-        self.notes.get(path).map(|n| n.stamp)
+        self.note(path).map(|n| n.stamp)
     }
 
     /// Replaces the note's vectors. Sections whose vector has the wrong length are dropped; a
@@ -144,7 +191,7 @@ impl VectorStore {
             .filter(|(_, v)| v.len() == dims)
             .collect();
         if kept.is_empty() {
-            self.notes.remove(&path);
+            self.remove(&path);
             return;
         }
         let mut codes = Vec::with_capacity(kept.len() * dims);
@@ -154,33 +201,142 @@ impl VectorStore {
             scales.push(quantise(&v, &mut codes));
             heads.push(s);
         }
-        self.notes.insert(
+        self.put(path, stamp, heads, &codes, &scales);
+    }
+
+    /// Stores a note's rows as they are (`codes` holds `sections.len()` rows). Returns false,
+    /// storing nothing, when the lengths disagree.
+    pub(super) fn put(
+        &mut self,
+        path: VaultPath,
+        stamp: u64,
+        sections: Vec<Section>,
+        codes: &[i8],
+        scales: &[f32],
+    ) -> bool {
+        let n = sections.len();
+        if n == 0 || scales.len() != n || codes.len() != n * self.dims {
+            return false;
+        }
+        let slot = match self.by_path.get(&path) {
+            Some(&slot) => {
+                self.kill_rows(slot);
+                slot
+            }
+            None => {
+                let slot = match self.free.pop() {
+                    Some(s) => s,
+                    None => {
+                        self.slots.push(None);
+                        (self.slots.len() - 1) as u32
+                    }
+                };
+                self.by_path.insert(path.clone(), slot);
+                slot
+            }
+        };
+        let first = self.scales.len();
+        self.codes.extend_from_slice(codes);
+        self.scales.extend_from_slice(scales);
+        self.owner.extend(std::iter::repeat_n(slot, n));
+        self.slots[slot as usize] = Some(Note {
             path,
-            NoteVectors {
-                sections: heads.into_boxed_slice(),
-                codes: codes.into_boxed_slice(),
-                scales: scales.into_boxed_slice(),
-                stamp,
-            },
-        );
+            sections: sections.into_boxed_slice(),
+            first,
+            stamp,
+        });
+        self.compact_if_worth_it();
+        true
+    }
+
+    /// Marks the rows of the note in `slot` dead.
+    fn kill_rows(&mut self, slot: u32) {
+        if let Some(Some(note)) = self.slots.get(slot as usize) {
+            let rows = note.first..note.first + note.sections.len();
+            self.dead += rows.len();
+            for o in &mut self.owner[rows] {
+                *o = DEAD;
+            }
+        }
+    }
+
+    /// Rewrites the rows without the dead ones once they are a quarter of them.
+    fn compact_if_worth_it(&mut self) {
+        if self.dead < COMPACT_AFTER || self.dead * 4 < self.scales.len() {
+            return;
+        }
+        let dims = self.dims;
+        let live = self.scales.len() - self.dead;
+        let mut codes = Vec::with_capacity(live * dims);
+        let mut scales = Vec::with_capacity(live);
+        let mut owner = Vec::with_capacity(live);
+        for (row, &slot) in self.owner.iter().enumerate() {
+            if slot == DEAD {
+                continue;
+            }
+            if let Some(Some(note)) = self.slots.get_mut(slot as usize)
+                && note.first == row
+            {
+                note.first = scales.len();
+            }
+            codes.extend_from_slice(&self.codes[row * dims..(row + 1) * dims]);
+            scales.push(self.scales[row]);
+            owner.push(slot);
+        }
+        (self.codes, self.scales, self.owner, self.dead) = (codes, scales, owner, 0);
     }
 
     /// Forgets a note.
     pub fn remove(&mut self, path: &VaultPath) {
-        self.notes.remove(path);
+        if let Some(slot) = self.by_path.remove(path) {
+            self.kill_rows(slot);
+            self.slots[slot as usize] = None;
+            self.free.push(slot);
+            self.compact_if_worth_it();
+        }
     }
 
     /// Drops every note `keep` refuses.
     pub fn retain(&mut self, mut keep: impl FnMut(&VaultPath) -> bool) {
-        self.notes.retain(|p, _| keep(p));
+        let gone: Vec<VaultPath> = self.by_path.keys().filter(|p| !keep(p)).cloned().collect();
+        for p in gone {
+            self.remove(&p);
+        }
+    }
+
+    /// Every note's vectors as stored, by path.
+    pub(super) fn notes_sorted(&self) -> Vec<(&VaultPath, NoteView<'_>)> {
+        let dims = self.dims;
+        let mut out: Vec<(&VaultPath, NoteView<'_>)> = self
+            .slots
+            .iter()
+            .flatten()
+            .map(|n| {
+                let rows = n.first..n.first + n.sections.len();
+                let view = NoteView {
+                    stamp: n.stamp,
+                    sections: &n.sections,
+                    codes: &self.codes[rows.start * dims..rows.end * dims],
+                    scales: &self.scales[rows],
+                };
+                (&n.path, view)
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(b.0));
+        out
     }
 
     /// The note as a whole (the normalised mean of its sections' vectors), if embedded.
     pub fn centroid(&self, path: &VaultPath) -> Option<Vec<f32>> {
-        let note = self.notes.get(path)?;
-        let mut sum = vec![0f32; self.dims];
-        for (row, &scale) in note.codes.chunks_exact(self.dims).zip(&note.scales) {
-            for (s, &c) in sum.iter_mut().zip(row) {
+        let note = self.note(path)?;
+        let dims = self.dims;
+        let mut sum = vec![0f32; dims];
+        for row in note.first..note.first + note.sections.len() {
+            let scale = self.scales[row];
+            for (s, &c) in sum
+                .iter_mut()
+                .zip(&self.codes[row * dims..(row + 1) * dims])
+            {
                 *s += f32::from(c) * scale;
             }
         }
@@ -201,25 +357,25 @@ impl VectorStore {
         }
         let mut q = Vec::with_capacity(self.dims);
         let q_scale = quantise(query, &mut q);
-        // Every note's best section, on all cores; then the top k, filtered, on this thread.
-        let dims = self.dims;
-        let best: Vec<(f32, &VaultPath, usize)> = self
-            .notes
-            .par_iter()
-            .map(|(path, note)| {
-                let (mut best, mut at) = (f32::NEG_INFINITY, 0);
-                let rows = note.codes.chunks_exact(dims).zip(&note.scales);
-                for (i, (row, &scale)) in rows.enumerate() {
-                    let s = dot(&q, row) as f32 * (scale * q_scale);
-                    if s > best {
-                        (best, at) = (s, i);
-                    }
-                }
-                (best, path, at)
-            })
+        // Every row's score on all cores, reading the rows in order; then each note's best row
+        // and the top k, filtered, on this thread.
+        let scores: Vec<f32> = self
+            .codes
+            .par_chunks_exact(self.dims)
+            .zip(self.scales.par_iter())
+            .with_min_len(1024)
+            .map(|(row, &scale)| dot(&q, row) as f32 * (scale * q_scale))
             .collect();
         let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(k + 1);
-        for (best, path, at) in best {
+        for note in self.slots.iter().flatten() {
+            let rows = &scores[note.first..note.first + note.sections.len()];
+            let (mut best, mut at) = (f32::NEG_INFINITY, 0);
+            for (i, &s) in rows.iter().enumerate() {
+                if s > best {
+                    (best, at) = (s, i);
+                }
+            }
+            let path = &note.path;
             // The filter runs only on notes that would enter the heap.
             if heap.len() == k
                 && heap
@@ -238,13 +394,13 @@ impl VectorStore {
         }
         let mut out: Vec<Nearest> = heap
             .into_iter()
-            .map(|Entry(score, path, at)| {
-                let section = self.notes[&path].sections[at].clone();
-                Nearest {
+            .filter_map(|Entry(score, path, at)| {
+                let section = self.note(&path)?.sections.get(at)?.clone();
+                Some(Nearest {
                     path,
                     score,
                     section,
-                }
+                })
             })
             .collect();
         out.sort_by(|a, b| {
@@ -342,5 +498,69 @@ mod tests {
         let mut codes = Vec::new();
         assert_eq!(quantise(&[0.0; 4], &mut codes), 0.0);
         assert_eq!(codes, [0; 4]);
+    }
+
+    /// Replacing and removing notes leaves dead rows, compacted away: whatever the history, the
+    /// store answers as one built afresh from the notes it holds.
+    #[test]
+    fn replaced_and_removed_notes_leave_a_store_that_answers_as_new() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let vector = |r: u64| -> Vec<f32> {
+            let mut v: Vec<f32> = (0..4)
+                .map(|i| ((r >> (i * 8)) & 0xff) as f32 - 127.5)
+                .collect();
+            crate::semantic::model::normalise(&mut v);
+            v
+        };
+        let mut s = VectorStore::new(4);
+        let mut truth: std::collections::BTreeMap<String, (u64, Vec<Vec<f32>>)> =
+            std::collections::BTreeMap::new();
+        let mut compacted = false;
+        for step in 0..20_000u64 {
+            let name = format!("n{}.md", next() % 300);
+            if next() % 5 == 0 {
+                s.remove(&p(&name));
+                truth.remove(&name);
+            } else {
+                let rows: Vec<Vec<f32>> = (0..1 + next() % 4).map(|_| vector(next())).collect();
+                let sections = rows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (sec(i as u32 + 1), v.clone()))
+                    .collect();
+                s.insert(p(&name), step, sections);
+                truth.insert(name, (step, rows));
+            }
+            compacted |= s.dead == 0 && step > 5000;
+        }
+        assert!(compacted, "no compaction happened");
+        let mut fresh = VectorStore::new(4);
+        for (name, (stamp, rows)) in &truth {
+            let sections = rows
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (sec(i as u32 + 1), v.clone()))
+                .collect();
+            fresh.insert(p(name), *stamp, sections);
+        }
+        assert_eq!(s.len(), truth.len());
+        assert_eq!(s.sections(), fresh.sections());
+        for name in truth.keys() {
+            assert_eq!(s.stamp(&p(name)), fresh.stamp(&p(name)));
+            assert_eq!(s.centroid(&p(name)), fresh.centroid(&p(name)));
+        }
+        for _ in 0..20 {
+            let q = vector(next());
+            assert_eq!(s.nearest(&q, 25, |_| true), fresh.nearest(&q, 25, |_| true));
+        }
+        // A removed note is gone from every answer.
+        let gone = p("n999.md");
+        assert!(s.stamp(&gone).is_none() && s.centroid(&gone).is_none());
     }
 }
