@@ -1,0 +1,217 @@
+//! Moment.js date formats, as Obsidian uses them for daily-note names and template variables.
+//!
+//! Obsidian bundles Moment 2.29.4 with the English locale unless the user picks another
+//! language; this module reproduces that locale. The tokenizer follows Moment's own token regex
+//! (`src/lib/format/format.js`) rule for rule, because daily-note names must come out
+//! byte-identical to the ones Obsidian creates:
+//!
+//! - `[text]` is literal. The bracket runs to the last `]` before the next `[`, so `[a]b]` is the
+//!   literal `a]b`; a `[` with no closing bracket is itself literal.
+//! - Tokens are matched from the left, trying Moment's alternatives in Moment's order: `YYYYY`
+//!   is one five-digit year token, `YYY` is `YY` followed by `Y`, `ggg` is `gg` followed by a
+//!   literal `g`, `MMMMM` is `MMMM` followed by `M`.
+//! - A backslash escapes the whole token after it (`\YYYY` prints `YYYY`); a lone backslash
+//!   prints nothing.
+//! - Any other character, letters included, prints as itself (`T`, `W` in `gggg-[W]ww` needs the
+//!   brackets only because `W` *is* a token). Line breaks are dropped, as Moment drops them.
+//! - The locale formats `LT`, `LTS`, `L`, `LL`, `LLL`, `LLLL`, `l`, `ll`, `lll`, `llll` expand to
+//!   their English patterns first (`L` is `MM/DD/YYYY`, so in a daily-note format it makes
+//!   folders, exactly as in Obsidian).
+//!
+//! Not supported, reported as [`MomentError::Unsupported`] rather than printed wrongly: eras
+//! (`N`, `y`), Unix timestamps (`X`, `x`) and time zones (`Z`, `z`), none of which a date
+//! without a zone can answer. [`format_date`] refuses time-of-day tokens (`HH`, `mm`, `A`...)
+//! with [`MomentError::NeedsTime`]; [`format_datetime`] accepts them.
+//!
+//! Week tokens follow Moment exactly: `w`/`ww`/`gg`/`gggg` are the *locale* week and week-year
+//! (English: weeks start on Sunday and the week holding January 1st is week 1), `W`/`WW`/`GG`/
+//! `GGGG` the ISO week and week-year.
+//!
+//! [`parse_date`] is Moment's strict parse (`moment(text, format, true)`), for the tokens a
+//! note name can be recognised by: years, months (numbers and names), days, day of year,
+//! weekdays (checked against the date) and time fields (checked, then ignored).
+
+use std::borrow::Cow;
+
+use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
+use unicode_normalization::UnicodeNormalization;
+
+mod format;
+mod parse;
+mod tokens;
+
+use format::*;
+use parse::*;
+use tokens::*;
+
+/// Longest format accepted, in bytes. Real formats are a few dozen bytes; the bound keeps the
+/// output (at most about ten bytes per format byte) small.
+pub const MAX_FORMAT_BYTES: usize = 1024;
+
+/// Longest text [`parse_date`] looks at, in bytes (a file name is at most 255).
+const MAX_PARSE_INPUT_BYTES: usize = 4096;
+
+/// Why a date could not be formatted or turned into a note path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MomentError {
+    /// The format is the empty string.
+    #[error("the date format is empty")]
+    EmptyFormat,
+    /// The format is longer than [`MAX_FORMAT_BYTES`].
+    #[error("the date format is longer than {max} bytes")]
+    FormatTooLong {
+        /// The limit.
+        max: usize,
+    },
+    /// A time-of-day token in a format given only a date.
+    #[error("the format token `{token}` needs a time of day, but only a date was given")]
+    NeedsTime {
+        /// The token as written in the format.
+        token: String,
+    },
+    /// A Moment token this module does not implement (eras, timestamps, time zones).
+    #[error(
+        "the format token `{token}` is not supported (eras, timestamps and time zones are not)"
+    )]
+    Unsupported {
+        /// The token as written in the format.
+        token: String,
+    },
+    /// The note path came out empty (for example the format was `[]`).
+    #[error("the date format produces an empty note name")]
+    EmptyPath,
+    /// The folder or the formatted name contains a `..` component.
+    #[error("the daily-note folder or format produces a `..` path component")]
+    ParentComponent,
+}
+
+/// Formats `date` with a Moment.js format, like `moment(date).format(format)` in Obsidian.
+///
+/// ```
+/// use capvault::obsidian::moment::format_date;
+/// use chrono::NaiveDate;
+///
+/// let d = NaiveDate::from_ymd_opt(2024, 3, 1).unwrap();
+/// assert_eq!(format_date("YYYY-MM-DD", d).unwrap(), "2024-03-01");
+/// assert_eq!(format_date("dddd, MMMM Do YYYY", d).unwrap(), "Friday, March 1st 2024");
+/// assert_eq!(format_date("gggg-[W]ww", d).unwrap(), "2024-W09");
+/// assert!(format_date("YYYY-MM-DD HH:mm", d).is_err()); // needs a time
+/// ```
+pub fn format_date(format: &str, date: NaiveDate) -> Result<String, MomentError> {
+    format_with(format, date, None)
+}
+
+/// Formats a date and time of day with a Moment.js format (for `{{time}}` and
+/// `{{date:FORMAT}}` in templates). Time zones are unknown, so `Z`, `z`, `X` and `x` are refused.
+///
+/// ```
+/// use capvault::obsidian::moment::format_datetime;
+/// use chrono::NaiveDate;
+///
+/// let t = NaiveDate::from_ymd_opt(2024, 3, 1).unwrap().and_hms_opt(14, 5, 0).unwrap();
+/// assert_eq!(format_datetime("HH:mm", t).unwrap(), "14:05");
+/// assert_eq!(format_datetime("h:mm A", t).unwrap(), "2:05 PM");
+/// ```
+pub fn format_datetime(format: &str, datetime: NaiveDateTime) -> Result<String, MomentError> {
+    format_with(format, datetime.date(), Some(datetime.time()))
+}
+
+/// The vault path of the note for `date`: `folder/<formatted>.md`, the way Obsidian builds it.
+///
+/// A `/` in the format makes subfolders (`YYYY/MM/YYYY-MM-DD`). The result is cleaned like
+/// Obsidian's `normalizePath`: `\` becomes `/`, repeated and surrounding slashes go, `.`
+/// components go, non-breaking spaces become spaces, and the text is put in Unicode NFC. An
+/// empty folder (or `/`) is the vault root. `.md` is added unless the name already ends with it.
+/// A `..` component is refused; callers still validate the result as a vault path.
+///
+/// ```
+/// use capvault::obsidian::moment::daily_note_path;
+/// use chrono::NaiveDate;
+///
+/// let d = NaiveDate::from_ymd_opt(2024, 1, 15).unwrap();
+/// assert_eq!(daily_note_path("/Journal/", "YYYY/MM/YYYY-MM-DD", d).unwrap(),
+///            "Journal/2024/01/2024-01-15.md");
+/// assert_eq!(daily_note_path("", "YYYY-MM-DD", d).unwrap(), "2024-01-15.md");
+/// ```
+pub fn daily_note_path(folder: &str, format: &str, date: NaiveDate) -> Result<String, MomentError> {
+    let mut name = format_date(format, date)?;
+    if !name.ends_with(".md") {
+        name.push_str(".md");
+    }
+    let joined = format!("{folder}/{name}").replace('\\', "/");
+    let mut parts = Vec::new();
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err(MomentError::ParentComponent),
+            _ => parts.push(part),
+        }
+    }
+    if parts.last().is_none_or(|last| *last == ".md") {
+        return Err(MomentError::EmptyPath);
+    }
+    Ok(parts
+        .join("/")
+        .replace(['\u{a0}', '\u{202f}'], " ")
+        .nfc()
+        .collect())
+}
+
+/// Parses `input` with a Moment.js format in strict mode (`moment(input, format, true)`):
+/// the whole input must match, numeric fields must have the widths Moment's strict regexes
+/// allow (`YYYY` four digits, `MM`/`DD` two, `M`/`D` one or two), names are compared without
+/// regard to case, and the date must exist.
+///
+/// Supported tokens: `YYYY`, `YY` (69-99 are 19xx), `Y`, `M`, `MM`, `MMM`, `MMMM`, `D`, `DD`,
+/// `Do`, `DDD`, `DDDD`, `d`, `dd`, `ddd`, `dddd`, `H`, `HH`, `h`, `hh`, `m`, `mm`, `s`, `ss`,
+/// `a`, `A`, and literal text. Any other token gives `None`, and so does a format without a
+/// year (Moment would take the current year, which a pure function cannot know).
+///
+/// Two deliberate differences from Moment: a field given twice must agree (Moment keeps the
+/// last; `YYYY/MM/YYYY-MM-DD` must not accept `2024/02/2024-01-15`), and a weekday must match the
+/// date (as in Moment).
+///
+/// ```
+/// use capvault::obsidian::moment::parse_date;
+/// use chrono::NaiveDate;
+///
+/// let d = NaiveDate::from_ymd_opt(2024, 1, 15).unwrap();
+/// assert_eq!(parse_date("YYYY-MM-DD", "2024-01-15"), Some(d));
+/// assert_eq!(parse_date("YYYY-MM-DD", "2024-1-15"), None);
+/// assert_eq!(parse_date("YYYY-MM-DD", "2024-02-30"), None);
+/// ```
+pub fn parse_date(format: &str, input: &str) -> Option<NaiveDate> {
+    if format.is_empty() || format.len() > MAX_FORMAT_BYTES || input.len() > MAX_PARSE_INPUT_BYTES {
+        return None;
+    }
+    let expanded = expand_locale_formats(format);
+    let mut parsed = Parsed::default();
+    let mut rest = input;
+    for piece in tokenize(&expanded) {
+        rest = match piece {
+            // Moment's strict mode rejects a literal that matched nothing, so `[]` never parses.
+            Piece::Literal(text) if text.is_empty() => return None,
+            Piece::Literal(text) => rest.strip_prefix(&*text)?,
+            Piece::Field(field, _) => parsed.consume(field, rest)?,
+        };
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    parsed.resolve()
+}
+
+/// The date of a daily note, recognised the way Obsidian's daily-notes interface does: only the
+/// last `/`-separated part of the format is matched, strictly, against the file's base name
+/// (folders and a `.md` extension are stripped from `path`). So with `YYYY/MM/YYYY-MM-DD`, any
+/// `2024-01-15.md` under the daily-notes folder is the note of 15 January 2024.
+pub fn daily_note_date(format: &str, path: &str) -> Option<NaiveDate> {
+    let name_format = format.rsplit('/').next().unwrap_or(format);
+    let file_name = path.rsplit('/').next().unwrap_or(path);
+    let base = file_name.strip_suffix(".md").unwrap_or(file_name);
+    parse_date(name_format, base)
+}
+
+#[cfg(test)]
+mod tests;
