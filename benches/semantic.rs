@@ -17,20 +17,8 @@ mod pipe;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use pipe::{Pipe, env_usize, p50_p95, spawn};
+use pipe::{Pipe, env_usize, p50_p95, peak_rss_mb, spawn};
 use serde_json::{Value, json};
-
-fn peak_rss_mb(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 /// Polls `vault_info` until `done` holds; returns it and the time waited.
 fn wait(pipe: &mut Pipe, done: impl Fn(&Value) -> bool) -> (Value, Duration) {

@@ -16,7 +16,7 @@ mod generator;
 #[path = "support/pipe.rs"]
 mod pipe;
 
-use pipe::{env_usize, p50_p95};
+use pipe::{env_usize, p50_p95, peak_rss_mb};
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -25,18 +25,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use pipe::spawn;
-
-fn peak_rss_mb(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 /// A first start with an empty index cache folder, then a restart on the cache it saved:
 /// spawn to the first ranked search the index answers, spawn to ready, and peak RSS of each.

@@ -244,31 +244,30 @@ async fn without_a_model_semantic_modes_say_how_to_get_one() {
     s.stop().await;
 }
 
+/// The stderr of `capvault serve` with the model folder `model` (it must exit with an error).
+fn startup_error(vault: &Path, model: &Path) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .arg("serve")
+        .arg(vault)
+        .args(["--embedding-model", model.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn a_bad_model_folder_is_a_clear_startup_error() {
     let tmp = tempfile::tempdir().unwrap();
     let model = tmp.path().join("m");
     write_model(&model);
     std::fs::write(model.join("model.safetensors"), b"\x08\0\0\0\0\0\0\0{}").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
-        .arg("serve")
-        .arg(tmp.path())
-        .args(["--embedding-model", model.to_str().unwrap()])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = startup_error(tmp.path(), &model);
     assert!(err.contains("model.safetensors"), "{err}");
     std::fs::remove_file(model.join("tokenizer.json")).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
-        .arg("serve")
-        .arg(tmp.path())
-        .args(["--embedding-model", model.to_str().unwrap()])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("tokenizer.json"));
+    let err = startup_error(tmp.path(), &model);
+    assert!(err.contains("tokenizer.json"), "{err}");
 }
 
 /// Starts on `root` with the model and the index cache in `cache` and waits for embedding,

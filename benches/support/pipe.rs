@@ -89,3 +89,16 @@ pub fn p50_p95(mut t: Vec<Duration>) -> (f64, f64) {
     let at = |p: f64| t[((t.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
     (at(0.5), at(0.95))
 }
+
+/// A process's peak resident memory (VmHWM), in MB; 0 when it cannot be read.
+pub fn peak_rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}

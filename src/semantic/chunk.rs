@@ -50,18 +50,11 @@ pub fn chunks(title: &str, text: &str) -> Vec<Chunk> {
             current = Section::new(lineno, Some(heading.to_owned()), title, &path);
             continue;
         }
-        if current.body.len() + line.len() + 1 > MAX_CHUNK_BYTES && !current.body.is_empty() {
-            let (heading, context) = (current.heading.clone(), current.context.clone());
-            current.finish(&mut out);
-            if out.len() >= MAX_CHUNKS {
-                return out;
-            }
-            current = Section {
-                line: lineno,
-                heading,
-                context,
-                body: String::new(),
-            };
+        if current.body.len() + line.len() + 1 > MAX_CHUNK_BYTES
+            && !current.body.is_empty()
+            && !current.split(lineno, &mut out)
+        {
+            return out;
         }
         if current.body.is_empty() && line.trim().is_empty() {
             continue;
@@ -77,17 +70,9 @@ pub fn chunks(title: &str, text: &str) -> Vec<Chunk> {
                 cut -= 1;
             }
             current.body.push_str(&piece[..cut]);
-            let (heading, context) = (current.heading.clone(), current.context.clone());
-            current.finish(&mut out);
-            if out.len() >= MAX_CHUNKS {
+            if !current.split(lineno, &mut out) {
                 return out;
             }
-            current = Section {
-                line: lineno,
-                heading,
-                context,
-                body: String::new(),
-            };
             piece = &piece[cut..];
         }
         current.body.push_str(piece);
@@ -138,6 +123,20 @@ impl Section {
             heading: self.heading.take(),
             text: format!("{}\n{body}", self.context),
         });
+    }
+
+    /// Finishes this chunk and goes on with the same section in a new one starting at `line`
+    /// (a section too long for one chunk). False when the note has its most chunks already.
+    fn split(&mut self, line: u32, out: &mut Vec<Chunk>) -> bool {
+        let heading = self.heading.clone();
+        self.finish(out);
+        if out.len() >= MAX_CHUNKS {
+            return false;
+        }
+        self.line = line;
+        self.heading = heading;
+        self.body.clear();
+        true
     }
 }
 

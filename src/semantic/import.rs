@@ -56,14 +56,7 @@ pub fn import(
     dimensions: usize,
     progress: &dyn Fn(usize, usize),
 ) -> Result<Imported, String> {
-    let read = |name: &str, max: u64| {
-        HostFile::at(&src.join(name))
-            .and_then(|f| f.read_public(max))
-            .map_err(|e| format!("model import: {e}"))
-    };
-    let config_bytes = read("config.json", model::MAX_CONFIG_BYTES)?;
-    let tokenizer_bytes = read("tokenizer.json", model::MAX_TOKENIZER_BYTES)?;
-    let weights = read("model.safetensors", model::MAX_WEIGHTS_BYTES)?;
+    let [config_bytes, tokenizer_bytes, weights] = super::read_model_files(src, "model import")?;
     let source_sha256 = hex(&Sha256::digest(&weights));
     let config: Config = serde_json::from_slice(&config_bytes)
         .map_err(|e| format!("config.json is not a BERT config: {e}"))?;

@@ -19,17 +19,26 @@ pub use store::VectorStore;
 
 use crate::vault::host::HostFile;
 
-/// Loads the static model in the folder `dir` (`config.json`, `tokenizer.json`,
-/// `model.safetensors`). Errors name the folder as the user typed it.
-pub fn load_model(dir: &Path) -> Result<StaticModel, String> {
+/// The three files of a model folder (`config.json`, `tokenizer.json`, `model.safetensors`),
+/// each read through a folder handle without following a symlink and capped at its size limit.
+/// Errors start with `what`.
+pub(crate) fn read_model_files(dir: &Path, what: &str) -> Result<[Vec<u8>; 3], String> {
     let read = |name: &str, max: u64| {
         HostFile::at(&dir.join(name))
             .and_then(|f| f.read_public(max))
-            .map_err(|e| format!("embedding model: {e}"))
+            .map_err(|e| format!("{what}: {e}"))
     };
-    let config = read("config.json", model::MAX_CONFIG_BYTES)?;
-    let tokenizer = read("tokenizer.json", model::MAX_TOKENIZER_BYTES)?;
-    let weights = read("model.safetensors", model::MAX_WEIGHTS_BYTES)?;
+    Ok([
+        read("config.json", model::MAX_CONFIG_BYTES)?,
+        read("tokenizer.json", model::MAX_TOKENIZER_BYTES)?,
+        read("model.safetensors", model::MAX_WEIGHTS_BYTES)?,
+    ])
+}
+
+/// Loads the static model in the folder `dir` (`config.json`, `tokenizer.json`,
+/// `model.safetensors`). Errors name the folder as the user typed it.
+pub fn load_model(dir: &Path) -> Result<StaticModel, String> {
+    let [config, tokenizer, weights] = read_model_files(dir, "embedding model")?;
     let (name, revision) = default_name(dir);
     let mut m = StaticModel::from_bytes(&config, &tokenizer, &weights, &name)
         .map_err(|e| format!("embedding model {}: {e}", dir.display()))?;

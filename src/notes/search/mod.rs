@@ -162,7 +162,9 @@ pub struct SearchResults {
     /// notes, their texts were read for the lines), or `scan` (exact and regex modes, and ranked
     /// mode while the index is first built).
     pub served_by: &'static str,
-    /// True when the scan's time budget ran out: hits and total cover only the notes scanned.
+    /// True when the scan's time budget ran out (hits and total cover only the notes scanned),
+    /// or, in semantic and hybrid modes, while notes are still being embedded (the meaning
+    /// ranking covers only those embedded so far).
     pub partial: bool,
     /// Remarks on how the query was answered (a relaxed match, a partial scan, the index state).
     #[serde(skip_serializing_if = "Vec::is_empty")]
