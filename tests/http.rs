@@ -950,3 +950,74 @@ async fn a_reply_past_the_response_cap_is_cut_off() {
     );
     assert!(serde_json::from_str::<Value>(&big.body).is_err());
 }
+
+/// Reads one reply head (up to the blank line) from a kept-alive connection, lower case.
+async fn read_head(s: &mut tokio::net::TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(20), s.read(&mut byte))
+            .await
+            .expect("a reply head within 20 s")
+            .unwrap();
+        assert_eq!(n, 1, "the connection closed before a whole head: {head:?}");
+        head.push(byte[0]);
+    }
+    String::from_utf8_lossy(&head).to_ascii_lowercase()
+}
+
+#[tokio::test]
+async fn a_request_refused_before_its_body_is_read_says_connection_close_so_no_client_reuses_it() {
+    // The Python SDK's OAuth client failed one CI run in about forty this way: its first POST
+    // (no token) got 401 before its body arrived, hyper closed the connection after the reply
+    // without saying so, and the SDK's next request on that pooled connection was lost.
+    let tmp = fixture();
+    let tokens = token_file(tmp.path(), &[&format!("{READ_TOKEN} read")], 0o600);
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &["--token-file", tokens.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let at = child.authority();
+    let call = stateless_call("read_note", json!({"path": "Home.md"}));
+    let head_of = |token: Option<&str>| {
+        let mut h = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {at}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            call.0.len()
+        );
+        for (k, v) in &call.1 {
+            h.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if let Some(t) = token {
+            h.push_str(&format!("Authorization: Bearer {t}\r\n"));
+        }
+        h + "\r\n"
+    };
+
+    // No token, the body held back: 401 at once, and the reply says the connection closes.
+    let mut s = tokio::net::TcpStream::connect(&at).await.unwrap();
+    s.write_all(head_of(None).as_bytes()).await.unwrap();
+    let head = read_head(&mut s).await;
+    assert!(head.starts_with("http/1.1 401"), "{head}");
+    assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+
+    // A request whose body the server reads keeps its connection: a second request on it is
+    // answered too.
+    let mut s = tokio::net::TcpStream::connect(&at).await.unwrap();
+    s.write_all((head_of(Some(READ_TOKEN)) + &call.0).as_bytes())
+        .await
+        .unwrap();
+    let head = read_head(&mut s).await;
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(!head.contains("connection: close"), "{head}");
+    let last = head_of(Some(READ_TOKEN)).replacen("\r\n", "\r\nConnection: close\r\n", 1);
+    s.write_all((last + &call.0).as_bytes()).await.unwrap();
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut rest))
+        .await
+        .expect("the second reply within 20 s")
+        .unwrap();
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(rest.contains("HTTP/1.1 200"), "{rest}");
+}

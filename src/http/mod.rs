@@ -10,6 +10,8 @@
 //! one token gives nothing more to a request made with another). Every response body is capped
 //! too, and one access log line per request goes to stderr: method, JSON-RPC method, tool,
 //! status, milliseconds, client address, token name. Never a token, never note content.
+//! A reply sent before its request's body was read to the end (a refusal) carries
+//! `Connection: close`, so no client reuses a connection the server is closing.
 
 pub mod auth;
 pub mod guard;
@@ -358,7 +360,30 @@ async fn gate_request(
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let mut access = Access::default();
-    let response = admit(&gate, peer, request, next, &mut access).await;
+    // A request body nobody read to its end makes hyper close the connection after the reply,
+    // without saying so unless it decided before writing the head; a client that reuses the
+    // connection then loses its next request ("server disconnected"). Say it in every such
+    // reply: the client opens a new connection.
+    let (parts, body) = request.into_parts();
+    let unread_body = (!http_body::Body::is_end_stream(&body)
+        && parts.version <= http::Version::HTTP_11)
+        .then(|| Arc::new(AtomicBool::new(false)));
+    let request = match &unread_body {
+        Some(read) => Request::from_parts(
+            parts,
+            Body::new(ReadToEnd {
+                inner: body,
+                read: Arc::clone(read),
+            }),
+        ),
+        None => Request::from_parts(parts, body),
+    };
+    let mut response = admit(&gate, peer, request, next, &mut access).await;
+    if unread_body.is_some_and(|read| !read.load(Ordering::SeqCst)) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     tracing::info!(
         target: "capvault::access",
         http = %method,
@@ -729,6 +754,36 @@ impl Drop for ClientSlot {
                 m.remove(&self.key);
             }
         }
+    }
+}
+
+/// A request body that records when it has been read to its end.
+struct ReadToEnd {
+    inner: Body,
+    read: Arc<AtomicBool>,
+}
+
+impl http_body::Body for ReadToEnd {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.read.store(true, Ordering::SeqCst);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
