@@ -67,6 +67,11 @@ enum Command {
         /// Milliseconds a scanning search (exact, regex) may run before it returns partial results.
         #[arg(long, value_name = "MS", default_value_t = 3000)]
         scan_budget: u64,
+        /// An exact search for words found in more notes than this reads the notes in the
+        /// index's ranked order, only as many as its page needs, and reports the number of notes
+        /// as its total; up to this many, it reads them all and counts every matching line.
+        #[arg(long, value_name = "NOTES", default_value_t = capvault::engine::EXACT_SCAN_MAX_NOTES)]
+        exact_scan_max_notes: usize,
         /// Which tools to offer: `all` (default), `read` (the reading and search tools),
         /// `minimal` (search_notes, read_note, list_notes), or tool names separated by commas.
         /// Overrides the config file's `tools`.
@@ -1005,6 +1010,7 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         no_index_cache,
         semantic,
         scan_budget,
+        exact_scan_max_notes,
         index_delay,
         tools,
         show_obsidian_excluded,
@@ -1021,6 +1027,7 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         periodic: std::time::Duration::from_secs(reconcile_every),
         watch: !no_watch,
         scan_budget: ms(scan_budget),
+        exact_scan_max_notes,
         build_delay: ms(index_delay),
         keep_texts: !no_text_cache,
         hide_obsidian_excluded: true,

@@ -728,3 +728,124 @@ async fn a_search_during_the_build_is_answered_by_a_scan_with_progress() {
     }
     let _ = client.cancel().await;
 }
+
+#[tokio::test]
+async fn exact_search_for_a_word_in_too_many_notes_reads_them_in_ranked_order_and_pages_to_every_line()
+ {
+    let tmp = tempfile::tempdir().unwrap();
+    // 60 notes: `garden` on 1 to 3 lines of 45 of them (inside longer words in some), in two
+    // folders; 15 without it.
+    let files: Vec<(String, String)> = (0..60)
+        .map(|i| {
+            let folder = if i % 2 == 0 { "Even" } else { "Odd" };
+            let text = if i % 4 == 3 {
+                let rare = if i == 7 { " but a quokka" } else { "" };
+                format!("note {i}: nothing to see{rare}\n")
+            } else {
+                let word = ["garden", "Gardening", "vegetablegarden"][i % 3];
+                format!(
+                    "# Note {i}\n{}filler line\n",
+                    format!("a {word} line\n").repeat(i % 3 + 1)
+                )
+            };
+            (format!("{folder}/n{i:02}.md"), text)
+        })
+        .collect();
+    write_tree(tmp.path(), &files);
+    let holding = files
+        .iter()
+        .filter(|(_, t)| t.to_lowercase().contains("garden"));
+    let notes_with = holding.clone().count();
+    let lines_with: usize = holding
+        .map(|(_, t)| t.to_lowercase().matches("garden").count())
+        .sum();
+    let every_line = |pages: &[Value]| {
+        let mut v: Vec<(String, u64)> = pages
+            .iter()
+            .flat_map(|r| r["hits"].as_array().unwrap().clone())
+            .map(|h| {
+                (
+                    h["path"].as_str().unwrap().to_owned(),
+                    h["line"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+
+    let s = Server::start_with(tmp.path(), &["--exact-scan-max-notes", "10"]).await;
+    s.wait_index_ready().await;
+    let exact = json!({"query": "garden", "mode": "exact", "limit": 4});
+    let first = s.ok("search_notes", exact.clone()).await;
+    assert_eq!(first["total_estimated"], true, "{first}");
+    assert_eq!(
+        first["total"], notes_with,
+        "the index's count of notes: {first}"
+    );
+    assert_eq!(first["served_by"], "index+scan");
+    assert!(
+        first["notes"][0].as_str().unwrap().contains("counts notes"),
+        "{first}"
+    );
+    assert_eq!(first["hits"].as_array().unwrap().len(), 4);
+    assert!(first["next_cursor"].is_string(), "{first}");
+    // Every page together: exactly the lines a regex scan (the oracle, never ranked) finds.
+    let pages = s.pages("search_notes", exact).await;
+    let scan = s
+        .pages(
+            "search_notes",
+            json!({"query": "garden", "mode": "regex", "limit": 4}),
+        )
+        .await;
+    assert_eq!(every_line(&pages).len(), lines_with);
+    assert_eq!(every_line(&pages), every_line(&scan));
+    // Scores are the index's, best first.
+    let scores: Vec<f64> = pages
+        .iter()
+        .flat_map(|r| r["hits"].as_array().unwrap().clone())
+        .map(|h| h["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    // A folder filter narrows it the same way.
+    let in_odd = |q: Value| {
+        let mut q = q;
+        q["folder"] = json!("Odd");
+        q
+    };
+    let odd = s
+        .pages(
+            "search_notes",
+            in_odd(json!({"query": "garden", "mode": "exact", "limit": 5})),
+        )
+        .await;
+    assert_eq!(odd[0]["total_estimated"], true);
+    let odd_scan = s
+        .pages(
+            "search_notes",
+            in_odd(json!({"query": "garden", "mode": "regex", "limit": 5})),
+        )
+        .await;
+    assert!(every_line(&odd).iter().all(|(p, _)| p.starts_with("Odd/")));
+    assert_eq!(every_line(&odd), every_line(&odd_scan));
+    // A word in few notes is still read whole and counted by line.
+    let few = s
+        .ok("search_notes", json!({"query": "quokka", "mode": "exact"}))
+        .await;
+    assert_eq!(few["total"], 1, "{few}");
+    assert!(few.get("total_estimated").is_none(), "{few}");
+    s.stop().await;
+
+    // Under the default (20,000 notes), every matching line is counted.
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "garden", "mode": "exact", "limit": 4}),
+        )
+        .await;
+    assert_eq!(r["total"], lines_with, "{r}");
+    assert!(r.get("total_estimated").is_none(), "{r}");
+    s.stop().await;
+}

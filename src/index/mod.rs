@@ -186,6 +186,9 @@ pub struct SearchIndex {
 /// `gardens`, `gardening`...) before the prefilter gives up and the notes are read instead.
 pub const MAX_PREFILTER_TERMS: usize = 4_096;
 
+/// [`Index::ranked_candidates`]: notes with their scores, best first, and how many qualify.
+pub type RankedCandidates = (Vec<(f32, VaultPath)>, usize);
+
 /// The words of some fields of one segment, one per line.
 struct TermList {
     words: Vec<u8>,
@@ -640,12 +643,70 @@ impl SearchIndex {
         words: &[text::PrefilterWord],
         max: usize,
     ) -> Result<Option<Vec<VaultPath>>, IndexError> {
-        let f = &self.fields;
         let searcher = self.reader.searcher();
+        let Some(q) = self.prefilter_query(&searcher, words, Some(max), false)? else {
+            return Ok(None);
+        };
+        if searcher.search(&q, &Count)? > max {
+            return Ok(None);
+        }
+        let docs = searcher.search(&q, &tantivy::collector::DocSetCollector)?;
+        let mut out = Vec::with_capacity(docs.len());
+        for addr in docs {
+            if let Some(p) = self.path_of(&searcher, addr)? {
+                out.push(p);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// The same notes as [`Index::candidates`] within `filter`, for a query whose words are in
+    /// too many notes to read them all: the first `limit`, best first by the index's ranking of the indexed words
+    /// fitting the query's, with how many notes qualify in all. `None` when a word stands for
+    /// more than [`MAX_PREFILTER_TERMS`] indexed words. Notes with a word too long to index
+    /// qualify too, and rank last.
+    pub fn ranked_candidates(
+        &self,
+        words: &[text::PrefilterWord],
+        filter: &IndexFilter,
+        limit: usize,
+    ) -> Result<Option<RankedCandidates>, IndexError> {
+        let searcher = self.reader.searcher();
+        let Some(q) = self.prefilter_query(&searcher, words, None, true)? else {
+            return Ok(None);
+        };
+        let mut clauses = vec![(Occur::Must, q)];
+        clauses.extend(self.filter_clauses(filter));
+        let top = TopDocs::with_limit(limit.max(1)).order_by_score();
+        let (found, total) = searcher.search(&BooleanQuery::new(clauses), &(top, Count))?;
+        let mut out = Vec::with_capacity(found.len());
+        for (score, addr) in found {
+            if let Some(p) = self.path_of(&searcher, addr)? {
+                out.push((score, p));
+            }
+        }
+        Ok(Some((out, total)))
+    }
+
+    /// The query behind [`Index::candidates`]: for each word, any indexed word fitting it (in the
+    /// name, aliases, frontmatter or body); every word; or a word too long to index. `None` when a
+    /// word stands for too many indexed words, or (with `max`, one word) when one of its words
+    /// alone is in more than `max` notes. `scored`: the words' terms are scored (BM25) where they
+    /// are few enough to score cheaply, so the notes can be ranked.
+    fn prefilter_query(
+        &self,
+        searcher: &tantivy::Searcher,
+        words: &[text::PrefilterWord],
+        max: Option<usize>,
+        scored: bool,
+    ) -> Result<Option<Box<dyn TQuery>>, IndexError> {
+        /// Most terms of one word scored one by one; beyond, the word's terms match unscored.
+        const MAX_SCORED_TERMS: usize = 64;
+        let f = &self.fields;
         let lists = if words.iter().all(|w| w.anchor == text::Anchor::Whole) {
             Vec::new()
         } else {
-            self.term_lists(&searcher)?
+            self.term_lists(searcher)?
         };
         let mut all: Vec<Box<dyn TQuery>> = Vec::with_capacity(words.len());
         for w in words {
@@ -669,7 +730,9 @@ impl SearchIndex {
                     terms.push(Term::from_field_text(field, t));
                 }
             }
-            if words.len() == 1 {
+            if let Some(max) = max
+                && words.len() == 1
+            {
                 // One word: a single word of it in too many notes settles it without the union.
                 for t in &terms {
                     if searcher.doc_freq(t)? > max as u64 {
@@ -677,23 +740,27 @@ impl SearchIndex {
                     }
                 }
             }
-            all.push(Box::new(tantivy::query::TermSetQuery::new(terms)));
-        }
-        let q = BooleanQuery::union(vec![
-            Box::new(BooleanQuery::intersection(all)) as Box<dyn TQuery>,
-            term_query(f.long, "1"),
-        ]);
-        if searcher.search(&q, &Count)? > max {
-            return Ok(None);
-        }
-        let docs = searcher.search(&q, &tantivy::collector::DocSetCollector)?;
-        let mut out = Vec::with_capacity(docs.len());
-        for addr in docs {
-            if let Some(p) = self.path_of(&searcher, addr)? {
-                out.push(p);
+            if scored && terms.len() <= 3 * MAX_SCORED_TERMS {
+                let each: Vec<Box<dyn TQuery>> = terms
+                    .into_iter()
+                    .map(|t| {
+                        Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)) as Box<dyn TQuery>
+                    })
+                    .collect();
+                all.push(Box::new(BooleanQuery::union(each)));
+            } else {
+                all.push(Box::new(tantivy::query::TermSetQuery::new(terms)));
             }
         }
-        Ok(Some(out))
+        Ok(Some(Box::new(BooleanQuery::union(vec![
+            Box::new(BooleanQuery::intersection(all)) as Box<dyn TQuery>,
+            // A note with a word too long to index may hold the query anywhere: it qualifies,
+            // scored 0 (ranked last).
+            Box::new(tantivy::query::ConstScoreQuery::new(
+                term_query(f.long, "1"),
+                0.0,
+            )),
+        ]))))
     }
 
     /// The word lists of the searcher's segments, made for the ones not seen before; lists of

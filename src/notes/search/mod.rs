@@ -150,6 +150,10 @@ pub struct SearchResults {
     pub hits: Vec<SearchHit>,
     /// Hits in all: matching notes (ranked) or matching lines (exact, regex).
     pub total: usize,
+    /// Set when `total` is the index's count of notes that may match, not a count of hits (an
+    /// exact search for words in very many notes: see `notes`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub total_estimated: bool,
     /// True when more hits exist than were returned.
     pub truncated: bool,
     /// Pass back as `cursor` for the next page of hits.

@@ -221,6 +221,7 @@ fn note_page(engine: &Engine, shown: Ranked<'_>, page: Page) -> SearchResults {
         next_cursor,
         hits,
         total,
+        total_estimated: false,
         mode: "ranked",
         served_by,
         partial,

@@ -149,6 +149,7 @@ pub(super) fn search_semantic(
         next_cursor,
         hits,
         total,
+        total_estimated: false,
         mode: if hybrid { "hybrid" } else { "semantic" },
         served_by,
         partial: !sem.is_complete(),
