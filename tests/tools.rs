@@ -113,7 +113,13 @@ async fn tools_have_fixed_names_truthful_annotations_and_output_schemas() {
     for t in &tools {
         let a = t.annotations.as_ref().expect("annotations");
         assert_eq!(a.read_only_hint, Some(true), "{}", t.name);
-        assert_eq!(a.destructive_hint, Some(false), "{}", t.name);
+        // Meaningful only when readOnlyHint is false (the spec): not sent.
+        assert_eq!(
+            (a.destructive_hint, a.idempotent_hint),
+            (None, None),
+            "{}",
+            t.name
+        );
         assert_eq!(a.open_world_hint, Some(false), "{}", t.name);
         assert!(t.output_schema.is_some(), "{} has no outputSchema", t.name);
         assert!(t.description.as_ref().is_some_and(|d| d.len() > 20));

@@ -121,6 +121,13 @@ impl ToolPolicy {
             if let Some(out) = &tool.output_schema {
                 tool.output_schema = Some(std::sync::Arc::new(lean(&cleaned(out))));
             }
+            if let Some(a) = tool.annotations.as_mut()
+                && a.read_only_hint == Some(true)
+            {
+                // The spec gives these meaning only when `readOnlyHint` is false.
+                a.destructive_hint = None;
+                a.idempotent_hint = None;
+            }
             if names
                 .insert(tool.name.to_string(), internal.clone())
                 .is_some()
@@ -223,6 +230,12 @@ pub fn cleaned(schema: &serde_json::Map<String, Value>) -> serde_json::Map<Strin
 /// its own).
 pub fn lean_input(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
     let mut o = schema.clone();
+    lean_defs(&mut o);
+    inline_single_use_defs(&mut o);
+    o
+}
+
+fn lean_defs(o: &mut serde_json::Map<String, Value>) {
     if let Some(Value::Object(defs)) = o.get_mut("$defs") {
         for def in defs.values_mut() {
             if let Value::Object(d) = def {
@@ -237,7 +250,71 @@ pub fn lean_input(schema: &serde_json::Map<String, Value>) -> serde_json::Map<St
             }
         }
     }
-    o
+}
+
+/// Writes each definition used once in place of its `$ref` (a `$ref` and a `$defs` entry
+/// cost more than the schema itself), innermost first; definitions used twice, or in a cycle,
+/// stay in `$defs`.
+fn inline_single_use_defs(root: &mut serde_json::Map<String, Value>) {
+    fn refs<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
+        match v {
+            Value::Object(o) => {
+                if let Some(Value::String(r)) = o.get("$ref") {
+                    out.push(r);
+                }
+                o.values().for_each(|c| refs(c, out));
+            }
+            Value::Array(a) => a.iter().for_each(|c| refs(c, out)),
+            _ => {}
+        }
+    }
+    /// Replaces the one `{"$ref": target, ...}` in `v` by `def` (merged with its other keys).
+    fn replace(v: &mut Value, target: &str, def: &serde_json::Map<String, Value>) -> bool {
+        match v {
+            Value::Object(o) => {
+                if o.get("$ref").and_then(Value::as_str) == Some(target) {
+                    o.remove("$ref");
+                    for (k, d) in def {
+                        o.entry(k.clone()).or_insert_with(|| d.clone());
+                    }
+                    return true;
+                }
+                o.values_mut().any(|c| replace(c, target, def))
+            }
+            Value::Array(a) => a.iter_mut().any(|c| replace(c, target, def)),
+            _ => false,
+        }
+    }
+    loop {
+        let Some(Value::Object(defs)) = root.get("$defs") else {
+            return;
+        };
+        let whole = Value::Object(root.clone());
+        let mut all = Vec::new();
+        refs(&whole, &mut all);
+        // A definition referred to once, holding no reference itself (so never one in a cycle).
+        let pick = defs.iter().find_map(|(name, def)| {
+            let target = format!("#/$defs/{name}");
+            let mut inner = Vec::new();
+            refs(def, &mut inner);
+            (all.iter().filter(|r| **r == target).count() == 1 && inner.is_empty())
+                .then(|| (name.clone(), target, def.as_object().cloned()))
+        });
+        let Some((name, target, Some(def))) = pick else {
+            return;
+        };
+        if let Some(Value::Object(defs)) = root.get_mut("$defs") {
+            defs.remove(&name);
+            if defs.is_empty() {
+                root.remove("$defs");
+            }
+        }
+        for v in root.values_mut() {
+            if replace(v, &target, &def) {
+                break;
+            }
+        }
+    }
 }
 
 /// The constants of a `oneOf` made only of string constants.
@@ -265,7 +342,10 @@ pub fn lean(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, 
     let mut v = Value::Object(schema.clone());
     shrink(&mut v);
     match v {
-        Value::Object(o) => o,
+        Value::Object(mut o) => {
+            inline_single_use_defs(&mut o);
+            o
+        }
         _ => serde_json::Map::new(),
     }
 }
@@ -278,6 +358,11 @@ fn shrink(v: &mut Value) {
                 if o.get(k).is_some_and(Value::is_string) {
                     o.remove(k);
                 }
+            }
+            // Counts and sizes the server reports are never negative; saying so in every reply's
+            // schema checks nothing a client needs.
+            if o.get("minimum").and_then(Value::as_i64) == Some(0) {
+                o.remove("minimum");
             }
             if let Some(values) = const_values(o) {
                 o.remove("oneOf");
@@ -350,6 +435,55 @@ mod tests {
         assert_eq!(out["properties"]["limit"]["minimum"], 0);
         assert_eq!(out["properties"]["when"]["format"], "date-time");
         assert_eq!(out["properties"]["nested"]["items"].get("format"), None);
+    }
+
+    #[test]
+    fn definitions_used_once_are_written_in_place_and_shared_or_cyclic_ones_stay() {
+        let s = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "hit": {"$ref": "#/$defs/Hit"},
+                "a": {"$ref": "#/$defs/Shared"},
+                "b": {"anyOf": [{"$ref": "#/$defs/Shared"}, {"type": "null"}]},
+                "tree": {"$ref": "#/$defs/Tree"},
+                "count": {"type": "integer", "minimum": 0}
+            },
+            "$defs": {
+                "Hit": {"type": "object", "properties": {"at": {"$ref": "#/$defs/Progress"}}},
+                "Progress": {"type": "object", "properties": {"done": {"type": "integer"}}},
+                "Shared": {"type": "string"},
+                "Tree": {"type": "object", "properties": {"children": {
+                    "type": "array", "items": {"$ref": "#/$defs/Tree"}}}}
+            }
+        });
+        let out = Value::Object(lean(s.as_object().unwrap()));
+        // Progress into Hit, then Hit into its one use.
+        assert_eq!(
+            out["properties"]["hit"],
+            serde_json::json!({"type": "object", "properties": {"at": {
+                "type": "object", "properties": {"done": {"type": "integer"}}}}})
+        );
+        assert_eq!(
+            out["properties"]["a"],
+            serde_json::json!({"$ref": "#/$defs/Shared"})
+        );
+        assert_eq!(
+            out["properties"]["tree"],
+            serde_json::json!({"$ref": "#/$defs/Tree"})
+        );
+        let defs: Vec<&String> = out["$defs"].as_object().unwrap().keys().collect();
+        assert_eq!(defs, ["Shared", "Tree"]);
+        // An output's counts lose `minimum: 0`; an input keeps it.
+        assert_eq!(
+            out["properties"]["count"],
+            serde_json::json!({"type": "integer"})
+        );
+        let input = Value::Object(lean_input(s.as_object().unwrap()));
+        assert_eq!(input["properties"]["count"]["minimum"], 0);
+        assert_eq!(
+            input["properties"]["hit"]["properties"]["at"]["type"],
+            "object"
+        );
     }
 
     #[test]
