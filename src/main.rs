@@ -810,6 +810,10 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
+        // A log line that cannot be written (stderr closed, or a full disk under it) is lost,
+        // never reported with `eprintln!`, which panics the thread that logged: a warning
+        // during the first build stopped it for good.
+        .log_internal_errors(false)
         .with_env_filter(
             EnvFilter::try_from_env("CAPVAULT_LOG")
                 .unwrap_or_else(|_| EnvFilter::new("capvault=info")),

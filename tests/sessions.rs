@@ -309,3 +309,37 @@ async fn a_server_killed_during_a_build_leaves_a_cache_the_next_start_loads() {
     assert_eq!(hits["total"], 3000, "{hits}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_server_whose_stderr_is_closed_still_builds_and_serves_when_it_logs_warnings() {
+    // stderr's reading end is closed before the server logs: every log line fails to be
+    // written (EPIPE). The over-size note makes the first build log a warning from a worker
+    // thread; tracing used to report the failed write with `eprintln!`, which panicked that
+    // thread and left the build unfinished for good.
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            ("small.md", "# Small\notter here\n".to_owned()),
+            ("big.md", format!("# Big\n{}\n", "otter ".repeat(100))),
+        ],
+    );
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+    cmd.arg("serve")
+        .arg(tmp.path())
+        .args(["--no-index-cache", "--max-file-size", "256"])
+        .env("CAPVAULT_LOG", "capvault=info");
+    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(stderr);
+    let server = common::Server::from_transport(transport).await;
+    let index = server.wait_index_ready().await;
+    assert_eq!(index["documents"], 1, "{index}");
+    let r = server
+        .ok("search_notes", json!({"query": "otter", "mode": "exact"}))
+        .await;
+    assert_eq!(r["hits"][0]["path"], "small.md", "{r}");
+    server.stop().await;
+}

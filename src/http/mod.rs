@@ -18,6 +18,7 @@ pub mod guard;
 pub mod oauth;
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -232,7 +233,11 @@ pub async fn serve(
     let handle = axum_server::Handle::new();
     // One stable line on stderr that says where the server is (tests read it when they pass
     // port 0).
-    eprintln!("capvault: serving over HTTP at {scheme}://{local}/mcp");
+    // Not `eprintln!`: it panics when stderr cannot be written.
+    let _ = writeln!(
+        std::io::stderr(),
+        "capvault: serving over HTTP at {scheme}://{local}/mcp"
+    );
     tracing::info!(
         url = %format!("{scheme}://{local}/mcp"),
         tokens = gate.tokens.len(),

@@ -155,6 +155,11 @@ impl Server {
     /// Connects to a server spawned by `cmd` (a `capvault serve` command line).
     pub async fn from_command(cmd: tokio::process::Command) -> Server {
         let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
+        Self::from_transport(transport).await
+    }
+
+    /// Connects over a child process transport already spawned.
+    pub async fn from_transport(transport: TokioChildProcess) -> Server {
         let client = ().serve(transport).await.expect("MCP handshake");
         Server { client, http: None }
     }
