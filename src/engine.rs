@@ -30,7 +30,10 @@ use crate::vault::watch::WatchMsg;
 use crate::vault::{Vault, VaultError, VaultPath, is_note_name};
 
 mod embed;
+mod texts;
+
 pub use embed::{EmbeddingStatus, Semantic};
+pub use texts::{Kept, NoteText, Slot, Texts};
 
 /// How long a scanning search (exact, regex, ranked while the index builds) may run by default.
 pub const SCAN_BUDGET: Duration = Duration::from_secs(3);
@@ -189,60 +192,6 @@ struct Status {
     last_error: Option<String>,
 }
 
-/// Every note's text by path. foldhash: an exact search looks up every note of the vault (SipHash
-/// was 9% of a 100,000-note scan), and its per-process random seed keeps crafted file names from
-/// degrading the map.
-pub type Texts = std::collections::HashMap<VaultPath, NoteText, foldhash::fast::RandomState>;
-
-/// A note's text kept in memory, with its name (the file name without extension) in the same
-/// allocation, just before the text: an exact search matches both, and reading the name from the
-/// path instead cost a cache miss per note (12 to 20% of a 100,000-note scan).
-#[derive(Debug)]
-pub struct NoteText {
-    buf: Box<str>,
-    name_len: usize,
-}
-
-impl NoteText {
-    /// The text of the note at `path`.
-    pub fn new(path: &VaultPath, text: &str) -> Self {
-        let name = path.stem();
-        let mut buf = String::with_capacity(name.len() + text.len());
-        buf.push_str(name);
-        buf.push_str(text);
-        NoteText {
-            buf: buf.into_boxed_str(),
-            name_len: name.len(),
-        }
-    }
-
-    /// The note's name (file name without extension).
-    pub fn name(&self) -> &str {
-        &self.buf[..self.name_len]
-    }
-
-    /// Asks the CPU to start loading the beginning of the note into its cache, ahead of a scan
-    /// that reaches it shortly. Scanning every note in memory otherwise waits on a cache miss at
-    /// the start of each one (16% of a no-hit exact search at 100,000 notes).
-    pub fn prefetch(&self) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let p = self.buf.as_ptr();
-            for line in (0..self.buf.len().min(256)).step_by(64) {
-                // SAFETY: a prefetch is only a hint: it never faults and changes no memory,
-                // and `line` stays inside the buffer.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(line).cast()) };
-            }
-        }
-    }
-
-    /// The note's text.
-    pub fn text(&self) -> &str {
-        &self.buf[self.name_len..]
-    }
-}
-
 /// A stop request that sleeping background threads wake up for.
 #[derive(Debug, Default)]
 struct Stop {
@@ -370,7 +319,7 @@ impl Engine {
             ready: AtomicBool::new(false),
             index_ready: AtomicBool::new(false),
             provisional: AtomicBool::new(false),
-            texts: std::sync::RwLock::new(Texts::default()),
+            texts: std::sync::RwLock::new(Texts::in_memory()),
             done: AtomicU64::new(0),
             total: AtomicU64::new(0),
             status: Mutex::new(Status {
@@ -467,6 +416,15 @@ impl Engine {
     /// Keeps the search index in `cache` between runs. Call before [`Engine::start`]; the first
     /// build loads it.
     pub fn set_index_cache(&self, cache: IndexCache) {
+        if let (IndexCache::Dir(dir), true) = (&cache, self.freshness.keep_texts) {
+            // The notes' texts go to the same private folder (see `texts`).
+            match Texts::in_folder(Arc::clone(dir)) {
+                Ok(t) => *self.texts.write().unwrap_or_else(|e| e.into_inner()) = t,
+                Err(e) => {
+                    tracing::warn!(error = %e, "note texts kept in memory: the cache folder refused them");
+                }
+            }
+        }
         self.lock_status().cache = match &cache {
             IndexCache::Off => "off".to_owned(),
             IndexCache::Dir(_) => "building".to_owned(),
@@ -796,16 +754,22 @@ impl Engine {
         // Whether the index holds no version of a note but the cached ones (see `unstaged`).
         let unstaged = self.unstaged.swap(false, Ordering::AcqRel);
         let reused = AtomicU64::new(0);
-        let fresh_texts: Mutex<Vec<(VaultPath, NoteText)>> = Mutex::new(Vec::new());
+        let stager = self
+            .texts
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .stager();
+        let fresh_texts: Mutex<Vec<(VaultPath, Slot)>> = Mutex::new(Vec::new());
         let stage = |n: NoteRead<'_>| {
             if first {
                 self.done.fetch_add(1, Ordering::Relaxed);
             }
             if self.freshness.keep_texts {
+                let slot = stager.stage(n.path, n.text);
                 fresh_texts
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push((n.path.clone(), NoteText::new(n.path, n.text)));
+                    .push((n.path.clone(), slot));
             }
             let in_cache = cached.as_ref().map(|c| c.get(n.path));
             if let Some(Some(stamp)) = in_cache
@@ -871,15 +835,14 @@ impl Engine {
         }
         if self.freshness.keep_texts {
             let mut texts = self.texts.write().unwrap_or_else(|e| e.into_inner());
-            for c in &changes {
-                match c {
-                    Change::Removed(p) | Change::File(p, _) => {
-                        texts.remove(p);
-                    }
-                    Change::Note(..) => {}
-                }
-            }
-            texts.extend(fresh_texts.into_inner().unwrap_or_else(|e| e.into_inner()));
+            let removed = changes.iter().filter_map(|c| match c {
+                Change::Removed(p) | Change::File(p, _) => Some(p),
+                Change::Note(..) => None,
+            });
+            texts.apply(
+                removed,
+                fresh_texts.into_inner().unwrap_or_else(|e| e.into_inner()),
+            );
         }
         let changed = !changes.is_empty();
         let read = started.elapsed();

@@ -418,6 +418,22 @@ async fn a_cache_folder_that_refuses_writes_costs_no_search_results() {
         )
         .await;
     assert_eq!(r["total"], 300, "{r}");
+    // The notes' texts, refused by the folder too, stayed in memory: exact search finds lines.
+    let r = server
+        .ok(
+            "search_notes",
+            json!({"query": "marker299 follows", "mode": "exact"}),
+        )
+        .await;
+    assert_eq!(r["hits"][0]["path"], "n299.md", "{r}");
+    assert_eq!(r["hits"][0]["line"], 2, "{r}");
+    let r = server
+        .ok(
+            "search_notes",
+            json!({"query": "follows here", "mode": "regex", "limit": 1}),
+        )
+        .await;
+    assert_eq!(r["total"], 300, "{r}");
     server.stop().await;
 }
 

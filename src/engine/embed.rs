@@ -204,7 +204,7 @@ impl Engine {
             .filter_map(|&(p, st)| {
                 let kept = texts.as_ref().and_then(|t| t.get(p));
                 let vectors = match kept {
-                    Some(t) => s.embed_note(p, t.text()),
+                    Some(t) => s.embed_note(p, &t.text),
                     None => {
                         let data = self.vault.read_file(p).ok()?;
                         s.embed_note(p, &String::from_utf8_lossy(&data.bytes))

@@ -30,7 +30,7 @@ use tantivy::schema::Schema;
 use tantivy::{Directory, Index};
 
 use crate::vault::cache::{
-    CacheFile, CacheWriter, EMBEDDINGS_FILE, IndexCacheDir, MAX_FILES, valid_name,
+    CacheFile, CacheWriter, IndexCacheDir, MAX_FILES, is_side_file, valid_name,
 };
 
 /// The index's files: the positions files, in the cache folder and read from the disk at
@@ -504,7 +504,7 @@ fn write_snapshot(
     let named: HashSet<&str> = manifest.files.iter().map(String::as_str).collect();
     for name in existing {
         if name != MANIFEST
-            && name != EMBEDDINGS_FILE
+            && !is_side_file(&name)
             && !named.contains(name.as_str())
             && valid_name(&name)
         {
@@ -519,7 +519,7 @@ pub fn clear(dir: &IndexCacheDir) -> std::io::Result<()> {
     // The manifest first: without it, whatever else remains is never loaded.
     dir.remove(MANIFEST)?;
     for name in dir.names()? {
-        if valid_name(&name) && name != EMBEDDINGS_FILE {
+        if valid_name(&name) && !is_side_file(&name) {
             dir.remove(&name)?;
         }
     }

@@ -36,6 +36,15 @@ const BIRTH_FILE: &str = "vault-birth";
 /// The embeddings cache's file (semantic search's vectors, `crate::semantic::saved`): the
 /// search index's saves and clears leave it alone; a folder emptied for another vault loses it.
 pub const EMBEDDINGS_FILE: &str = "embeddings.bin";
+/// The notes' texts while a process runs (`crate::engine::texts`): a scratch file, made anew at
+/// each start, that the index's saves and clears leave alone.
+pub const TEXTS_FILE: &str = "texts.bin";
+
+/// True for the files kept beside the index that its saves and clears must leave alone.
+pub fn is_side_file(name: &str) -> bool {
+    name == EMBEDDINGS_FILE || name == TEXTS_FILE || name == format!("{TEXTS_FILE}.tmp")
+}
+
 /// Longest file name accepted in the cache folder.
 const MAX_NAME: usize = 100;
 /// Most files listed from the cache folder.
@@ -257,6 +266,23 @@ impl IndexCacheDir {
         self.dir.rename(&tmp, &self.dir, name)
     }
 
+    /// Creates `name` empty, for reads and writes at offsets while this process runs: whatever
+    /// had the name (a file, or a symlink planted there) is removed first, and the new file is
+    /// created with no symlink followed.
+    pub fn scratch(&self, name: &str) -> io::Result<ScratchFile> {
+        self.remove(name)?;
+        Ok(ScratchFile {
+            file: self.create(name)?.file,
+        })
+    }
+
+    /// Renames `from` over `to` (both names in the folder).
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        check_name(from)?;
+        check_name(to)?;
+        self.dir.rename(from, &self.dir, to)
+    }
+
     /// Removes a file (a missing file is not an error).
     pub fn remove(&self, name: &str) -> io::Result<()> {
         check_name(name)?;
@@ -301,6 +327,24 @@ impl CacheFile {
     /// Makes the file's content durable.
     pub fn sync(&self) -> io::Result<()> {
         self.file.sync_all()
+    }
+}
+
+/// A scratch file open for reads and writes at offsets (see [`IndexCacheDir::scratch`]).
+#[derive(Debug)]
+pub struct ScratchFile {
+    file: cap_std::fs::File,
+}
+
+impl ScratchFile {
+    /// Writes all of `buf` at `offset` (the file grows as needed).
+    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        cap_std::fs::FileExt::write_all_at(&self.file, buf, offset)
+    }
+
+    /// Fills `buf` from `offset`; a file shorter than that is an error.
+    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        cap_std::fs::FileExt::read_exact_at(&self.file, buf, offset)
     }
 }
 

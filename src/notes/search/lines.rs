@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::engine::NoteText;
 use crate::index::text::{self, HeadingTracker};
 
 /// Most match ranges reported for one line.
@@ -138,23 +137,16 @@ pub(super) fn search_lines(
     let listed = listed.map(|l| l.0);
     // Notes found by a walk of the disk (before the first build), owned here.
     let mut walked: Vec<(f64, VaultPath, usize)> = Vec::new();
-    let notes: Vec<(&VaultPath, &NoteText)> = match in_memory {
-        Some(texts) => texts.iter().collect(),
-        None => Vec::new(),
-    };
     let (mut scored, partial): (Vec<Scored<'_>>, bool) = match (in_memory, &listed) {
-        // The whole vault in memory: no note list to build, no lookups.
-        (Some(_), _) => scan_par_prefetching(
-            &notes,
-            scope.budget,
-            &|(p, t)| score_named(matcher, p, t.name(), t.text()),
-            &|(_, t)| t.prefetch(),
-        ),
+        // Every kept text: no note list to build, no lookups.
+        (Some(texts), _) => texts.scan(scope.budget, &|p, name, text| {
+            score_named(matcher, p, name, text)
+        }),
         (None, Some(paths)) => match &texts {
             Some(texts) => scan_par(paths, scope.budget, &|p| {
                 texts
                     .get(p)
-                    .and_then(|t| score_named(matcher, p, t.name(), t.text()))
+                    .and_then(|t| score_named(matcher, p, t.name, &t.text))
             }),
             None => scan_par(paths, scope.budget, &|p| match vault.read_file(p) {
                 Ok(data) => {
@@ -206,7 +198,7 @@ pub(super) fn search_lines(
         }
         let kept = texts.as_ref().and_then(|t| t.get(path));
         let text: std::borrow::Cow<'_, str> = match kept {
-            Some(t) => std::borrow::Cow::Borrowed(t.text()),
+            Some(t) => t.text,
             None => match vault.read_file(path) {
                 Ok(data) => String::from_utf8_lossy(&data.bytes).into_owned().into(),
                 Err(e) => {
@@ -323,7 +315,7 @@ fn search_lines_by_rank(
             }
             let kept = texts.as_ref().and_then(|t| t.get(path));
             let (name, text): (&str, std::borrow::Cow<'_, str>) = match kept {
-                Some(t) => (t.name(), std::borrow::Cow::Borrowed(t.text())),
+                Some(t) => (t.name, t.text),
                 None => match vault.read_file(path) {
                     Ok(data) => (
                         path.stem(),
@@ -478,41 +470,6 @@ fn scan_par<'p, T: Sync>(
                 return None;
             }
             score(item)
-        })
-        .collect();
-    (scored, over.into_inner())
-}
-
-/// [`scan_par`], calling `prefetch` on the item two places ahead of the one being scored, so
-/// that its memory is on its way to the cache by the time it is reached.
-fn scan_par_prefetching<'p, T: Sync>(
-    items: &'p [T],
-    budget: Duration,
-    score: &(dyn Fn(&'p T) -> Option<Scored<'p>> + Sync),
-    prefetch: &(dyn Fn(&T) + Sync),
-) -> (Vec<Scored<'p>>, bool) {
-    use rayon::prelude::*;
-    const AHEAD: usize = 2;
-    let started = Instant::now();
-    let over = std::sync::atomic::AtomicBool::new(false);
-    let scored = items
-        .par_chunks(64)
-        .flat_map_iter(|chunk| {
-            chunk.iter().take(AHEAD).for_each(prefetch);
-            let over = &over;
-            chunk.iter().enumerate().filter_map(move |(i, item)| {
-                if over.load(std::sync::atomic::Ordering::Relaxed) {
-                    return None;
-                }
-                if started.elapsed() > budget {
-                    over.store(true, std::sync::atomic::Ordering::Relaxed);
-                    return None;
-                }
-                if let Some(next) = chunk.get(i + AHEAD) {
-                    prefetch(next);
-                }
-                score(item)
-            })
         })
         .collect();
     (scored, over.into_inner())

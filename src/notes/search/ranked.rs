@@ -185,7 +185,7 @@ fn note_page(engine: &Engine, shown: Ranked<'_>, page: Page) -> SearchResults {
     for (score, path) in ranked {
         let kept = texts.as_ref().and_then(|t| t.get(&path));
         let text: std::borrow::Cow<'_, str> = match kept {
-            Some(t) => std::borrow::Cow::Borrowed(t.text()),
+            Some(t) => t.text,
             None => match engine.vault().read_file(&path) {
                 Ok(data) => String::from_utf8_lossy(&data.bytes).into_owned().into(),
                 Err(e) => {

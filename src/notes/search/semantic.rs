@@ -99,7 +99,7 @@ pub(super) fn search_semantic(
     for (path, f) in ranked.into_iter().skip(page.offset).take(page.limit) {
         let kept = texts.as_ref().and_then(|t| t.get(&path));
         let text: std::borrow::Cow<'_, str> = match kept {
-            Some(t) => t.text().into(),
+            Some(t) => t.text,
             None => match engine.vault().read_file(&path) {
                 Ok(d) => String::from_utf8_lossy(&d.bytes).into_owned().into(),
                 Err(_) => {
