@@ -38,8 +38,8 @@ pub use texts::{Kept, NoteText, Slot, Texts};
 /// How long a scanning search (exact, regex, ranked while the index builds) may run by default.
 pub const SCAN_BUDGET: Duration = Duration::from_secs(3);
 
-/// The default [`Freshness::exact_scan_max_notes`]: reading 20,000 notes' texts from memory
-/// takes about 30 ms on two cores.
+/// The default [`Freshness::exact_scan_max_notes`]: reading 20,000 notes' kept texts takes
+/// about 30 ms on two cores.
 pub const EXACT_SCAN_MAX_NOTES: usize = 20_000;
 
 /// A burst touching more places than this is reconciled with one full scan instead.
@@ -81,8 +81,8 @@ pub struct Freshness {
     /// Wait this long between opening the index (and its cache) and the first build's walk
     /// (tests use it to observe the building state).
     pub build_delay: Duration,
-    /// Keep every note's text in memory, so exact and regex searches scan RAM instead of disk
-    /// (about the vault's Markdown size in memory).
+    /// Keep every note's text (in the index cache folder's `texts.bin`, or in memory without
+    /// one), so exact and regex searches scan one file or RAM instead of every note on disk.
     pub keep_texts: bool,
     /// Leave Obsidian's "Excluded files" (`userIgnoreFilters`) out of search, list and graph
     /// results, as Obsidian does (they stay readable by path).
@@ -535,7 +535,7 @@ impl Engine {
         })
     }
 
-    /// True when note texts are kept in memory.
+    /// True when note texts are kept (see [`Freshness::keep_texts`]).
     pub fn keeps_texts(&self) -> bool {
         self.freshness.keep_texts
     }
@@ -612,7 +612,7 @@ impl Engine {
         files
     }
 
-    /// The notes' texts held in memory, once the first build is complete and if kept at all.
+    /// The notes' kept texts (see [`Texts`]), once the first build is complete and if kept at all.
     pub fn texts(&self) -> Option<std::sync::RwLockReadGuard<'_, Texts>> {
         (self.freshness.keep_texts && self.is_ready())
             .then(|| self.texts.read().unwrap_or_else(|e| e.into_inner()))

@@ -390,7 +390,7 @@ fn search_lines_by_rank(
 /// The notes an exact or regex search must read, from the model once it is built (folder, time,
 /// tag and property filters applied from memory), narrowed for an exact search by the index's
 /// prefilter when it rules out enough notes to beat reading them all. `None` before the first
-/// build (scan the disk), and when the search is over every note and their texts are in memory
+/// build (scan the disk), and when the search is over every note and their texts are kept
 /// (the caller scans those directly). The flag is true when the index picked the notes.
 fn candidates(
     engine: &Engine,
