@@ -1,6 +1,16 @@
 //! A note cut into sections for embedding: one chunk per heading's section (frontmatter and
 //! fenced code skipped as headings), long sections split at line ends, each chunk's text led by
 //! the note's title and its heading path, so a section is read in its context.
+//!
+//! What is embedded is what a reader sees: Obsidian comments (`%% ... %%`) are left out, and
+//! the Markdown is read as text ([`readable`]): a link is its words, not its address, a wikilink
+//! its display text, HTML tags and bare addresses are dropped. A static model averages its
+//! tokens, so the dozens of tokens of a badge's image address would otherwise outweigh the
+//! sentence that says what the note is about.
+
+use std::borrow::Cow;
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 /// Longest chunk text, in bytes (longer sections are split).
 pub const MAX_CHUNK_BYTES: usize = 1500;
@@ -27,11 +37,22 @@ pub fn chunks(title: &str, text: &str) -> Vec<Chunk> {
     let mut current = Section::new(1, None, title, &path);
     let mut fence: Option<(u8, usize)> = None;
     let body_start = frontmatter_lines(text);
+    let mut in_comment = false;
     for (i, line) in text.lines().enumerate() {
         if i < body_start {
             continue;
         }
         let lineno = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let line: Cow<'_, str> = if fence.is_none() && (in_comment || line.contains("%%")) {
+            let (visible, hidden) = uncommented(line, &mut in_comment);
+            if hidden && visible.trim().is_empty() {
+                continue;
+            }
+            visible
+        } else {
+            Cow::Borrowed(line)
+        };
+        let line = line.as_ref();
         if let Some(f) = fence_marker(line) {
             match fence {
                 None => fence = Some(f),
@@ -121,7 +142,7 @@ impl Section {
         out.push(Chunk {
             line: self.line,
             heading: self.heading.take(),
-            text: format!("{}\n{body}", self.context),
+            text: format!("{}\n{}", self.context, readable(body)),
         });
     }
 
@@ -138,6 +159,116 @@ impl Section {
         self.body.clear();
         true
     }
+}
+
+/// The part of `line` outside Obsidian comments, given whether a comment is open at its start
+/// (updated for the next line), and whether any of it was hidden.
+fn uncommented<'l>(line: &'l str, in_comment: &mut bool) -> (Cow<'l, str>, bool) {
+    let mut visible = String::new();
+    let mut hidden = *in_comment;
+    let mut rest = line;
+    loop {
+        match rest.find("%%") {
+            Some(at) => {
+                if !*in_comment {
+                    visible.push_str(&rest[..at]);
+                }
+                *in_comment = !*in_comment;
+                hidden = true;
+                rest = &rest[at + 2..];
+            }
+            None => {
+                if !*in_comment {
+                    visible.push_str(rest);
+                }
+                break;
+            }
+        }
+    }
+    if hidden {
+        (Cow::Owned(visible), true)
+    } else {
+        (Cow::Borrowed(line), false)
+    }
+}
+
+/// Markdown read as text: the words of paragraphs, headings, lists, tables, quotes and code,
+/// a link's or image's text without its address, a wikilink's display text (else its target),
+/// without HTML tags or bare `http(s)://` addresses. Blocks end in a line break.
+pub fn readable(md: &str) -> String {
+    let mut out = String::with_capacity(md.len());
+    let mut run = String::new();
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    for event in Parser::new_ext(md, options) {
+        match event {
+            Event::Text(t) | Event::Code(t) => run.push_str(&t),
+            Event::SoftBreak => run.push(' '),
+            // Tags and inline HTML are dropped; the text between them is kept.
+            Event::Html(_) | Event::InlineHtml(_) => {}
+            Event::Start(Tag::Link { .. } | Tag::Image { .. } | Tag::Emphasis | Tag::Strong)
+            | Event::End(TagEnd::Link | TagEnd::Image | TagEnd::Emphasis | TagEnd::Strong) => {}
+            Event::Start(_) | Event::End(_) | Event::HardBreak | Event::Rule => {
+                flush(&mut run, &mut out);
+            }
+            _ => run.push(' '),
+        }
+    }
+    flush(&mut run, &mut out);
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// Appends a run of inline text to `out` as a line, wikilinks and bare addresses resolved.
+fn flush(run: &mut String, out: &mut String) {
+    let line = wikilinks_as_text(run);
+    let mut any = false;
+    for word in line.split_whitespace() {
+        if word.starts_with("http://") || word.starts_with("https://") {
+            continue;
+        }
+        if any {
+            out.push(' ');
+        }
+        out.push_str(word);
+        any = true;
+    }
+    if any {
+        out.push('\n');
+    }
+    run.clear();
+}
+
+/// `[[target#heading|shown]]` as `shown`, `[[target#heading]]` as `target heading` (an embed's
+/// `!` dropped too); other text as it is.
+fn wikilinks_as_text(s: &str) -> Cow<'_, str> {
+    if !s.contains("[[") {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(open) = rest.find("[[") {
+        let Some(close) = rest[open + 2..].find("]]") else {
+            break;
+        };
+        let before = &rest[..open];
+        out.push_str(before.strip_suffix('!').unwrap_or(before));
+        let inner = &rest[open + 2..open + 2 + close];
+        match inner.split_once('|') {
+            Some((_, shown)) => out.push_str(shown),
+            None => {
+                let target = inner.rsplit('/').next().unwrap_or(inner);
+                let target = target.strip_suffix(".md").unwrap_or(target);
+                for part in target.split(['#', '^']).filter(|p| !p.is_empty()) {
+                    out.push_str(part);
+                    out.push(' ');
+                }
+            }
+        }
+        rest = &rest[open + 2 + close + 2..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// Lines taken by a leading `---` frontmatter block (0 when there is none).
@@ -223,5 +354,29 @@ mod tests {
                 text: "Empty".into()
             }]
         );
+    }
+
+    #[test]
+    fn what_is_embedded_is_what_a_reader_sees() {
+        let text = "%% hidden\n# Not a heading %%\n\
+                    ![GitHub stars](https://img.shields.io/github/stars/a/b?color=573E7A)\n\
+                    # Game\n\
+                    Play **DOOM** in [your app](https://example.com/x?y=1), see [[Retro games|old \
+                    games]] and [[Folder/Arcade#Scores]] or https://example.com/raw %%not this%% \
+                    <span class=\"x\">now</span>.\n\
+                    ```\n%% code stays %%\n```\n";
+        let c = chunks("Doom", text);
+        assert_eq!(c.len(), 2, "{c:#?}");
+        assert_eq!(c[0].text, "Doom\nGitHub stars");
+        assert_eq!(c[1].heading.as_deref(), Some("Game"));
+        assert_eq!(
+            c[1].text,
+            "Doom > Game\nPlay DOOM in your app, see old games and Arcade Scores or now.\n\
+             %% code stays %%"
+        );
+        // An unclosed comment hides the rest of the note, headings included.
+        let c = chunks("T", "Seen.\n%%\n# Hidden\nHidden too.\n");
+        assert_eq!(c.len(), 1, "{c:#?}");
+        assert_eq!(c[0].text, "T\nSeen.");
     }
 }
