@@ -105,13 +105,24 @@ fn main() {
     );
     per_note(Path::new(&model), &g.root);
 
-    // Keyword search alone: the memory baseline.
-    let mut plain = spawn(bin, &g.root, &["--no-index-cache"]);
+    // Keyword search alone: the memory baseline, in the same configuration as the server with
+    // the model (a first start on an empty index cache folder, which also holds the notes'
+    // texts), so the difference is the model's.
+    let plain_cache =
+        std::env::temp_dir().join(format!("capvault-bench-plain-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&plain_cache);
+    std::fs::create_dir_all(&plain_cache).unwrap();
+    let mut plain = spawn(
+        bin,
+        &g.root,
+        &["--index-cache", plain_cache.to_str().unwrap()],
+    );
     wait(&mut plain, index_ready);
     std::thread::sleep(Duration::from_secs(5));
     let base_rss = peak_rss_mb(plain.child.id());
     drop(plain.stdin);
     let _ = plain.child.wait();
+    let _ = std::fs::remove_dir_all(&plain_cache);
 
     let cache = std::env::temp_dir().join(format!("capvault-bench-sem-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&cache);
