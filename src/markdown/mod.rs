@@ -47,6 +47,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 pub use links::is_external_url;
+pub(crate) use links::{find_wikilinks, parse_wikilink_inner};
 pub use tags::{nfc, normalize_tag, tag_matches, tag_matches_normalized};
 
 use frontmatter::{Document, SourceScalar};

@@ -3,7 +3,7 @@
 //! the note's title and its heading path, so a section is read in its context.
 //!
 //! What is embedded is what a reader sees: Obsidian comments (`%% ... %%`) are left out, and
-//! the Markdown is read as text ([`readable`]): a link is its words, not its address, a wikilink
+//! the Markdown is read as text: a link is its words, not its address, a wikilink
 //! its display text, HTML tags and bare addresses are dropped. A static model averages its
 //! tokens, so the dozens of tokens of a badge's image address would otherwise outweigh the
 //! sentence that says what the note is about.
@@ -11,6 +11,8 @@
 use std::borrow::Cow;
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+use crate::markdown::{self, Subpath};
 
 /// Longest chunk text, in bytes (longer sections are split).
 pub const MAX_CHUNK_BYTES: usize = 1500;
@@ -163,6 +165,9 @@ impl Section {
 
 /// The part of `line` outside Obsidian comments, given whether a comment is open at its start
 /// (updated for the next line), and whether any of it was hidden.
+///
+/// Line by line, as the chunker reads: a `%%` inside inline code counts as a marker here, where
+/// the note parser ([`crate::markdown`]) keeps it as code. Only what is embedded differs.
 fn uncommented<'l>(line: &'l str, in_comment: &mut bool) -> (Cow<'l, str>, bool) {
     let mut visible = String::new();
     let mut hidden = *in_comment;
@@ -195,7 +200,7 @@ fn uncommented<'l>(line: &'l str, in_comment: &mut bool) -> (Cow<'l, str>, bool)
 /// Markdown read as text: the words of paragraphs, headings, lists, tables, quotes and code,
 /// a link's or image's text without its address, a wikilink's display text (else its target),
 /// without HTML tags or bare `http(s)://` addresses. Blocks end in a line break.
-pub fn readable(md: &str) -> String {
+fn readable(md: &str) -> String {
     let mut out = String::with_capacity(md.len());
     let mut run = String::new();
     let options =
@@ -239,35 +244,38 @@ fn flush(run: &mut String, out: &mut String) {
     run.clear();
 }
 
-/// `[[target#heading|shown]]` as `shown`, `[[target#heading]]` as `target heading` (an embed's
-/// `!` dropped too); other text as it is.
+/// Wikilinks as a reader sees them: `[[target#heading|shown]]` as `shown`, `[[Folder/target#heading]]`
+/// as `target heading` (an embed's `!` dropped too); other text as it is. The links are found
+/// and taken apart by the Markdown layer's own wikilink parser.
 fn wikilinks_as_text(s: &str) -> Cow<'_, str> {
-    if !s.contains("[[") {
+    let found = markdown::find_wikilinks(s, false);
+    if found.is_empty() {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(open) = rest.find("[[") {
-        let Some(close) = rest[open + 2..].find("]]") else {
-            break;
-        };
-        let before = &rest[..open];
+    let mut from = 0;
+    for (start, end) in found {
+        let before = &s[from..start];
         out.push_str(before.strip_suffix('!').unwrap_or(before));
-        let inner = &rest[open + 2..open + 2 + close];
-        match inner.split_once('|') {
-            Some((_, shown)) => out.push_str(shown),
-            None => {
-                let target = inner.rsplit('/').next().unwrap_or(inner);
-                let target = target.strip_suffix(".md").unwrap_or(target);
-                for part in target.split(['#', '^']).filter(|p| !p.is_empty()) {
-                    out.push_str(part);
-                    out.push(' ');
+        let embed = before.ends_with('!');
+        if let Some(parts) = markdown::parse_wikilink_inner(&s[start + 2..end - 2], embed) {
+            match (&parts.display, &parts.subpath) {
+                (Some(shown), _) => out.push_str(shown),
+                (None, subpath) => {
+                    let name = parts.target.rsplit('/').next().unwrap_or(&parts.target);
+                    out.push_str(name.strip_suffix(".md").unwrap_or(name));
+                    if let Some(Subpath::Heading(headings)) = subpath {
+                        for h in headings.iter() {
+                            out.push(' ');
+                            out.push_str(h);
+                        }
+                    }
                 }
             }
         }
-        rest = &rest[open + 2 + close + 2..];
+        from = end;
     }
-    out.push_str(rest);
+    out.push_str(&s[from..]);
     Cow::Owned(out)
 }
 
@@ -363,7 +371,7 @@ mod tests {
                     # Game\n\
                     Play **DOOM** in [your app](https://example.com/x?y=1), see [[Retro games|old \
                     games]] and [[Folder/Arcade#Scores]] or https://example.com/raw %%not this%% \
-                    <span class=\"x\">now</span>.\n\
+                    <span class=\"x\">now</span> ![[Folder/Map.md#^b1]].\n\
                     ```\n%% code stays %%\n```\n";
         let c = chunks("Doom", text);
         assert_eq!(c.len(), 2, "{c:#?}");
@@ -371,7 +379,7 @@ mod tests {
         assert_eq!(c[1].heading.as_deref(), Some("Game"));
         assert_eq!(
             c[1].text,
-            "Doom > Game\nPlay DOOM in your app, see old games and Arcade Scores or now.\n\
+            "Doom > Game\nPlay DOOM in your app, see old games and Arcade Scores or now Map.\n\
              %% code stays %%"
         );
         // An unclosed comment hides the rest of the note, headings included.
