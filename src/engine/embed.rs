@@ -314,15 +314,26 @@ impl Engine {
             return;
         };
         let started = Instant::now();
-        let status = match dir.read(EMBEDDINGS_FILE, MAX_SAVED_BYTES) {
+        let status = match dir.open_file(EMBEDDINGS_FILE) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => "new".to_owned(),
             Err(e) => {
                 let _ = dir.remove(EMBEDDINGS_FILE);
                 format!("rebuilt: cannot read the embeddings cache ({})", e.kind())
             }
-            Ok(bytes) => {
+            Ok(file) if file.len() > MAX_SAVED_BYTES => {
+                let _ = dir.remove(EMBEDDINGS_FILE);
+                "rebuilt: the embeddings cache is larger than any this server writes".to_owned()
+            }
+            Ok(file) => {
                 let info = s.model.info();
-                match saved::decode(&bytes, s.model.fingerprint(), info.dimensions) {
+                let loaded = saved::read(
+                    file.reader(),
+                    file.len(),
+                    s.model.fingerprint(),
+                    info.dimensions,
+                );
+                drop(file);
+                match loaded {
                     Ok(store) => {
                         let n = store.len();
                         *s.store.write().unwrap_or_else(|e| e.into_inner()) = store;
@@ -357,10 +368,13 @@ impl Engine {
             return;
         }
         let started = Instant::now();
-        let bytes = saved::encode(&s.store(), s.model.fingerprint());
-        match dir.write(EMBEDDINGS_FILE, &bytes) {
+        // The store stays read-locked while it is written out: searches go on, a re-embed
+        // waits for the write (to the page cache: well under a second at 100,000 notes).
+        let written = dir.write_with(EMBEDDINGS_FILE, |file| {
+            saved::write(&s.store(), s.model.fingerprint(), file)
+        });
+        match written {
             Ok(()) => tracing::debug!(
-                bytes = bytes.len(),
                 ms = started.elapsed().as_millis() as u64,
                 "embeddings cache saved"
             ),

@@ -13,6 +13,8 @@
 //! line (u32), heading (u16 length + bytes, `u16::MAX` for none), scale (f32), `dims` codes
 //! (i8); then the sha256 of all of the above.
 
+use std::io::{self, Read, Write};
+
 use sha2::{Digest, Sha256};
 
 use super::chunk::MAX_CHUNKS;
@@ -33,61 +35,113 @@ const NO_HEADING: u16 = u16::MAX;
 #[error("{0}")]
 pub struct SavedError(pub &'static str);
 
-/// The bytes of `store`, made by the model with `fingerprint`.
+/// The bytes of `store`, made by the model with `fingerprint` (see [`write`]).
 pub fn encode(store: &VectorStore, fingerprint: &[u8; 32]) -> Vec<u8> {
-    let dims = store.dims();
-    let sections = store.sections();
-    let mut out = Vec::with_capacity(64 + store.len() * 48 + sections * (dims + 40));
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT.to_le_bytes());
-    out.extend_from_slice(fingerprint);
-    out.extend_from_slice(&(dims as u32).to_le_bytes());
-    let notes = store.notes_sorted();
-    out.extend_from_slice(&(notes.len() as u32).to_le_bytes());
-    for (path, note) in notes {
-        put_str(&mut out, path.as_str());
-        out.extend_from_slice(&note.stamp.to_le_bytes());
-        out.extend_from_slice(&(note.sections.len() as u16).to_le_bytes());
-        let rows = note.codes.chunks_exact(dims).zip(note.scales);
-        for (section, (row, scale)) in note.sections.iter().zip(rows) {
-            out.extend_from_slice(&section.line.to_le_bytes());
-            match &section.heading {
-                Some(h) => put_str(&mut out, h),
-                None => out.extend_from_slice(&NO_HEADING.to_le_bytes()),
-            }
-            out.extend_from_slice(&scale.to_le_bytes());
-            out.extend(row.iter().map(|&c| c as u8));
-        }
-    }
-    let digest = Sha256::digest(&out);
-    out.extend_from_slice(&digest);
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write(store, fingerprint, &mut out);
     out
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+/// Writes the bytes of `store`, made by the model with `fingerprint`, to `out` as they are
+/// made: saving a hundred thousand notes' vectors never holds a second copy of them in memory.
+pub fn write(store: &VectorStore, fingerprint: &[u8; 32], out: impl Write) -> io::Result<()> {
+    let dims = store.dims();
+    let mut w = io::BufWriter::with_capacity(1 << 16, Summed::new(out));
+    w.write_all(MAGIC)?;
+    w.write_all(&FORMAT.to_le_bytes())?;
+    w.write_all(fingerprint)?;
+    w.write_all(&(dims as u32).to_le_bytes())?;
+    let notes = store.notes_sorted();
+    w.write_all(&(notes.len() as u32).to_le_bytes())?;
+    let mut row_bytes = Vec::with_capacity(dims);
+    for (path, note) in notes {
+        put_str(&mut w, path.as_str())?;
+        w.write_all(&note.stamp.to_le_bytes())?;
+        w.write_all(&(note.sections.len() as u16).to_le_bytes())?;
+        for (i, (section, scale)) in note.sections.iter().zip(note.scales).enumerate() {
+            let row = note.row(i);
+            w.write_all(&section.line.to_le_bytes())?;
+            match &section.heading {
+                Some(h) => put_str(&mut w, h)?,
+                None => w.write_all(&NO_HEADING.to_le_bytes())?,
+            }
+            w.write_all(&scale.to_le_bytes())?;
+            row_bytes.clear();
+            row_bytes.extend(row.iter().map(|&c| c as u8));
+            w.write_all(&row_bytes)?;
+        }
+    }
+    let summed = w.into_inner().map_err(io::IntoInnerError::into_error)?;
+    let digest = summed.hash.finalize();
+    let mut out = summed.inner;
+    out.write_all(&digest)?;
+    out.flush()
+}
+
+/// A writer that passes bytes on and keeps the sha256 of what it passed.
+struct Summed<W> {
+    inner: W,
+    hash: Sha256,
+}
+
+impl<W> Summed<W> {
+    fn new(inner: W) -> Self {
+        Summed {
+            inner,
+            hash: Sha256::new(),
+        }
+    }
+}
+
+impl<W: Write> Write for Summed<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn put_str(out: &mut impl Write, s: &str) -> io::Result<()> {
     // Paths and headings are far below u16::MAX bytes (paths by the vault's own limits,
     // headings cut by the chunker); cut at a character boundary all the same.
     let mut end = s.len().min(MAX_HEADING);
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    out.extend_from_slice(&(end as u16).to_le_bytes());
-    out.extend_from_slice(&s.as_bytes()[..end]);
+    out.write_all(&(end as u16).to_le_bytes())?;
+    out.write_all(&s.as_bytes()[..end])
 }
 
-/// Reads bytes off the front of a slice, failing past its end.
-struct Reader<'a>(&'a [u8]);
-
 const TRUNCATED: SavedError = SavedError("the embeddings cache is cut short");
+const CHECKSUM: SavedError = SavedError("the embeddings cache fails its checksum");
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], SavedError> {
-        if n > self.0.len() {
+/// Reads the body of a saved store off the front of a reader, keeping its sha256 and failing
+/// past the body's end (the file's length less the digest).
+struct Reader<R> {
+    inner: R,
+    /// Body bytes not yet read.
+    left: u64,
+    hash: Sha256,
+    buf: Vec<u8>,
+}
+
+impl<R: Read> Reader<R> {
+    fn take(&mut self, n: usize) -> Result<&[u8], SavedError> {
+        if n as u64 > self.left {
             return Err(TRUNCATED);
         }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
+        self.buf.resize(n, 0);
+        self.inner
+            .read_exact(&mut self.buf)
+            .map_err(|_| TRUNCATED)?;
+        self.left -= n as u64;
+        self.hash.update(&self.buf);
+        Ok(&self.buf)
     }
     fn array<const N: usize>(&mut self) -> Result<[u8; N], SavedError> {
         let mut a = [0; N];
@@ -100,27 +154,73 @@ impl<'a> Reader<'a> {
     fn u32(&mut self) -> Result<u32, SavedError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
-    fn str(&mut self, len: u16) -> Result<&'a str, SavedError> {
+    fn str(&mut self, len: u16) -> Result<&str, SavedError> {
         if usize::from(len) > MAX_HEADING {
             return Err(SavedError("the embeddings cache holds an over-long name"));
         }
         std::str::from_utf8(self.take(len.into())?)
             .map_err(|_| SavedError("the embeddings cache holds a name that is not UTF-8"))
     }
+
+    /// Checks the digest after the body. When the body was refused before its end, the rest is
+    /// read into the sum first: an altered file is reported as failing its checksum, whatever
+    /// part of it was altered.
+    fn finish(mut self, parsed: Result<(), SavedError>) -> Result<(), SavedError> {
+        if parsed.is_err() {
+            let mut rest = (&mut self.inner).take(self.left);
+            let mut chunk = vec![0u8; 1 << 16];
+            loop {
+                match rest.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        self.hash.update(&chunk[..n]);
+                        self.left -= n as u64;
+                    }
+                    Err(_) => return Err(TRUNCATED),
+                }
+            }
+            if self.left > 0 {
+                return Err(TRUNCATED);
+            }
+        }
+        let mut digest = [0u8; 32];
+        self.inner.read_exact(&mut digest).map_err(|_| TRUNCATED)?;
+        if self.hash.finalize().as_slice() != digest {
+            return Err(CHECKSUM);
+        }
+        parsed
+    }
 }
 
 /// The store in `bytes`, if they are a whole, unaltered save of vectors of `dims` dimensions
-/// made by the model with `fingerprint`.
+/// made by the model with `fingerprint` (see [`read`]).
 pub fn decode(
     bytes: &[u8],
     fingerprint: &[u8; 32],
     dims: usize,
 ) -> Result<VectorStore, SavedError> {
-    let Some(body_len) = bytes.len().checked_sub(32) else {
+    read(bytes, bytes.len() as u64, fingerprint, dims)
+}
+
+/// The store in the `len` bytes of `from`, if they are a whole, unaltered save of vectors of
+/// `dims` dimensions made by the model with `fingerprint`. The file is read once, front to
+/// back, never held whole; nothing read is used before its checksum is proven (the store is
+/// built as it is read and returned only then).
+pub fn read(
+    from: impl Read,
+    len: u64,
+    fingerprint: &[u8; 32],
+    dims: usize,
+) -> Result<VectorStore, SavedError> {
+    let Some(body_len) = len.checked_sub(32) else {
         return Err(TRUNCATED);
     };
-    let (body, digest) = bytes.split_at(body_len);
-    let mut r = Reader(body);
+    let mut r = Reader {
+        inner: io::BufReader::with_capacity(1 << 16, from),
+        left: body_len,
+        hash: Sha256::new(),
+        buf: Vec::new(),
+    };
     if r.take(MAGIC.len())? != MAGIC {
         return Err(SavedError("not an embeddings cache"));
     }
@@ -129,9 +229,19 @@ pub fn decode(
             "the embeddings cache was written by another version",
         ));
     }
-    if Sha256::digest(body).as_slice() != digest {
-        return Err(SavedError("the embeddings cache fails its checksum"));
-    }
+    let mut store = VectorStore::new(dims);
+    let parsed = body(&mut r, &mut store, fingerprint, dims);
+    r.finish(parsed)?;
+    Ok(store)
+}
+
+/// The body after the magic and format, into `store`.
+fn body<R: Read>(
+    r: &mut Reader<R>,
+    store: &mut VectorStore,
+    fingerprint: &[u8; 32],
+    dims: usize,
+) -> Result<(), SavedError> {
     if &r.array::<32>()? != fingerprint {
         return Err(SavedError("the embeddings cache was made by another model"));
     }
@@ -142,10 +252,12 @@ pub fn decode(
     }
     let notes = r.u32()? as usize;
     // Each note takes at least 12 bytes: a count past that is a lie, not an allocation.
-    if notes > r.0.len() / 12 {
+    if notes as u64 > r.left / 12 {
         return Err(TRUNCATED);
     }
-    let mut store = VectorStore::new(dims);
+    let mut sections = Vec::new();
+    let mut codes = Vec::new();
+    let mut scales = Vec::new();
     for _ in 0..notes {
         let len = r.u16()?;
         let path = VaultPath::parse(r.str(len)?)
@@ -157,9 +269,9 @@ pub fn decode(
                 "the embeddings cache holds a note with a bad section count",
             ));
         }
-        let mut sections = Vec::with_capacity(count);
-        let mut codes = Vec::with_capacity(count * dims);
-        let mut scales = Vec::with_capacity(count);
+        sections.clear();
+        codes.clear();
+        scales.clear();
         for _ in 0..count {
             let line = r.u32()?;
             let heading = match r.u16()? {
@@ -177,12 +289,12 @@ pub fn decode(
         if store.stamp(&path).is_some() {
             return Err(SavedError("the embeddings cache names a note twice"));
         }
-        store.put(path, stamp, sections, &codes, &scales);
+        store.put(path, stamp, std::mem::take(&mut sections), &codes, &scales);
     }
-    if !r.0.is_empty() {
+    if r.left != 0 {
         return Err(SavedError("the embeddings cache has bytes past its end"));
     }
-    Ok(store)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -235,7 +347,7 @@ mod tests {
             && x.iter().zip(&y).all(|((p, n), (q, m))| {
                 p == q
                     && n.sections == m.sections
-                    && n.codes == m.codes
+                    && (0..n.sections.len()).all(|i| n.row(i) == m.row(i))
                     && n.scales == m.scales
                     && n.stamp == m.stamp
             })

@@ -38,10 +38,75 @@ struct Note {
 pub(super) struct NoteView<'a> {
     pub(super) stamp: u64,
     pub(super) sections: &'a [Section],
-    /// `sections.len()` rows of `dims` codes.
-    pub(super) codes: &'a [i8],
     /// One scale per section.
     pub(super) scales: &'a [f32],
+    rows: &'a Rows,
+    first: usize,
+}
+
+impl NoteView<'_> {
+    /// The codes of its `i`th section.
+    pub(super) fn row(&self, i: usize) -> &[i8] {
+        self.rows.row(self.first + i)
+    }
+}
+
+/// Rows of `dims` codes in blocks of [`BLOCK_ROWS`]: the array grows a block at a time, never
+/// by copying what it holds (a single growing array doubled, and for a moment held its old and
+/// new copies: tens of megabytes at 100,000 notes).
+#[derive(Debug)]
+struct Rows {
+    dims: usize,
+    blocks: Vec<Box<[i8]>>,
+    len: usize,
+}
+
+/// Rows per block (a megabyte at 256 dimensions).
+#[cfg(not(test))]
+const BLOCK_ROWS: usize = 4096;
+/// Small blocks in tests, so that their stores span many.
+#[cfg(test)]
+const BLOCK_ROWS: usize = 64;
+
+impl Rows {
+    fn row(&self, r: usize) -> &[i8] {
+        let at = (r % BLOCK_ROWS) * self.dims;
+        &self.blocks[r / BLOCK_ROWS][at..at + self.dims]
+    }
+
+    fn push(&mut self, row: &[i8]) {
+        if self.len == self.blocks.len() * BLOCK_ROWS {
+            self.blocks
+                .push(vec![0; BLOCK_ROWS * self.dims].into_boxed_slice());
+        }
+        let at = (self.len % BLOCK_ROWS) * self.dims;
+        self.blocks[self.len / BLOCK_ROWS][at..at + self.dims].copy_from_slice(row);
+        self.len += 1;
+    }
+
+    /// Copies row `from` over row `to`.
+    fn copy(&mut self, from: usize, to: usize) {
+        let d = self.dims;
+        let (fb, fa) = (from / BLOCK_ROWS, (from % BLOCK_ROWS) * d);
+        let (tb, ta) = (to / BLOCK_ROWS, (to % BLOCK_ROWS) * d);
+        if fb == tb {
+            self.blocks[fb].copy_within(fa..fa + d, ta);
+        } else {
+            let (lo, hi) = self.blocks.split_at_mut(fb.max(tb));
+            let (src, dst) = if fb > tb {
+                (&hi[0][fa..fa + d], &mut lo[tb][ta..ta + d])
+            } else {
+                (&lo[fb][fa..fa + d], &mut hi[0][ta..ta + d])
+            };
+            dst.copy_from_slice(src);
+        }
+    }
+
+    /// Keeps the first `n` rows, freeing the blocks past them.
+    fn truncate(&mut self, n: usize) {
+        self.len = n.min(self.len);
+        self.blocks.truncate(self.len.div_ceil(BLOCK_ROWS));
+    }
 }
 
 /// A note near a query, with its best section.
@@ -67,8 +132,8 @@ pub struct VectorStore {
     /// The notes; `None` for a free slot.
     slots: Vec<Option<Note>>,
     free: Vec<u32>,
-    /// Every row's codes, `dims` per row.
-    codes: Vec<i8>,
+    /// Every row's codes.
+    codes: Rows,
     /// Every row's scale: a code times its row's scale is the vector's value.
     scales: Vec<f32>,
     /// Every row's slot, or [`DEAD`].
@@ -145,7 +210,11 @@ impl VectorStore {
             by_path: HashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
-            codes: Vec::new(),
+            codes: Rows {
+                dims,
+                blocks: Vec::new(),
+                len: 0,
+            },
             scales: Vec::new(),
             owner: Vec::new(),
             dead: 0,
@@ -236,7 +305,9 @@ impl VectorStore {
             }
         };
         let first = self.scales.len();
-        self.codes.extend_from_slice(codes);
+        for row in codes.chunks_exact(self.dims) {
+            self.codes.push(row);
+        }
         self.scales.extend_from_slice(scales);
         self.owner.extend(std::iter::repeat_n(slot, n));
         self.slots[slot as usize] = Some(Note {
@@ -266,7 +337,6 @@ impl VectorStore {
         if self.dead < COMPACT_AFTER || self.dead * 4 < self.scales.len() {
             return;
         }
-        let dims = self.dims;
         let mut to = 0;
         for row in 0..self.owner.len() {
             let slot = self.owner[row];
@@ -279,14 +349,13 @@ impl VectorStore {
                 note.first = to;
             }
             if to != row {
-                self.codes
-                    .copy_within(row * dims..(row + 1) * dims, to * dims);
+                self.codes.copy(row, to);
                 self.scales[to] = self.scales[row];
                 self.owner[to] = slot;
             }
             to += 1;
         }
-        self.codes.truncate(to * dims);
+        self.codes.truncate(to);
         self.scales.truncate(to);
         self.owner.truncate(to);
         self.dead = 0;
@@ -312,7 +381,6 @@ impl VectorStore {
 
     /// Every note's vectors as stored, by path.
     pub(super) fn notes_sorted(&self) -> Vec<(&VaultPath, NoteView<'_>)> {
-        let dims = self.dims;
         let mut out: Vec<(&VaultPath, NoteView<'_>)> = self
             .slots
             .iter()
@@ -322,8 +390,9 @@ impl VectorStore {
                 let view = NoteView {
                     stamp: n.stamp,
                     sections: &n.sections,
-                    codes: &self.codes[rows.start * dims..rows.end * dims],
                     scales: &self.scales[rows],
+                    rows: &self.codes,
+                    first: n.first,
                 };
                 (&n.path, view)
             })
@@ -339,10 +408,7 @@ impl VectorStore {
         let mut sum = vec![0f32; dims];
         for row in note.first..note.first + note.sections.len() {
             let scale = self.scales[row];
-            for (s, &c) in sum
-                .iter_mut()
-                .zip(&self.codes[row * dims..(row + 1) * dims])
-            {
+            for (s, &c) in sum.iter_mut().zip(self.codes.row(row)) {
                 *s += f32::from(c) * scale;
             }
         }
@@ -366,13 +432,20 @@ impl VectorStore {
         let q_scale = quantise(query, &mut q);
         // Every row's score on all cores, reading the rows in order; then each note's best row
         // and the top k, filtered, on this thread.
-        let scores: Vec<f32> = self
-            .codes
-            .par_chunks_exact(self.dims)
-            .zip(self.scales.par_iter())
-            .with_min_len(1024)
-            .map(|(row, &scale)| dot(&q, row) as f32 * (scale * q_scale))
-            .collect();
+        let mut scores = vec![0f32; self.scales.len()];
+        scores
+            .par_chunks_mut(BLOCK_ROWS)
+            .zip(self.scales.par_chunks(BLOCK_ROWS))
+            .zip(self.codes.blocks.par_iter())
+            .for_each(|((out, scales), block)| {
+                for ((o, &scale), row) in out
+                    .iter_mut()
+                    .zip(scales)
+                    .zip(block.chunks_exact(self.dims))
+                {
+                    *o = dot(&q, row) as f32 * (scale * q_scale);
+                }
+            });
         let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(k + 1);
         for note in self.slots.iter().flatten() {
             let rows = &scores[note.first..note.first + note.sections.len()];

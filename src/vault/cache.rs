@@ -249,6 +249,17 @@ impl IndexCacheDir {
 
     /// Writes a whole file atomically: to a temporary name, synced, then renamed over `name`.
     pub fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        self.write_with(name, |file| file.write_all(bytes))
+    }
+
+    /// Writes a whole file atomically, its bytes written by `fill` as they are made (so a large
+    /// file is never held whole in memory): to a temporary name, synced, then renamed over
+    /// `name`. If `fill` fails, the temporary file is removed and `name` is left as it was.
+    pub fn write_with(
+        &self,
+        name: &str,
+        fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
         check_name(name)?;
         let tmp = format!("{name}.tmp");
         let _ = self.dir.remove_file(&tmp);
@@ -260,9 +271,12 @@ impl IndexCacheDir {
                 .follow(FollowSymlinks::No)
                 .mode(0o600),
         )?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
+        let written = fill(&mut file).and_then(|()| file.sync_all());
         drop(file);
+        if let Err(e) = written {
+            let _ = self.dir.remove_file(&tmp);
+            return Err(e);
+        }
         self.dir.rename(&tmp, &self.dir, name)
     }
 
@@ -322,6 +336,12 @@ impl CacheFile {
     /// Fills `buf` from `offset`; a file cut short since it was opened is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         cap_std::fs::FileExt::read_exact_at(&self.file, buf, offset)
+    }
+
+    /// Reads the file front to back, its length when opened at most (for a file too large
+    /// to read whole).
+    pub fn reader(&self) -> impl Read + '_ {
+        Read::take(&self.file, self.len)
     }
 
     /// Makes the file's content durable.
@@ -577,6 +597,33 @@ mod tests {
             std::fs::read_to_string(folder.join(BIRTH_FILE)).unwrap(),
             vault.birth_time().unwrap()
         );
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // test fixture
+    fn a_file_written_in_pieces_replaces_the_old_one_whole_or_not_at_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("vault");
+        std::fs::create_dir(&root).unwrap();
+        let vault = Vault::open(&root, Default::default()).unwrap();
+        let dir = IndexCacheDir::open(&tmp.path().join("cache"), &vault).unwrap();
+        dir.write_with("vectors.bin", |w| {
+            w.write_all(b"first ")?;
+            w.write_all(b"save")
+        })
+        .unwrap();
+        let file = dir.open_file("vectors.bin").unwrap();
+        let mut back = Vec::new();
+        file.reader().read_to_end(&mut back).unwrap();
+        assert_eq!(back, b"first save");
+        // A writer that fails half-way leaves the previous file, and no temporary file.
+        let failed = dir.write_with("vectors.bin", |w| {
+            w.write_all(b"second, cut")?;
+            Err(io::Error::other("disk full"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(dir.read("vectors.bin", 100).unwrap(), b"first save");
+        assert_eq!(dir.names().unwrap(), ["vectors.bin"]);
     }
 
     #[test]
