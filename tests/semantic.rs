@@ -409,3 +409,36 @@ async fn a_restart_reuses_saved_vectors_and_re_embeds_only_what_changed() {
     );
     s.stop().await;
 }
+
+/// A footer shared by many notes (a template's fixed lines) is left out of what is embedded:
+/// otherwise every note that carries it would match a query about the footer's words.
+#[tokio::test]
+async fn a_footer_many_notes_share_does_not_make_them_match_its_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, model) = (tmp.path().join("v"), tmp.path().join("m"));
+    let dogs: Vec<(String, String)> = (1..=9)
+        .map(|i| {
+            (
+                format!("Dogs/Dog {i}.md"),
+                format!("My puppy number {i} is a good hound.\n# Footer\nbread and baking\n"),
+            )
+        })
+        .collect();
+    let mut files: Vec<(&str, &str)> = dogs.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    files.push(("Oven.md", "The dough rises with yeast.\n"));
+    files.push(("Bike.md", "Cycling on two wheels with a loaf.\n"));
+    write_tree(&root, &files);
+    write_model(&model);
+    let s = start(&root, &model).await;
+    let info = s.ok("vault_info", json!({})).await;
+    // One section per note: the footers are gone.
+    assert_eq!(info["embedding"]["sections"], 11, "{info}");
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "oven", "mode": "semantic", "limit": 2}),
+        )
+        .await;
+    assert_eq!(paths(&r), ["Oven.md", "Bike.md"], "{r}");
+    s.stop().await;
+}

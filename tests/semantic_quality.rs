@@ -165,3 +165,171 @@ fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
          {ranked_k:.1}%"
     );
 }
+
+/// The notes of a vault folder: (vault path, text), hidden folders left out.
+fn vault_notes(root: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                todo.push(path);
+            } else if kind.is_file() && name.ends_with(".md") {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+                out.push((rel, text));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The static model against the transformer it was distilled from, on the same sections
+/// (cut and cleaned as the server cuts them) and the same note scoring (the mean of the best
+/// section's cosine and the sections' average): semantic recall@5 and MRR per query kind.
+/// Minutes in a release build (the transformer embeds tens of sections a second), so it is
+/// run by hand: `CAPVAULT_EMBEDDING_MODEL=STATIC_DIR CAPVAULT_TRANSFORMER_MODEL=ST_DIR cargo
+/// test --release --test semantic_quality -- --ignored --nocapture`, where ST_DIR is the
+/// sentence-transformers folder the static model was imported from.
+#[test]
+#[ignore = "minutes of transformer inference; run by hand (see the doc comment)"]
+fn the_static_model_against_its_transformer() {
+    use capvault::semantic::chunk;
+    let model =
+        capvault::semantic::load_model(&model_dir().expect("CAPVAULT_EMBEDDING_MODEL")).unwrap();
+    let transformer = capvault::semantic::import::Transformer::load(&PathBuf::from(
+        std::env::var_os("CAPVAULT_TRANSFORMER_MODEL").expect("CAPVAULT_TRANSFORMER_MODEL"),
+    ))
+    .unwrap();
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/quality/queries.jsonl"),
+    )
+    .unwrap();
+    let labelled: Vec<Labelled> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut vaults: BTreeMap<&str, Vec<&Labelled>> = BTreeMap::new();
+    for l in &labelled {
+        vaults.entry(l.vault.as_str()).or_default().push(l);
+    }
+    // (model, kind) → score.
+    let mut scores: BTreeMap<(&str, &str), Score> = BTreeMap::new();
+    for (name, queries) in vaults {
+        let Some(root) = common::shared_vault(name) else {
+            return;
+        };
+        let notes = vault_notes(&root);
+        let stem = |p: &str| {
+            let file = p.rsplit('/').next().unwrap_or(p);
+            file.strip_suffix(".md").unwrap_or(file).to_owned()
+        };
+        let mut counts: std::collections::HashMap<u64, usize> = Default::default();
+        for (p, t) in &notes {
+            for k in chunk::line_keys(&stem(p), t) {
+                *counts.entry(k).or_default() += 1;
+            }
+        }
+        let least = chunk::boilerplate_threshold(notes.len());
+        let boilerplate: chunk::Boilerplate = counts
+            .into_iter()
+            .filter(|&(_, n)| n >= least)
+            .map(|(k, _)| k)
+            .collect();
+        // (note, section texts)
+        let sections: Vec<(&str, Vec<String>)> = notes
+            .iter()
+            .map(|(p, t)| {
+                let texts = chunk::chunks_without(&stem(p), t, &boilerplate)
+                    .into_iter()
+                    .map(|c| c.text)
+                    .collect();
+                (p.as_str(), texts)
+            })
+            .collect();
+        let all: Vec<&str> = sections
+            .iter()
+            .flat_map(|(_, t)| t.iter().map(String::as_str))
+            .collect();
+        let started = Instant::now();
+        let static_vectors: Vec<Vec<f32>> = all
+            .iter()
+            .map(|t| {
+                model
+                    .embed(t)
+                    .unwrap_or_else(|| vec![0.0; model.dimensions()])
+            })
+            .collect();
+        let mut transformer_vectors = Vec::with_capacity(all.len());
+        for (i, batch) in all.chunks(512).enumerate() {
+            transformer_vectors.extend(transformer.embed(batch).unwrap());
+            eprintln!(
+                "{name}: {} of {} sections through the transformer, {:.0} s",
+                (i * 512 + batch.len()),
+                all.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+        for (model_name, vectors) in [
+            ("static", &static_vectors),
+            ("transformer", &transformer_vectors),
+        ] {
+            for q in &queries {
+                let query = if model_name == "static" {
+                    model.embed(&q.query).unwrap()
+                } else {
+                    transformer.embed(&[q.query.as_str()]).unwrap().remove(0)
+                };
+                let mut at = 0;
+                let mut ranked: Vec<(f32, &str)> = sections
+                    .iter()
+                    .map(|(p, texts)| {
+                        let cos: Vec<f32> = vectors[at..at + texts.len()]
+                            .iter()
+                            .map(|v| v.iter().zip(&query).map(|(a, b)| a * b).sum())
+                            .collect();
+                        at += texts.len();
+                        let best = cos.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                        let mean = cos.iter().sum::<f32>() / cos.len().max(1) as f32;
+                        ((best + mean) / 2.0, *p)
+                    })
+                    .collect();
+                ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+                let rank = ranked
+                    .iter()
+                    .take(20)
+                    .position(|(_, p)| q.expect.iter().any(|e| e == p));
+                let s = scores.entry((model_name, q.kind.as_str())).or_default();
+                s.2 += 1;
+                if let Some(i) = rank {
+                    s.1 += 1.0 / (i as f64 + 1.0);
+                    if i < 5 {
+                        s.0 += 1;
+                    }
+                }
+            }
+        }
+    }
+    println!("\nsemantic mode  kind        queries  recall@5   MRR");
+    for ((m, kind), s) in &scores {
+        println!(
+            "{m:<14} {kind:<11} {:>7}  {:>7.1}%  {:.3}",
+            s.2,
+            100.0 * s.0 as f64 / s.2.max(1) as f64,
+            s.1 / s.2.max(1) as f64
+        );
+    }
+}

@@ -7,7 +7,7 @@
 //! after the whole vault is embedded, at most once a minute while notes change, and at
 //! shutdown. A restart loads them first and re-embeds only the notes whose version changed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, Weak};
 use std::time::{Duration, Instant};
@@ -48,6 +48,8 @@ pub struct Semantic {
     unsaved: AtomicBool,
     /// Notes embedded (not taken from the cache) by the first pass over the vault.
     fresh: AtomicU64,
+    /// The vault's boilerplate lines, left out of what is embedded (see [`boilerplate_of`]).
+    boilerplate: RwLock<Arc<chunk::Boilerplate>>,
 }
 
 impl std::fmt::Debug for Semantic {
@@ -111,7 +113,8 @@ impl Semantic {
 
     /// The vectors of one note's text, section by section.
     pub fn embed_note(&self, path: &VaultPath, text: &str) -> Vec<(Section, Vec<f32>)> {
-        chunk::chunks(path.stem(), text)
+        let boilerplate = Arc::clone(&self.boilerplate.read().unwrap_or_else(|e| e.into_inner()));
+        chunk::chunks_without(path.stem(), text, &boilerplate)
             .into_iter()
             .filter_map(|c| {
                 let v = self.model.embed(&c.text)?;
@@ -141,6 +144,7 @@ impl Engine {
             cache: Mutex::new("off".to_owned()),
             unsaved: AtomicBool::new(false),
             fresh: AtomicU64::new(0),
+            boilerplate: RwLock::new(Arc::default()),
         }));
     }
 
@@ -228,11 +232,50 @@ impl Engine {
         embedded
     }
 
+    /// The lines found in many of `paths`' notes ([`chunk::boilerplate_threshold`]).
+    fn boilerplate_of(&self, paths: &[VaultPath]) -> chunk::Boilerplate {
+        let texts = self.texts();
+        let counts = paths
+            .par_iter()
+            .fold(HashMap::<u64, u32>::new, |mut counts, p| {
+                let keys = match texts.as_ref().and_then(|t| t.get(p)) {
+                    Some(t) => chunk::line_keys(p.stem(), &t.text),
+                    None => match self.vault.read_file(p) {
+                        Ok(d) => chunk::line_keys(p.stem(), &String::from_utf8_lossy(&d.bytes)),
+                        Err(_) => return counts,
+                    },
+                };
+                for k in keys {
+                    *counts.entry(k).or_default() += 1;
+                }
+                counts
+            })
+            .reduce(HashMap::new, |mut a, b| {
+                for (k, n) in b {
+                    *a.entry(k).or_default() += n;
+                }
+                a
+            });
+        let least = chunk::boilerplate_threshold(paths.len()) as u32;
+        counts
+            .into_iter()
+            .filter(|&(_, n)| n >= least)
+            .map(|(k, _)| k)
+            .collect()
+    }
+
     /// Embeds every note of the model, in batches, unless a stop is requested.
     fn embed_all(&self, s: &Semantic) {
         let started = Instant::now();
         let paths: Vec<VaultPath> = self.model_now().notes().keys().cloned().collect();
         s.total.store(paths.len() as u64, Ordering::Relaxed);
+        let boilerplate = self.boilerplate_of(&paths);
+        tracing::info!(
+            lines = boilerplate.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "boilerplate lines found"
+        );
+        *s.boilerplate.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(boilerplate);
         for batch in paths.chunks(BATCH) {
             if self.is_stopping() {
                 return;

@@ -9,6 +9,8 @@
 //! sentence that says what the note is about.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
+use std::hash::BuildHasher;
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
@@ -33,10 +35,43 @@ pub struct Chunk {
 /// Cuts `text` (the note named `title`) into chunks; always at least one (the title alone for
 /// an empty note).
 pub fn chunks(title: &str, text: &str) -> Vec<Chunk> {
+    chunks_without(title, text, &Boilerplate::default())
+}
+
+/// Lines of text that repeat across many notes of a vault (a template's fixed lines, a shared
+/// footer), by [`line_key`]: they say nothing about the note they sit in, and a static model
+/// averages them into every note alike.
+pub type Boilerplate = HashSet<u64>;
+
+/// Fewest notes a line must be found in, of `notes`, to count as [`Boilerplate`]: one in a
+/// hundred, and at least eight.
+pub fn boilerplate_threshold(notes: usize) -> usize {
+    (notes / 100).max(8)
+}
+
+/// The key of a line of readable text, as [`Boilerplate`] holds it (case folded). Keys are
+/// stable for a build of capvault; a saved set is only used with vectors saved beside it.
+pub fn line_key(line: &str) -> u64 {
+    foldhash::fast::FixedState::with_seed(0x6361_7076_6175_6c74).hash_one(line.to_lowercase())
+}
+
+/// The keys of the readable lines of a note's sections, each once: what a vault counts to find
+/// its [`Boilerplate`].
+pub fn line_keys(title: &str, text: &str) -> HashSet<u64> {
+    chunks(title, text)
+        .iter()
+        .flat_map(|c| c.text.lines().skip(1))
+        .map(line_key)
+        .collect()
+}
+
+/// [`chunks`] with the lines of `boilerplate` left out; a section of nothing but boilerplate is
+/// left out whole (its heading too).
+pub fn chunks_without(title: &str, text: &str, boilerplate: &Boilerplate) -> Vec<Chunk> {
     let mut out = Vec::new();
     // Headings above the current line, by level.
     let mut path: Vec<(usize, String)> = Vec::new();
-    let mut current = Section::new(1, None, title, &path);
+    let mut current = Section::new(1, None, title, &path, boilerplate);
     let mut fence: Option<(u8, usize)> = None;
     let body_start = frontmatter_lines(text);
     let mut in_comment = false;
@@ -70,7 +105,7 @@ pub fn chunks(title: &str, text: &str) -> Vec<Chunk> {
             }
             path.retain(|(l, _)| *l < level);
             path.push((level, heading.to_owned()));
-            current = Section::new(lineno, Some(heading.to_owned()), title, &path);
+            current = Section::new(lineno, Some(heading.to_owned()), title, &path, boilerplate);
             continue;
         }
         if current.body.len() + line.len() + 1 > MAX_CHUNK_BYTES
@@ -112,15 +147,22 @@ pub fn chunks(title: &str, text: &str) -> Vec<Chunk> {
     out
 }
 
-struct Section {
+struct Section<'b> {
     line: u32,
     heading: Option<String>,
     context: String,
     body: String,
+    boilerplate: &'b Boilerplate,
 }
 
-impl Section {
-    fn new(line: u32, heading: Option<String>, title: &str, path: &[(usize, String)]) -> Self {
+impl<'b> Section<'b> {
+    fn new(
+        line: u32,
+        heading: Option<String>,
+        title: &str,
+        path: &[(usize, String)],
+        boilerplate: &'b Boilerplate,
+    ) -> Self {
         let mut context = title.to_owned();
         for (_, h) in path {
             context.push_str(" > ");
@@ -131,6 +173,7 @@ impl Section {
             heading,
             context,
             body: String::new(),
+            boilerplate,
         }
     }
 
@@ -141,10 +184,21 @@ impl Section {
         if body.is_empty() && self.heading.is_none() {
             return;
         }
+        let mut text = readable(body);
+        if !self.boilerplate.is_empty() {
+            let kept: Vec<&str> = text
+                .lines()
+                .filter(|l| !self.boilerplate.contains(&line_key(l)))
+                .collect();
+            if kept.is_empty() && !text.is_empty() {
+                return;
+            }
+            text = kept.join("\n");
+        }
         out.push(Chunk {
             line: self.line,
             heading: self.heading.take(),
-            text: format!("{}\n{}", self.context, readable(body)),
+            text: format!("{}\n{}", self.context, text),
         });
     }
 
@@ -208,7 +262,9 @@ fn readable(md: &str) -> String {
     for event in Parser::new_ext(md, options) {
         match event {
             Event::Text(t) | Event::Code(t) => run.push_str(&t),
-            Event::SoftBreak => run.push(' '),
+            // A line of the source is a line of text, so that a template's fixed lines can be
+            // told apart from the note's own (a static model reads no line breaks anyway).
+            Event::SoftBreak => flush(&mut run, &mut out),
             // Tags and inline HTML are dropped; the text between them is kept.
             Event::Html(_) | Event::InlineHtml(_) => {}
             Event::Start(Tag::Link { .. } | Tag::Image { .. } | Tag::Emphasis | Tag::Strong)
@@ -340,6 +396,49 @@ mod tests {
         assert!(c[2].text.starts_with("Home > Garden > Tools\nA spade."));
         assert!(c[2].text.contains("# not a heading"));
         assert_eq!(c[3].text, "Home > Kitchen\n");
+    }
+
+    #[test]
+    fn boilerplate_lines_and_all_boilerplate_sections_are_left_out() {
+        let note = |about: &str| {
+            format!(
+                "# Plugin\nPlugin ID: `{about}`\nMobile compatible: [[Mobile|Yes]]\n{about} turns \
+                 notes into maps.\n# This note in GitHub\n[Edit In GitHub](https://x.dev/{about}) \
+                 | [Copy this note](https://raw.x/{about})\n"
+            )
+        };
+        let notes: Vec<String> = ["maps", "tasks", "dice"].iter().map(|a| note(a)).collect();
+        // Counted as a vault counts them: each line once per note.
+        let mut counts = std::collections::HashMap::<u64, usize>::new();
+        for n in &notes {
+            for k in line_keys("T", n) {
+                *counts.entry(k).or_default() += 1;
+            }
+        }
+        let common: Boilerplate = counts
+            .into_iter()
+            .filter(|&(_, n)| n >= 3)
+            .map(|(k, _)| k)
+            .collect();
+        // The template's fixed lines and the footer are common; the note's own lines are not.
+        assert!(common.contains(&line_key("mobile compatible: yes")));
+        assert!(common.contains(&line_key("Edit In GitHub | Copy this note")));
+        let c = chunks_without("maps", &notes[0], &common);
+        assert_eq!(c.len(), 1, "{c:#?}");
+        assert_eq!(
+            c[0].text,
+            "maps > Plugin\nPlugin ID: maps\nmaps turns notes into maps."
+        );
+        // Without the set, everything is there.
+        let all = chunks("maps", &notes[0]);
+        assert_eq!(all.len(), 2);
+        assert!(all[0].text.contains("Mobile compatible: Yes"));
+        // A note of nothing but boilerplate still has its title.
+        let bare =
+            "# This note in GitHub\n[Edit In GitHub](https://x) | [Copy this note](https://y)\n";
+        assert_eq!(chunks_without("bare", bare, &common)[0].text, "bare");
+        assert_eq!(boilerplate_threshold(10), 8);
+        assert_eq!(boilerplate_threshold(100_000), 1000);
     }
 
     #[test]

@@ -58,13 +58,11 @@ pub fn import(
 ) -> Result<Imported, String> {
     let [config_bytes, tokenizer_bytes, weights] = super::read_model_files(src, "model import")?;
     let source_sha256 = hex(&Sha256::digest(&weights));
-    let config: Config = serde_json::from_slice(&config_bytes)
-        .map_err(|e| format!("config.json is not a BERT config: {e}"))?;
-    let tokenizer = model::parse_tokenizer(&tokenizer_bytes).map_err(err)?;
+    let transformer = Transformer::from_bytes(&config_bytes, &tokenizer_bytes, weights)?;
     let started = Instant::now();
-    let table = token_vectors(&config, &tokenizer, weights, progress)?;
+    let table = transformer.token_vectors(progress)?;
     let seconds = started.elapsed().as_secs_f64();
-    let hidden = config.hidden_size;
+    let hidden = transformer.config.hidden_size;
     let tokens = table.len() / hidden;
     let dims = dimensions.clamp(1, hidden);
     let (mut reduced, variance_kept) = principal_components(&table, hidden, dims)?;
@@ -107,51 +105,137 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Every token's vector from the transformer: `[CLS] token [SEP]`, mean-pooled over the three
-/// positions (sentence-transformers' pooling for these models). Rows in token-id order.
-fn token_vectors(
-    config: &Config,
-    tokenizer: &Tokenizer,
-    weights: Vec<u8>,
-    progress: &dyn Fn(usize, usize),
-) -> Result<Vec<f32>, String> {
-    let device = Device::Cpu;
-    let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-        .map_err(|e| format!("model.safetensors: {e}"))?;
-    let bert = BertModel::load(vb, config).map_err(|e| format!("model.safetensors: {e}"))?;
-    let vocab = tokenizer.get_vocab_size(true).min(config.vocab_size);
-    if vocab == 0 {
-        return Err("the tokenizer has no tokens".to_owned());
+/// A sentence-transformers BERT encoder, run in-process on the CPU: what `import` distils, and
+/// the reference its static models are measured against (`tests/semantic_quality.rs`). Far too
+/// slow to embed a vault of any size here (tens of sections a second on two cores).
+pub struct Transformer {
+    bert: BertModel,
+    tokenizer: Tokenizer,
+    config: Config,
+}
+
+impl std::fmt::Debug for Transformer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transformer")
+            .field("hidden_size", &self.config.hidden_size)
+            .finish_non_exhaustive()
     }
-    let special = |t: &str| tokenizer.token_to_id(t);
-    let (cls, sep) = (special("[CLS]"), special("[SEP]"));
-    let mut table = Vec::with_capacity(vocab * config.hidden_size);
-    let mut start = 0;
-    while start < vocab {
-        let end = (start + BATCH).min(vocab);
-        let mut ids: Vec<u32> = Vec::with_capacity((end - start) * 3);
-        for id in start..end {
-            ids.extend(cls);
-            ids.push(id as u32);
-            ids.extend(sep);
-        }
-        let width = 1 + usize::from(cls.is_some()) + usize::from(sep.is_some());
-        let n = end - start;
+}
+
+/// Longest text the transformer reads, in tokens (sentence-transformers' limit for these
+/// models).
+const MAX_SEQUENCE: usize = 256;
+
+impl Transformer {
+    /// Loads the sentence-transformers folder `dir` (`config.json`, `tokenizer.json`,
+    /// `model.safetensors`), read through a folder handle.
+    pub fn load(dir: &Path) -> Result<Transformer, String> {
+        let [config, tokenizer, weights] = super::read_model_files(dir, "transformer")?;
+        Transformer::from_bytes(&config, &tokenizer, weights)
+    }
+
+    fn from_bytes(config: &[u8], tokenizer: &[u8], weights: Vec<u8>) -> Result<Self, String> {
+        let config: Config = serde_json::from_slice(config)
+            .map_err(|e| format!("config.json is not a BERT config: {e}"))?;
+        let mut tokenizer = model::parse_tokenizer(tokenizer).map_err(err)?;
+        // Padding (to 128, in all-MiniLM-L6-v2's file) would be pooled as text: `embed` pads
+        // each batch itself and masks the padding; it also cuts texts itself.
+        tokenizer.with_padding(None);
+        tokenizer.with_truncation(None).map_err(err)?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
+            .map_err(|e| format!("model.safetensors: {e}"))?;
+        let bert = BertModel::load(vb, &config).map_err(|e| format!("model.safetensors: {e}"))?;
+        Ok(Transformer {
+            bert,
+            tokenizer,
+            config,
+        })
+    }
+
+    /// The mean of the encoder's outputs over each row's real tokens (`mask` 1), normalised:
+    /// sentence-transformers' pooling for these models.
+    fn pooled(&self, ids: Vec<u32>, mask: Vec<u32>, rows: usize) -> Result<Vec<Vec<f32>>, String> {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let input = Tensor::from_vec(ids, (n, width), &device)?;
+            let width = ids.len() / rows;
+            let input = Tensor::from_vec(ids, (rows, width), &Device::Cpu)?;
+            let mask = Tensor::from_vec(mask, (rows, width), &Device::Cpu)?;
             let types = input.zeros_like()?;
-            let mask = input.ones_like()?;
-            let out = bert.forward(&input, &types, Some(&mask))?;
-            out.mean(1)?.to_vec2::<f32>()
+            let out = self.bert.forward(&input, &types, Some(&mask))?;
+            let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+            let sum = out.broadcast_mul(&m)?.sum(1)?;
+            let count = m.sum(1)?;
+            sum.broadcast_div(&count)?.to_vec2::<f32>()
         };
-        let rows = run().map_err(|e| format!("the transformer failed: {e}"))?;
-        for r in rows {
-            table.extend(r);
-        }
-        start = end;
-        progress(start, vocab);
+        run().map_err(|e| format!("the transformer failed: {e}"))
     }
-    Ok(table)
+
+    /// The vectors of `texts` (each cut at [`MAX_SEQUENCE`] tokens), normalised; run in
+    /// batches of texts of similar length.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        let mut encoded = Vec::with_capacity(texts.len());
+        for t in texts {
+            let e = self.tokenizer.encode(*t, true).map_err(err)?;
+            let mut ids = e.get_ids().to_vec();
+            if ids.len() > MAX_SEQUENCE {
+                let last = ids[ids.len() - 1];
+                ids.truncate(MAX_SEQUENCE - 1);
+                ids.push(last);
+            }
+            encoded.push(ids);
+        }
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| encoded[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(16) {
+            let width = batch.iter().map(|&i| encoded[i].len()).max().unwrap_or(1);
+            let (mut ids, mut mask) = (Vec::new(), Vec::new());
+            for &i in batch {
+                let e = &encoded[i];
+                ids.extend(e);
+                mask.extend(std::iter::repeat_n(1, e.len()));
+                ids.extend(std::iter::repeat_n(0, width - e.len()));
+                mask.extend(std::iter::repeat_n(0, width - e.len()));
+            }
+            for (&i, mut v) in batch.iter().zip(self.pooled(ids, mask, batch.len())?) {
+                model::normalise(&mut v);
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every token's vector: `[CLS] token [SEP]`, mean-pooled over the three positions. Rows
+    /// in token-id order.
+    fn token_vectors(&self, progress: &dyn Fn(usize, usize)) -> Result<Vec<f32>, String> {
+        let vocab = self
+            .tokenizer
+            .get_vocab_size(true)
+            .min(self.config.vocab_size);
+        if vocab == 0 {
+            return Err("the tokenizer has no tokens".to_owned());
+        }
+        let special = |t: &str| self.tokenizer.token_to_id(t);
+        let (cls, sep) = (special("[CLS]"), special("[SEP]"));
+        let width = 1 + usize::from(cls.is_some()) + usize::from(sep.is_some());
+        let mut table = Vec::with_capacity(vocab * self.config.hidden_size);
+        let mut start = 0;
+        while start < vocab {
+            let end = (start + BATCH).min(vocab);
+            let mut ids: Vec<u32> = Vec::with_capacity((end - start) * width);
+            for id in start..end {
+                ids.extend(cls);
+                ids.push(id as u32);
+                ids.extend(sep);
+            }
+            let mask = vec![1; ids.len()];
+            for r in self.pooled(ids, mask, end - start)? {
+                table.extend(r);
+            }
+            start = end;
+            progress(start, vocab);
+        }
+        Ok(table)
+    }
 }
 
 /// The rows of `table` (`hidden` wide) centred and projected on their `dims` principal

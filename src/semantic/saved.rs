@@ -24,7 +24,7 @@ use crate::vault::VaultPath;
 /// The file's first bytes.
 pub const MAGIC: &[u8; 20] = b"capvault embeddings\n";
 /// Bump when the layout or what goes into a vector changes (chunking, context, pooling).
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 /// Longest heading kept.
 const MAX_HEADING: usize = 4096;
 /// Marks a section without a heading.
