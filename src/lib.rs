@@ -39,9 +39,11 @@
 //!   language, CJK bigrams, how a hit's line, excerpt and heading are chosen, the candidate notes
 //!   of an exact search, and its cache, saved and loaded only through the cache folder's handle
 //!   ([`vault::cache`]), never by path.
-//! - [`semantic`]: semantic search's parts below the engine: the static embedding model
-//!   (model2vec's format, parsed from bytes the capability layer read, bounded and validated),
-//!   notes cut into heading-sized sections, the vector store with exact nearest-neighbour
+//! - [`semantic`]: semantic search's parts below the engine: the embedding model
+//!   ([`semantic::Embedder`]: a static model in model2vec's format, parsed from bytes the
+//!   capability layer read, bounded and validated; or, for small vaults, the BERT sentence
+//!   transformer itself), notes cut into heading-sized sections (a vault's boilerplate lines
+//!   left out), the vector store with exact nearest-neighbour
 //!   search (int8 vectors), its bytes for the embeddings cache ([`semantic::saved`]: checked
 //!   and tied to the model's fingerprint), `capvault model import` ([`semantic::import`]: a
 //!   static model distilled from a sentence transformer run in-process by candle) and

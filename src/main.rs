@@ -1142,7 +1142,7 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
 /// The model of `--semantic`: the default one (or the testing aid's) from the user's cache
 /// folder, downloaded there first when missing. A model that cannot be had is a warning, not
 /// an error: the server then serves keyword search only.
-fn semantic_model(test: &SemanticArgs) -> anyhow::Result<Option<capvault::semantic::StaticModel>> {
+fn semantic_model(test: &SemanticArgs) -> anyhow::Result<Option<capvault::semantic::Embedder>> {
     use capvault::semantic::fetch;
     let spec = match &test.semantic_repo {
         None => fetch::ModelSpec::default_model(),

@@ -67,9 +67,9 @@ fn engine_for(root: &std::path::Path, model: &std::path::Path) -> Arc<Engine> {
 /// (hits in the top 5, sum of reciprocal ranks in the top 20, queries).
 type Score = (usize, f64, usize);
 
-#[test]
-fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
-    let Some(model) = model_dir() else { return };
+/// Every labelled query in every mode, with the model in `model`: (mode, kind) → score, and
+/// printed. `None` when a shared vault is missing (and not required).
+fn measure(model: &std::path::Path) -> Option<BTreeMap<(&'static str, String), Score>> {
     let text = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/quality/queries.jsonl"),
     )
@@ -84,18 +84,16 @@ fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
         vaults.entry(l.vault.as_str()).or_default().push(l);
     }
     // (mode, kind) → score.
-    let mut scores: BTreeMap<(&str, &str), Score> = BTreeMap::new();
+    let mut scores: BTreeMap<(&'static str, String), Score> = BTreeMap::new();
     let modes = [
         ("ranked", Mode::Ranked),
         ("semantic", Mode::Semantic),
         ("hybrid", Mode::Hybrid),
     ];
     for (name, queries) in vaults {
-        let Some(root) = common::shared_vault(name) else {
-            return;
-        };
+        let root = common::shared_vault(name)?;
         let started = Instant::now();
-        let engine = engine_for(&root, &model);
+        let engine = engine_for(&root, model);
         let status = engine.embedding_status().unwrap();
         eprintln!(
             "{name}: {} notes, {} sections embedded in {} ms (ready after {} ms)",
@@ -124,7 +122,7 @@ fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
                 )
                 .unwrap();
                 let rank = r.hits.iter().position(|h| q.expect.contains(&h.path));
-                let s = scores.entry((mode_name, q.kind.as_str())).or_default();
+                let s = scores.entry((mode_name, q.kind.clone())).or_default();
                 s.2 += 1;
                 if let Some(i) = rank {
                     s.1 += 1.0 / (i as f64 + 1.0);
@@ -146,7 +144,17 @@ fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
             s.1 / s.2.max(1) as f64
         );
     }
-    let get = |m: &str, k: &str| scores[&(m, k)];
+    Some(scores)
+}
+
+#[test]
+fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
+    let Some(model) = model_dir() else { return };
+    let Some(scores) = measure(&model) else {
+        return;
+    };
+    let pct = |s: &Score| 100.0 * s.0 as f64 / s.2.max(1) as f64;
+    let get = |m: &'static str, k: &str| scores[&(m, k.to_owned())];
     let (ranked_p, hybrid_p) = (
         pct(&get("ranked", "paraphrase")),
         pct(&get("hybrid", "paraphrase")),
@@ -164,6 +172,102 @@ fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
         "keyword queries: hybrid recall@5 {hybrid_k:.1}% is more than 2 points below ranked \
          {ranked_k:.1}%"
     );
+}
+
+/// The sentence-transformers folder a static model was imported from
+/// (`CAPVAULT_TRANSFORMER_MODEL`), or `None` when it is not set and not required.
+fn transformer_dir() -> Option<PathBuf> {
+    match std::env::var_os("CAPVAULT_TRANSFORMER_MODEL") {
+        Some(p) => Some(PathBuf::from(p)),
+        None => {
+            assert!(
+                std::env::var_os("CAPVAULT_REQUIRE_MODEL").is_none_or(|v| v != "1"),
+                "CAPVAULT_REQUIRE_MODEL=1 but CAPVAULT_TRANSFORMER_MODEL is not set"
+            );
+            eprintln!("semantic quality: no CAPVAULT_TRANSFORMER_MODEL, not measured");
+            None
+        }
+    }
+}
+
+/// The transformer itself as the embedding model (the option for small vaults), on the whole
+/// labelled set: the issue's targets, hybrid 20 points of paraphrase recall@5 above ranked and
+/// within 2 points of it on keyword queries. Minutes of inference (obsidian-hub's 15,000
+/// sections), so run by hand in a release build: `CAPVAULT_TRANSFORMER_MODEL=ST_DIR cargo test
+/// --release --test semantic_quality -- --ignored --nocapture hybrid_search_with_the_transformer`.
+#[test]
+#[ignore = "minutes of transformer inference; run by hand (see the doc comment)"]
+fn hybrid_search_with_the_transformer_meets_the_quality_targets() {
+    let Some(model) = transformer_dir() else {
+        return;
+    };
+    let Some(scores) = measure(&model) else {
+        return;
+    };
+    let pct = |m: &'static str, k: &str| {
+        let s = scores[&(m, k.to_owned())];
+        100.0 * s.0 as f64 / s.2.max(1) as f64
+    };
+    assert!(pct("hybrid", "paraphrase") >= pct("ranked", "paraphrase") + 20.0);
+    assert!(pct("hybrid", "keyword") >= pct("ranked", "keyword") - 2.0);
+}
+
+/// The transformer as the embedding model, through the server: loaded from a
+/// sentence-transformers folder as it is, every note of kepano-obsidian embedded, and a
+/// paraphrase that shares no word with its note finds it by meaning.
+#[tokio::test]
+async fn a_sentence_transformers_folder_serves_as_a_transformer() {
+    let Some(model) = transformer_dir() else {
+        return;
+    };
+    let Some(root) = common::shared_vault("kepano-obsidian") else {
+        return;
+    };
+    // Served read-only, as it is.
+    let s =
+        common::Server::start_with(&root, &["--embedding-model", model.to_str().unwrap()]).await;
+    let info = s
+        .eventually(300, "vault_info", serde_json::json!({}), |i| {
+            i["embedding"]["state"] == "ready"
+        })
+        .await;
+    assert_eq!(info["embedding"]["dimensions"], 384, "{info}");
+    assert_eq!(info["embedding"]["embedded"], info["notes"], "{info}");
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/quality/queries.jsonl"),
+    )
+    .unwrap();
+    let queries: Vec<Labelled> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Labelled>(l).unwrap())
+        .filter(|l| l.vault == "kepano-obsidian" && l.kind == "paraphrase")
+        .collect();
+    let mut found = 0;
+    for q in &queries {
+        let r = s
+            .ok(
+                "search_notes",
+                serde_json::json!({"query": q.query, "mode": "semantic", "limit": 5}),
+            )
+            .await;
+        let hit = r["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| q.expect.iter().any(|e| h["path"] == e.as_str()));
+        found += usize::from(hit);
+    }
+    eprintln!(
+        "transformer, kepano-obsidian: {found} of {} paraphrases in the top 5",
+        queries.len()
+    );
+    // 15 of 18 when measured; static models find far fewer.
+    assert!(
+        found * 3 >= queries.len() * 2,
+        "{found} of {}",
+        queries.len()
+    );
+    s.stop().await;
 }
 
 /// The notes of a vault folder: (vault path, text), hidden folders left out.

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::{Engine, IndexCache, Stop};
 use crate::semantic::store::Section;
-use crate::semantic::{StaticModel, VectorStore, chunk, saved};
+use crate::semantic::{Embedder, VectorStore, chunk, saved};
 use crate::vault::cache::{EMBEDDINGS_FILE, IndexCacheDir};
 use crate::vault::{FileMeta, VaultPath};
 
@@ -33,7 +33,7 @@ const MAX_SAVED_BYTES: u64 = 4 << 30;
 
 /// The model and the vectors.
 pub struct Semantic {
-    model: Arc<StaticModel>,
+    model: Arc<Embedder>,
     store: RwLock<VectorStore>,
     /// Notes changed (or removed) since they were last embedded.
     dirty: Mutex<HashSet<VaultPath>>,
@@ -97,7 +97,7 @@ fn stamp(meta: &FileMeta) -> u64 {
 
 impl Semantic {
     /// The model.
-    pub fn model(&self) -> &StaticModel {
+    pub fn model(&self) -> &Embedder {
         &self.model
     }
 
@@ -114,10 +114,14 @@ impl Semantic {
     /// The vectors of one note's text, section by section.
     pub fn embed_note(&self, path: &VaultPath, text: &str) -> Vec<(Section, Vec<f32>)> {
         let boilerplate = Arc::clone(&self.boilerplate.read().unwrap_or_else(|e| e.into_inner()));
-        chunk::chunks_without(path.stem(), text, &boilerplate)
+        let chunks = chunk::chunks_without(path.stem(), text, &boilerplate);
+        let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+        let vectors = self.model.embed_many(&texts);
+        chunks
             .into_iter()
-            .filter_map(|c| {
-                let v = self.model.embed(&c.text)?;
+            .zip(vectors)
+            .filter_map(|(c, v)| {
+                let v = v?;
                 let section = Section {
                     line: c.line,
                     heading: c.heading.map(String::into_boxed_str),
@@ -131,7 +135,8 @@ impl Semantic {
 impl Engine {
     /// Turns on semantic search with `model`. Call before [`Engine::start`]; the first call
     /// wins.
-    pub fn set_embedding_model(&self, model: StaticModel) {
+    pub fn set_embedding_model(&self, model: impl Into<Embedder>) {
+        let model: Embedder = model.into();
         let dims = model.dimensions();
         let _ = self.semantic.set(Arc::new(Semantic {
             model: Arc::new(model),

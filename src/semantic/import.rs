@@ -112,6 +112,8 @@ pub struct Transformer {
     bert: BertModel,
     tokenizer: Tokenizer,
     config: Config,
+    info: model::ModelInfo,
+    fingerprint: [u8; 32],
 }
 
 impl std::fmt::Debug for Transformer {
@@ -134,8 +136,14 @@ impl Transformer {
         Transformer::from_bytes(&config, &tokenizer, weights)
     }
 
-    fn from_bytes(config: &[u8], tokenizer: &[u8], weights: Vec<u8>) -> Result<Self, String> {
-        let config: Config = serde_json::from_slice(config)
+    /// A transformer from the bytes of its three files (named `model` until [`Self::name`]).
+    pub(crate) fn from_bytes(
+        config_bytes: &[u8],
+        tokenizer: &[u8],
+        weights: Vec<u8>,
+    ) -> Result<Self, String> {
+        let fingerprint = model::fingerprint(&[config_bytes, tokenizer, &weights]);
+        let config: Config = serde_json::from_slice(config_bytes)
             .map_err(|e| format!("config.json is not a BERT config: {e}"))?;
         let mut tokenizer = model::parse_tokenizer(tokenizer).map_err(err)?;
         // Padding (to 128, in all-MiniLM-L6-v2's file) would be pooled as text: `embed` pads
@@ -145,11 +153,35 @@ impl Transformer {
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| format!("model.safetensors: {e}"))?;
         let bert = BertModel::load(vb, &config).map_err(|e| format!("model.safetensors: {e}"))?;
+        let info = model::ModelInfo {
+            name: "model".to_owned(),
+            revision: None,
+            dimensions: config.hidden_size,
+            vocabulary: config.vocab_size,
+        };
         Ok(Transformer {
             bert,
             tokenizer,
             config,
+            info,
+            fingerprint,
         })
+    }
+
+    /// Names the model (and its revision, when known).
+    pub(crate) fn name(&mut self, name: String, revision: Option<&str>) {
+        self.info.name = name;
+        self.info.revision = revision.map(str::to_owned);
+    }
+
+    /// What the model is.
+    pub fn info(&self) -> &model::ModelInfo {
+        &self.info
+    }
+
+    /// sha256 of the files it was loaded from.
+    pub fn fingerprint(&self) -> &[u8; 32] {
+        &self.fingerprint
     }
 
     /// The mean of the encoder's outputs over each row's real tokens (`mask` 1), normalised:

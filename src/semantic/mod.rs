@@ -35,17 +35,99 @@ pub(crate) fn read_model_files(dir: &Path, what: &str) -> Result<[Vec<u8>; 3], S
     ])
 }
 
-/// Loads the static model in the folder `dir` (`config.json`, `tokenizer.json`,
-/// `model.safetensors`). Errors name the folder as the user typed it.
-pub fn load_model(dir: &Path) -> Result<StaticModel, String> {
+/// The model that embeds sections and queries: a static model (the default, fast enough for any
+/// vault), or, for a small vault, the sentence-transformers encoder itself (tens of sections a
+/// second on two cores; much closer meaning matches).
+#[derive(Debug)]
+pub enum Embedder {
+    /// A static model ([`StaticModel`]).
+    Static(Box<StaticModel>),
+    /// A BERT sentence transformer run in-process ([`import::Transformer`]).
+    #[cfg(feature = "import")]
+    Transformer(Box<import::Transformer>),
+}
+
+impl Embedder {
+    /// What the model is.
+    pub fn info(&self) -> &ModelInfo {
+        match self {
+            Embedder::Static(m) => m.info(),
+            #[cfg(feature = "import")]
+            Embedder::Transformer(t) => t.info(),
+        }
+    }
+
+    /// sha256 of what the model was loaded from: vectors of another fingerprint are another
+    /// space.
+    pub fn fingerprint(&self) -> &[u8; 32] {
+        match self {
+            Embedder::Static(m) => m.fingerprint(),
+            #[cfg(feature = "import")]
+            Embedder::Transformer(t) => t.fingerprint(),
+        }
+    }
+
+    /// Dimensions of its vectors.
+    pub fn dimensions(&self) -> usize {
+        self.info().dimensions
+    }
+
+    /// True for a transformer (slow: meant for small vaults).
+    pub fn is_transformer(&self) -> bool {
+        !matches!(self, Embedder::Static(_))
+    }
+
+    /// The embedding of `text`, unit length; `None` when the model makes none of it.
+    pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
+        match self {
+            Embedder::Static(m) => m.embed(text),
+            #[cfg(feature = "import")]
+            Embedder::Transformer(t) => t.embed(&[text]).ok()?.pop(),
+        }
+    }
+
+    /// The embeddings of `texts`, in order (a transformer runs them as one batch).
+    pub fn embed_many(&self, texts: &[&str]) -> Vec<Option<Vec<f32>>> {
+        match self {
+            Embedder::Static(m) => texts.iter().map(|t| m.embed(t)).collect(),
+            #[cfg(feature = "import")]
+            Embedder::Transformer(t) => match t.embed(texts) {
+                Ok(v) => v.into_iter().map(Some).collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the transformer failed on a note");
+                    vec![None; texts.len()]
+                }
+            },
+        }
+    }
+}
+
+impl From<StaticModel> for Embedder {
+    fn from(m: StaticModel) -> Self {
+        Embedder::Static(Box::new(m))
+    }
+}
+
+/// Loads the model in the folder `dir` (`config.json`, `tokenizer.json`, `model.safetensors`):
+/// a static model, or a sentence-transformers BERT folder (its `config.json` says
+/// `"model_type": "bert"`), run as a transformer. Errors name the folder as the user typed it.
+pub fn load_model(dir: &Path) -> Result<Embedder, String> {
     let [config, tokenizer, weights] = read_model_files(dir, "embedding model")?;
     let (name, revision) = default_name(dir);
+    #[cfg(feature = "import")]
+    if serde_json::from_slice::<serde_json::Value>(&config).is_ok_and(|c| c["model_type"] == "bert")
+    {
+        let mut t = import::Transformer::from_bytes(&config, &tokenizer, weights)
+            .map_err(|e| format!("embedding model {}: {e}", dir.display()))?;
+        t.name(name, revision);
+        return Ok(Embedder::Transformer(Box::new(t)));
+    }
     let mut m = StaticModel::from_bytes(&config, &tokenizer, &weights, &name)
         .map_err(|e| format!("embedding model {}: {e}", dir.display()))?;
     if let Some(r) = revision {
         m.fill_revision(r);
     }
-    Ok(m)
+    Ok(Embedder::Static(Box::new(m)))
 }
 
 /// The name (and revision) a model's folder gives it when its config names none: a downloaded

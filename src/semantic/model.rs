@@ -91,8 +91,9 @@ impl StaticModel {
             && t != "model2vec"
         {
             return Err(bad(format!(
-                "config.json: model_type is {t:?}, not \"model2vec\": a sentence-transformers \
-                 folder must first be turned into a static model (capvault model import)"
+                "config.json: model_type is {t:?}: capvault serves static models (\"model2vec\") \
+                 and BERT sentence transformers (\"bert\"), and makes a static model from the \
+                 latter with capvault model import"
             )));
         }
         let mut tokenizer = parse_tokenizer(tokenizer_bytes)?;
@@ -276,7 +277,7 @@ pub fn parse_tokenizer(bytes: &[u8]) -> Result<Tokenizer, ModelError> {
 }
 
 /// sha256 over `parts`, each preceded by its length.
-fn fingerprint(parts: &[&[u8]]) -> [u8; 32] {
+pub(crate) fn fingerprint(parts: &[&[u8]]) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     for p in parts {
