@@ -429,8 +429,8 @@ async fn a_footer_many_notes_share_does_not_make_them_match_its_words() {
     files.push(("Bike.md", "Cycling on two wheels with a loaf.\n"));
     write_tree(&root, &files);
     write_model(&model);
-    let s = start(&root, &model).await;
-    let info = s.ok("vault_info", json!({})).await;
+    let cache = tmp.path().join("cache");
+    let (s, info) = start_cached(&root, &model, &cache).await;
     // One section per note: the footers are gone.
     assert_eq!(info["embedding"]["sections"], 11, "{info}");
     let r = s
@@ -440,5 +440,19 @@ async fn a_footer_many_notes_share_does_not_make_them_match_its_words() {
         )
         .await;
     assert_eq!(paths(&r), ["Oven.md", "Bike.md"], "{r}");
+    saved_vectors(&cache);
+    s.stop().await;
+    // A restart reuses the vectors and the lines they were made without: a note added while
+    // the server was stopped leaves the footer out too, without the vault being counted again.
+    write_tree(
+        &root,
+        &[("Dogs/Dog 10.md", "A canine.\n# Footer\nbread and baking\n")],
+    );
+    let (s, info) = start_cached(&root, &model, &cache).await;
+    assert_eq!(
+        info["embedding"]["cache"], "reused 11 of 12 notes",
+        "{info}"
+    );
+    assert_eq!(info["embedding"]["sections"], 12, "{info}");
     s.stop().await;
 }

@@ -60,14 +60,15 @@ fn cache(data: &[u8]) {
     bytes.extend_from_slice(body);
     let digest = Sha256::digest(&bytes);
     bytes.extend_from_slice(&digest);
-    let Ok(store) = saved::decode(&bytes, &FP, dims) else {
+    let Ok((store, lines)) = saved::decode(&bytes, &FP, dims) else {
         return;
     };
-    let again = saved::encode(&store, &FP);
-    let back = saved::decode(&again, &FP, dims).expect("a saved store loads back");
+    let again = saved::encode(&store, &FP, &lines);
+    let (back, lines_back) = saved::decode(&again, &FP, dims).expect("a saved store loads back");
+    assert_eq!(lines_back, lines);
     assert_eq!(back.len(), store.len());
     assert_eq!(back.sections(), store.sections());
-    assert_eq!(saved::encode(&back, &FP), again);
+    assert_eq!(saved::encode(&back, &FP, &lines_back), again);
     let q = vec![1.0; dims];
     assert_eq!(back.nearest(&q, 5, |_| true), store.nearest(&q, 5, |_| true));
 }

@@ -274,13 +274,22 @@ impl Engine {
         let started = Instant::now();
         let paths: Vec<VaultPath> = self.model_now().notes().keys().cloned().collect();
         s.total.store(paths.len() as u64, Ordering::Relaxed);
-        let boilerplate = self.boilerplate_of(&paths);
-        tracing::info!(
-            lines = boilerplate.len(),
-            ms = started.elapsed().as_millis() as u64,
-            "boilerplate lines found"
-        );
-        *s.boilerplate.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(boilerplate);
+        // The vectors loaded from the cache were made without the boilerplate saved with them:
+        // the notes embedded now leave out the same lines. A first start counts them.
+        let loaded = s
+            .cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .starts_with("loaded");
+        if !loaded {
+            let boilerplate = self.boilerplate_of(&paths);
+            tracing::info!(
+                lines = boilerplate.len(),
+                ms = started.elapsed().as_millis() as u64,
+                "boilerplate lines found"
+            );
+            *s.boilerplate.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(boilerplate);
+        }
         for batch in paths.chunks(BATCH) {
             if self.is_stopping() {
                 return;
@@ -382,9 +391,11 @@ impl Engine {
                 );
                 drop(file);
                 match loaded {
-                    Ok(store) => {
+                    Ok((store, boilerplate)) => {
                         let n = store.len();
                         *s.store.write().unwrap_or_else(|e| e.into_inner()) = store;
+                        *s.boilerplate.write().unwrap_or_else(|e| e.into_inner()) =
+                            Arc::new(boilerplate);
                         tracing::info!(
                             notes = n,
                             ms = started.elapsed().as_millis() as u64,
@@ -419,7 +430,8 @@ impl Engine {
         // The store stays read-locked while it is written out: searches go on, a re-embed
         // waits for the write (to the page cache: well under a second at 100,000 notes).
         let written = dir.write_with(EMBEDDINGS_FILE, |file| {
-            saved::write(&s.store(), s.model.fingerprint(), file)
+            let boilerplate = Arc::clone(&s.boilerplate.read().unwrap_or_else(|e| e.into_inner()));
+            saved::write(&s.store(), s.model.fingerprint(), &boilerplate, file)
         });
         match written {
             Ok(()) => tracing::debug!(

@@ -9,7 +9,8 @@
 //! finite. A file that fails any check is discarded whole and every note is embedded again.
 //!
 //! Layout (little-endian): magic, format (u32), model fingerprint (32 bytes), dimensions (u32),
-//! notes (u32); per note: path (u16 length + bytes), stamp (u64), sections (u16); per section:
+//! boilerplate lines (u32) and their keys (u64 each, ascending: the lines left out of what was
+//! embedded, [`super::chunk::Boilerplate`]), notes (u32); per note: path (u16 length + bytes), stamp (u64), sections (u16); per section:
 //! line (u32), heading (u16 length + bytes, `u16::MAX` for none), scale (f32), `dims` codes
 //! (i8); then the sha256 of all of the above.
 
@@ -17,7 +18,7 @@ use std::io::{self, Read, Write};
 
 use sha2::{Digest, Sha256};
 
-use super::chunk::MAX_CHUNKS;
+use super::chunk::{Boilerplate, MAX_CHUNKS};
 use super::store::{Section, VectorStore};
 use crate::vault::VaultPath;
 
@@ -36,22 +37,33 @@ const NO_HEADING: u16 = u16::MAX;
 pub struct SavedError(pub &'static str);
 
 /// The bytes of `store`, made by the model with `fingerprint` (see [`write`]).
-pub fn encode(store: &VectorStore, fingerprint: &[u8; 32]) -> Vec<u8> {
+pub fn encode(store: &VectorStore, fingerprint: &[u8; 32], boilerplate: &Boilerplate) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing to a Vec cannot fail.
-    let _ = write(store, fingerprint, &mut out);
+    let _ = write(store, fingerprint, boilerplate, &mut out);
     out
 }
 
 /// Writes the bytes of `store`, made by the model with `fingerprint`, to `out` as they are
 /// made: saving a hundred thousand notes' vectors never holds a second copy of them in memory.
-pub fn write(store: &VectorStore, fingerprint: &[u8; 32], out: impl Write) -> io::Result<()> {
+pub fn write(
+    store: &VectorStore,
+    fingerprint: &[u8; 32],
+    boilerplate: &Boilerplate,
+    out: impl Write,
+) -> io::Result<()> {
     let dims = store.dims();
     let mut w = io::BufWriter::with_capacity(1 << 16, Summed::new(out));
     w.write_all(MAGIC)?;
     w.write_all(&FORMAT.to_le_bytes())?;
     w.write_all(fingerprint)?;
     w.write_all(&(dims as u32).to_le_bytes())?;
+    let mut keys: Vec<u64> = boilerplate.iter().copied().collect();
+    keys.sort_unstable();
+    w.write_all(&(keys.len() as u32).to_le_bytes())?;
+    for k in keys {
+        w.write_all(&k.to_le_bytes())?;
+    }
     let notes = store.notes_sorted();
     w.write_all(&(notes.len() as u32).to_le_bytes())?;
     let mut row_bytes = Vec::with_capacity(dims);
@@ -192,13 +204,14 @@ impl<R: Read> Reader<R> {
     }
 }
 
-/// The store in `bytes`, if they are a whole, unaltered save of vectors of `dims` dimensions
-/// made by the model with `fingerprint` (see [`read`]).
+/// The store in `bytes` and the boilerplate lines it was made without, if they are a whole,
+/// unaltered save of vectors of `dims` dimensions made by the model with `fingerprint` (see
+/// [`read`]).
 pub fn decode(
     bytes: &[u8],
     fingerprint: &[u8; 32],
     dims: usize,
-) -> Result<VectorStore, SavedError> {
+) -> Result<(VectorStore, Boilerplate), SavedError> {
     read(bytes, bytes.len() as u64, fingerprint, dims)
 }
 
@@ -211,7 +224,7 @@ pub fn read(
     len: u64,
     fingerprint: &[u8; 32],
     dims: usize,
-) -> Result<VectorStore, SavedError> {
+) -> Result<(VectorStore, Boilerplate), SavedError> {
     let Some(body_len) = len.checked_sub(32) else {
         return Err(TRUNCATED);
     };
@@ -230,15 +243,17 @@ pub fn read(
         ));
     }
     let mut store = VectorStore::new(dims);
-    let parsed = body(&mut r, &mut store, fingerprint, dims);
+    let mut boilerplate = Boilerplate::default();
+    let parsed = body(&mut r, &mut store, &mut boilerplate, fingerprint, dims);
     r.finish(parsed)?;
-    Ok(store)
+    Ok((store, boilerplate))
 }
 
 /// The body after the magic and format, into `store`.
 fn body<R: Read>(
     r: &mut Reader<R>,
     store: &mut VectorStore,
+    boilerplate: &mut Boilerplate,
     fingerprint: &[u8; 32],
     dims: usize,
 ) -> Result<(), SavedError> {
@@ -249,6 +264,22 @@ fn body<R: Read>(
         return Err(SavedError(
             "the embeddings cache has other dimensions than the model",
         ));
+    }
+    let lines = u64::from(r.u32()?);
+    // A count past the bytes left is a lie, not an allocation.
+    if lines > r.left / 8 {
+        return Err(TRUNCATED);
+    }
+    let mut last = None;
+    for _ in 0..lines {
+        let k = u64::from_le_bytes(r.array()?);
+        if last.is_some_and(|l| l >= k) {
+            return Err(SavedError(
+                "the embeddings cache's boilerplate lines are out of order",
+            ));
+        }
+        last = Some(k);
+        boilerplate.insert(k);
     }
     let notes = r.u32()? as usize;
     // Each note takes at least 12 bytes: a count past that is a lie, not an allocation.
@@ -340,6 +371,10 @@ mod tests {
         s
     }
 
+    fn lines() -> Boilerplate {
+        [3, u64::MAX, 17].into_iter().collect()
+    }
+
     fn same(a: &VectorStore, b: &VectorStore) -> bool {
         let (x, y) = (a.notes_sorted(), b.notes_sorted());
         a.dims() == b.dims()
@@ -356,21 +391,27 @@ mod tests {
     #[test]
     fn a_saved_store_loads_back_exactly() {
         let s = sample();
-        let bytes = encode(&s, &FP);
-        let back = decode(&bytes, &FP, 3).unwrap();
+        let bytes = encode(&s, &FP, &lines());
+        let (back, kept) = decode(&bytes, &FP, 3).unwrap();
+        assert_eq!(kept, lines());
         assert!(same(&s, &back));
         let q = [0.0, -1.0, 0.0];
         assert_eq!(s.nearest(&q, 2, |_| true), back.nearest(&q, 2, |_| true));
         // The same store saves to the same bytes, whatever the map's order.
-        assert_eq!(encode(&back, &FP), bytes);
+        assert_eq!(encode(&back, &FP, &kept), bytes);
         // An empty store too.
         let empty = VectorStore::new(3);
-        assert!(decode(&encode(&empty, &FP), &FP, 3).unwrap().is_empty());
+        assert!(
+            decode(&encode(&empty, &FP, &Boilerplate::default()), &FP, 3)
+                .unwrap()
+                .0
+                .is_empty()
+        );
     }
 
     #[test]
     fn another_model_or_dimensions_or_format_is_refused() {
-        let bytes = encode(&sample(), &FP);
+        let bytes = encode(&sample(), &FP, &lines());
         assert!(
             decode(&bytes, &[8; 32], 3)
                 .unwrap_err()
@@ -390,7 +431,7 @@ mod tests {
 
     #[test]
     fn every_altered_or_cut_file_is_refused_never_loaded() {
-        let bytes = encode(&sample(), &FP);
+        let bytes = encode(&sample(), &FP, &lines());
         // Every single-bit flip past the magic and format fails the checksum (or the magic).
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
@@ -417,7 +458,7 @@ mod tests {
             body.extend_from_slice(&d);
             body
         };
-        let bytes = encode(&sample(), &FP);
+        let bytes = encode(&sample(), &FP, &lines());
         let body = bytes[..bytes.len() - 32].to_vec();
         let header = MAGIC.len() + 4 + 32 + 4;
         // A path that escapes the vault.
@@ -434,9 +475,28 @@ mod tests {
                 .contains("path")
         );
         // A note count far beyond the bytes.
+        let notes_at = header + 4 + 3 * 8;
+        let mut huge = body.clone();
+        huge[notes_at..notes_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode(&reseal(huge), &FP, 3).is_err());
+        // A boilerplate count far beyond the bytes, and keys out of order.
         let mut huge = body.clone();
         huge[header..header + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(decode(&reseal(huge), &FP, 3).is_err());
+        let mut swapped = body.clone();
+        let keys = header + 4..header + 4 + 16;
+        let (a, b) = (
+            body[keys.start..keys.start + 8].to_vec(),
+            body[keys.start + 8..keys.end].to_vec(),
+        );
+        swapped[keys.start..keys.start + 8].copy_from_slice(&b);
+        swapped[keys.start + 8..keys.end].copy_from_slice(&a);
+        assert!(
+            decode(&reseal(swapped), &FP, 3)
+                .unwrap_err()
+                .0
+                .contains("out of order")
+        );
         // Trailing bytes inside the sealed body.
         let mut extra = body.clone();
         extra.push(1);
