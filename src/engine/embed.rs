@@ -28,6 +28,8 @@ const BATCH: usize = 256;
 const DIRTY_EVERY: Duration = Duration::from_millis(100);
 /// Least time between two saves of the vectors while notes change.
 const SAVE_EVERY: Duration = Duration::from_secs(60);
+/// Notes past which a transformer is warned about (minutes of embedding on two cores).
+const TRANSFORMER_NOTES: usize = 10_000;
 /// Largest embeddings cache file read (about 300 bytes a section: millions of sections).
 const MAX_SAVED_BYTES: u64 = 4 << 30;
 
@@ -274,6 +276,14 @@ impl Engine {
         let started = Instant::now();
         let paths: Vec<VaultPath> = self.model_now().notes().keys().cloned().collect();
         s.total.store(paths.len() as u64, Ordering::Relaxed);
+        if s.model.is_transformer() && paths.len() > TRANSFORMER_NOTES {
+            tracing::warn!(
+                notes = paths.len(),
+                "a transformer embeds about 50 sections a second on two cores: this vault will \
+                 take a long time (keyword search serves meanwhile); a static model made by \
+                 `capvault model import` embeds it in seconds"
+            );
+        }
         // The vectors loaded from the cache were made without the boilerplate saved with them:
         // the notes embedded now leave out the same lines. A first start counts them.
         let loaded = s
