@@ -206,7 +206,13 @@ impl Transformer {
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         let mut encoded = Vec::with_capacity(texts.len());
         for t in texts {
-            let e = self.tokenizer.encode(*t, true).map_err(err)?;
+            // The tokenizer library panics on some inputs: a text it fails on is an error,
+            // never a dead thread.
+            let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.tokenizer.encode(*t, true)
+            }))
+            .map_err(|_| "the tokenizer failed on a text".to_owned())?
+            .map_err(err)?;
             let mut ids = e.get_ids().to_vec();
             if ids.len() > MAX_SEQUENCE {
                 let last = ids[ids.len() - 1];
