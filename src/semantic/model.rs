@@ -44,10 +44,12 @@ fn bad(msg: impl Into<String>) -> ModelError {
 /// A loaded static model.
 pub struct StaticModel {
     tokenizer: Tokenizer,
-    /// `vocabulary` rows of `dimensions` values.
-    table: Vec<f32>,
-    /// Per-row weights (model2vec's token weights), if the model has them.
-    weights: Option<Vec<f32>>,
+    /// `vocabulary` rows of `dimensions` codes: a value is its code times its row's scale.
+    /// Eight bits a value, a quarter of the memory of the file's floats (8 MB instead of 31
+    /// for a 30,522-token, 256-dimension model); a text's vector moves by well under 1%.
+    codes: Vec<i8>,
+    /// Each row's scale, its token weight (model2vec's, when the model has them) folded in.
+    scales: Vec<f32>,
     /// Token id → row, when the model maps tokens to shared rows.
     mapping: Option<Vec<u32>>,
     info: ModelInfo,
@@ -160,10 +162,11 @@ impl StaticModel {
             dimensions: dims,
             vocabulary: rows,
         };
+        let (codes, scales) = quantised(&table, dims, weights_row.as_deref());
         Ok(StaticModel {
             tokenizer,
-            table,
-            weights: weights_row,
+            codes,
+            scales,
             mapping,
             info,
             fingerprint: fingerprint(&[config_bytes, tokenizer_bytes, weights]),
@@ -192,11 +195,12 @@ impl StaticModel {
             return Err(bad("the tokenizer has more tokens than the table has rows"));
         }
         let bytes: Vec<u8> = table.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let (codes, scales) = quantised(&table, dimensions, None);
         Ok(StaticModel {
             fingerprint: fingerprint(&[name.as_bytes(), &bytes]),
             tokenizer,
-            table,
-            weights: None,
+            codes,
+            scales,
             mapping: None,
             info: ModelInfo {
                 name: name.to_owned(),
@@ -242,17 +246,14 @@ impl StaticModel {
                 },
                 None => id as usize,
             };
-            let Some(v) = self.table.get(row * dims..(row + 1) * dims) else {
+            let (Some(v), Some(&scale)) = (
+                self.codes.get(row * dims..(row + 1) * dims),
+                self.scales.get(row),
+            ) else {
                 continue;
             };
-            let w = self
-                .weights
-                .as_ref()
-                .and_then(|w| w.get(row))
-                .copied()
-                .unwrap_or(1.0);
-            for (s, x) in sum.iter_mut().zip(v) {
-                *s += w * x;
+            for (s, &c) in sum.iter_mut().zip(v) {
+                *s += scale * f32::from(c);
             }
             count += 1.0;
         }
@@ -261,6 +262,22 @@ impl StaticModel {
         }
         normalise(&mut sum).then_some(sum)
     }
+}
+
+/// `table` (rows of `dims` floats) as 8-bit codes and one scale per row, each row's weight
+/// folded into its scale.
+fn quantised(table: &[f32], dims: usize, weights: Option<&[f32]>) -> (Vec<i8>, Vec<f32>) {
+    let mut codes = Vec::with_capacity(table.len());
+    let scales = table
+        .chunks_exact(dims)
+        .enumerate()
+        .map(|(i, row)| {
+            let w = weights.and_then(|w| w.get(i)).copied().unwrap_or(1.0);
+            let scale = super::store::quantise(row, &mut codes) * w;
+            if scale.is_finite() { scale } else { 0.0 }
+        })
+        .collect();
+    (codes, scales)
 }
 
 /// A tokenizer from the bytes of a `tokenizer.json`. The `tokenizers` crate panics on some
@@ -418,6 +435,37 @@ pub(crate) mod tests {
             }
         }
         StaticModel::from_table(tokenizer(&words), table, dims, "tiny").unwrap()
+    }
+
+    #[test]
+    fn the_eight_bit_table_embeds_as_the_float_table_does() {
+        // Pseudo-random rows of 64 dimensions and very different magnitudes.
+        let mut seed = 0x853c_49e6_748f_ea9bu64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let words = ["[unk]", "alpha", "beta", "gamma", "delta"];
+        let dims = 64;
+        let table: Vec<f32> = (0..words.len() * dims)
+            .map(|i| next() * (1 + i / dims) as f32 * 10.0)
+            .collect();
+        let m = StaticModel::from_table(tokenizer(&words), table.clone(), dims, "t").unwrap();
+        for text in ["alpha beta", "gamma gamma delta alpha", "delta"] {
+            let mut want = vec![0f32; dims];
+            for w in text.split(' ') {
+                let row = words.iter().position(|x| *x == w).unwrap();
+                for (s, x) in want.iter_mut().zip(&table[row * dims..(row + 1) * dims]) {
+                    *s += x;
+                }
+            }
+            normalise(&mut want);
+            let got = m.embed(text).unwrap();
+            let cos: f32 = got.iter().zip(&want).map(|(a, b)| a * b).sum();
+            assert!(cos > 0.999, "{text}: cosine {cos}");
+        }
     }
 
     fn files(table: &[f32], dims: usize, words: &[&str]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
