@@ -268,6 +268,28 @@ fn a_bad_model_folder_is_a_clear_startup_error() {
     std::fs::remove_file(model.join("tokenizer.json")).unwrap();
     let err = startup_error(tmp.path(), &model);
     assert!(err.contains("tokenizer.json"), "{err}");
+    // A model of a kind capvault does not run, and a BERT folder whose weights are not BERT's.
+    write_model(&model);
+    std::fs::write(
+        model.join("config.json"),
+        r#"{"model_type": "xlm-roberta"}"#,
+    )
+    .unwrap();
+    let err = startup_error(tmp.path(), &model);
+    assert!(
+        err.contains("xlm-roberta") && err.contains("model import"),
+        "{err}"
+    );
+    std::fs::write(
+        model.join("config.json"),
+        r#"{"model_type": "bert", "vocab_size": 8, "hidden_size": 4, "num_hidden_layers": 1,
+            "num_attention_heads": 1, "intermediate_size": 8, "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.1, "max_position_embeddings": 16, "type_vocab_size": 2,
+            "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0}"#,
+    )
+    .unwrap();
+    let err = startup_error(tmp.path(), &model);
+    assert!(err.contains("model.safetensors"), "{err}");
 }
 
 /// Starts on `root` with the model and the index cache in `cache` and waits for embedding,

@@ -70,22 +70,43 @@ fn engine_for(root: &std::path::Path, model: &std::path::Path) -> Arc<Engine> {
 /// (hits in the top 5, sum of reciprocal ranks in the top 20, queries).
 type Score = (usize, f64, usize);
 
+/// Counts one query whose expected note came at `rank` (0-based, within the top 20), if at all.
+fn tally(score: &mut Score, rank: Option<usize>) {
+    score.2 += 1;
+    if let Some(i) = rank {
+        score.1 += 1.0 / (i as f64 + 1.0);
+        if i < 5 {
+            score.0 += 1;
+        }
+    }
+}
+
+/// The labelled queries.
+fn labelled() -> Vec<Labelled> {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/quality/queries.jsonl"),
+    )
+    .unwrap()
+    .lines()
+    .filter(|l| !l.trim().is_empty())
+    .map(|l| serde_json::from_str(l).unwrap())
+    .collect()
+}
+
+/// The queries by vault.
+fn by_vault(labelled: &[Labelled]) -> BTreeMap<&str, Vec<&Labelled>> {
+    let mut vaults: BTreeMap<&str, Vec<&Labelled>> = BTreeMap::new();
+    for l in labelled {
+        vaults.entry(l.vault.as_str()).or_default().push(l);
+    }
+    vaults
+}
+
 /// Every labelled query in every mode, with the model in `model`: (mode, kind) → score, and
 /// printed. `None` when a shared vault is missing (and not required).
 fn measure(model: &std::path::Path) -> Option<BTreeMap<(&'static str, String), Score>> {
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/quality/queries.jsonl"),
-    )
-    .unwrap();
-    let labelled: Vec<Labelled> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let mut vaults: BTreeMap<&str, Vec<&Labelled>> = BTreeMap::new();
-    for l in &labelled {
-        vaults.entry(l.vault.as_str()).or_default().push(l);
-    }
+    let labelled = labelled();
+    let vaults = by_vault(&labelled);
     // (mode, kind) → score.
     let mut scores: BTreeMap<(&'static str, String), Score> = BTreeMap::new();
     let modes = [
@@ -125,14 +146,7 @@ fn measure(model: &std::path::Path) -> Option<BTreeMap<(&'static str, String), S
                 )
                 .unwrap();
                 let rank = r.hits.iter().position(|h| q.expect.contains(&h.path));
-                let s = scores.entry((mode_name, q.kind.clone())).or_default();
-                s.2 += 1;
-                if let Some(i) = rank {
-                    s.1 += 1.0 / (i as f64 + 1.0);
-                    if i < 5 {
-                        s.0 += 1;
-                    }
-                }
+                tally(scores.entry((mode_name, q.kind.clone())).or_default(), rank);
             }
         }
         engine.shutdown();
@@ -236,13 +250,8 @@ async fn a_sentence_transformers_folder_serves_as_a_transformer() {
         .await;
     assert_eq!(info["embedding"]["dimensions"], 384, "{info}");
     assert_eq!(info["embedding"]["embedded"], info["notes"], "{info}");
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/quality/queries.jsonl"),
-    )
-    .unwrap();
-    let queries: Vec<Labelled> = text
-        .lines()
-        .map(|l| serde_json::from_str::<Labelled>(l).unwrap())
+    let queries: Vec<Labelled> = labelled()
+        .into_iter()
         .filter(|l| l.vault == "kepano-obsidian" && l.kind == "paraphrase")
         .collect();
     let mut found = 0;
@@ -320,19 +329,8 @@ fn the_static_model_against_its_transformer() {
         std::env::var_os("CAPVAULT_TRANSFORMER_MODEL").expect("CAPVAULT_TRANSFORMER_MODEL"),
     ))
     .unwrap();
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/quality/queries.jsonl"),
-    )
-    .unwrap();
-    let labelled: Vec<Labelled> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let mut vaults: BTreeMap<&str, Vec<&Labelled>> = BTreeMap::new();
-    for l in &labelled {
-        vaults.entry(l.vault.as_str()).or_default().push(l);
-    }
+    let labelled = labelled();
+    let vaults = by_vault(&labelled);
     // (model, kind) → score.
     let mut scores: BTreeMap<(&str, &str), Score> = BTreeMap::new();
     for (name, queries) in vaults {
@@ -344,18 +342,13 @@ fn the_static_model_against_its_transformer() {
             let file = p.rsplit('/').next().unwrap_or(p);
             file.strip_suffix(".md").unwrap_or(file).to_owned()
         };
-        let mut counts: std::collections::HashMap<u64, usize> = Default::default();
+        let mut counts: std::collections::HashMap<u64, u32> = Default::default();
         for (p, t) in &notes {
             for k in chunk::line_keys(&stem(p), t) {
                 *counts.entry(k).or_default() += 1;
             }
         }
-        let least = chunk::boilerplate_threshold(notes.len());
-        let boilerplate: chunk::Boilerplate = counts
-            .into_iter()
-            .filter(|&(_, n)| n >= least)
-            .map(|(k, _)| k)
-            .collect();
+        let boilerplate = chunk::boilerplate(counts, notes.len());
         // (note, section texts)
         let sections: Vec<(&str, Vec<String>)> = notes
             .iter()
@@ -419,14 +412,10 @@ fn the_static_model_against_its_transformer() {
                     .iter()
                     .take(20)
                     .position(|(_, p)| q.expect.iter().any(|e| e == p));
-                let s = scores.entry((model_name, q.kind.as_str())).or_default();
-                s.2 += 1;
-                if let Some(i) = rank {
-                    s.1 += 1.0 / (i as f64 + 1.0);
-                    if i < 5 {
-                        s.0 += 1;
-                    }
-                }
+                tally(
+                    scores.entry((model_name, q.kind.as_str())).or_default(),
+                    rank,
+                );
             }
         }
     }

@@ -239,7 +239,7 @@ impl Engine {
         embedded
     }
 
-    /// The lines found in many of `paths`' notes ([`chunk::boilerplate_threshold`]).
+    /// The lines found in many of `paths`' notes ([`chunk::boilerplate`]).
     fn boilerplate_of(&self, paths: &[VaultPath]) -> chunk::Boilerplate {
         let texts = self.texts();
         let counts = paths
@@ -263,12 +263,7 @@ impl Engine {
                 }
                 a
             });
-        let least = chunk::boilerplate_threshold(paths.len()) as u32;
-        counts
-            .into_iter()
-            .filter(|&(_, n)| n >= least)
-            .map(|(k, _)| k)
-            .collect()
+        chunk::boilerplate(counts, paths.len())
     }
 
     /// Embeds every note of the model, in batches, unless a stop is requested.

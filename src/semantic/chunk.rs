@@ -45,8 +45,19 @@ pub type Boilerplate = HashSet<u64>;
 
 /// Fewest notes a line must be found in, of `notes`, to count as [`Boilerplate`]: one in a
 /// hundred, and at least eight.
-pub fn boilerplate_threshold(notes: usize) -> usize {
+fn boilerplate_threshold(notes: usize) -> usize {
     (notes / 100).max(8)
+}
+
+/// The boilerplate of a vault of `notes` notes, from how many notes each line key was found in
+/// (each note's [`line_keys`] counted once).
+pub fn boilerplate(counts: impl IntoIterator<Item = (u64, u32)>, notes: usize) -> Boilerplate {
+    let least = u32::try_from(boilerplate_threshold(notes)).unwrap_or(u32::MAX);
+    counts
+        .into_iter()
+        .filter(|&(_, n)| n >= least)
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// The key of a line of readable text, as [`Boilerplate`] holds it (case folded). Keys are
@@ -407,19 +418,19 @@ mod tests {
                  | [Copy this note](https://raw.x/{about})\n"
             )
         };
-        let notes: Vec<String> = ["maps", "tasks", "dice"].iter().map(|a| note(a)).collect();
+        // Nine notes from one template (a line must be in eight to count).
+        let notes: Vec<String> = std::iter::once("maps".to_owned())
+            .chain((1..9).map(|i| format!("topic{i}")))
+            .map(|a| note(&a))
+            .collect();
         // Counted as a vault counts them: each line once per note.
-        let mut counts = std::collections::HashMap::<u64, usize>::new();
+        let mut counts = std::collections::HashMap::<u64, u32>::new();
         for n in &notes {
             for k in line_keys("T", n) {
                 *counts.entry(k).or_default() += 1;
             }
         }
-        let common: Boilerplate = counts
-            .into_iter()
-            .filter(|&(_, n)| n >= 3)
-            .map(|(k, _)| k)
-            .collect();
+        let common = boilerplate(counts, notes.len());
         // The template's fixed lines and the footer are common; the note's own lines are not.
         assert!(common.contains(&line_key("mobile compatible: yes")));
         assert!(common.contains(&line_key("Edit In GitHub | Copy this note")));

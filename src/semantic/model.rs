@@ -440,13 +440,7 @@ pub(crate) mod tests {
     #[test]
     fn the_eight_bit_table_embeds_as_the_float_table_does() {
         // Pseudo-random rows of 64 dimensions and very different magnitudes.
-        let mut seed = 0x853c_49e6_748f_ea9bu64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        };
+        let mut next = crate::semantic::store::tests::floats(0x853c_49e6_748f_ea9b);
         let words = ["[unk]", "alpha", "beta", "gamma", "delta"];
         let dims = 64;
         let table: Vec<f32> = (0..words.len() * dims)

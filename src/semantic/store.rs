@@ -498,8 +498,18 @@ impl VectorStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Deterministic pseudo-random numbers in [-0.5, 0.5) (xorshift from `seed`).
+    pub(crate) fn floats(mut seed: u64) -> impl FnMut() -> f32 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        }
+    }
 
     fn p(s: &str) -> VaultPath {
         VaultPath::parse(s).unwrap()
@@ -567,13 +577,7 @@ mod tests {
     #[test]
     fn quantised_vectors_keep_their_cosines() {
         // Deterministic pseudo-random unit vectors of 256 dimensions.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        };
+        let mut next = floats(0x9e37_79b9_7f4a_7c15);
         for _ in 0..50 {
             let mut a: Vec<f32> = (0..256).map(|_| next()).collect();
             let mut b: Vec<f32> = (0..256).map(|_| next() + a[0]).collect();
