@@ -18,8 +18,13 @@ use candle_transformers::models::bert::{BertModel, Config};
 use sha2::{Digest, Sha256};
 use tokenizers::Tokenizer;
 
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
 use super::model::{self, ModelError, StaticModel};
+use super::{chunk, tune};
 use crate::vault::host::HostFile;
+use crate::vault::{Limits, Vault, VaultPath, is_note_name};
 
 /// Dimensions the imported model keeps by default (potion-base-8M's).
 pub const DEFAULT_DIMENSIONS: usize = 256;
@@ -39,36 +44,70 @@ pub struct Imported {
     pub variance_kept: f64,
     /// sha256 of the source weights.
     pub source_sha256: String,
-    /// Seconds the transformer ran.
+    /// Seconds the import took (the transformer, and tuning).
     pub seconds: f64,
+    /// What tuning on a corpus did, when there was one.
+    pub tuned: Option<Tuned>,
 }
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// What an import is doing, for progress reports: (done, in all) of each stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The transformer on every token of the vocabulary.
+    Tokens(usize, usize),
+    /// The transformer on the corpus's texts (with `--corpus`).
+    Texts(usize, usize),
+    /// Passes of tuning over them.
+    Epochs(usize, usize),
+}
+
+/// Sections a corpus contributes at most (taken evenly across its notes).
+pub const MAX_CORPUS_SECTIONS: usize = 20_000;
+/// Runs of words taken from each section as query-like texts ([`super::tune::word_runs`]).
+const RUNS_PER_SECTION: usize = 8;
+/// Passes over the corpus.
+const EPOCHS: usize = 30;
+/// One text in this many is held out to measure the fit.
+const HELD_OUT_EVERY: usize = 20;
+/// Tokens of a section the static model is tuned on: the transformer reads no more (its limit,
+/// less `[CLS]` and `[SEP]`).
+const TUNED_TOKENS: usize = MAX_SEQUENCE - 2;
+
 /// Distils the sentence-transformers model in `src` into a static model written to `out`
-/// (created if missing): `config.json`, `tokenizer.json`, `model.safetensors`. `progress` hears
-/// (tokens done, tokens in all).
+/// (created if missing): `config.json`, `tokenizer.json`, `model.safetensors`. With `corpus`
+/// (a vault folder), the distilled rows are then tuned on its notes ([`super::tune`]).
 pub fn import(
     src: &Path,
     out: &Path,
     dimensions: usize,
-    progress: &dyn Fn(usize, usize),
+    corpus: Option<&Path>,
+    progress: &dyn Fn(Progress),
 ) -> Result<Imported, String> {
     let [config_bytes, tokenizer_bytes, weights] = super::read_model_files(src, "model import")?;
+    // Read the corpus first: a bad folder fails before minutes of work.
+    let sections = corpus.map(corpus_sections).transpose()?;
     let source_sha256 = hex(&Sha256::digest(&weights));
     let transformer = Transformer::from_bytes(&config_bytes, &tokenizer_bytes, weights)?;
     let started = Instant::now();
-    let table = transformer.token_vectors(progress)?;
-    let seconds = started.elapsed().as_secs_f64();
+    let table = transformer.token_vectors(&|d, n| progress(Progress::Tokens(d, n)))?;
     let hidden = transformer.config.hidden_size;
     let tokens = table.len() / hidden;
     let dims = dimensions.clamp(1, hidden);
-    let (mut reduced, variance_kept) = principal_components(&table, hidden, dims)?;
-    weight_by_rank(&mut reduced, dims);
+    let pca = Pca::of(&table, hidden, dims)?;
+    let mut rows = pca.centred(&table);
+    weight_by_rank(&mut rows, hidden);
+    let tuned = match &sections {
+        Some(sections) => Some(tune_on(&transformer, &mut rows, sections, progress)?),
+        None => None,
+    };
+    let reduced = pca.project(&rows);
+    let seconds = started.elapsed().as_secs_f64();
     let name = src.file_name().and_then(|n| n.to_str()).unwrap_or("model");
-    let config_out = serde_json::json!({
+    let mut config_out = serde_json::json!({
         "model_type": "model2vec",
         "architectures": ["StaticModel"],
         "hidden_dim": dims,
@@ -78,6 +117,15 @@ pub fn import(
         "source_sha256": source_sha256,
         "made_by": "capvault model import",
     });
+    if let Some(t) = &tuned {
+        config_out["name"] = format!("{name} (static, {dims} dimensions, tuned on a vault)").into();
+        config_out["tuned"] = serde_json::json!({
+            "sections": t.sections,
+            "texts": t.texts,
+            "held_out_cosine_before": t.fit.before,
+            "held_out_cosine_after": t.fit.after,
+        });
+    }
     let weights_out = model::safetensors_bytes(&reduced, dims).map_err(err)?;
     let config_out = serde_json::to_vec_pretty(&config_out).map_err(err)?;
     // What was written must load: the same checks as at startup.
@@ -88,16 +136,108 @@ pub fn import(
         ("model.safetensors", &weights_out),
         ("config.json", &config_out),
     ] {
+        // A tuned model carries traces of the corpus's words: as private as the index cache.
         HostFile::at(&out.join(file))
+            .map(|f| if tuned.is_some() { f.private() } else { f })
             .and_then(|mut f| f.replace(bytes, None).map(drop))
             .map_err(|e| format!("model import: {e}"))?;
     }
     Ok(Imported {
         tokens,
         dimensions: dims,
-        variance_kept,
+        variance_kept: pca.variance_kept,
         source_sha256,
         seconds,
+        tuned,
+    })
+}
+
+/// What tuning on a corpus did.
+#[derive(Debug, Clone, Copy)]
+pub struct Tuned {
+    /// Sections of the corpus used.
+    pub sections: usize,
+    /// Texts fitted: the sections and runs of words from them.
+    pub texts: usize,
+    /// The fit on held-out texts.
+    pub fit: tune::Fit,
+}
+
+/// The sections of the notes of the vault at `root`, cut and cleaned as the server cuts them
+/// (the vault's boilerplate lines left out), at most [`MAX_CORPUS_SECTIONS`], taken evenly.
+/// Read through the capability layer, like any vault.
+fn corpus_sections(root: &Path) -> Result<Vec<String>, String> {
+    let fail = |e: &dyn std::fmt::Display| format!("model import: corpus {}: {e}", root.display());
+    let vault = Vault::open(root, Limits::default()).map_err(|e| fail(&e))?;
+    let mut notes: Vec<(VaultPath, String)> = Vec::new();
+    vault
+        .walk(&VaultPath::root(), true, &is_note_name, &mut |entry| {
+            // A note that cannot be read is left out, as the server leaves it out.
+            if let Ok(data) = entry.read(&vault) {
+                notes.push((
+                    entry.path,
+                    String::from_utf8_lossy(&data.bytes).into_owned(),
+                ));
+            }
+            ControlFlow::Continue(())
+        })
+        .map_err(|e| fail(&e))?;
+    if notes.is_empty() {
+        return Err(fail(&"it has no notes"));
+    }
+    notes.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut counts: HashMap<u64, u32> = HashMap::new();
+    for (path, text) in &notes {
+        for k in chunk::line_keys(path.stem(), text) {
+            *counts.entry(k).or_default() += 1;
+        }
+    }
+    let boilerplate = chunk::boilerplate(counts, notes.len());
+    let sections: Vec<String> = notes
+        .iter()
+        .flat_map(|(path, text)| chunk::chunks_without(path.stem(), text, &boilerplate))
+        .map(|c| c.text)
+        .collect();
+    let every = sections.len().div_ceil(MAX_CORPUS_SECTIONS).max(1);
+    Ok(sections.into_iter().step_by(every).collect())
+}
+
+/// Tunes `rows` (the distilled table, centred and weighted, `hidden` wide) on `sections` and
+/// runs of words from them, with the transformer as the teacher.
+fn tune_on(
+    transformer: &Transformer,
+    rows: &mut [f32],
+    sections: &[String],
+    progress: &dyn Fn(Progress),
+) -> Result<Tuned, String> {
+    let hidden = transformer.config.hidden_size;
+    let mut texts: Vec<&str> = sections.iter().map(String::as_str).collect();
+    let runs = tune::word_runs(sections, RUNS_PER_SECTION);
+    texts.extend(runs.iter().map(String::as_str));
+    let (mut train, mut held) = (tune::Texts::default(), tune::Texts::default());
+    let mut done = 0;
+    for batch in texts.chunks(256) {
+        let vectors = transformer.embed(batch)?;
+        for (text, v) in batch.iter().zip(vectors) {
+            let mut ids = transformer.static_ids(text)?;
+            ids.truncate(TUNED_TOKENS);
+            if done % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 {
+                held.push(ids, &v);
+            } else {
+                train.push(ids, &v);
+            }
+            done += 1;
+        }
+        progress(Progress::Texts(done, texts.len()));
+    }
+    debug_assert_eq!(train.targets.len() % hidden, 0);
+    let fit = tune::fit(rows, hidden, &train, &held, EPOCHS, &|d, n| {
+        progress(Progress::Epochs(d, n));
+    });
+    Ok(Tuned {
+        sections: sections.len(),
+        texts: texts.len(),
+        fit,
     })
 }
 
@@ -201,6 +341,19 @@ impl Transformer {
         run().map_err(|e| format!("the transformer failed: {e}"))
     }
 
+    /// The token ids a static model made from this transformer sums for `text` (no special
+    /// tokens, at most [`model::MAX_TOKENS`]).
+    fn static_ids(&self, text: &str) -> Result<Vec<u32>, String> {
+        let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.tokenizer.encode_fast(text, false)
+        }))
+        .map_err(|_| "the tokenizer failed on a text".to_owned())?
+        .map_err(err)?;
+        let mut ids = e.get_ids().to_vec();
+        ids.truncate(model::MAX_TOKENS);
+        Ok(ids)
+    }
+
     /// The vectors of `texts` (each cut at [`MAX_SEQUENCE`] tokens), normalised; run in
     /// batches of texts of similar length.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
@@ -276,49 +429,82 @@ impl Transformer {
     }
 }
 
-/// The rows of `table` (`hidden` wide) centred and projected on their `dims` principal
-/// components; also the share of the variance those hold.
-fn principal_components(
-    table: &[f32],
+/// The principal components of a table's rows: their mean, the `dims` directions that hold
+/// most of their variance, and the share of it those hold.
+struct Pca {
     hidden: usize,
-    dims: usize,
-) -> Result<(Vec<f32>, f64), String> {
-    let rows = table.len() / hidden;
-    let mut mean = vec![0f64; hidden];
-    for r in table.chunks_exact(hidden) {
-        for (m, x) in mean.iter_mut().zip(r) {
-            *m += f64::from(*x);
+    mean: Vec<f32>,
+    /// `hidden` x `dims`.
+    basis: nalgebra::DMatrix<f64>,
+    variance_kept: f64,
+}
+
+impl Pca {
+    /// The components of the rows of `table` (`hidden` wide), keeping `dims` of them.
+    fn of(table: &[f32], hidden: usize, dims: usize) -> Result<Pca, String> {
+        let rows = table.len() / hidden;
+        let mut mean = vec![0f64; hidden];
+        for r in table.chunks_exact(hidden) {
+            for (m, x) in mean.iter_mut().zip(r) {
+                *m += f64::from(*x);
+            }
         }
-    }
-    for m in &mut mean {
-        *m /= rows as f64;
-    }
-    let centred: Vec<f64> = table
-        .chunks_exact(hidden)
-        .flat_map(|r| r.iter().zip(&mean).map(|(x, m)| f64::from(*x) - m))
-        .collect();
-    let x = nalgebra::DMatrix::from_row_slice(rows, hidden, &centred);
-    let cov = (x.transpose() * &x) / rows as f64;
-    let eig = nalgebra::SymmetricEigen::new(cov);
-    let mut order: Vec<usize> = (0..hidden).collect();
-    order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
-    let total: f64 = eig.eigenvalues.iter().map(|v| v.max(0.0)).sum();
-    let kept: f64 = order[..dims]
-        .iter()
-        .map(|&i| eig.eigenvalues[i].max(0.0))
-        .sum();
-    let basis = nalgebra::DMatrix::from_fn(hidden, dims, |r, c| eig.eigenvectors[(r, order[c])]);
-    let projected = x * basis;
-    let mut out = Vec::with_capacity(rows * dims);
-    for r in 0..rows {
-        for c in 0..dims {
-            out.push(projected[(r, c)] as f32);
+        for m in &mut mean {
+            *m /= rows as f64;
         }
+        let centred: Vec<f64> = table
+            .chunks_exact(hidden)
+            .flat_map(|r| r.iter().zip(&mean).map(|(x, m)| f64::from(*x) - m))
+            .collect();
+        let x = nalgebra::DMatrix::from_row_slice(rows, hidden, &centred);
+        let cov = (x.transpose() * &x) / rows as f64;
+        let eig = nalgebra::SymmetricEigen::new(cov);
+        let mut order: Vec<usize> = (0..hidden).collect();
+        order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+        let total: f64 = eig.eigenvalues.iter().map(|v| v.max(0.0)).sum();
+        let kept: f64 = order[..dims]
+            .iter()
+            .map(|&i| eig.eigenvalues[i].max(0.0))
+            .sum();
+        let basis =
+            nalgebra::DMatrix::from_fn(hidden, dims, |r, c| eig.eigenvectors[(r, order[c])]);
+        if basis.iter().any(|v| !v.is_finite()) {
+            return Err("the principal components are not finite numbers".to_owned());
+        }
+        Ok(Pca {
+            hidden,
+            mean: mean.into_iter().map(|m| m as f32).collect(),
+            basis,
+            variance_kept: if total > 0.0 { kept / total } else { 0.0 },
+        })
     }
-    if out.iter().any(|v| !v.is_finite()) {
-        return Err("the principal components are not finite numbers".to_owned());
+
+    /// The rows of `table` less the mean.
+    fn centred(&self, table: &[f32]) -> Vec<f32> {
+        table
+            .chunks_exact(self.hidden)
+            .flat_map(|r| r.iter().zip(&self.mean).map(|(x, m)| x - m))
+            .collect()
     }
-    Ok((out, if total > 0.0 { kept / total } else { 0.0 }))
+
+    /// Rows (`hidden` wide, already centred) on the kept components: `dims` wide.
+    fn project(&self, rows: &[f32]) -> Vec<f32> {
+        let n = rows.len() / self.hidden;
+        let x = nalgebra::DMatrix::from_row_iterator(
+            n,
+            self.hidden,
+            rows.iter().map(|v| f64::from(*v)),
+        );
+        let projected = x * &self.basis;
+        let dims = self.basis.ncols();
+        let mut out = Vec::with_capacity(n * dims);
+        for r in 0..n {
+            for c in 0..dims {
+                out.push(projected[(r, c)] as f32);
+            }
+        }
+        out
+    }
 }
 
 /// Scales each row by model2vec's rank weight: with `p` the Zipf probability of the row's rank,
@@ -347,9 +533,10 @@ mod tests {
             let t = i as f32 - 25.0;
             table.extend([t, t, if i % 2 == 0 { 0.1 } else { -0.1 }]);
         }
-        let (out, kept) = principal_components(&table, 3, 1).unwrap();
+        let pca = Pca::of(&table, 3, 1).unwrap();
+        let out = pca.project(&pca.centred(&table));
         assert_eq!(out.len(), 50);
-        assert!(kept > 0.999, "{kept}");
+        assert!(pca.variance_kept > 0.999, "{}", pca.variance_kept);
         // Centred (the mean t is -0.5), the projection keeps distances along the line:
         // |t + 0.5| * sqrt(2).
         assert!(

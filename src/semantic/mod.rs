@@ -11,6 +11,8 @@ pub mod import;
 pub mod model;
 pub mod saved;
 pub mod store;
+#[cfg(feature = "import")]
+pub mod tune;
 
 use std::path::Path;
 

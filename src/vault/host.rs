@@ -22,6 +22,8 @@ pub struct HostFile {
     folder: PathBuf,
     name: String,
     shown: String,
+    /// Written readable by its owner only, whatever mode it had.
+    private: bool,
 }
 
 impl HostFile {
@@ -45,7 +47,15 @@ impl HostFile {
             folder: folder.to_path_buf(),
             name,
             shown,
+            private: false,
         })
+    }
+
+    /// The file written by [`HostFile::replace`] is readable and writable by its owner only
+    /// (`0600`), even when it had wider permissions: for what carries traces of a vault.
+    pub fn private(mut self) -> HostFile {
+        self.private = true;
+        self
     }
 
     /// The path as given, for messages.
@@ -210,6 +220,9 @@ impl HostFile {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(err(e)),
+        }
+        if self.private {
+            mode = 0o600;
         }
         let temp = format!(".{}.capvault-tmp-{}", self.name, std::process::id());
         let _ = dir.remove_file(&temp);
