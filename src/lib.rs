@@ -46,7 +46,9 @@
 //!   left out), the vector store with exact nearest-neighbour
 //!   search (int8 vectors), its bytes for the embeddings cache ([`semantic::saved`]: checked
 //!   and tied to the model's fingerprint), `capvault model import` ([`semantic::import`]: a
-//!   static model distilled from a sentence transformer run in-process by candle) and
+//!   static model distilled from a sentence transformer run in-process by candle, and with
+//!   `--corpus` tuned on a vault's notes by [`semantic::tune`], the corpus read through
+//!   [`vault::Vault`] like any vault) and
 //!   `capvault model fetch` ([`semantic::fetch`]: a pinned model2vec model downloaded from the
 //!   Hugging Face hub, each file checked by sha256 and written through [`vault::download`]).
 //! - [`engine`]: the model and the index built together at startup in the background and kept

@@ -89,7 +89,9 @@ pub fn import(
 ) -> Result<Imported, String> {
     let [config_bytes, tokenizer_bytes, weights] = super::read_model_files(src, "model import")?;
     // Read the corpus first: a bad folder fails before minutes of work.
-    let sections = corpus.map(corpus_sections).transpose()?;
+    let sections = corpus
+        .map(|c| corpus_sections(c, MAX_CORPUS_SECTIONS))
+        .transpose()?;
     let source_sha256 = hex(&Sha256::digest(&weights));
     let transformer = Transformer::from_bytes(&config_bytes, &tokenizer_bytes, weights)?;
     let started = Instant::now();
@@ -164,9 +166,9 @@ pub struct Tuned {
 }
 
 /// The sections of the notes of the vault at `root`, cut and cleaned as the server cuts them
-/// (the vault's boilerplate lines left out), at most [`MAX_CORPUS_SECTIONS`], taken evenly.
-/// Read through the capability layer, like any vault.
-fn corpus_sections(root: &Path) -> Result<Vec<String>, String> {
+/// (the vault's boilerplate lines left out), at most `max`, taken evenly. Read through the
+/// capability layer, like any vault.
+fn corpus_sections(root: &Path, max: usize) -> Result<Vec<String>, String> {
     let fail = |e: &dyn std::fmt::Display| format!("model import: corpus {}: {e}", root.display());
     let vault = Vault::open(root, Limits::default()).map_err(|e| fail(&e))?;
     let mut notes: Vec<(VaultPath, String)> = Vec::new();
@@ -198,7 +200,7 @@ fn corpus_sections(root: &Path) -> Result<Vec<String>, String> {
         .flat_map(|(path, text)| chunk::chunks_without(path.stem(), text, &boilerplate))
         .map(|c| c.text)
         .collect();
-    let every = sections.len().div_ceil(MAX_CORPUS_SECTIONS).max(1);
+    let every = sections.len().div_ceil(max.max(1)).max(1);
     Ok(sections.into_iter().step_by(every).collect())
 }
 
@@ -544,6 +546,33 @@ mod tests {
             "{}",
             out[0]
         );
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // test fixture
+    fn a_corpus_gives_at_most_its_cap_of_sections_taken_across_the_vault() {
+        let tmp = tempfile::tempdir().unwrap();
+        for i in 0..30 {
+            let folder = tmp.path().join(format!("F{}", i % 3));
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(folder.join(format!("N{i:02}.md")), format!("words of note {i}\n"))
+                .unwrap();
+        }
+        std::fs::create_dir(tmp.path().join(".obsidian")).unwrap();
+        std::fs::write(tmp.path().join(".obsidian/Hidden.md"), "hidden words\n").unwrap();
+        let all = corpus_sections(tmp.path(), 100).unwrap();
+        assert_eq!(all.len(), 30);
+        assert!(all.iter().all(|s| !s.contains("hidden")));
+        let some = corpus_sections(tmp.path(), 7).unwrap();
+        assert!(some.len() <= 7 && some.len() >= 5, "{}", some.len());
+        // Taken across the vault, not its first notes.
+        // (the notes of folder Fk are those numbered k modulo 3)
+        let folder = |s: &String| {
+            let n: usize = s[1..3].parse().unwrap();
+            n % 3
+        };
+        assert!(some.iter().any(|s| folder(s) == 0) && some.iter().any(|s| folder(s) == 2));
+        assert!(some.iter().all(|s| all.contains(s)));
     }
 
     #[test]
