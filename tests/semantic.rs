@@ -282,7 +282,7 @@ fn a_bad_model_folder_is_a_clear_startup_error() {
     );
     std::fs::write(
         model.join("config.json"),
-        r#"{"model_type": "bert", "vocab_size": 8, "hidden_size": 4, "num_hidden_layers": 1,
+        r#"{"model_type": "bert", "vocab_size": 64, "hidden_size": 4, "num_hidden_layers": 1,
             "num_attention_heads": 1, "intermediate_size": 8, "hidden_act": "gelu",
             "hidden_dropout_prob": 0.1, "max_position_embeddings": 16, "type_vocab_size": 2,
             "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0}"#,

@@ -279,7 +279,9 @@ impl Transformer {
     }
 
     /// A transformer from the bytes of its three files (named `model` until [`Self::name`]).
-    pub(crate) fn from_bytes(
+    /// The config's sizes are checked before candle builds anything from them, and a panic in
+    /// candle's loader is an error, never a crash at startup (`fuzz/fuzz_targets/transformer_files.rs`).
+    pub fn from_bytes(
         config_bytes: &[u8],
         tokenizer: &[u8],
         weights: Vec<u8>,
@@ -287,14 +289,26 @@ impl Transformer {
         let fingerprint = model::fingerprint(&[config_bytes, tokenizer, &weights]);
         let config: Config = serde_json::from_slice(config_bytes)
             .map_err(|e| format!("config.json is not a BERT config: {e}"))?;
+        check_config(&config)?;
         let mut tokenizer = model::parse_tokenizer(tokenizer).map_err(err)?;
+        let largest = tokenizer.get_vocab(true).into_values().max().unwrap_or(0);
+        if largest as usize >= config.vocab_size {
+            return Err(format!(
+                "tokenizer.json has token id {largest}, beyond the model's {} tokens",
+                config.vocab_size
+            ));
+        }
         // Padding (to 128, in all-MiniLM-L6-v2's file) would be pooled as text: `embed` pads
         // each batch itself and masks the padding; it also cuts texts itself.
         tokenizer.with_padding(None);
         tokenizer.with_truncation(None).map_err(err)?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| format!("model.safetensors: {e}"))?;
-        let bert = BertModel::load(vb, &config).map_err(|e| format!("model.safetensors: {e}"))?;
+        let bert = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            BertModel::load(vb, &config)
+        }))
+        .map_err(|_| "model.safetensors: the model library failed on it".to_owned())?
+        .map_err(|e| format!("model.safetensors: {e}"))?;
         let info = model::ModelInfo {
             name: "model".to_owned(),
             revision: None,
@@ -340,7 +354,14 @@ impl Transformer {
             let count = m.sum(1)?;
             sum.broadcast_div(&count)?.to_vec2::<f32>()
         };
-        run().map_err(|e| format!("the transformer failed: {e}"))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .map_err(|_| "the transformer failed (the model library panicked)".to_owned())?
+            .map_err(|e| format!("the transformer failed: {e}"))
+    }
+
+    /// Longest token sequence run: [`MAX_SEQUENCE`], or the model's positions if fewer.
+    fn max_sequence(&self) -> usize {
+        MAX_SEQUENCE.min(self.config.max_position_embeddings)
     }
 
     /// The token ids a static model made from this transformer sums for `text` (no special
@@ -369,16 +390,20 @@ impl Transformer {
             .map_err(|_| "the tokenizer failed on a text".to_owned())?
             .map_err(err)?;
             let mut ids = e.get_ids().to_vec();
-            if ids.len() > MAX_SEQUENCE {
+            let max = self.max_sequence();
+            if ids.len() > max {
                 let last = ids[ids.len() - 1];
-                ids.truncate(MAX_SEQUENCE - 1);
+                ids.truncate(max - 1);
                 ids.push(last);
             }
             encoded.push(ids);
         }
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encoded[i].len());
-        let mut out = vec![Vec::new(); texts.len()];
+        let dims = self.config.hidden_size;
+        // A text of no token (the tokenizer adds none) stays a zero vector: it matches nothing.
+        let mut out = vec![vec![0.0; dims]; texts.len()];
+        order.retain(|&i| !encoded[i].is_empty());
         for batch in order.chunks(16) {
             let width = batch.iter().map(|&i| encoded[i].len()).max().unwrap_or(1);
             let (mut ids, mut mask) = (Vec::new(), Vec::new());
@@ -390,8 +415,11 @@ impl Transformer {
                 mask.extend(std::iter::repeat_n(0, width - e.len()));
             }
             for (&i, mut v) in batch.iter().zip(self.pooled(ids, mask, batch.len())?) {
-                model::normalise(&mut v);
-                out[i] = v;
+                // A model whose numbers overflow gives a vector that cannot be normalised: it
+                // matches nothing, rather than spoil every cosine with NaN.
+                if v.len() == dims && model::normalise(&mut v) {
+                    out[i] = v;
+                }
             }
         }
         Ok(out)
@@ -429,6 +457,45 @@ impl Transformer {
         }
         Ok(table)
     }
+}
+
+/// Sizes candle would build a BERT model from, checked first: none zero, attention heads
+/// dividing the width, and each within what a sentence encoder needs (the weights must then
+/// match them tensor by tensor, so memory stays bounded by the file's size).
+fn check_config(c: &Config) -> Result<(), String> {
+    let sizes = [
+        ("vocab_size", c.vocab_size, model::MAX_VOCABULARY),
+        ("hidden_size", c.hidden_size, model::MAX_DIMENSIONS),
+        ("num_hidden_layers", c.num_hidden_layers, 128),
+        ("num_attention_heads", c.num_attention_heads, 256),
+        (
+            "intermediate_size",
+            c.intermediate_size,
+            16 * model::MAX_DIMENSIONS,
+        ),
+        ("max_position_embeddings", c.max_position_embeddings, 65_536),
+        ("type_vocab_size", c.type_vocab_size, 1024),
+    ];
+    for (name, value, max) in sizes {
+        if value == 0 || value > max {
+            return Err(format!(
+                "config.json: {name} is {value}; it must be 1 to {max}"
+            ));
+        }
+    }
+    if !c.hidden_size.is_multiple_of(c.num_attention_heads) {
+        return Err(format!(
+            "config.json: hidden_size {} is not a multiple of num_attention_heads {}",
+            c.hidden_size, c.num_attention_heads
+        ));
+    }
+    if c.max_position_embeddings < 3 {
+        return Err("config.json: max_position_embeddings must be at least 3".to_owned());
+    }
+    if !(c.layer_norm_eps.is_finite() && c.layer_norm_eps >= 0.0) {
+        return Err("config.json: layer_norm_eps must be a finite number, not negative".to_owned());
+    }
+    Ok(())
 }
 
 /// The principal components of a table's rows: their mean, the `dims` directions that hold
@@ -555,8 +622,11 @@ mod tests {
         for i in 0..30 {
             let folder = tmp.path().join(format!("F{}", i % 3));
             std::fs::create_dir_all(&folder).unwrap();
-            std::fs::write(folder.join(format!("N{i:02}.md")), format!("words of note {i}\n"))
-                .unwrap();
+            std::fs::write(
+                folder.join(format!("N{i:02}.md")),
+                format!("words of note {i}\n"),
+            )
+            .unwrap();
         }
         std::fs::create_dir(tmp.path().join(".obsidian")).unwrap();
         std::fs::write(tmp.path().join(".obsidian/Hidden.md"), "hidden words\n").unwrap();
@@ -573,6 +643,68 @@ mod tests {
         };
         assert!(some.iter().any(|s| folder(s) == 0) && some.iter().any(|s| folder(s) == 2));
         assert!(some.iter().all(|s| all.contains(s)));
+    }
+
+    /// The fuzz seed's tiny BERT (`fuzz/seeds/make_tiny_bert.py`): config, tokenizer, weights.
+    #[allow(clippy::disallowed_methods)] // test fixture
+    fn tiny_bert() -> (serde_json::Value, Vec<u8>, Vec<u8>) {
+        let data = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fuzz/seeds/transformer_files/tiny_bert"
+        ))
+        .unwrap();
+        let c = usize::from(u16::from_le_bytes([data[0], data[1]]));
+        let t = u32::from_le_bytes([data[2], data[3], data[4], data[5]]) as usize;
+        let rest = &data[6..];
+        (
+            serde_json::from_slice(&rest[..c]).unwrap(),
+            rest[c..c + t].to_vec(),
+            rest[c + t..].to_vec(),
+        )
+    }
+
+    #[test]
+    fn a_tiny_bert_loads_and_embeds_unit_vectors() {
+        let (config, tokenizer, weights) = tiny_bert();
+        let config = serde_json::to_vec(&config).unwrap();
+        let t = Transformer::from_bytes(&config, &tokenizer, weights).unwrap();
+        // 41 tokens, more than the model's 16 positions: cut to them, not an error.
+        let long = "the quick brown fox ".repeat(10);
+        let v = t.embed(&["the quick brown fox", "", "zzz", &long]).unwrap();
+        assert_eq!(v.len(), 4);
+        for x in &v {
+            assert_eq!(x.len(), 4);
+            let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+        }
+        assert_ne!(v[0], v[2]);
+    }
+
+    #[test]
+    fn bert_configs_that_would_panic_or_allocate_are_refused_first() {
+        let (config, tokenizer, weights) = tiny_bert();
+        for (field, value, says) in [
+            ("num_attention_heads", 0, "num_attention_heads is 0"),
+            (
+                "num_attention_heads",
+                3,
+                "not a multiple of num_attention_heads",
+            ),
+            ("hidden_size", 0, "hidden_size is 0"),
+            (
+                "max_position_embeddings",
+                1u64 << 40,
+                "max_position_embeddings is",
+            ),
+            ("num_hidden_layers", 100_000, "num_hidden_layers is"),
+            ("vocab_size", 5, "token id 11"),
+        ] {
+            let mut c = config.clone();
+            c[field] = value.into();
+            let c = serde_json::to_vec(&c).unwrap();
+            let e = Transformer::from_bytes(&c, &tokenizer, weights.clone()).unwrap_err();
+            assert!(e.contains(says), "{field} = {value}: {e}");
+        }
     }
 
     #[test]
