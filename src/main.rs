@@ -253,7 +253,7 @@ enum ModelCommand {
         #[arg(long, default_value_t = 256)]
         dimensions: usize,
         /// A vault to tune the model on (usually the one it will serve; at most 20,000 of its
-        /// sections are read). The model then carries traces of those notes' words: keep it
+        /// sections and 64,000 runs of their words are used). The model then carries traces of those notes' words: keep it
         /// as private as the vault.
         #[arg(long, value_name = "VAULT")]
         corpus: Option<PathBuf>,

@@ -69,6 +69,8 @@ pub enum Progress {
 pub const MAX_CORPUS_SECTIONS: usize = 20_000;
 /// Runs of words taken from each section as query-like texts ([`super::tune::word_runs`]).
 const RUNS_PER_SECTION: usize = 8;
+/// Runs of words in all at most (taken evenly), which bounds the import's time and memory.
+const MAX_RUNS: usize = 64_000;
 /// Passes over the corpus.
 const EPOCHS: usize = 30;
 /// One text in this many is held out to measure the fit.
@@ -215,7 +217,8 @@ fn tune_on(
     let hidden = transformer.config.hidden_size;
     let mut texts: Vec<&str> = sections.iter().map(String::as_str).collect();
     let runs = tune::word_runs(sections, RUNS_PER_SECTION);
-    texts.extend(runs.iter().map(String::as_str));
+    let every = runs.len().div_ceil(MAX_RUNS).max(1);
+    texts.extend(runs.iter().step_by(every).map(String::as_str));
     let (mut train, mut held) = (tune::Texts::default(), tune::Texts::default());
     let mut done = 0;
     for batch in texts.chunks(256) {
