@@ -282,6 +282,62 @@ async fn a_sentence_transformers_folder_serves_as_a_transformer() {
     s.stop().await;
 }
 
+/// A transformer on a vault of more than 10,000 notes: the server warns that embedding will take
+/// long and points to `capvault model import`, and keyword search serves meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transformer_on_a_large_vault_warns_and_keyword_search_serves() {
+    let Some(model) = transformer_dir() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<(String, String)> = (0..10_001)
+        .map(|i| {
+            (
+                format!("F{}/Note {i}.md", i / 1000),
+                format!("A short note, number {i}, about tomatoes.\n"),
+            )
+        })
+        .collect();
+    common::write_tree(tmp.path(), &files);
+    let s = common::Server::start_http(
+        tmp.path(),
+        &[
+            "--embedding-model",
+            model.to_str().unwrap(),
+            "--no-index-cache",
+        ],
+    )
+    .await;
+    let hits = s
+        .eventually(
+            120,
+            "search_notes",
+            serde_json::json!({"query": "tomatoes 4321", "mode": "ranked"}),
+            |r| r["hits"].as_array().is_some_and(|h| !h.is_empty()),
+        )
+        .await;
+    assert_eq!(hits["hits"][0]["path"], "F4/Note 4321.md", "{hits}");
+    let stderr = &s.http.as_ref().unwrap().stderr;
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let warned = stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("capvault model import"));
+        if warned {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "no warning: {:?}",
+            stderr.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.stop().await;
+}
+
 /// The notes of a vault folder: (vault path, text), hidden folders left out.
 fn vault_notes(root: &std::path::Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
