@@ -8,22 +8,8 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn transformer_dir() -> Option<PathBuf> {
-    match std::env::var_os("CAPVAULT_TRANSFORMER_MODEL") {
-        Some(p) => Some(PathBuf::from(p)),
-        None => {
-            assert!(
-                std::env::var_os("CAPVAULT_REQUIRE_MODEL").is_none_or(|v| v != "1"),
-                "CAPVAULT_REQUIRE_MODEL=1 but CAPVAULT_TRANSFORMER_MODEL is not set"
-            );
-            eprintln!("model import: no CAPVAULT_TRANSFORMER_MODEL, not run");
-            None
-        }
-    }
-}
 
 fn import(source: &Path, out: &Path, corpus: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_capvault"))
@@ -80,7 +66,7 @@ fn write_corpus(root: &Path) {
 
 #[test]
 fn an_import_tuned_on_a_vault_fits_the_transformer_better_and_stays_private() {
-    let Some(source) = transformer_dir() else {
+    let Some(source) = common::transformer_dir("model import") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -136,7 +122,7 @@ fn an_import_tuned_on_a_vault_fits_the_transformer_better_and_stays_private() {
 
 #[test]
 fn a_corpus_that_is_not_a_vault_fails_before_the_transformer_runs() {
-    let Some(source) = transformer_dir() else {
+    let Some(source) = common::transformer_dir("model import") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

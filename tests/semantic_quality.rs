@@ -193,20 +193,6 @@ fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
 
 /// The sentence-transformers folder a static model was imported from
 /// (`CAPVAULT_TRANSFORMER_MODEL`), or `None` when it is not set and not required.
-fn transformer_dir() -> Option<PathBuf> {
-    match std::env::var_os("CAPVAULT_TRANSFORMER_MODEL") {
-        Some(p) => Some(PathBuf::from(p)),
-        None => {
-            assert!(
-                std::env::var_os("CAPVAULT_REQUIRE_MODEL").is_none_or(|v| v != "1"),
-                "CAPVAULT_REQUIRE_MODEL=1 but CAPVAULT_TRANSFORMER_MODEL is not set"
-            );
-            eprintln!("semantic quality: no CAPVAULT_TRANSFORMER_MODEL, not measured");
-            None
-        }
-    }
-}
-
 /// The transformer itself as the embedding model (the option for small vaults), on the whole
 /// labelled set: the targets, hybrid 20 points of paraphrase recall@5 above ranked and
 /// within 2 points of it on keyword queries. Minutes of inference (obsidian-hub's 15,000
@@ -215,7 +201,7 @@ fn transformer_dir() -> Option<PathBuf> {
 #[test]
 #[ignore = "minutes of transformer inference; run by hand (see the doc comment)"]
 fn hybrid_search_with_the_transformer_meets_the_quality_targets() {
-    let Some(model) = transformer_dir() else {
+    let Some(model) = common::transformer_dir("semantic quality") else {
         return;
     };
     let Some(scores) = measure(&model) else {
@@ -234,7 +220,7 @@ fn hybrid_search_with_the_transformer_meets_the_quality_targets() {
 /// paraphrase that shares no word with its note finds it by meaning.
 #[tokio::test]
 async fn a_sentence_transformers_folder_serves_as_a_transformer() {
-    let Some(model) = transformer_dir() else {
+    let Some(model) = common::transformer_dir("semantic quality") else {
         return;
     };
     let Some(root) = common::shared_vault("kepano-obsidian") else {
@@ -286,7 +272,7 @@ async fn a_sentence_transformers_folder_serves_as_a_transformer() {
 /// long and points to `capvault model import`, and keyword search serves meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transformer_on_a_large_vault_warns_and_keyword_search_serves() {
-    let Some(model) = transformer_dir() else {
+    let Some(model) = common::transformer_dir("semantic quality") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -377,6 +377,23 @@ pub fn shared_vault(name: &str) -> Option<PathBuf> {
     present.then_some(p)
 }
 
+/// The sentence-transformers folder CI imports the static model from
+/// (`CAPVAULT_TRANSFORMER_MODEL`), or `None` (and a note naming `what`, which is not run) when
+/// it is not configured. Under `CAPVAULT_REQUIRE_MODEL=1` (set by CI) it must be.
+pub fn transformer_dir(what: &str) -> Option<PathBuf> {
+    match std::env::var_os("CAPVAULT_TRANSFORMER_MODEL") {
+        Some(p) => Some(PathBuf::from(p)),
+        None => {
+            assert!(
+                std::env::var_os("CAPVAULT_REQUIRE_MODEL").is_none_or(|v| v != "1"),
+                "CAPVAULT_REQUIRE_MODEL=1 but CAPVAULT_TRANSFORMER_MODEL is not set"
+            );
+            eprintln!("{what}: no CAPVAULT_TRANSFORMER_MODEL, not run");
+            None
+        }
+    }
+}
+
 /// Makes `cmd`'s process (and everything it runs) see `openat2` fail with ENOSYS, through a
 /// seccomp filter installed between fork and exec: cap-std then takes its component-by-component
 /// fallback, as on kernels before 5.6 and under some container profiles.
