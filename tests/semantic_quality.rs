@@ -32,19 +32,9 @@ struct Labelled {
     expect: Vec<String>,
 }
 
-/// The model folder, or `None` (and a note) when it is not configured and not required.
+/// The static model folder, or `None` (and a note) when it is not configured and not required.
 fn model_dir() -> Option<PathBuf> {
-    match std::env::var_os("CAPVAULT_EMBEDDING_MODEL") {
-        Some(p) => Some(PathBuf::from(p)),
-        None => {
-            assert!(
-                std::env::var_os("CAPVAULT_REQUIRE_MODEL").is_none_or(|v| v != "1"),
-                "CAPVAULT_REQUIRE_MODEL=1 but CAPVAULT_EMBEDDING_MODEL is not set"
-            );
-            eprintln!("semantic quality: no CAPVAULT_EMBEDDING_MODEL, not measured");
-            None
-        }
-    }
+    common::model_folder("CAPVAULT_EMBEDDING_MODEL", "semantic quality")
 }
 
 fn engine_for(root: &std::path::Path, model: &std::path::Path) -> Arc<Engine> {

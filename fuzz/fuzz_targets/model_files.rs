@@ -11,28 +11,21 @@
 
 #![no_main]
 
-use capvault::semantic::saved::{self, MAGIC};
 use capvault::semantic::StaticModel;
+use capvault::semantic::saved::{self, MAGIC};
 use libfuzzer_sys::fuzz_target;
+
+#[path = "shared/three_files.rs"]
+mod shared;
 use sha2::{Digest, Sha256};
+use shared::three_files;
 
 const FP: [u8; 32] = [0x5a; 32];
 
 fn model(data: &[u8]) {
-    if data.len() < 6 {
-        return;
-    }
-    let config_len = usize::from(u16::from_le_bytes([data[0], data[1]]));
-    let tok_len = u32::from_le_bytes([data[2], data[3], data[4], data[5]]) as usize;
-    let rest = &data[6..];
-    let Some(config) = rest.get(..config_len) else {
+    let Some((config, tokenizer, weights)) = three_files(data) else {
         return;
     };
-    let rest = &rest[config_len..];
-    let Some(tokenizer) = rest.get(..tok_len) else {
-        return;
-    };
-    let weights = &rest[tok_len..];
     let Ok(m) = StaticModel::from_bytes(config, tokenizer, weights, "fuzz") else {
         return;
     };
@@ -70,7 +63,10 @@ fn cache(data: &[u8]) {
     assert_eq!(back.sections(), store.sections());
     assert_eq!(saved::encode(&back, &FP, &lines_back), again);
     let q = vec![1.0; dims];
-    assert_eq!(back.nearest(&q, 5, |_| true), store.nearest(&q, 5, |_| true));
+    assert_eq!(
+        back.nearest(&q, 5, |_| true),
+        store.nearest(&q, 5, |_| true)
+    );
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -13,25 +13,18 @@
 use capvault::semantic::import::Transformer;
 use libfuzzer_sys::fuzz_target;
 
+#[path = "shared/three_files.rs"]
+mod shared;
+use shared::three_files;
+
 fuzz_target!(|data: &[u8]| {
     // As in model_files.rs: let the panics capvault catches on purpose be caught.
     static QUIET: std::sync::Once = std::sync::Once::new();
     QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
-    if data.len() < 6 {
-        return;
-    }
-    let config_len = usize::from(u16::from_le_bytes([data[0], data[1]]));
-    let tok_len = u32::from_le_bytes([data[2], data[3], data[4], data[5]]) as usize;
-    let rest = &data[6..];
-    let Some(config) = rest.get(..config_len) else {
+    let Some((config, tokenizer, weights)) = three_files(data) else {
         return;
     };
-    let rest = &rest[config_len..];
-    let Some(tokenizer) = rest.get(..tok_len) else {
-        return;
-    };
-    let weights = rest[tok_len..].to_vec();
-    let Ok(t) = Transformer::from_bytes(config, tokenizer, weights) else {
+    let Ok(t) = Transformer::from_bytes(config, tokenizer, weights.to_vec()) else {
         return;
     };
     let dims = t.info().dimensions;

@@ -197,13 +197,19 @@ fn corpus_sections(root: &Path, max: usize) -> Result<Vec<String>, String> {
         }
     }
     let boilerplate = chunk::boilerplate(counts, notes.len());
-    let sections: Vec<String> = notes
+    let sections = |(path, text): &(VaultPath, String)| {
+        chunk::chunks_without(path.stem(), text, &boilerplate).into_iter()
+    };
+    // Counted first, so that only the sections kept are ever held (a large vault's sections
+    // would take as much memory again as its text).
+    let total: usize = notes.iter().map(|n| sections(n).len()).sum();
+    let every = total.div_ceil(max.max(1)).max(1);
+    Ok(notes
         .iter()
-        .flat_map(|(path, text)| chunk::chunks_without(path.stem(), text, &boilerplate))
+        .flat_map(sections)
+        .step_by(every)
         .map(|c| c.text)
-        .collect();
-    let every = sections.len().div_ceil(max.max(1)).max(1);
-    Ok(sections.into_iter().step_by(every).collect())
+        .collect())
 }
 
 /// Tunes `rows` (the distilled table, centred and weighted, `hidden` wide) on `sections` and

@@ -378,17 +378,23 @@ pub fn shared_vault(name: &str) -> Option<PathBuf> {
 }
 
 /// The sentence-transformers folder CI imports the static model from
-/// (`CAPVAULT_TRANSFORMER_MODEL`), or `None` (and a note naming `what`, which is not run) when
-/// it is not configured. Under `CAPVAULT_REQUIRE_MODEL=1` (set by CI) it must be.
+/// (`CAPVAULT_TRANSFORMER_MODEL`); see [`model_folder`].
 pub fn transformer_dir(what: &str) -> Option<PathBuf> {
-    match std::env::var_os("CAPVAULT_TRANSFORMER_MODEL") {
+    model_folder("CAPVAULT_TRANSFORMER_MODEL", what)
+}
+
+/// The model folder named by the environment variable `var`, or `None` (and a note naming
+/// `what`, which is not run) when it is not set. Under `CAPVAULT_REQUIRE_MODEL=1` (set by CI)
+/// it must be.
+pub fn model_folder(var: &str, what: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
         Some(p) => Some(PathBuf::from(p)),
         None => {
             assert!(
                 std::env::var_os("CAPVAULT_REQUIRE_MODEL").is_none_or(|v| v != "1"),
-                "CAPVAULT_REQUIRE_MODEL=1 but CAPVAULT_TRANSFORMER_MODEL is not set"
+                "CAPVAULT_REQUIRE_MODEL=1 but {var} is not set"
             );
-            eprintln!("{what}: no CAPVAULT_TRANSFORMER_MODEL, not run");
+            eprintln!("{what}: no {var}, not run");
             None
         }
     }
