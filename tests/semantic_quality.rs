@@ -4,9 +4,10 @@
 //! `semantic` and `hybrid` modes with a real static model (`CAPVAULT_EMBEDDING_MODEL`, a folder
 //! made by `capvault model import`; CI sets it and `CAPVAULT_REQUIRE_MODEL=1`). Prints recall@5
 //! and MRR per mode and kind. The target for hybrid is 20 points of recall@5 above
-//! ranked on paraphrases: the transformer meets it (an ignored test, minutes long, measures it
-//! by hand); the static model reaches about 10.6 (docs/performance.md), so this test holds a
-//! floor under that: hybrid at least 8 points above ranked on paraphrases (CI imports the model
+//! ranked on paraphrases: the transformer meets it, and so does a static model tuned on the
+//! vault it serves (`model import --corpus`); two ignored tests, minutes long, measure them by
+//! hand. CI's plain import reaches about 12 (docs/performance.md), so this test holds a floor
+//! under that: hybrid at least 10 points above ranked on paraphrases (CI imports the model
 //! afresh, and an import's floating-point sums may move a query or two), and within 2 points of
 //! ranked on keyword queries. CI also serves a small vault with the transformer
 //! (`CAPVAULT_TRANSFORMER_MODEL`, the folder the static model is imported from).
@@ -171,8 +172,8 @@ fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
         pct(&get("hybrid", "keyword")),
     );
     assert!(
-        hybrid_p >= ranked_p + 8.0,
-        "paraphrases: hybrid recall@5 {hybrid_p:.1}% is not 8 points above ranked {ranked_p:.1}%"
+        hybrid_p >= ranked_p + 10.0,
+        "paraphrases: hybrid recall@5 {hybrid_p:.1}% is not 10 points above ranked {ranked_p:.1}%"
     );
     assert!(
         hybrid_k >= ranked_k - 2.0,
@@ -195,6 +196,43 @@ fn hybrid_search_with_the_transformer_meets_the_quality_targets() {
         return;
     };
     let Some(scores) = measure(&model) else {
+        return;
+    };
+    let pct = |m: &'static str, k: &str| {
+        let s = scores[&(m, k.to_owned())];
+        100.0 * s.0 as f64 / s.2.max(1) as f64
+    };
+    assert!(pct("hybrid", "paraphrase") >= pct("ranked", "paraphrase") + 20.0);
+    assert!(pct("hybrid", "keyword") >= pct("ranked", "keyword") - 2.0);
+}
+
+/// A static model tuned on the vault it serves (`capvault model import --corpus`, the binary as
+/// users run it, on obsidian-hub, where 114 of the 132 paraphrases are): the targets, as
+/// above. The import runs the transformer over the vault's sections, about nine minutes in a
+/// release build, so run by hand: `CAPVAULT_TRANSFORMER_MODEL=ST_DIR cargo test --release --test
+/// semantic_quality -- --ignored --nocapture hybrid_search_with_a_model_tuned`.
+#[test]
+#[ignore = "minutes of transformer inference; run by hand (see the doc comment)"]
+fn hybrid_search_with_a_model_tuned_on_the_vault_meets_the_quality_targets() {
+    let Some(transformer) = common::transformer_dir("semantic quality") else {
+        return;
+    };
+    let Some(hub) = common::shared_vault("obsidian-hub") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("tuned");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .args(["model", "import"])
+        .arg(&transformer)
+        .arg("--out")
+        .arg(&out)
+        .arg("--corpus")
+        .arg(&hub)
+        .status()
+        .unwrap();
+    assert!(status.success(), "model import --corpus failed");
+    let Some(scores) = measure(&out) else {
         return;
     };
     let pct = |m: &'static str, k: &str| {
