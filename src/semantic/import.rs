@@ -28,8 +28,12 @@ use crate::vault::{Limits, Vault, VaultPath, is_note_name};
 
 /// Dimensions the imported model keeps by default (potion-base-8M's).
 pub const DEFAULT_DIMENSIONS: usize = 256;
-/// Tokens run through the transformer at once.
+/// Vocabulary tokens run through the transformer at once.
 const BATCH: usize = 256;
+/// Tokens (padding included) in one call of the transformer on texts: 4 texts of 256 tokens,
+/// or 64 of 16. About a tenth faster than calls of 256 or 4,096 tokens on obsidian-hub's
+/// sections and runs of words (docs/performance.md).
+const BATCH_TOKENS: usize = 1024;
 /// model2vec's smoothing constant for the rank weights.
 const SIF: f64 = 1e-4;
 
@@ -76,7 +80,8 @@ const EPOCHS: usize = 30;
 /// One text in this many is held out to measure the fit.
 const HELD_OUT_EVERY: usize = 20;
 /// Tokens of a section the static model is tuned on: the transformer reads no more (its limit,
-/// less `[CLS]` and `[SEP]`).
+/// less `[CLS]` and `[SEP]`). Cutting at 128 instead saved a quarter of the transformer's time
+/// on sections but lost a labelled query (docs/performance.md).
 const TUNED_TOKENS: usize = MAX_SEQUENCE - 2;
 
 /// Distils the sentence-transformers model in `src` into a static model written to `out`
@@ -389,6 +394,7 @@ impl Transformer {
     /// The vectors of `texts` (each cut at [`MAX_SEQUENCE`] tokens), normalised; run in
     /// batches of texts of similar length.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        let max = self.max_sequence();
         let mut encoded = Vec::with_capacity(texts.len());
         for t in texts {
             // The tokenizer library panics on some inputs: a text it fails on is an error,
@@ -399,7 +405,6 @@ impl Transformer {
             .map_err(|_| "the tokenizer failed on a text".to_owned())?
             .map_err(err)?;
             let mut ids = e.get_ids().to_vec();
-            let max = self.max_sequence();
             if ids.len() > max {
                 let last = ids[ids.len() - 1];
                 ids.truncate(max - 1);
@@ -413,7 +418,20 @@ impl Transformer {
         // A text of no token (the tokenizer adds none) stays a zero vector: it matches nothing.
         let mut out = vec![vec![0.0; dims]; texts.len()];
         order.retain(|&i| !encoded[i].is_empty());
-        for batch in order.chunks(16) {
+        // Batches of about BATCH_TOKENS tokens, texts of like length together: short texts
+        // (queries, runs of words) go many at a time, where a call per 16 was mostly overhead.
+        let mut batches: Vec<&[usize]> = Vec::new();
+        let mut rest = &order[..];
+        while !rest.is_empty() {
+            let mut n = 1;
+            while n < rest.len() && (n + 1) * encoded[rest[n]].len() <= BATCH_TOKENS {
+                n += 1;
+            }
+            let (batch, tail) = rest.split_at(n);
+            batches.push(batch);
+            rest = tail;
+        }
+        for batch in batches {
             let width = batch.iter().map(|&i| encoded[i].len()).max().unwrap_or(1);
             let (mut ids, mut mask) = (Vec::new(), Vec::new());
             for &i in batch {
@@ -687,6 +705,34 @@ mod tests {
             assert!((norm - 1.0).abs() < 1e-4, "{norm}");
         }
         assert_ne!(v[0], v[2]);
+    }
+
+    #[test]
+    fn a_text_embeds_alike_alone_and_in_batches_of_other_lengths() {
+        let (config, tokenizer, weights) = tiny_bert();
+        let config = serde_json::to_vec(&config).unwrap();
+        let t = Transformer::from_bytes(&config, &tokenizer, weights).unwrap();
+        let words = ["the", "quick", "brown", "fox", "zzz"];
+        // 300 texts of 1 to 14 words: several batches, each padded to its longest text.
+        let texts: Vec<String> = (0..300)
+            .map(|i| {
+                (0..1 + i % 14)
+                    .map(|j| words[(i + j) % words.len()])
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let together = t.embed(&refs).unwrap();
+        for (text, v) in refs.iter().zip(&together) {
+            let alone = t.embed(&[text]).unwrap().remove(0);
+            let gap = alone
+                .iter()
+                .zip(v)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(gap < 1e-4, "{text:?}: {gap}");
+        }
     }
 
     #[test]
