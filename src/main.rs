@@ -242,8 +242,8 @@ enum ModelCommand {
     /// `tokenizer.json`, `model.safetensors` of a BERT encoder such as all-MiniLM-L6-v2): the
     /// transformer runs once on every token (about a minute), offline. With --corpus, the model
     /// is then tuned on a vault's notes so that it ranks them more as the transformer would
-    /// (minutes more: about 9 minutes in all for a vault of 6,500 notes on two cores, half an
-    /// hour at 100,000).
+    /// (minutes more: about 8 minutes in all for a vault of 6,500 notes on two cores, 20 at
+    /// 100,000).
     Import {
         /// The sentence-transformers folder.
         source: PathBuf,
