@@ -254,7 +254,8 @@ enum ModelCommand {
         #[arg(long, default_value_t = 256)]
         dimensions: usize,
         /// A vault to tune the model on (usually the one it will serve; at most 20,000 of its
-        /// sections and 64,000 runs of their words are used). The model then carries traces of those notes' words: keep it
+        /// sections and 64,000 runs of their words are used, and up to 10,000 of its words join
+        /// the vocabulary whole). The model then carries traces of those notes' words: keep it
         /// as private as the vault.
         #[arg(long, value_name = "VAULT")]
         corpus: Option<PathBuf>,
@@ -977,9 +978,10 @@ async fn model_command(command: ModelCommand) -> anyhow::Result<()> {
                     .map_err(anyhow::Error::msg)?;
                 if let Some(t) = &made.tuned {
                     println!(
-                        "Tuned on {} sections of the corpus ({} texts with runs of their words): \
-                         held-out agreement with the transformer (mean cosine) {:.3} -> {:.3}.",
-                        t.sections, t.texts, t.fit.before, t.fit.after
+                        "Tuned on {} sections of the corpus ({} texts with runs of their words; \
+                         {} of its words added to the vocabulary whole): held-out agreement with \
+                         the transformer (mean cosine) {:.3} -> {:.3}.",
+                        t.sections, t.texts, t.words, t.fit.before, t.fit.after
                     );
                 }
                 println!(

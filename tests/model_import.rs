@@ -75,11 +75,17 @@ fn an_import_tuned_on_a_vault_fits_the_transformer_better_and_stays_private() {
     // Neither a hidden folder nor a symlink out of the vault is read.
     common::write_tree(
         &vault,
-        &[(".hidden/Secret.md", "hidden words that must not be read")],
+        &[(
+            ".hidden/Secret.md",
+            "hidden xylophonic words xylophonic xylophonic must not be read",
+        )],
     );
     common::write_tree(
         tmp.path(),
-        &[("outside/Leak.md", "words outside the vault")],
+        &[(
+            "outside/Leak.md",
+            "leavened leavened leavened words outside the vault",
+        )],
     );
     common::symlink(&vault, "Leak.md", tmp.path().join("outside/Leak.md"));
     common::symlink(&vault, "Outside", tmp.path().join("outside"));
@@ -102,6 +108,22 @@ fn an_import_tuned_on_a_vault_fits_the_transformer_better_and_stays_private() {
     );
     eprintln!("held-out agreement with the transformer: {before:.3} -> {after:.3}");
     assert!(after > before + 0.05, "{before} -> {after}");
+    // Words the tokenizer splits, used at least three times, join the vocabulary whole:
+    // "sourdough" (four notes) does; words of the hidden note and of the notes outside do not.
+    let tokenizer: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("tokenizer.json")).unwrap()).unwrap();
+    let added: Vec<&str> = tokenizer["added_tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["content"].as_str())
+        .collect();
+    assert!(added.contains(&"sourdough"), "{added:?}");
+    assert!(
+        !added.contains(&"xylophonic") && !added.contains(&"leavened"),
+        "{added:?}"
+    );
+    assert!(tuned["words_added"].as_u64().unwrap() >= 1, "{config}");
     for file in ["config.json", "tokenizer.json", "model.safetensors"] {
         let mode = std::fs::metadata(out.join(file))
             .unwrap()

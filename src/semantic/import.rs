@@ -16,7 +16,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use sha2::{Digest, Sha256};
-use tokenizers::Tokenizer;
+use tokenizers::{AddedToken, Tokenizer};
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -77,6 +77,12 @@ const RUNS_PER_SECTION: usize = 8;
 const MAX_RUNS: usize = 64_000;
 /// Passes over the corpus.
 const EPOCHS: usize = 30;
+/// Words of the corpus that the tokenizer splits into pieces, added to a tuned model's
+/// vocabulary whole: at most this many, the most used first.
+const MAX_ADDED_WORDS: usize = 10_000;
+/// Uses in the corpus a word needs to be added (and letters, at least and at most).
+const MIN_WORD_USES: usize = 3;
+const WORD_LETTERS: std::ops::RangeInclusive<usize> = 4..=30;
 /// One text in this many is held out to measure the fit.
 const HELD_OUT_EVERY: usize = 20;
 /// Tokens of a section the static model is tuned on: the transformer reads no more (its limit,
@@ -109,10 +115,53 @@ pub fn import(
     let pca = Pca::of(&table, hidden, dims)?;
     let mut rows = pca.centred(&table);
     weight_by_rank(&mut rows, hidden);
-    let tuned = match &sections {
-        Some(sections) => Some(tune_on(&transformer, &mut rows, sections, progress)?),
-        None => None,
+    // With a corpus, its words that the tokenizer would split into pieces join the vocabulary
+    // whole: a bag of pieces loses what "diacritics" or "spreadsheet" mean.
+    let mut tokenizer = transformer.tokenizer.clone();
+    let mut words = Vec::new();
+    if let Some(sections) = &sections {
+        words = corpus_words(&transformer.tokenizer, sections)?;
+        let vectors = transformer.word_vectors(&words)?;
+        let mut added = pca.centred(&vectors);
+        let all = tokens + words.len();
+        let h = harmonic(all);
+        for (i, row) in added.chunks_exact_mut(hidden).enumerate() {
+            let w = rank_weight(tokens + i, h);
+            row.iter_mut().for_each(|x| *x *= w);
+        }
+        rows.extend(added);
+        let whole: Vec<AddedToken> = words
+            .iter()
+            .map(|w| {
+                AddedToken::from(w.clone(), false)
+                    .single_word(true)
+                    .normalized(true)
+            })
+            .collect();
+        tokenizer.add_tokens(&whole);
+        if tokenizer.get_vocab_size(true) != all {
+            return Err("the tokenizer did not take the corpus's words as new tokens".to_owned());
+        }
+    }
+    let tokenizer_bytes = if words.is_empty() {
+        tokenizer_bytes
+    } else {
+        tokenizer.to_string(false).map_err(err)?.into_bytes()
     };
+    let tuned = match &sections {
+        Some(sections) => Some(tune_on(
+            &transformer,
+            &tokenizer,
+            &mut rows,
+            sections,
+            progress,
+        )?),
+        None => None,
+    }
+    .map(|t| Tuned {
+        words: words.len(),
+        ..t
+    });
     let reduced = pca.project(&rows);
     let seconds = started.elapsed().as_secs_f64();
     let name = src.file_name().and_then(|n| n.to_str()).unwrap_or("model");
@@ -131,6 +180,7 @@ pub fn import(
         config_out["tuned"] = serde_json::json!({
             "sections": t.sections,
             "texts": t.texts,
+            "words_added": t.words,
             "held_out_cosine_before": t.fit.before,
             "held_out_cosine_after": t.fit.after,
         });
@@ -152,7 +202,7 @@ pub fn import(
             .map_err(|e| format!("model import: {e}"))?;
     }
     Ok(Imported {
-        tokens,
+        tokens: tokens + words.len(),
         dimensions: dims,
         variance_kept: pca.variance_kept,
         source_sha256,
@@ -168,6 +218,8 @@ pub struct Tuned {
     pub sections: usize,
     /// Texts fitted: the sections and runs of words from them.
     pub texts: usize,
+    /// Words of the corpus added to the vocabulary whole.
+    pub words: usize,
     /// The fit on held-out texts.
     pub fit: tune::Fit,
 }
@@ -221,6 +273,7 @@ fn corpus_sections(root: &Path, max: usize) -> Result<Vec<String>, String> {
 /// runs of words from them, with the transformer as the teacher.
 fn tune_on(
     transformer: &Transformer,
+    tokenizer: &Tokenizer,
     rows: &mut [f32],
     sections: &[String],
     progress: &dyn Fn(Progress),
@@ -235,7 +288,7 @@ fn tune_on(
     for batch in texts.chunks(256) {
         let vectors = transformer.embed(batch)?;
         for (text, v) in batch.iter().zip(vectors) {
-            let mut ids = transformer.static_ids(text)?;
+            let mut ids = static_ids(tokenizer, text)?;
             ids.truncate(TUNED_TOKENS);
             if done % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 {
                 held.push(ids, &v);
@@ -253,6 +306,7 @@ fn tune_on(
     Ok(Tuned {
         sections: sections.len(),
         texts: texts.len(),
+        words: 0,
         fit,
     })
 }
@@ -380,15 +434,36 @@ impl Transformer {
 
     /// The token ids a static model made from this transformer sums for `text` (no special
     /// tokens, at most [`model::MAX_TOKENS`]).
-    fn static_ids(&self, text: &str) -> Result<Vec<u32>, String> {
-        let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.tokenizer.encode_fast(text, false)
-        }))
-        .map_err(|_| "the tokenizer failed on a text".to_owned())?
-        .map_err(err)?;
-        let mut ids = e.get_ids().to_vec();
-        ids.truncate(model::MAX_TOKENS);
-        Ok(ids)
+    /// The vectors of `words` as the vocabulary's tokens get theirs: `[CLS] pieces [SEP]`,
+    /// mean-pooled. Rows in order.
+    fn word_vectors(&self, words: &[String]) -> Result<Vec<f32>, String> {
+        let special = |t: &str| self.tokenizer.token_to_id(t);
+        let (cls, sep) = (special("[CLS]"), special("[SEP]"));
+        let max = self.max_sequence();
+        let mut table = Vec::with_capacity(words.len() * self.config.hidden_size);
+        for chunk in words.chunks(BATCH) {
+            let seqs: Vec<Vec<u32>> = chunk
+                .iter()
+                .map(|w| {
+                    let mut ids: Vec<u32> = cls.into_iter().collect();
+                    ids.extend(static_ids(&self.tokenizer, w)?.into_iter().take(max - 2));
+                    ids.extend(sep);
+                    Ok(ids)
+                })
+                .collect::<Result<_, String>>()?;
+            let width = seqs.iter().map(Vec::len).max().unwrap_or(1);
+            let (mut ids, mut mask) = (Vec::new(), Vec::new());
+            for s in &seqs {
+                ids.extend(s);
+                mask.extend(std::iter::repeat_n(1, s.len()));
+                ids.extend(std::iter::repeat_n(0, width - s.len()));
+                mask.extend(std::iter::repeat_n(0, width - s.len()));
+            }
+            for r in self.pooled(ids, mask, seqs.len())? {
+                table.extend(r);
+            }
+        }
+        Ok(table)
     }
 
     /// The vectors of `texts` (each cut at [`MAX_SEQUENCE`] tokens), normalised; run in
@@ -484,6 +559,48 @@ impl Transformer {
         }
         Ok(table)
     }
+}
+
+/// The token ids a static model made with `tokenizer` sums for `text` (no special tokens).
+fn static_ids(tokenizer: &Tokenizer, text: &str) -> Result<Vec<u32>, String> {
+    let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tokenizer.encode_fast(text, false)
+    }))
+    .map_err(|_| "the tokenizer failed on a text".to_owned())?
+    .map_err(err)?;
+    let mut ids = e.get_ids().to_vec();
+    ids.truncate(model::MAX_TOKENS);
+    Ok(ids)
+}
+
+/// The corpus's words (ASCII letters, lower-cased) that `tokenizer` splits into pieces, used at
+/// least [`MIN_WORD_USES`] times: the most used first (ties alphabetical), at most
+/// [`MAX_ADDED_WORDS`].
+fn corpus_words(tokenizer: &Tokenizer, sections: &[String]) -> Result<Vec<String>, String> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for s in sections {
+        for w in s.split(|c: char| !c.is_ascii_alphabetic()) {
+            if WORD_LETTERS.contains(&w.len()) {
+                *counts.entry(w.to_ascii_lowercase()).or_default() += 1;
+            }
+        }
+    }
+    let mut words: Vec<(usize, String)> = counts
+        .into_iter()
+        .filter(|(_, n)| *n >= MIN_WORD_USES)
+        .map(|(w, n)| (n, w))
+        .collect();
+    words.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut out = Vec::new();
+    for (_, w) in words {
+        if out.len() == MAX_ADDED_WORDS {
+            break;
+        }
+        if static_ids(tokenizer, &w)?.len() > 1 {
+            out.push(w);
+        }
+    }
+    Ok(out)
 }
 
 /// Sizes candle would build a BERT model from, checked first: none zero, attention heads
@@ -606,15 +723,24 @@ impl Pca {
 /// Scales each row by model2vec's rank weight: with `p` the Zipf probability of the row's rank,
 /// `SIF / (SIF + p)` (frequent tokens, listed first, count less).
 fn weight_by_rank(table: &mut [f32], dims: usize) {
-    let rows = table.len() / dims;
-    let harmonic: f64 = (1..=rows).map(|r| 1.0 / r as f64).sum();
+    let h = harmonic(table.len() / dims);
     for (rank, row) in table.chunks_exact_mut(dims).enumerate() {
-        let p = 1.0 / ((rank + 1) as f64 * harmonic);
-        let w = (SIF / (SIF + p)) as f32;
+        let w = rank_weight(rank, h);
         for x in row {
             *x *= w;
         }
     }
+}
+
+/// The Zipf normaliser of `rows` ranks.
+fn harmonic(rows: usize) -> f64 {
+    (1..=rows).map(|r| 1.0 / r as f64).sum()
+}
+
+/// The rank weight of the row at 0-based `rank`, `harmonic` being [`harmonic`] of the rows.
+fn rank_weight(rank: usize, harmonic: f64) -> f32 {
+    let p = 1.0 / ((rank + 1) as f64 * harmonic);
+    (SIF / (SIF + p)) as f32
 }
 
 #[cfg(test)]
@@ -733,6 +859,21 @@ mod tests {
                 .fold(0f32, f32::max);
             assert!(gap < 1e-4, "{text:?}: {gap}");
         }
+    }
+
+    #[test]
+    fn corpus_words_that_split_into_pieces_and_recur_are_added_most_used_first() {
+        let (_, tokenizer, _) = tiny_bert();
+        let tokenizer = model::parse_tokenizer(&tokenizer).unwrap();
+        // The tiny vocabulary has "note", "garden" and "##s": "notes" and "gardens" split,
+        // "garden" does not, "zebra" is one unknown token, "foxs" is used twice, "the" is short.
+        let sections = [
+            "Notes gardens notes the zebra".to_owned(),
+            "gardens notes, garden garden the zebra foxs".to_owned(),
+            "notes; gardens garden zebra zebra zebra foxs the the the".to_owned(),
+        ];
+        let words = corpus_words(&tokenizer, &sections).unwrap();
+        assert_eq!(words, ["notes", "gardens"]);
     }
 
     #[test]
