@@ -47,7 +47,8 @@
 //!   search (int8 vectors), its bytes for the embeddings cache ([`semantic::saved`]: checked
 //!   and tied to the model's fingerprint), `capvault model import` ([`semantic::import`]: a
 //!   static model distilled from a sentence transformer run in-process by candle, and with
-//!   `--corpus` tuned on a vault's notes by [`semantic::tune`], the corpus read through
+//!   `--corpus` given the vault's split words whole and tuned on its notes by
+//!   [`semantic::tune`], the corpus read through
 //!   [`vault::Vault`] like any vault) and
 //!   `capvault model fetch` ([`semantic::fetch`]: a pinned model2vec model downloaded from the
 //!   Hugging Face hub, each file checked by sha256 and written through [`vault::download`]).

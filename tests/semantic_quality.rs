@@ -198,12 +198,7 @@ fn hybrid_search_with_the_transformer_meets_the_quality_targets() {
     let Some(scores) = measure(&model) else {
         return;
     };
-    let pct = |m: &'static str, k: &str| {
-        let s = scores[&(m, k.to_owned())];
-        100.0 * s.0 as f64 / s.2.max(1) as f64
-    };
-    assert!(pct("hybrid", "paraphrase") >= pct("ranked", "paraphrase") + 20.0);
-    assert!(pct("hybrid", "keyword") >= pct("ranked", "keyword") - 2.0);
+    assert_issue_targets(&scores);
 }
 
 /// A static model tuned on the vault it serves (`capvault model import --corpus`, the binary as
@@ -235,12 +230,26 @@ fn hybrid_search_with_a_model_tuned_on_the_vault_meets_the_quality_targets() {
     let Some(scores) = measure(&out) else {
         return;
     };
+    assert_issue_targets(&scores);
+}
+
+/// The issue's quality targets: hybrid recall@5 at least 20 points above ranked on paraphrases,
+/// and within 2 points of it on keyword queries.
+fn assert_issue_targets(scores: &BTreeMap<(&'static str, String), Score>) {
     let pct = |m: &'static str, k: &str| {
         let s = scores[&(m, k.to_owned())];
         100.0 * s.0 as f64 / s.2.max(1) as f64
     };
-    assert!(pct("hybrid", "paraphrase") >= pct("ranked", "paraphrase") + 20.0);
-    assert!(pct("hybrid", "keyword") >= pct("ranked", "keyword") - 2.0);
+    let (hybrid, ranked) = (pct("hybrid", "paraphrase"), pct("ranked", "paraphrase"));
+    assert!(
+        hybrid >= ranked + 20.0,
+        "paraphrases: hybrid {hybrid:.1}% vs ranked {ranked:.1}%"
+    );
+    let (hybrid, ranked) = (pct("hybrid", "keyword"), pct("ranked", "keyword"));
+    assert!(
+        hybrid >= ranked - 2.0,
+        "keywords: hybrid {hybrid:.1}% vs ranked {ranked:.1}%"
+    );
 }
 
 /// The transformer as the embedding model, through the server: loaded from a

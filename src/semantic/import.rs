@@ -154,14 +154,11 @@ pub fn import(
             &tokenizer,
             &mut rows,
             sections,
+            words.len(),
             progress,
         )?),
         None => None,
-    }
-    .map(|t| Tuned {
-        words: words.len(),
-        ..t
-    });
+    };
     let reduced = pca.project(&rows);
     let seconds = started.elapsed().as_secs_f64();
     let name = src.file_name().and_then(|n| n.to_str()).unwrap_or("model");
@@ -269,13 +266,15 @@ fn corpus_sections(root: &Path, max: usize) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// Tunes `rows` (the distilled table, centred and weighted, `hidden` wide) on `sections` and
-/// runs of words from them, with the transformer as the teacher.
+/// Tunes `rows` (the distilled table, centred and weighted, `hidden` wide, then the rows of
+/// the `words` added to `tokenizer`) on `sections` and runs of words from them, as `tokenizer`
+/// cuts them, with the transformer as the teacher.
 fn tune_on(
     transformer: &Transformer,
     tokenizer: &Tokenizer,
     rows: &mut [f32],
     sections: &[String],
+    words: usize,
     progress: &dyn Fn(Progress),
 ) -> Result<Tuned, String> {
     let hidden = transformer.config.hidden_size;
@@ -306,7 +305,7 @@ fn tune_on(
     Ok(Tuned {
         sections: sections.len(),
         texts: texts.len(),
-        words: 0,
+        words,
         fit,
     })
 }
@@ -427,13 +426,29 @@ impl Transformer {
             .map_err(|e| format!("the transformer failed: {e}"))
     }
 
+    /// Each sequence's mean-pooled output, the sequences run at once, padded to the longest
+    /// (the padding masked out of attention and of the mean).
+    fn pooled_padded<'a>(
+        &self,
+        seqs: impl Iterator<Item = &'a [u32]> + Clone,
+    ) -> Result<Vec<Vec<f32>>, String> {
+        let width = seqs.clone().map(<[u32]>::len).max().unwrap_or(1);
+        let (mut ids, mut mask, mut rows) = (Vec::new(), Vec::new(), 0);
+        for s in seqs {
+            ids.extend(s);
+            mask.extend(std::iter::repeat_n(1, s.len()));
+            ids.extend(std::iter::repeat_n(0, width - s.len()));
+            mask.extend(std::iter::repeat_n(0, width - s.len()));
+            rows += 1;
+        }
+        self.pooled(ids, mask, rows)
+    }
+
     /// Longest token sequence run: [`MAX_SEQUENCE`], or the model's positions if fewer.
     fn max_sequence(&self) -> usize {
         MAX_SEQUENCE.min(self.config.max_position_embeddings)
     }
 
-    /// The token ids a static model made from this transformer sums for `text` (no special
-    /// tokens, at most [`model::MAX_TOKENS`]).
     /// The vectors of `words` as the vocabulary's tokens get theirs: `[CLS] pieces [SEP]`,
     /// mean-pooled. Rows in order.
     fn word_vectors(&self, words: &[String]) -> Result<Vec<f32>, String> {
@@ -451,15 +466,7 @@ impl Transformer {
                     Ok(ids)
                 })
                 .collect::<Result<_, String>>()?;
-            let width = seqs.iter().map(Vec::len).max().unwrap_or(1);
-            let (mut ids, mut mask) = (Vec::new(), Vec::new());
-            for s in &seqs {
-                ids.extend(s);
-                mask.extend(std::iter::repeat_n(1, s.len()));
-                ids.extend(std::iter::repeat_n(0, width - s.len()));
-                mask.extend(std::iter::repeat_n(0, width - s.len()));
-            }
-            for r in self.pooled(ids, mask, seqs.len())? {
+            for r in self.pooled_padded(seqs.iter().map(Vec::as_slice))? {
                 table.extend(r);
             }
         }
@@ -507,16 +514,8 @@ impl Transformer {
             rest = tail;
         }
         for batch in batches {
-            let width = batch.iter().map(|&i| encoded[i].len()).max().unwrap_or(1);
-            let (mut ids, mut mask) = (Vec::new(), Vec::new());
-            for &i in batch {
-                let e = &encoded[i];
-                ids.extend(e);
-                mask.extend(std::iter::repeat_n(1, e.len()));
-                ids.extend(std::iter::repeat_n(0, width - e.len()));
-                mask.extend(std::iter::repeat_n(0, width - e.len()));
-            }
-            for (&i, mut v) in batch.iter().zip(self.pooled(ids, mask, batch.len())?) {
+            let pooled = self.pooled_padded(batch.iter().map(|&i| encoded[i].as_slice()))?;
+            for (&i, mut v) in batch.iter().zip(pooled) {
                 // A model whose numbers overflow gives a vector that cannot be normalised: it
                 // matches nothing, rather than spoil every cosine with NaN.
                 if v.len() == dims && model::normalise(&mut v) {
