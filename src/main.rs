@@ -983,6 +983,12 @@ async fn model_command(command: ModelCommand) -> anyhow::Result<()> {
                          the transformer (mean cosine) {:.3} -> {:.3}.",
                         t.sections, t.texts, t.words, t.fit.before, t.fit.after
                     );
+                } else {
+                    eprintln!(
+                        "capvault: model import: without --corpus the model knows each word \
+                         alone; --corpus <your vault> tunes it on your notes, and it then finds \
+                         them by meaning much better (README: Semantic search)."
+                    );
                 }
                 println!(
                     "Wrote a static model of {} tokens x {} dimensions ({:.0}% of the variance) \

@@ -16,7 +16,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use sha2::{Digest, Sha256};
-use tokenizers::{AddedToken, Tokenizer};
+use tokenizers::Tokenizer;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -118,36 +118,29 @@ pub fn import(
     // With a corpus, its words that the tokenizer would split into pieces join the vocabulary
     // whole: a bag of pieces loses what "diacritics" or "spreadsheet" mean.
     let mut tokenizer = transformer.tokenizer.clone();
+    let mut tokenizer_bytes = tokenizer_bytes;
     let mut words = Vec::new();
     if let Some(sections) = &sections {
         words = corpus_words(&transformer.tokenizer, sections)?;
         let vectors = transformer.word_vectors(&words)?;
         let mut added = pca.centred(&vectors);
-        let all = tokens + words.len();
-        let h = harmonic(all);
+        let h = harmonic(tokens + words.len());
         for (i, row) in added.chunks_exact_mut(hidden).enumerate() {
             let w = rank_weight(tokens + i, h);
             row.iter_mut().for_each(|x| *x *= w);
         }
         rows.extend(added);
-        let whole: Vec<AddedToken> = words
-            .iter()
-            .map(|w| {
-                AddedToken::from(w.clone(), false)
-                    .single_word(true)
-                    .normalized(true)
-            })
-            .collect();
-        tokenizer.add_tokens(&whole);
-        if tokenizer.get_vocab_size(true) != all {
-            return Err("the tokenizer did not take the corpus's words as new tokens".to_owned());
+        if !words.is_empty() {
+            tokenizer_bytes = with_whole_words(&tokenizer_bytes, &words, tokens)?;
+            tokenizer = model::parse_tokenizer(&tokenizer_bytes).map_err(err)?;
+            // As the server reads it: whole texts, no padding.
+            tokenizer.with_padding(None);
+            tokenizer.with_truncation(None).map_err(err)?;
+            if tokenizer.get_vocab_size(true) != tokens + words.len() {
+                return Err("the tokenizer did not take the corpus's words as new tokens".into());
+            }
         }
     }
-    let tokenizer_bytes = if words.is_empty() {
-        tokenizer_bytes
-    } else {
-        tokenizer.to_string(false).map_err(err)?.into_bytes()
-    };
     let tuned = match &sections {
         Some(sections) => Some(tune_on(
             &transformer,
@@ -605,6 +598,35 @@ fn corpus_words(tokenizer: &Tokenizer, sections: &[String]) -> Result<Vec<String
 /// Sizes candle would build a BERT model from, checked first: none zero, attention heads
 /// dividing the width, and each within what a sentence encoder needs (the weights must then
 /// match them tensor by tensor, so memory stays bounded by the file's size).
+/// `tokenizer_json` with `words` in its WordPiece vocabulary, as ids `first`, `first + 1`...
+/// WordPiece takes the longest entry a word starts with, so an added word is read whole (and
+/// "sourdoughs" as `sourdough`, `##s`) at no cost to tokenising: the same lookup as before.
+/// (Added tokens would do the same through a second pass over every text: a fifth slower.)
+fn with_whole_words(
+    tokenizer_json: &[u8],
+    words: &[String],
+    first: usize,
+) -> Result<Vec<u8>, String> {
+    let mut json: serde_json::Value = serde_json::from_slice(tokenizer_json).map_err(err)?;
+    let model = &mut json["model"];
+    if model["type"] != "WordPiece" {
+        return Err("corpus words need a WordPiece tokenizer (BERT's)".to_owned());
+    }
+    let Some(vocab) = model["vocab"].as_object_mut() else {
+        return Err("tokenizer.json has no WordPiece vocabulary".to_owned());
+    };
+    let taken = vocab.values().filter_map(serde_json::Value::as_u64).max();
+    if taken.is_some_and(|t| t >= first as u64) {
+        return Err("tokenizer.json has more tokens than the model".to_owned());
+    }
+    for (i, w) in words.iter().enumerate() {
+        if vocab.insert(w.clone(), (first + i).into()).is_some() {
+            return Err(format!("the corpus word {w:?} is already a token"));
+        }
+    }
+    serde_json::to_vec(&json).map_err(err)
+}
+
 fn check_config(c: &Config) -> Result<(), String> {
     let sizes = [
         ("vocab_size", c.vocab_size, model::MAX_VOCABULARY),
@@ -858,6 +880,30 @@ mod tests {
                 .fold(0f32, f32::max);
             assert!(gap < 1e-4, "{text:?}: {gap}");
         }
+    }
+
+    #[test]
+    fn added_words_are_read_whole_and_as_the_stem_of_longer_words() {
+        let (_, json, _) = tiny_bert();
+        let before = model::parse_tokenizer(&json).unwrap();
+        let first = before.get_vocab_size(true);
+        let ids = |t: &Tokenizer, text: &str| static_ids(t, text).unwrap();
+        assert!(
+            ids(&before, "notes").len() > 1,
+            "the tiny vocabulary splits notes"
+        );
+        let bytes = with_whole_words(&json, &["notes".to_owned()], first).unwrap();
+        let after = model::parse_tokenizer(&bytes).unwrap();
+        assert_eq!(after.get_vocab_size(true), first + 1);
+        // Whole, in any case, and as the longest stem of a longer word ("notes" + "##s").
+        assert_eq!(ids(&after, "Notes"), [first as u32]);
+        let s = after.token_to_id("##s").unwrap();
+        assert_eq!(ids(&after, "notess"), [first as u32, s]);
+        // Other words read as before.
+        assert_eq!(ids(&after, "garden note"), ids(&before, "garden note"));
+        // A word that is already a token, or an id the vocabulary holds, is refused.
+        assert!(with_whole_words(&json, &["garden".to_owned()], first).is_err());
+        assert!(with_whole_words(&json, &["notes".to_owned()], first - 1).is_err());
     }
 
     #[test]
