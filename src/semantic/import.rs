@@ -595,19 +595,19 @@ fn corpus_words(tokenizer: &Tokenizer, sections: &[String]) -> Result<Vec<String
     Ok(out)
 }
 
-/// Sizes candle would build a BERT model from, checked first: none zero, attention heads
-/// dividing the width, and each within what a sentence encoder needs (the weights must then
-/// match them tensor by tensor, so memory stays bounded by the file's size).
 /// `tokenizer_json` with `words` in its WordPiece vocabulary, as ids `first`, `first + 1`...
 /// WordPiece takes the longest entry a word starts with, so an added word is read whole (and
 /// "sourdoughs" as `sourdough`, `##s`) at no cost to tokenising: the same lookup as before.
-/// (Added tokens would do the same through a second pass over every text: a fifth slower.)
+/// (Added tokens would do the same through a second pass over every text, which made embedding
+/// a fifth to a half slower: docs/performance.md.)
 fn with_whole_words(
     tokenizer_json: &[u8],
     words: &[String],
     first: usize,
 ) -> Result<Vec<u8>, String> {
     let mut json: serde_json::Value = serde_json::from_slice(tokenizer_json).map_err(err)?;
+    let added = json["added_tokens"].as_array().into_iter().flatten();
+    let added: Vec<u64> = added.filter_map(|t| t["id"].as_u64()).collect();
     let model = &mut json["model"];
     if model["type"] != "WordPiece" {
         return Err("corpus words need a WordPiece tokenizer (BERT's)".to_owned());
@@ -615,8 +615,12 @@ fn with_whole_words(
     let Some(vocab) = model["vocab"].as_object_mut() else {
         return Err("tokenizer.json has no WordPiece vocabulary".to_owned());
     };
-    let taken = vocab.values().filter_map(serde_json::Value::as_u64).max();
-    if taken.is_some_and(|t| t >= first as u64) {
+    // No id from `first` on may be taken, in the vocabulary or by an added token.
+    let ids = vocab
+        .values()
+        .filter_map(serde_json::Value::as_u64)
+        .chain(added);
+    if ids.into_iter().any(|id| id >= first as u64) {
         return Err("tokenizer.json has more tokens than the model".to_owned());
     }
     for (i, w) in words.iter().enumerate() {
@@ -627,6 +631,9 @@ fn with_whole_words(
     serde_json::to_vec(&json).map_err(err)
 }
 
+/// Sizes candle would build a BERT model from, checked first: none zero, attention heads
+/// dividing the width, and each within what a sentence encoder needs (the weights must then
+/// match them tensor by tensor, so memory stays bounded by the file's size).
 fn check_config(c: &Config) -> Result<(), String> {
     let sizes = [
         ("vocab_size", c.vocab_size, model::MAX_VOCABULARY),
@@ -904,6 +911,13 @@ mod tests {
         // A word that is already a token, or an id the vocabulary holds, is refused.
         assert!(with_whole_words(&json, &["garden".to_owned()], first).is_err());
         assert!(with_whole_words(&json, &["notes".to_owned()], first - 1).is_err());
+        let mut beyond: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        beyond["added_tokens"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"id": first, "content": "[NEW]"}));
+        let beyond = serde_json::to_vec(&beyond).unwrap();
+        assert!(with_whole_words(&beyond, &["notes".to_owned()], first).is_err());
     }
 
     #[test]
