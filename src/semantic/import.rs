@@ -114,37 +114,32 @@ pub fn import(
     let dims = dimensions.clamp(1, hidden);
     let pca = Pca::of(&table, hidden, dims)?;
     let mut rows = pca.centred(&table);
-    weight_by_rank(&mut rows, hidden);
     // With a corpus, its words that the tokenizer would split into pieces join the vocabulary
-    // whole: a bag of pieces loses what "diacritics" or "spreadsheet" mean.
-    let mut tokenizer = transformer.tokenizer.clone();
-    let mut tokenizer_bytes = tokenizer_bytes;
+    // whole (their rows after the tokens', weighted as the rarest): a bag of pieces loses what
+    // "diacritics" or "spreadsheet" mean.
     let mut words = Vec::new();
+    let mut with_words = None;
+    let mut tokenizer_bytes = tokenizer_bytes;
     if let Some(sections) = &sections {
         words = corpus_words(&transformer.tokenizer, sections)?;
-        let vectors = transformer.word_vectors(&words)?;
-        let mut added = pca.centred(&vectors);
-        let h = harmonic(tokens + words.len());
-        for (i, row) in added.chunks_exact_mut(hidden).enumerate() {
-            let w = rank_weight(tokens + i, h);
-            row.iter_mut().for_each(|x| *x *= w);
-        }
-        rows.extend(added);
+        rows.extend(pca.centred(&transformer.word_vectors(&words)?));
         if !words.is_empty() {
             tokenizer_bytes = with_whole_words(&tokenizer_bytes, &words, tokens)?;
-            tokenizer = model::parse_tokenizer(&tokenizer_bytes).map_err(err)?;
+            let mut t = model::parse_tokenizer(&tokenizer_bytes).map_err(err)?;
             // As the server reads it: whole texts, no padding.
-            tokenizer.with_padding(None);
-            tokenizer.with_truncation(None).map_err(err)?;
-            if tokenizer.get_vocab_size(true) != tokens + words.len() {
+            t.with_padding(None);
+            t.with_truncation(None).map_err(err)?;
+            if t.get_vocab_size(true) != tokens + words.len() {
                 return Err("the tokenizer did not take the corpus's words as new tokens".into());
             }
+            with_words = Some(t);
         }
     }
+    weight_by_rank(&mut rows, hidden);
     let tuned = match &sections {
         Some(sections) => Some(tune_on(
             &transformer,
-            &tokenizer,
+            with_words.as_ref().unwrap_or(&transformer.tokenizer),
             &mut rows,
             sections,
             words.len(),
@@ -751,24 +746,15 @@ impl Pca {
 /// Scales each row by model2vec's rank weight: with `p` the Zipf probability of the row's rank,
 /// `SIF / (SIF + p)` (frequent tokens, listed first, count less).
 fn weight_by_rank(table: &mut [f32], dims: usize) {
-    let h = harmonic(table.len() / dims);
+    let rows = table.len() / dims;
+    let harmonic: f64 = (1..=rows).map(|r| 1.0 / r as f64).sum();
     for (rank, row) in table.chunks_exact_mut(dims).enumerate() {
-        let w = rank_weight(rank, h);
+        let p = 1.0 / ((rank + 1) as f64 * harmonic);
+        let w = (SIF / (SIF + p)) as f32;
         for x in row {
             *x *= w;
         }
     }
-}
-
-/// The Zipf normaliser of `rows` ranks.
-fn harmonic(rows: usize) -> f64 {
-    (1..=rows).map(|r| 1.0 / r as f64).sum()
-}
-
-/// The rank weight of the row at 0-based `rank`, `harmonic` being [`harmonic`] of the rows.
-fn rank_weight(rank: usize, harmonic: f64) -> f32 {
-    let p = 1.0 / ((rank + 1) as f64 * harmonic);
-    (SIF / (SIF + p)) as f32
 }
 
 #[cfg(test)]
