@@ -12,7 +12,8 @@
 //!   `cap_std::fs::Dir`; every vault file operation after that goes through that handle. The
 //!   search index's cache folder ([`vault::cache`]) is a second handle, outside the vault (proven
 //!   by walking up from it), and the write tools' state folder ([`vault::state`]: history, audit
-//!   log, writers' lock) a third. All are opened by one private function, the only use of ambient
+//!   log, writers' lock, OAuth grants; [`vault::state::identity`] recognises the vault's own
+//!   folder after a move or a restore) a third. All are opened by one private function, the only use of ambient
 //!   authority in the program. [`vault::VaultPath`] is the validated,
 //!   vault-relative path type every request is parsed into; the resolver walks it one no-follow
 //!   step at a time so that symlinks can neither leave the vault nor lead into hidden folders.

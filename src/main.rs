@@ -176,6 +176,24 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
     },
+    /// Which state folder (history, passphrase, grants, audit log, writers' lock) a vault uses,
+    /// how it was recognised, and every other state; `--adopt ID` gives the vault an earlier
+    /// one (after a copy to another disk, say).
+    State {
+        /// The vault folder.
+        vault: PathBuf,
+        /// Make the state with this id (from the list) the vault's own; the one it had is kept
+        /// and listed, detached.
+        #[arg(long, value_name = "ID")]
+        adopt: Option<String>,
+        /// Adopt a state whose own folder still exists elsewhere (both vaults would then share
+        /// one history until one of them adopts another).
+        #[arg(long, requires = "adopt")]
+        force: bool,
+        /// The state folder (default: the user's state folder).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+    },
     /// The access the built-in OAuth server has granted to remote clients: list or revoke it
     /// (a revoked client's tokens stop working at its next request).
     Tokens {
@@ -672,6 +690,92 @@ fn state_root(arg: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
     arg.map(std::path::Path::to_path_buf)
         .or_else(capvault::vault::state::default_root)
         .ok_or_else(|| anyhow::anyhow!("no state folder for this user: pass --state-dir"))
+}
+
+/// `capvault state`: shows the vault's state folder and the others, or adopts one.
+fn state_command(
+    vault: &std::path::Path,
+    adopt: Option<&str>,
+    force: bool,
+    state_dir: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let vault = Vault::open(vault, Limits::default())?;
+    let root = state_root(state_dir)?;
+    let folder = root.join("state-1");
+    if let Some(id) = adopt {
+        let previous = StateDir::adopt(&root, &vault, id, force).map_err(anyhow::Error::msg)?;
+        println!(
+            "{} now uses the state {}",
+            vault.name(),
+            folder.join(id).display()
+        );
+        if let Some(previous) = previous {
+            println!("its earlier state {previous} is kept, detached (capvault state lists it)");
+        }
+        return Ok(());
+    }
+    let Some(report) = StateDir::report(&root, &vault).map_err(anyhow::Error::msg)? else {
+        println!(
+            "No vault has a state under {} yet (`capvault serve --write` makes one).",
+            folder.display()
+        );
+        return Ok(());
+    };
+    match &report.choice.id {
+        Some(id) => println!(
+            "{} uses {}: {}",
+            vault.name(),
+            folder.join(id).display(),
+            report.choice.how.describe()
+        ),
+        None => println!(
+            "{} has no state yet: `capvault serve --write` makes a new one under {}",
+            vault.name(),
+            folder.display()
+        ),
+    }
+    for notice in &report.choice.notices {
+        println!("note: {notice}");
+    }
+    println!("\nstates under {}:", folder.display());
+    for s in &report.states {
+        let mine = report.choice.id.as_deref() == Some(s.id.as_str());
+        let (path, seen, detached) = match &s.record {
+            Some(r) => (
+                r.path.as_str(),
+                chrono::DateTime::from_timestamp(r.seen as i64, 0)
+                    .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                    .unwrap_or_default(),
+                r.detached,
+            ),
+            None => ("(recorded before vault.json)", String::new(), false),
+        };
+        let mut flags = Vec::new();
+        if mine {
+            flags.push("this vault".to_owned());
+        }
+        if detached {
+            flags.push("detached".to_owned());
+        }
+        if s.record.is_some() && !s.alive {
+            flags.push("its folder is gone".to_owned());
+        }
+        if s.oauth {
+            flags.push("OAuth".to_owned());
+        }
+        println!(
+            "  {}  {path}  seen {seen}  {} versions ({} KiB){}",
+            s.id,
+            s.versions.0,
+            s.versions.1.div_ceil(1024),
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", flags.join(", "))
+            }
+        );
+    }
+    Ok(())
 }
 
 /// The built-in authorization server's store of `vault` (for `passwd` and `tokens`).
@@ -1340,6 +1444,12 @@ async fn run(command: Command) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::State {
+            vault,
+            adopt,
+            force,
+            state_dir,
+        } => state_command(&vault, adopt.as_deref(), force, state_dir.as_deref()),
         Command::Passwd { vault, state_dir } => {
             let store = oauth_store(&vault, state_dir.as_deref())?;
             let passphrase = capvault::vault::host::read_passphrase(

@@ -485,6 +485,26 @@ pub(super) fn ensure_outside(dir: &Dir, vault: (u64, u64)) -> Result<(), CacheEr
 /// Opens (creating what is missing, `0700`) the folder `kind/<vault id>` under `root`, which must
 /// lie outside the vault (checked before anything is created) and be private to this user.
 pub(super) fn open_private(root: &Path, vault: &Vault, kind: &str) -> Result<Dir, CacheError> {
+    let vault_id = vault.identity()?;
+    let dir = open_private_base(root, vault, kind)?;
+    let name = format!("{:x}-{:x}", vault_id.0, vault_id.1);
+    private_sub_dir(&dir, &name)
+}
+
+/// Opens (creating it `0700` when missing) the folder `name` in `dir`, and checks it is private
+/// to this user.
+pub(super) fn private_sub_dir(dir: &Dir, name: &str) -> Result<Dir, CacheError> {
+    let dir = sub_dir(dir, Path::new(name))?;
+    let meta = dir.dir_metadata()?;
+    if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+        return Err(CacheError::NotPrivate);
+    }
+    Ok(dir)
+}
+
+/// Opens (creating what is missing, `0700`) the folder `kind` under `root`, which must lie
+/// outside the vault (checked before anything is created).
+pub(super) fn open_private_base(root: &Path, vault: &Vault, kind: &str) -> Result<Dir, CacheError> {
     let root = std::path::absolute(root)?;
     if root
         .components()
@@ -514,8 +534,6 @@ pub(super) fn open_private(root: &Path, vault: &Vault, kind: &str) -> Result<Dir
         dir = sub_dir(&dir, Path::new(name))?;
     }
     let dir = sub_dir(&dir, Path::new(kind))?;
-    let name = format!("{:x}-{:x}", vault_id.0, vault_id.1);
-    let dir = sub_dir(&dir, Path::new(&name))?;
     let meta = dir.dir_metadata()?;
     if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
         return Err(CacheError::NotPrivate);

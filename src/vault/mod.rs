@@ -1,9 +1,10 @@
 //! The capability layer: the only code in capvault that touches the filesystem.
 //!
 //! [`Vault::open`] opens the vault root once as a [`cap_std::fs::Dir`] (through `ambient`, the
-//! one function in the program allowed ambient authority) and never looks at the root's host
-//! path again (except for its last component, shown as the vault's display name). Every vault
-//! file is reached from that handle:
+//! one function in the program allowed ambient authority) and never opens the root's host path
+//! again (its last component is the vault's display name, and the state folder records the
+//! whole path to recognise the vault after a restore). Every vault file is reached from that
+//! handle:
 //!
 //! - [`path`]: [`VaultPath`], the validated vault-relative path every request is parsed into.
 //! - [`resolve`](self::resolve): a component-at-a-time, no-follow walk that splices in symlink
@@ -150,6 +151,10 @@ pub struct Vault {
     excluded: Exclusions,
     /// Folders writes are confined to (`--write-scope`), as real vault paths; empty: anywhere.
     write_scopes: Vec<VaultPath>,
+    /// The absolute path the root was opened at (`.` and `..` removed): never opened again,
+    /// only recorded, so that the state folder can recognise the vault after its folder is
+    /// restored at the same path ([`state::identity`]).
+    host_path: std::path::PathBuf,
 }
 
 /// Largest settings file read from the config folder.
@@ -247,9 +252,28 @@ pub(crate) fn ambient(what: Ambient<'_>) -> std::io::Result<Dir> {
     }
 }
 
+/// `path` made absolute against the current folder, with `.` and `..` removed by name (so
+/// `capvault serve .` names the folder itself). Symlinks are not resolved: the path is the one
+/// the user gave.
+fn lexically_absolute(path: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = std::path::PathBuf::new();
+    for c in absolute.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 impl Vault {
     /// Opens the folder at `root` as a vault, through `ambient`: after it returns, the host
-    /// path is forgotten. A read cap above
+    /// path is never opened again (only recorded, see [`state::identity`]). A read cap above
     /// [`MAX_READ_BYTES_LIMIT`] is lowered to it.
     pub fn open(root: &Path, mut limits: Limits) -> Result<Vault, OpenError> {
         limits.max_read_bytes = limits.max_read_bytes.min(MAX_READ_BYTES_LIMIT);
@@ -257,7 +281,8 @@ impl Vault {
             path: root.display().to_string(),
             source,
         })?;
-        let name = root
+        let host_path = lexically_absolute(root);
+        let name = host_path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "vault".to_owned());
@@ -268,6 +293,7 @@ impl Vault {
             config_dir: DEFAULT_CONFIG_DIR.to_owned(),
             excluded: Exclusions::default(),
             write_scopes: Vec::new(),
+            host_path,
         })
     }
 
@@ -309,6 +335,11 @@ impl Vault {
         let st = statx(&self.root, "", AtFlags::EMPTY_PATH, StatxFlags::BTIME).ok()?;
         (st.stx_mask & StatxFlags::BTIME.bits() != 0)
             .then(|| format!("{}.{:09}", st.stx_btime.tv_sec, st.stx_btime.tv_nsec))
+    }
+
+    /// The absolute path the vault was opened at, for the state folder's record only.
+    pub(crate) fn host_path(&self) -> &Path {
+        &self.host_path
     }
 
     /// The vault's display name: the root folder's own name.

@@ -21,7 +21,9 @@ use std::time::{Duration, Instant, SystemTime};
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
 
-use super::cache::{CacheError, ensure_outside, open_private, sub_dir};
+pub mod identity;
+
+use super::cache::{CacheError, ensure_outside, open_private_base, private_sub_dir, sub_dir};
 use super::{Ambient, Vault, ambient};
 
 /// Sub-folder of the state root holding one folder per vault; bump the suffix if the layout
@@ -63,6 +65,56 @@ pub fn default_root() -> Option<std::path::PathBuf> {
 pub struct StateDir {
     dir: Dir,
     versions: Dir,
+    /// Which folder of the state root this is, and how it was matched to the vault.
+    choice: Choice,
+}
+
+/// The state folder chosen for a vault: its id and how it matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// The folder's name under `state-1`.
+    pub id: String,
+    /// How it matched the vault.
+    pub how: identity::How,
+    /// What the user was told about it.
+    pub notices: Vec<String>,
+}
+
+/// The `state-1` folder under `root` if it exists (checked outside the vault and private).
+fn open_existing_base(root: &Path, vault: &Vault) -> Result<Option<Dir>, String> {
+    let path = std::path::absolute(root)
+        .map_err(|e| format!("state folder: {}", e.kind()))?
+        .join(STATE_FOLDER);
+    let dir = match ambient(Ambient::Open(&path)) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("state folder: {}", e.kind())),
+    };
+    let id = vault
+        .identity()
+        .map_err(|e| format!("state folder: {}", e.kind()))?;
+    ensure_outside(&dir, id).map_err(describe_open_error)?;
+    let meta = dir
+        .dir_metadata()
+        .map_err(|e| format!("state folder: {}", e.kind()))?;
+    if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+        return Err(describe_open_error(CacheError::NotPrivate));
+    }
+    Ok(Some(dir))
+}
+
+fn describe_open_error(e: CacheError) -> String {
+    match e {
+        CacheError::InsideVault => {
+            "the state folder is inside the vault; it must be outside".to_owned()
+        }
+        CacheError::NotPrivate => {
+            "the state folder belongs to another user or others can write to it".to_owned()
+        }
+        CacheError::BadPath => "the state folder must be an absolute path without `..`".to_owned(),
+        CacheError::Busy => "the state folder is busy".to_owned(),
+        CacheError::Io(e) => format!("state folder: {}", e.kind()),
+    }
 }
 
 /// Held while one write runs; the lock goes when it is dropped (or the process ends).
@@ -88,25 +140,77 @@ impl StateDir {
         &self.dir
     }
 
-    /// Opens (creating what is missing) the state folder of `vault` under `root`. Refuses a
-    /// `root` inside the vault before creating anything. The error never names a host path.
+    /// Opens (creating what is missing) the state folder of `vault` under `root`: the one
+    /// [`identity::choose`] picks (the same folder, moved or restored), or a new one. Refuses a
+    /// `root` inside the vault before creating anything. What the user should hear (a restore,
+    /// an earlier state left alone) is logged. The error never names a host path.
     pub fn open(root: &Path, vault: &Vault) -> Result<StateDir, String> {
-        let dir = open_private(root, vault, STATE_FOLDER).map_err(|e| match e {
-            CacheError::InsideVault => {
-                "the state folder is inside the vault; it must be outside".to_owned()
+        let base = open_private_base(root, vault, STATE_FOLDER).map_err(describe_open_error)?;
+        let io_err = |e: io::Error| format!("state folder: {}", e.kind());
+        let (dir, choice) = {
+            let _registry = identity::lock(&base).map_err(io_err)?;
+            let (records, legacy) = identity::read_all(&base).map_err(io_err)?;
+            let current = identity::Current::of(vault).map_err(io_err)?;
+            let choice =
+                identity::choose(&records, &legacy, &current, &identity::DiskProbe { vault });
+            let id = match &choice.id {
+                Some(id) => id.clone(),
+                None => identity::new_id().map_err(io_err)?,
+            };
+            let dir = private_sub_dir(&base, &id).map_err(describe_open_error)?;
+            let record = identity::record_of(vault, &id).map_err(io_err)?;
+            identity::write_record(&dir, &record).map_err(io_err)?;
+            let choice = Choice {
+                id,
+                how: choice.how,
+                notices: choice.notices,
+            };
+            (dir, choice)
+        };
+        match &choice.how {
+            identity::How::Same | identity::How::Legacy => {
+                tracing::debug!(state = %choice.id, "state folder: {}", choice.how.describe())
             }
-            CacheError::NotPrivate => {
-                "the state folder belongs to another user or others can write to it".to_owned()
-            }
-            CacheError::BadPath => {
-                "the state folder must be an absolute path without `..`".to_owned()
-            }
-            CacheError::Busy => "the state folder is busy".to_owned(),
-            CacheError::Io(e) => format!("state folder: {}", e.kind()),
-        })?;
+            how => tracing::info!(state = %choice.id, "state folder: {}", how.describe()),
+        }
+        for notice in &choice.notices {
+            tracing::warn!("{notice}");
+        }
         let versions = sub_dir(&dir, Path::new(VERSIONS))
             .map_err(|e| format!("state folder: {}", e.kind()))?;
-        Ok(StateDir { dir, versions })
+        Ok(StateDir {
+            dir,
+            versions,
+            choice,
+        })
+    }
+
+    /// Which state folder this is and how it was found.
+    pub fn choice(&self) -> &Choice {
+        &self.choice
+    }
+
+    /// What `capvault state` shows for `vault` under `root`, creating nothing: `None` when no
+    /// vault has a state there yet.
+    pub fn report(root: &Path, vault: &Vault) -> Result<Option<identity::Report>, String> {
+        let Some(base) = open_existing_base(root, vault)? else {
+            return Ok(None);
+        };
+        identity::report(&base, vault)
+            .map(Some)
+            .map_err(|e| format!("state folder: {}", e.kind()))
+    }
+
+    /// Makes state `id` (a folder name `capvault state` lists) the state of `vault`; see
+    /// [`identity`]. Returns the state the vault had before, now detached.
+    pub fn adopt(
+        root: &Path,
+        vault: &Vault,
+        id: &str,
+        force: bool,
+    ) -> Result<Option<String>, String> {
+        let base = open_private_base(root, vault, STATE_FOLDER).map_err(describe_open_error)?;
+        identity::adopt(&base, vault, id, force)
     }
 
     /// A private sub-folder for small files of its own (`oauth`: the authorization server's
