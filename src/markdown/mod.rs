@@ -78,6 +78,28 @@ pub struct ParsedNote {
     pub base_blocks: u16,
 }
 
+impl ParsedNote {
+    /// The note's distinct tags: each normalised form ([`normalize_tag`]) once, with the name
+    /// its first occurrence writes, in order of first occurrence. Linear in the number of
+    /// occurrences (a note may repeat one tag 100,000 times).
+    pub fn distinct_tags(&self) -> Vec<(String, &str)> {
+        let mut names: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut norms: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for t in &self.tags {
+            // The same name normalises the same: only a new spelling is normalised.
+            if !names.insert(&t.name) {
+                continue;
+            }
+            let norm = normalize_tag(&t.name);
+            if norms.insert(norm.clone()) {
+                out.push((norm, &*t.name));
+            }
+        }
+        out
+    }
+}
+
 /// The frontmatter of a note.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "status")]
