@@ -719,6 +719,51 @@ fn a_runaway_query_stops_within_its_budget() {
     assert!(matches!(err, BaseError::Budget(_)), "{err}");
 }
 
+/// Evaluates `src` with no row under `budget`, giving the error message.
+fn eval_with(budget: &Budget, src: &str) -> Result<serde_json::Value, String> {
+    let v = TableVault::sample();
+    let expr = parse(src).map_err(|e| format!("parse: {e}"))?;
+    let formulas = Vec::new();
+    let mut ev = Evaluator::new(&v, &formulas, budget, None);
+    let value = ev.eval(&expr).map_err(|e| e.message)?;
+    Ok(value.to_json(&|f| v.path(f).to_owned()))
+}
+
+#[test]
+fn regex_work_over_a_long_string_is_charged_by_size_and_stops_at_the_deadline() {
+    // The pattern matches the empty string at every position and each search for it reads the
+    // rest of the string: one `replace` call was 13 s of a single "step".
+    let started = std::time::Instant::now();
+    let budget = Budget::with(super::eval::MAX_STEPS, std::time::Duration::from_millis(200));
+    let e = eval_with(&budget, r#""x".repeat(1000000).replace(/(.*Z)?/gs, "")"#).unwrap_err();
+    assert!(e.contains("took too long"), "{e}");
+    let e = eval_with(&budget, r#""x".repeat(1000000).split(/(.*Z)?/s)"#).unwrap_err();
+    assert!(e.contains("took too long"), "{e}");
+    // A sanity bound: the clock is read between searches.
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    // Steps grow with the bytes handled, not the number of calls.
+    for src in [
+        r#""ab".repeat(500000).split(/b/).length"#,
+        r#""ab".repeat(500000).replace(/b/g, "c").length"#,
+        r#""ab".repeat(500000).lower().length"#,
+    ] {
+        let budget = Budget::with(5_000, std::time::Duration::from_secs(60));
+        let e = eval_with(&budget, src).unwrap_err();
+        assert!(e.contains("evaluation steps"), "{src}: {e}");
+    }
+    // The loops give what the regex crate's split and replace_all give.
+    let budget = Budget::new();
+    for (src, want) in [
+        (r#""a1b22c".split(/\d*/)"#, json!(["", "a", "b", "c", ""])),
+        (r#""a1b22c".split(/\d+/, 2)"#, json!(["a", "b"])),
+        (r#""a1b22c".replace(/\d*/g, "-")"#, json!("-a-b-c-")),
+        (r#""a1b22c".replace(/(\d)+/, "<$1>")"#, json!("a<1>b22c")),
+        (r#""abc".split(/x/, 0)"#, json!([])),
+    ] {
+        assert_eq!(eval_with(&budget, src).unwrap(), want, "{src}");
+    }
+}
+
 #[test]
 fn nesting_and_length_limits_refuse_hostile_expressions() {
     let deep = "(".repeat(200) + "1" + &")".repeat(200);
