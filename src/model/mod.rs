@@ -38,6 +38,12 @@ use crate::markdown::{self, Link, ParsedNote, Subpath};
 use crate::vault::{FileMeta, Vault, VaultError, VaultPath, is_note_name};
 use linkres::{FileIndex, HashKeyed, LinkRef, Resolution, Scratch, key, key_into};
 
+/// Most tags, headings, block ids and links (each) the model keeps of one note; the rest are
+/// counted ([`ParsedNote::omitted`]) and logged. With them a note costs the model at most a few
+/// megabytes whatever its size (a 5.9 MB note of headings cost 253 MB), while a real index note
+/// has a few thousand links. Reads parse the note afresh and show everything.
+pub const MAX_ITEMS_PER_NOTE: usize = 20_000;
+
 /// Where one link leads, as Obsidian would open it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -1204,6 +1210,139 @@ mod tests {
         assert_eq!(tags.len(), 50_001);
         assert_eq!(tags[0], ("big".to_owned(), "Big"));
         assert_eq!(tags[50_000], ("big49999".to_owned(), "big49999"));
+    }
+
+    /// The lib's test build counts the heap bytes in use (one relaxed atomic per allocation),
+    /// for [`hostile_note_costs`].
+    mod counting {
+        use std::alloc::{GlobalAlloc, Layout, System};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        pub static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+        struct Counting;
+
+        // SAFETY: every call is passed to the system allocator unchanged; only counted.
+        unsafe impl GlobalAlloc for Counting {
+            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+                LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+                // SAFETY: the caller's contract is the system allocator's.
+                unsafe { System.alloc(layout) }
+            }
+
+            unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+                LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+                // SAFETY: as above.
+                unsafe { System.dealloc(ptr, layout) }
+            }
+
+            unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+                LIVE.fetch_add(new_size, Ordering::Relaxed);
+                LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+                // SAFETY: as above.
+                unsafe { System.realloc(ptr, layout, new_size) }
+            }
+        }
+
+        #[global_allocator]
+        static COUNTING: Counting = Counting;
+    }
+
+    #[allow(clippy::disallowed_methods)] // the tests write their own fixtures
+    fn scanned(files: &[(&str, &str)]) -> (tempfile::TempDir, Model) {
+        let tmp = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(tmp.path().join(name), text).unwrap();
+        }
+        let vault = Vault::open(tmp.path(), crate::vault::Limits::default()).unwrap();
+        let mut m = Model::default();
+        let (changes, _) = m.changes_since(&vault).unwrap();
+        m.apply(changes);
+        (tmp, m)
+    }
+
+    #[test]
+    fn the_model_keeps_at_most_20_000_items_of_each_kind_per_note() {
+        let over = MAX_ITEMS_PER_NOTE + 5_000;
+        let mut text = String::new();
+        for i in 0..over {
+            text.push_str(&format!("# H{i}\n[[B]] #t{i}\n"));
+        }
+        let (_tmp, m) = scanned(&[("A.md", &text), ("B.md", "[[A#H3]]\n")]);
+        let a = m.note(&p("A.md")).unwrap();
+        assert_eq!(a.parsed.links.len(), MAX_ITEMS_PER_NOTE);
+        assert_eq!(a.parsed.headings.len(), MAX_ITEMS_PER_NOTE);
+        assert_eq!(a.parsed.tags.len(), MAX_ITEMS_PER_NOTE);
+        assert_eq!(a.parsed.omitted, 15_000);
+        assert_eq!(m.tags().len(), MAX_ITEMS_PER_NOTE);
+        // What is kept still works: links, backlinks, subpaths.
+        assert_eq!(m.backlinks(&p("B.md")).count(), 1);
+        let b = m.note(&p("B.md")).unwrap();
+        assert!(matches!(
+            m.targets(b).next(),
+            Some(Target::File { subpath_ok: true, .. })
+        ));
+    }
+
+    /// Prints how long building a model of hostile notes takes and how many heap bytes the model
+    /// keeps (counted by the test build's allocator, [`counting`]). Run: `cargo test --lib model::tests::hostile_note_costs -- --ignored
+    /// --nocapture` (`CAPVAULT_HOSTILE_SIZES=200000` to pick sizes in bytes).
+    #[test]
+    #[ignore = "prints figures; run by hand"]
+    fn hostile_note_costs() {
+        fn live_heap() -> usize {
+            counting::LIVE.load(std::sync::atomic::Ordering::Relaxed)
+        }
+        fn fill(size: usize, mut item: impl FnMut(usize) -> String) -> String {
+            let mut s = String::with_capacity(size + 64);
+            let mut i = 0;
+            while s.len() < size {
+                s.push_str(&item(i));
+                i += 1;
+            }
+            s
+        }
+        let sizes = std::env::var("CAPVAULT_HOSTILE_SIZES")
+            .unwrap_or_else(|_| "200000,2000000".to_owned());
+        for size in sizes.split(',').filter_map(|n| n.trim().parse::<usize>().ok()) {
+            let cases: Vec<(&str, Vec<(String, String)>)> = vec![
+                (
+                    "headings + links to them",
+                    vec![
+                        ("T.md".into(), fill(size, |i| format!("## Part {i}\n"))),
+                        ("S.md".into(), fill(size, |i| format!("[[T#Part {i}]]\n"))),
+                    ],
+                ),
+                (
+                    "distinct tags",
+                    vec![("T.md".into(), fill(size, |i| format!("#t{i} ")))],
+                ),
+                (
+                    "links",
+                    vec![
+                        ("S.md".into(), fill(size, |i| format!("[[n{}]] ", i % 1000))),
+                        ("n1.md".into(), String::new()),
+                    ],
+                ),
+            ];
+            for (label, files) in cases {
+                let files: Vec<(&str, &str)> =
+                    files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                let text: usize = files.iter().map(|f| f.1.len()).sum();
+                let before = live_heap();
+                let started = Instant::now();
+                let (tmp, m) = scanned(&files);
+                let took = started.elapsed();
+                let grew = live_heap().saturating_sub(before);
+                println!(
+                    "{size:>8} B/note  {label:<26} {:>5.1} MB text  {:>7.2} s  model {:>6.1} MB",
+                    text as f64 / 1e6,
+                    took.as_secs_f64(),
+                    grew as f64 / 1e6
+                );
+                drop((m, tmp));
+            }
+        }
     }
 
     #[test]
