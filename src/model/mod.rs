@@ -1179,6 +1179,43 @@ mod tests {
         assert!(cache.steps <= 4 * n as u64, "{} steps", cache.steps);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 200, ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// The indexed lookup answers as the item-by-item scan does, for notes above and
+        /// below the indexing threshold, headings differing in case and punctuation included.
+        #[test]
+        fn indexed_subpath_lookups_agree_with_the_scan(
+            headings in proptest::collection::vec("[aAbB?! é]{0,4}", 0..40),
+            blocks in proptest::collection::vec("[abAB1]{1,3}", 0..30),
+            wanted in proptest::collection::vec(("[aAbB?! é]{0,4}", proptest::bool::ANY), 0..30),
+        ) {
+            let mut text = String::new();
+            for h in &headings {
+                text.push_str(&format!("## x{h}\n"));
+            }
+            for b in &blocks {
+                text.push_str(&format!("para ^{b}\n\n"));
+            }
+            let target = markdown::parse_note(&text);
+            let mut cache = SubpathCache::default();
+            for (w, block) in &wanted {
+                let sub = if *block {
+                    Subpath::Block(w.trim().into())
+                } else {
+                    Subpath::Heading([format!("x{w}").into_boxed_str()].into())
+                };
+                proptest::prop_assert_eq!(
+                    cache.exists(3, &target, &sub),
+                    subpath_exists(&target, &sub),
+                    "{:?}", sub
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_model_resolves_subpaths_into_a_note_of_many_headings() {
         let (target, source) = heading_bomb(20_000);

@@ -1695,7 +1695,7 @@ fn title_case(s: &str) -> String {
 
 /// JavaScript's `$1`, `$&` in a replacement, written for the `regex` crate (`${1}`, `${0}`);
 /// a literal `$` otherwise.
-fn js_replacement(rep: &str) -> String {
+pub(super) fn js_replacement(rep: &str) -> String {
     let mut out = String::with_capacity(rep.len());
     let mut chars = rep.chars().peekable();
     while let Some(c) = chars.next() {

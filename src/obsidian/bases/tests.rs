@@ -969,3 +969,36 @@ fn a_page_of_a_sorted_view_is_the_same_slice_of_the_full_sort_ties_included() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The budgeted loops of `split` and `replace` give what the regex crate's own `split`,
+    /// `replace` and `replace_all` give, empty matches included.
+    #[test]
+    fn budgeted_split_and_replace_agree_with_the_regex_crate(
+        text in "[ab1é ]{0,24}",
+        pattern in prop::sample::select(vec![
+            "a", "a*", "b?", "\\d*", "(a)(b)?", "é|", "\\b", "a+|b*",
+        ]),
+        rep in prop::sample::select(vec!["", "-", "<$1>", "$$", "x$2y"]),
+        limit in 0usize..6,
+        global in any::<bool>(),
+    ) {
+        let re = regex::Regex::new(pattern).unwrap();
+        let lit = |s: &str| serde_json::to_string(s).unwrap();
+        let flags = if global { "g" } else { "" };
+        let budget = Budget::new();
+        let src = format!("{}.split(/{pattern}/, {limit})", lit(&text));
+        let want: Vec<&str> = re.split(&text).take(limit).collect();
+        prop_assert_eq!(eval_with(&budget, &src).unwrap(), json!(want), "{}", src);
+        let src = format!("{}.replace(/{pattern}/{flags}, {})", lit(&text), lit(rep));
+        let rep_rs = super::eval::js_replacement(rep);
+        let want = if global {
+            re.replace_all(&text, rep_rs.as_str())
+        } else {
+            re.replace(&text, rep_rs.as_str())
+        };
+        prop_assert_eq!(eval_with(&budget, &src).unwrap(), json!(want), "{}", src);
+    }
+}
