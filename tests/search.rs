@@ -514,7 +514,11 @@ async fn a_regex_that_rescans_one_note_at_every_position_stops_at_the_time_budge
         )
         .await;
     // A sanity bound: two passes of 300 ms, plus a debug build's start.
-    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(r["partial"], true, "{r}");
     assert!(
         r["notes"]

@@ -1006,18 +1006,31 @@ impl SubpathCache {
             return subpath_exists(target, sub);
         };
         self.steps += 1;
-        let (want, sorted, key_of): (String, &[(u64, u32)], &dyn Fn(u32) -> Option<String>) =
-            match sub {
-                Subpath::Heading(chain) => match chain.last() {
-                    Some(last) => (heading_key(last), &keys.headings, &|i| {
-                        target.headings.get(i as usize).map(|h| heading_key(&h.text))
-                    }),
-                    None => return true,
-                },
-                Subpath::Block(b) => (b.to_lowercase(), &keys.blocks, &|i| {
-                    target.block_ids.get(i as usize).map(|b| b.id.to_lowercase())
-                }),
-            };
+        let (want, heading) = match sub {
+            Subpath::Heading(chain) => match chain.last() {
+                Some(last) => (heading_key(last), true),
+                None => return true,
+            },
+            Subpath::Block(b) => (b.to_lowercase(), false),
+        };
+        let sorted = if heading {
+            &keys.headings
+        } else {
+            &keys.blocks
+        };
+        let key_of = |i: u32| -> Option<String> {
+            if heading {
+                target
+                    .headings
+                    .get(i as usize)
+                    .map(|h| heading_key(&h.text))
+            } else {
+                target
+                    .block_ids
+                    .get(i as usize)
+                    .map(|b| b.id.to_lowercase())
+            }
+        };
         let h = self.hasher.hash_one(&want);
         let from = sorted.partition_point(|&(x, _)| x < h);
         sorted[from..]
@@ -1033,7 +1046,12 @@ impl SubpathCache {
         let hash_all = |keys: &mut dyn Iterator<Item = String>| -> Vec<(u64, u32)> {
             let mut v: Vec<(u64, u32)> = keys
                 .enumerate()
-                .map(|(i, k)| (self.hasher.hash_one(&k), u32::try_from(i).unwrap_or(u32::MAX)))
+                .map(|(i, k)| {
+                    (
+                        self.hasher.hash_one(&k),
+                        u32::try_from(i).unwrap_or(u32::MAX),
+                    )
+                })
                 .collect();
             v.sort_unstable();
             v
@@ -1225,7 +1243,15 @@ mod tests {
         assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
         let ok: Vec<bool> = m
             .targets(m.note(&p("S.md")).unwrap())
-            .map(|t| matches!(t, Target::File { subpath_ok: true, .. }))
+            .map(|t| {
+                matches!(
+                    t,
+                    Target::File {
+                        subpath_ok: true,
+                        ..
+                    }
+                )
+            })
             .collect();
         assert_eq!(ok.len(), 40_000);
         assert!(ok.chunks(4).all(|c| c == [true, true, false, false]));
@@ -1317,7 +1343,10 @@ mod tests {
         let b = m.note(&p("B.md")).unwrap();
         assert!(matches!(
             m.targets(b).next(),
-            Some(Target::File { subpath_ok: true, .. })
+            Some(Target::File {
+                subpath_ok: true,
+                ..
+            })
         ));
     }
 
@@ -1339,9 +1368,12 @@ mod tests {
             }
             s
         }
-        let sizes = std::env::var("CAPVAULT_HOSTILE_SIZES")
-            .unwrap_or_else(|_| "200000,2000000".to_owned());
-        for size in sizes.split(',').filter_map(|n| n.trim().parse::<usize>().ok()) {
+        let sizes =
+            std::env::var("CAPVAULT_HOSTILE_SIZES").unwrap_or_else(|_| "200000,2000000".to_owned());
+        for size in sizes
+            .split(',')
+            .filter_map(|n| n.trim().parse::<usize>().ok())
+        {
             let cases: Vec<(&str, Vec<(String, String)>)> = vec![
                 (
                     "headings + links to them",
@@ -1363,8 +1395,10 @@ mod tests {
                 ),
             ];
             for (label, files) in cases {
-                let files: Vec<(&str, &str)> =
-                    files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                let files: Vec<(&str, &str)> = files
+                    .iter()
+                    .map(|(a, b)| (a.as_str(), b.as_str()))
+                    .collect();
                 let text: usize = files.iter().map(|f| f.1.len()).sum();
                 let before = live_heap();
                 let started = Instant::now();

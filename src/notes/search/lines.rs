@@ -691,7 +691,11 @@ mod tests {
         assert_eq!(count_matching_lines(&text, &limited), 0);
         assert!(limited.was_cut());
         // A sanity bound: the deadline is read before every search.
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
         let p = VaultPath::parse("n.md").unwrap();
         assert!(line_hits(&p, &text, &limited, 10).is_empty());
         // Without a deadline, or before it, nothing is cut.

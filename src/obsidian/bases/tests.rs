@@ -734,7 +734,10 @@ fn regex_work_over_a_long_string_is_charged_by_size_and_stops_at_the_deadline() 
     // The pattern matches the empty string at every position and each search for it reads the
     // rest of the string: one `replace` call was 13 s of a single "step".
     let started = std::time::Instant::now();
-    let budget = Budget::with(super::eval::MAX_STEPS, std::time::Duration::from_millis(200));
+    let budget = Budget::with(
+        super::eval::MAX_STEPS,
+        std::time::Duration::from_millis(200),
+    );
     let e = eval_with(&budget, r#""x".repeat(1000000).replace(/(.*Z)?/gs, "")"#).unwrap_err();
     assert!(e.contains("took too long"), "{e}");
     let e = eval_with(&budget, r#""x".repeat(1000000).split(/(.*Z)?/s)"#).unwrap_err();
