@@ -1390,10 +1390,13 @@ impl<'a> Evaluator<'a> {
             }
             "containsAll" => {
                 let vs = self.args(args)?;
+                // Each value is looked for in the whole list.
+                self.charge((l.len() * vs.len()) as u64 / 8, pos)?;
                 Value::Bool(vs.iter().all(|v| l.iter().any(|x| x.equals(v))))
             }
             "containsAny" => {
                 let vs = self.args(args)?;
+                self.charge((l.len() * vs.len()) as u64 / 8, pos)?;
                 Value::Bool(vs.iter().any(|v| l.iter().any(|x| x.equals(v))))
             }
             "filter" | "map" => {

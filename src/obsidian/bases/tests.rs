@@ -754,6 +754,12 @@ fn regex_work_over_a_long_string_is_charged_by_size_and_stops_at_the_deadline() 
         let e = eval_with(&budget, src).unwrap_err();
         assert!(e.contains("evaluation steps"), "{src}: {e}");
     }
+    // A list searched for each of many values is charged for each.
+    let many = vec!["\"y\""; 40].join(", ");
+    let src = format!(r#""x".repeat(100000).split("").containsAny({many})"#);
+    let budget = Budget::with(200_000, std::time::Duration::from_secs(60));
+    let e = eval_with(&budget, &src).unwrap_err();
+    assert!(e.contains("evaluation steps"), "{e}");
     // The loops give what the regex crate's split and replace_all give.
     let budget = Budget::new();
     for (src, want) in [
