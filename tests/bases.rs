@@ -408,3 +408,25 @@ async fn bad_bases_get_clear_errors_and_hidden_or_outside_bases_are_refused() {
     assert!(!e.contains("Secret"), "{e}");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_regex_replace_over_a_long_string_stops_within_the_query_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(tmp.path(), &[("Note.md", "x\n")]);
+    let s = Server::start(tmp.path()).await;
+    // Matches the empty string at every position, and each search reads the rest of the
+    // megabyte: 13 s as one evaluation step before the deadline was read between searches.
+    let started = std::time::Instant::now();
+    let r = s
+        .call(
+            "query_base",
+            json!({"base": "formulas:\n  slow: '\"x\".repeat(1000000).replace(/(.*Z)?/gs, \"\")'\nviews:\n  - order: [formula.slow]\n"}),
+        )
+        .await;
+    assert!(r.is_error, "{}", r.raw);
+    assert_eq!(r.error["code"], "too_large", "{}", r.raw);
+    assert!(r.text.contains("took too long"), "{}", r.text);
+    // A sanity bound: the 3 s budget, plus a debug build's start.
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    s.stop().await;
+}

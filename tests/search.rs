@@ -499,6 +499,39 @@ async fn hostile_regexes_are_refused_or_cut_off_and_the_server_stays_responsive(
 }
 
 #[tokio::test]
+async fn a_regex_that_rescans_one_note_at_every_position_stops_at_the_time_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    // One 120 KB note; the pattern matches the empty string everywhere and each search for it
+    // reads the rest of the note (16 s for this note when the budget was checked between notes).
+    let body = "lorem ipsum dolor sit amet\n".repeat(4_500);
+    write_tree(tmp.path(), &[("big.md".to_owned(), body)]);
+    let s = Server::start_with(tmp.path(), &["--scan-budget", "300"]).await;
+    let started = std::time::Instant::now();
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "(?s:.*Z)?", "mode": "regex"}),
+        )
+        .await;
+    // A sanity bound: two passes of 300 ms, plus a debug build's start.
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(r["partial"], true, "{r}");
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("time budget")),
+        "{r}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn the_watcher_keeps_search_fresh_through_creates_saves_deletes_and_moves() {
     let tmp = tempfile::tempdir().unwrap();
     let v = tmp.path();

@@ -3,7 +3,9 @@
 //! It must not panic and must finish, and every position it reports must be sound: `start <=
 //! end <= len`, both on char boundaries, line and column (1-based, in chars) agreeing with the
 //! byte offset, a link's `raw` equal to the text at its position, a block id's position
-//! holding `^id`, an inline tag's position holding `#name`.
+//! holding `^id`, an inline tag's position holding `#name`. Its cost is bounded: the links' source
+//! text kept is at most 4 times the note (links nest at most 4 deep), and the distinct tags are
+//! each normalised form once.
 
 #![no_main]
 
@@ -38,6 +40,14 @@ fuzz_target!(|data: &[u8]| {
     for link in &note.links {
         check_pos(text, &link.pos);
         assert_eq!(&text[link.pos.range()], &*link.raw);
+    }
+    let kept: usize = note.links.iter().map(|l| l.raw.len()).sum();
+    assert!(kept <= 4 * text.len(), "{kept} bytes of link source");
+    let distinct = note.distinct_tags();
+    let norms: std::collections::HashSet<&str> = distinct.iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(norms.len(), distinct.len());
+    for tag in &note.tags {
+        assert!(norms.contains(capvault::markdown::normalize_tag(&tag.name).as_str()));
     }
     for tag in &note.tags {
         check_pos(text, &tag.pos);

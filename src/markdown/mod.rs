@@ -76,6 +76,54 @@ pub struct ParsedNote {
     #[serde(skip)]
     #[schemars(skip)]
     pub base_blocks: u16,
+    /// Tags, headings, block ids and links left out by [`ParsedNote::keep_at_most`].
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub omitted: u32,
+}
+
+impl ParsedNote {
+    /// Keeps the first `max` of each of the tags, headings, block ids and links, counting the
+    /// rest in [`ParsedNote::omitted`]; true when something was left out. What the vault model
+    /// keeps of a note is bounded this way whatever the note holds.
+    pub fn keep_at_most(&mut self, max: usize) -> bool {
+        fn cut<T>(v: &mut Vec<T>, max: usize) -> usize {
+            let over = v.len().saturating_sub(max);
+            if over > 0 {
+                v.truncate(max);
+                v.shrink_to_fit();
+            }
+            over
+        }
+        let over = cut(&mut self.tags, max)
+            + cut(&mut self.headings, max)
+            + cut(&mut self.block_ids, max)
+            + cut(&mut self.links, max);
+        self.omitted = self
+            .omitted
+            .saturating_add(u32::try_from(over).unwrap_or(u32::MAX));
+        over > 0
+    }
+
+    /// The note's distinct tags: each normalised form ([`normalize_tag`]) once, with the name
+    /// its first occurrence writes, in order of first occurrence. Linear in the number of
+    /// occurrences (a note may repeat one tag 100,000 times).
+    pub fn distinct_tags(&self) -> Vec<(String, &str)> {
+        let mut names: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut norms: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for t in &self.tags {
+            // The same name normalises the same: only a new spelling is normalised.
+            if !names.insert(&t.name) {
+                continue;
+            }
+            let norm = normalize_tag(&t.name);
+            if norms.insert(norm.clone()) {
+                out.push((norm, &*t.name));
+            }
+        }
+        out
+    }
 }
 
 /// The frontmatter of a note.
@@ -487,6 +535,7 @@ pub fn parse_note(text: &str) -> ParsedNote {
         block_ids: Vec::new(),
         links: Vec::new(),
         base_blocks: 0,
+        omitted: 0,
     };
     let mut body_start = 0;
     if let Some(block) = frontmatter::find_block(text) {

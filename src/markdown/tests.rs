@@ -842,3 +842,24 @@ fn positions_of_the_largest_readable_note_fit_in_a_pos() {
     // Replacing invalid UTF-8 at most triples a note: its positions still fit in a `Pos`.
     assert!(crate::vault::MAX_READ_BYTES_LIMIT * 3 <= u64::from(super::MAX_POSITION));
 }
+
+#[test]
+fn images_nested_20_000_deep_cost_linear_time_and_memory() {
+    // Each image's source is the whole span around the inner ones: kept whole, 20,000 nested
+    // images copied 1.2 GB out of 120 KB.
+    let n = 20_000;
+    let text = "![x ".repeat(n) + &"](a.png)".repeat(n);
+    let started = std::time::Instant::now();
+    let note = parse_note(&text);
+    // A sanity bound (the copies took 4 s at 120 KB, and grow with the square).
+    assert!(started.elapsed().as_secs() < 3, "{:?}", started.elapsed());
+    let kept: usize = note.links.iter().map(|l| l.raw.len()).sum();
+    assert!(kept <= 4 * text.len(), "{kept} bytes of link source kept");
+    // Real nesting still reads: a badge image inside a link.
+    let note = parse_note("[![badge](img.png)](Note.md) ![[a.png]] [x ![y](b.png)](c.md)\n");
+    let targets: Vec<&str> = note.links.iter().map(|l| l.target()).collect();
+    assert_eq!(targets, ["Note.md", "img.png", "a.png", "c.md", "b.png"]);
+    // A tag inside a link nested past the depth read is still not read as one in alt text.
+    let deep = "![a ".repeat(6) + "#t" + &"](x.png)".repeat(6);
+    assert!(parse_note(&deep).tags.is_empty());
+}

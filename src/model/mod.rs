@@ -27,6 +27,7 @@ pub mod linkres;
 mod scan;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::BuildHasher;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, RwLock, RwLockReadGuard, mpsc};
 use std::time::{Instant, SystemTime};
@@ -36,6 +37,12 @@ use rayon::prelude::*;
 use crate::markdown::{self, Link, ParsedNote, Subpath};
 use crate::vault::{FileMeta, Vault, VaultError, VaultPath, is_note_name};
 use linkres::{FileIndex, HashKeyed, LinkRef, Resolution, Scratch, key, key_into};
+
+/// Most tags, headings, block ids and links (each) the model keeps of one note; the rest are
+/// counted ([`ParsedNote::omitted`]) and logged. With them a note costs the model at most a few
+/// megabytes whatever its size (a 5.9 MB note of headings cost 253 MB), while a real index note
+/// has a few thousand links. Reads parse the note afresh and show everything.
+pub const MAX_ITEMS_PER_NOTE: usize = 20_000;
 
 /// Where one link leads, as Obsidian would open it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -482,7 +489,7 @@ impl Model {
         let resolved: Vec<(Option<Resolved>, NoteTags<'_>)> = entries
             .par_chunks(RESOLVE_CHUNK)
             .enumerate()
-            .map_init(Scratch::default, |scratch, (chunk, run)| {
+            .map_init(Lookups::default, |(scratch, subpaths), (chunk, run)| {
                 let first = chunk * RESOLVE_CHUNK;
                 let notes: Vec<(u32, &VaultPath, &ParsedNote)> = run
                     .iter()
@@ -491,7 +498,8 @@ impl Model {
                         Some(((first + i) as u32, path, parsed.as_ref()?))
                     })
                     .collect();
-                let mut resolved = resolve_notes(index, &notes, scratch, &parsed_of).into_iter();
+                let mut resolved =
+                    resolve_notes(index, &notes, scratch, subpaths, &parsed_of).into_iter();
                 run.iter()
                     .map(|(_, _, parsed)| {
                         let tags = parsed.as_ref().map_or_else(Vec::new, |p| {
@@ -725,7 +733,7 @@ impl Model {
         let parsed_of = |id: u32| index.path(id).and_then(|p| notes.get(p)).map(|n| &n.parsed);
         let resolved: Vec<(u32, Resolved)> = sources
             .par_chunks(RESOLVE_CHUNK)
-            .map_init(Scratch::default, |scratch, run| {
+            .map_init(Lookups::default, |(scratch, subpaths), run| {
                 let notes: Vec<(u32, &VaultPath, &ParsedNote)> = run
                     .iter()
                     .filter_map(|&id| {
@@ -733,7 +741,7 @@ impl Model {
                         Some((id, path, &notes.get(path)?.parsed))
                     })
                     .collect();
-                let resolved = resolve_notes(index, &notes, scratch, &parsed_of);
+                let resolved = resolve_notes(index, &notes, scratch, subpaths, &parsed_of);
                 notes.iter().map(|n| n.0).zip(resolved).collect::<Vec<_>>()
             })
             .flat_map_iter(Vec::into_iter)
@@ -863,6 +871,7 @@ fn resolve_notes<'n>(
     index: &FileIndex,
     notes: &[(u32, &VaultPath, &ParsedNote)],
     scratch: &mut Scratch,
+    subpaths: &mut SubpathCache,
     parsed_of: &dyn Fn(u32) -> Option<&'n ParsedNote>,
 ) -> Vec<Resolved> {
     let links: Vec<LinkRef<'_>> = notes
@@ -899,7 +908,7 @@ fn resolve_notes<'n>(
                     }
                     let subpath_ok = match (link.subpath(), parsed_of(t)) {
                         (None, _) => true,
-                        (Some(sub), Some(target)) => subpath_exists(target, sub),
+                        (Some(sub), Some(target)) => subpaths.exists(t, target, sub),
                         // A subpath into a non-note (a PDF page is not a subpath) cannot be
                         // checked.
                         (Some(_), None) => true,
@@ -922,13 +931,8 @@ fn resolve_notes<'n>(
 /// The normalised tags of a note, each once, with its name as the note first writes it (shown
 /// as [`shown_tag`]).
 fn note_tags(parsed: &ParsedNote) -> Vec<(String, &str)> {
-    let mut out: Vec<(String, &str)> = Vec::with_capacity(parsed.tags.len());
-    for t in &parsed.tags {
-        let norm = markdown::normalize_tag(&t.name);
-        if !norm.is_empty() && !out.iter().any(|(n, _)| *n == norm) {
-            out.push((norm, &t.name));
-        }
-    }
+    let mut out = parsed.distinct_tags();
+    out.retain(|(norm, _)| !norm.is_empty());
     out
 }
 
@@ -951,6 +955,112 @@ fn link_name_hashes(index: &FileIndex, parsed: &ParsedNote, buf: &mut String) ->
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// What one thread of a build or relink reuses from note to note: the link resolver's buffers
+/// and the subpath lookups.
+type Lookups = (Scratch, SubpathCache);
+
+/// Answers "does this `#heading` or `#^block` exist in that note?" for many links at once.
+///
+/// A target with more than [`SubpathCache::INDEX_FROM`] headings and block ids is indexed on
+/// first use (the hashes of its heading keys and block ids, sorted, with each item's position)
+/// and then answered by a binary search and one exact comparison, so L links into a note with H
+/// headings cost O((L + H) log H) instead of O(L × H) key computations (20,000 links into a note
+/// of 20,000 headings took minutes). At most [`SubpathCache::MAX_TARGETS`] targets are kept, so a
+/// thread holds at most that many notes' keys (12 bytes per heading or block id).
+#[derive(Default)]
+struct SubpathCache {
+    hasher: std::hash::RandomState,
+    targets: HashMap<u32, SubpathKeys>,
+    /// Lookups answered through an index, and key computations made (for tests).
+    steps: u64,
+}
+
+/// The indexed headings and block ids of one note: (hash of the key, position), sorted.
+struct SubpathKeys {
+    headings: Vec<(u64, u32)>,
+    blocks: Vec<(u64, u32)>,
+}
+
+impl SubpathCache {
+    /// Targets with at most this many headings and block ids are searched item by item.
+    const INDEX_FROM: usize = 16;
+    /// Indexed targets kept at once; the cache is emptied when it would hold more.
+    const MAX_TARGETS: usize = 64;
+
+    /// [`subpath_exists`] for the note with file id `id`, whose parse is `target`.
+    fn exists(&mut self, id: u32, target: &ParsedNote, sub: &Subpath) -> bool {
+        if target.headings.len() + target.block_ids.len() <= Self::INDEX_FROM {
+            self.steps += (target.headings.len() + target.block_ids.len()) as u64;
+            return subpath_exists(target, sub);
+        }
+        if !self.targets.contains_key(&id) {
+            if self.targets.len() >= Self::MAX_TARGETS {
+                self.targets.clear();
+            }
+            let keys = self.index(target);
+            self.targets.insert(id, keys);
+        }
+        let Some(keys) = self.targets.get(&id) else {
+            return subpath_exists(target, sub);
+        };
+        self.steps += 1;
+        let (want, heading) = match sub {
+            Subpath::Heading(chain) => match chain.last() {
+                Some(last) => (heading_key(last), true),
+                None => return true,
+            },
+            Subpath::Block(b) => (b.to_lowercase(), false),
+        };
+        let sorted = if heading {
+            &keys.headings
+        } else {
+            &keys.blocks
+        };
+        let key_of = |i: u32| -> Option<String> {
+            if heading {
+                target
+                    .headings
+                    .get(i as usize)
+                    .map(|h| heading_key(&h.text))
+            } else {
+                target
+                    .block_ids
+                    .get(i as usize)
+                    .map(|b| b.id.to_lowercase())
+            }
+        };
+        let h = self.hasher.hash_one(&want);
+        let from = sorted.partition_point(|&(x, _)| x < h);
+        sorted[from..]
+            .iter()
+            .take_while(|&&(x, _)| x == h)
+            .any(|&(_, i)| key_of(i).as_deref() == Some(want.as_str()))
+    }
+
+    /// Hashes the heading keys and block ids of `target`.
+    fn index(&mut self, target: &ParsedNote) -> SubpathKeys {
+        let n = target.headings.len() + target.block_ids.len();
+        self.steps += n as u64;
+        let hash_all = |keys: &mut dyn Iterator<Item = String>| -> Vec<(u64, u32)> {
+            let mut v: Vec<(u64, u32)> = keys
+                .enumerate()
+                .map(|(i, k)| {
+                    (
+                        self.hasher.hash_one(&k),
+                        u32::try_from(i).unwrap_or(u32::MAX),
+                    )
+                })
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        SubpathKeys {
+            headings: hash_all(&mut target.headings.iter().map(|h| heading_key(&h.text))),
+            blocks: hash_all(&mut target.block_ids.iter().map(|b| b.id.to_lowercase())),
+        }
+    }
 }
 
 /// True when the heading chain or block id named by `sub` exists in `target`.
@@ -1055,6 +1165,255 @@ mod tests {
             .clone();
         assert_eq!(&*lower, "shared");
         assert_eq!(m.tags()["shared"].len(), 2);
+    }
+
+    /// A note of `n` headings and a note of `n` links to headings of it (every other one
+    /// missing), and `n` block ids with as many block links.
+    fn heading_bomb(n: usize) -> (String, String) {
+        let mut target = String::new();
+        let mut source = String::new();
+        for i in 0..n {
+            target.push_str(&format!("## Part {i}?\npara ^b{i}\n\n"));
+            let h = if i % 2 == 0 { i } else { n + i };
+            source.push_str(&format!("[[T#part {h}]] [[T#^B{h}]]\n"));
+        }
+        (target, source)
+    }
+
+    #[test]
+    fn links_into_a_note_of_many_headings_cost_linear_time() {
+        let n = 20_000;
+        let (target, source) = heading_bomb(n);
+        let (target, source) = (markdown::parse_note(&target), markdown::parse_note(&source));
+        assert_eq!((target.headings.len(), source.links.len()), (n, 2 * n));
+        let mut cache = SubpathCache::default();
+        let found = source
+            .links
+            .iter()
+            .filter(|l| cache.exists(7, &target, l.subpath().unwrap()))
+            .count();
+        assert_eq!(found, n, "every other link finds its heading or block");
+        // Linear: each item hashed once, each link one lookup (the scan did n × n = 4e8).
+        assert!(cache.steps <= 4 * n as u64, "{} steps", cache.steps);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 200, ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// The indexed lookup answers as the item-by-item scan does, for notes above and
+        /// below the indexing threshold, headings differing in case and punctuation included.
+        #[test]
+        fn indexed_subpath_lookups_agree_with_the_scan(
+            headings in proptest::collection::vec("[aAbB?! é]{0,4}", 0..40),
+            blocks in proptest::collection::vec("[abAB1]{1,3}", 0..30),
+            wanted in proptest::collection::vec(("[aAbB?! é]{0,4}", proptest::bool::ANY), 0..30),
+        ) {
+            let mut text = String::new();
+            for h in &headings {
+                text.push_str(&format!("## x{h}\n"));
+            }
+            for b in &blocks {
+                text.push_str(&format!("para ^{b}\n\n"));
+            }
+            let target = markdown::parse_note(&text);
+            let mut cache = SubpathCache::default();
+            for (w, block) in &wanted {
+                let sub = if *block {
+                    Subpath::Block(w.trim().into())
+                } else {
+                    Subpath::Heading([format!("x{w}").into_boxed_str()].into())
+                };
+                proptest::prop_assert_eq!(
+                    cache.exists(3, &target, &sub),
+                    subpath_exists(&target, &sub),
+                    "{:?}", sub
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_model_resolves_subpaths_into_a_note_of_many_headings() {
+        let (target, source) = heading_bomb(20_000);
+        let started = Instant::now();
+        let m = built(&[("S.md", &source), ("T.md", &target)]);
+        // A sanity bound only: the scan of every heading per link took minutes.
+        assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+        let ok: Vec<bool> = m
+            .targets(m.note(&p("S.md")).unwrap())
+            .map(|t| {
+                matches!(
+                    t,
+                    Target::File {
+                        subpath_ok: true,
+                        ..
+                    }
+                )
+            })
+            .collect();
+        assert_eq!(ok.len(), 40_000);
+        assert!(ok.chunks(4).all(|c| c == [true, true, false, false]));
+    }
+
+    #[test]
+    fn a_note_of_100_000_tags_is_filed_in_linear_time() {
+        // 50,000 distinct tags, each written twice (the second time in capitals).
+        let mut text = String::from("---\ntags: [Big]\n---\n");
+        for i in 0..50_000 {
+            text.push_str(&format!("#big{i} #BIG{i} "));
+        }
+        let parsed = markdown::parse_note(&text);
+        assert_eq!(parsed.tags.len(), 100_001);
+        let started = Instant::now();
+        let tags = note_tags(&parsed);
+        // A sanity bound: comparing each tag with every earlier one took minutes.
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+        assert_eq!(tags.len(), 50_001);
+        assert_eq!(tags[0], ("big".to_owned(), "Big"));
+        assert_eq!(tags[50_000], ("big49999".to_owned(), "big49999"));
+    }
+
+    /// The lib's test build counts the heap bytes in use (one relaxed atomic per allocation),
+    /// for [`hostile_note_costs`].
+    mod counting {
+        use std::alloc::{GlobalAlloc, Layout, System};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        pub static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+        struct Counting;
+
+        // SAFETY: every call is passed to the system allocator unchanged; only counted.
+        unsafe impl GlobalAlloc for Counting {
+            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+                LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+                // SAFETY: the caller's contract is the system allocator's.
+                unsafe { System.alloc(layout) }
+            }
+
+            unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+                LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+                // SAFETY: as above.
+                unsafe { System.dealloc(ptr, layout) }
+            }
+
+            unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+                LIVE.fetch_add(new_size, Ordering::Relaxed);
+                LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+                // SAFETY: as above.
+                unsafe { System.realloc(ptr, layout, new_size) }
+            }
+        }
+
+        #[global_allocator]
+        static COUNTING: Counting = Counting;
+    }
+
+    #[allow(clippy::disallowed_methods)] // the tests write their own fixtures
+    fn scanned(files: &[(&str, &str)]) -> (tempfile::TempDir, Model) {
+        let tmp = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(tmp.path().join(name), text).unwrap();
+        }
+        let vault = Vault::open(tmp.path(), crate::vault::Limits::default()).unwrap();
+        let mut m = Model::default();
+        let (changes, _) = m.changes_since(&vault).unwrap();
+        m.apply(changes);
+        (tmp, m)
+    }
+
+    #[test]
+    fn the_model_keeps_at_most_20_000_items_of_each_kind_per_note() {
+        let over = MAX_ITEMS_PER_NOTE + 5_000;
+        let mut text = String::new();
+        for i in 0..over {
+            text.push_str(&format!("# H{i}\n[[B]] #t{i}\n"));
+        }
+        let (_tmp, m) = scanned(&[("A.md", &text), ("B.md", "[[A#H3]]\n")]);
+        let a = m.note(&p("A.md")).unwrap();
+        assert_eq!(a.parsed.links.len(), MAX_ITEMS_PER_NOTE);
+        assert_eq!(a.parsed.headings.len(), MAX_ITEMS_PER_NOTE);
+        assert_eq!(a.parsed.tags.len(), MAX_ITEMS_PER_NOTE);
+        assert_eq!(a.parsed.omitted, 15_000);
+        assert_eq!(m.tags().len(), MAX_ITEMS_PER_NOTE);
+        // What is kept still works: links, backlinks, subpaths.
+        assert_eq!(m.backlinks(&p("B.md")).count(), 1);
+        let b = m.note(&p("B.md")).unwrap();
+        assert!(matches!(
+            m.targets(b).next(),
+            Some(Target::File {
+                subpath_ok: true,
+                ..
+            })
+        ));
+    }
+
+    /// Prints how long building a model of hostile notes takes and how many heap bytes the model
+    /// keeps (counted by the test build's allocator, [`counting`]). Run: `cargo test --lib model::tests::hostile_note_costs -- --ignored
+    /// --nocapture` (`CAPVAULT_HOSTILE_SIZES=200000` to pick sizes in bytes).
+    #[test]
+    #[ignore = "prints figures; run by hand"]
+    fn hostile_note_costs() {
+        fn live_heap() -> usize {
+            counting::LIVE.load(std::sync::atomic::Ordering::Relaxed)
+        }
+        fn fill(size: usize, mut item: impl FnMut(usize) -> String) -> String {
+            let mut s = String::with_capacity(size + 64);
+            let mut i = 0;
+            while s.len() < size {
+                s.push_str(&item(i));
+                i += 1;
+            }
+            s
+        }
+        let sizes =
+            std::env::var("CAPVAULT_HOSTILE_SIZES").unwrap_or_else(|_| "200000,2000000".to_owned());
+        for size in sizes
+            .split(',')
+            .filter_map(|n| n.trim().parse::<usize>().ok())
+        {
+            let cases: Vec<(&str, Vec<(String, String)>)> = vec![
+                (
+                    "headings + links to them",
+                    vec![
+                        ("T.md".into(), fill(size, |i| format!("## Part {i}\n"))),
+                        ("S.md".into(), fill(size, |i| format!("[[T#Part {i}]]\n"))),
+                    ],
+                ),
+                (
+                    "distinct tags",
+                    vec![("T.md".into(), fill(size, |i| format!("#t{i} ")))],
+                ),
+                (
+                    "links",
+                    vec![
+                        ("S.md".into(), fill(size, |i| format!("[[n{}]] ", i % 1000))),
+                        ("n1.md".into(), String::new()),
+                    ],
+                ),
+            ];
+            for (label, files) in cases {
+                let files: Vec<(&str, &str)> = files
+                    .iter()
+                    .map(|(a, b)| (a.as_str(), b.as_str()))
+                    .collect();
+                let text: usize = files.iter().map(|f| f.1.len()).sum();
+                let before = live_heap();
+                let started = Instant::now();
+                let (tmp, m) = scanned(&files);
+                let took = started.elapsed();
+                let grew = live_heap().saturating_sub(before);
+                println!(
+                    "{size:>8} B/note  {label:<26} {:>5.1} MB text  {:>7.2} s  model {:>6.1} MB",
+                    text as f64 / 1e6,
+                    took.as_secs_f64(),
+                    grew as f64 / 1e6
+                );
+                drop((m, tmp));
+            }
+        }
     }
 
     #[test]

@@ -321,12 +321,23 @@ fn parsed_note(
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
     let mut parsed = markdown::parse_note(&text);
-    names.share(&mut parsed);
     on_note(NoteRead {
         path: &path,
         meta: &meta,
         text: &text,
         parsed: &parsed,
     });
+    // The search index had the whole parse; the model keeps a bounded part.
+    if parsed.keep_at_most(super::MAX_ITEMS_PER_NOTE) {
+        tracing::warn!(
+            path = %path,
+            omitted = parsed.omitted,
+            "the note has more than {} tags, headings, block ids or links of one kind: \
+             only the first {} of each are kept for links, backlinks and tags",
+            super::MAX_ITEMS_PER_NOTE,
+            super::MAX_ITEMS_PER_NOTE,
+        );
+    }
+    names.share(&mut parsed);
     Change::Note(path, meta, parsed)
 }

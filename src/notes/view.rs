@@ -214,15 +214,11 @@ fn set_frontmatter(view: &mut NoteView, parsed: Option<&ParsedNote>) {
 }
 
 fn metadata(p: &ParsedNote) -> NoteMetadata {
-    let mut tags: Vec<String> = Vec::new();
-    for t in &p.tags {
-        if !tags
-            .iter()
-            .any(|x| markdown::normalize_tag(x) == markdown::normalize_tag(&t.name))
-        {
-            tags.push(t.name.to_string());
-        }
-    }
+    let tags: Vec<String> = p
+        .distinct_tags()
+        .into_iter()
+        .map(|(_, name)| name.to_owned())
+        .collect();
     NoteMetadata {
         aliases: p.aliases.iter().map(ToString::to_string).collect(),
         tags,

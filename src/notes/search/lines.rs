@@ -12,6 +12,10 @@ const MAX_RANGES_PER_LINE: usize = 32;
 /// A compiled matcher for exact and regex modes.
 pub struct Matcher {
     re: regex::Regex,
+    /// When searching must stop ([`Matcher::until`]): every search reads the clock first, and
+    /// past it finds nothing and records that it was cut.
+    deadline: Option<Instant>,
+    cut: std::sync::atomic::AtomicBool,
 }
 
 impl Matcher {
@@ -50,7 +54,39 @@ impl Matcher {
                 }
                 _ => NoteError::InvalidArgument("invalid regex".to_owned()),
             })?;
-        Ok(Matcher { re })
+        Ok(Matcher {
+            re,
+            deadline: None,
+            cut: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// The same matcher, finding nothing once `deadline` has passed.
+    ///
+    /// One regex search may read the rest of the note (the regex crate bounds a search, not an
+    /// iteration over matches: `(?s:.*Z)?` matches the empty string at every position, and each
+    /// search for it scans to the end), so the time budget is checked before each search, not
+    /// only between notes.
+    pub(super) fn until(&self, deadline: Instant) -> Matcher {
+        Matcher {
+            re: self.re.clone(),
+            deadline: Some(deadline),
+            cut: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// True when a search was refused because the deadline had passed.
+    pub(super) fn was_cut(&self) -> bool {
+        self.cut.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// False (and the matcher records it) once the deadline has passed.
+    fn in_time(&self) -> bool {
+        if self.deadline.is_some_and(|d| Instant::now() > d) {
+            self.cut.store(true, std::sync::atomic::Ordering::Relaxed);
+            return false;
+        }
+        true
     }
 
     /// True when `text` has a non-empty match.
@@ -61,6 +97,9 @@ impl Matcher {
     /// The first non-empty match at or after byte `from`.
     fn find_at<'t>(&self, text: &'t str, mut from: usize) -> Option<regex::Match<'t>> {
         while from <= text.len() {
+            if !self.in_time() {
+                return None;
+            }
             let m = self.re.find_at(text, from)?;
             if !m.is_empty() {
                 return Some(m);
@@ -109,6 +148,8 @@ pub(super) fn search_lines(
         query_id,
     } = page;
     let vault = engine.vault();
+    let counting = matcher.until(Instant::now() + scope.budget);
+    let matcher = &counting;
     // Pass 1: count the matching lines of every note (cheap); excerpts come later. Paths are
     // borrowed, not cloned: a clone touches each matching note's path allocation (a cache miss
     // and an atomic increment per note).
@@ -137,7 +178,7 @@ pub(super) fn search_lines(
     let listed = listed.map(|l| l.0);
     // Notes found by a walk of the disk (before the first build), owned here.
     let mut walked: Vec<(f64, VaultPath, usize)> = Vec::new();
-    let (mut scored, partial): (Vec<Scored<'_>>, bool) = match (in_memory, &listed) {
+    let (mut scored, mut partial): (Vec<Scored<'_>>, bool) = match (in_memory, &listed) {
         // Every kept text: no note list to build, no lookups.
         (Some(texts), _) => texts.scan(scope.budget, &|p, name, text| {
             score_named(matcher, p, name, text)
@@ -172,6 +213,7 @@ pub(super) fn search_lines(
             )
         }
     };
+    partial |= counting.was_cut();
     let total: usize = scored.iter().map(|n| n.2).sum();
     // Best first. A page needs at most `offset + limit` notes (each has at least one hit): only
     // those are sorted, after a linear selection (sorting every matching note compared the
@@ -184,7 +226,10 @@ pub(super) fn search_lines(
     }
     scored.sort_unstable_by(order);
 
-    // Pass 2: the hits of the notes that make the page, skipping whole notes up to the offset.
+    // Pass 2: the hits of the notes that make the page, skipping whole notes up to the offset
+    // (with a budget of its own: the first may be spent).
+    let showing = matcher.until(Instant::now() + scope.budget);
+    let matcher = &showing;
     let mut to_skip = offset;
     let mut hits: Vec<SearchHit> = Vec::with_capacity(limit);
     let mut budget = Budget::new();
@@ -220,6 +265,7 @@ pub(super) fn search_lines(
         }
         to_skip = 0;
     }
+    partial |= showing.was_cut();
     let end = offset + hits.len();
     let next_cursor = (end < total && !hits.is_empty()).then(|| encode_offset(end, query_id));
     let mut notes = Vec::new();
@@ -277,6 +323,8 @@ fn search_lines_by_rank(
     let vault = engine.vault();
     let filter = scope.index_filter(engine);
     let started = Instant::now();
+    let limited = matcher.until(started + scope.budget);
+    let matcher = &limited;
     // Enough notes for the page if most of them hold the query (each has one hit at least),
     // four times more on each round that falls short.
     let mut want = offset.saturating_add(limit).saturating_mul(2).max(64);
@@ -354,6 +402,7 @@ fn search_lines_by_rank(
             more |= count > to_skip + room;
             to_skip = 0;
         }
+        partial |= limited.was_cut();
         if !(more || exhausted || partial || budget.full()) {
             want = want.saturating_mul(4);
             continue;
@@ -629,6 +678,31 @@ mod tests {
         assert!(e.to_string().contains("backreferences"), "{e}");
         let nested = format!("{}a{}", "(".repeat(200), ")".repeat(200));
         assert!(Matcher::regex(&nested, false).is_err());
+    }
+
+    #[test]
+    fn a_regex_whose_every_search_reads_the_rest_of_the_note_stops_at_the_deadline() {
+        // Matches the empty string everywhere, and each search scans to the end looking for
+        // a `Z`: quadratic in the note's size (16 s for 120 KB, minutes for a few MB).
+        let text = "lorem ipsum dolor sit amet\n".repeat(40_000);
+        let m = Matcher::regex("(?s:.*Z)?", true).unwrap();
+        let started = Instant::now();
+        let limited = m.until(started + Duration::from_millis(100));
+        assert_eq!(count_matching_lines(&text, &limited), 0);
+        assert!(limited.was_cut());
+        // A sanity bound: the deadline is read before every search.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let p = VaultPath::parse("n.md").unwrap();
+        assert!(line_hits(&p, &text, &limited, 10).is_empty());
+        // Without a deadline, or before it, nothing is cut.
+        let f = Matcher::literal("dolor", false).unwrap();
+        let limited = f.until(Instant::now() + Duration::from_secs(60));
+        assert_eq!(count_matching_lines(&text, &limited), 40_000);
+        assert!(!limited.was_cut() && !f.was_cut());
     }
 
     #[test]

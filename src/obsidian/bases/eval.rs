@@ -175,6 +175,11 @@ impl Budget {
                 fatal: true,
             });
         }
+        self.check_time(pos)
+    }
+
+    /// An error once the deadline has passed.
+    fn check_time(&self, pos: u32) -> Result<(), EvalError> {
         if Instant::now() > self.deadline {
             return Err(EvalError {
                 message: "query took too long and was stopped".into(),
@@ -185,6 +190,10 @@ impl Budget {
         Ok(())
     }
 }
+
+/// Bytes of string an evaluator handles for one step: string methods charge their input and
+/// output by size, so a long string is not one step.
+const BYTES_PER_STEP: u64 = 64;
 
 impl Default for Budget {
     fn default() -> Self {
@@ -1168,7 +1177,81 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// Counts one regex search (and the bytes it passed over) in a loop over the matches of
+    /// `split` or `replace`, and reads the clock: the regex crate bounds each search, not an
+    /// iteration (a pattern matching the empty string everywhere may read the rest of the string
+    /// at every position), so the deadline is checked between searches.
+    fn charge_search(&mut self, bytes: usize, pos: u32) -> Result<(), EvalError> {
+        self.charge(1 + bytes as u64 / BYTES_PER_STEP, pos)?;
+        self.budget.check_time(pos)
+    }
+
+    /// `s.split(re)`, at most `limit` parts, within the budget.
+    fn split_regex(&mut self, s: &str, re: &regex::Regex, limit: usize, pos: u32) -> R {
+        let mut parts = Vec::new();
+        let mut last = 0;
+        for m in re.find_iter(s) {
+            self.charge_search(m.end().saturating_sub(last), pos)?;
+            if parts.len() >= limit {
+                break;
+            }
+            parts.push(Value::str(&s[last..m.start()]));
+            last = m.end();
+        }
+        if parts.len() < limit {
+            parts.push(Value::str(&s[last..]));
+        }
+        Ok(Value::List(Arc::new(parts)))
+    }
+
+    /// `s.replace(re, rep)` (every match when `global`), within the budget and the string cap.
+    fn replace_regex(
+        &mut self,
+        s: &str,
+        re: &regex::Regex,
+        rep: &str,
+        global: bool,
+        pos: u32,
+    ) -> Result<String, EvalError> {
+        let mut out = String::new();
+        let mut last = 0;
+        if !rep.contains('$') {
+            // Nothing to expand: no capture groups needed.
+            for m in re.find_iter(s) {
+                self.charge_search(m.end().saturating_sub(last) + rep.len(), pos)?;
+                out.push_str(&s[last..m.start()]);
+                out.push_str(rep);
+                last = m.end();
+                if out.len() > MAX_STRING_BYTES {
+                    return Err(EvalError::at(pos, "string too long"));
+                }
+                if !global {
+                    break;
+                }
+            }
+            out.push_str(&s[last..]);
+            return Ok(out);
+        }
+        for caps in re.captures_iter(s) {
+            let Some(m) = caps.get(0) else { continue };
+            self.charge_search(m.end().saturating_sub(last) + rep.len(), pos)?;
+            out.push_str(&s[last..m.start()]);
+            caps.expand(rep, &mut out);
+            last = m.end();
+            if out.len() > MAX_STRING_BYTES {
+                return Err(EvalError::at(pos, "string too long"));
+            }
+            if !global {
+                break;
+            }
+        }
+        out.push_str(&s[last..]);
+        Ok(out)
+    }
+
     fn string_method(&mut self, s: &Arc<str>, name: &str, args: &[Expr], pos: u32) -> R {
+        // Every string method reads its string (most in full): charged by size.
+        self.charge(s.len() as u64 / BYTES_PER_STEP, pos)?;
         let texts = |ev: &mut Self| -> Result<Vec<String>, EvalError> {
             let vals = ev.args(args)?;
             Ok(vals.iter().map(|v| ev.text(v)).collect())
@@ -1208,7 +1291,7 @@ impl<'a> Evaluator<'a> {
                 };
                 let limit = n.unwrap_or(MAX_LIST_LEN).min(MAX_LIST_LEN);
                 let parts: Vec<Value> = match &sep {
-                    Value::Regex(p) => p.regex.split(s).take(limit).map(Value::str).collect(),
+                    Value::Regex(p) => return self.split_regex(s, &p.regex, limit, pos),
                     other => {
                         let sep = self.text(other);
                         if sep.is_empty() {
@@ -1230,11 +1313,7 @@ impl<'a> Evaluator<'a> {
                 let out = match &pat {
                     Value::Regex(p) => {
                         let rep = js_replacement(&rep);
-                        if p.global {
-                            p.regex.replace_all(s, rep.as_str()).into_owned()
-                        } else {
-                            p.regex.replace(s, rep.as_str()).into_owned()
-                        }
+                        self.replace_regex(s, &p.regex, &rep, p.global, pos)?
                     }
                     other => {
                         let from = self.text(other);
@@ -1311,10 +1390,13 @@ impl<'a> Evaluator<'a> {
             }
             "containsAll" => {
                 let vs = self.args(args)?;
+                // Each value is looked for in the whole list.
+                self.charge((l.len() * vs.len()) as u64 / 8, pos)?;
                 Value::Bool(vs.iter().all(|v| l.iter().any(|x| x.equals(v))))
             }
             "containsAny" => {
                 let vs = self.args(args)?;
+                self.charge((l.len() * vs.len()) as u64 / 8, pos)?;
                 Value::Bool(vs.iter().any(|v| l.iter().any(|x| x.equals(v))))
             }
             "filter" | "map" => {
@@ -1616,7 +1698,7 @@ fn title_case(s: &str) -> String {
 
 /// JavaScript's `$1`, `$&` in a replacement, written for the `regex` crate (`${1}`, `${0}`);
 /// a literal `$` otherwise.
-fn js_replacement(rep: &str) -> String {
+pub(super) fn js_replacement(rep: &str) -> String {
     let mut out = String::with_capacity(rep.len());
     let mut chars = rep.chars().peekable();
     while let Some(c) = chars.next() {

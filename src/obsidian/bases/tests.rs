@@ -719,6 +719,60 @@ fn a_runaway_query_stops_within_its_budget() {
     assert!(matches!(err, BaseError::Budget(_)), "{err}");
 }
 
+/// Evaluates `src` with no row under `budget`, giving the error message.
+fn eval_with(budget: &Budget, src: &str) -> Result<serde_json::Value, String> {
+    let v = TableVault::sample();
+    let expr = parse(src).map_err(|e| format!("parse: {e}"))?;
+    let formulas = Vec::new();
+    let mut ev = Evaluator::new(&v, &formulas, budget, None);
+    let value = ev.eval(&expr).map_err(|e| e.message)?;
+    Ok(value.to_json(&|f| v.path(f).to_owned()))
+}
+
+#[test]
+fn regex_work_over_a_long_string_is_charged_by_size_and_stops_at_the_deadline() {
+    // The pattern matches the empty string at every position and each search for it reads the
+    // rest of the string: one `replace` call was 13 s of a single "step".
+    let started = std::time::Instant::now();
+    let budget = Budget::with(
+        super::eval::MAX_STEPS,
+        std::time::Duration::from_millis(200),
+    );
+    let e = eval_with(&budget, r#""x".repeat(1000000).replace(/(.*Z)?/gs, "")"#).unwrap_err();
+    assert!(e.contains("took too long"), "{e}");
+    let e = eval_with(&budget, r#""x".repeat(1000000).split(/(.*Z)?/s)"#).unwrap_err();
+    assert!(e.contains("took too long"), "{e}");
+    // A sanity bound: the clock is read between searches.
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    // Steps grow with the bytes handled, not the number of calls.
+    for src in [
+        r#""ab".repeat(500000).split(/b/).length"#,
+        r#""ab".repeat(500000).replace(/b/g, "c").length"#,
+        r#""ab".repeat(500000).lower().length"#,
+    ] {
+        let budget = Budget::with(5_000, std::time::Duration::from_secs(60));
+        let e = eval_with(&budget, src).unwrap_err();
+        assert!(e.contains("evaluation steps"), "{src}: {e}");
+    }
+    // A list searched for each of many values is charged for each.
+    let many = vec!["\"y\""; 40].join(", ");
+    let src = format!(r#""x".repeat(100000).split("").containsAny({many})"#);
+    let budget = Budget::with(200_000, std::time::Duration::from_secs(60));
+    let e = eval_with(&budget, &src).unwrap_err();
+    assert!(e.contains("evaluation steps"), "{e}");
+    // The loops give what the regex crate's split and replace_all give.
+    let budget = Budget::new();
+    for (src, want) in [
+        (r#""a1b22c".split(/\d*/)"#, json!(["", "a", "b", "c", ""])),
+        (r#""a1b22c".split(/\d+/, 2)"#, json!(["a", "b"])),
+        (r#""a1b22c".replace(/\d*/g, "-")"#, json!("-a-b-c-")),
+        (r#""a1b22c".replace(/(\d)+/, "<$1>")"#, json!("a<1>b22c")),
+        (r#""abc".split(/x/, 0)"#, json!([])),
+    ] {
+        assert_eq!(eval_with(&budget, src).unwrap(), want, "{src}");
+    }
+}
+
 #[test]
 fn nesting_and_length_limits_refuse_hostile_expressions() {
     let deep = "(".repeat(200) + "1" + &")".repeat(200);
@@ -922,5 +976,38 @@ fn a_page_of_a_sorted_view_is_the_same_slice_of_the_full_sort_ties_included() {
             let want = &all[page.start.min(total)..page.end.min(total)];
             assert_eq!(rows, want, "{yaml} {page:?}");
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The budgeted loops of `split` and `replace` give what the regex crate's own `split`,
+    /// `replace` and `replace_all` give, empty matches included.
+    #[test]
+    fn budgeted_split_and_replace_agree_with_the_regex_crate(
+        text in "[ab1é ]{0,24}",
+        pattern in prop::sample::select(vec![
+            "a", "a*", "b?", "\\d*", "(a)(b)?", "é|", "\\b", "a+|b*",
+        ]),
+        rep in prop::sample::select(vec!["", "-", "<$1>", "$$", "x$2y"]),
+        limit in 0usize..6,
+        global in any::<bool>(),
+    ) {
+        let re = regex::Regex::new(pattern).unwrap();
+        let lit = |s: &str| serde_json::to_string(s).unwrap();
+        let flags = if global { "g" } else { "" };
+        let budget = Budget::new();
+        let src = format!("{}.split(/{pattern}/, {limit})", lit(&text));
+        let want: Vec<&str> = re.split(&text).take(limit).collect();
+        prop_assert_eq!(eval_with(&budget, &src).unwrap(), json!(want), "{}", src);
+        let src = format!("{}.replace(/{pattern}/{flags}, {})", lit(&text), lit(rep));
+        let rep_rs = super::eval::js_replacement(rep);
+        let want = if global {
+            re.replace_all(&text, rep_rs.as_str())
+        } else {
+            re.replace(&text, rep_rs.as_str())
+        };
+        prop_assert_eq!(eval_with(&budget, &src).unwrap(), json!(want), "{}", src);
     }
 }
