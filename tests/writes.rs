@@ -230,7 +230,7 @@ async fn create_write_edit_append_prepend_and_frontmatter_work_and_search_sees_t
     let plan3 = read(v, "Plan.md");
     assert_eq!(
         plan3,
-        "---\n# keep this comment\ntitle: Plan\ntags:\n- a\n\nstatus: draft\n---\ntop line\n# Plan\nINTRO\n\n## Tasks\n- one\n- two\n\n## Notes\nnote\nthe end\n"
+        "---\n# keep this comment\ntitle: Plan\ntags:\n- a\n\nstatus: draft\n---\ntop line\n\n# Plan\nINTRO\n\n## Tasks\n- one\n- two\n\n## Notes\nnote\n\nthe end\n"
     );
 
     // update_frontmatter: one key changed, one added, one removed; everything else kept.
@@ -255,7 +255,7 @@ async fn create_write_edit_append_prepend_and_frontmatter_work_and_search_sees_t
     .await;
     assert_eq!(
         read(v, "crlf.md"),
-        "\u{feff}line one\r\nline two\r\nline three\r\n"
+        "\u{feff}line one\r\nline two\r\n\r\nline three\r\n"
     );
 
     // dry_run: a diff, and not one byte changed anywhere.
@@ -591,7 +591,7 @@ async fn write_attacks_leave_the_outside_and_hidden_folders_untouched() {
         json!({"path": "Notes/hard.md", "content": "appended"}),
     )
     .await;
-    assert_eq!(read(v, "Notes/hard.md"), "outside bytes\nappended\n");
+    assert_eq!(read(v, "Notes/hard.md"), "outside bytes\n\nappended\n");
     assert_eq!(
         snapshot(&f.outside),
         outside_before,
@@ -756,9 +756,10 @@ async fn daily_note_writes_land_where_the_settings_put_them() {
     assert_eq!(r["path"], "Journal/2026/03-04.md");
     let text = read(&f.vault, "Journal/2026/03-04.md");
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[..2], ["# 03-04", "created 2026"]);
+    // The entry starts a paragraph of its own after the template's text.
+    assert_eq!(lines[..3], ["# 03-04", "created 2026", ""]);
     assert!(
-        lines[2].starts_with("- ") && lines[2].ends_with(" met Ada"),
+        lines[3].starts_with("- ") && lines[3].ends_with(" met Ada"),
         "{text}"
     );
     let got = s.ok("get_daily_note", json!({"date": "2026-03-04"})).await;
@@ -774,7 +775,7 @@ async fn daily_note_writes_land_where_the_settings_put_them() {
     .await;
     assert_eq!(
         read(&f.vault, "Journal/2026/03-05.md"),
-        "# 03-05\ncreated 2026\nplan\n"
+        "# 03-05\ncreated 2026\n\nplan\n"
     );
     s.stop().await;
 }
@@ -1029,7 +1030,7 @@ async fn the_audit_log_can_live_elsewhere_but_never_in_the_vault() {
     let line: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
     assert_eq!(line["tool"], "append_to_note");
     assert_eq!(line["old_sha256"], sha("a\n"));
-    assert_eq!(line["new_sha256"], sha("a\nb\n"));
+    assert_eq!(line["new_sha256"], sha("a\n\nb\n"));
     let inside = f.vault.join("audit.jsonl");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
         .arg("serve")
@@ -1048,4 +1049,428 @@ async fn the_audit_log_can_live_elsewhere_but_never_in_the_vault() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("must be outside the vault"), "{err}");
     assert!(!inside.exists());
+}
+
+/// Every `\n` in `text` is part of a `\r\n`.
+fn all_crlf(text: &str) -> bool {
+    text.match_indices('\n')
+        .all(|(i, _)| i > 0 && text.as_bytes()[i - 1] == b'\r')
+}
+
+#[tokio::test]
+async fn write_tools_resolve_bare_names_as_read_note_does_and_misses_get_suggestions() {
+    let f = fixture(&[
+        (
+            "People/Kevin Kelly.md",
+            "---\nrole: writer\n---\nKevin text\n",
+        ),
+        ("People/Ada.md", "ada\n"),
+        ("Old/Moving.md", "moving\n"),
+        ("Old/Doomed.md", "doomed\n"),
+    ]);
+    let s = writable(&f, &[]).await;
+    let v = &f.vault;
+    assert_eq!(
+        s.ok("read_note", json!({"path": "Kevin Kelly"})).await["path"],
+        "People/Kevin Kelly.md"
+    );
+    let r = s
+        .ok(
+            "edit_note",
+            json!({"path": "Kevin Kelly", "edits": [{"old_text": "Kevin text", "new_text": "edited"}]}),
+        )
+        .await;
+    assert_eq!(r["path"], "People/Kevin Kelly.md", "{r}");
+    s.ok(
+        "append_to_note",
+        json!({"path": "kevin kelly.md", "content": "appended"}),
+    )
+    .await;
+    s.ok(
+        "prepend_to_note",
+        json!({"path": "Kevin Kelly", "content": "prepended"}),
+    )
+    .await;
+    s.ok(
+        "update_frontmatter",
+        json!({"path": "Kevin Kelly", "set": {"role": "editor"}}),
+    )
+    .await;
+    assert_eq!(
+        read(v, "People/Kevin Kelly.md"),
+        "---\nrole: editor\n---\nprepended\n\nedited\n\nappended\n"
+    );
+    let now = sha(&read(v, "People/Kevin Kelly.md"));
+    s.ok(
+        "write_note",
+        json!({"path": "Kevin Kelly", "content": "whole\n", "if_match": now}),
+    )
+    .await;
+    assert_eq!(read(v, "People/Kevin Kelly.md"), "whole\n");
+    assert!(!v.join("Kevin Kelly.md").exists());
+    // A miss: not_found with the same suggestions read_note gives.
+    let want = s.call("read_note", json!({"path": "Kevin Kely"})).await;
+    let got = s
+        .call(
+            "edit_note",
+            json!({"path": "Kevin Kely", "edits": [{"old_text": "a", "new_text": "b"}]}),
+        )
+        .await;
+    assert_eq!(got.error["code"], "not_found", "{}", got.raw);
+    assert_eq!(got.error["suggestions"], want.error["suggestions"]);
+    assert_eq!(got.error["suggestions"][0], "People/Kevin Kelly.md");
+    // Moves and deletes take bare names too.
+    let m = s
+        .ok(
+            "move_note",
+            json!({"from": "Moving", "to": "New/Moving.md"}),
+        )
+        .await;
+    assert_eq!(m["from"], "Old/Moving.md");
+    assert_eq!(read(v, "New/Moving.md"), "moving\n");
+    let d = s.ok("delete_note", json!({"path": "Doomed"})).await;
+    assert_eq!(d["path"], "Old/Doomed.md");
+    assert!(!v.join("Old/Doomed.md").exists());
+    // Creation tools take the path as given: a bare name is a new note at the root.
+    let c = s
+        .ok(
+            "create_note",
+            json!({"path": "Ada", "content": "root ada\n"}),
+        )
+        .await;
+    assert_eq!(c["path"], "Ada.md");
+    assert_eq!(read(v, "People/Ada.md"), "ada\n");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn every_write_keeps_a_crlf_notes_line_endings() {
+    let f = fixture(&[
+        (
+            "crlf.md",
+            "---\r\ntitle: T\r\n---\r\n# Top\r\nline one\r\n\r\n## Tasks\r\n- a\r\n",
+        ),
+        ("Target.md", "target\r\n"),
+        ("links.md", "see [[Target]] and [t](Target.md)\r\nend\r\n"),
+        ("Daily/2026-01-02.md", "# Day\r\n- 08:00 first\r\n"),
+        (
+            ".obsidian/daily-notes.json",
+            r#"{"folder": "Daily", "format": "YYYY-MM-DD"}"#,
+        ),
+    ]);
+    let s = writable(&f, &[]).await;
+    let v = &f.vault;
+    s.ok(
+        "edit_note",
+        json!({"path": "crlf.md", "edits": [{"old_text": "line one", "new_text": "line one\nline two"}]}),
+    )
+    .await;
+    s.ok(
+        "append_to_note",
+        json!({"path": "crlf.md", "content": "- b\n- c"}),
+    )
+    .await;
+    s.ok(
+        "append_to_note",
+        json!({"path": "crlf.md", "content": "under top\nagain", "heading": "Top"}),
+    )
+    .await;
+    s.ok(
+        "prepend_to_note",
+        json!({"path": "crlf.md", "content": "first\nsecond"}),
+    )
+    .await;
+    s.ok(
+        "update_frontmatter",
+        json!({"path": "crlf.md", "set": {"nested": {"a": 2}, "list": ["x", "y"]}}),
+    )
+    .await;
+    let text = read(v, "crlf.md");
+    assert!(all_crlf(&text), "{text:?}");
+    assert!(text.contains("line one\r\nline two\r\n"), "{text:?}");
+    assert!(text.contains("nested:\r\n  a: 2\r\n"), "{text:?}");
+    s.ok(
+        "move_note",
+        json!({"from": "Target.md", "to": "Sub/Moved Target.md"}),
+    )
+    .await;
+    let links = read(v, "links.md");
+    assert!(all_crlf(&links) && links.contains("Moved"), "{links:?}");
+    s.ok(
+        "append_daily_note",
+        json!({"text": "second\nline", "date": "2026-01-02"}),
+    )
+    .await;
+    let daily = read(v, "Daily/2026-01-02.md");
+    assert!(all_crlf(&daily), "{daily:?}");
+    // write_note writes the client's bytes as they are: the whole text is the client's.
+    let now = sha(&read(v, "Sub/Moved Target.md"));
+    s.ok(
+        "write_note",
+        json!({"path": "Sub/Moved Target.md", "content": "lf\nonly\n", "if_match": now}),
+    )
+    .await;
+    assert_eq!(read(v, "Sub/Moved Target.md"), "lf\nonly\n");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn update_frontmatter_keeps_comments_writes_objects_as_blocks_and_keys_in_the_order_sent() {
+    let f = fixture(&[(
+        "n.md",
+        "---\ntitle: Old   # why this title\ntags:\n  - a\n---\nbody\n",
+    )]);
+    let s = writable(&f, &[]).await;
+    // serde_json keeps this object's order (preserve_order), and so does the wire.
+    let set: Value = serde_json::from_str(
+        r#"{"title": "New", "zeta": 1, "nested": {"b": 2, "a": {"c": "d"}}, "alpha": "x"}"#,
+    )
+    .unwrap();
+    s.ok("update_frontmatter", json!({"path": "n.md", "set": set}))
+        .await;
+    assert_eq!(
+        read(&f.vault, "n.md"),
+        "---\ntitle: New   # why this title\ntags:\n  - a\nzeta: 1\nnested:\n  b: 2\n  a:\n    c: d\nalpha: x\n---\nbody\n"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_move_keeps_each_markdown_links_own_style() {
+    let f = fixture(&[
+        ("References/Steph Ango.md", "steph\n"),
+        (
+            "links.md",
+            "[angled](<References/Steph Ango.md>) [enc](References/Steph%20Ango.md) \
+             [both](<References/Steph%20Ango.md#Top>) [[References/Steph Ango|wiki]]\n",
+        ),
+        (".obsidian/app.json", r#"{"newLinkFormat": "absolute"}"#),
+    ]);
+    let s = writable(&f, &[]).await;
+    s.ok(
+        "move_note",
+        json!({"from": "References/Steph Ango.md", "to": "People/Stephan Ango.md"}),
+    )
+    .await;
+    assert_eq!(
+        read(&f.vault, "links.md"),
+        "[angled](<People/Stephan Ango.md>) [enc](People/Stephan%20Ango.md) \
+         [both](<People/Stephan%20Ango.md#Top>) [[People/Stephan Ango|wiki]]\n"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn dry_run_replies_say_what_would_happen_not_what_did() {
+    let f = fixture(&[("a.md", "a\n"), ("F/b.md", "b\n")]);
+    let s = writable(&f, &["--allow-permanent-delete"]).await;
+    let before = snapshot(&f.vault);
+    for args in [
+        json!({"path": "a.md", "dry_run": true}),
+        json!({"path": "a.md", "dry_run": true, "permanent": true}),
+        json!({"path": "F", "dry_run": true}),
+        json!({"path": "F", "dry_run": true, "permanent": true}),
+    ] {
+        let r = s.ok("delete_note", args.clone()).await;
+        let m = r["message"].as_str().unwrap();
+        assert!(m.starts_with("would "), "{args}: {m}");
+        assert!(
+            !m.contains("moved to") && !m.contains(" are kept"),
+            "{args}: {m}"
+        );
+    }
+    assert_eq!(snapshot(&f.vault), before);
+    let r = s
+        .ok("delete_note", json!({"path": "F", "permanent": true}))
+        .await;
+    let m = r["message"].as_str().unwrap();
+    assert!(
+        m.starts_with("removed for good") && m.contains("1 file(s) are kept"),
+        "{m}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn appends_start_a_paragraph_of_their_own_and_a_heading_append_lands_in_its_own_text() {
+    let f = fixture(&[
+        ("p.md", "A paragraph.\n"),
+        ("l.md", "- one\n"),
+        (
+            "h.md",
+            "# Plan\nintro\n\n## Tasks\n- one\n\n## Notes\nnote\n",
+        ),
+    ]);
+    let s = writable(&f, &[]).await;
+    let v = &f.vault;
+    s.ok(
+        "append_to_note",
+        json!({"path": "p.md", "content": "More."}),
+    )
+    .await;
+    assert_eq!(read(v, "p.md"), "A paragraph.\n\nMore.\n");
+    s.ok(
+        "append_to_note",
+        json!({"path": "l.md", "content": "- two"}),
+    )
+    .await;
+    assert_eq!(read(v, "l.md"), "- one\n- two\n");
+    s.ok(
+        "append_to_note",
+        json!({"path": "h.md", "content": "more intro", "heading": "Plan"}),
+    )
+    .await;
+    s.ok(
+        "append_to_note",
+        json!({"path": "h.md", "content": "- two", "heading": "Plan/Tasks"}),
+    )
+    .await;
+    assert_eq!(
+        read(v, "h.md"),
+        "# Plan\nintro\n\nmore intro\n\n## Tasks\n- one\n- two\n\n## Notes\nnote\n"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn server_instructions_describe_exactly_which_tools_require_if_match() {
+    let f = fixture(&[("a.md", "a\n")]);
+    let s = writable(&f, &[]).await;
+    let info = s.client.peer_info().unwrap();
+    let text = info.instructions.clone().unwrap_or_default();
+    assert!(!text.contains("every change needs"), "{text}");
+    assert!(text.contains("`write_note` needs"), "{text}");
+    // What the instructions say is enforced: edit_note works without if_match...
+    s.ok(
+        "edit_note",
+        json!({"path": "a.md", "edits": [{"old_text": "a", "new_text": "b"}]}),
+    )
+    .await;
+    // ...and write_note does not.
+    let r = s
+        .call("write_note", json!({"path": "a.md", "content": "c"}))
+        .await;
+    assert!(r.is_error, "{}", r.raw);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn moving_or_deleting_a_folder_never_carries_hidden_or_excluded_entries() {
+    let f = fixture(&[
+        ("Projects/Public/a.md", "public\n"),
+        ("Projects/Private/secret.md", "secret\n"),
+        ("Journal/2026.md", "journal\n"),
+        ("Repo/readme.md", "repo\n"),
+        ("Repo/.git/config", "[core]\n"),
+        ("Notes/n.md", "n\n"),
+        ("Clean/x.md", "x\n"),
+        ("Clean/pic.png", "png bytes"),
+    ]);
+    let s = writable(
+        &f,
+        &[
+            "--exclude",
+            "Projects/Private",
+            "--exclude",
+            "Journal/**",
+            "--exclude",
+            "Archive/*/*.md",
+            "--allow-permanent-delete",
+        ],
+    )
+    .await;
+    let v = &f.vault;
+    let before = snapshot(v);
+    for (from, to) in [
+        ("Projects", "Elsewhere/Projects"),
+        ("Journal", "Diary"),
+        ("Repo", "Code/Repo"),
+        ("Notes", "Archive/Notes"),
+    ] {
+        for dry_run in [true, false] {
+            let r = s
+                .call(
+                    "move_note",
+                    json!({"from": from, "to": to, "dry_run": dry_run}),
+                )
+                .await;
+            assert_eq!(r.error["code"], "refused", "{from} -> {to}: {}", r.raw);
+            assert!(
+                !r.raw.contains("secret") && !r.raw.contains(".git"),
+                "{}",
+                r.raw
+            );
+        }
+    }
+    for folder in ["Projects", "Journal", "Repo"] {
+        for permanent in [false, true] {
+            let r = s
+                .call(
+                    "delete_note",
+                    json!({"path": folder, "permanent": permanent}),
+                )
+                .await;
+            assert_eq!(r.error["code"], "refused", "{folder}: {}", r.raw);
+        }
+    }
+    assert_eq!(
+        snapshot(v),
+        before,
+        "a refused move or delete changed the vault"
+    );
+    let hidden = s
+        .call(
+            "read_note",
+            json!({"path": "Elsewhere/Projects/Private/secret.md"}),
+        )
+        .await;
+    assert!(hidden.is_error);
+    // A folder of visible files only goes, and every file of it is in the history, attachments too.
+    let r = s
+        .ok("delete_note", json!({"path": "Clean", "permanent": true}))
+        .await;
+    assert!(r["message"].as_str().unwrap().contains("2 file(s)"), "{r}");
+    let h = s.ok("note_history", json!({"path": "Clean/pic.png"})).await;
+    assert_eq!(h["versions"][0]["sha256"], sha("png bytes"), "{h}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn writes_never_nest_deeper_than_the_depth_limit() {
+    let deep_folder: Vec<String> = (0..70).map(|i| format!("d{i}")).collect();
+    let deep = format!("{}/x.md", deep_folder.join("/"));
+    let f = fixture(&[("Tree/a/b/c.md", "c\n"), (deep.as_str(), "deep\n")]);
+    let s = writable(&f, &["--allow-permanent-delete"]).await;
+    let v = &f.vault;
+    let before = snapshot(v);
+    // 65 components: refused; 64: fine.
+    let too_deep: Vec<String> = (0..64).map(|i| format!("n{i}")).collect();
+    let r = s
+        .call(
+            "create_note",
+            json!({"path": format!("{}/x.md", too_deep.join("/")), "content": "x"}),
+        )
+        .await;
+    assert_eq!(r.error["code"], "refused", "{}", r.raw);
+    // A folder whose files would land deeper than 64 levels does not move.
+    let to: Vec<String> = (0..62).map(|i| format!("m{i}")).collect();
+    let r = s
+        .call("move_note", json!({"from": "Tree", "to": to.join("/")}))
+        .await;
+    assert_eq!(r.error["code"], "refused", "{}", r.raw);
+    // A tree deeper than the limit is not deleted (nor walked without bound).
+    for permanent in [false, true] {
+        let r = s
+            .call("delete_note", json!({"path": "d0", "permanent": permanent}))
+            .await;
+        assert_eq!(r.error["code"], "refused", "{}", r.raw);
+    }
+    assert_eq!(snapshot(v), before);
+    let ok: Vec<String> = (0..63).map(|i| format!("n{i}")).collect();
+    s.ok(
+        "create_note",
+        json!({"path": format!("{}/x.md", ok.join("/")), "content": "x"}),
+    )
+    .await;
+    s.stop().await;
 }

@@ -99,11 +99,15 @@ pub fn replace_each(text: &str, edits: &[Replace]) -> Result<String, EditError> 
             )));
         }
         let mut old = e.old_text.clone();
-        let mut new = e.new_text.clone();
+        // The new text's line breaks are the note's, whatever the client sent.
+        let new = if e.new_text.contains('\n') {
+            layout.lines_of(&e.new_text)
+        } else {
+            e.new_text.clone()
+        };
         let mut found = occurrences(body, &old);
         if found.is_empty() && layout.newline == "\r\n" && old.contains('\n') {
             old = layout.lines_of(&old);
-            new = layout.lines_of(&new);
             found = occurrences(body, &old);
         }
         if found.len() != 1 {
@@ -159,12 +163,78 @@ fn as_lines(layout: &Layout<'_>, content: &str) -> String {
     s
 }
 
-/// Appends `content` at the end of the note, on lines of its own.
+/// What kind of block a line starts or continues, for [`separator`].
+#[derive(PartialEq, Eq)]
+enum LineKind {
+    Blank,
+    Heading,
+    ListItem,
+    Quote,
+    TableRow,
+    Other,
+}
+
+fn line_kind(line: &str) -> LineKind {
+    let t = line.trim();
+    if t.is_empty() {
+        return LineKind::Blank;
+    }
+    let hashes = t.bytes().take_while(|&b| b == b'#').count();
+    if (1..=6).contains(&hashes) && t[hashes..].chars().next().is_none_or(char::is_whitespace) {
+        return LineKind::Heading;
+    }
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let after_digits = &t[digits..];
+    if t.starts_with(['-', '*', '+']) && t[1..].chars().next().is_none_or(char::is_whitespace)
+        || (1..=9).contains(&digits)
+            && (after_digits.starts_with(". ") || after_digits.starts_with(") "))
+    {
+        return LineKind::ListItem;
+    }
+    if t.starts_with('>') {
+        return LineKind::Quote;
+    }
+    if t.starts_with('|') {
+        return LineKind::TableRow;
+    }
+    LineKind::Other
+}
+
+/// The line break to put between `before` (the note up to the insertion point, ending with a
+/// line break or empty) and `content`, so that appended text never joins a paragraph: a blank
+/// line, except after a heading or a blank line, before content that starts with a blank line,
+/// or when both sides are list items, quote lines or table rows (the block goes on).
+fn separator<'n>(before: &str, content: &str, nl: &'n str) -> &'n str {
+    let one_line_less = before.strip_suffix('\n').unwrap_or(before);
+    let last = one_line_less.rsplit('\n').next().unwrap_or("");
+    let first = content.split('\n').next().unwrap_or("");
+    let (a, b) = (line_kind(last), line_kind(first));
+    let goes_on = a == b && matches!(a, LineKind::ListItem | LineKind::Quote | LineKind::TableRow);
+    if before.is_empty()
+        || matches!(a, LineKind::Blank | LineKind::Heading)
+        || b == LineKind::Blank
+        || goes_on
+    {
+        ""
+    } else {
+        nl
+    }
+}
+
+/// Appends `content` at the end of the note, on lines of its own, separated from a paragraph
+/// before it by a blank line (see [`separator`]); right after the frontmatter, nothing is
+/// added between.
 pub fn append(text: &str, content: &str) -> String {
     let layout = Layout::of(text);
     let mut body = layout.body.to_owned();
     if !body.is_empty() && !body.ends_with('\n') {
         body.push_str(layout.newline);
+    }
+    let after_frontmatter =
+        frontmatter::find_block(&body).is_some_and(|b| body[b.body_start..].trim().is_empty());
+    if !after_frontmatter {
+        let sep = separator(&body, content, layout.newline);
+        body.push_str(sep);
     }
     body.push_str(&as_lines(&layout, content));
     layout.with_body(&body)
@@ -181,14 +251,26 @@ pub fn prepend(text: &str, content: &str) -> String {
         out.push_str(layout.newline);
     }
     out.push_str(&as_lines(&layout, content));
+    // The same blank line between the new text and a paragraph that follows it.
+    let next = body[at..].split('\n').next().unwrap_or("");
+    let last = content
+        .trim_end_matches(['\n', '\r'])
+        .rsplit('\n')
+        .next()
+        .unwrap_or("");
+    if !separator(last, next, layout.newline).is_empty() && line_kind(last) != LineKind::Heading {
+        out.push_str(layout.newline);
+    }
     out.push_str(&body[at..]);
     layout.with_body(&out)
 }
 
-/// Appends `content` at the end of the section under `heading` (`Parent/Child` for a heading
-/// nested under another; a heading whose own text holds `/` matches as written too): after the
-/// section's last line that is not blank, before the next heading of the same or a higher level.
-/// Headings compare by `key` (the model's heading key, as links find headings).
+/// Appends `content` at the end of the text of the section under `heading` (`Parent/Child` for
+/// a heading nested under another; a heading whose own text holds `/` matches as written too):
+/// after the last line that is not blank before the next heading of any level, so text for a
+/// heading lands under it, never inside its last subsection. A paragraph before it is separated
+/// by a blank line as in [`append`]. Headings compare by `key` (the model's heading key, as
+/// links find headings).
 pub fn append_to_section(
     text: &str,
     heading: &str,
@@ -220,7 +302,6 @@ pub fn append_to_section(
         });
     }
     let i = found[0];
-    let level = headings[i].level;
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(memchr::memchr_iter(b'\n', body.as_bytes()).map(|p| p + 1))
         .collect();
@@ -230,9 +311,8 @@ pub fn append_to_section(
             .copied()
             .unwrap_or(body.len())
     };
-    let section_end = headings[i + 1..]
-        .iter()
-        .find(|h| h.level <= level)
+    let section_end = headings
+        .get(i + 1)
         .map_or(body.len(), |h| line_start(h.pos.line));
     // Back over blank lines at the end of the section, never above the heading's own line.
     let heading_line_end = line_starts
@@ -254,6 +334,8 @@ pub fn append_to_section(
     if !out.is_empty() && !out.ends_with('\n') {
         out.push_str(layout.newline);
     }
+    let sep = separator(&out, content, layout.newline);
+    out.push_str(sep);
     out.push_str(&as_lines(&layout, content));
     out.push_str(&body[at..]);
     Ok(layout.with_body(&out))
@@ -340,11 +422,20 @@ mod tests {
             replace_each(t, &[r("one\ntwo", "1\n2")]).unwrap(),
             "\u{feff}1\r\n2\r\nthree\r\n"
         );
+        // Whatever old_text matched, the new text gets the note's line breaks.
+        assert_eq!(
+            replace_each(t, &[r("two", "2a\n2b")]).unwrap(),
+            "\u{feff}one\r\n2a\r\n2b\r\nthree\r\n"
+        );
+        assert_eq!(
+            replace_each("a\nb\n", &[r("a", "x\r\ny")]).unwrap(),
+            "x\ny\nb\n"
+        );
         assert_eq!(
             append(t, "four\nfive"),
-            "\u{feff}one\r\ntwo\r\nthree\r\nfour\r\nfive\r\n"
+            "\u{feff}one\r\ntwo\r\nthree\r\n\r\nfour\r\nfive\r\n"
         );
-        assert_eq!(append("no newline", "x"), "no newline\nx\n");
+        assert_eq!(append("no newline", "x"), "no newline\n\nx\n");
         assert_eq!(append("", "x"), "x\n");
     }
 
@@ -352,34 +443,56 @@ mod tests {
     fn prepend_goes_after_the_frontmatter() {
         assert_eq!(
             prepend("---\na: 1\n---\nbody\n", "top"),
-            "---\na: 1\n---\ntop\nbody\n"
+            "---\na: 1\n---\ntop\n\nbody\n"
         );
-        assert_eq!(prepend("body\n", "top"), "top\nbody\n");
+        assert_eq!(prepend("body\n", "top"), "top\n\nbody\n");
+        assert_eq!(prepend("- b\n", "- a"), "- a\n- b\n");
+        assert_eq!(prepend("# H\n", "top"), "top\n\n# H\n");
+        assert_eq!(prepend("", "top"), "top\n");
         assert_eq!(prepend("---\na: 1\n---", "top"), "---\na: 1\n---\ntop\n");
         assert_eq!(
             prepend("\u{feff}---\r\na: 1\r\n---\r\nbody\r\n", "top"),
-            "\u{feff}---\r\na: 1\r\n---\r\ntop\r\nbody\r\n"
+            "\u{feff}---\r\na: 1\r\n---\r\ntop\r\n\r\nbody\r\n"
         );
     }
 
     #[test]
-    fn a_section_append_lands_at_the_end_of_that_section_only() {
+    fn appended_text_never_joins_a_paragraph_but_continues_a_list() {
+        assert_eq!(append("para\n", "more"), "para\n\nmore\n");
+        assert_eq!(append("para\n\n", "more"), "para\n\nmore\n");
+        assert_eq!(append("- a\n", "- b"), "- a\n- b\n");
+        assert_eq!(append("- a\n", "text"), "- a\n\ntext\n");
+        assert_eq!(append("1. a\n", "2. b"), "1. a\n2. b\n");
+        assert_eq!(append("> a\n", "> b"), "> a\n> b\n");
+        assert_eq!(append("| a |\n", "| b |"), "| a |\n| b |\n");
+        assert_eq!(append("# H\n", "text"), "# H\ntext\n");
+        assert_eq!(append("---\na: 1\n---\n", "text"), "---\na: 1\n---\ntext\n");
+        assert_eq!(append("para\r\n", "x"), "para\r\n\r\nx\r\n");
+    }
+
+    #[test]
+    fn a_section_append_lands_at_the_end_of_that_headings_own_text() {
         let t = "# A\none\n\n## B\ntwo\n\n\n## C\nthree\n# D\nfour";
         assert_eq!(
             append_to_section(t, "B", "new").unwrap(),
-            "# A\none\n\n## B\ntwo\nnew\n\n\n## C\nthree\n# D\nfour"
+            "# A\none\n\n## B\ntwo\n\nnew\n\n\n## C\nthree\n# D\nfour"
         );
+        // A parent heading's own text, before its first subsection.
         assert_eq!(
             append_to_section(t, "A", "new").unwrap(),
-            "# A\none\n\n## B\ntwo\n\n\n## C\nthree\nnew\n# D\nfour"
+            "# A\none\n\nnew\n\n## B\ntwo\n\n\n## C\nthree\n# D\nfour"
         );
         assert_eq!(
-            append_to_section(t, "D", "new").unwrap(),
-            "# A\none\n\n## B\ntwo\n\n\n## C\nthree\n# D\nfour\nnew\n"
+            append_to_section(t, "D", "- new").unwrap(),
+            "# A\none\n\n## B\ntwo\n\n\n## C\nthree\n# D\nfour\n\n- new\n"
         );
         assert_eq!(
             append_to_section(t, "A/C", "new").unwrap(),
-            "# A\none\n\n## B\ntwo\n\n\n## C\nthree\nnew\n# D\nfour"
+            "# A\none\n\n## B\ntwo\n\n\n## C\nthree\n\nnew\n# D\nfour"
+        );
+        assert_eq!(
+            append_to_section("# A\n## B\n- x\n", "A", "- y").unwrap(),
+            "# A\n- y\n## B\n- x\n"
         );
         match append_to_section(t, "Missing", "x") {
             Err(EditError::Count {

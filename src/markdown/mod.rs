@@ -192,8 +192,12 @@ impl Properties {
 
 impl From<serde_json::Map<String, serde_json::Value>> for Properties {
     fn from(map: serde_json::Map<String, serde_json::Value>) -> Self {
-        // A map iterates in key order: the slice comes out sorted, as `get` expects.
-        Properties(map.into_iter().map(|(k, v)| (k.into(), v)).collect())
+        // A map iterates in the order its keys were written (serde_json's `preserve_order`):
+        // sorted here, as `get` expects.
+        let mut entries: Vec<(Box<str>, serde_json::Value)> =
+            map.into_iter().map(|(k, v)| (k.into(), v)).collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Properties(entries.into_boxed_slice())
     }
 }
 

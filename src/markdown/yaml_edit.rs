@@ -87,7 +87,17 @@ pub fn update(
     let mut appended = String::new();
     for (k, v) in set {
         match entries.iter().find(|e| e.key == *k) {
-            Some(e) => edits.push((e.start, e.end, entry_text(k, v, nl)?)),
+            Some(e) => {
+                let mut new = entry_text(k, v, nl)?;
+                // A one-line entry keeps its trailing comment when its new value is one line.
+                if let Some(comment) = trailing_comment(&body[e.start..e.end])
+                    && let Some(line) = new.strip_suffix(nl)
+                    && !line.contains('\n')
+                {
+                    new = format!("{line}{comment}{nl}");
+                }
+                edits.push((e.start, e.end, new));
+            }
             None => appended.push_str(&entry_text(k, v, nl)?),
         }
     }
@@ -181,6 +191,27 @@ fn single_key(entry: &str) -> Result<String, FrontmatterError> {
     }
 }
 
+/// The trailing comment of a one-line entry (`title: Old   # note` gives `   # note`): the
+/// first ` #` after which cutting the line leaves the same key and value.
+fn trailing_comment(entry: &str) -> Option<&str> {
+    let line = entry.trim_end_matches(['\n', '\r']);
+    if line.contains('\n') {
+        return None;
+    }
+    let whole = parse_yaml(line).ok()?;
+    let bytes = line.as_bytes();
+    for (i, _) in line.match_indices('#') {
+        if i == 0 || !matches!(bytes[i - 1], b' ' | b'\t') {
+            continue;
+        }
+        let before = line[..i].trim_end();
+        if parse_yaml(before).is_ok_and(|m| m == whole) {
+            return Some(&line[before.len()..]);
+        }
+    }
+    None
+}
+
 /// Parses `yaml` as a frontmatter block's content.
 fn parse_yaml(yaml: &str) -> Result<Map<String, Value>, frontmatter::YamlError> {
     let mut note = String::with_capacity(yaml.len() + 10);
@@ -234,28 +265,55 @@ fn check_key(k: &str) -> Result<(), FrontmatterError> {
     Ok(())
 }
 
-/// One top-level entry as YAML, ending with `nl`: block lists as Obsidian writes them
-/// (`key:` then `  - item` lines), scalars plain when they read back as themselves, quoted
-/// otherwise, nested values as JSON (which YAML reads as flow collections).
+/// One top-level entry as YAML, ending with `nl`, in block style as Obsidian writes it: lists
+/// as `key:` then `  - item` lines, objects as `key:` then indented `name: value` lines, in the
+/// order given; scalars plain when they read back as themselves, quoted otherwise; a list or
+/// object inside a list item as JSON (which YAML reads as a flow collection).
 fn entry_text(key: &str, value: &Value, nl: &str) -> Result<String, FrontmatterError> {
-    let mut out = scalar_text(key, true);
+    let mut out = String::new();
+    push_entry(&mut out, key, value, 0, nl)?;
+    Ok(out)
+}
+
+/// Most levels of objects nested in one property (deeper ones are written as JSON).
+const MAX_BLOCK_NESTING: usize = 16;
+
+/// `key: value` at `indent` spaces, with its line break, nested values indented under it.
+fn push_entry(
+    out: &mut String,
+    key: &str,
+    value: &Value,
+    indent: usize,
+    nl: &str,
+) -> Result<(), FrontmatterError> {
+    out.push_str(&" ".repeat(indent));
+    out.push_str(&scalar_text(key, true));
     out.push(':');
     match value {
-        Value::Null => {}
+        Value::Null => out.push_str(nl),
         Value::Array(items) if !items.is_empty() => {
+            out.push_str(nl);
             for item in items {
-                out.push_str(nl);
-                out.push_str("  - ");
+                out.push_str(&" ".repeat(indent + 2));
+                out.push_str("- ");
                 out.push_str(&value_text(item)?);
+                out.push_str(nl);
+            }
+        }
+        Value::Object(fields) if !fields.is_empty() && indent / 2 < MAX_BLOCK_NESTING => {
+            out.push_str(nl);
+            for (k, v) in fields {
+                check_key(k)?;
+                push_entry(out, k, v, indent + 2, nl)?;
             }
         }
         v => {
             out.push(' ');
             out.push_str(&value_text(v)?);
+            out.push_str(nl);
         }
     }
-    out.push_str(nl);
-    Ok(out)
+    Ok(())
 }
 
 fn value_text(v: &Value) -> Result<String, FrontmatterError> {
@@ -325,7 +383,17 @@ mod tests {
         let out = update(t, &set(json!({"title": "New"})), &[]).unwrap();
         assert_eq!(
             out,
-            "---\n# a comment\ntitle: New\n\ntags:\n- a\n- b\nkeep: {x: 1}\n---\nBody ---\n"
+            "---\n# a comment\ntitle: New   # trailing\n\ntags:\n- a\n- b\nkeep: {x: 1}\n---\nBody ---\n"
+        );
+        // A `#` inside a quoted value is not a comment; a list value drops the line's comment.
+        let q = "---\nt: \"a #b\" # c\n---\n";
+        assert_eq!(
+            update(q, &set(json!({"t": "x"})), &[]).unwrap(),
+            "---\nt: x # c\n---\n"
+        );
+        assert_eq!(
+            update(q, &set(json!({"t": ["x"]})), &[]).unwrap(),
+            "---\nt:\n  - x\n---\n"
         );
         let out = update(t, &set(json!({"status": "done"})), &["tags".into()]).unwrap();
         assert_eq!(
@@ -350,6 +418,19 @@ mod tests {
         assert!(out.contains("\nlink: \"[[Note]]\"\n"), "{out}");
         assert!(out.contains("\ns: \"true\"\n"), "{out}");
         assert!(out.contains("\ndate: 2026-12-01\n"), "{out}");
+    }
+
+    #[test]
+    fn objects_are_written_in_block_style_and_new_keys_in_the_order_given() {
+        let v: Map<String, Value> = serde_json::from_str(
+            r#"{"zeta": 1, "nested": {"b": 2, "a": {"c": [1, "x"]}}, "alpha": {}}"#,
+        )
+        .unwrap();
+        let out = update("---\nkeep: 1\n---\n", &v, &[]).unwrap();
+        assert_eq!(
+            out,
+            "---\nkeep: 1\nzeta: 1\nnested:\n  b: 2\n  a:\n    c:\n      - 1\n      - x\nalpha: {}\n---\n"
+        );
     }
 
     #[test]

@@ -244,8 +244,9 @@ impl CapvaultServer {
 
     fn instructions(&self) -> String {
         let mode = if self.writer.is_some() {
-            "read and write: every change needs the note's current `sha256` (`if_match`) or \
-             fails with `conflict`, `dry_run` previews a change, and `note_history` / \
+            "read and write: `write_note` needs the note's `sha256` from `read_note` as \
+             `if_match`; the other tools check it when given (pass it: a note changed since is \
+             a `conflict`, not overwritten); `dry_run` previews a change, and `note_history` / \
              `restore_note` undo one"
         } else {
             "read-only"

@@ -72,8 +72,8 @@ pub struct AppendArgs {
     pub path: String,
     /// Text to add, on lines of its own.
     pub content: String,
-    /// Add at the end of the section under this heading (`Parent/Child` for a nested one)
-    /// instead of the end of the note.
+    /// Add at the end of this heading's own text (`Parent/Child` for a nested one) instead of
+    /// the end of the note.
     pub heading: Option<String>,
     /// The note's `sha256` from `read_note`; fails with `conflict` if it changed.
     pub if_match: Option<String>,
@@ -327,8 +327,8 @@ impl CapvaultServer {
         .await
     }
 
-    /// Add text at the end of a note, or at the end of one section (`heading`, `Parent/Child`
-    /// for a nested one; a missing or repeated heading is an error, never a new heading).
+    /// Add text at the end of a note, or of a heading's own text, before its subheadings
+    /// (`heading`; missing or repeated is an error). A paragraph before it gets a blank line.
     #[tool(annotations(
         title = "Append to note",
         read_only_hint = false,

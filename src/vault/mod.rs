@@ -51,7 +51,7 @@ use cap_std::fs::{Dir, Metadata, MetadataExt};
 
 pub use error::VaultError;
 pub use exclude::Exclusions;
-pub use ops::{Entry, Moved, TRASH_FOLDER};
+pub use ops::{Entry, FolderSurvey, MAX_WRITE_DEPTH, Moved, TRASH_FOLDER};
 pub use path::{PathError, VaultPath};
 pub use resolve::MAX_SYMLINK_HOPS;
 pub use scan::ScanEntry;

@@ -11,7 +11,7 @@ use rustix::fs::RenameFlags;
 use rustix::io::Errno;
 
 use super::error::VaultError;
-use super::path::VaultPath;
+use super::path::{VaultPath, check_component};
 use super::resolve;
 use super::write::{sha256_hex, sync_folder};
 use super::{FileMeta, Vault};
@@ -24,6 +24,40 @@ const MAX_TRASH_NAMES: u32 = 10_000;
 
 /// Permission bits of a folder capvault creates (before the umask), as editors create them.
 const NEW_FOLDER_MODE: u32 = 0o755;
+
+/// Most path components a write leaves a file at: folders are not created, nor moved, deeper.
+pub const MAX_WRITE_DEPTH: usize = 64;
+
+/// Most entries [`Vault::survey_folder`] looks at.
+pub const MAX_SURVEY_ENTRIES: usize = 100_000;
+
+/// What a folder holds, as [`Vault::survey_folder`] found it on disk (not as the model has it).
+#[derive(Debug, Default)]
+pub struct FolderSurvey {
+    /// The regular files a client can name (not hidden, not excluded), in walk order.
+    pub files: Vec<VaultPath>,
+    /// Entries no client can see: hidden names (`.git`), names no vault path can hold, entries
+    /// `--exclude` refuses where they are (not descended into).
+    pub unseen: usize,
+    /// Visible entries that `--exclude` would refuse at the destination asked about.
+    pub excluded_at_destination: usize,
+    /// Symlinks, FIFOs, sockets and devices.
+    pub other: usize,
+    /// The deepest level reached below the folder (1: its own entries).
+    pub depth: usize,
+    /// The folder holds entries deeper than the depth asked about (not looked at).
+    pub too_deep: bool,
+    /// The folder holds more than [`MAX_SURVEY_ENTRIES`] entries (the walk stopped).
+    pub too_many: bool,
+}
+
+/// One open folder of a survey.
+struct SurveyFrame {
+    /// Its path as the client names it, and as it would be at the destination.
+    path: String,
+    at_destination: Option<String>,
+    entries: cap_std::fs::ReadDir,
+}
 
 /// What an entry is, looked at without following a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +190,88 @@ impl Vault {
         };
         removed.map_err(|e| VaultError::from_io(path, &e))?;
         sync_folder(&folder).map_err(|e| VaultError::from_io(path, &e))
+    }
+
+    /// Walks the folder `path` without following links and without skipping anything, and says
+    /// what it holds ([`FolderSurvey`]): what a move or deletion of the folder would carry
+    /// along. With `destination`, also counts the entries that `--exclude` would refuse there.
+    /// Descends at most `max_depth` levels and looks at most at [`MAX_SURVEY_ENTRIES`] entries;
+    /// holds one folder handle per level.
+    pub fn survey_folder(
+        &self,
+        path: &VaultPath,
+        destination: Option<&VaultPath>,
+        max_depth: usize,
+    ) -> Result<FolderSurvey, VaultError> {
+        let (parent, name, real) = self.parent_real(path)?;
+        let io = |e: std::io::Error| VaultError::from_io(path, &e);
+        let dir = parent.open_dir_nofollow(&name).map_err(io)?;
+        let mut survey = FolderSurvey::default();
+        let mut frames = vec![(
+            SurveyFrame {
+                path: path.to_string(),
+                at_destination: destination.map(ToString::to_string),
+                entries: dir.entries().map_err(io)?,
+            },
+            real,
+            dir,
+        )];
+        let mut seen = 0usize;
+        while let Some(level) = frames.len().checked_sub(1) {
+            let (frame, real, dir) = &mut frames[level];
+            let Some(entry) = frame.entries.next() else {
+                frames.pop();
+                continue;
+            };
+            seen += 1;
+            if seen > MAX_SURVEY_ENTRIES {
+                survey.too_many = true;
+                break;
+            }
+            survey.depth = survey.depth.max(level + 1);
+            if level + 1 > max_depth {
+                survey.too_deep = true;
+                continue;
+            }
+            let entry = entry.map_err(io)?;
+            let kind = entry.file_type().map_err(io)?;
+            let name = match entry.file_name().into_string() {
+                Ok(n) if check_component(&n).is_ok() => n,
+                _ => {
+                    survey.unseen += 1;
+                    continue;
+                }
+            };
+            let here = format!("{}/{name}", frame.path);
+            let real_here = format!("{real}/{name}");
+            if self.excluded.excludes(&here) || self.excluded.excludes(&real_here) {
+                survey.unseen += 1;
+                continue;
+            }
+            let there = frame.at_destination.as_ref().map(|d| format!("{d}/{name}"));
+            if there.as_ref().is_some_and(|t| self.excluded.excludes(t)) {
+                survey.excluded_at_destination += 1;
+                continue;
+            }
+            if kind.is_dir() {
+                let child = dir.open_dir_nofollow(&name).map_err(io)?;
+                let entries = child.entries().map_err(io)?;
+                frames.push((
+                    SurveyFrame {
+                        path: here,
+                        at_destination: there,
+                        entries,
+                    },
+                    real_here,
+                    child,
+                ));
+            } else if kind.is_file() {
+                survey.files.push(VaultPath::parse(&here)?);
+            } else {
+                survey.other += 1;
+            }
+        }
+        Ok(survey)
     }
 
     /// The `.trash` folder's handle: a real folder at the root (created `0755` if missing),

@@ -407,3 +407,37 @@ fn moves_never_replace_and_the_trash_takes_a_free_name() {
     assert!(root2.join("Notes/a.md").exists());
     drop(tmp);
 }
+
+#[test]
+fn a_folder_survey_counts_what_a_client_cannot_see_and_stops_at_its_bounds() {
+    let (tmp, vault) = setup();
+    let v = tmp.path().join("v");
+    for (path, text) in [
+        ("F/a.md", "a"),
+        ("F/.git/config", "c"),
+        ("F/Private/s.md", "s"),
+        ("F/Sub/Deep/b.md", "b"),
+        ("F/img.png", "i"),
+    ] {
+        std::fs::create_dir_all(v.join(path).parent().unwrap()).unwrap();
+        std::fs::write(v.join(path), text).unwrap();
+    }
+    symlink("a.md", v.join("F/link.md")).unwrap();
+    let vault = vault.with_exclusions(
+        Exclusions::new(&["F/Private".to_owned(), "To/Sub/**".to_owned()]).unwrap(),
+    );
+    let s = vault.survey_folder(&p("F"), None, 64).unwrap();
+    // `.git` and the excluded folder, each counted once and not entered.
+    assert_eq!((s.unseen, s.other, s.depth), (2, 1, 3));
+    let mut files: Vec<&str> = s.files.iter().map(VaultPath::as_str).collect();
+    files.sort_unstable();
+    assert_eq!(files, ["F/Sub/Deep/b.md", "F/a.md", "F/img.png"]);
+    assert!(!s.too_deep && !s.too_many && s.excluded_at_destination == 0);
+    // At a destination where `Sub/**` is excluded, what lies inside `Sub` is counted.
+    let s = vault.survey_folder(&p("F"), Some(&p("To")), 64).unwrap();
+    assert_eq!(s.excluded_at_destination, 1);
+    // Two levels allowed: `Sub/Deep/b.md` is one too deep, and is not looked at.
+    let s = vault.survey_folder(&p("F"), None, 2).unwrap();
+    assert!(s.too_deep);
+    assert!(!s.files.iter().any(|f| f.as_str() == "F/Sub/Deep/b.md"));
+}

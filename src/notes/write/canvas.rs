@@ -24,6 +24,17 @@ fn canvas_path(input: &str) -> Result<VaultPath, NoteError> {
     }
 }
 
+/// The existing canvas `input` names: the typed path (`.canvas` added when left out), else
+/// a bare name or partial path resolved as a link from the vault root (misses get suggestions).
+fn existing_canvas_path(engine: &Engine, input: &str) -> Result<VaultPath, NoteError> {
+    let path = canvas_path(input)?;
+    if read_current(engine.vault(), &path)?.is_some() {
+        return Ok(path);
+    }
+    let model = engine.model()?;
+    crate::notes::locate::locate_in(&model, path.as_str(), &path)
+}
+
 /// Ids as Obsidian makes them: 16 hexadecimal digits, unique in practice.
 fn id_maker(seed: &str) -> impl FnMut() -> String {
     let start = std::time::SystemTime::now()
@@ -76,7 +87,7 @@ pub fn edit_canvas(
     if_match: Option<&str>,
     dry_run: bool,
 ) -> Result<WriteResult, NoteError> {
-    let path = canvas_path(path)?;
+    let path = existing_canvas_path(engine, path)?;
     if ops.is_empty() || ops.len() > MAX_CANVAS_OPS {
         return Err(NoteError::InvalidArgument(format!(
             "ops must hold 1 to {MAX_CANVAS_OPS} operations"

@@ -84,7 +84,17 @@ pub fn note_history(
     let path = if lines.iter().any(|l| l.path == typed.as_str()) {
         typed
     } else {
-        super::note_path(path)?
+        let md = super::note_path(path)?;
+        if lines.iter().any(|l| l.path == md.as_str()) {
+            md
+        } else {
+            // A bare name of a note that exists resolves as everywhere else.
+            match super::existing_note_path(engine, path) {
+                Ok(found) => found,
+                Err(NoteError::NotFound { .. } | NoteError::Vault(VaultError::NotFound(_))) => md,
+                Err(e) => return Err(e),
+            }
+        }
     };
     // A path the vault refuses (outside, hidden, excluded) has no history to show either.
     let current = read_current(engine.vault(), &path)?.map(|c| c.sha256);
@@ -120,7 +130,14 @@ pub fn restore_note(
     if_match: Option<&str>,
     dry_run: bool,
 ) -> Result<WriteResult, NoteError> {
-    let path = super::note_path(path)?;
+    // An existing note is found as everywhere else; a deleted one is recreated where named.
+    let path = match super::existing_note_path(engine, path) {
+        Ok(found) => found,
+        Err(NoteError::NotFound { .. } | NoteError::Vault(VaultError::NotFound(_))) => {
+            super::note_path(path)?
+        }
+        Err(e) => return Err(e),
+    };
     let sha = sha256.trim().to_ascii_lowercase();
     let mut held = writer.hold()?;
     let bytes = writer
@@ -153,30 +170,22 @@ pub fn restore_note(
     )
 }
 
-/// Keeps every note under `folder` before it is removed for good.
-pub(super) fn keep_folder(
+/// Keeps every file of the folder `folder` (`files`, as the folder's survey found them) before
+/// it is removed.
+pub(super) fn keep_files(
     writer: &Writer,
     engine: &Engine,
     folder: &VaultPath,
+    files: &[VaultPath],
 ) -> Result<(), NoteError> {
-    let paths: Vec<VaultPath> = {
-        let model = engine.model()?;
-        model
-            .notes()
-            .keys()
-            .filter(|p| p.starts_with(folder))
-            .take(MAX_FOLDER_NOTES + 1)
-            .cloned()
-            .collect()
-    };
-    if paths.len() > MAX_FOLDER_NOTES {
+    if files.len() > MAX_FOLDER_NOTES {
         return Err(NoteError::TooLarge(format!(
-            "{folder} holds more than {MAX_FOLDER_NOTES} notes: too many to keep in the history \
+            "{folder} holds more than {MAX_FOLDER_NOTES} files: too many to keep in the history \
              before removing it for good; move it to the trash instead"
         )));
     }
-    for p in paths {
-        if let Some(c) = read_current(engine.vault(), &p)? {
+    for p in files {
+        if let Some(c) = read_current(engine.vault(), p)? {
             writer.keep("delete_note", p.as_str(), &c)?;
         }
     }

@@ -32,7 +32,7 @@ use crate::markdown::edit::{self, EditError, Replace};
 use crate::markdown::yaml_edit::{self, FrontmatterError};
 use crate::model::heading_key;
 use crate::vault::state::{AuditFile, Log, StateDir, WritersLock};
-use crate::vault::{Entry, Expect, Vault, VaultError, VaultPath};
+use crate::vault::{Entry, Expect, MAX_WRITE_DEPTH, Vault, VaultError, VaultPath};
 
 pub use canvas::{create_canvas, edit_canvas};
 pub use daily::{append_daily_note, create_daily_note};
@@ -251,6 +251,9 @@ impl Writer {
                 new.len()
             )));
         }
+        if before.is_none() && path.components().count() > MAX_WRITE_DEPTH {
+            return Err(too_deep(path));
+        }
         let sha = sha256_hex(&new);
         let mut result = WriteResult {
             path: path.to_string(),
@@ -341,6 +344,62 @@ pub fn note_path(input: &str) -> Result<VaultPath, NoteError> {
     }
 }
 
+/// What is at `path` now; a missing path or a parent that is a file is `None`.
+fn entry_at(vault: &Vault, path: &VaultPath) -> Result<Option<Entry>, NoteError> {
+    match vault.entry(path) {
+        Ok(found) => Ok(found),
+        Err(VaultError::NotFound(_) | VaultError::NotAFolder(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The existing note `input` names, found as `read_note` finds it: the typed path (`.md` added
+/// when left out), else a bare name or partial path resolved as a wikilink from the vault root;
+/// a miss is `not_found` (or `ambiguous`) with suggestions.
+pub(crate) fn existing_note_path(engine: &Engine, input: &str) -> Result<VaultPath, NoteError> {
+    let path = note_path(input)?;
+    if entry_at(engine.vault(), &path)?.is_some() {
+        return Ok(path);
+    }
+    let found = {
+        let model = engine.model()?;
+        crate::notes::locate::locate_in(&model, input.trim(), &path)?
+    };
+    if found.extension() != Some("md") {
+        return Err(NoteError::InvalidArgument(format!(
+            "`{}` names {found}, which is not a note",
+            input.trim()
+        )));
+    }
+    Ok(found)
+}
+
+/// The existing file or folder `input` names (a note's `.md` may be left out, a bare name
+/// resolves as for [`existing_note_path`]).
+pub(crate) fn existing_entry(
+    engine: &Engine,
+    input: &str,
+) -> Result<(VaultPath, Entry), NoteError> {
+    let vault = engine.vault();
+    let typed = VaultPath::parse(input)?;
+    if let Some(e) = entry_at(vault, &typed)? {
+        return Ok((typed, e));
+    }
+    if let Ok(md) = note_path(input)
+        && let Some(e) = entry_at(vault, &md)?
+    {
+        return Ok((md, e));
+    }
+    let found = {
+        let model = engine.model()?;
+        crate::notes::locate::locate_in(&model, input.trim(), &typed)?
+    };
+    match entry_at(vault, &found)? {
+        Some(e) => Ok((found, e)),
+        None => Err(VaultError::NotFound(typed).into()),
+    }
+}
+
 /// Reads the file at `path` as it is now (`None` when nothing is there).
 pub(crate) fn read_current(vault: &Vault, path: &VaultPath) -> Result<Option<Current>, NoteError> {
     match vault.read_file(path) {
@@ -406,6 +465,14 @@ pub fn unified_diff(path: &str, old: Option<&str>, new: &str) -> String {
         text.push_str("\n[diff cut at 64 KiB]\n");
     }
     text
+}
+
+/// The refusal of a write that would leave a file more than [`MAX_WRITE_DEPTH`] levels deep.
+fn too_deep(path: &VaultPath) -> NoteError {
+    NoteError::Refused(format!(
+        "{path}: writes put nothing more than {MAX_WRITE_DEPTH} folder levels deep; nothing was \
+         changed"
+    ))
 }
 
 fn edit_error(path: &VaultPath, e: EditError) -> NoteError {
@@ -507,7 +574,7 @@ pub fn write_note(
     if_match: &str,
     dry_run: bool,
 ) -> Result<WriteResult, NoteError> {
-    let path = note_path(path)?;
+    let path = existing_note_path(engine, path)?;
     check_size("content", content)?;
     let mut held = writer.hold()?;
     let Some(current) = read_current(engine.vault(), &path)? else {
@@ -534,7 +601,7 @@ pub fn edit_note(
     if_match: Option<&str>,
     dry_run: bool,
 ) -> Result<WriteResult, NoteError> {
-    let path = note_path(path)?;
+    let path = existing_note_path(engine, path)?;
     if edits.is_empty() || edits.len() > MAX_EDITS {
         return Err(NoteError::InvalidArgument(format!(
             "edits must hold 1 to {MAX_EDITS} replacements"
@@ -575,7 +642,7 @@ pub fn append_to_note(
     if_match: Option<&str>,
     dry_run: bool,
 ) -> Result<WriteResult, NoteError> {
-    let path = note_path(path)?;
+    let path = existing_note_path(engine, path)?;
     check_size("content", content)?;
     let mut held = writer.hold()?;
     let (current, text) = existing(engine.vault(), &path, if_match)?;
@@ -604,7 +671,7 @@ pub fn prepend_to_note(
     if_match: Option<&str>,
     dry_run: bool,
 ) -> Result<WriteResult, NoteError> {
-    let path = note_path(path)?;
+    let path = existing_note_path(engine, path)?;
     check_size("content", content)?;
     let mut held = writer.hold()?;
     let (current, text) = existing(engine.vault(), &path, if_match)?;
@@ -631,7 +698,7 @@ pub fn update_frontmatter(
     if_match: Option<&str>,
     dry_run: bool,
 ) -> Result<WriteResult, NoteError> {
-    let path = note_path(path)?;
+    let path = existing_note_path(engine, path)?;
     if set.is_empty() && remove.is_empty() {
         return Err(NoteError::InvalidArgument(
             "give properties to `set` or names to `remove`".to_owned(),
@@ -671,7 +738,9 @@ pub struct DeleteResult {
 }
 
 /// `delete_note`: a note, attachment or folder, into the vault's `.trash` as Obsidian's
-/// `trashOption` says, or for good when allowed and asked.
+/// `trashOption` says, or for good when allowed and asked. A folder holding anything the client
+/// cannot see (hidden or excluded entries), or nested deeper than [`MAX_WRITE_DEPTH`] levels, is
+/// refused; one removed for good must hold only folders and files, each kept in the history.
 pub fn delete_note(
     writer: &Writer,
     engine: &Engine,
@@ -680,27 +749,15 @@ pub fn delete_note(
     if_match: Option<&str>,
     dry_run: bool,
 ) -> Result<DeleteResult, NoteError> {
-    let typed = VaultPath::parse(path)?;
-    if typed.is_root() {
+    if VaultPath::parse(path)?.is_root() {
         return Err(NoteError::InvalidArgument(
             "the vault root cannot be deleted".to_owned(),
         ));
     }
     let vault = engine.vault();
     let _held = writer.hold()?;
-    let path = match vault.entry(&typed)? {
-        Some(_) => typed,
-        None => {
-            let md = note_path(path)?;
-            if vault.entry(&md)?.is_some() {
-                md
-            } else {
-                return Err(VaultError::NotFound(typed).into());
-            }
-        }
-    };
-    let is_file = matches!(vault.entry(&path)?, Some(Entry::File(_)));
-    let current = if is_file {
+    let (path, entry) = existing_entry(engine, path)?;
+    let current = if let Entry::File(_) = entry {
         let c = read_current(vault, &path)?.ok_or_else(|| VaultError::NotFound(path.clone()))?;
         check_version(&path, &c, if_match)?;
         Some(c)
@@ -727,16 +784,39 @@ pub fn delete_note(
         }));
     }
     let permanent = permanent || (wants_permanent && writer.permanent_delete());
+    let folder_files = match entry {
+        Entry::Folder => Some(folder_to_delete(vault, &path, permanent)?),
+        Entry::File(_) => None,
+    };
+    let (would, done) = if dry_run {
+        ("would be", "would move")
+    } else {
+        ("", "moved")
+    };
     let message = if permanent {
-        "removed for good (its last version is in the history)".to_owned()
+        match &folder_files {
+            Some(files) => format!(
+                "{would} removed for good; its {} file(s) {} in the history (note_history, \
+                 restore_note)",
+                files.len(),
+                if dry_run { "would be kept" } else { "are kept" }
+            ),
+            None if dry_run => {
+                "would be removed for good (its last version would be kept in the history)"
+                    .to_owned()
+            }
+            None => "removed for good (its last version is kept in the history)".to_owned(),
+        }
     } else {
         match settings.app.trash_option {
-            TrashOption::System => "moved to the vault's .trash: the system trash is outside \
-                                    the vault, which capvault never reaches"
-                .to_owned(),
-            _ => "moved to the vault's .trash, as Obsidian's trash setting says".to_owned(),
+            TrashOption::System => format!(
+                "{done} to the vault's .trash: the system trash is outside the vault, which \
+                 capvault never reaches"
+            ),
+            _ => format!("{done} to the vault's .trash, as Obsidian's trash setting says"),
         }
     };
+    let message = message.trim_start().to_owned();
     let mut result = DeleteResult {
         path: path.to_string(),
         trashed_to: None,
@@ -751,10 +831,10 @@ pub fn delete_note(
     let expect = current.as_ref().map(|c| c.sha256.as_str());
     if let Some(c) = &current {
         writer.keep("delete_note", path.as_str(), c)?;
-    } else {
-        // A folder's notes are kept too: required before removing it for good; for the trash
+    } else if let Some(files) = &folder_files {
+        // A folder's files are kept too: required before removing it for good; for the trash
         // (which holds them anyway) only when the folder is small enough.
-        match history::keep_folder(writer, engine, &path) {
+        match history::keep_files(writer, engine, &path, files) {
             Err(NoteError::TooLarge(_)) if !permanent => {}
             other => other?,
         }
@@ -769,4 +849,41 @@ pub fn delete_note(
     }
     engine.sync(&path)?;
     Ok(result)
+}
+
+/// The files of the folder `path`, checked before it is deleted: nothing in it may be hidden
+/// from the client or excluded (deleting would take what it cannot see), it may not be nested
+/// deeper than [`MAX_WRITE_DEPTH`] levels, and one removed for good may hold only folders and
+/// regular files (which the history keeps).
+fn folder_to_delete(
+    vault: &Vault,
+    path: &VaultPath,
+    permanent: bool,
+) -> Result<Vec<VaultPath>, NoteError> {
+    let survey = vault.survey_folder(path, None, MAX_WRITE_DEPTH)?;
+    if survey.too_many {
+        return Err(NoteError::TooLarge(format!(
+            "{path} holds too many entries to check; nothing was deleted"
+        )));
+    }
+    if survey.too_deep {
+        return Err(NoteError::Refused(format!(
+            "{path} is nested more than {MAX_WRITE_DEPTH} levels deep; nothing was deleted"
+        )));
+    }
+    if survey.unseen > 0 {
+        return Err(NoteError::Refused(format!(
+            "{path} holds {} hidden or excluded entries that this server does not show; \
+             deleting it would take them too, so nothing was deleted",
+            survey.unseen
+        )));
+    }
+    if permanent && survey.other > 0 {
+        return Err(NoteError::Refused(format!(
+            "{path} holds {} symlinks or special files, which the history cannot keep; nothing \
+             was removed (without `permanent`, it goes to the vault's .trash)",
+            survey.other
+        )));
+    }
+    Ok(survey.files)
 }

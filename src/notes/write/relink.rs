@@ -26,7 +26,7 @@ use crate::model::linkres::{FileIndex, Resolution};
 use crate::notes::NoteError;
 use crate::notes::settings::load_settings;
 use crate::obsidian::config::NewLinkFormat;
-use crate::vault::{Entry, Expect, VaultError, VaultPath};
+use crate::vault::{Entry, Expect, MAX_WRITE_DEPTH, Vault, VaultError, VaultPath};
 
 /// Most files a folder move takes.
 const MAX_MOVED_FILES: usize = 100_000;
@@ -110,16 +110,7 @@ pub fn move_note(
         ));
     }
     let held = writer.hold()?;
-    let (from, entry) = match vault.entry(&typed)? {
-        Some(e) => (typed, e),
-        None => {
-            let md = super::note_path(from)?;
-            match vault.entry(&md)? {
-                Some(e) => (md, e),
-                None => return Err(VaultError::NotFound(typed).into()),
-            }
-        }
-    };
+    let (from, entry) = super::existing_entry(engine, from)?;
     let mut to = VaultPath::parse(to)?;
     if to.is_root() {
         return Err(NoteError::InvalidArgument("`to` is empty".to_owned()));
@@ -134,6 +125,13 @@ pub fn move_note(
     }
     if vault.entry(&to)?.is_some() {
         return Err(VaultError::Exists(to).into());
+    }
+    let depth = to.components().count();
+    if depth > MAX_WRITE_DEPTH {
+        return Err(super::too_deep(&to));
+    }
+    if entry == Entry::Folder {
+        check_folder_move(vault, &from, &to, MAX_WRITE_DEPTH - depth)?;
     }
     let (moved, plans) = {
         let model = engine.model()?;
@@ -228,6 +226,42 @@ pub fn move_note(
         .map(|c| c.links)
         .sum();
     Ok(result)
+}
+
+/// Refuses to move the folder `from` to `to` when the move would change what the client can
+/// see: an entry in it is hidden or excluded (it would go along unseen, and an excluded one
+/// could come out from under its exclusion), or an entry would be excluded at `to`; or when
+/// its files would end up deeper than the depth limit.
+fn check_folder_move(
+    vault: &Vault,
+    from: &VaultPath,
+    to: &VaultPath,
+    max_depth: usize,
+) -> Result<(), NoteError> {
+    let survey = vault.survey_folder(from, Some(to), max_depth)?;
+    if survey.too_many {
+        return Err(NoteError::TooLarge(format!(
+            "{from} holds too many entries to check; nothing was moved"
+        )));
+    }
+    if survey.unseen > 0 {
+        return Err(NoteError::Refused(format!(
+            "{from} holds {} hidden or excluded entries that this server does not show; moving \
+             it would move them too, so nothing was moved",
+            survey.unseen
+        )));
+    }
+    if survey.excluded_at_destination > 0 {
+        return Err(NoteError::Refused(format!(
+            "moving {from} to {to} would put {} of its entries under the server's exclusions; \
+             nothing was moved",
+            survey.excluded_at_destination
+        )));
+    }
+    if survey.too_deep {
+        return Err(super::too_deep(to));
+    }
+    Ok(())
 }
 
 fn cut(mut text: String) -> String {
@@ -563,13 +597,34 @@ fn rewrite_raw(raw: &str, kind: LinkKind, target: &str) -> Option<String> {
         token
     };
     let fragment = bare.find('#').map_or("", |i| &bare[i..]);
-    let encoded = utf8_percent_encode(target, MD_TARGET).to_string();
-    let new_token = if angled {
-        format!("<{encoded}{fragment}>")
+    let path_part = &bare[..bare.len() - fragment.len()];
+    // Each link keeps its own style: `<a b.md>` with raw spaces stays raw (only what would end
+    // or split it is encoded), `a%20b.md` or `<a%20b.md>` stays percent-encoded.
+    let new_token = if angled && !path_part.contains('%') {
+        format!("<{}{fragment}>", encode_angled(target))
+    } else if angled {
+        format!("<{}{fragment}>", utf8_percent_encode(target, MD_TARGET))
     } else {
-        format!("{encoded}{fragment}")
+        format!("{}{fragment}", utf8_percent_encode(target, MD_TARGET))
     };
     Some(format!("{}{new_token}{rest})", &raw[..open + lead]))
+}
+
+/// `target` for a `<...>` destination written with raw spaces: `%`, `<`, `>`, `#` and control
+/// characters are encoded, everything else is written as it is.
+fn encode_angled(target: &str) -> String {
+    let mut out = String::with_capacity(target.len());
+    for c in target.chars() {
+        if c.is_control() || matches!(c, '%' | '<' | '>' | '#' | '\\') {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -598,9 +653,27 @@ mod tests {
             .unwrap(),
             "[see](B/New%20One.md#Part \"t\")"
         );
+        // Angle brackets with raw spaces stay raw; an encoded one stays encoded.
         assert_eq!(
             rewrite_raw("![a](<x y.png>)", LinkKind::Embed, "z w.png").unwrap(),
-            "![a](<z%20w.png>)"
+            "![a](<z w.png>)"
+        );
+        assert_eq!(
+            rewrite_raw(
+                "[angled](<References/Steph Ango.md>)",
+                LinkKind::Markdown,
+                "People/Stephan Ango.md"
+            )
+            .unwrap(),
+            "[angled](<People/Stephan Ango.md>)"
+        );
+        assert_eq!(
+            rewrite_raw("[a](<x%20y.md#H>)", LinkKind::Markdown, "z w.md").unwrap(),
+            "[a](<z%20w.md#H>)"
+        );
+        assert_eq!(
+            rewrite_raw("[a](<x y.md>)", LinkKind::Markdown, "50% <off>.md").unwrap(),
+            "[a](<50%25 %3Coff%3E.md>)"
         );
         assert_eq!(rewrite_raw("[[Old]]", LinkKind::Frontmatter, "a\"b"), None);
     }
