@@ -109,6 +109,9 @@ impl ToolPolicy {
             if !self.allows(&internal) {
                 continue;
             }
+            if let Some(d) = &tool.description {
+                tool.description = Some(unwrapped(d).into());
+            }
             if let Some(o) = self.overrides.get(&internal) {
                 if let Some(n) = &o.name {
                     tool.name = n.clone().into();
@@ -119,7 +122,7 @@ impl ToolPolicy {
             }
             tool.input_schema = std::sync::Arc::new(lean_input(&cleaned(&tool.input_schema)));
             if let Some(out) = &tool.output_schema {
-                tool.output_schema = Some(std::sync::Arc::new(lean(&cleaned(out))));
+                tool.output_schema = Some(std::sync::Arc::new(outline(out)));
             }
             if let Some(a) = tool.annotations.as_mut()
                 && a.read_only_hint == Some(true)
@@ -225,13 +228,97 @@ pub fn cleaned(schema: &serde_json::Map<String, Value>) -> serde_json::Map<Strin
     }
 }
 
+/// `text` with its wrapped lines joined: a doc comment's line breaks fall inside sentences; a
+/// blank line (a paragraph break) is kept as one line break.
+pub fn unwrapped(text: &str) -> String {
+    text.split("\n\n")
+        .map(|para| para.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// An input schema without repeats: the property that uses an enumeration says what each value
 /// means, so the enumeration is one `enum` list (no per-value descriptions, no description of
-/// its own).
+/// its own); descriptions unwrapped; an optional property's `null` alternative left out (the
+/// property may be left out instead), defaults that say nothing (`false`, `""`, `[]`, `{}`)
+/// and boolean `additionalProperties` dropped.
 pub fn lean_input(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
     let mut o = schema.clone();
     lean_defs(&mut o);
     inline_single_use_defs(&mut o);
+    let mut v = Value::Object(o);
+    compact_input(&mut v);
+    match v {
+        Value::Object(o) => o,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// True for a default a model would assume anyway.
+fn says_nothing(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+fn compact_input(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::String(d)) = o.get("description") {
+                let d = unwrapped(d);
+                o.insert("description".into(), Value::String(d));
+            }
+            if o.get("default").is_some_and(says_nothing) {
+                o.remove("default");
+            }
+            // `true` is JSON Schema's default; `false` the server enforces itself, with an
+            // error naming the unknown argument (40 bytes a tool otherwise).
+            if o.get("additionalProperties").is_some_and(Value::is_boolean) {
+                o.remove("additionalProperties");
+            }
+            // `["string", "null"]` → `"string"`.
+            if let Some(Value::Array(ts)) = o.get("type")
+                && ts.len() == 2
+                && ts.contains(&Value::String("null".into()))
+                && let Some(t) = ts.iter().find(|t| t.as_str() != Some("null")).cloned()
+            {
+                o.insert("type".into(), t);
+            }
+            // `anyOf: [X, {"type": "null"}]` → X.
+            let null = serde_json::json!({"type": "null"});
+            if let Some(Value::Array(alts)) = o.get("anyOf")
+                && alts.len() == 2
+                && alts.contains(&null)
+                && let Some(Value::Object(x)) = alts.iter().find(|a| **a != null).cloned()
+            {
+                o.remove("anyOf");
+                for (k, val) in x {
+                    o.entry(k).or_insert(val);
+                }
+            }
+            o.values_mut().for_each(compact_input);
+        }
+        Value::Array(a) => a.iter_mut().for_each(compact_input),
+        _ => {}
+    }
+}
+
+/// An output schema reduced to the reply's outline: an object and the fields every reply has.
+/// It still checks each reply's top level, and costs a line instead of a page in every
+/// `tools/list` (the README says what each field holds; the reply itself shows it).
+pub fn outline(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut o = serde_json::Map::new();
+    o.insert("type".into(), Value::String("object".into()));
+    if let Some(r @ Value::Array(a)) = schema.get("required")
+        && !a.is_empty()
+    {
+        o.insert("required".into(), r.clone());
+    }
     o
 }
 

@@ -537,6 +537,7 @@ fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Ve
             matches,
             heading,
             score: 0.0,
+            matched: None,
         });
         from = line_end + 1;
         if from > text.len() {
@@ -544,17 +545,8 @@ fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Ve
         }
     }
     if hits.is_empty() && matcher.matches(path.stem()) {
-        // Matched by name only: one hit on the first line of the body.
-        let body = text::frontmatter_end(text);
-        let (excerpt, _) = text::cut_excerpt(text::line_at(text, body), &[]);
-        hits.push(SearchHit {
-            path: path.to_string(),
-            line: text[..body].matches('\n').count() + 1,
-            excerpt,
-            matches: Vec::new(),
-            heading: None,
-            score: 0.0,
-        });
+        // Matched by name only: one hit on the title, at line 1.
+        hits.push(super::title_hit(path, Vec::new(), 0.0));
     }
     hits
 }
