@@ -585,11 +585,11 @@ mod tests {
     }
 
     #[test]
-    fn a_name_only_match_shows_the_first_body_line() {
+    fn a_name_only_match_is_a_title_hit_at_line_1() {
         let m = Matcher::literal("garden", false).unwrap();
-        let h = hits("---\nx: 1\n---\n# Title\nbody", &m);
-        assert_eq!((h[0].line, h[0].excerpt.as_str()), (4, "# Title"));
-        assert!(h[0].matches.is_empty());
+        let h = hits("---\nx: 1\n---\n", &m);
+        assert_eq!((h[0].line, h[0].excerpt.as_str()), (1, "Garden plan"));
+        assert_eq!(h[0].matched, Some("title"));
         let m = Matcher::literal("zebra", false).unwrap();
         assert!(hits("nothing", &m).is_empty());
     }

@@ -165,8 +165,8 @@ pub(crate) fn title_hit(path: &VaultPath, ranges: Vec<(usize, usize)>, score: f6
     }
 }
 
-/// The hit of a note found by words: its best line, or when no line holds one of the words
-/// (the title matched, or only a field such as a tag), a [`title_hit`].
+/// The hit of a note found by words: its best line, or when no line holds one of the words,
+/// a [`title_hit`] when the name holds one, else line 1 (never a line past the end).
 pub(crate) fn keyword_hit(
     analyzer: &mut tantivy::tokenizer::TextAnalyzer,
     path: &VaultPath,
@@ -178,7 +178,20 @@ pub(crate) fn keyword_hit(
     let shown = text::best_line(analyzer, text, needles);
     if shown.matches.is_empty() {
         let ranges = text::line_matches(analyzer, path.stem(), needles);
-        return title_hit(path, ranges, score);
+        if !ranges.is_empty() {
+            return title_hit(path, ranges, score);
+        }
+        // Matched where no line shows it (a field of the index alone): the first line.
+        let (excerpt, _) = text::cut_excerpt(text::line_at(text, 0), &[]);
+        return SearchHit {
+            path: path.to_string(),
+            line: 1,
+            excerpt,
+            matches: Vec::new(),
+            heading: None,
+            score,
+            matched: None,
+        };
     }
     SearchHit {
         path: path.to_string(),
