@@ -619,17 +619,33 @@ impl SearchIndex {
                 || found.last().map(|(s, _)| *s) < cutoff
                 || fetch >= end + MAX_TIED;
             if seen_all_ties {
-                let mut hits = Vec::with_capacity(found.len().min(end));
-                for (score, addr) in found {
-                    if cutoff.is_some_and(|c| score < c) {
-                        break;
+                // Runs of equal scores, sorted by path; only the runs that reach into the page
+                // read their paths (a deep page does not read the thousands before it).
+                let mut hits = Vec::with_capacity(limit.max(1));
+                let mut start = 0;
+                while start < found.len() && start < end {
+                    let score = found[start].0;
+                    let run = found[start..]
+                        .iter()
+                        .take_while(|(s, _)| *s == score)
+                        .count();
+                    if start + run > offset {
+                        let mut tied = Vec::with_capacity(run);
+                        for (s, addr) in &found[start..start + run] {
+                            if let Some(p) = self.path_of(searcher, *addr)? {
+                                tied.push((*s, p));
+                            }
+                        }
+                        tied.sort_by(|a, b| a.1.cmp(&b.1));
+                        hits.extend(
+                            tied.into_iter()
+                                .enumerate()
+                                .filter(|(k, _)| (offset..end).contains(&(start + k)))
+                                .map(|(_, h)| h),
+                        );
                     }
-                    if let Some(p) = self.path_of(searcher, addr)? {
-                        hits.push((score, p));
-                    }
+                    start += run;
                 }
-                hits.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-                let hits = hits.into_iter().skip(offset).take(limit.max(1)).collect();
                 return Ok((hits, total));
             }
             fetch = (end + (fetch - end) * 8).min(end + MAX_TIED);
