@@ -271,6 +271,8 @@ pub struct Engine {
     ignored: Mutex<Option<SeenSettings>>,
     /// The embedding model and the notes' vectors, with `--embedding-model`.
     semantic: std::sync::OnceLock<Arc<Semantic>>,
+    /// Why `--semantic` has no model (the download or the load failed).
+    semantic_unavailable: std::sync::OnceLock<String>,
 }
 
 /// `app.json`'s bytes, when they were read, and the Excluded files they name.
@@ -335,6 +337,21 @@ impl Engine {
             watch_tx: Mutex::new(None),
             ignored: Mutex::new(None),
             semantic: std::sync::OnceLock::new(),
+            semantic_unavailable: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Records why the embedding model that was asked for could not be had (no path of the
+    /// host in `why`): searches by meaning and `vault_info` say it.
+    pub fn set_embedding_unavailable(&self, why: String) {
+        let _ = self.semantic_unavailable.set(why);
+    }
+
+    /// Why the embedding model asked for is missing, if it is.
+    pub fn embedding_unavailable(&self) -> Option<&str> {
+        match self.semantic.get() {
+            Some(_) => None,
+            None => self.semantic_unavailable.get().map(String::as_str),
         }
     }
 

@@ -1184,6 +1184,7 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
     // The model next: a bad folder fails before any work (and its files are read, or
     // downloaded, before the sandbox closes the filesystem and the network). A folder given
     // wins over the config file's `semantic`.
+    let mut embedding_off = None;
     let embedding = match &semantic.embedding_model {
         Some(dir) => {
             let started = std::time::Instant::now();
@@ -1192,7 +1193,13 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
                 ms = started.elapsed().as_millis() as u64, "embedding model loaded");
             Some(m)
         }
-        None if semantic.semantic || config.semantic => semantic_model(&semantic)?,
+        None if semantic.semantic || config.semantic => match semantic_model(&semantic)? {
+            Ok(m) => Some(m),
+            Err(why) => {
+                embedding_off = Some(why);
+                None
+            }
+        },
         None => None,
     };
     let vault = vault.with_write_scopes(write.scopes()?);
@@ -1269,6 +1276,9 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
     if let Some(m) = embedding {
         engine.set_embedding_model(m);
     }
+    if let Some(why) = embedding_off {
+        engine.set_embedding_unavailable(why);
+    }
     Ok(Prepared {
         engine,
         writer,
@@ -1279,8 +1289,11 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
 
 /// The model of `--semantic`: the default one (or the testing aid's) from the user's cache
 /// folder, downloaded there first when missing. A model that cannot be had is a warning, not
-/// an error: the server then serves keyword search only.
-fn semantic_model(test: &SemanticArgs) -> anyhow::Result<Option<capvault::semantic::Embedder>> {
+/// an error: the server then serves keyword search only, and says why (the `Err`, naming no
+/// host path).
+fn semantic_model(
+    test: &SemanticArgs,
+) -> anyhow::Result<Result<capvault::semantic::Embedder, String>> {
     use capvault::semantic::fetch;
     let spec = match &test.semantic_repo {
         None => fetch::ModelSpec::default_model(),
@@ -1294,7 +1307,9 @@ fn semantic_model(test: &SemanticArgs) -> anyhow::Result<Option<capvault::semant
     let off = "semantic search is off; serving keyword search only";
     let Some(folder) = spec.cache_folder() else {
         tracing::warn!("{off}: no cache folder for this user (pass --embedding-model DIR)");
-        return Ok(None);
+        return Ok(Err(
+            "there is no cache folder for this user to keep it in".to_owned()
+        ));
     };
     let started = std::time::Instant::now();
     let report = |line: &str| tracing::info!("embedding model download: {line}");
@@ -1310,18 +1325,24 @@ fn semantic_model(test: &SemanticArgs) -> anyhow::Result<Option<capvault::semant
                  model fetch` to retry)",
                 spec.repo
             );
-            return Ok(None);
+            return Ok(Err(format!(
+                "the model {} could not be downloaded: {e}",
+                spec.repo
+            )));
         }
     }
     match capvault::semantic::load_model(&folder) {
         Ok(m) => {
             tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
                 ms = started.elapsed().as_millis() as u64, "embedding model loaded");
-            Ok(Some(m))
+            Ok(Ok(m))
         }
         Err(e) => {
             tracing::warn!("{off}: {e}");
-            Ok(None)
+            Ok(Err(format!(
+                "the downloaded model {} could not be loaded",
+                spec.repo
+            )))
         }
     }
 }

@@ -186,7 +186,10 @@ async fn orphans_neighbors_and_tags() {
     let msg = s
         .err("get_neighbors", json!({"path": "Home.md", "depth": 6}))
         .await;
-    assert!(msg.contains("`depth` must be between 1 and 5"), "{msg}");
+    assert!(
+        msg.contains("`depth` must be a whole number from 1 to 5"),
+        "{msg}"
+    );
 
     let r = s.ok("list_tags", json!({"prefix": "garden"})).await;
     let tags: Vec<(String, u64)> = r["items"]
@@ -629,4 +632,24 @@ fn find_count(r: &Value, tag: &str) -> u64 {
         .find(|t| t["tag"] == tag)
         .and_then(|t| t["notes"].as_u64())
         .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn vault_info_counts_the_tags_list_tags_lists() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("A.md"),
+        "#garden/soil and #garden/planning and #book\n",
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("B.md"), "#Book #area/home/kitchen\n").unwrap();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    // Written: garden/soil, garden/planning, book, area/home/kitchen (4); with their parents
+    // garden, area, area/home: 7.
+    let tags = s.ok("list_tags", json!({"limit": 1000})).await;
+    assert_eq!(tags["total"], 7, "{tags}");
+    let info = s.ok("vault_info", json!({})).await;
+    assert_eq!(info["tags"], tags["total"], "{info}");
+    s.stop().await;
 }

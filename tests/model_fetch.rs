@@ -585,7 +585,8 @@ async fn serve_semantic_without_a_hub_still_serves_keyword_search() {
     let s = serve_semantic(&vault, "http://127.0.0.1:1", tmp.path()).await;
     s.wait_index_ready().await;
     let info = s.ok("vault_info", json!({})).await;
-    assert!(info.get("embedding").is_none(), "{info}");
+    // No model, and vault_info says why (contract.rs checks the wording).
+    assert_eq!(info["embedding"]["state"], "unavailable", "{info}");
     // Nothing was received, so nothing is left but the (empty) folder.
     let folder = tmp
         .path()

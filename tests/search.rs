@@ -882,3 +882,97 @@ async fn exact_search_for_a_word_in_too_many_notes_reads_them_in_ranked_order_an
     assert!(r.get("total_estimated").is_none(), "{r}");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_hit_on_the_title_alone_says_so_and_points_at_line_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            // Frontmatter only (as kepano's templates): no line holds a word of the query.
+            (
+                "Templates/Book Template.md",
+                "---\ncategory: \"[[Books]]\"\nauthor: \nrating: \n---\n",
+            ),
+            ("Reading.md", "# Reading\nA book review of the week.\n"),
+        ],
+    );
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let r = s
+        .ok("search_notes", json!({"query": "book template"}))
+        .await;
+    let hit = &r["hits"][0];
+    assert_eq!(hit["path"], "Templates/Book Template.md", "{r}");
+    assert_eq!(hit["line"], 1, "the file has 5 lines: {r}");
+    assert_eq!(hit["matched"], "title", "{r}");
+    assert_eq!(hit["excerpt"], "Book Template", "{r}");
+    assert_eq!(hit["matches"], json!([[0, 4], [5, 13]]), "{r}");
+    // A hit on a line says nothing of the kind.
+    let r = s.ok("search_notes", json!({"query": "review"})).await;
+    assert_eq!(r["hits"][0]["line"], 2, "{r}");
+    assert!(r["hits"][0].get("matched").is_none(), "{r}");
+    // Exact mode: the name alone matched, at line 1 as well.
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "Book Template", "mode": "exact"}),
+        )
+        .await;
+    assert_eq!(r["hits"][0]["line"], 1, "{r}");
+    assert_eq!(r["hits"][0]["matched"], "title", "{r}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn equal_scores_are_ordered_by_path_whatever_order_notes_were_indexed_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(tmp.path(), &[("Start.md", "nothing here\n")]);
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    // Indexed one by one in reverse path order: tantivy's own tie order (by document address)
+    // is the reverse of the path order.
+    let names: Vec<String> = (0..8).map(|i| format!("Plugins/p{i}.md")).collect();
+    std::fs::create_dir_all(tmp.path().join("Plugins")).unwrap();
+    for (n, name) in names.iter().rev().enumerate() {
+        std::fs::write(tmp.path().join(name), "dataview plugin\n").unwrap();
+        s.eventually(
+            20,
+            "search_notes",
+            json!({"query": "dataview plugin"}),
+            |r| r["total"] == n + 1,
+        )
+        .await;
+    }
+    let all = s
+        .ok("search_notes", json!({"query": "dataview plugin"}))
+        .await;
+    let scores: Vec<&Value> = all["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["score"])
+        .collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] == w[1]),
+        "not all tied: {all}"
+    );
+    assert_eq!(paths(&all), names, "{all}");
+    // Pages agree with the whole list.
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"query": "dataview plugin", "limit": 3});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let r = s.ok("search_notes", args).await;
+        paged.extend(paths(&r));
+        match r["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(paged, names);
+    s.stop().await;
+}

@@ -241,7 +241,10 @@ async fn list_notes_pages_with_an_opaque_cursor() {
     let msg = s.err("list_notes", json!({"cursor": "not-a-cursor"})).await;
     assert!(msg.contains("invalid cursor"), "{msg}");
     let msg = s.err("list_notes", json!({"limit": 0})).await;
-    assert!(msg.contains("limit must be between 1 and 1000"), "{msg}");
+    assert!(
+        msg.contains("`limit` must be a whole number from 1 to 1000"),
+        "{msg}"
+    );
     let msg = s.err("list_notes", json!({"folder": "Nope"})).await;
     assert!(msg.contains("Nope: not found"), "{msg}");
     let msg = s.err("list_notes", json!({"folder": "Home.md"})).await;
@@ -344,14 +347,15 @@ async fn exact_search_scores_name_matches_first_then_lines() {
         .await;
     assert!(msg.contains("other arguments"), "{msg}");
 
-    // A match on the file name alone yields one hit on line 1.
+    // A match on the file name alone yields one hit on the title, at line 1.
     let r = s
         .ok("search_notes", json!({"mode": "exact", "query": "budget"}))
         .await;
     assert_eq!(r["hits"][0]["path"], "Projects/Budget.md");
     assert_eq!(r["hits"][0]["line"], 1);
     assert_eq!(r["hits"][0]["score"], 10.0);
-    assert_eq!(r["hits"][0]["excerpt"], "Costs");
+    assert_eq!(r["hits"][0]["matched"], "title");
+    assert_eq!(r["hits"][0]["excerpt"], "Budget");
 
     let r = s
         .ok("search_notes", json!({"mode": "exact", "query": "zebra"}))
@@ -373,7 +377,10 @@ async fn exact_search_scores_name_matches_first_then_lines() {
             json!({"mode": "exact", "query": "x", "limit": 500}),
         )
         .await;
-    assert!(msg.contains("limit must be between 1 and 200"), "{msg}");
+    assert!(
+        msg.contains("`limit` must be a whole number from 1 to 200"),
+        "{msg}"
+    );
     let msg = s
         .err(
             "search_notes",
@@ -452,5 +459,52 @@ async fn resources_are_paged_past_two_hundred_notes() {
     uris.sort();
     uris.dedup();
     assert_eq!(uris, before, "pages overlap or are out of order");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn list_notes_globs_keep_a_star_within_one_folder_and_double_stars_cross() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            ("Top.md", "top\n"),
+            ("Templates/Book Template.md", "t\n"),
+            ("Templates/Bases/Trips.base", "views:\n  - type: table\n"),
+            ("Templates/Deep/More.md", "m\n"),
+        ],
+    );
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let listed = |r: &Value| {
+        let mut v: Vec<String> = r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["path"].as_str().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let r = s
+        .ok("list_notes", json!({"glob": "Templates/*", "kind": "any"}))
+        .await;
+    assert_eq!(listed(&r), ["Templates/Book Template.md"], "{r}");
+    let r = s.ok("list_notes", json!({"glob": "*"})).await;
+    assert_eq!(listed(&r), ["Top.md"], "{r}");
+    let r = s
+        .ok("list_notes", json!({"glob": "Templates/**", "kind": "any"}))
+        .await;
+    assert_eq!(
+        listed(&r),
+        [
+            "Templates/Bases/Trips.base",
+            "Templates/Book Template.md",
+            "Templates/Deep/More.md"
+        ],
+        "{r}"
+    );
+    let r = s.ok("list_notes", json!({"glob": "**/*.md"})).await;
+    assert_eq!(listed(&r).len(), 3, "{r}");
     s.stop().await;
 }

@@ -72,6 +72,9 @@ const CJK_ANALYZER: &str = "capvault_cjk";
 const WRITER_BUDGET: usize = 64 * 1024 * 1024;
 /// Largest page offset a ranked search accepts (deeper pages cost as much as a full sort).
 pub const MAX_OFFSET: usize = 10_000;
+/// Most hits past a ranked page's end fetched to order the hits tied with its last one by path
+/// (beyond that, ties keep tantivy's order).
+pub const MAX_TIED: usize = 2_000;
 
 /// Field boosts: title > headings > tags > properties > body.
 const BOOST_TITLE: f32 = 4.0;
@@ -571,10 +574,8 @@ impl SearchIndex {
             .map(|q| (Occur::Must, q.box_clone()))
             .chain(musts.iter().map(|(o, q)| (*o, q.box_clone())))
             .collect();
-        let top = TopDocs::with_limit(limit.max(1))
-            .and_offset(offset)
-            .order_by_score();
-        let (mut found, mut total) = searcher.search(&BooleanQuery::new(all), &(top, Count))?;
+        let (mut hits, mut total) =
+            self.ranked_page(&searcher, &BooleanQuery::new(all), offset, limit)?;
         let mut matched_all = true;
         if total == 0 && many {
             // No note has every word: rank the notes with any of them.
@@ -582,16 +583,8 @@ impl SearchIndex {
             let any: Box<dyn TQuery> = Box::new(BooleanQuery::union(positives));
             let mut clauses = vec![(Occur::Must, any)];
             clauses.extend(musts);
-            let top = TopDocs::with_limit(limit.max(1))
-                .and_offset(offset)
-                .order_by_score();
-            (found, total) = searcher.search(&BooleanQuery::new(clauses), &(top, Count))?;
-        }
-        let mut hits = Vec::with_capacity(found.len());
-        for (score, addr) in found {
-            if let Some(p) = self.path_of(&searcher, addr)? {
-                hits.push((score, p));
-            }
+            (hits, total) =
+                self.ranked_page(&searcher, &BooleanQuery::new(clauses), offset, limit)?;
         }
         needles.terms.sort();
         needles.terms.dedup();
@@ -601,6 +594,62 @@ impl SearchIndex {
             matched_all,
             needles,
         })
+    }
+
+    /// Hits `offset..offset + limit` of `query`, best first and equal scores by path, with the
+    /// number of hits in all. tantivy orders equal scores by document address, which depends on
+    /// how the index was built (two runs differ), so every hit tied with the page's last one is
+    /// fetched and sorted by path (at most [`MAX_TIED`] more hits are fetched for that).
+    fn ranked_page(
+        &self,
+        searcher: &tantivy::Searcher,
+        query: &dyn TQuery,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<(f32, VaultPath)>, usize), IndexError> {
+        let end = offset + limit.max(1);
+        let mut fetch = end + 1;
+        loop {
+            let top = TopDocs::with_limit(fetch).order_by_score();
+            let (found, total) = searcher.search(query, &(top, Count))?;
+            // The score the page ends on, when the page is full.
+            let cutoff = found.get(end - 1).map(|(s, _)| *s);
+            let seen_all_ties = found.len() < fetch
+                || cutoff.is_none()
+                || found.last().map(|(s, _)| *s) < cutoff
+                || fetch >= end + MAX_TIED;
+            if seen_all_ties {
+                // Runs of equal scores, sorted by path; only the runs that reach into the page
+                // read their paths (a deep page does not read the thousands before it).
+                let mut hits = Vec::with_capacity(limit.max(1));
+                let mut start = 0;
+                while start < found.len() && start < end {
+                    let score = found[start].0;
+                    let run = found[start..]
+                        .iter()
+                        .take_while(|(s, _)| *s == score)
+                        .count();
+                    if start + run > offset {
+                        let mut tied = Vec::with_capacity(run);
+                        for (s, addr) in &found[start..start + run] {
+                            if let Some(p) = self.path_of(searcher, *addr)? {
+                                tied.push((*s, p));
+                            }
+                        }
+                        tied.sort_by(|a, b| a.1.cmp(&b.1));
+                        hits.extend(
+                            tied.into_iter()
+                                .enumerate()
+                                .filter(|(k, _)| (offset..end).contains(&(start + k)))
+                                .map(|(_, h)| h),
+                        );
+                    }
+                    start += run;
+                }
+                return Ok((hits, total));
+            }
+            fetch = (end + (fetch - end) * 8).min(end + MAX_TIED);
+        }
     }
 
     /// The query that excludes `clause`. A clause with a phrase (several words, or CJK text) is

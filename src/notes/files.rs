@@ -26,7 +26,8 @@ pub struct VaultInfo {
     pub canvases: Option<usize>,
     /// Other files (images, PDFs, audio...).
     pub attachments: Option<usize>,
-    /// Distinct tags.
+    /// Distinct tags, parents of nested tags included (`a/b` counts `a` and `a/b`): the
+    /// `total` of `list_tags`.
     pub tags: Option<usize>,
     /// The search index and what keeps it fresh: state, documents, build progress, watcher.
     pub index: IndexStatus,
@@ -48,10 +49,11 @@ pub struct VaultInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub sandbox: Option<crate::vault::sandbox::Report>,
-    /// The embedding model (name, revision, dimensions) and how far embedding is; absent
-    /// without `--embedding-model` or `--semantic` (or when its model could not be had).
+    /// The embedding model (name, revision, dimensions) and how far embedding is, or with
+    /// `--semantic` and no model, `state: unavailable`, why and the ways out; absent without
+    /// `--embedding-model` or `--semantic`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub embedding: Option<crate::engine::EmbeddingStatus>,
+    pub embedding: Option<Embedding>,
 }
 
 /// Reply of `get_daily_note`.
@@ -119,6 +121,23 @@ pub struct AttachmentInfo {
     pub modified: String,
 }
 
+/// `vault_info`'s `embedding`: the model loaded, or why the one asked for is missing.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Embedding {
+    /// A model is loaded.
+    Loaded(crate::engine::EmbeddingStatus),
+    /// `--semantic` was given and no model could be had.
+    Unavailable {
+        /// `unavailable`.
+        state: &'static str,
+        /// What went wrong.
+        reason: String,
+        /// The ways out.
+        fix: &'static str,
+    },
+}
+
 /// The facts `vault_info` reports. Counts are null while the first build runs.
 pub fn vault_info(engine: &Engine, writes_enabled: bool) -> Result<VaultInfo, NoteError> {
     let vault = engine.vault();
@@ -138,7 +157,15 @@ pub fn vault_info(engine: &Engine, writes_enabled: bool) -> Result<VaultInfo, No
         model_updated: None,
         model_build_ms: None,
         sandbox: crate::vault::sandbox::report().cloned(),
-        embedding: engine.embedding_status(),
+        embedding: match (engine.embedding_status(), engine.embedding_unavailable()) {
+            (Some(status), _) => Some(Embedding::Loaded(status)),
+            (None, Some(why)) => Some(Embedding::Unavailable {
+                state: "unavailable",
+                reason: why.to_owned(),
+                fix: super::search::MODEL_WAYS_OUT,
+            }),
+            (None, None) => None,
+        },
     };
     if !building {
         let model = engine.model()?;
@@ -146,7 +173,7 @@ pub fn vault_info(engine: &Engine, writes_enabled: bool) -> Result<VaultInfo, No
         info.notes = Some(counts.notes);
         info.canvases = Some(counts.canvases);
         info.attachments = Some(counts.attachments + counts.bases);
-        info.tags = Some(model.tags().len());
+        info.tags = Some(super::graph::tag_total(&model));
         info.model_updated = model.refreshed_at().map(rfc3339);
         info.model_build_ms = model.build_time().map(|d| d.as_millis() as u64);
     }

@@ -1,6 +1,6 @@
 //! `list_notes` filters: tag (nested tags included), frontmatter property (and value), path glob.
 
-use globset::{Glob, GlobMatcher};
+use globset::GlobMatcher;
 
 use super::NoteError;
 use super::paging::fingerprint;
@@ -46,7 +46,7 @@ impl NoteFilter {
         let id = fingerprint(&(&tag, &property, &value, &glob));
         let glob = match glob {
             Some(g) => Some(
-                Glob::new(&g)
+                crate::vault::exclude::path_glob(&g, false)
                     .map_err(|e| NoteError::InvalidArgument(format!("invalid glob: {e}")))?
                     .compile_matcher(),
             ),

@@ -341,15 +341,7 @@ pub enum TagSort {
 pub fn tag_counts(model: &Model, prefix: Option<&str>, sort: TagSort) -> Vec<TagCount> {
     let tags = model.tags();
     let prefix = prefix.map(markdown::normalize_tag);
-    let mut names: BTreeSet<&str> = BTreeSet::new();
-    for tag in tags.keys() {
-        for (i, c) in tag.char_indices() {
-            if c == '/' {
-                names.insert(&tag[..i]);
-            }
-        }
-        names.insert(tag);
-    }
+    let names = tag_names(model);
     let mut out: Vec<TagCount> = names
         .into_iter()
         .filter(|t| {
@@ -390,6 +382,26 @@ pub fn tag_counts(model: &Model, prefix: Option<&str>, sort: TagSort) -> Vec<Tag
         });
     }
     out
+}
+
+/// Every distinct tag, normalised, with the parents of nested tags (`a/b` gives `a` and
+/// `a/b`): what `list_tags` lists.
+fn tag_names(model: &Model) -> BTreeSet<&str> {
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    for tag in model.tags().keys() {
+        for (i, c) in tag.char_indices() {
+            if c == '/' {
+                names.insert(&tag[..i]);
+            }
+        }
+        names.insert(tag);
+    }
+    names
+}
+
+/// How many tags `list_tags` lists: distinct tags, parents of nested tags included.
+pub fn tag_total(model: &Model) -> usize {
+    tag_names(model).len()
 }
 
 /// The display form of a (possibly rolled-up parent) normalised tag.

@@ -29,6 +29,28 @@ pub fn locate(engine: &Engine, input: &str, typed: VaultPath) -> Result<VaultPat
     locate_in(&model, input.trim(), &typed)
 }
 
+/// [`locate`] for a tool that reads one kind of file: `Board` finds `Board.canvas` (at that
+/// path, or by name anywhere) before the rules for notes apply.
+pub fn locate_kind(
+    engine: &Engine,
+    input: &str,
+    typed: VaultPath,
+    ext: &str,
+) -> Result<VaultPath, NoteError> {
+    if typed.extension() != Some(ext)
+        && let Ok(with) = VaultPath::parse(&format!("{typed}.{ext}"))
+    {
+        if engine.vault().stat_file(&with).is_ok() {
+            return Ok(with);
+        }
+        let model = engine.model()?;
+        if let Ok(found) = locate_in(&model, &format!("{}.{ext}", input.trim()), &with) {
+            return Ok(found);
+        }
+    }
+    locate(engine, input, typed)
+}
+
 /// [`locate`] once the typed path is known to be missing.
 pub fn locate_in(model: &Model, input: &str, typed: &VaultPath) -> Result<VaultPath, NoteError> {
     if typed.extension() != Some("md")

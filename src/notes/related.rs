@@ -52,7 +52,7 @@ pub fn related_notes(
 ) -> Result<RelatedNotes, NoteError> {
     let limit = check_limit(limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let Some(sem) = engine.semantic() else {
-        return Err(NoteError::Refused(super::search::NO_MODEL.to_owned()));
+        return Err(super::search::no_model(engine));
     };
     let model = engine.model()?;
     let Some(note) = model.note(path) else {

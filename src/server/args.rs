@@ -55,6 +55,11 @@ pub fn parse<T: DeserializeOwned>(mut args: JsonObject, schema: &JsonObject) -> 
         for (name, value) in args.iter_mut() {
             if let Some(prop) = props.get(name) {
                 coerce(value, prop);
+                // A number outside the schema's range is refused, never clamped: one rule for
+                // every tool, and the message names the parameter and the range.
+                if !in_range(value, prop) {
+                    return Err(format!("`{name}` must be {}", expected(prop)));
+                }
             }
         }
     }
@@ -62,15 +67,23 @@ pub fn parse<T: DeserializeOwned>(mut args: JsonObject, schema: &JsonObject) -> 
         let field = e.path().to_string();
         let inner = e.into_inner().to_string();
         match props.and_then(|p| p.get(&field)) {
+            // What serde says names Rust types (`expected u32`): the schema says it in words.
             Some(prop) if field != "." => {
-                format!(
-                    "`{field}` must be {}: {inner}",
-                    expected(deref(prop, schema))
-                )
+                format!("`{field}` must be {}", expected(deref(prop, schema)))
             }
             _ => inner,
         }
     })
+}
+
+/// False when `value` is a number outside `prop`'s `minimum`..=`maximum`.
+fn in_range(value: &Value, prop: &Value) -> bool {
+    let Some(n) = value.as_f64() else {
+        return true;
+    };
+    let min = prop.get("minimum").and_then(Value::as_f64);
+    let max = prop.get("maximum").and_then(Value::as_f64);
+    min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m)
 }
 
 /// The JSON types a property schema allows (`type` as a string or a list).
@@ -140,12 +153,14 @@ fn expected(prop: &Value) -> String {
         return format!("one of {}", names.join(", "));
     }
     let allowed = types(prop);
-    let what = if allowed.contains(&"integer") {
+    if allowed.contains(&"integer") {
         let min = prop.get("minimum").and_then(Value::as_i64);
-        match min {
-            Some(0) => "a whole number (0 or more)".to_owned(),
-            Some(m) => format!("a whole number ({m} or more)"),
-            None => "a whole number".to_owned(),
+        let max = prop.get("maximum").and_then(Value::as_i64);
+        match (min, max) {
+            (Some(lo), Some(hi)) => format!("a whole number from {lo} to {hi}"),
+            (Some(m), None) => format!("a whole number ({m} or more)"),
+            (None, Some(hi)) => format!("a whole number up to {hi}"),
+            (None, None) => "a whole number".to_owned(),
         }
     } else if allowed.contains(&"number") {
         "a number".to_owned()
@@ -157,11 +172,6 @@ fn expected(prop: &Value) -> String {
         "a list".to_owned()
     } else {
         "a valid value".to_owned()
-    };
-    if allowed.contains(&"null") {
-        format!("{what}, or null")
-    } else {
-        what
     }
 }
 
@@ -208,6 +218,7 @@ mod tests {
         assert!(e.starts_with("`limit` must be a whole number"), "{e}");
         let e = run(serde_json::json!({"path": "a", "limit": -3})).unwrap_err();
         assert!(e.starts_with("`limit` must be a whole number"), "{e}");
+        assert!(!e.contains("u32"), "no Rust type names: {e}");
         let e = run(serde_json::json!({"path": "a", "recursive": "yes"})).unwrap_err();
         assert!(e.starts_with("`recursive` must be true or false"), "{e}");
         let e = run(serde_json::json!({"limit": 2})).unwrap_err();

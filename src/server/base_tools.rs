@@ -18,16 +18,18 @@ pub struct QueryBaseArgs {
     /// A `.base` file, or a note with ```base blocks.
     pub path: Option<String>,
     /// Which block of that note, from 1.
+    #[schemars(range(min = 1))]
     pub block: Option<usize>,
-    /// Or a base's YAML, e.g. `filters: 'file.hasTag("book") && rating > 4'`.
+    /// Or a base's YAML, e.g. `filters: 'file.hasTag("book")'`.
     pub base: Option<String>,
     /// View name (default: the first).
     pub view: Option<String>,
-    /// The note `this` is (default: the note or `.base` file holding it).
+    /// The note `this` is (default: the file holding the base).
     pub this: Option<String>,
-    /// Rows per page, 1 to 500 (default 50).
+    /// Rows per page (default 50).
+    #[schemars(range(min = 1, max = crate::notes::bases::MAX_ROWS))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// A `next_cursor`.
     pub cursor: Option<String>,
 }
 
@@ -37,9 +39,10 @@ pub struct QueryBaseArgs {
 pub struct ListBasesArgs {
     /// Only under this folder.
     pub folder: Option<String>,
-    /// Bases per page, 1 to 500 (default 50).
+    /// Bases per page (default 50).
+    #[schemars(range(min = 1, max = crate::notes::bases::MAX_ROWS))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// A `next_cursor`.
     pub cursor: Option<String>,
 }
 
@@ -53,8 +56,8 @@ enum Requested {
 
 #[tool_router(router = base_router, vis = "pub(super)")]
 impl CapvaultServer {
-    /// Evaluates an Obsidian Base (a `.base` file, a ```base block, or YAML) as Obsidian
-    /// shows it: one view's rows with typed column values, sorted, grouped and summarised.
+    /// Evaluate an Obsidian Base (a `.base` file, a ```base block, or YAML): one view's rows,
+    /// sorted, grouped and summarised as Obsidian shows them.
     #[tool(annotations(
         title = "Query a base",
         read_only_hint = true,
@@ -126,7 +129,7 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// Every `.base` file and ```base block of the vault, with its view names.
+    /// Every `.base` file and ```base block, with its views.
     #[tool(annotations(
         title = "List bases",
         read_only_hint = true,

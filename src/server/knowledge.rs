@@ -18,14 +18,15 @@ use crate::vault::VaultPath;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetLinksArgs {
-    /// Path of the note (or any file, for incoming links), relative to the vault root.
+    /// The note (any file, for backlinks).
     pub path: String,
-    /// `out` (links in this note), `in` (backlinks) or `both` (default).
+    /// `out`, `in` (backlinks) or `both` (default).
     #[serde(default = "both")]
     pub direction: Direction,
-    /// Maximum links per direction, 1 to 1000 (default 100).
+    /// Links per direction (default 100).
+    #[schemars(range(min = 1, max = crate::notes::graph::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page (only with direction `out` or `in`).
+    /// A `next_cursor` (direction `out` or `in`).
     pub cursor: Option<String>,
 }
 
@@ -61,12 +62,13 @@ pub struct LinksReply {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BrokenLinksArgs {
-    /// Only notes under this folder (default: the whole vault).
+    /// Only notes under this folder.
     #[serde(default)]
     pub folder: String,
-    /// Maximum results, 1 to 1000 (default 100).
+    /// Results per page (default 100).
+    #[schemars(range(min = 1, max = crate::notes::graph::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// A `next_cursor`.
     pub cursor: Option<String>,
 }
 
@@ -99,12 +101,13 @@ impl<T: JsonSchema> From<crate::notes::paging::Page<T>> for PageReply<T> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OrphansArgs {
-    /// Also require that the note links to nothing (default false: only "nothing links here").
+    /// Only notes that also link to nothing.
     #[serde(default)]
     pub no_outbound: bool,
-    /// Maximum results, 1 to 1000 (default 100).
+    /// Results per page (default 100).
+    #[schemars(range(min = 1, max = crate::notes::graph::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// A `next_cursor`.
     pub cursor: Option<String>,
 }
 
@@ -112,16 +115,18 @@ pub struct OrphansArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NeighborsArgs {
-    /// Path of the starting note.
+    /// The starting note.
     pub path: String,
-    /// How many links away to go, 1 to 5 (default 1).
+    /// Links away (default 1).
+    #[schemars(range(min = 1, max = 5))]
     pub depth: Option<u32>,
-    /// Follow `out` links, `in` links (backlinks) or `both` (default).
+    /// `out`, `in` (backlinks) or `both` (default).
     #[serde(default = "both")]
     pub direction: Direction,
-    /// Maximum notes, 1 to 1000 (default 100).
+    /// Notes per page (default 100).
+    #[schemars(range(min = 1, max = crate::notes::graph::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// A `next_cursor`.
     pub cursor: Option<String>,
 }
 
@@ -129,14 +134,15 @@ pub struct NeighborsArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListTagsArgs {
-    /// Only this tag and the tags nested under it (e.g. `project` gives `project`, `project/alpha`).
+    /// Only this tag and those nested under it.
     pub prefix: Option<String>,
     /// `count` (most used first, default) or `name`.
     #[serde(default)]
     pub sort: TagSort,
-    /// Maximum tags, 1 to 1000 (default 100).
+    /// Tags per page (default 100).
+    #[schemars(range(min = 1, max = crate::notes::graph::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// A `next_cursor`.
     pub cursor: Option<String>,
 }
 
@@ -144,10 +150,9 @@ pub struct ListTagsArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveLinkArgs {
-    /// The link: `[[Note#Heading|alias]]`, `![[image.png]]`, `[text](Folder/Note.md)` or a bare
-    /// `Folder/Note#Heading`.
+    /// `[[Note#Heading|alias]]`, `![[image.png]]`, `[text](Note.md)` or `Note#Heading`.
     pub link: String,
-    /// The note that contains the link (changes which of several same-named notes is chosen).
+    /// The note holding the link (picks among same-named notes).
     pub from: Option<String>,
 }
 
@@ -189,8 +194,7 @@ fn parse_path(p: &str) -> Result<VaultPath, ToolError> {
 
 #[tool_router(router = knowledge_router, vis = "pub(super)")]
 impl CapvaultServer {
-    /// Links of a note: outgoing links (raw text, target, resolved path or null, kind, line,
-    /// status) and backlinks (source note, line, excerpt).
+    /// A note's outgoing links (target, resolved path, line, status) and backlinks.
     #[tool(annotations(
         title = "Get links and backlinks",
         read_only_hint = true,
@@ -250,7 +254,7 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// Links that lead nowhere: no such note, or a `#heading`/`#^block` the target lacks.
+    /// Links that lead nowhere: no such note, or a missing `#heading` or `#^block`.
     #[tool(annotations(
         title = "Find broken links",
         read_only_hint = true,
@@ -297,7 +301,7 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// Notes that no other note links to (optionally: that also link to nothing).
+    /// Notes that no other note links to (orphans).
     #[tool(annotations(
         title = "Find orphan notes",
         read_only_hint = true,
@@ -365,7 +369,7 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// Tags with the number of notes using each; nested tags (`a/b`) also count toward `a`.
+    /// Tags with their note counts; `a/b` also counts toward `a`.
     #[tool(annotations(
         title = "List tags",
         read_only_hint = true,
@@ -394,8 +398,7 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// Which file a link opens in Obsidian, or why it opens nothing (broken, ambiguous, missing
-    /// heading or block).
+    /// Which file a link opens in Obsidian, or why it opens nothing.
     #[tool(annotations(
         title = "Resolve a link",
         read_only_hint = true,

@@ -67,6 +67,9 @@ pub struct CapvaultServer {
     /// The vault's writer, when the server runs with `--write` (the write tools are listed
     /// only then).
     writer: Option<Arc<Writer>>,
+    /// Notes are served as resources: only when the tool profile offers `read_note` (as a
+    /// token's scope decides over HTTP).
+    resources: bool,
 }
 
 impl std::fmt::Debug for CapvaultServer {
@@ -107,12 +110,14 @@ impl CapvaultServer {
             tool_router += Self::write_router();
         }
         let (listed, names) = policy.apply(tool_router.list_all())?;
+        let resources = policy.allows("read_note");
         Ok(CapvaultServer {
             vault: Arc::clone(engine.shared_vault()),
             engine,
             tool_router,
             tools: Arc::new(ToolTable { listed, names }),
             writer,
+            resources,
         })
     }
 
@@ -187,8 +192,16 @@ impl CapvaultServer {
         }
     }
 
-    /// Refuses a resource request whose grant does not allow reading notes.
-    fn check_resource_grant(context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    /// Refuses a resource request when the tool profile or the request's grant does not allow
+    /// reading notes.
+    fn check_resource_grant(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        if !self.resources {
+            return Err(ErrorData::invalid_request(
+                "refused: this server's tool profile leaves out read_note, so notes are not \
+                 served as resources",
+                None,
+            ));
+        }
         match Grant::of(context) {
             Some(g) if !g.allows("read_note") => Err(ErrorData::invalid_request(
                 "refused: this credential may not read notes",
@@ -257,29 +270,37 @@ impl CapvaultServer {
              `Projects/Plan.md` (`.md` may be left out, and a bare note name works when only one \
              note has it). Use `search_notes` to find notes by text, `list_notes` to \
              browse folders (newest first), and `read_note` to read one note (its `sha256` is its \
-             version). Notes are also resources under `{URI_PREFIX}<path>`. Hidden folders \
+             version).{resources} Hidden folders \
              (`.obsidian`, `.git`, `.trash`) and anything outside the vault are not accessible. \
              Failures start with a stable code: `not_found`, `ambiguous`, `refused`, \
              `invalid_argument`, `too_large`, `not_utf8`, `not_ready`, `conflict`, \
              `unavailable`.",
-            name = self.vault.name()
+            name = self.vault.name(),
+            resources = if self.resources {
+                format!(" Notes are also resources under `{URI_PREFIX}<path>`.")
+            } else {
+                String::new()
+            }
         )
     }
 }
 
 impl ServerHandler for CapvaultServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
+        let capabilities = if self.resources {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            env!("CARGO_PKG_NAME"),
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(self.instructions())
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(self.instructions())
     }
 
     async fn list_tools(
@@ -353,7 +374,7 @@ impl ServerHandler for CapvaultServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Self::check_resource_grant(&context)?;
+        self.check_resource_grant(&context)?;
         let cursor = request.and_then(|r| r.cursor);
         let vault = Arc::clone(&self.vault);
         tokio::task::spawn_blocking(move || resources::list(&vault, cursor.as_deref()))
@@ -366,7 +387,11 @@ impl ServerHandler for CapvaultServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(resources::templates())
+        Ok(if self.resources {
+            resources::templates()
+        } else {
+            ListResourceTemplatesResult::with_all_items(Vec::new())
+        })
     }
 
     async fn read_resource(
@@ -374,7 +399,7 @@ impl ServerHandler for CapvaultServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        Self::check_resource_grant(&context)?;
+        self.check_resource_grant(&context)?;
         let vault = Arc::clone(&self.vault);
         let uri = request.uri;
         tokio::task::spawn_blocking(move || resources::read(&vault, &uri))

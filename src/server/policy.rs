@@ -109,6 +109,9 @@ impl ToolPolicy {
             if !self.allows(&internal) {
                 continue;
             }
+            if let Some(d) = &tool.description {
+                tool.description = Some(unwrapped(d).into());
+            }
             if let Some(o) = self.overrides.get(&internal) {
                 if let Some(n) = &o.name {
                     tool.name = n.clone().into();
@@ -119,7 +122,7 @@ impl ToolPolicy {
             }
             tool.input_schema = std::sync::Arc::new(lean_input(&cleaned(&tool.input_schema)));
             if let Some(out) = &tool.output_schema {
-                tool.output_schema = Some(std::sync::Arc::new(lean(&cleaned(out))));
+                tool.output_schema = Some(std::sync::Arc::new(outline(out)));
             }
             if let Some(a) = tool.annotations.as_mut()
                 && a.read_only_hint == Some(true)
@@ -225,13 +228,97 @@ pub fn cleaned(schema: &serde_json::Map<String, Value>) -> serde_json::Map<Strin
     }
 }
 
+/// `text` with its wrapped lines joined: a doc comment's line breaks fall inside sentences; a
+/// blank line (a paragraph break) is kept as one line break.
+pub fn unwrapped(text: &str) -> String {
+    text.split("\n\n")
+        .map(|para| para.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// An input schema without repeats: the property that uses an enumeration says what each value
 /// means, so the enumeration is one `enum` list (no per-value descriptions, no description of
-/// its own).
+/// its own); descriptions unwrapped; an optional property's `null` alternative left out (the
+/// property may be left out instead), defaults that say nothing (`false`, `""`, `[]`, `{}`)
+/// and boolean `additionalProperties` dropped.
 pub fn lean_input(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
     let mut o = schema.clone();
     lean_defs(&mut o);
     inline_single_use_defs(&mut o);
+    let mut v = Value::Object(o);
+    compact_input(&mut v);
+    match v {
+        Value::Object(o) => o,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// True for a default a model would assume anyway.
+fn says_nothing(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+fn compact_input(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::String(d)) = o.get("description") {
+                let d = unwrapped(d);
+                o.insert("description".into(), Value::String(d));
+            }
+            if o.get("default").is_some_and(says_nothing) {
+                o.remove("default");
+            }
+            // `true` is JSON Schema's default; `false` the server enforces itself, with an
+            // error naming the unknown argument (40 bytes a tool otherwise).
+            if o.get("additionalProperties").is_some_and(Value::is_boolean) {
+                o.remove("additionalProperties");
+            }
+            // `["string", "null"]` → `"string"`.
+            if let Some(Value::Array(ts)) = o.get("type")
+                && ts.len() == 2
+                && ts.contains(&Value::String("null".into()))
+                && let Some(t) = ts.iter().find(|t| t.as_str() != Some("null")).cloned()
+            {
+                o.insert("type".into(), t);
+            }
+            // `anyOf: [X, {"type": "null"}]` → X.
+            let null = serde_json::json!({"type": "null"});
+            if let Some(Value::Array(alts)) = o.get("anyOf")
+                && alts.len() == 2
+                && alts.contains(&null)
+                && let Some(Value::Object(x)) = alts.iter().find(|a| **a != null).cloned()
+            {
+                o.remove("anyOf");
+                for (k, val) in x {
+                    o.entry(k).or_insert(val);
+                }
+            }
+            o.values_mut().for_each(compact_input);
+        }
+        Value::Array(a) => a.iter_mut().for_each(compact_input),
+        _ => {}
+    }
+}
+
+/// An output schema reduced to the reply's outline: an object and the fields every reply has.
+/// It still checks each reply's top level, and costs a line instead of a page in every
+/// `tools/list` (the README says what each field holds; the reply itself shows it).
+pub fn outline(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut o = serde_json::Map::new();
+    o.insert("type".into(), Value::String("object".into()));
+    if let Some(r @ Value::Array(a)) = schema.get("required")
+        && !a.is_empty()
+    {
+        o.insert("required".into(), r.clone());
+    }
     o
 }
 
@@ -334,50 +421,6 @@ fn const_values(o: &serde_json::Map<String, Value>) -> Option<Vec<Value>> {
     })
 }
 
-/// An output schema as small as it can be while it still checks every reply: descriptions
-/// and titles dropped (the README and the tool description say what each field means; clients
-/// validate against the schema, and some show it to the model, on every `tools/list`), and
-/// `oneOf` lists of constants written as one `enum`.
-pub fn lean(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
-    let mut v = Value::Object(schema.clone());
-    shrink(&mut v);
-    match v {
-        Value::Object(mut o) => {
-            inline_single_use_defs(&mut o);
-            o
-        }
-        _ => serde_json::Map::new(),
-    }
-}
-
-fn shrink(v: &mut Value) {
-    match v {
-        Value::Object(o) => {
-            // Keywords only: a property called `description` is an object (its schema), kept.
-            for k in ["description", "title"] {
-                if o.get(k).is_some_and(Value::is_string) {
-                    o.remove(k);
-                }
-            }
-            // Counts and sizes the server reports are never negative; saying so in every reply's
-            // schema checks nothing a client needs.
-            if o.get("minimum").and_then(Value::as_i64) == Some(0) {
-                o.remove("minimum");
-            }
-            if let Some(values) = const_values(o) {
-                o.remove("oneOf");
-                o.insert("type".into(), Value::String("string".into()));
-                o.insert("enum".into(), Value::Array(values));
-            }
-            for (_, child) in o.iter_mut() {
-                shrink(child);
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(shrink),
-        _ => {}
-    }
-}
-
 fn clean(v: &mut Value) {
     match v {
         Value::Object(o) => {
@@ -456,7 +499,7 @@ mod tests {
                     "type": "array", "items": {"$ref": "#/$defs/Tree"}}}}
             }
         });
-        let out = Value::Object(lean(s.as_object().unwrap()));
+        let out = Value::Object(lean_input(s.as_object().unwrap()));
         // Progress into Hit, then Hit into its one use.
         assert_eq!(
             out["properties"]["hit"],
@@ -473,47 +516,56 @@ mod tests {
         );
         let defs: Vec<&String> = out["$defs"].as_object().unwrap().keys().collect();
         assert_eq!(defs, ["Shared", "Tree"]);
-        // An output's counts lose `minimum: 0`; an input keeps it.
+        // An input keeps its bounds.
+        assert_eq!(out["properties"]["count"]["minimum"], 0);
+    }
+
+    #[test]
+    fn an_output_outline_keeps_the_object_and_its_required_fields() {
+        let s = serde_json::json!({
+            "type": "object",
+            "description": "A reply.",
+            "properties": {"path": {"type": "string"}, "note": {"type": ["string", "null"]}},
+            "required": ["path"]
+        });
+        let out = Value::Object(outline(s.as_object().unwrap()));
         assert_eq!(
-            out["properties"]["count"],
-            serde_json::json!({"type": "integer"})
-        );
-        let input = Value::Object(lean_input(s.as_object().unwrap()));
-        assert_eq!(input["properties"]["count"]["minimum"], 0);
-        assert_eq!(
-            input["properties"]["hit"]["properties"]["at"]["type"],
-            "object"
+            out,
+            serde_json::json!({"type": "object", "required": ["path"]})
         );
     }
 
     #[test]
-    fn lean_output_schemas_drop_prose_but_keep_properties_named_like_keywords() {
+    fn input_schemas_lose_nulls_empty_defaults_and_line_breaks_inside_sentences() {
         let s = serde_json::json!({
             "type": "object",
-            "description": "A reply.",
+            "additionalProperties": false,
             "properties": {
-                "title": {"type": "string", "description": "The title."},
-                "description": {"type": "string"},
-                "mode": {"oneOf": [
-                    {"const": "ranked", "type": "string", "description": "By relevance."},
-                    {"const": "exact", "type": "string"}
-                ]}
-            },
-            "required": ["title", "description", "mode"]
+                "folder": {"type": ["string", "null"], "description": "Only under\nthis folder."},
+                "mode": {"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}]},
+                "dry_run": {"type": "boolean", "default": false},
+                "recursive": {"type": "boolean", "default": true},
+                "default": {"type": "string"}
+            }
         });
-        let out = Value::Object(lean(s.as_object().unwrap()));
-        assert_eq!(out.get("description"), None);
+        let out = Value::Object(lean_input(s.as_object().unwrap()));
+        assert_eq!(out.get("additionalProperties"), None);
+        let p = &out["properties"];
         assert_eq!(
-            out["properties"]["title"],
-            serde_json::json!({"type": "string"})
+            p["folder"],
+            serde_json::json!({"type": "string", "description": "Only under this folder."})
         );
         assert_eq!(
-            out["properties"]["description"],
-            serde_json::json!({"type": "string"})
+            p["mode"],
+            serde_json::json!({"enum": ["a", "b"], "type": "string"})
         );
+        assert_eq!(p["dry_run"], serde_json::json!({"type": "boolean"}));
+        assert_eq!(p["recursive"]["default"], true);
+        // A property called `default` is a schema, kept.
+        assert_eq!(p["default"], serde_json::json!({"type": "string"}));
         assert_eq!(
-            out["properties"]["mode"],
-            serde_json::json!({"type": "string", "enum": ["ranked", "exact"]})
+            unwrapped("One\ntwo.\n\nNext  para."),
+            "One two.\nNext para."
         );
     }
 }

@@ -14,11 +14,12 @@ use crate::vault::VaultPath;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RelatedNotesArgs {
-    /// The note (a path, with or without `.md`, or a note name).
+    /// The note (a path or a note name).
     pub path: String,
-    /// Maximum notes, 1 to 50 (default 10).
+    /// Most notes (default 10).
+    #[schemars(range(min = 1, max = crate::notes::related::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// Leave out notes this one links to or is linked from (link suggestions; default false).
+    /// Leave out notes already linked either way (link suggestions).
     #[serde(default)]
     pub unlinked_only: bool,
 }

@@ -26,19 +26,20 @@ use crate::vault::VaultPath;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadNoteArgs {
-    /// Path of the note relative to the vault root, with `/` separators, e.g. `Projects/Plan.md`.
+    /// Vault-relative path, e.g. `Projects/Plan.md`, or a note name.
     pub path: String,
-    /// `content` (the text, default), `outline` (headings with line numbers), `frontmatter`, or
-    /// `metadata` (frontmatter, aliases, tags, links, headings, block ids).
+    /// `content` (default), `outline` (headings, line numbers), `frontmatter`, or `metadata`
+    /// (aliases, tags, links, headings, block ids).
     #[serde(default)]
     pub format: Format,
-    /// Only the section under this heading (up to the next heading of the same or higher level).
+    /// Only the section under this heading.
     pub section: Option<String>,
-    /// Only these lines, 1-based and inclusive: `"10-20"`, `"10-"` or `"10"`.
+    /// Only these lines, 1-based: `"10-20"`, `"10-"` or `"10"`.
     pub lines: Option<String>,
-    /// Start this many characters into the text: pass the `next_offset` of a previous reply.
+    /// A `next_offset`.
     pub offset: Option<u64>,
-    /// At most this many characters of text, 1 to 400000 (default 40000).
+    /// Most characters of text (default 40000).
+    #[schemars(range(min = 1, max = crate::notes::view::MAX_MAX_CHARS))]
     pub max_chars: Option<u32>,
 }
 
@@ -46,26 +47,26 @@ pub struct ReadNoteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListNotesArgs {
-    /// Folder to list, relative to the vault root; empty (the default) lists the whole vault.
+    /// Folder to list (default: the whole vault).
     #[serde(default)]
     pub folder: String,
-    /// Include notes in subfolders (default true).
+    /// Include subfolders.
     #[serde(default = "yes")]
     pub recursive: bool,
-    /// Maximum notes per page, 1 to 1000 (default 100).
+    /// Notes per page (default 100).
+    #[schemars(range(min = 1, max = crate::notes::list::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page, to get the next one.
+    /// A `next_cursor`.
     pub cursor: Option<String>,
-    /// Only notes with this tag or a tag nested under it (`project` matches `#project/alpha`).
+    /// Only notes with this tag or one nested under it.
     pub tag: Option<String>,
-    /// Only notes whose frontmatter has this property (exact key).
+    /// Only notes whose frontmatter has this key.
     pub property: Option<String>,
-    /// With `property`: only notes where the property equals this value (case-insensitive; for a
-    /// list property, any element).
+    /// With `property`: only where it equals this (any case; a list: any element).
     pub value: Option<String>,
-    /// Only paths matching this glob, e.g. `Projects/**` or `**/2026-*.md`.
+    /// Only paths matching this glob: `*` within a folder, `**` across, e.g. `Projects/**/*.md`.
     pub glob: Option<String>,
-    /// `note` (default), `canvas`, `base`, `attachment` or `any` (every file, each with its kind).
+    /// Which files (`any`: every file).
     #[serde(default)]
     pub kind: KindFilter,
 }
@@ -74,14 +75,16 @@ pub struct ListNotesArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListFoldersArgs {
-    /// Folder whose subfolders to list; empty (the default) is the vault root.
+    /// Folder whose subfolders to list (default: the vault root).
     #[serde(default)]
     pub folder: String,
-    /// How many levels down, 1 to 32 (default 2).
+    /// Levels down (default 2).
+    #[schemars(range(min = 1, max = crate::notes::list::MAX_FOLDER_DEPTH))]
     pub depth: Option<u32>,
-    /// Maximum folders per page, 1 to 1000 (default 100).
+    /// Folders per page (default 100).
+    #[schemars(range(min = 1, max = crate::notes::list::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// A `next_cursor`.
     pub cursor: Option<String>,
 }
 
@@ -89,33 +92,31 @@ pub struct ListFoldersArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchNotesArgs {
-    /// What to find. `ranked` mode: words (all must match) and `"quoted phrases"`, `-word` to
-    /// exclude. `exact` mode: a piece of text. `regex` mode: a Rust regular expression.
+    /// Ranked: words (all must match), `"phrases"`, `-word` to exclude. Exact: a piece of
+    /// text. Regex: a Rust regex.
     pub query: String,
-    /// `ranked` (relevance over the index; title > headings > tags > body), `exact`
-    /// (substring, one hit per matching line), `regex` (one hit per matching line), and with an
-    /// embedding model `semantic` (by meaning) and `hybrid` (meaning and words fused; the
-    /// default when a model is loaded, else `ranked`).
+    /// `ranked` (default without a model), `exact` or `regex` (every matching line), and with
+    /// an embedding model `semantic` and `hybrid` (the default then).
     pub mode: Option<Mode>,
-    /// Maximum number of hits, 1 to 200 (default 20).
+    /// Most hits (default 20).
+    #[schemars(range(min = 1, max = crate::notes::search::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// Match letter case exactly (`exact` and `regex` modes; default false).
+    /// Match case exactly (exact and regex).
     #[serde(default)]
     pub case_sensitive: bool,
-    /// Only search notes under this folder (relative to the vault root).
+    /// Only notes under this folder.
     pub folder: Option<String>,
-    /// Only notes with this tag or a tag nested under it (`project` matches `#project/alpha`).
+    /// Only notes with this tag or one nested under it.
     pub tag: Option<String>,
-    /// Only notes whose frontmatter has this property (exact key).
+    /// Only notes whose frontmatter has this key.
     pub property: Option<String>,
-    /// With `property`: only notes where the property equals this value (case-insensitive; for a
-    /// list property, any element).
+    /// With `property`: only where it equals this (any case; a list: any element).
     pub value: Option<String>,
-    /// Only notes modified at or after this time: `2026-11-30` or `2026-11-30T08:00:00Z`.
+    /// Modified at or after: `2026-11-30` or `2026-11-30T08:00:00Z`.
     pub modified_after: Option<String>,
-    /// Only notes modified before this time: `2026-11-30` or `2026-11-30T08:00:00Z`.
+    /// Modified before this date or time.
     pub modified_before: Option<String>,
-    /// The `next_cursor` of the previous page of hits.
+    /// A `next_cursor`.
     pub cursor: Option<String>,
 }
 
@@ -139,9 +140,8 @@ fn yes() -> bool {
 
 #[tool_router(vis = "pub(super)")]
 impl CapvaultServer {
-    /// Read one note: its Markdown text (whole, one section, or a line range; long notes come in
-    /// pages of characters), or its outline, frontmatter or metadata. Always returns size,
-    /// modification time and the SHA-256 version.
+    /// Read one note: its text (whole, a section or lines; long notes in pages), or its
+    /// outline, frontmatter or metadata; with its size, time and `sha256` version.
     #[tool(annotations(
         title = "Read note",
         read_only_hint = true,
@@ -153,6 +153,12 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<ReadNoteArgs>,
     ) -> Result<Json<NoteView>, ToolError> {
+        let trimmed = args.path.trim();
+        if trimmed.len() > 1 && trimmed.ends_with('/') {
+            // `References/`: a folder, whatever is in it.
+            let folder = VaultPath::parse_folder(trimmed.trim_end_matches('/'))?;
+            return Err(folder_hint(&folder));
+        }
         let typed = VaultPath::parse(&args.path)?;
         let req = ViewRequest {
             format: args.format,
@@ -166,9 +172,9 @@ impl CapvaultServer {
             match view_note(engine.vault(), &typed, &req) {
                 Err(NoteError::Vault(VaultError::NotFound(_) | VaultError::NotAFolder(_))) => {
                     let path = locate_in(&*engine.model()?, &args.path, &typed)?;
-                    Ok(view_note(engine.vault(), &path, &req)?)
+                    view_note(engine.vault(), &path, &req).map_err(read_hint)
                 }
-                other => Ok(other?),
+                other => other.map_err(read_hint),
             }
         })
         .await
@@ -225,8 +231,7 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// The folder tree under a folder (default: the vault root), a few levels deep, with the
-    /// number of notes and files in each folder and below. Paged.
+    /// The folder tree a few levels deep, with the notes and files in each folder and below.
     #[tool(annotations(
         title = "List folders",
         read_only_hint = true,
@@ -258,10 +263,9 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// Search the notes. Default `ranked` mode: words and "phrases" ranked by relevance (title,
-    /// then headings, tags, body), one hit per note with its best line and heading. `exact` and
-    /// `regex` modes: every matching line. Filters: folder, tag, property/value, modification
-    /// time. Paged with `cursor`.
+    /// Search notes. `ranked`: by relevance (title, headings, tags, body), one hit per note at
+    /// its best line. `exact`, `regex`: every matching line. Filters: folder, tag, property,
+    /// time.
     #[tool(annotations(
         title = "Search notes",
         read_only_hint = true,
@@ -321,6 +325,27 @@ impl CapvaultServer {
             task.abort();
         }
         result.map(Json)
+    }
+}
+
+/// The refusal of a folder given to `read_note`, pointing to `list_notes`.
+fn folder_hint(folder: &VaultPath) -> ToolError {
+    ToolError::invalid(format!(
+        "{folder}: is a folder, not a note; list its notes with `list_notes` (`folder`: \"{folder}\")"
+    ))
+}
+
+/// `read_note`'s errors with the tool to use instead: `list_notes` for a folder,
+/// `read_attachment` for a file that is not text.
+fn read_hint(e: NoteError) -> ToolError {
+    match e {
+        NoteError::Vault(VaultError::IsAFolder(folder)) => folder_hint(&folder),
+        NoteError::Vault(VaultError::NotUtf8(path)) => {
+            let mut t = ToolError::from(VaultError::NotUtf8(path));
+            t.message.push_str("; `read_attachment` returns its bytes");
+            t
+        }
+        other => other.into(),
     }
 }
 

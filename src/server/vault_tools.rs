@@ -11,14 +11,14 @@ use serde::Deserialize;
 
 use super::{CapvaultServer, Parameters, ToolError, resources::uri_for};
 use crate::notes::files::{self, AttachmentInfo, CanvasReply, DailyNote, VaultInfo, parse_date};
-use crate::notes::locate::locate;
+use crate::notes::locate::{locate, locate_kind};
 use crate::vault::VaultPath;
 
 /// Arguments of `get_daily_note`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DailyNoteArgs {
-    /// The day, `YYYY-MM-DD`, or `today` (default), `yesterday`, `tomorrow` (the server's local date).
+    /// `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
     pub date: Option<String>,
 }
 
@@ -26,15 +26,14 @@ pub struct DailyNoteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PathArgs {
-    /// Path of the file relative to the vault root, e.g. `Boards/Plan.canvas`.
+    /// Vault-relative path, e.g. `Boards/Plan.canvas`, or a file name.
     pub path: String,
 }
 
 #[tool_router(router = vault_router, vis = "pub(super)")]
 impl CapvaultServer {
-    /// Facts about the vault: counts of notes, canvases and attachments, the Obsidian settings
-    /// capvault honours (links, attachments, trash, daily notes, templates), and whether writes
-    /// are enabled.
+    /// The vault: counts of notes, files and tags, the Obsidian settings capvault honours, the
+    /// index and embedding state, and whether writes are enabled.
     #[tool(annotations(
         title = "Vault information",
         read_only_hint = true,
@@ -49,8 +48,7 @@ impl CapvaultServer {
             .map(Json)
     }
 
-    /// Today's daily note (or another day's), found where the vault's Daily notes or Periodic
-    /// Notes settings put it. Says so plainly when that day has no note.
+    /// Today's (or another day's) daily note, where the vault's settings put it.
     #[tool(annotations(
         title = "Get a daily note",
         read_only_hint = true,
@@ -68,8 +66,7 @@ impl CapvaultServer {
             .map(Json)
     }
 
-    /// A canvas (`.canvas`, JSON Canvas 1.0): its nodes and edges, spec violations listed, and
-    /// every file node resolved to a vault path.
+    /// A canvas (JSON Canvas 1.0): its nodes and edges, issues, and file nodes' vault paths.
     #[tool(annotations(
         title = "Read a canvas",
         read_only_hint = true,
@@ -83,7 +80,7 @@ impl CapvaultServer {
     ) -> Result<Json<CanvasReply>, ToolError> {
         let typed = VaultPath::parse(&args.path)?;
         self.with_engine(move |engine| {
-            let path = locate(engine, &args.path, typed)?;
+            let path = locate_kind(engine, &args.path, typed, "canvas")?;
             let model = engine.model()?;
             Ok(files::read_canvas(engine.vault(), &model, &path)?)
         })
@@ -91,8 +88,8 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// An attachment's original bytes (image, PDF, audio...) as an embedded resource with its
-    /// MIME type, size and SHA-256. Files over 6 MiB are refused, never truncated.
+    /// An attachment's bytes (image, PDF, audio...) as an embedded resource, with its MIME type,
+    /// size and `sha256`; over 6 MiB is refused.
     #[tool(
         annotations(
             title = "Read an attachment",

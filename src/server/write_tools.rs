@@ -19,17 +19,16 @@ use crate::obsidian::canvas_edit::CanvasOp;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateNoteArgs {
-    /// Path of the new note, e.g. `Projects/Plan.md` (`.md` is added when left out). Missing
-    /// folders are created.
+    /// Path of the new note (`.md` may be left out).
     pub path: String,
-    /// The note's text (after the template, when one is given).
+    /// The text (after the template's).
     #[serde(default)]
     pub content: String,
-    /// Properties to put in the note's frontmatter.
+    /// Frontmatter properties.
     pub frontmatter: Option<Map<String, Value>>,
-    /// A template to start from: a name in the vault's templates folder, or a path.
+    /// A template's name or path.
     pub template: Option<String>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -38,13 +37,13 @@ pub struct CreateNoteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteNoteArgs {
-    /// Path of the existing note.
+    /// Path of the note.
     pub path: String,
     /// The note's whole new text.
     pub content: String,
-    /// The note's `sha256` from `read_note`: the write fails with `conflict` if it changed.
+    /// The note's `sha256` as read (else `conflict`).
     pub if_match: String,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -55,11 +54,11 @@ pub struct WriteNoteArgs {
 pub struct EditNoteArgs {
     /// Path of the note.
     pub path: String,
-    /// Replacements, 1 to 100: each `old_text` must occur exactly once; all apply or none.
+    /// Replacements, 1 to 100, all or none.
     pub edits: Vec<TextEdit>,
-    /// The note's `sha256` from `read_note`; the edit fails with `conflict` if it changed.
+    /// The note's `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -72,12 +71,11 @@ pub struct AppendArgs {
     pub path: String,
     /// Text to add, on lines of its own.
     pub content: String,
-    /// Add at the end of this heading's own text (`Parent/Child` for a nested one) instead of
-    /// the end of the note.
+    /// At the end of this heading's own text, before its subheadings (`Parent/Child` nests).
     pub heading: Option<String>,
-    /// The note's `sha256` from `read_note`; fails with `conflict` if it changed.
+    /// The note's `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -88,11 +86,11 @@ pub struct AppendArgs {
 pub struct PrependArgs {
     /// Path of the note.
     pub path: String,
-    /// Text to add at the start of the body (after the frontmatter).
+    /// Text to add.
     pub content: String,
-    /// The note's `sha256` from `read_note`; fails with `conflict` if it changed.
+    /// The note's `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -103,15 +101,15 @@ pub struct PrependArgs {
 pub struct FrontmatterArgs {
     /// Path of the note.
     pub path: String,
-    /// Properties to set (added when missing, replaced when present).
+    /// Properties to set.
     #[serde(default)]
     pub set: Map<String, Value>,
     /// Property names to remove.
     #[serde(default)]
     pub remove: Vec<String>,
-    /// The note's `sha256` from `read_note`; fails with `conflict` if it changed.
+    /// The note's `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -122,11 +120,10 @@ pub struct FrontmatterArgs {
 pub struct DeleteArgs {
     /// Path of the note, attachment or folder.
     pub path: String,
-    /// Remove for good instead of moving to the vault's `.trash` (needs the server's
-    /// `--allow-permanent-delete`).
+    /// Remove for good, not to `.trash` (needs `--allow-permanent-delete`).
     #[serde(default)]
     pub permanent: bool,
-    /// For a file: its `sha256` from `read_note`; fails with `conflict` if it changed.
+    /// A file's `sha256` from `read_note` (else `conflict`).
     pub if_match: Option<String>,
     /// Change nothing; say what would happen.
     #[serde(default)]
@@ -139,12 +136,12 @@ pub struct DeleteArgs {
 pub struct MoveArgs {
     /// The note, attachment or folder to move.
     pub from: String,
-    /// Its new path (must not exist; a note keeps `.md` when left out).
+    /// The new path (must not exist).
     pub to: String,
-    /// Rewrite every link that resolved to what moved, in every note and canvas (default true).
+    /// Rewrite the links to it.
     #[serde(default = "yes")]
     pub update_links: bool,
-    /// Change nothing; list the files and return the diffs of the link rewrites.
+    /// Change nothing; return the diffs.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -153,9 +150,10 @@ pub struct MoveArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryArgs {
-    /// Path of the note (it may have been deleted or moved away).
+    /// Path of the note (maybe deleted).
     pub path: String,
-    /// Most versions listed, 1 to 200 (default 50).
+    /// Most versions (default 50).
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<u32>,
 }
 
@@ -163,13 +161,13 @@ pub struct HistoryArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RestoreArgs {
-    /// Path of the note to restore (recreated if it was deleted).
+    /// Path of the note.
     pub path: String,
-    /// The version to bring back, from `note_history`.
+    /// The version, from `note_history`.
     pub sha256: String,
-    /// The note's current `sha256`; fails with `conflict` if it changed.
+    /// The note's current `sha256` (else `conflict`).
     pub if_match: Option<String>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -178,11 +176,11 @@ pub struct RestoreArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppendDailyArgs {
-    /// The entry: added as `- HH:MM text` (local time).
+    /// The entry.
     pub text: String,
-    /// The day, `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
+    /// `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
     pub date: Option<String>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -191,11 +189,11 @@ pub struct AppendDailyArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDailyArgs {
-    /// The day, `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
+    /// `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
     pub date: Option<String>,
-    /// Text to add after the daily template.
+    /// Text after the template's.
     pub content: Option<String>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -204,12 +202,11 @@ pub struct CreateDailyArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateCanvasArgs {
-    /// Path of the new canvas (`.canvas` is added when left out).
+    /// Path of the new canvas.
     pub path: String,
-    /// The canvas: `{"nodes": [...], "edges": [...]}` with JSON Canvas 1.0 fields, as
-    /// `read_canvas` returns them (ids are made up where missing).
+    /// `{"nodes": [...], "edges": [...]}` as `read_canvas` returns them.
     pub canvas: Map<String, Value>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -220,12 +217,11 @@ pub struct CreateCanvasArgs {
 pub struct EditCanvasArgs {
     /// Path of the canvas.
     pub path: String,
-    /// Operations, applied in order, all or none: `add_node`, `update_node`, `remove_node`
-    /// (its edges go too), `add_edge`, `update_edge`, `remove_edge`.
+    /// Operations, in order, all or none.
     pub ops: Vec<CanvasOp>,
-    /// The canvas's `sha256`; fails with `conflict` if it changed.
+    /// The canvas's `sha256` (else `conflict`).
     pub if_match: Option<String>,
-    /// Change nothing; return the diff.
+    /// Only return the diff.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -263,8 +259,7 @@ impl CapvaultServer {
 
 #[tool_router(router = write_router, vis = "pub(super)")]
 impl CapvaultServer {
-    /// Create a new note (fails if it exists), optionally from a template and with frontmatter
-    /// properties. Missing folders are created. Returns the new `sha256`.
+    /// Create a note (never over one), optionally from a template, with frontmatter.
     #[tool(annotations(
         title = "Create note",
         read_only_hint = false,
@@ -290,9 +285,7 @@ impl CapvaultServer {
         .await
     }
 
-    /// Replace an existing note's whole text. `if_match` (the `sha256` from `read_note`) is
-    /// required: a note changed since is a `conflict`, never overwritten. The old version is
-    /// kept (`note_history`).
+    /// Replace a note's whole text; a note changed since `if_match` is a `conflict`.
     #[tool(annotations(
         title = "Write note",
         read_only_hint = false,
@@ -308,8 +301,7 @@ impl CapvaultServer {
             .await
     }
 
-    /// Replace exact pieces of a note's text: each `old_text` must occur exactly once (not
-    /// found or found several times is an error with the count); all edits apply or none.
+    /// Replace exact pieces of a note's text; each `old_text` must occur exactly once.
     #[tool(annotations(
         title = "Edit note",
         read_only_hint = false,
@@ -327,8 +319,7 @@ impl CapvaultServer {
         .await
     }
 
-    /// Add text at the end of a note, or of a heading's own text, before its subheadings
-    /// (`heading`; missing or repeated is an error). A paragraph before it gets a blank line.
+    /// Add text at the end of a note or of one heading's own text, as a paragraph of its own.
     #[tool(annotations(
         title = "Append to note",
         read_only_hint = false,
@@ -354,7 +345,7 @@ impl CapvaultServer {
         .await
     }
 
-    /// Add text at the start of a note's body, after its frontmatter.
+    /// Add text at the start of a note, after its frontmatter.
     #[tool(annotations(
         title = "Prepend to note",
         read_only_hint = false,
@@ -372,9 +363,7 @@ impl CapvaultServer {
         .await
     }
 
-    /// Set and remove frontmatter properties. The body and every other key, comment and blank
-    /// line stay byte for byte; a note without frontmatter gets one; malformed frontmatter is
-    /// refused.
+    /// Set and remove frontmatter properties; everything else stays byte for byte.
     #[tool(annotations(
         title = "Update frontmatter",
         read_only_hint = false,
@@ -400,9 +389,8 @@ impl CapvaultServer {
         .await
     }
 
-    /// Delete a note, attachment or folder: into the vault's `.trash` (as Obsidian's trash
-    /// setting says), or for good with `permanent` when the server allows it. The deleted
-    /// version stays in `note_history` (`restore_note` brings it back).
+    /// Delete a note, attachment or folder (to the trash Obsidian's settings name);
+    /// `restore_note` brings a note back.
     #[tool(annotations(
         title = "Delete note",
         read_only_hint = false,
@@ -420,9 +408,7 @@ impl CapvaultServer {
         .await
     }
 
-    /// Move or rename a note, attachment or folder (never over an existing one), rewriting
-    /// every link to it in every note and canvas so each still resolves to it, in the vault's
-    /// link format. Returns the files changed.
+    /// Move or rename a note, attachment or folder, rewriting every link to it.
     #[tool(annotations(
         title = "Move note",
         read_only_hint = false,
@@ -438,8 +424,7 @@ impl CapvaultServer {
             .await
     }
 
-    /// The earlier versions of a note kept by capvault's writes (time, tool, sha256, size),
-    /// newest first.
+    /// A note's earlier versions kept by capvault's writes, newest first.
     #[tool(annotations(
         title = "Note history",
         read_only_hint = true,
@@ -456,8 +441,7 @@ impl CapvaultServer {
             .await
     }
 
-    /// Bring back an earlier version of a note (from `note_history`), recreating it if it was
-    /// deleted. The version it replaces is kept, so a restore can be undone the same way.
+    /// Bring back a version from `note_history` (a deleted note too); undoable the same way.
     #[tool(annotations(
         title = "Restore note",
         read_only_hint = false,
@@ -475,8 +459,8 @@ impl CapvaultServer {
         .await
     }
 
-    /// Add `- HH:MM text` to a day's daily note (today by default), found where the vault's
-    /// settings put it, creating it from the daily template when missing.
+    /// Add `- HH:MM text` to a daily note (today's by default), created from the template if
+    /// missing.
     #[tool(annotations(
         title = "Append to daily note",
         read_only_hint = false,
@@ -494,8 +478,7 @@ impl CapvaultServer {
         .await
     }
 
-    /// Create a day's daily note (today by default) from the vault's daily template, where
-    /// `get_daily_note` finds it. Fails if it exists.
+    /// Create a daily note (today's by default) from the vault's daily template.
     #[tool(annotations(
         title = "Create daily note",
         read_only_hint = false,
@@ -513,8 +496,7 @@ impl CapvaultServer {
         .await
     }
 
-    /// Create a canvas (fails if it exists) from nodes and edges in JSON Canvas 1.0 form,
-    /// validated before it is written.
+    /// Create a canvas (JSON Canvas 1.0) from nodes and edges.
     #[tool(annotations(
         title = "Create canvas",
         read_only_hint = false,
@@ -530,8 +512,7 @@ impl CapvaultServer {
             .await
     }
 
-    /// Change a canvas: add, update and remove nodes and edges (a removed node's edges go
-    /// too); unknown fields are kept and the result is validated before it is written.
+    /// Add, update and remove a canvas's nodes and edges (a node's edges go with it).
     #[tool(annotations(
         title = "Edit canvas",
         read_only_hint = false,

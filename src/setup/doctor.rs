@@ -83,12 +83,7 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
     check_settings(&vault, &mut r);
     let folders = check_watches(&vault, &mut r);
     check_cache(&vault, &mut r);
-    r.line(
-        Outcome::Ok,
-        "semantic search is optional: `serve --semantic` downloads the default model once \
-         (`capvault model fetch` does it ahead), `--embedding-model DIR` loads a local one",
-        None,
-    );
+    check_model(&mut r);
     check_clients(root, &mut r);
     check_session(root, &mut r).await;
     let _ = writeln!(
@@ -100,6 +95,30 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
         Err(format!("{} checks failed", r.failed))
     } else {
         Ok(())
+    }
+}
+
+/// The default embedding model (`serve --semantic`): downloaded already, or how to get it
+/// with a network and without one. Semantic search is optional: never a warning.
+fn check_model(r: &mut Report<'_>) {
+    let spec = crate::semantic::fetch::ModelSpec::default_model();
+    let have = spec
+        .cache_folder()
+        .is_some_and(|f| crate::semantic::load_model(&f).is_ok());
+    if have {
+        r.line(
+            Outcome::Ok,
+            "semantic search (optional): the default embedding model is downloaded; \
+             `serve --semantic` loads it",
+            None,
+        );
+    } else {
+        r.line(
+            Outcome::Ok,
+            "semantic search (optional): the default embedding model is not downloaded; \
+             `serve --semantic` downloads it once, which needs a network",
+            Some(crate::notes::search::MODEL_WAYS_OUT),
+        );
     }
 }
 

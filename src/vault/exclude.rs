@@ -13,6 +13,15 @@ pub struct Exclusions {
     patterns: Vec<String>,
 }
 
+/// The one glob dialect of vault paths (`--exclude`, `list_notes`'s `glob`): `*` and `?` stay
+/// within one folder, `**` crosses folders, `{a,b}` and `[ab]` as usual.
+pub fn path_glob(pattern: &str, case_insensitive: bool) -> Result<globset::Glob, globset::Error> {
+    GlobBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .literal_separator(true)
+        .build()
+}
+
 /// Most exclusion patterns accepted.
 pub const MAX_EXCLUSIONS: usize = 256;
 
@@ -33,10 +42,7 @@ impl Exclusions {
             if trimmed.is_empty() {
                 return Err(format!("exclusion `{p}` is empty"));
             }
-            let glob = GlobBuilder::new(trimmed)
-                .case_insensitive(true)
-                .literal_separator(true)
-                .build()
+            let glob = path_glob(trimmed, true)
                 .map_err(|e| format!("exclusion `{p}` is not a valid glob: {e}"))?;
             b.add(glob);
         }

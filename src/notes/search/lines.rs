@@ -586,6 +586,7 @@ fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Ve
             matches,
             heading,
             score: 0.0,
+            matched: None,
         });
         from = line_end + 1;
         if from > text.len() {
@@ -593,17 +594,8 @@ fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Ve
         }
     }
     if hits.is_empty() && matcher.matches(path.stem()) {
-        // Matched by name only: one hit on the first line of the body.
-        let body = text::frontmatter_end(text);
-        let (excerpt, _) = text::cut_excerpt(text::line_at(text, body), &[]);
-        hits.push(SearchHit {
-            path: path.to_string(),
-            line: text[..body].matches('\n').count() + 1,
-            excerpt,
-            matches: Vec::new(),
-            heading: None,
-            score: 0.0,
-        });
+        // Matched by name only: one hit on the title, at line 1.
+        hits.push(super::title_hit(path, Vec::new(), 0.0));
     }
     hits
 }
@@ -642,11 +634,11 @@ mod tests {
     }
 
     #[test]
-    fn a_name_only_match_shows_the_first_body_line() {
+    fn a_name_only_match_is_a_title_hit_at_line_1() {
         let m = Matcher::literal("garden", false).unwrap();
-        let h = hits("---\nx: 1\n---\n# Title\nbody", &m);
-        assert_eq!((h[0].line, h[0].excerpt.as_str()), (4, "# Title"));
-        assert!(h[0].matches.is_empty());
+        let h = hits("---\nx: 1\n---\n", &m);
+        assert_eq!((h[0].line, h[0].excerpt.as_str()), (1, "Garden plan"));
+        assert_eq!(h[0].matched, Some("title"));
         let m = Matcher::literal("zebra", false).unwrap();
         assert!(hits("nothing", &m).is_empty());
     }

@@ -36,7 +36,7 @@ use crate::obsidian::config::IgnoreFilters;
 use crate::vault::{Vault, VaultPath, is_note_name};
 
 pub use lines::{Matcher, excerpt};
-pub use semantic::{DEPTH as FUSION_DEPTH, NO_MODEL, RRF_K};
+pub use semantic::{DEPTH as FUSION_DEPTH, MODEL_WAYS_OUT, NO_MODEL, RRF_K, no_model};
 
 /// Default number of hits.
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -141,6 +141,67 @@ pub struct SearchHit {
     pub heading: Option<String>,
     /// Relevance: BM25 (ranked), or matching lines plus 10 for a file-name match (exact, regex).
     pub score: f64,
+    /// `title` when only the note's name matched (no line does): `excerpt` is the name, `line`
+    /// is 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched: Option<&'static str>,
+}
+
+/// What `matched` says of a hit on the note's name.
+pub const MATCHED_TITLE: &str = "title";
+
+/// A hit on the note's name (no line matched): line 1, the name as the excerpt, `ranges`
+/// (byte ranges in the name) as its matches.
+pub(crate) fn title_hit(path: &VaultPath, ranges: Vec<(usize, usize)>, score: f64) -> SearchHit {
+    let (excerpt, matches) = crate::index::text::cut_excerpt(path.stem(), &ranges);
+    SearchHit {
+        path: path.to_string(),
+        line: 1,
+        excerpt,
+        matches,
+        heading: None,
+        score,
+        matched: Some(MATCHED_TITLE),
+    }
+}
+
+/// The hit of a note found by words: its best line, or when no line holds one of the words,
+/// a [`title_hit`] when the name holds one, else line 1 (never a line past the end).
+pub(crate) fn keyword_hit(
+    analyzer: &mut tantivy::tokenizer::TextAnalyzer,
+    path: &VaultPath,
+    text: &str,
+    needles: &crate::index::text::Needles,
+    score: f64,
+) -> SearchHit {
+    use crate::index::text;
+    let shown = text::best_line(analyzer, text, needles);
+    if shown.matches.is_empty() {
+        let ranges = text::line_matches(analyzer, path.stem(), needles);
+        if !ranges.is_empty() {
+            return title_hit(path, ranges, score);
+        }
+        // Matched where no line shows it (a field of the index alone): the first line.
+        let (excerpt, _) = text::cut_excerpt(text::line_at(text, 0), &[]);
+        return SearchHit {
+            path: path.to_string(),
+            line: 1,
+            excerpt,
+            matches: Vec::new(),
+            heading: None,
+            score,
+            matched: None,
+        };
+    }
+    SearchHit {
+        path: path.to_string(),
+        line: shown.line,
+        excerpt: shown.excerpt,
+        matches: shown.matches,
+        heading: shown.heading,
+        score,
+        matched: None,
+    }
 }
 
 /// The hits of a search.
@@ -410,6 +471,7 @@ mod tests {
             matches: vec![],
             heading: None,
             score: 1.0,
+            matched: None,
         };
         assert!(b.take(&big));
         assert!(!b.take(&big));

@@ -196,15 +196,13 @@ fn note_page(engine: &Engine, shown: Ranked<'_>, page: Page) -> SearchResults {
                 }
             },
         };
-        let shown = text::best_line(&mut analyzer, &text, needles);
-        let hit = SearchHit {
-            path: path.to_string(),
-            line: shown.line,
-            excerpt: shown.excerpt,
-            matches: shown.matches,
-            heading: shown.heading,
-            score: (score * 1000.0).round() / 1000.0,
-        };
+        let hit = keyword_hit(
+            &mut analyzer,
+            &path,
+            &text,
+            needles,
+            (score * 1000.0).round() / 1000.0,
+        );
         if !budget.take(&hit) {
             break;
         }

@@ -26,6 +26,22 @@ pub const NO_MODEL: &str = "semantic search is off: no embedding model is loaded
      with --semantic (the default model, downloaded once; `capvault model fetch` gets it ahead) \
      or --embedding-model DIR (a static model folder). Ranked keyword search works without one.";
 
+/// The ways to an embedding model, for a server whose `--semantic` download failed.
+pub const MODEL_WAYS_OUT: &str = "Where there is a network, run `capvault model fetch`, then \
+     restart; where there is none, copy a model folder to this machine and serve with \
+     --embedding-model DIR (or make one with `capvault model import`)";
+
+/// The refusal of a search by meaning without a model: why there is none, and the ways out.
+pub fn no_model(engine: &Engine) -> NoteError {
+    NoteError::Refused(match engine.embedding_unavailable() {
+        Some(why) => format!(
+            "semantic search is off: --semantic was given, but {why}. {MODEL_WAYS_OUT}. Ranked \
+             keyword search works without a model."
+        ),
+        None => NO_MODEL.to_owned(),
+    })
+}
+
 /// One fused candidate.
 #[derive(Debug, Default)]
 struct Fused {
@@ -45,7 +61,7 @@ pub(super) fn search_semantic(
     hybrid: bool,
 ) -> Result<SearchResults, NoteError> {
     let Some(sem) = engine.semantic() else {
-        return Err(NoteError::Refused(NO_MODEL.to_owned()));
+        return Err(no_model(engine));
     };
     engine.refresh_if_stale()?;
     let mut notes = Vec::new();
@@ -100,14 +116,26 @@ pub(super) fn search_semantic(
         };
         let hit = match (f.keyword, &f.section) {
             (Some(_), _) | (None, None) => {
-                let shown = text::best_line(&mut analyzer, &text, &needles);
-                SearchHit {
-                    path: path.to_string(),
-                    line: shown.line,
-                    excerpt: shown.excerpt,
-                    matches: shown.matches,
-                    heading: shown.heading,
-                    score: round(f.score, hybrid),
+                if needles.is_empty() {
+                    // Found by meaning alone, with no section: the start of the note.
+                    let shown = text::best_line(&mut analyzer, &text, &needles);
+                    SearchHit {
+                        path: path.to_string(),
+                        line: shown.line,
+                        excerpt: shown.excerpt,
+                        matches: shown.matches,
+                        heading: shown.heading,
+                        score: round(f.score, hybrid),
+                        matched: None,
+                    }
+                } else {
+                    keyword_hit(
+                        &mut analyzer,
+                        &path,
+                        &text,
+                        &needles,
+                        round(f.score, hybrid),
+                    )
                 }
             }
             (None, Some(s)) => {
@@ -119,6 +147,7 @@ pub(super) fn search_semantic(
                     matches: Vec::new(),
                     heading: s.heading.as_deref().map(str::to_owned),
                     score: round(f.score, hybrid),
+                    matched: None,
                 }
             }
         };
