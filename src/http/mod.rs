@@ -174,8 +174,8 @@ struct Gate {
     per_client: Arc<Mutex<HashMap<String, usize>>>,
     shutting_down: AtomicBool,
     initializing: tokio::sync::Mutex<()>,
-    /// The grant (token or OAuth grant id) that opened each session: only it may use the
-    /// session. Pruned to rmcp's live sessions at every `initialize`, so it holds at most
+    /// Who opened each session (a static token, an OAuth client, a JWT subject): only it may
+    /// use the session. Pruned to rmcp's live sessions at every `initialize`, so it holds at most
     /// [`HttpLimits::max_sessions`] entries.
     owners: Mutex<HashMap<String, String>>,
 }
@@ -537,7 +537,7 @@ async fn admit(
         .and_then(|v| v.to_str().ok())
         .and_then(auth::bearer)
         .map(str::to_owned);
-    let grant = match authenticate(gate, presented.as_deref()).await {
+    let (grant, holder) = match authenticate(gate, presented.as_deref()).await {
         Ok(g) => g,
         Err(AuthError::Missing) => {
             return unauthorized(gate, "a bearer token is required", None);
@@ -571,7 +571,7 @@ async fn admit(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     if let Some(sid) = &session_id
-        && gate.owner(sid).is_some_and(|owner| owner != grant.id)
+        && gate.owner(sid).is_some_and(|owner| owner != holder)
     {
         tracing::warn!(token = %grant.id, "a request named a session another token opened");
         return refuse(StatusCode::NOT_FOUND, "no such session").into();
@@ -703,7 +703,7 @@ async fn admit(
         if live.len() >= gate.limits.max_sessions {
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "too many open sessions").retry_after();
         }
-        let own = owners.values().filter(|o| **o == grant.id).count();
+        let own = owners.values().filter(|o| **o == holder).count();
         if own >= gate.limits.max_sessions_per_token {
             return refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -717,7 +717,7 @@ async fn admit(
     };
 
     let mut request = Request::from_parts(parts, Body::from(bytes));
-    let owner = grant.id.clone();
+    let owner = holder;
     request.extensions_mut().insert(grant);
     let response = match tokio::time::timeout_at(deadline, next.run(request)).await {
         Ok(r) => r,
@@ -762,15 +762,16 @@ enum AuthError {
     NoScope,
 }
 
-/// The request's grant: from a static token, then from OAuth. With neither configured (a
-/// loopback listener), every request gets the server's full rights.
-async fn authenticate(gate: &Gate, presented: Option<&str>) -> Result<Grant, AuthError> {
+/// The request's grant, from a static token, then from OAuth, and who holds it (whose sessions
+/// it may use: the token itself, the OAuth client, the JWT's subject). With neither configured
+/// (a loopback listener), every request gets the server's full rights.
+async fn authenticate(gate: &Gate, presented: Option<&str>) -> Result<(Grant, String), AuthError> {
     if gate.tokens.is_empty() && gate.oauth.is_none() {
-        return Ok(gate.anonymous.clone());
+        return Ok((gate.anonymous.clone(), gate.anonymous.id.clone()));
     }
     let presented = presented.ok_or(AuthError::Missing)?;
     if let Some(g) = gate.tokens.check(presented) {
-        return Ok(g.clone());
+        return Ok((g.clone(), format!("token {}", g.id)));
     }
     match &gate.oauth {
         None => Err(AuthError::Invalid),

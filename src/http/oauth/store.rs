@@ -101,6 +101,8 @@ struct Data {
 pub struct Access {
     pub grant: String,
     pub write: bool,
+    /// The client the grant was given to.
+    pub client: String,
 }
 
 /// Freshly issued tokens.
@@ -143,8 +145,8 @@ pub struct Store {
 #[derive(Default)]
 struct Cached {
     stamp: Option<Stamp>,
-    /// Access token digest -> (grant, write, expires).
-    access: HashMap<[u8; 32], (String, bool, u64)>,
+    /// Access token digest -> (grant, write, expires, client).
+    access: HashMap<[u8; 32], (String, bool, u64, String)>,
     clients: Arc<Vec<Client>>,
 }
 
@@ -292,10 +294,11 @@ impl Store {
         Ok(cache
             .access
             .get(&d)
-            .filter(|(_, _, expires)| *expires > t)
-            .map(|(grant, write, _)| Access {
+            .filter(|(_, _, expires, _)| *expires > t)
+            .map(|(grant, write, _, client)| Access {
                 grant: grant.clone(),
                 write: *write,
+                client: client.clone(),
             }))
     }
 
@@ -484,7 +487,7 @@ impl Cached {
         for g in &data.grants {
             for a in &g.access {
                 if let Some(d) = unhex(&a.digest) {
-                    access.insert(d, (g.id.clone(), g.write, a.expires));
+                    access.insert(d, (g.id.clone(), g.write, a.expires, g.client_id.clone()));
                 }
             }
         }
