@@ -408,6 +408,16 @@ struct HttpArgs {
     /// Open sessions (2025-11-25 clients; 503 for a new one above it).
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
+    /// Open sessions per token or OAuth grant (503 to that token above it).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions_per_token: u32,
+    /// Seconds a connection may take to send a request's headers, or stay idle between
+    /// requests, before it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout: u64,
+    /// Open connections per client address (a new one above it is closed at once).
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_client: u32,
     /// Seconds after which an unused session is closed (default: 30 minutes).
     #[arg(long, value_name = "SECS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
     session_idle: u64,
@@ -498,6 +508,9 @@ impl HttpArgs {
             max_in_flight: self.max_in_flight as usize,
             max_in_flight_per_client: self.max_in_flight_per_client as usize,
             max_sessions: self.max_sessions as usize,
+            max_sessions_per_token: self.max_sessions_per_token as usize,
+            header_timeout: std::time::Duration::from_secs(self.header_timeout),
+            max_connections_per_address: self.max_connections_per_client as usize,
             session_idle: std::time::Duration::from_secs(self.session_idle),
             ..capvault::http::HttpLimits::default()
         };

@@ -466,7 +466,7 @@ async fn tokens_401_without_or_with_a_wrong_token_and_scopes_narrow_the_tools() 
 }
 
 #[tokio::test]
-async fn a_read_token_cannot_use_a_session_opened_with_a_write_token() {
+async fn a_token_cannot_use_or_end_a_session_another_token_opened() {
     let tmp = fixture();
     let tokens = token_file(
         tmp.path(),
@@ -490,37 +490,228 @@ async fn a_read_token_cannot_use_a_session_opened_with_a_write_token() {
     )
     .await;
     let at = child.authority();
-    let r = raw(
-        &at,
-        "POST",
-        &[("Authorization", &format!("Bearer {WRITE_TOKEN}"))],
-        INIT,
-    )
-    .await;
+    let write = format!("Bearer {WRITE_TOKEN}");
+    let r = raw(&at, "POST", &[("Authorization", &write)], INIT).await;
     assert_eq!(r.status, 200, "{r:?}");
     let session = r.session_id();
     let read = format!("Bearer {READ_TOKEN}");
-    let headers = [
+    let as_reader = [
         ("Authorization", read.as_str()),
         ("Mcp-Session-Id", session.as_str()),
         ("MCP-Protocol-Version", "2025-11-25"),
     ];
-    let r = raw(
-        &at,
-        "POST",
-        &headers,
-        &tools_call("create_note", json!({"path": "y.md", "content": "y"})),
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string();
+    // Another token that knows the session id can neither use it, nor listen on it, nor end it.
+    let create = tools_call("create_note", json!({"path": "y.md", "content": "y"}));
+    for (method, body) in [
+        ("POST", create.as_str()),
+        ("POST", &list),
+        ("GET", ""),
+        ("DELETE", ""),
+    ] {
+        let r = raw(&at, method, &as_reader, body).await;
+        assert_eq!(
+            r.status, 404,
+            "{method} with another token's session: {r:?}"
+        );
+    }
+    assert!(!tmp.path().join("vault/y.md").exists());
+    // The session is still its opener's.
+    let as_writer = [
+        ("Authorization", write.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = raw(&at, "POST", &as_writer, &list).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("\"create_note\""), "{r:?}");
+}
+
+#[tokio::test]
+async fn delete_ends_a_session_with_200_and_an_unknown_session_gets_404() {
+    // The Python SDK logs "Session termination failed: 202" at every close when DELETE answers
+    // 202; the 2025-11-25 spec's terminated session answers 200, an unknown one 404.
+    let tmp = fixture();
+    let child = HttpChild::spawn(&tmp.path().join("vault"), &[], &[]).await;
+    let at = child.authority();
+    let r = raw(&at, "POST", &[], INIT).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.session_id();
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = raw(&at, "DELETE", &headers, "").await;
+    assert_eq!(r.status, 200, "ending a session: {r:?}");
+    let r = raw(&at, "DELETE", &headers, "").await;
+    assert_eq!(r.status, 404, "ending it again: {r:?}");
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string();
+    assert_eq!(raw(&at, "POST", &headers, &list).await.status, 404);
+    let unknown = [
+        ("Mcp-Session-Id", "no-such-session"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    assert_eq!(raw(&at, "DELETE", &unknown, "").await.status, 404);
+    // rmcp's own client ends its session on close, and the log shows the 200.
+    let client = child.connect(None).await;
+    client.cancel().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = child.stderr.lock().unwrap().join("\n");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("http=DELETE") && l.contains("status=200")),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn one_token_that_fills_its_sessions_gets_503_itself_and_another_token_still_opens_one() {
+    let tmp = fixture();
+    let tokens = token_file(
+        tmp.path(),
+        &[
+            &format!("{MINIMAL_TOKEN} read minimal"),
+            &format!("{WRITE_TOKEN} write"),
+        ],
+        0o600,
+    );
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &[
+            "--token-file",
+            tokens.to_str().unwrap(),
+            "--max-sessions",
+            "4",
+            "--max-sessions-per-token",
+            "2",
+        ],
+        &[],
     )
     .await;
-    assert_eq!(r.status, 403, "{r:?}");
-    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string();
-    let r = raw(&at, "POST", &headers, &list).await;
+    let at = child.authority();
+    let minimal = format!("Bearer {MINIMAL_TOKEN}");
+    for _ in 0..2 {
+        let r = raw(&at, "POST", &[("Authorization", &minimal)], INIT).await;
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+    for _ in 0..5 {
+        let r = raw(&at, "POST", &[("Authorization", &minimal)], INIT).await;
+        assert_eq!(r.status, 503, "{r:?}");
+        assert!(r.body.contains("this token"), "{r:?}");
+    }
+    let write = format!("Bearer {WRITE_TOKEN}");
+    let r = raw(&at, "POST", &[("Authorization", &write)], INIT).await;
+    assert_eq!(
+        r.status, 200,
+        "another token's sessions denied this one: {r:?}"
+    );
+    // Ending one of its own gives the token its place back.
+    let r = raw(&at, "POST", &[("Authorization", &write)], INIT).await;
+    let session = r.session_id();
+    let end = [
+        ("Authorization", write.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    assert_eq!(raw(&at, "DELETE", &end, "").await.status, 200);
+    assert_eq!(
+        raw(&at, "POST", &[("Authorization", &write)], INIT)
+            .await
+            .status,
+        200
+    );
+}
+
+/// Connects to `authority` from `source` (a loopback address of its own).
+async fn connect_from(source: &str, authority: &str) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    socket.connect(authority.parse().unwrap()).await.unwrap()
+}
+
+/// True when the server closed `s` within `wait` (what it sent before closing is read and
+/// dropped).
+async fn closed_within(s: &mut tokio::net::TcpStream, wait: Duration) -> bool {
+    let mut sink = Vec::new();
+    tokio::time::timeout(wait, s.read_to_end(&mut sink))
+        .await
+        .is_ok()
+}
+
+#[tokio::test]
+async fn half_open_connections_are_capped_per_address_and_closed_after_the_header_timeout() {
+    let tmp = fixture();
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &[
+            "--header-timeout",
+            "1",
+            "--max-connections-per-client",
+            "16",
+        ],
+        &[],
+    )
+    .await;
+    let at = child.authority();
+    // 320 connections from one address (127.0.0.2) that start a request and never finish its
+    // headers, and hold no token.
+    let mut held = Vec::new();
+    for _ in 0..320 {
+        let mut s = connect_from("127.0.0.2", &at).await;
+        let _ = s
+            .write_all(format!("POST /mcp HTTP/1.1\r\nHost: {at}\r\nX-Slow: ").as_bytes())
+            .await;
+        held.push(s);
+    }
+    // A legitimate request from another address still answers at once.
+    let started = std::time::Instant::now();
+    let r = raw(&at, "POST", &[], INIT).await;
     assert_eq!(r.status, 200, "{r:?}");
     assert!(
-        r.body.contains("\"read_note\"") && !r.body.contains("\"create_note\""),
-        "{r:?}"
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
     );
-    assert!(!tmp.path().join("vault/y.md").exists());
+    // Only 16 of the 320 were kept: the others were closed when accepted.
+    let mut open = 0;
+    for s in &mut held {
+        if !closed_within(s, Duration::from_millis(20)).await {
+            open += 1;
+        }
+    }
+    assert!(open <= 16, "{open} connections from one address were kept");
+    // And those 16 are closed once the header timeout passes.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for s in &mut held {
+        assert!(
+            closed_within(s, Duration::from_secs(2)).await,
+            "a half-open connection outlived the header timeout"
+        );
+    }
+    // A kept-alive connection left idle is closed too, after its request was answered.
+    let mut s = tokio::net::TcpStream::connect(&at).await.unwrap();
+    let req = format!("GET /healthz HTTP/1.1\r\nHost: {at}\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let head = read_head(&mut s).await;
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        closed_within(&mut s, Duration::from_secs(4)).await,
+        "an idle kept-alive connection stayed open"
+    );
+    // The places were given back: the same address connects again.
+    let mut again = connect_from("127.0.0.2", &at).await;
+    again
+        .write_all(
+            format!("GET /healthz HTTP/1.1\r\nHost: {at}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), again.read_to_end(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out).starts_with("HTTP/1.1 200"));
 }
 
 #[tokio::test]

@@ -67,6 +67,17 @@ fn http() -> reqwest::Client {
         .unwrap()
 }
 
+/// A client whose requests come from `source` (another loopback address: another machine, as
+/// far as the server can tell).
+fn http_from(source: &str) -> reqwest::Client {
+    common::install_tls_provider();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(source.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+}
+
 async fn builtin(vault: &Path, state: &Path, write: bool) -> HttpChild {
     let state = state.to_str().unwrap();
     let mut extra = vec![
@@ -564,6 +575,8 @@ async fn authorization_refusals_pkce_redirects_codes_csrf_and_passphrase_attempt
             assert!(p.body.contains("has ended"), "{}", p.body);
         }
     }
+    // Five wrong passphrases from this address: it waits a second before its next one.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
 
     // A wrong verifier, then a code used twice (what the first use gave is revoked).
     let answer = consent(&base, &good, PASSPHRASE, &[]).await;
@@ -1252,7 +1265,10 @@ async fn a_client_metadata_document_stands_in_for_registration_and_is_fenced() {
     let url = authorize_url(&base, &id, &challenge, "vault:read");
     let page = get(&url).await;
     assert_eq!(page.status, 200, "{}", page.body);
-    assert!(page.body.contains("Metadata App") && page.body.contains("published by localhost"));
+    assert!(
+        page.body.contains("Metadata App")
+            && page.body.contains("published by <bdi>localhost</bdi>")
+    );
     let answer = consent(&base, &url, PASSPHRASE, &[]).await;
     assert_eq!(answer.status, 303, "{}", answer.body);
     let code = query(&location(&answer), "code").unwrap();
@@ -1332,4 +1348,227 @@ async fn a_client_metadata_document_stands_in_for_registration_and_is_fenced() {
     .await;
     let log = server.stderr.lock().unwrap().join("\n");
     assert!(log.contains("sandbox probe: /etc/hosts: denied"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_name_with_a_bidi_override_or_invisible_characters_is_refused_at_registration() {
+    let (_tmp, vault, state) = fixture();
+    let server = builtin(&vault, &state, false).await;
+    let base = base_url(&server);
+    for (name, code) in [
+        ("<b>Evil</b>\u{202e}abc", "U+202E"),
+        ("Claude\u{200b}", "U+200B"),
+        ("App\u{2067}x", "U+2067"),
+        ("\u{feff}App", "U+FEFF"),
+        ("App\u{e0041}", "U+E0041"),
+        ("App\u{7}", "U+0007"),
+    ] {
+        let r = http()
+            .post(format!("{base}/oauth/register"))
+            .json(&json!({"redirect_uris": [REDIRECT], "client_name": name}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{name:?}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"], "invalid_client_metadata", "{name:?}");
+        let why = e["error_description"].as_str().unwrap();
+        assert!(why.contains(code) && why.contains("client_name"), "{why}");
+    }
+    // Names in other scripts are fine.
+    let c = register(&base, "Évil ☂ 日本語 עברית", "none").await;
+    assert_eq!(c["client_name"], "Évil ☂ 日本語 עברית");
+    assert!(server.terminate().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_consent_pages_from_one_client_does_not_evict_the_owners_request() {
+    let (_tmp, vault, state) = fixture();
+    let server = builtin(&vault, &state, false).await;
+    let base = base_url(&server);
+    let owner = register(&base, "Owner's app", "none").await;
+    let (_, challenge) = pkce();
+    let owner_page = get(&authorize_url(
+        &base,
+        owner["client_id"].as_str().unwrap(),
+        &challenge,
+        "vault:read",
+    ))
+    .await;
+    assert_eq!(owner_page.status, 200);
+    // Anyone may register a client and open its consent page, without a token: 100 times.
+    let evil = register(&base, "Flood", "none").await;
+    let evil_url = authorize_url(
+        &base,
+        evil["client_id"].as_str().unwrap(),
+        &challenge,
+        "vault:read",
+    );
+    let mut evil_pages = Vec::new();
+    for _ in 0..100 {
+        let p = get(&evil_url).await;
+        assert_eq!(p.status, 200);
+        evil_pages.push(p);
+    }
+    // The owner's request is still there.
+    let answer = post_form(
+        &format!("{base}/oauth/authorize"),
+        &[
+            ("request", &field(&owner_page.body, "request")),
+            ("csrf", &field(&owner_page.body, "csrf")),
+            ("passphrase", PASSPHRASE),
+            ("decision", "allow"),
+        ],
+    )
+    .await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+    assert!(query(&location(&answer), "code").is_some());
+    // The flood evicted only its own oldest pages; its newest still answers.
+    let newest = evil_pages.last().unwrap();
+    let denied = post_form(
+        &format!("{base}/oauth/authorize"),
+        &[
+            ("request", &field(&newest.body, "request")),
+            ("csrf", &field(&newest.body, "csrf")),
+            ("decision", "deny"),
+        ],
+    )
+    .await;
+    assert_eq!(denied.status, 303, "{}", denied.body);
+    let oldest = &evil_pages[0];
+    let gone = post_form(
+        &format!("{base}/oauth/authorize"),
+        &[
+            ("request", &field(&oldest.body, "request")),
+            ("csrf", &field(&oldest.body, "csrf")),
+            ("decision", "deny"),
+        ],
+    )
+    .await;
+    assert_eq!(gone.status, 400, "{}", gone.body);
+    assert!(server.terminate().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_passphrases_from_one_address_slow_that_address_and_never_lock_out_the_owner() {
+    let (_tmp, vault, state) = fixture();
+    let server = builtin(&vault, &state, false).await;
+    let base = base_url(&server);
+    let (_, challenge) = pkce();
+    // Someone else, from another address, guesses on consent pages of a client of their own.
+    let attacker = http_from("127.0.0.2");
+    let evil = register(&base, "Guesser", "none").await;
+    let evil_url = authorize_url(
+        &base,
+        evil["client_id"].as_str().unwrap(),
+        &challenge,
+        "vault:read",
+    );
+    let mut statuses = Vec::new();
+    for n in 0..14 {
+        let page = attacker
+            .get(&evil_url)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([
+                ("request", field(&page, "request").as_str()),
+                ("csrf", &field(&page, "csrf")),
+                ("passphrase", &format!("guess number {n}")),
+                ("decision", "allow"),
+            ])
+            .finish();
+        let r = attacker
+            .post(format!("{base}/oauth/authorize"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        if status == 429 {
+            assert!(r.headers().get("retry-after").is_some());
+            let text = r.text().await.unwrap();
+            assert!(text.contains("from here"), "{text}");
+        }
+        statuses.push(status);
+    }
+    assert_eq!(&statuses[..5], &[401; 5], "{statuses:?}");
+    assert!(
+        statuses.contains(&429),
+        "the guessing address was never slowed: {statuses:?}"
+    );
+    // The owner, from their own address, is not locked out.
+    let owner = register(&base, "Owner's app", "none").await;
+    let answer = consent(
+        &base,
+        &authorize_url(
+            &base,
+            owner["client_id"].as_str().unwrap(),
+            &challenge,
+            "vault:read",
+        ),
+        PASSPHRASE,
+        &[],
+    )
+    .await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+    assert!(server.terminate().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cannot_revoke_another_clients_grant() {
+    let (_tmp, vault, state) = fixture();
+    let server = builtin(&vault, &state, false).await;
+    let base = base_url(&server);
+    let mine = register(&base, "Mine", "none").await;
+    let mine_id = mine["client_id"].as_str().unwrap();
+    let (verifier, challenge) = pkce();
+    let answer = consent(
+        &base,
+        &authorize_url(&base, mine_id, &challenge, "vault:read"),
+        PASSPHRASE,
+        &[],
+    )
+    .await;
+    let code = query(&location(&answer), "code").unwrap();
+    let (status, t) = exchange(&base, mine_id, &code, &verifier).await;
+    assert_eq!(status, 200, "{t}");
+    let access = t["access_token"].as_str().unwrap();
+    let refresh_token = t["refresh_token"].as_str().unwrap();
+    // Another registered client that got hold of the tokens tries to revoke them.
+    let other = register(&base, "Other", "none").await;
+    for token in [access, refresh_token] {
+        let p = post_form(
+            &format!("{base}/oauth/revoke"),
+            &[
+                ("client_id", other["client_id"].as_str().unwrap()),
+                ("token", token),
+            ],
+        )
+        .await;
+        assert_eq!(p.status, 400, "{}", p.body);
+        let e: Value = serde_json::from_str(&p.body).unwrap();
+        assert_eq!(e["error"], "unauthorized_client");
+    }
+    assert_eq!(mcp(&server, access, "tools/list", json!({})).await.0, 200);
+    // An unknown token is no error; the client itself revokes its own.
+    let p = post_form(
+        &format!("{base}/oauth/revoke"),
+        &[("client_id", mine_id), ("token", "cva_not-a-token")],
+    )
+    .await;
+    assert_eq!(p.status, 200);
+    let p = post_form(
+        &format!("{base}/oauth/revoke"),
+        &[("client_id", mine_id), ("token", access)],
+    )
+    .await;
+    assert_eq!(p.status, 200, "{}", p.body);
+    assert_eq!(mcp(&server, access, "tools/list", json!({})).await.0, 401);
+    assert!(server.terminate().await.success());
 }

@@ -4,7 +4,9 @@
 //! The gate, in order: refuse while shutting down (503); `Host` and `Origin` ([`guard`]: 403);
 //! the bearer token ([`auth`]: 401, with `WWW-Authenticate`); requests in flight, in all (503)
 //! and per client (429); the body cap (413); a tool the token may not call (403
-//! `insufficient_scope`); the session cap on `initialize` (503); the request timeout (503).
+//! `insufficient_scope`); a session another token opened (404); the session caps on
+//! `initialize`, in all and per token (503); the request timeout (503, and the request is
+//! cancelled in its session so its handler stops).
 //! Only then does rmcp see the request, with the token's [`Grant`] in its extensions, which
 //! the server reads to narrow `tools/list` and refuse `tools/call` (so a session opened with
 //! one token gives nothing more to a request made with another). Every response body is capped
@@ -12,8 +14,13 @@
 //! status, milliseconds, client address, token name. Never a token, never note content.
 //! A reply sent before its request's body was read to the end (a refusal) carries
 //! `Connection: close`, so no client reuses a connection the server is closing.
+//!
+//! Before the gate, connections themselves are bounded ([`conn`]): in all and per client
+//! address, each must send a request's headers within the header timeout (which also closes a
+//! kept-alive connection left idle that long), and a TLS handshake has 10 seconds.
 
 pub mod auth;
+pub mod conn;
 pub mod guard;
 pub mod oauth;
 
@@ -32,6 +39,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderValue, Method, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
@@ -59,6 +67,15 @@ pub struct HttpLimits {
     pub max_in_flight_per_client: usize,
     /// Open sessions (2025-11-25 clients; 503 on `initialize` above it).
     pub max_sessions: usize,
+    /// Open sessions per token or OAuth grant (503 to that token above it, never to another).
+    pub max_sessions_per_token: usize,
+    /// How long a connection may take to send a request's headers, and stay idle between
+    /// requests (then it is closed).
+    pub header_timeout: Duration,
+    /// Open connections, in all and per client address (past either, a new one is closed at
+    /// once).
+    pub max_connections: usize,
+    pub max_connections_per_address: usize,
     /// A session nobody used for this long is closed.
     pub session_idle: Duration,
     /// On shutdown, how long requests in flight may take to finish.
@@ -74,6 +91,10 @@ impl Default for HttpLimits {
             max_in_flight: 256,
             max_in_flight_per_client: 32,
             max_sessions: 256,
+            max_sessions_per_token: 32,
+            header_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            max_connections_per_address: 256,
             session_idle: Duration::from_secs(30 * 60),
             drain: Duration::from_secs(30),
         }
@@ -153,6 +174,21 @@ struct Gate {
     per_client: Arc<Mutex<HashMap<String, usize>>>,
     shutting_down: AtomicBool,
     initializing: tokio::sync::Mutex<()>,
+    /// Who opened each session (a static token, an OAuth client, a JWT subject): only it may
+    /// use the session. Pruned to rmcp's live sessions at every `initialize`, so it holds at most
+    /// [`HttpLimits::max_sessions`] entries.
+    owners: Mutex<HashMap<String, String>>,
+}
+
+impl Gate {
+    /// The grant that opened session `id`, if it is known.
+    fn owner(&self, id: &str) -> Option<String> {
+        self.owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+    }
 }
 
 /// Binds the listener (before the sandbox, which then denies every other bind). Call
@@ -160,6 +196,26 @@ struct Gate {
 pub fn bind(options: &HttpOptions) -> anyhow::Result<std::net::TcpListener> {
     std::net::TcpListener::bind(options.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.listen))
+}
+
+/// hyper's settings that bound a connection: the header timeout (hyper starts it whenever it
+/// waits for a request head, so it also closes a kept-alive connection idle that long), and for
+/// HTTP/2 pings that close a connection whose peer stopped answering, and a bound on streams.
+/// (A macro: hyper-util's builder type is not named here.)
+macro_rules! bound_connections {
+    ($builder:expr, $header_timeout:expr) => {{
+        let builder = $builder;
+        builder
+            .http1()
+            .header_read_timeout($header_timeout)
+            .max_buf_size(64 * 1024);
+        builder
+            .http2()
+            .keep_alive_interval(Some(Duration::from_secs(30)))
+            .keep_alive_timeout(Duration::from_secs(10))
+            .max_concurrent_streams(64)
+            .max_header_list_size(64 * 1024);
+    }};
 }
 
 /// Serves `server` (the prototype every session clones) over HTTP on `listener` (from
@@ -216,6 +272,7 @@ pub async fn serve(
         limits,
         shutting_down: AtomicBool::new(false),
         initializing: tokio::sync::Mutex::new(()),
+        owners: Mutex::new(HashMap::new()),
     });
     let mut app = Router::new()
         .nest_service("/mcp", mcp)
@@ -248,16 +305,30 @@ pub async fn serve(
     // The accept loop runs as its own task, so it keeps answering (503) while the drain below
     // waits for the requests in flight.
     let accept_handle = handle.clone();
+    let connections = conn::ConnectionLimit::new(
+        gate.limits.max_connections,
+        gate.limits.max_connections_per_address,
+    );
+    let header_timeout = gate.limits.header_timeout;
     let mut served = tokio::spawn(async move {
         match tls {
             None => {
-                axum_server::from_tcp(listener)?
+                let mut server = axum_server::from_tcp(listener)?.acceptor(connections);
+                bound_connections!(server.http_builder(), header_timeout);
+                server
+                    .first_request_timeout(header_timeout)
+                    .accept_error_handler(refused_connection)
                     .handle(accept_handle)
                     .serve(make)
                     .await
             }
             Some(cfg) => {
-                axum_server::tls_rustls::from_tcp_rustls(listener, cfg)?
+                let mut server = axum_server::tls_rustls::from_tcp_rustls(listener, cfg)?
+                    .map(|tls| tls.acceptor(connections));
+                bound_connections!(server.http_builder(), header_timeout);
+                server
+                    .first_request_timeout(header_timeout)
+                    .accept_error_handler(refused_connection)
                     .handle(accept_handle)
                     .serve(make)
                     .await
@@ -293,6 +364,11 @@ pub async fn serve(
     handle.graceful_shutdown(Some(Duration::from_secs(2)));
     served.await??;
     Ok(())
+}
+
+/// A connection refused when accepted (past the connection bounds, or a failed TLS handshake).
+fn refused_connection(peer: Option<&SocketAddr>, e: &std::io::Error) {
+    tracing::debug!(peer = ?peer.map(|p| p.ip()), error = %e, "a connection was closed when accepted");
 }
 
 /// CORS for the origins the guard allows (the gate has refused every other origin before this
@@ -461,7 +537,7 @@ async fn admit(
         .and_then(|v| v.to_str().ok())
         .and_then(auth::bearer)
         .map(str::to_owned);
-    let grant = match authenticate(gate, presented.as_deref()).await {
+    let (grant, holder) = match authenticate(gate, presented.as_deref()).await {
         Ok(g) => g,
         Err(AuthError::Missing) => {
             return unauthorized(gate, "a bearer token is required", None);
@@ -487,8 +563,50 @@ async fn admit(
     };
     access.token = Some(grant.id.clone());
 
+    // A session is its opener's: a request with another token's session id is answered as if
+    // the session did not exist (it cannot read, use or end it).
+    let session_id = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(sid) = &session_id
+        && gate.owner(sid).is_some_and(|owner| owner != holder)
+    {
+        tracing::warn!(token = %grant.id, "a request named a session another token opened");
+        return refuse(StatusCode::NOT_FOUND, "no such session").into();
+    }
+
+    if request.method() == Method::DELETE {
+        // Ending a session: 200 when it ended, 404 when there is no such session (what the
+        // spec and the SDKs expect; rmcp itself answers 202).
+        if let Some(sid) = &session_id
+            && !gate
+                .sessions
+                .sessions
+                .read()
+                .await
+                .contains_key(sid.as_str())
+        {
+            return refuse(StatusCode::NOT_FOUND, "no such session").into();
+        }
+        request.extensions_mut().insert(grant);
+        let mut response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        if let Some(sid) = &session_id
+            && response.status() == StatusCode::OK
+        {
+            gate.owners
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(sid);
+        }
+        return response;
+    }
     if request.method() != Method::POST {
-        // GET opens a session's event stream, DELETE ends a session: no body, nothing to run.
+        // GET opens a session's event stream: no body, nothing to run.
         request.extensions_mut().insert(grant);
         return next.run(request).await;
     }
@@ -500,12 +618,12 @@ async fn admit(
         )
         .retry_after();
     };
-    let session = request
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let client_key = format!("{}|{}|{session}", peer.ip(), grant.id);
+    let client_key = format!(
+        "{}|{}|{}",
+        peer.ip(),
+        grant.id,
+        session_id.as_deref().unwrap_or("")
+    );
     let Some(client) = ClientSlot::take(
         &gate.per_client,
         client_key,
@@ -564,12 +682,12 @@ async fn admit(
         }
     };
     let calls = rpc_calls(&bytes);
-    if let Some((rpc, tool)) = calls.first() {
-        access.rpc = Some(rpc.clone());
-        access.tool = tool.clone();
+    if let Some(first) = calls.first() {
+        access.rpc = Some(first.method.clone());
+        access.tool = first.tool.clone();
     }
-    for (_, tool) in &calls {
-        let Some(tool) = tool else { continue };
+    for call in &calls {
+        let Some(tool) = &call.tool else { continue };
         let Some(internal) = gate.prototype.internal_tool_name(tool) else {
             continue;
         };
@@ -577,10 +695,21 @@ async fn admit(
             return insufficient_scope(gate, &grant, internal, tool);
         }
     }
-    let initializing = if calls.iter().any(|(m, _)| m == "initialize") {
+    let initializing = if calls.iter().any(|c| c.method == "initialize") {
         let lock = gate.initializing.lock().await;
-        if gate.sessions.sessions.read().await.len() >= gate.limits.max_sessions {
+        let live = gate.sessions.sessions.read().await;
+        let mut owners = gate.owners.lock().unwrap_or_else(|p| p.into_inner());
+        owners.retain(|sid, _| live.contains_key(sid.as_str()));
+        if live.len() >= gate.limits.max_sessions {
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "too many open sessions").retry_after();
+        }
+        let own = owners.values().filter(|o| **o == holder).count();
+        if own >= gate.limits.max_sessions_per_token {
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "this token has too many open sessions: end one (DELETE /mcp) or let one expire",
+            )
+            .retry_after();
         }
         Some(lock)
     } else {
@@ -588,13 +717,30 @@ async fn admit(
     };
 
     let mut request = Request::from_parts(parts, Body::from(bytes));
+    let owner = holder;
     request.extensions_mut().insert(grant);
     let response = match tokio::time::timeout_at(deadline, next.run(request)).await {
         Ok(r) => r,
         Err(_) => {
+            // The reply is dropped; tell the session so the handlers stop (a request without
+            // a session is cancelled by rmcp when its reply is dropped).
+            if let Some(sid) = &session_id {
+                cancel_in_session(gate, sid, &calls).await;
+            }
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "the request timed out").into();
         }
     };
+    if initializing.is_some()
+        && let Some(sid) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+    {
+        gate.owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sid.to_owned(), owner);
+    }
     drop(initializing);
     let (parts, body) = response.into_parts();
     let body = Capped {
@@ -616,15 +762,16 @@ enum AuthError {
     NoScope,
 }
 
-/// The request's grant: from a static token, then from OAuth. With neither configured (a
-/// loopback listener), every request gets the server's full rights.
-async fn authenticate(gate: &Gate, presented: Option<&str>) -> Result<Grant, AuthError> {
+/// The request's grant, from a static token, then from OAuth, and who holds it (whose sessions
+/// it may use: the token itself, the OAuth client, the JWT's subject). With neither configured
+/// (a loopback listener), every request gets the server's full rights.
+async fn authenticate(gate: &Gate, presented: Option<&str>) -> Result<(Grant, String), AuthError> {
     if gate.tokens.is_empty() && gate.oauth.is_none() {
-        return Ok(gate.anonymous.clone());
+        return Ok((gate.anonymous.clone(), gate.anonymous.id.clone()));
     }
     let presented = presented.ok_or(AuthError::Missing)?;
     if let Some(g) = gate.tokens.check(presented) {
-        return Ok(g.clone());
+        return Ok((g.clone(), format!("token {}", g.id)));
     }
     match &gate.oauth {
         None => Err(AuthError::Invalid),
@@ -635,19 +782,56 @@ async fn authenticate(gate: &Gate, presented: Option<&str>) -> Result<Grant, Aut
     }
 }
 
+/// Sends `notifications/cancelled` into session `sid` for every request in `calls`, so the
+/// handlers of a request whose reply timed out are told to stop.
+async fn cancel_in_session(gate: &Gate, sid: &str, calls: &[Call]) {
+    let id: rmcp::transport::common::server_side_http::SessionId = sid.into();
+    for call in calls {
+        let Some(request_id) = &call.id else { continue };
+        let note = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "the request timed out"},
+        });
+        let Ok(message) = serde_json::from_value(note) else {
+            continue;
+        };
+        match gate.sessions.accept_message(&id, message).await {
+            Ok(()) => tracing::info!(
+                rpc = %call.method,
+                "a request timed out: it is cancelled in its session"
+            ),
+            Err(e) => tracing::debug!(error = %e, "a timed-out request could not be cancelled"),
+        }
+    }
+}
+
+/// One JSON-RPC message of a request body.
+struct Call {
+    method: String,
+    /// The tool it calls (`tools/call`).
+    tool: Option<String>,
+    /// Its id (a request's; none for a notification).
+    id: Option<Value>,
+}
+
 /// The JSON-RPC methods in a request body, each with the tool it calls (`tools/call`). A body
 /// that is not JSON-RPC gives nothing here; rmcp answers it.
-fn rpc_calls(body: &[u8]) -> Vec<(String, Option<String>)> {
+fn rpc_calls(body: &[u8]) -> Vec<Call> {
     let Ok(value) = serde_json::from_slice::<Value>(body) else {
         return Vec::new();
     };
-    let one = |v: &Value| -> Option<(String, Option<String>)> {
+    let one = |v: &Value| -> Option<Call> {
         let method = v.get("method")?.as_str()?.to_owned();
         let tool = (method == "tools/call")
             .then(|| v.pointer("/params/name").and_then(Value::as_str))
             .flatten()
             .map(str::to_owned);
-        Some((method, tool))
+        let id = v
+            .get("id")
+            .filter(|i| i.is_string() || i.is_number())
+            .cloned();
+        Some(Call { method, tool, id })
     };
     match &value {
         Value::Array(items) => items.iter().filter_map(one).collect(),

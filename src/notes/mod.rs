@@ -5,6 +5,7 @@
 //! file size through the vault's read cap).
 
 pub mod bases;
+pub mod cancel;
 pub mod cursor;
 pub mod files;
 pub mod filter;

@@ -37,6 +37,11 @@ use crate::notes::NoteError;
 use crate::notes::write::Writer;
 use crate::vault::Vault;
 
+tokio::task_local! {
+    /// The cancellation token of the tool call running in this task (rmcp's request context).
+    static CANCEL: tokio_util::sync::CancellationToken;
+}
+
 pub use args::Parameters;
 pub use error::{Code, ToolError};
 pub use grant::Grant;
@@ -230,16 +235,33 @@ impl CapvaultServer {
         self.with_engine(move |engine| f(engine.vault())).await
     }
 
-    /// Runs `f` on the blocking pool with the engine.
+    /// Runs `f` on the blocking pool with the engine. When the tool call is cancelled (the
+    /// client's `notifications/cancelled`, or its HTTP reply timed out), the call answers at
+    /// once and `f`'s [`cancel::Flag`](crate::notes::cancel::Flag) is marked, so loops that ask
+    /// [`cancel::requested`](crate::notes::cancel::requested) stop early.
     async fn with_engine<T, F>(&self, f: F) -> Result<T, ToolError>
     where
         T: Send + 'static,
         F: FnOnce(&Engine) -> Result<T, ToolError> + Send + 'static,
     {
         let engine = Arc::clone(&self.engine);
-        tokio::task::spawn_blocking(move || f(&engine))
-            .await
-            .map_err(|_| ToolError::internal("the operation was aborted"))?
+        let flag = crate::notes::cancel::Flag::new();
+        let marked = flag.clone();
+        let work =
+            tokio::task::spawn_blocking(move || crate::notes::cancel::run(&flag, || f(&engine)));
+        let cancelled = CANCEL.try_with(Clone::clone).ok();
+        let joined = match cancelled {
+            None => work.await,
+            Some(ct) => tokio::select! {
+                joined = work => joined,
+                () = ct.cancelled() => {
+                    marked.cancel();
+                    tracing::info!("a tool call was cancelled: its work is told to stop");
+                    return Err(ToolError::new(Code::Unavailable, "the request was cancelled"));
+                }
+            },
+        };
+        joined.map_err(|_| ToolError::internal("the operation was aborted"))?
     }
 
     /// Runs `f` on the blocking pool with the vault and an up-to-date model.
@@ -361,8 +383,9 @@ impl ServerHandler for CapvaultServer {
             .into());
         }
         request.name = internal.clone().into();
+        let ct = context.ct.clone();
         let tcc = ToolCallContext::new(self, request, context);
-        let response = self.tool_router.call(tcc).await?;
+        let response = CANCEL.scope(ct, self.tool_router.call(tcc)).await?;
         Ok(match response {
             CallToolResponse::Complete(result) => args_error(result).into(),
             other => other,

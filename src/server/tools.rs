@@ -317,10 +317,9 @@ impl CapvaultServer {
             }
             _ => None,
         };
-        let result = tokio::task::spawn_blocking(move || search(&engine, &query))
-            .await
-            .map_err(|_| ToolError::internal("the search was aborted"))
-            .and_then(|r| r.map_err(ToolError::from));
+        let result = self
+            .with_engine(move |engine| search(engine, &query).map_err(ToolError::from))
+            .await;
         if let Some(task) = progress {
             task.abort();
         }

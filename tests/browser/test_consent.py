@@ -6,7 +6,12 @@ the right one brings the browser back to the client's redirect URI (a tiny local
 code, the same state and the issuer; the code buys a token that the MCP endpoint accepts. The
 page's headers forbid framing, foreign scripts and caching, and the form fits a phone's width.
 
-Screenshots go to target/artifacts/consent.png, consent-error.png and consent-phone.png.
+A client name that holds a text-direction override (U+202E) is refused at registration, and one
+stored before that rule cannot disguise the page: it is isolated and the control is shown as a
+visible mark.
+
+Screenshots go to target/artifacts/consent.png, consent-error.png, consent-phone.png and
+consent-bidi.png.
 Run by .ci/run with CAPVAULT_REQUIRE_BROWSER=1; without Chromium, chromedriver or selenium (and
 without that variable) the tests say they are skipped.
 """
@@ -23,6 +28,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -201,7 +207,8 @@ def setup():
         "token_endpoint_auth_method": "none", "scope": SCOPE})
     assert status == 201, raw
     client_id = json.loads(raw)["client_id"]
-    yield {"url": url, "base": base, "receiver": receiver, "client_id": client_id, "log": log}
+    yield {"url": url, "base": base, "receiver": receiver, "client_id": client_id, "log": log,
+           "state": state}
     proc.terminate()
     proc.wait(timeout=30)
     receiver.close()
@@ -209,11 +216,11 @@ def setup():
     assert not any(PASSPHRASE in line for line in log), "the passphrase is in the log"
 
 
-def authorization(setup):
+def authorization(setup, client_id=None):
     """A fresh authorization request: (URL, state, code_verifier)."""
     verifier, challenge = pkce()
     state = secrets.token_urlsafe(16)
-    q = {"response_type": "code", "client_id": setup["client_id"],
+    q = {"response_type": "code", "client_id": client_id or setup["client_id"],
          "redirect_uri": setup["receiver"].redirect_uri, "code_challenge": challenge,
          "code_challenge_method": "S256", "state": state, "scope": SCOPE,
          "resource": setup["url"]}
@@ -358,3 +365,61 @@ def test_the_consent_page_fits_a_phone(browser, setup):
         shot(driver, "consent-phone.png")
     finally:
         driver.set_window_size(size["width"], size["height"])
+
+
+SPOOF = "<b>Evil</b>\u202eabc"
+
+
+def store_client(setup, client_id, name):
+    """Writes a client into the authorization server's store as a running server's registration
+    would have (the way a name from before the registration rule would still be there); the
+    server sees the changed file at its next request."""
+    found = [os.path.join(d, f) for d, _, files in os.walk(setup["state"]) for f in files
+             if f == "grants.json"]
+    assert len(found) == 1, found
+    with open(found[0]) as f:
+        data = json.load(f)
+    data.setdefault("clients", []).append({
+        "id": client_id, "name": name, "redirect_uris": [setup["receiver"].redirect_uri],
+        "auth_method": "none", "created": int(time.time())})
+    tmp = found[0] + ".test"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, found[0])
+
+
+def test_a_bidi_override_in_a_client_name_cannot_disguise_the_consent_page(browser, setup):
+    """Registration refuses a client_name holding U+202E (RIGHT-TO-LEFT OVERRIDE) with
+    invalid_client_metadata. A client stored with such a name anyway gets a page on which the
+    name is isolated and the override shown as a visible [U+202E] mark: Chromium renders the
+    headline in logical order ("Allow <b>Evil</b>[U+202E]abc to use your vault ..."), the page
+    holds no U+202E, and the "(the name it gave itself)" label stays to the right of the name."""
+    driver = browser
+    status, _, raw = request("POST", setup["base"] + "/oauth/register", body={
+        "client_name": SPOOF, "redirect_uris": [setup["receiver"].redirect_uri],
+        "token_endpoint_auth_method": "none"})
+    assert status == 400, raw
+    refusal = json.loads(raw)
+    assert refusal["error"] == "invalid_client_metadata", refusal
+    assert "U+202E" in refusal["error_description"], refusal
+
+    client_id = "cvc_stored_before_the_rule_0001"
+    store_client(setup, client_id, SPOOF)
+    url, _, _ = authorization(setup, client_id)
+    open_consent(driver, url)
+    assert "\u202e" not in driver.page_source
+    headline = driver.find_element(By.TAG_NAME, "h1").text
+    assert headline.startswith("Allow <b>Evil</b>[U+202E]abc to use your vault"), headline
+    name = driver.find_element(By.CSS_SELECTOR, "dd bdi")
+    label = driver.find_element(By.ID, "publisher")
+    assert name.text == "<b>Evil</b>[U+202E]abc", name.text
+    assert label.text == "(the name it gave itself)", label.text
+    # The label starts after the name: to its right on the same line, or on a later line.
+    first = driver.execute_script(
+        "const r = arguments[0].getClientRects()[0]; return {x: r.left, y: r.top};", label)
+    after = (first["x"] >= name.rect["x"] + name.rect["width"] - 1
+             or first["y"] >= name.rect["y"] + name.rect["height"] - 1)
+    assert after, (name.rect, first)
+    assert not csp_complaints(driver), csp_complaints(driver)
+    shot(driver, "consent-bidi.png")

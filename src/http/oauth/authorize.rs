@@ -7,16 +7,22 @@
 //! registered gets an error page, never a redirect (no open redirect); every later error goes
 //! back to the client's redirect URI with `error` and the `state` it sent. A consent form needs
 //! the pending request's id and its one-time CSRF token; five wrong passphrases end the
-//! request, and ten in five minutes pause every attempt. Codes live two minutes and are used
-//! once; a code presented twice revokes what it gave.
+//! request. Limits are per client so that no one can deny another: each client keeps at most
+//! [`MAX_PENDING_PER_CLIENT`] pending requests (a flood of consent pages evicts only its own),
+//! and each source address gets [`FREE_FAILURES_PER_ADDRESS`] wrong passphrases, then waits
+//! longer and longer (doubling, up to 15 minutes) before the next; past [`FAILURES_PER_WINDOW`]
+//! wrong passphrases from anywhere in five minutes, every check is slowed (never refused), so
+//! the owner is delayed but never locked out. Codes live two minutes and are used once; a code
+//! presented twice revokes what it gave.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -31,15 +37,27 @@ use super::{SCOPE_READ, SCOPE_WRITE};
 
 /// How long a consent page may wait for its answer.
 const PENDING_TTL: Duration = Duration::from_secs(10 * 60);
-/// Pending requests kept at most (the oldest go first).
-const MAX_PENDING: usize = 64;
+/// Pending requests kept at most, in all (past it, the client holding the most loses its oldest).
+const MAX_PENDING: usize = 256;
+/// Pending requests kept per client (past it, the client's own oldest goes).
+const MAX_PENDING_PER_CLIENT: usize = 8;
 /// How long a code is valid.
 const CODE_TTL: Duration = Duration::from_secs(120);
 /// Wrong passphrases one request may see before it ends.
 const FAILURES_PER_REQUEST: u32 = 5;
-/// Wrong passphrases in [`FAILURE_WINDOW`] before every attempt waits.
-const FAILURES_PER_WINDOW: usize = 10;
+/// Wrong passphrases from anywhere in [`FAILURE_WINDOW`] before every check is slowed by
+/// [`SLOW_CHECK`] (two checks run at once, so at most about two guesses a second in all).
+const FAILURES_PER_WINDOW: usize = 30;
 const FAILURE_WINDOW: Duration = Duration::from_secs(5 * 60);
+const SLOW_CHECK: Duration = Duration::from_secs(1);
+/// Wrong passphrases one source address may make before it must wait: 1 s after the next,
+/// then 2 s, 4 s... up to [`MAX_BACKOFF`].
+const FREE_FAILURES_PER_ADDRESS: u32 = 5;
+const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
+/// An address's failures are forgotten this long after its last one.
+const FORGET_FAILURES: Duration = Duration::from_secs(60 * 60);
+/// Source addresses whose failures are kept at most (the longest quiet go first).
+const MAX_ADDRESSES: usize = 4096;
 /// Registrations per [`REGISTER_WINDOW`].
 const REGISTRATIONS_PER_WINDOW: usize = 30;
 const REGISTER_WINDOW: Duration = Duration::from_secs(10 * 60);
@@ -60,6 +78,8 @@ pub struct AuthServer {
     /// Codes already exchanged, with the grant each gave (revoked if the code comes back).
     spent: Mutex<HashMap<[u8; 32], (String, Instant)>>,
     failures: Mutex<VecDeque<Instant>>,
+    /// Wrong passphrases per source address: how many, and when the last was.
+    by_address: Mutex<HashMap<IpAddr, (u32, Instant)>>,
     registrations: Mutex<VecDeque<Instant>>,
     /// Client ID metadata documents, when accepted (`--oauth-client-metadata`).
     docs: Option<ClientDocs>,
@@ -115,6 +135,70 @@ fn record(times: &Mutex<VecDeque<Instant>>) {
     lock(times).push_back(Instant::now());
 }
 
+/// How long an address that made `failures` wrong guesses waits after the last one.
+fn backoff(failures: u32) -> Duration {
+    match failures.checked_sub(FREE_FAILURES_PER_ADDRESS) {
+        None => Duration::ZERO,
+        Some(n) => Duration::from_secs(1u64 << n.min(20)).min(MAX_BACKOFF),
+    }
+}
+
+/// How much longer `ip` must wait before its next passphrase is checked (None: not at all).
+fn address_wait(by: &Mutex<HashMap<IpAddr, (u32, Instant)>>, ip: IpAddr) -> Option<Duration> {
+    let by = lock(by);
+    let (failures, last) = by.get(&ip)?;
+    backoff(*failures)
+        .checked_sub(last.elapsed())
+        .filter(|d| !d.is_zero())
+}
+
+/// Counts a wrong passphrase from `ip` (forgetting quiet addresses, and the quietest when
+/// [`MAX_ADDRESSES`] are kept).
+fn address_failed(by: &Mutex<HashMap<IpAddr, (u32, Instant)>>, ip: IpAddr) {
+    let mut by = lock(by);
+    by.retain(|_, (_, last)| last.elapsed() < FORGET_FAILURES);
+    if by.len() >= MAX_ADDRESSES
+        && !by.contains_key(&ip)
+        && let Some(quietest) = by.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| *k)
+    {
+        by.remove(&quietest);
+    }
+    let e = by.entry(ip).or_insert((0, Instant::now()));
+    e.0 = e.0.saturating_add(1);
+    e.1 = Instant::now();
+}
+
+/// Makes room for one more pending request of `client_id`: its own oldest goes when it has
+/// [`MAX_PENDING_PER_CLIENT`]; when [`MAX_PENDING`] are kept in all, the oldest of the client
+/// holding the most. A flood from one client never evicts another's request while it holds
+/// fewer.
+fn make_room(pending: &mut HashMap<String, Pending>, client_id: &str) {
+    pending.retain(|_, p| p.created.elapsed() < PENDING_TTL);
+    let mut per_client: HashMap<&str, usize> = HashMap::new();
+    for p in pending.values() {
+        *per_client.entry(p.client.id.as_str()).or_insert(0) += 1;
+    }
+    let victim = if per_client.get(client_id).copied().unwrap_or(0) >= MAX_PENDING_PER_CLIENT {
+        Some(client_id.to_owned())
+    } else if pending.len() >= MAX_PENDING {
+        per_client
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(c, _)| (*c).to_owned())
+    } else {
+        None
+    };
+    let Some(victim) = victim else { return };
+    if let Some(oldest) = pending
+        .iter()
+        .filter(|(_, p)| p.client.id == victim)
+        .min_by_key(|(_, p)| p.created)
+        .map(|(k, _)| k.clone())
+    {
+        pending.remove(&oldest);
+    }
+}
+
 impl std::fmt::Debug for AuthServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuthServer")
@@ -142,6 +226,7 @@ impl AuthServer {
             codes: Mutex::new(HashMap::new()),
             spent: Mutex::new(HashMap::new()),
             failures: Mutex::new(VecDeque::new()),
+            by_address: Mutex::new(HashMap::new()),
             registrations: Mutex::new(VecDeque::new()),
             docs,
             hashing: tokio::sync::Semaphore::new(MAX_HASHING),
@@ -458,18 +543,22 @@ async fn authenticate_client(
     }
 }
 
-/// A client's name as the consent page shows it: control characters dropped, at most
-/// [`MAX_NAME_CHARS`], a stand-in when it is missing or blank.
-pub(super) fn client_name(given: Option<&str>) -> String {
-    given
-        .map(|n| {
-            n.chars()
-                .filter(|c| !c.is_control())
-                .take(MAX_NAME_CHARS)
-                .collect::<String>()
-        })
+/// A client's name as the consent page shows it: at most [`MAX_NAME_CHARS`], a stand-in when it
+/// is missing or blank. A name holding a control character or an invisible one (a text-direction
+/// override, a zero-width character, a tag character: they could reorder or hide what the page
+/// says around it) is refused, with the reason.
+pub(super) fn client_name(given: Option<&str>) -> Result<String, String> {
+    if let Some(c) = given.and_then(page::forbidden_char) {
+        return Err(format!(
+            "`client_name` holds U+{:04X}, an invisible or control character (text-direction \
+             and zero-width characters are refused: they can disguise the name)",
+            c as u32
+        ));
+    }
+    Ok(given
+        .map(|n| n.chars().take(MAX_NAME_CHARS).collect::<String>())
         .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| "An unnamed application".to_owned())
+        .unwrap_or_else(|| "An unnamed application".to_owned()))
 }
 
 /// `POST /oauth/register`: RFC 7591 dynamic client registration.
@@ -544,7 +633,10 @@ pub async fn register(State(auth): State<Arc<AuthServer>>, body: axum::body::Byt
             }
         }
     }
-    let name = client_name(meta.get("client_name").and_then(Value::as_str));
+    let name = match client_name(meta.get("client_name").and_then(Value::as_str)) {
+        Ok(n) => n,
+        Err(why) => return bad(why),
+    };
     let id = match store::random_secret("cvc_") {
         Ok(s) => s[..28].to_owned(),
         Err(e) => return server_error(e),
@@ -713,15 +805,7 @@ pub async fn authorize_page(State(auth): State<Arc<AuthServer>>, uri: http::Uri)
     });
     {
         let mut pending = lock(&auth.pending);
-        pending.retain(|_, p| p.created.elapsed() < PENDING_TTL);
-        if pending.len() >= MAX_PENDING
-            && let Some(oldest) = pending
-                .iter()
-                .min_by_key(|(_, p)| p.created)
-                .map(|(k, _)| k.clone())
-        {
-            pending.remove(&oldest);
-        }
+        make_room(&mut pending, &client.id);
         pending.insert(
             request,
             Pending {
@@ -740,7 +824,11 @@ pub async fn authorize_page(State(auth): State<Arc<AuthServer>>, uri: http::Uri)
 }
 
 /// `POST /oauth/authorize`: the owner's answer on the consent page.
-pub async fn authorize_answer(State(auth): State<Arc<AuthServer>>, body: String) -> Response {
+pub async fn authorize_answer(
+    State(auth): State<Arc<AuthServer>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    body: String,
+) -> Response {
     let form = match params(&body) {
         Ok(f) => f,
         Err(e) => return error_page(StatusCode::BAD_REQUEST, "Bad request", &e),
@@ -800,19 +888,27 @@ pub async fn authorize_answer(State(auth): State<Arc<AuthServer>>, body: String)
         });
         html(status, body, Some(&source))
     };
-    // Checks run two at a time, and the failure count is read inside that: concurrent wrong
-    // guesses cannot all slip under the limit.
+    // Checks run two at a time, and the failure counts are read inside that: concurrent wrong
+    // guesses cannot all slip under the limits.
     let Ok(_hashing) = auth.hashing.acquire().await else {
         return expired();
     };
-    if !admit(&auth.failures, FAILURE_WINDOW, FAILURES_PER_WINDOW) {
-        let r = rerender(
+    if let Some(wait) = address_wait(&auth.by_address, peer.ip()) {
+        let secs = wait.as_secs() + 1;
+        let mut r = rerender(
             &mut p,
             StatusCode::TOO_MANY_REQUESTS,
-            "Too many wrong passphrases lately. Wait a few minutes, then try again.",
+            &format!("Too many wrong passphrases from here. Wait {secs} s, then try again."),
         );
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
         lock(&auth.pending).insert(request.clone(), p);
         return r;
+    }
+    if !admit(&auth.failures, FAILURE_WINDOW, FAILURES_PER_WINDOW) {
+        // Many wrong guesses from many places: slow every check down, refuse none.
+        tokio::time::sleep(SLOW_CHECK).await;
     }
     let passphrase = get("passphrase").to_owned();
     let store = Arc::clone(&auth.store);
@@ -831,6 +927,7 @@ pub async fn authorize_answer(State(auth): State<Arc<AuthServer>>, body: String)
     };
     if !ok {
         record(&auth.failures);
+        address_failed(&auth.by_address, peer.ip());
         p.failures += 1;
         tracing::warn!(client = %p.client.name, failures = p.failures, "a wrong passphrase on the consent page");
         if p.failures >= FAILURES_PER_REQUEST {
@@ -844,6 +941,7 @@ pub async fn authorize_answer(State(auth): State<Arc<AuthServer>>, body: String)
         lock(&auth.pending).insert(request.clone(), p);
         return r;
     }
+    lock(&auth.by_address).remove(&peer.ip());
     let write = p.write && !form.contains_key("read_only");
     let code = match store::random_secret("cvo_") {
         Ok(c) => c,
@@ -1022,7 +1120,9 @@ pub async fn token(
     }
 }
 
-/// `POST /oauth/revoke`: RFC 7009 (the whole grant goes).
+/// `POST /oauth/revoke`: RFC 7009 (the whole grant goes). A client revokes only its own tokens
+/// (2.1): another client's token is refused with `unauthorized_client` and stays valid; an
+/// unknown one is not an error.
 pub async fn revoke(
     State(auth): State<Arc<AuthServer>>,
     headers: HeaderMap,
@@ -1032,14 +1132,23 @@ pub async fn revoke(
         Ok(f) => f,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, "invalid_request", &e),
     };
-    if let Err(r) = authenticate_client(&auth, &headers, &form).await {
-        return *r;
-    }
+    let client = match authenticate_client(&auth, &headers, &form).await {
+        Ok(c) => c,
+        Err(r) => return *r,
+    };
     let Some(token) = form.get("token") else {
         return json_error(StatusCode::BAD_REQUEST, "invalid_request", "no token");
     };
-    match auth.store.revoke_token(token) {
-        Ok(_) => StatusCode::OK.into_response(),
+    match auth.store.revoke_token(&client.id, token) {
+        Ok(store::Revoked::Yes | store::Revoked::Unknown) => StatusCode::OK.into_response(),
+        Ok(store::Revoked::OtherClient) => {
+            tracing::warn!(client = %client.id, "a client tried to revoke another client's token");
+            json_error(
+                StatusCode::BAD_REQUEST,
+                "unauthorized_client",
+                "the token was not issued to this client",
+            )
+        }
         Err(e) => server_error(e),
     }
 }
@@ -1069,6 +1178,74 @@ mod tests {
         ] {
             assert!(check_redirect_uri(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_address_waits_twice_as_long_after_each_failure_past_its_free_ones() {
+        assert_eq!(backoff(0), Duration::ZERO);
+        assert_eq!(backoff(FREE_FAILURES_PER_ADDRESS - 1), Duration::ZERO);
+        assert_eq!(backoff(FREE_FAILURES_PER_ADDRESS), Duration::from_secs(1));
+        assert_eq!(
+            backoff(FREE_FAILURES_PER_ADDRESS + 3),
+            Duration::from_secs(8)
+        );
+        assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
+        let by = Mutex::new(HashMap::new());
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        for _ in 0..FREE_FAILURES_PER_ADDRESS {
+            assert_eq!(address_wait(&by, a), None);
+            address_failed(&by, a);
+        }
+        assert!(address_wait(&by, a).is_some(), "the address waits");
+        assert_eq!(address_wait(&by, b), None, "another address does not");
+    }
+
+    fn pending_of(client: &str, age: u64) -> Pending {
+        Pending {
+            client: Client {
+                id: client.to_owned(),
+                secret: None,
+                name: client.to_owned(),
+                redirect_uris: vec![],
+                auth_method: "none".to_owned(),
+                created: 0,
+            },
+            redirect_uri: String::new(),
+            state: None,
+            challenge: String::new(),
+            write: false,
+            csrf: String::new(),
+            created: Instant::now() - Duration::from_secs(age),
+            failures: 0,
+        }
+    }
+
+    #[test]
+    fn a_flood_of_consent_pages_evicts_only_the_flooding_clients_own() {
+        let mut pending = HashMap::new();
+        pending.insert("owner".to_owned(), pending_of("good", 500));
+        for i in 0..10_000u64 {
+            make_room(&mut pending, "evil");
+            pending.insert(format!("e{i}"), pending_of("evil", 400));
+        }
+        assert!(
+            pending.contains_key("owner"),
+            "the owner's request was evicted"
+        );
+        assert_eq!(pending.len(), 1 + MAX_PENDING_PER_CLIENT);
+        // Many flooding clients fill the whole table: the one holding the most pays.
+        for c in 0..(MAX_PENDING as u64) {
+            for i in 0..3u64 {
+                let id = format!("x{c}");
+                make_room(&mut pending, &id);
+                pending.insert(format!("x{c}-{i}"), pending_of(&id, 300));
+            }
+        }
+        assert!(pending.len() <= MAX_PENDING);
+        assert!(
+            pending.contains_key("owner"),
+            "the owner's request was evicted"
+        );
     }
 
     #[test]

@@ -233,7 +233,10 @@ fn parse(url: &str, doc: &Value) -> Result<Client, String> {
         }
         _ => return bad("no redirect_uris (or too many)".into()),
     };
-    let name = super::authorize::client_name(doc.get("client_name").and_then(Value::as_str));
+    let name = match super::authorize::client_name(doc.get("client_name").and_then(Value::as_str)) {
+        Ok(n) => n,
+        Err(why) => return bad(why),
+    };
     Ok(Client {
         id: url.to_owned(),
         secret: None,
@@ -312,6 +315,9 @@ mod tests {
         let mut secret = ok.clone();
         secret["token_endpoint_auth_method"] = json!("private_key_jwt");
         assert!(parse(url, &secret).is_err());
+        let mut bidi = ok.clone();
+        bidi["client_name"] = json!("App\u{202e}olleh");
+        assert!(parse(url, &bidi).unwrap_err().contains("U+202E"));
         let mut js = ok;
         js["redirect_uris"] = json!(["javascript:alert(1)"]);
         assert!(parse(url, &js).is_err());

@@ -118,15 +118,20 @@ impl ResourceServer {
         })
     }
 
-    /// The grant of an OAuth access token.
-    pub async fn authenticate(&self, token: &str) -> Result<Grant, Refusal> {
+    /// The grant of an OAuth access token, and who holds it: the sessions it opens are that
+    /// holder's (the client, for the built-in server, so that a client's new grant after a
+    /// step-up keeps its session; the subject, for an external issuer).
+    pub async fn authenticate(&self, token: &str) -> Result<(Grant, String), Refusal> {
         match &self.issuer {
             Issuer::Builtin(auth) => match auth.store.check_access(token) {
-                Ok(Some(a)) => Ok(Grant {
-                    id: format!("oauth-{}", a.grant),
-                    write: a.write,
-                    tools: None,
-                }),
+                Ok(Some(a)) => Ok((
+                    Grant {
+                        id: format!("oauth-{}", a.grant),
+                        write: a.write,
+                        tools: None,
+                    },
+                    format!("oauth-client {}", a.client),
+                )),
                 Ok(None) => Err(Refusal::Invalid),
                 Err(e) => {
                     tracing::error!(error = %e, "the authorization server's store failed");
@@ -137,11 +142,15 @@ impl ResourceServer {
                 Ok(c) => {
                     let d = Sha256::digest(format!("{}|{}", v.issuer(), c.subject).as_bytes());
                     let id: String = d[..4].iter().map(|b| format!("{b:02x}")).collect();
-                    Ok(Grant {
-                        id: format!("jwt-{id}"),
-                        write: c.write,
-                        tools: None,
-                    })
+                    let holder: String = d.iter().map(|b| format!("{b:02x}")).collect();
+                    Ok((
+                        Grant {
+                            id: format!("jwt-{id}"),
+                            write: c.write,
+                            tools: None,
+                        },
+                        format!("jwt {holder}"),
+                    ))
                 }
                 Err(jwt::Refusal::Invalid) => Err(Refusal::Invalid),
                 Err(jwt::Refusal::NoScope) => Err(Refusal::NoScope),

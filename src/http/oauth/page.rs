@@ -33,23 +33,65 @@ border:1px solid var(--line);background:var(--card);color:var(--text);cursor:poi
 button.primary{background:var(--accent);border-color:var(--accent);color:var(--accent-text)}\
 #error{background:var(--err-bg);color:var(--err);border-radius:8px;padding:10px 12px;margin:0 0 16px}\
 .note{font-size:.85rem;color:var(--muted);margin:16px 0 0}\
-code{font-size:.85em}";
+code{font-size:.85em}\
+bdi{unicode-bidi:isolate}.mark{color:var(--err);font-family:monospace}";
 
-/// Escapes text for HTML content and attribute values.
+/// True for the characters that change how text around them is shown while being invisible
+/// themselves: text-direction marks, embeddings, overrides and isolates, zero-width characters,
+/// invisible operators, the byte order mark and Unicode tag characters. A name holding one could
+/// reorder or hide what the consent page says next to it.
+pub fn is_invisible_control(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}'
+        | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}')
+}
+
+/// The first character of `text` that a client may not put in a name shown to the owner: a
+/// control character or an invisible one ([`is_invisible_control`]).
+pub fn forbidden_char(text: &str) -> Option<char> {
+    text.chars()
+        .find(|&c| c.is_control() || is_invisible_control(c))
+}
+
+/// A value a client chose, as the page shows it: escaped, isolated from the text around it
+/// (`<bdi>`, so right-to-left text inside cannot reorder the page), and every invisible control
+/// shown as a visible `U+XXXX` mark instead of acting (names holding one are refused at
+/// registration; this covers anything stored before that).
+pub fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 11);
+    out.push_str("<bdi>");
+    for c in text.chars() {
+        if is_invisible_control(c) {
+            out.push_str(&format!("<span class=\"mark\">[U+{:04X}]</span>", c as u32));
+        } else {
+            push_escaped(&mut out, c);
+        }
+    }
+    out.push_str("</bdi>");
+    out
+}
+
+/// Escapes text for HTML content and attribute values (control characters are dropped).
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
+        push_escaped(&mut out, c);
     }
     out
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '"' => out.push_str("&quot;"),
+        '\'' => out.push_str("&#39;"),
+        c if c.is_control() => {}
+        c => out.push(c),
+    }
 }
 
 /// The page's Content-Security-Policy: nothing but the one style sheet; forms post only to
@@ -134,15 +176,17 @@ pub fn consent(c: &Consent<'_>) -> String {
          <button type=\"submit\" name=\"decision\" value=\"allow\" id=\"allow\" class=\"primary\">Allow</button>\
          </div></form>\
          <p class=\"note\">Approve only if you started this connection yourself. Access lasts \
-         until you revoke it: <code>capvault tokens list</code>, \
-         <code>capvault tokens revoke ID</code>.</p>",
-        client = escape(c.client_name),
+         until you revoke it (<code>capvault tokens list VAULT</code>, then \
+         <code>capvault tokens revoke VAULT ID</code>, VAULT being this vault's folder), or \
+         until the application goes {days} days without renewing it.</p>",
+        client = shown(c.client_name),
         publisher = match c.publisher {
-            Some(host) => format!("(published by {})", escape(host)),
+            Some(host) => format!("(published by {})", shown(host)),
             None => "(the name it gave itself)".to_owned(),
         },
-        vault = escape(c.vault),
-        redirect = escape(c.redirect_to),
+        vault = shown(c.vault),
+        redirect = shown(c.redirect_to),
+        days = super::store::REFRESH_TTL.as_secs() / 86_400,
         scope = if c.write {
             "read and write"
         } else {
@@ -187,6 +231,57 @@ mod tests {
         assert!(html.contains("&lt;script&gt;") && html.contains("&quot;&gt;&lt;img"));
         assert!(html.contains("value=\"r&quot;1\"") && html.contains("value=\"c&lt;1\""));
         assert!(html.contains("read and write") && html.contains("id=\"read_only\""));
+    }
+
+    #[test]
+    fn a_bidi_override_in_a_client_name_is_isolated_and_shown_not_obeyed() {
+        let html = consent(&Consent {
+            vault: "Notes",
+            client_name: "<b>Evil</b>\u{202e}abc\u{2066}\u{200b}\u{e0041}",
+            publisher: Some("app\u{202e}.example"),
+            redirect_to: "cb\u{feff}.example",
+            write: false,
+            request: "r",
+            csrf: "c",
+            error: None,
+        });
+        for c in ['\u{202e}', '\u{2066}', '\u{200b}', '\u{e0041}', '\u{feff}'] {
+            assert!(!html.contains(c), "{c:?} reached the page: {html}");
+        }
+        assert!(
+            html.contains("<bdi>&lt;b&gt;Evil&lt;/b&gt;<span class=\"mark\">[U+202E]</span>abc")
+        );
+        assert!(html.contains("[U+2066]") && html.contains("[U+E0041]"));
+        assert!(html.contains("<bdi>app<span class=\"mark\">[U+202E]</span>.example</bdi>"));
+        assert!(html.contains("<dd id=\"redirect\"><bdi>cb<span class=\"mark\">[U+FEFF]</span>"));
+        assert_eq!(forbidden_char("Claude Desktop"), None);
+        assert_eq!(forbidden_char("Évil ☂ 日本"), None);
+        assert_eq!(forbidden_char("a\u{202e}b"), Some('\u{202e}'));
+        assert_eq!(forbidden_char("a\u{e0001}"), Some('\u{e0001}'));
+        assert_eq!(forbidden_char("a\u{7}"), Some('\u{7}'));
+    }
+
+    #[test]
+    fn the_footer_names_the_vault_argument_and_the_real_lifetime() {
+        let html = consent(&Consent {
+            vault: "Notes",
+            client_name: "App",
+            publisher: None,
+            redirect_to: "app.example",
+            write: false,
+            request: "r",
+            csrf: "c",
+            error: None,
+        });
+        assert!(
+            html.contains("<code>capvault tokens list VAULT</code>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<code>capvault tokens revoke VAULT ID</code>"),
+            "{html}"
+        );
+        assert!(html.contains("30 days without renewing it"), "{html}");
     }
 
     #[test]

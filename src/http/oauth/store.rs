@@ -101,6 +101,8 @@ struct Data {
 pub struct Access {
     pub grant: String,
     pub write: bool,
+    /// The client the grant was given to.
+    pub client: String,
 }
 
 /// Freshly issued tokens.
@@ -123,6 +125,17 @@ pub enum RefreshError {
     Scope,
 }
 
+/// What a revocation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revoked {
+    /// The grant is gone.
+    Yes,
+    /// No live grant holds the token.
+    Unknown,
+    /// The token belongs to another client's grant: nothing was revoked.
+    OtherClient,
+}
+
 /// The store, with its in-memory copy.
 pub struct Store {
     files: PrivateFiles,
@@ -132,8 +145,8 @@ pub struct Store {
 #[derive(Default)]
 struct Cached {
     stamp: Option<Stamp>,
-    /// Access token digest -> (grant, write, expires).
-    access: HashMap<[u8; 32], (String, bool, u64)>,
+    /// Access token digest -> (grant, write, expires, client).
+    access: HashMap<[u8; 32], (String, bool, u64, String)>,
     clients: Arc<Vec<Client>>,
 }
 
@@ -281,10 +294,11 @@ impl Store {
         Ok(cache
             .access
             .get(&d)
-            .filter(|(_, _, expires)| *expires > t)
-            .map(|(grant, write, _)| Access {
+            .filter(|(_, _, expires, _)| *expires > t)
+            .map(|(grant, write, _, client)| Access {
                 grant: grant.clone(),
                 write: *write,
+                client: client.clone(),
             }))
     }
 
@@ -410,17 +424,23 @@ impl Store {
         })
     }
 
-    /// Revokes the grant a token (access or refresh) belongs to (RFC 7009: unknown tokens are
-    /// not an error). True when one was revoked.
-    pub fn revoke_token(&self, presented: &str) -> io::Result<bool> {
+    /// Revokes the grant a token (access or refresh) belongs to, when that grant is
+    /// `client_id`'s (RFC 7009 2.1: a client revokes only its own tokens). Unknown tokens are
+    /// not an error.
+    pub fn revoke_token(&self, client_id: &str, presented: &str) -> io::Result<Revoked> {
         let d = hex(&digest(presented));
         self.update(|data, _| {
-            let before = data.grants.len();
-            data.grants.retain(|g| {
-                !(g.refresh.as_ref().is_some_and(|r| r.digest == d)
-                    || g.access.iter().any(|a| a.digest == d))
-            });
-            data.grants.len() != before
+            let Some(i) = data.grants.iter().position(|g| {
+                g.refresh.as_ref().is_some_and(|r| r.digest == d)
+                    || g.access.iter().any(|a| a.digest == d)
+            }) else {
+                return Revoked::Unknown;
+            };
+            if data.grants[i].client_id != client_id {
+                return Revoked::OtherClient;
+            }
+            data.grants.remove(i);
+            Revoked::Yes
         })
     }
 
@@ -467,7 +487,7 @@ impl Cached {
         for g in &data.grants {
             for a in &g.access {
                 if let Some(d) = unhex(&a.digest) {
-                    access.insert(d, (g.id.clone(), g.write, a.expires));
+                    access.insert(d, (g.id.clone(), g.write, a.expires, g.client_id.clone()));
                 }
             }
         }
@@ -568,6 +588,30 @@ mod tests {
         assert!(s.check_access(&first.access).unwrap().is_none());
         assert!(s.check_access(&second.access).unwrap().is_none());
         assert!(s.grants().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_client_revokes_only_its_own_grants() {
+        let (_t, s) = store();
+        let (a, b) = (client("ca"), client("cb"));
+        s.register(a.clone()).unwrap();
+        s.register(b.clone()).unwrap();
+        let ga = s.grant(&a, false).unwrap().unwrap();
+        assert_eq!(
+            s.revoke_token("cb", &ga.access).unwrap(),
+            Revoked::OtherClient
+        );
+        assert_eq!(
+            s.revoke_token("cb", &ga.refresh).unwrap(),
+            Revoked::OtherClient
+        );
+        assert!(s.check_access(&ga.access).unwrap().is_some());
+        assert_eq!(
+            s.revoke_token("cb", "cva_unknown").unwrap(),
+            Revoked::Unknown
+        );
+        assert_eq!(s.revoke_token("ca", &ga.refresh).unwrap(), Revoked::Yes);
+        assert!(s.check_access(&ga.access).unwrap().is_none());
     }
 
     #[test]

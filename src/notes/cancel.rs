@@ -1,0 +1,75 @@
+//! Cancellation of one request's work on the blocking pool: the server marks a request's
+//! [`Flag`] when the client cancels it or its HTTP reply times out, and [`run`] makes that flag
+//! the current thread's while the work runs, so that a long loop anywhere below the server can
+//! ask [`requested`] (a thread-local read and an atomic load: cheap enough for every note or
+//! every few thousand lines) and stop early. The result of cancelled work is thrown away, so it
+//! may stop anywhere a read may; a write must not stop half-way, so write paths do not ask.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One request's cancellation mark.
+#[derive(Debug, Clone, Default)]
+pub struct Flag(Arc<AtomicBool>);
+
+impl Flag {
+    pub fn new() -> Flag {
+        Flag::default()
+    }
+
+    /// Marks the request cancelled.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Flag>> = const { RefCell::new(None) };
+}
+
+/// Runs `work` with `flag` as this thread's current flag (the one before is restored after,
+/// also when `work` panics).
+pub fn run<T>(flag: &Flag, work: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Flag>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = before);
+        }
+    }
+    let before = CURRENT.with(|c| c.borrow_mut().replace(flag.clone()));
+    let _restore = Restore(before);
+    work()
+}
+
+/// True when the work running on this thread (under [`run`]) was cancelled.
+pub fn requested() -> bool {
+    CURRENT.with(|c| c.borrow().as_ref().is_some_and(Flag::is_cancelled))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flag_is_seen_only_inside_its_run_and_only_once_marked() {
+        let flag = Flag::new();
+        assert!(!requested());
+        run(&flag, || {
+            assert!(!requested());
+            flag.cancel();
+            assert!(requested());
+            let other = Flag::new();
+            run(&other, || {
+                assert!(!requested(), "an inner run has its own flag")
+            });
+            assert!(requested(), "the outer flag is back");
+        });
+        assert!(!requested(), "no flag outside a run");
+    }
+}
