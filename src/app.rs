@@ -129,7 +129,11 @@ pub async fn shutdown_signal() -> &'static str {
 /// tool list show).
 pub fn first_sentence(description: &str) -> String {
     let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
-    let first = text.split(". ").next().unwrap_or(&text).trim_end_matches('.');
+    let first = text
+        .split(". ")
+        .next()
+        .unwrap_or(&text)
+        .trim_end_matches('.');
     format!("{first}.")
 }
 
@@ -192,7 +196,7 @@ pub async fn call_tool(
         bail!(
             "unknown tool `{tool}`; tools: {}{}",
             names.join(", "),
-            if names.iter().any(|n| *n == "edit_note") {
+            if names.contains(&"edit_note") {
                 ""
             } else {
                 " (the write tools need --write)"

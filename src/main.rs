@@ -234,8 +234,7 @@ impl ServeOptions {
             scan_budget: std::time::Duration::from_millis(self.scan_budget),
             exact_scan_max_notes: self.exact_scan_max_notes,
             keep_texts: !self.no_text_cache,
-            hide_obsidian_excluded: !(self.show_obsidian_excluded
-                || config.show_obsidian_excluded),
+            hide_obsidian_excluded: !(self.show_obsidian_excluded || config.show_obsidian_excluded),
             ..base
         }
     }

@@ -132,7 +132,9 @@ fn the_release_profile_ships_a_stripped_binary_and_bundles_default_to_maximum_co
         "panics must unwind"
     );
     assert!(
-        release.get("debug").is_none_or(|d| d.as_bool() == Some(false)),
+        release
+            .get("debug")
+            .is_none_or(|d| d.as_bool() == Some(false)),
         "debug info in the shipped binary"
     );
     let symbols = profiles["release-debug"].as_table().unwrap();

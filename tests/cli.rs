@@ -232,7 +232,10 @@ fn path_flags_are_relative_to_the_current_folder() {
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("tokens: line 1: a token needs"), "{err}");
     // A relative --append creates the file in the current folder.
-    let o = capvault_in(Some(tmp.path()), &["token", "new", "--append", "new-tokens"]);
+    let o = capvault_in(
+        Some(tmp.path()),
+        &["token", "new", "--append", "new-tokens"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(tmp.path().join("new-tokens").is_file());
     // A relative --state-dir and --index-cache are made where the command runs.
@@ -315,7 +318,10 @@ fn call_lists_the_tools_and_takes_the_serve_options_that_change_answers() {
         .find(|l| l.starts_with("search_notes "))
         .unwrap_or_else(|| panic!("{list}"));
     assert!(search.trim_end().ends_with('.'), "{search}");
-    assert!(!list.contains("create_note"), "read-only lists a write tool: {list}");
+    assert!(
+        !list.contains("create_note"),
+        "read-only lists a write tool: {list}"
+    );
     let o = capvault(&["call", v, "--list", "--tools", "minimal"]);
     assert_eq!(stdout(&o).lines().count(), 3, "{}", stdout(&o));
     // The write tools, with --write; --exclude hides a folder.
@@ -330,12 +336,18 @@ fn call_lists_the_tools_and_takes_the_serve_options_that_change_answers() {
         r##"{"path": "new.md", "content": "# New\n"}"##,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(std::fs::read_to_string(vault.join("new.md")).unwrap(), "# New\n");
+    assert_eq!(
+        std::fs::read_to_string(vault.join("new.md")).unwrap(),
+        "# New\n"
+    );
     let o = capvault(&["call", v, "create_note", r#"{"path": "x.md"}"#]);
     assert!(stderr(&o).contains("need --write"), "{}", stderr(&o));
     let o = capvault(&["call", v, "--exclude", "private", "list_notes"]);
     let out = stdout(&o);
-    assert!(out.contains("a.md") && !out.contains("private/p.md"), "{out}");
+    assert!(
+        out.contains("a.md") && !out.contains("private/p.md"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -347,7 +359,11 @@ fn token_new_prints_only_the_token_and_appends_a_named_line_to_a_private_file() 
     let o = capvault(&["token", "new", "--name", "laptop", "--append", f]);
     assert!(o.status.success(), "{}", stderr(&o));
     let token = stdout(&o);
-    assert_eq!(token.lines().count(), 1, "stdout holds the token alone: {token}");
+    assert_eq!(
+        token.lines().count(),
+        1,
+        "stdout holds the token alone: {token}"
+    );
     let token = token.trim();
     assert!(token.starts_with("cvt_"), "{token}");
     let text = std::fs::read_to_string(&file).unwrap();

@@ -353,7 +353,11 @@ fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
     };
     let o = capvault(&h, &["install", "claude-desktop", &a]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("adds the server `capvault`"), "{}", text(&o));
+    assert!(
+        text(&o).contains("adds the server `capvault`"),
+        "{}",
+        text(&o)
+    );
     // The second vault does not replace the first: it gets an entry named after its folder.
     let o = capvault(&h, &["install", "claude-desktop", &b]);
     assert!(o.status.success(), "{}", text(&o));
@@ -375,7 +379,10 @@ fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
     );
     let s = servers();
     assert_eq!(s.as_object().unwrap().len(), 2, "{s}");
-    assert_eq!(s["capvault-work-notes"]["args"], json!(["serve", b, "--write"]));
+    assert_eq!(
+        s["capvault-work-notes"]["args"],
+        json!(["serve", b, "--write"])
+    );
     assert_eq!(s["capvault"]["args"], json!(["serve", a]));
     // An explicit --name replaces that entry, and says what it ran.
     let o = capvault(&h, &["install", "claude-desktop", &b, "--name", "capvault"]);

@@ -75,13 +75,15 @@ impl Tokens {
             let at = |e: String| format!("line {}: {e}", n + 1);
             // `name=NAME` may stand anywhere after the token; the other words keep their order.
             let mut name = None;
-            let mut words = line.split_whitespace().filter(|w| match w.strip_prefix("name=") {
-                Some(n) => {
-                    name = Some(n);
-                    false
-                }
-                None => true,
-            });
+            let mut words = line
+                .split_whitespace()
+                .filter(|w| match w.strip_prefix("name=") {
+                    Some(n) => {
+                        name = Some(n);
+                        false
+                    }
+                    None => true,
+                });
             let secret = words.next().unwrap_or_default();
             let digest = match secret.strip_prefix("sha256:") {
                 Some(hex) => parse_digest(hex).map_err(at)?,
@@ -119,11 +121,7 @@ impl Tokens {
             };
             self.entries.push(Entry {
                 digest,
-                grant: Grant {
-                    id,
-                    write,
-                    tools,
-                },
+                grant: Grant { id, write, tools },
             });
         }
         Ok(())

@@ -104,7 +104,13 @@ pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> 
         ),
         None => None,
     };
-    let (name, before) = entry_name(c, old.as_deref().unwrap_or(""), file.shown(), req, &vault_abs)?;
+    let (name, before) = entry_name(
+        c,
+        old.as_deref().unwrap_or(""),
+        file.shown(),
+        req,
+        &vault_abs,
+    )?;
     let new = install::add(c, old.as_deref(), file.shown(), &name, &entry)?;
     let w = |e: std::io::Error| e.to_string();
     if old.as_deref() == Some(new.as_str()) {
@@ -185,7 +191,11 @@ fn entry_vault(e: &Entry) -> Option<&str> {
 
 /// An entry as a command line, for messages.
 fn shown_entry(e: &Entry) -> String {
-    e.args.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(" ")
+    e.args
+        .iter()
+        .map(|a| quoted(a))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The name `capvault install` gives the vault's entry in `text`, and what that name held: the
@@ -237,7 +247,9 @@ fn entry_name(
             return Ok((name, before));
         }
     }
-    Err(format!("{shown}: no free server name; give one with --name"))
+    Err(format!(
+        "{shown}: no free server name; give one with --name"
+    ))
 }
 
 /// The vault folder's name as part of a server name: lowercase ASCII letters and digits, other
