@@ -1,6 +1,7 @@
 //! The `capvault` command line. Parses arguments, sets up logging (stderr only: stdout belongs
 //! to the MCP protocol) and hands over to [`capvault::app`].
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -407,13 +408,17 @@ enum ModelCommand {
 
 #[derive(Subcommand, Debug)]
 enum TokensCommand {
-    /// List the grants: id, client, scope, when granted, last refreshed, when it expires.
+    /// List the grants: id, client, scope, when granted, last refreshed, when it expires;
+    /// with --token-file, also the bearer tokens of that file (name, scope, tools).
     List {
         /// The vault folder.
         vault: PathBuf,
         /// The state folder (default: the user's state folder).
         #[arg(long, value_name = "DIR", value_parser = absolute_path)]
         state_dir: Option<PathBuf>,
+        /// Also list the tokens of this token file (`serve --token-file`).
+        #[arg(long, value_name = "FILE", value_parser = absolute_path)]
+        token_file: Option<PathBuf>,
     },
     /// Revoke one grant (its id from `capvault tokens list`, or its first characters) or all.
     Revoke {
@@ -793,11 +798,43 @@ fn fetch_jwks(
     })
 }
 
+/// Largest token file read by `token new --append` and `tokens list --token-file`.
+const MAX_TOKEN_FILE: u64 = 1024 * 1024;
+
+/// `tokens list --token-file`: each token of the file, by name, with its scope and tools.
+fn list_token_file(path: &std::path::Path) -> anyhow::Result<()> {
+    use capvault::vault::host::HostFile;
+    let file = HostFile::at(path).map_err(anyhow::Error::msg)?;
+    let bytes = file
+        .read_private(MAX_TOKEN_FILE)
+        .map_err(|e| anyhow::anyhow!("--token-file {e}"))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("--token-file {}: not UTF-8", file.shown()))?;
+    let mut tokens = capvault::http::Tokens::none();
+    tokens
+        .add_file(&text, &capvault::server::CapvaultServer::tool_names())
+        .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", file.shown()))?;
+    println!("Bearer tokens in {}:", file.shown());
+    println!("{:<40} {:<10} TOOLS", "NAME", "SCOPE");
+    for g in tokens.grants() {
+        let tools = g.tools.as_ref().map_or_else(
+            || "all".to_owned(),
+            |t| t.iter().cloned().collect::<Vec<_>>().join(","),
+        );
+        println!(
+            "{:<40} {:<10} {tools}",
+            g.id,
+            if g.write { "read,write" } else { "read" }
+        );
+    }
+    println!();
+    Ok(())
+}
+
 /// Adds `line` to the token file at `path` (replaced atomically, mode 600), after checking
 /// that what is there is a private, valid token file that does not hold the name already.
 fn append_token_line(path: &std::path::Path, line: &str) -> anyhow::Result<()> {
     use capvault::vault::host::HostFile;
-    const MAX_TOKEN_FILE: u64 = 1024 * 1024;
     let mut file = HostFile::at(path).map_err(anyhow::Error::msg)?.private();
     let mut text = if file.is_file() {
         let bytes = file
@@ -1038,9 +1075,11 @@ fn main() -> ExitCode {
 }
 
 /// Whether `command` prints for a reader (a terminal or a pipe such as `| head`), so that a
-/// reader that stops early should end it quietly. Not `serve` (its stdout is the protocol and
-/// the client's leaving is handled), not `doctor` (a server it starts may close its pipe, which
-/// is a finding) and not `model fetch` (its connections must report their errors).
+/// reader that stops early should end it by SIGPIPE. Not `serve` (its stdout is the protocol
+/// and the client's leaving is handled), not `doctor` (the server it starts may close its pipe,
+/// which is a finding) and not `model fetch` (a connection closed under a vectored write must
+/// be an error, not a signal): those two write with `writeln!`, and [`failure`] ends them
+/// quietly on a broken pipe.
 fn prints_to_a_reader(command: &Command) -> bool {
     !matches!(
         command,
@@ -1223,7 +1262,9 @@ async fn model_command(command: ModelCommand) -> anyhow::Result<()> {
             })?;
             let info = m.info();
             let received: u64 = done.downloaded.iter().map(|(_, n)| n).sum();
-            println!(
+            let mut out = std::io::stdout();
+            writeln!(
+                out,
                 "{} at {} is in {} ({} downloaded now, {} there already; every sha256 matches \
                  its pin): {} tokens x {} dimensions.",
                 spec.repo,
@@ -1237,14 +1278,15 @@ async fn model_command(command: ModelCommand) -> anyhow::Result<()> {
                 done.present.len(),
                 info.vocabulary,
                 info.dimensions,
-            );
+            )?;
             if in_cache && spec.is_default() {
-                println!("Serve with: capvault serve VAULT --semantic");
+                writeln!(out, "Serve with: capvault serve VAULT --semantic")?;
             } else {
-                println!(
+                writeln!(
+                    out,
                     "Serve with: capvault serve VAULT --embedding-model {}",
                     folder.display()
-                );
+                )?;
             }
             Ok(())
         }
@@ -1635,8 +1677,16 @@ async fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Tokens {
-            command: TokensCommand::List { vault, state_dir },
+            command:
+                TokensCommand::List {
+                    vault,
+                    state_dir,
+                    token_file,
+                },
         } => {
+            if let Some(path) = &token_file {
+                list_token_file(path)?;
+            }
             let store = oauth_store(&vault, state_dir.as_deref())?;
             let grants = store.grants()?;
             if grants.is_empty() {

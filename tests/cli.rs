@@ -378,6 +378,27 @@ fn token_new_prints_only_the_token_and_appends_a_named_line_to_a_private_file() 
     let o = capvault(&["token", "new", "--scope", "write", "--append", f]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 2);
+    // tokens list names them.
+    let vault = tmp.path().join("v");
+    std::fs::create_dir_all(&vault).unwrap();
+    let state = tmp.path().join("state");
+    let o = capvault(&[
+        "tokens",
+        "list",
+        vault.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--token-file",
+        f,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = stdout(&o);
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with("laptop (token-"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(line.contains(" read ") && line.ends_with("all"), "{line}");
+    assert!(listed.contains("read,write"), "{listed}");
     let o = capvault(&["token", "new", "--name", "laptop", "--append", f]);
     assert!(
         !o.status.success() && stderr(&o).contains("already name=laptop"),

@@ -127,6 +127,11 @@ impl Tokens {
         Ok(())
     }
 
+    /// Every token's grant, in the file's order (for `capvault tokens list`).
+    pub fn grants(&self) -> impl Iterator<Item = &Grant> {
+        self.entries.iter().map(|e| &e.grant)
+    }
+
     /// The grant of `presented`, when it is one of the tokens. Every digest is compared, in
     /// constant time.
     pub fn check(&self, presented: &str) -> Option<&Grant> {
