@@ -125,6 +125,18 @@ pub async fn shutdown_signal() -> &'static str {
     }
 }
 
+/// The first sentence of a tool's description (what `call --list`, the demo and a bundle's
+/// tool list show).
+pub fn first_sentence(description: &str) -> String {
+    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let first = text
+        .split(". ")
+        .next()
+        .unwrap_or(&text)
+        .trim_end_matches('.');
+    format!("{first}.")
+}
+
 /// An engine for `vault` with the default freshness and no index cache (one-shot use).
 pub fn one_shot_engine(vault: Vault) -> Arc<Engine> {
     Engine::open(vault, Freshness::default(), IndexCache::Off)
@@ -152,10 +164,13 @@ where
     Ok(client)
 }
 
-/// Runs one tool against `vault` through a real MCP client in-process and writes its result
-/// as pretty JSON to `out`. A tool error is returned as `Err` with the tool's message.
+/// Runs one tool against `engine`'s vault (writable with `writer`, the tools `policy` offers)
+/// through a real MCP client in-process and writes its result as pretty JSON to `out`. A tool
+/// error is returned as `Err` with the tool's message.
 pub async fn call_tool(
-    vault: Vault,
+    engine: Arc<Engine>,
+    writer: Option<Arc<Writer>>,
+    policy: &ToolPolicy,
     tool: &str,
     args_json: Option<&str>,
     out: &mut dyn Write,
@@ -167,8 +182,7 @@ pub async fn call_tool(
             _ => bail!("JSON_ARGS must be a JSON object, like '{{\"path\": \"Note.md\"}}'"),
         },
     };
-    let engine = one_shot_engine(vault);
-    let server = CapvaultServer::with_all_tools(Arc::clone(&engine));
+    let server = build_server(&engine, writer, policy)?;
     if tool == "search_notes" {
         // One-shot: build the index first so a ranked search uses it.
         let engine = Arc::clone(&engine);
@@ -178,7 +192,16 @@ pub async fn call_tool(
     let tools = client.list_all_tools().await?;
     if !tools.iter().any(|t| t.name == tool) {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        bail!("unknown tool `{tool}`; tools: {}", names.join(", "));
+        let _ = client.cancel().await;
+        bail!(
+            "unknown tool `{tool}`; tools: {}{}",
+            names.join(", "),
+            if names.contains(&"edit_note") {
+                ""
+            } else {
+                " (the write tools need --write)"
+            }
+        );
     }
     let result = client
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
@@ -198,5 +221,28 @@ pub async fn call_tool(
         None => text,
     };
     writeln!(out, "{shown}")?;
+    Ok(())
+}
+
+/// Writes the tools a server on `engine` (writable with `writer`, under `policy`) lists, one
+/// line each: the name as listed and the first sentence of its description.
+pub async fn list_tools(
+    engine: Arc<Engine>,
+    writer: Option<Arc<Writer>>,
+    policy: &ToolPolicy,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let server = build_server(&engine, writer, policy)?;
+    let client = connect_in_process(server, |s| s).await?;
+    let tools = client.list_all_tools().await;
+    let _ = client.cancel().await;
+    for t in tools? {
+        writeln!(
+            out,
+            "{:<22} {}",
+            t.name,
+            first_sentence(t.description.as_deref().unwrap_or_default())
+        )?;
+    }
     Ok(())
 }

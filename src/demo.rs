@@ -17,24 +17,46 @@ use crate::app::connect_in_process;
 use crate::server::CapvaultServer;
 use crate::vault::example;
 
-/// Longest string value shown in the demo output before it is elided (the wire carried it whole).
+/// Longest string value shown in the full wire before it is elided (the wire carried it whole).
 const SHOW_CHARS: usize = 600;
+/// In the first look: longest string shown, items shown of an array, and lines shown of one
+/// reply.
+const BRIEF_CHARS: usize = 90;
+const BRIEF_ITEMS: usize = 2;
+const BRIEF_LINES: usize = 14;
+
+/// How much of the session the demo prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Show {
+    /// A first look (at most 150 lines): the handshake, the tools one line each, a few
+    /// searches, a read and refused attacks, each message summarised.
+    Brief,
+    /// Every step, and every JSON-RPC message whole (long strings shortened).
+    Full,
+}
 
 /// Runs the demo, writing the session to `out`.
-pub async fn run(out: Box<dyn Write + Send>) -> anyhow::Result<()> {
+pub async fn run(out: Box<dyn Write + Send>, show: Show) -> anyhow::Result<()> {
     let ex = example::unpack()?;
     let log = Arc::new(WireLog {
         out: Mutex::new(out),
+        show,
         sent: Mutex::new(Vec::new()),
         received: Mutex::new(Vec::new()),
     });
     log.say(&format!(
-        "capvault {} demo: serving the example vault \"{}\" ({} files) to an in-process rmcp client.\n\
-         Every JSON-RPC message on the wire follows (long strings shortened for display).\n",
+        "capvault {} demo: serving the example vault \"{}\" ({} files) to an in-process rmcp client.\n{}\n",
         env!("CARGO_PKG_VERSION"),
         ex.vault.name(),
         example::files().len(),
+        match show {
+            Show::Full => "Every JSON-RPC message on the wire follows (long strings shortened for display).",
+            Show::Brief => "A first look: each message on the wire, summarised (`capvault demo --full` prints them whole).",
+        }
     ));
+    if show == Show::Brief {
+        log.say("\n### The handshake\n");
+    }
     let engine = crate::app::one_shot_engine(ex.vault);
     // Build the model and search index in the background, as `capvault serve` does.
     engine.start();
@@ -136,6 +158,20 @@ pub async fn run(out: Box<dyn Write + Send>) -> anyhow::Result<()> {
             Step::Tool("read_note", json!({"path": "Projects/Garden Plna.md"})),
         ),
     ];
+    /// The steps of the first look (titles in `steps`).
+    const BRIEF: &[&str] = &[
+        "List the tools",
+        "Ranked search: words, best note first, with its best line and heading",
+        "Exact search: every matching line",
+        "Read a note",
+        "Read a note by its bare name, as a wikilink resolves it",
+        "Who links to a note (backlinks)",
+        "Try to escape the vault (refused)",
+        "Try to read Obsidian's settings (refused: hidden)",
+    ];
+    let steps = steps
+        .into_iter()
+        .filter(|(title, _)| show == Show::Full || BRIEF.contains(title));
     for (title, step) in steps {
         log.say(&format!("\n### {title}\n"));
         match step {
@@ -164,7 +200,15 @@ pub async fn run(out: Box<dyn Write + Send>) -> anyhow::Result<()> {
         }
     }
     client.cancel().await?;
-    log.say("\nDone. Run `capvault serve <VAULT>` to serve your own vault to an MCP client.\n");
+    log.say(match show {
+        Show::Full => {
+            "\nDone. Run `capvault serve <VAULT>` to serve your own vault to an MCP client.\n"
+        }
+        Show::Brief => {
+            "\nDone. `capvault demo --full` shows every message whole and more tools; \
+             `capvault call <VAULT> --list` lists the tools to try on your own vault.\n"
+        }
+    });
     Ok(())
 }
 
@@ -178,6 +222,7 @@ enum Step {
 /// Collects bytes in each direction and prints every complete line as pretty JSON.
 struct WireLog {
     out: Mutex<Box<dyn Write + Send>>,
+    show: Show,
     sent: Mutex<Vec<u8>>,
     received: Mutex<Vec<u8>>,
 }
@@ -203,30 +248,168 @@ impl WireLog {
             } else {
                 "server → client"
             };
-            let shown = match serde_json::from_slice::<Value>(&line) {
-                Ok(v) => serde_json::to_string_pretty(&shorten(v)).unwrap_or_default(),
-                Err(_) => String::from_utf8_lossy(&line).trim_end().to_owned(),
+            let message = serde_json::from_slice::<Value>(&line);
+            let shown = match (self.show, message) {
+                (Show::Brief, Ok(v)) => brief(sent, &v),
+                (Show::Full, Ok(v)) => format!(
+                    "{arrow}\n{}\n",
+                    serde_json::to_string_pretty(&shorten(v, SHOW_CHARS, usize::MAX))
+                        .unwrap_or_default()
+                ),
+                (_, Err(_)) => format!("{arrow}\n{}\n", String::from_utf8_lossy(&line).trim_end()),
             };
-            self.say(&format!("{arrow}\n{shown}\n"));
+            self.say(&shown);
         }
     }
 }
 
-/// Shortens long strings for display.
-fn shorten(v: Value) -> Value {
+/// Shortens strings longer than `chars` and arrays longer than `items` for display.
+fn shorten(v: Value, chars: usize, items: usize) -> Value {
     match v {
-        Value::String(s) if s.chars().count() > SHOW_CHARS => {
-            let cut: String = s.chars().take(SHOW_CHARS).collect();
+        Value::String(s) if s.chars().count() > chars => {
+            let cut: String = s.chars().take(chars).collect();
             Value::String(format!(
                 "{cut}… [{} more characters]",
-                s.chars().count() - SHOW_CHARS
+                s.chars().count() - chars
             ))
         }
-        Value::Array(items) => Value::Array(items.into_iter().map(shorten).collect()),
-        Value::Object(map) => {
-            Value::Object(map.into_iter().map(|(k, v)| (k, shorten(v))).collect())
+        Value::Array(list) => {
+            let n = list.len();
+            let mut kept: Vec<Value> = list
+                .into_iter()
+                .take(items)
+                .map(|v| shorten(v, chars, items))
+                .collect();
+            if n > items {
+                kept.push(Value::String(format!("… [{} more]", n - items)));
+            }
+            Value::Array(kept)
         }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, shorten(v, chars, items)))
+                .collect(),
+        ),
         other => other,
+    }
+}
+
+/// One message of the first look: a request on one line; a reply summarised (the server's
+/// name and version, one line per tool, a tool's structured result cut to a few lines, an
+/// error's text).
+fn brief(sent: bool, v: &Value) -> String {
+    let one_line = |v: &Value| {
+        let text = serde_json::to_string(&shorten(v.clone(), BRIEF_CHARS, BRIEF_ITEMS))
+            .unwrap_or_default();
+        clip(&text, 2 * BRIEF_CHARS)
+    };
+    if sent {
+        let method = v["method"].as_str().unwrap_or("(reply)");
+        return match method {
+            "tools/call" => format!(
+                "client → server  tools/call {} {}\n",
+                v["params"]["name"].as_str().unwrap_or_default(),
+                one_line(&v["params"]["arguments"])
+            ),
+            "initialize" => format!(
+                "client → server  initialize (protocol {})\n",
+                v["params"]["protocolVersion"].as_str().unwrap_or_default()
+            ),
+            _ => format!("client → server  {method}\n"),
+        };
+    }
+    let result = &v["result"];
+    let mut lines: Vec<String> = Vec::new();
+    if let Some(e) = v.get("error") {
+        lines.push(format!("error {}", one_line(e)));
+    } else if let Some(info) = result.get("serverInfo") {
+        let shown = serde_json::json!({
+            "protocolVersion": result["protocolVersion"],
+            "serverInfo": {"name": info["name"], "version": info["version"]},
+        });
+        lines.extend(
+            serde_json::to_string_pretty(&shown)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned),
+        );
+        if let Some(text) = result["instructions"].as_str() {
+            lines.push(format!("instructions: {}", clip(text, BRIEF_CHARS)));
+        }
+    } else if let Some(tools) = result["tools"].as_array() {
+        lines.push(format!("{} tools:", tools.len()));
+        for t in tools {
+            lines.push(format!(
+                "  {:<22} {}",
+                t["name"].as_str().unwrap_or_default(),
+                clip(
+                    &crate::app::first_sentence(t["description"].as_str().unwrap_or_default()),
+                    BRIEF_CHARS
+                )
+            ));
+        }
+    } else if result["isError"] == true {
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        lines.push(format!("tool error: {}", clip(text, 2 * BRIEF_CHARS)));
+    } else if let Some(Value::Object(fields)) = result.get("structuredContent") {
+        // One line per field; a list shows its first items, one line each.
+        for (key, value) in fields {
+            match value {
+                Value::Array(items) => {
+                    lines.push(format!("{key}: {} item(s)", items.len()));
+                    for item in items.iter().take(BRIEF_ITEMS) {
+                        lines.push(format!("  - {}", clip(&item_line(item), 2 * BRIEF_CHARS)));
+                    }
+                }
+                other => lines.push(format!("{key}: {}", one_line(other))),
+            }
+            if lines.len() >= BRIEF_LINES {
+                lines.push(format!("… [{} fields in all]", fields.len()));
+                break;
+            }
+        }
+    } else {
+        lines.push(one_line(result));
+    }
+    let mut out = String::from("server → client\n");
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+/// A list item on one line: its path, source, heading, line and text first, then the rest.
+fn item_line(item: &Value) -> String {
+    let Value::Object(map) = item else {
+        return serde_json::to_string(item).unwrap_or_default();
+    };
+    const FIRST: [&str; 6] = ["path", "source", "heading", "line", "text", "excerpt"];
+    let mut parts: Vec<String> = Vec::new();
+    let shown = |v: &Value| {
+        let v = shorten(v.clone(), BRIEF_CHARS / 2, BRIEF_ITEMS);
+        serde_json::to_string(&v).unwrap_or_default()
+    };
+    for key in FIRST {
+        if let Some(v) = map.get(key) {
+            parts.push(format!("{key}: {}", shown(v)));
+        }
+    }
+    for (key, v) in map {
+        if !FIRST.contains(&key.as_str()) {
+            parts.push(format!("{key}: {}", shown(v)));
+        }
+    }
+    parts.join(", ")
+}
+
+/// `text` cut to `chars` characters, with an ellipsis when cut.
+fn clip(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        text.to_owned()
+    } else {
+        let cut: String = text.chars().take(chars).collect();
+        format!("{cut}…")
     }
 }
 

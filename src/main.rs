@@ -1,6 +1,7 @@
 //! The `capvault` command line. Parses arguments, sets up logging (stderr only: stdout belongs
 //! to the MCP protocol) and hands over to [`capvault::app`].
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,7 +31,7 @@ enum Command {
     /// Serve a vault to an MCP client over stdin/stdout (what client configurations run).
     Serve {
         #[command(flatten)]
-        vault: VaultArgs,
+        options: Box<ServeOptions>,
         /// How clients connect: `stdio` (the client starts capvault; what client
         /// configurations run) or `http` (Streamable HTTP at `/mcp`, for many clients and
         /// remote access; see the README's "Remote access").
@@ -50,40 +51,6 @@ enum Command {
         /// Do not watch the vault for changes (rely on the periodic reconcile).
         #[arg(long)]
         no_watch: bool,
-        /// Do not keep note texts in memory: saves about the vault's Markdown size, but exact and
-        /// regex searches then read every candidate note from disk.
-        #[arg(long)]
-        no_text_cache: bool,
-        /// Folder that keeps the search index between runs, so a restart re-indexes only the
-        /// notes that changed (default: the user's cache folder, `~/.cache/capvault` on Linux).
-        /// It must be outside the vault; it holds every word of the vault, readable only by you.
-        #[arg(long, value_name = "DIR", conflicts_with = "no_index_cache")]
-        index_cache: Option<PathBuf>,
-        /// Keep the search index in memory only: every start indexes every note.
-        #[arg(long)]
-        no_index_cache: bool,
-        #[command(flatten)]
-        semantic: Box<SemanticArgs>,
-        /// Milliseconds a scanning search (exact, regex) may run before it returns partial results.
-        #[arg(long, value_name = "MS", default_value_t = 3000)]
-        scan_budget: u64,
-        /// An exact search for words found in more notes than this reads the notes in the
-        /// index's ranked order, only as many as its page needs, and reports the number of notes
-        /// as its total; up to this many, it reads them all and counts every matching line.
-        #[arg(long, value_name = "NOTES", default_value_t = capvault::engine::EXACT_SCAN_MAX_NOTES)]
-        exact_scan_max_notes: usize,
-        /// Which tools to offer: `all` (default), `read` (the reading and search tools),
-        /// `minimal` (search_notes, read_note, list_notes), or tool names separated by commas.
-        /// Overrides the config file's `tools`.
-        #[arg(long, value_name = "PROFILE")]
-        tools: Option<String>,
-        /// Include the files Obsidian's "Excluded files" setting names (`userIgnoreFilters` in
-        /// `.obsidian/app.json`) in search, list and graph results. By default they are left out,
-        /// as Obsidian does; they are always readable by path.
-        #[arg(long)]
-        show_obsidian_excluded: bool,
-        #[command(flatten)]
-        write: WriteArgs,
         /// Testing aid: wait this many milliseconds after opening the index, before the first
         /// build reads the vault.
         #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
@@ -96,22 +63,32 @@ enum Command {
         sandbox: SandboxMode,
         /// Testing aid: after the sandbox applies, try to read this host file and report the
         /// outcome on stderr.
-        #[arg(long, value_name = "PATH", hide = true)]
+        #[arg(long, value_name = "PATH", hide = true, value_parser = absolute_path)]
         sandbox_probe: Option<PathBuf>,
     },
-    /// Run one tool in-process and print its JSON result (to try a tool or reproduce a bug).
+    /// Run one tool in-process and print its JSON result (to try a tool or reproduce a bug),
+    /// with the options of `serve` that change answers; or list the tools (--list).
     ///
     /// Example: capvault call ~/Notes search_notes '{"query": "garden"}'
     Call {
         #[command(flatten)]
-        vault: VaultArgs,
-        /// Tool name (`capvault demo` lists them all), e.g. search_notes or get_links.
-        tool: String,
+        options: Box<ServeOptions>,
+        /// Tool name (`capvault call VAULT --list` lists them), e.g. search_notes or get_links.
+        #[arg(required_unless_present = "list")]
+        tool: Option<String>,
         /// Tool arguments as a JSON object (default: {}).
         json_args: Option<String>,
+        /// List the tools these options offer, one line each: name and what it does.
+        #[arg(long, conflicts_with_all = ["tool", "json_args"])]
+        list: bool,
     },
-    /// Serve the built-in example vault to an in-process client and print the wire session.
-    Demo,
+    /// Serve the built-in example vault to an in-process client and show the session: a first
+    /// look by default, every message whole with --full.
+    Demo {
+        /// Every step, and every JSON-RPC message whole.
+        #[arg(long)]
+        full: bool,
+    },
     /// Set capvault up in an MCP client: adds (or updates) one server entry in the client's own
     /// config file, keeping everything else, with a backup beside it; prints the change.
     ///
@@ -123,9 +100,10 @@ enum Command {
         /// The vault folder.
         #[arg(required_unless_present = "list")]
         vault: Option<PathBuf>,
-        /// The server's name in the client.
-        #[arg(long, default_value = "capvault")]
-        name: String,
+        /// The server's name in the client. Default: the entry that serves this vault already,
+        /// else `capvault`, else (another vault has it) `capvault-<folder name>`.
+        #[arg(long)]
+        name: Option<String>,
         /// Let the client write (the server runs with --write).
         #[arg(long)]
         write: bool,
@@ -154,10 +132,10 @@ enum Command {
     /// click, asking for the vault folder and whether to allow changes.
     Bundle {
         /// Where to write the bundle.
-        #[arg(long, default_value = "capvault.mcpb")]
+        #[arg(long, default_value = "capvault.mcpb", value_parser = absolute_path)]
         out: PathBuf,
         /// Compression level: 0 stores the binary as it is, 1 (fastest) to 9 (smallest).
-        #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=9))]
+        #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u8).range(0..=9))]
         level: u8,
     },
     /// Bearer tokens for the HTTP transport.
@@ -173,7 +151,7 @@ enum Command {
         /// The vault folder.
         vault: PathBuf,
         /// The state folder (default: the user's state folder).
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", value_parser = absolute_path)]
         state_dir: Option<PathBuf>,
     },
     /// Which state folder (history, passphrase, grants, audit log, writers' lock) a vault uses,
@@ -213,13 +191,147 @@ enum Command {
     },
 }
 
+/// The options of `serve` that change its answers, shared with `call`.
+#[derive(Args, Debug)]
+struct ServeOptions {
+    #[command(flatten)]
+    vault: VaultArgs,
+    /// Do not keep note texts in memory: saves about the vault's Markdown size, but exact and
+    /// regex searches then read every candidate note from disk.
+    #[arg(long)]
+    no_text_cache: bool,
+    /// Folder that keeps the search index between runs, so a restart re-indexes only the
+    /// notes that changed (default: the user's cache folder, `~/.cache/capvault` on Linux).
+    /// It must be outside the vault; it holds every word of the vault, readable only by you.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_index_cache", value_parser = absolute_path)]
+    index_cache: Option<PathBuf>,
+    /// Keep the search index in memory only: every start indexes every note.
+    #[arg(long)]
+    no_index_cache: bool,
+    #[command(flatten)]
+    semantic: Box<SemanticArgs>,
+    /// Milliseconds a scanning search (exact, regex) may run before it returns partial results.
+    #[arg(long, value_name = "MS", default_value_t = 3000)]
+    scan_budget: u64,
+    /// An exact search for words found in more notes than this reads the notes in the
+    /// index's ranked order, only as many as its page needs, and reports the number of notes
+    /// as its total; up to this many, it reads them all and counts every matching line.
+    #[arg(long, value_name = "NOTES", default_value_t = capvault::engine::EXACT_SCAN_MAX_NOTES)]
+    exact_scan_max_notes: usize,
+    /// Which tools to offer: `all` (default), `read` (the reading and search tools),
+    /// `minimal` (search_notes, read_note, list_notes), or tool names separated by commas.
+    /// Overrides the config file's `tools`.
+    #[arg(long, value_name = "PROFILE")]
+    tools: Option<String>,
+    /// Include the files Obsidian's "Excluded files" setting names (`userIgnoreFilters` in
+    /// `.obsidian/app.json`) in search, list and graph results. By default they are left out,
+    /// as Obsidian does; they are always readable by path.
+    #[arg(long)]
+    show_obsidian_excluded: bool,
+    #[command(flatten)]
+    write: WriteArgs,
+}
+
+/// What [`ServeOptions`] open: the vault (with its write scopes), the model, the writer, the
+/// tool policy and the index cache.
+struct Opened {
+    vault: Vault,
+    embedding: Option<capvault::semantic::Embedder>,
+    writer: Option<std::sync::Arc<Writer>>,
+    policy: capvault::server::ToolPolicy,
+    cache: IndexCache,
+    /// Why `--semantic` has no model (the download failed, say), for `vault_info` and refusals.
+    embedding_off: Option<String>,
+}
+
+impl ServeOptions {
+    /// `base` with what these options say about texts, scans and Obsidian's excluded files.
+    fn freshness(
+        &self,
+        config: &capvault::config::Config,
+        base: capvault::engine::Freshness,
+    ) -> capvault::engine::Freshness {
+        capvault::engine::Freshness {
+            scan_budget: std::time::Duration::from_millis(self.scan_budget),
+            exact_scan_max_notes: self.exact_scan_max_notes,
+            keep_texts: !self.no_text_cache,
+            hide_obsidian_excluded: !(self.show_obsidian_excluded || config.show_obsidian_excluded),
+            ..base
+        }
+    }
+
+    /// Opens the config file, the vault, the model (a bad folder fails before any work, and its
+    /// files are read, or downloaded, before the sandbox closes the filesystem and the network;
+    /// a folder given wins over the config file's `semantic`), the state folder and the index
+    /// cache.
+    fn open(&self) -> anyhow::Result<(Opened, capvault::config::Config)> {
+        let (vault, config) = self.vault.open()?;
+        let semantic = &self.semantic;
+        let mut embedding_off = None;
+        let embedding = match &semantic.embedding_model {
+            Some(dir) => {
+                let started = std::time::Instant::now();
+                let m = capvault::semantic::load_model(dir).map_err(anyhow::Error::msg)?;
+                tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
+                    ms = started.elapsed().as_millis() as u64, "embedding model loaded");
+                Some(m)
+            }
+            None if semantic.semantic || config.semantic => match semantic_model(semantic)? {
+                Ok(m) => Some(m),
+                Err(why) => {
+                    embedding_off = Some(why);
+                    None
+                }
+            },
+            None => None,
+        };
+        let vault = vault.with_write_scopes(self.write.scopes()?);
+        let writer = self.write.writer(&vault)?;
+        let policy = config
+            .policy(
+                self.tools.as_deref(),
+                &capvault::server::CapvaultServer::tool_names(),
+            )
+            .map_err(|e| anyhow::anyhow!("tools: {e}"))?;
+        let cache = if self.no_index_cache {
+            IndexCache::Off
+        } else {
+            match self
+                .index_cache
+                .clone()
+                .or_else(capvault::vault::cache::default_root)
+            {
+                None => IndexCache::Unavailable("no cache folder for this user".to_owned()),
+                Some(root) => match IndexCacheDir::open(&root, &vault) {
+                    Ok(dir) => IndexCache::Dir(std::sync::Arc::new(dir)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "index cache unavailable; indexing every note at each start");
+                        IndexCache::Unavailable(e.to_string())
+                    }
+                },
+            }
+        };
+        Ok((
+            Opened {
+                vault,
+                embedding,
+                writer,
+                policy,
+                cache,
+                embedding_off,
+            },
+            config,
+        ))
+    }
+}
+
 #[derive(Args, Debug)]
 struct SemanticArgs {
     /// Semantic search: the folder of a static embedding model (model2vec format:
     /// `config.json`, `tokenizer.json`, `model.safetensors`; `capvault model import` makes
     /// one from a sentence-transformers folder). Adds `semantic` and `hybrid` search modes
     /// (hybrid becomes the default) and `related_notes`.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = absolute_path)]
     embedding_model: Option<PathBuf>,
     /// Semantic search with the default model (potion-base-8M, 31 MB): loaded from the
     /// user's cache folder, downloaded there first when missing (pinned and checked, as
@@ -240,9 +352,19 @@ struct SemanticArgs {
 
 #[derive(Subcommand, Debug)]
 enum TokenCommand {
-    /// Print a fresh random token, and the line that adds it to a --token-file (its SHA-256
-    /// digest, so the file holds no secret).
+    /// Print a fresh random token on stdout (nothing else goes there), and add its line (its
+    /// SHA-256 digest, so the file holds no secret) to a --token-file with --append, or show
+    /// the line on stderr.
+    ///
+    /// Example: capvault token new --name laptop --append ~/.config/capvault/tokens
     New {
+        /// Name the token (shown in the access log): letters, digits, `-`, `_`, `.`.
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Add the token's line to this token file, created private (mode 600) if missing; a
+        /// file others can read is refused.
+        #[arg(long, value_name = "FILE", value_parser = absolute_path)]
+        append: Option<PathBuf>,
         /// What the token may do: `read` (the reading tools) or `write` (also the write tools,
         /// when the server runs with --write).
         #[arg(long, value_enum, default_value_t = Scope::Read)]
@@ -264,9 +386,10 @@ enum ModelCommand {
     /// 100,000).
     Import {
         /// The sentence-transformers folder.
+        #[arg(value_parser = absolute_path)]
         source: PathBuf,
         /// Folder to write the static model to (created if missing).
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", value_parser = absolute_path)]
         out: PathBuf,
         /// Dimensions to keep (principal components).
         #[arg(long, default_value_t = 256)]
@@ -275,7 +398,7 @@ enum ModelCommand {
         /// sections and 64,000 runs of their words are used, and up to 10,000 of its words join
         /// the vocabulary whole). The model then carries traces of those notes' words: keep it
         /// as private as the vault.
-        #[arg(long, value_name = "VAULT")]
+        #[arg(long, value_name = "VAULT", value_parser = absolute_path)]
         corpus: Option<PathBuf>,
     },
     /// Download a static model (model2vec format) from the Hugging Face hub into a folder,
@@ -297,12 +420,13 @@ enum ModelCommand {
         sha256: Vec<String>,
         /// Folder to download into (default: the user's cache folder,
         /// `~/.cache/capvault/models/<owner>--<name>/<commit>` on Linux).
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", value_parser = absolute_path)]
         out: Option<PathBuf>,
     },
     /// Check a static model folder and show what it is.
     Check {
         /// The model folder.
+        #[arg(value_parser = absolute_path)]
         dir: PathBuf,
         /// Also embed this text and print how many dimensions are non-zero.
         #[arg(long)]
@@ -312,13 +436,17 @@ enum ModelCommand {
 
 #[derive(Subcommand, Debug)]
 enum TokensCommand {
-    /// List the grants: id, client, scope, when granted, last refreshed, when it expires.
+    /// List the grants: id, client, scope, when granted, last refreshed, when it expires;
+    /// with --token-file, also the bearer tokens of that file (name, scope, tools).
     List {
         /// The vault folder.
         vault: PathBuf,
         /// The state folder (default: the user's state folder).
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", value_parser = absolute_path)]
         state_dir: Option<PathBuf>,
+        /// Also list the tokens of this token file (`serve --token-file`).
+        #[arg(long, value_name = "FILE", value_parser = absolute_path)]
+        token_file: Option<PathBuf>,
     },
     /// Revoke one grant (its id from `capvault tokens list`, or its first characters) or all.
     Revoke {
@@ -331,9 +459,19 @@ enum TokensCommand {
         #[arg(long, conflicts_with = "id")]
         all: bool,
         /// The state folder (default: the user's state folder).
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", value_parser = absolute_path)]
         state_dir: Option<PathBuf>,
     },
+}
+
+/// Every path flag's parser: the path made absolute against the current folder now, so a
+/// relative path means what it meant where the command was typed (file helpers split a path
+/// into its folder and name, and a bare name has no folder).
+fn absolute_path(arg: &str) -> Result<PathBuf, String> {
+    if arg.is_empty() {
+        return Err("an empty path".to_owned());
+    }
+    std::path::absolute(arg).map_err(|e| format!("{arg}: {e}"))
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -376,16 +514,17 @@ struct HttpArgs {
     /// repeatable). Other Origins get 403; requests without one (non-browser clients) pass.
     #[arg(long, value_name = "ORIGIN")]
     allowed_origin: Vec<String>,
-    /// Bearer tokens, one per line: `TOKEN [read|write] [PROFILE]` (TOKEN may be
-    /// `sha256:<hex>`, what `capvault token new` prints). The file must be private (mode 600).
+    /// Bearer tokens, one per line: `TOKEN [read|write] [PROFILE] [name=NAME]` (TOKEN may be
+    /// `sha256:<hex>`, what `capvault token new --append FILE` adds). The file must be private
+    /// (mode 600).
     /// The environment variable CAPVAULT_TOKEN adds one more, with full rights.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = absolute_path)]
     token_file: Option<PathBuf>,
     /// TLS certificate chain (PEM) to serve HTTPS.
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(long, value_name = "FILE", requires = "tls_key", value_parser = absolute_path)]
     tls_cert: Option<PathBuf>,
     /// TLS private key (PEM; must be private, mode 600).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, value_name = "FILE", requires = "tls_cert", value_parser = absolute_path)]
     tls_key: Option<PathBuf>,
     /// Allow a non-loopback listener without TLS, because a TLS-terminating proxy is in front.
     #[arg(long)]
@@ -435,7 +574,8 @@ struct HttpArgs {
         long,
         value_name = "FILE",
         requires = "oauth_issuer",
-        conflicts_with = "jwks_url"
+        conflicts_with = "jwks_url",
+        value_parser = absolute_path
     )]
     jwks_file: Option<PathBuf>,
     /// Where the issuer's keys are (default: its metadata's jwks_uri).
@@ -452,7 +592,8 @@ struct HttpArgs {
         long,
         value_name = "FILE",
         hide = true,
-        requires = "oauth_client_metadata"
+        requires = "oauth_client_metadata",
+        value_parser = absolute_path
     )]
     oauth_test_ca: Option<PathBuf>,
     /// Testing aid: the least seconds between two fetches of the issuer's keys (default 60).
@@ -698,6 +839,78 @@ fn fetch_jwks(
     })
 }
 
+/// Largest token file read by `token new --append` and `tokens list --token-file`.
+const MAX_TOKEN_FILE: u64 = 1024 * 1024;
+
+/// `tokens list --token-file`: each token of the file, by name, with its scope and tools.
+fn list_token_file(path: &std::path::Path) -> anyhow::Result<()> {
+    use capvault::vault::host::HostFile;
+    let file = HostFile::at(path).map_err(anyhow::Error::msg)?;
+    let bytes = file
+        .read_private(MAX_TOKEN_FILE)
+        .map_err(|e| anyhow::anyhow!("--token-file {e}"))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("--token-file {}: not UTF-8", file.shown()))?;
+    let mut tokens = capvault::http::Tokens::none();
+    tokens
+        .add_file(&text, &capvault::server::CapvaultServer::tool_names())
+        .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", file.shown()))?;
+    println!("Bearer tokens in {}:", file.shown());
+    println!("{:<40} {:<10} TOOLS", "NAME", "SCOPE");
+    for g in tokens.grants() {
+        let tools = g.tools.as_ref().map_or_else(
+            || "all".to_owned(),
+            |t| t.iter().cloned().collect::<Vec<_>>().join(","),
+        );
+        println!(
+            "{:<40} {:<10} {tools}",
+            g.id,
+            if g.write { "read,write" } else { "read" }
+        );
+    }
+    println!();
+    Ok(())
+}
+
+/// Adds `line` to the token file at `path` (replaced atomically, mode 600), after checking
+/// that what is there is a private, valid token file that does not hold the name already.
+fn append_token_line(path: &std::path::Path, line: &str) -> anyhow::Result<()> {
+    use capvault::vault::host::HostFile;
+    let mut file = HostFile::at(path).map_err(anyhow::Error::msg)?.private();
+    let mut text = if file.is_file() {
+        let bytes = file
+            .read_private(MAX_TOKEN_FILE)
+            .map_err(|e| anyhow::anyhow!("--append {e}"))?;
+        String::from_utf8(bytes)
+            .map_err(|_| anyhow::anyhow!("--append {}: not UTF-8", file.shown()))?
+    } else {
+        String::new()
+    };
+    let names = capvault::server::CapvaultServer::tool_names();
+    capvault::http::Tokens::none()
+        .add_file(&text, &names)
+        .map_err(|e| anyhow::anyhow!("--append {}: {e}; nothing was added", file.shown()))?;
+    if let Some(name) = line.split_whitespace().find(|w| w.starts_with("name=")) {
+        let taken = text
+            .lines()
+            .any(|l| l.split_whitespace().any(|w| w == name));
+        if taken {
+            anyhow::bail!(
+                "--append {}: a token is already {name}; choose another --name",
+                file.shown()
+            );
+        }
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(line);
+    text.push('\n');
+    file.replace(text.as_bytes(), None)
+        .map_err(|e| anyhow::anyhow!("--append {e}"))?;
+    Ok(())
+}
+
 /// The state folder root: `--state-dir` or the user's state folder.
 fn state_root(arg: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
     arg.map(std::path::Path::to_path_buf)
@@ -824,11 +1037,11 @@ struct WriteArgs {
     allow_permanent_delete: bool,
     /// Folder for the note history, audit log and writers' lock (default: the user's state
     /// folder, `~/.local/state/capvault` on Linux). It must be outside the vault.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = absolute_path)]
     state_dir: Option<PathBuf>,
     /// Write the audit log (one JSON line per change, never note content) to this file
     /// instead of the state folder. It must be outside the vault.
-    #[arg(long, value_name = "FILE", requires = "write")]
+    #[arg(long, value_name = "FILE", requires = "write", value_parser = absolute_path)]
     audit_log: Option<PathBuf>,
     /// Keep at most this many MiB of earlier note versions (oldest pruned first).
     #[arg(long, value_name = "MIB", default_value_t = 512)]
@@ -888,7 +1101,7 @@ struct VaultArgs {
     exclude: Vec<String>,
     /// The config file (TOML: tools, exclude, disabled_tools, [tool.NAME] name/description).
     /// Default: capvault/config.toml in your config folder, if it exists.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = absolute_path)]
     config: Option<PathBuf>,
 }
 
@@ -933,6 +1146,9 @@ fn main() -> ExitCode {
     // name it too).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
+    if prints_to_a_reader(&cli.command) {
+        end_quietly_on_a_closed_pipe();
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -950,10 +1166,11 @@ fn main() -> ExitCode {
     let job = match cli.command {
         Command::Serve { .. } => match prepare_serve(cli.command) {
             Ok(p) => Job::Serve(Box::new(p)),
-            Err(e) => {
-                eprintln!("capvault: {e:#}");
-                return ExitCode::FAILURE;
-            }
+            Err(e) => return failure(&e),
+        },
+        Command::Call { .. } => match prepare_call(cli.command) {
+            Ok(c) => Job::Call(Box::new(c)),
+            Err(e) => return failure(&e),
         },
         other => Job::Other(Box::new(other)),
     };
@@ -970,6 +1187,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match job {
             Job::Serve(p) => p.serve().await,
+            Job::Call(c) => c.run().await,
             Job::Other(command) => run(*command).await,
         }
     });
@@ -979,16 +1197,76 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("capvault: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(e) => failure(&e),
     }
+}
+
+/// Whether `command` prints for a reader (a terminal or a pipe such as `| head`), so that a
+/// reader that stops early should end it by SIGPIPE. Not `serve` (its stdout is the protocol
+/// and the client's leaving is handled), not `doctor` (the server it starts may close its pipe,
+/// which is a finding) and not `model fetch` (a connection closed under a vectored write must
+/// be an error, not a signal): those two write with `writeln!`, and [`failure`] ends them
+/// quietly on a broken pipe.
+fn prints_to_a_reader(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Serve { .. }
+            | Command::Doctor { .. }
+            | Command::Model {
+                command: ModelCommand::Fetch { .. }
+            }
+    )
+}
+
+/// A closed stdout (`capvault install --list | head -3`) ends the process as it ends other
+/// command-line tools: by SIGPIPE, silently, instead of an error about a broken pipe.
+#[cfg(unix)]
+fn end_quietly_on_a_closed_pipe() {
+    // SAFETY: restores the default action of one signal (the Rust runtime set it to ignore);
+    // called before any thread starts, with a valid handler constant.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn end_quietly_on_a_closed_pipe() {}
+
+/// Reports `e` on stderr and returns the failure code, or ends quietly with success when the
+/// reader of stdout has gone. Each cause is shown once: a message that already ends with its
+/// cause's text (the vault's "cannot open vault folder X: <OS error>") does not repeat it.
+fn failure(e: &anyhow::Error) -> ExitCode {
+    let closed = e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if closed {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("capvault: {}", error_text(e));
+    ExitCode::FAILURE
+}
+
+/// `e` and its causes on one line, without a cause the message before it already shows.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.ends_with(&part) || text.contains(&format!("{part}: ")) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
 }
 
 /// What `main` runs: the prepared server, or another subcommand.
 enum Job {
     Serve(Box<Prepared>),
+    Call(Box<PreparedCall>),
     Other(Box<Command>),
 }
 
@@ -1010,6 +1288,79 @@ impl Prepared {
             }
             None => capvault::app::serve_stdio(self.engine, self.writer, &self.policy).await,
         }
+    }
+}
+
+/// `call`, its vault and options opened as `serve` opens them (before the runtime: the
+/// `--semantic` download runs its own).
+struct PreparedCall {
+    engine: std::sync::Arc<capvault::engine::Engine>,
+    writer: Option<std::sync::Arc<Writer>>,
+    policy: capvault::server::ToolPolicy,
+    /// The tool and its arguments; `None` lists the tools.
+    tool: Option<(String, Option<String>)>,
+}
+
+fn prepare_call(command: Command) -> anyhow::Result<PreparedCall> {
+    let Command::Call {
+        options,
+        tool,
+        json_args,
+        list,
+    } = command
+    else {
+        unreachable!("prepare_call is called for call only")
+    };
+    let (opened, config) = options.open()?;
+    let freshness = options.freshness(&config, capvault::engine::Freshness::default());
+    let engine = capvault::engine::Engine::open(opened.vault, freshness, opened.cache);
+    if let Some(why) = opened.embedding_off {
+        engine.set_embedding_unavailable(why);
+    }
+    if let Some(m) = opened.embedding {
+        engine.set_embedding_model(m);
+    }
+    let tool = match (list, tool) {
+        (true, _) | (false, None) => None,
+        (false, Some(t)) => Some((t, json_args)),
+    };
+    Ok(PreparedCall {
+        engine,
+        writer: opened.writer,
+        policy: opened.policy,
+        tool,
+    })
+}
+
+impl PreparedCall {
+    async fn run(self) -> anyhow::Result<()> {
+        let mut out = std::io::stdout();
+        let engine = std::sync::Arc::clone(&self.engine);
+        let done = match &self.tool {
+            Some((tool, args)) => {
+                capvault::app::call_tool(
+                    std::sync::Arc::clone(&self.engine),
+                    self.writer,
+                    &self.policy,
+                    tool,
+                    args.as_deref(),
+                    &mut out,
+                )
+                .await
+            }
+            None => {
+                capvault::app::list_tools(
+                    std::sync::Arc::clone(&self.engine),
+                    self.writer,
+                    &self.policy,
+                    &mut out,
+                )
+                .await
+            }
+        };
+        // The index cache is saved as `serve` saves it at its end.
+        tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+        done
     }
 }
 
@@ -1041,7 +1392,9 @@ async fn model_command(command: ModelCommand) -> anyhow::Result<()> {
             })?;
             let info = m.info();
             let received: u64 = done.downloaded.iter().map(|(_, n)| n).sum();
-            println!(
+            let mut out = std::io::stdout();
+            writeln!(
+                out,
                 "{} at {} is in {} ({} downloaded now, {} there already; every sha256 matches \
                  its pin): {} tokens x {} dimensions.",
                 spec.repo,
@@ -1055,14 +1408,15 @@ async fn model_command(command: ModelCommand) -> anyhow::Result<()> {
                 done.present.len(),
                 info.vocabulary,
                 info.dimensions,
-            );
+            )?;
             if in_cache && spec.is_default() {
-                println!("Serve with: capvault serve VAULT --semantic");
+                writeln!(out, "Serve with: capvault serve VAULT --semantic")?;
             } else {
-                println!(
+                writeln!(
+                    out,
                     "Serve with: capvault serve VAULT --embedding-model {}",
                     folder.display()
-                );
+                )?;
             }
             Ok(())
         }
@@ -1154,22 +1508,13 @@ async fn model_command(command: ModelCommand) -> anyhow::Result<()> {
 /// Everything `serve` does before the runtime starts: synchronous, single-threaded.
 fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
     let Command::Serve {
-        vault,
+        options,
         transport,
         http,
         rescan_after,
         reconcile_every,
         no_watch,
-        no_text_cache,
-        index_cache,
-        no_index_cache,
-        semantic,
-        scan_budget,
-        exact_scan_max_notes,
         index_delay,
-        tools,
-        show_obsidian_excluded,
-        write,
         sandbox,
         sandbox_probe,
     } = command
@@ -1177,70 +1522,34 @@ fn prepare_serve(command: Command) -> anyhow::Result<Prepared> {
         unreachable!("prepare_serve is called for serve only")
     };
     let ms = std::time::Duration::from_millis;
-    let freshness = capvault::engine::Freshness {
-        query_max_age: rescan_after.map(ms),
-        periodic: std::time::Duration::from_secs(reconcile_every),
-        watch: !no_watch,
-        scan_budget: ms(scan_budget),
-        exact_scan_max_notes,
-        build_delay: ms(index_delay),
-        keep_texts: !no_text_cache,
-        hide_obsidian_excluded: true,
-    };
     // Credentials and certificates first: a bad flag fails before any work.
     let http_args = http;
     let http = match transport {
         Transport::Http => Some(http_args.options()?),
         Transport::Stdio => None,
     };
-    let (vault, config) = vault.open()?;
-    // The model next: a bad folder fails before any work (and its files are read, or
-    // downloaded, before the sandbox closes the filesystem and the network). A folder given
-    // wins over the config file's `semantic`.
-    let mut embedding_off = None;
-    let embedding = match &semantic.embedding_model {
-        Some(dir) => {
-            let started = std::time::Instant::now();
-            let m = capvault::semantic::load_model(dir).map_err(anyhow::Error::msg)?;
-            tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
-                ms = started.elapsed().as_millis() as u64, "embedding model loaded");
-            Some(m)
-        }
-        None if semantic.semantic || config.semantic => match semantic_model(&semantic)? {
-            Ok(m) => Some(m),
-            Err(why) => {
-                embedding_off = Some(why);
-                None
-            }
+    let (
+        Opened {
+            vault,
+            embedding,
+            writer,
+            policy,
+            cache,
+            embedding_off,
         },
-        None => None,
-    };
-    let vault = vault.with_write_scopes(write.scopes()?);
-    let writer = write.writer(&vault)?;
-    let freshness = capvault::engine::Freshness {
-        hide_obsidian_excluded: !(show_obsidian_excluded || config.show_obsidian_excluded),
-        ..freshness
-    };
-    let policy = config
-        .policy(
-            tools.as_deref(),
-            &capvault::server::CapvaultServer::tool_names(),
-        )
-        .map_err(|e| anyhow::anyhow!("tools: {e}"))?;
-    let cache = if no_index_cache {
-        IndexCache::Off
-    } else {
-        match index_cache.or_else(capvault::vault::cache::default_root) {
-            None => IndexCache::Unavailable("no cache folder for this user".to_owned()),
-            Some(root) => match IndexCacheDir::open(&root, &vault) {
-                Ok(dir) => IndexCache::Dir(std::sync::Arc::new(dir)),
-                Err(e) => {
-                    tracing::warn!(error = %e, "index cache unavailable; indexing every note at each start");
-                    IndexCache::Unavailable(e.to_string())
-                }
-            },
-        }
-    };
+        config,
+    ) = options.open()?;
+    let freshness = options.freshness(
+        &config,
+        capvault::engine::Freshness {
+            query_max_age: rescan_after.map(ms),
+            periodic: std::time::Duration::from_secs(reconcile_every),
+            watch: !no_watch,
+            build_delay: ms(index_delay),
+            ..capvault::engine::Freshness::default()
+        },
+    );
+    let write = &options.write;
     let mut oauth = OAuthPrepared::default();
     let mut oauth_files = None;
     let http = match http {
@@ -1412,16 +1721,15 @@ fn apply_sandbox(
 async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Serve { .. } => unreachable!("serve is prepared before the runtime starts"),
-        Command::Call {
-            vault,
-            tool,
-            json_args,
-        } => {
-            let mut stdout = std::io::stdout();
-            let (vault, _config) = vault.open()?;
-            capvault::app::call_tool(vault, &tool, json_args.as_deref(), &mut stdout).await
+        Command::Call { .. } => unreachable!("call is prepared before the runtime starts"),
+        Command::Demo { full } => {
+            let show = if full {
+                capvault::demo::Show::Full
+            } else {
+                capvault::demo::Show::Brief
+            };
+            capvault::demo::run(Box::new(std::io::stdout()), show).await
         }
-        Command::Demo => capvault::demo::run(Box::new(std::io::stdout())).await,
         Command::Install {
             client,
             vault,
@@ -1459,7 +1767,13 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 .map_err(anyhow::Error::msg)
         }
         Command::Token {
-            command: TokenCommand::New { scope, tools },
+            command:
+                TokenCommand::New {
+                    name,
+                    append,
+                    scope,
+                    tools,
+                },
         } => {
             if let Some(spec) = &tools {
                 capvault::server::policy::profile_tools(
@@ -1468,14 +1782,30 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 )
                 .map_err(|e| anyhow::anyhow!("--tools: {e}"))?;
             }
-            let (token, line) =
-                capvault::http::auth::new_token(scope == Scope::Write, tools.as_deref())
-                    .map_err(anyhow::Error::msg)?;
+            let (token, line) = capvault::http::auth::new_token(
+                scope == Scope::Write,
+                tools.as_deref(),
+                name.as_deref(),
+            )
+            .map_err(anyhow::Error::msg)?;
+            // The file first: a refused file leaves no token printed that works nowhere.
+            if let Some(path) = &append {
+                append_token_line(path, &line)?;
+            }
             println!("{token}");
-            eprintln!(
-                "\nThe line above is the token: give it to the client (Authorization: Bearer ...).\n\
-                 Add this line to the server's --token-file (it holds only the token's digest):\n\n{line}\n"
-            );
+            match &append {
+                Some(path) => eprintln!(
+                    "capvault: the token above is for the client (Authorization: Bearer ...); \
+                     its digest is now in {} (serve with --token-file {}).",
+                    path.display(),
+                    path.display()
+                ),
+                None => eprintln!(
+                    "\nThe line above is the token: give it to the client (Authorization: Bearer ...).\n\
+                     Add this line to the server's --token-file (it holds only the token's digest), \
+                     or let --append FILE add it:\n\n{line}\n"
+                ),
+            }
             Ok(())
         }
         Command::State {
@@ -1498,8 +1828,16 @@ async fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Tokens {
-            command: TokensCommand::List { vault, state_dir },
+            command:
+                TokensCommand::List {
+                    vault,
+                    state_dir,
+                    token_file,
+                },
         } => {
+            if let Some(path) = &token_file {
+                list_token_file(path)?;
+            }
             let store = oauth_store(&vault, state_dir.as_deref())?;
             let grants = store.grants()?;
             if grants.is_empty() {

@@ -1,16 +1,34 @@
-//! The command line as a person uses it: `--help`, `--version`, `call` and `demo`.
+//! The command line as a person uses it: `--help`, `--version`, `call` and `demo`, paths given
+//! relative to the current folder, errors, output cut short by a closed pipe, `token new`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod common;
 
 use std::process::{Command, Output};
 
+const BIN: &str = env!("CARGO_BIN_EXE_capvault");
+
 fn capvault(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_capvault"))
-        .args(args)
+    capvault_in(None, args)
+}
+
+/// `capvault ARGS` run in the folder `cwd` (default: the test's), with the test cache folder
+/// and no user config or state.
+fn capvault_in(cwd: Option<&std::path::Path>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
         .env("CAPVAULT_LOG", "capvault=warn")
-        .output()
-        .expect("run capvault")
+        .env("XDG_CACHE_HOME", common::test_cache_home())
+        .env(
+            "XDG_CONFIG_HOME",
+            common::test_cache_home().join("no-config"),
+        )
+        .env("XDG_STATE_HOME", common::test_cache_home().join("no-state"))
+        .env_remove("CAPVAULT_WRITE");
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.output().expect("run capvault")
 }
 
 fn stdout(o: &Output) -> String {
@@ -91,8 +109,34 @@ fn call_reports_tool_errors_and_bad_input_on_stderr_with_failure() {
 }
 
 #[test]
-fn demo_prints_a_real_wire_session_over_the_embedded_vault() {
+fn the_default_demo_is_a_first_look_of_at_most_150_lines() {
     let o = capvault(&["demo"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines = out.lines().count();
+    assert!(lines <= 150, "the first look has {lines} lines:\n{out}");
+    for want in [
+        "client → server  initialize",
+        "\"name\": \"capvault\"",
+        "tools/list",
+        "  search_notes ",
+        "  read_note ",
+        "tools/call search_notes",
+        "Projects/Garden Plan.md",
+        "tool error: refused",
+        "`.` and `..` components are not allowed",
+        "hidden files and folders",
+        "capvault demo --full",
+    ] {
+        assert!(out.contains(want), "the first look lacks {want}:\n{out}");
+    }
+    // One line per tool: no tool's JSON schema in the first look.
+    assert!(!out.contains("inputSchema"), "{out}");
+}
+
+#[test]
+fn demo_full_prints_a_real_wire_session_over_the_embedded_vault() {
+    let o = capvault(&["demo", "--full"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     for want in [
@@ -116,4 +160,289 @@ fn demo_prints_a_real_wire_session_over_the_embedded_vault() {
     // Every message between the arrows is valid JSON-RPC.
     let messages = out.matches("client → server").count() + out.matches("server → client").count();
     assert!(messages >= 20, "only {messages} messages");
+}
+
+#[test]
+fn a_vault_given_as_dot_or_dotdot_is_named_after_its_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("Garden Notes");
+    common::write_tree(&vault, &[("sub/a.md", "# A\n")]);
+    for (cwd, arg) in [
+        (vault.clone(), "."),
+        (vault.join("sub"), ".."),
+        (vault.join("sub"), "../."),
+    ] {
+        let o = capvault_in(Some(&cwd), &["call", arg, "vault_info"]);
+        assert!(o.status.success(), "{arg}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["name"], "Garden Notes", "{arg}");
+    }
+}
+
+#[test]
+fn a_missing_vault_names_the_os_error_once() {
+    for sub in ["serve", "call"] {
+        let mut args = vec![sub, "/no/such/vault/here"];
+        if sub == "call" {
+            args.push("list_notes");
+        }
+        let o = capvault(&args);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{sub}");
+        assert!(
+            err.contains("cannot open vault folder /no/such/vault/here"),
+            "{sub}: {err}"
+        );
+        assert_eq!(
+            err.matches("No such file or directory").count(),
+            1,
+            "{sub}: {err}"
+        );
+    }
+}
+
+#[test]
+fn path_flags_are_relative_to_the_current_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("v");
+    common::write_tree(&vault, &[("a.md", "# A\n")]);
+    let v = vault.to_str().unwrap();
+    // A private token file named relatively is read (its bad line is reported), not "missing".
+    common::write_tree(tmp.path(), &[("tokens", "too-short\n")]);
+    std::fs::set_permissions(
+        tmp.path().join("tokens"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let o = capvault_in(
+        Some(tmp.path()),
+        &[
+            "serve",
+            v,
+            "--transport",
+            "http",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            "tokens",
+        ],
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("tokens: line 1: a token needs"), "{err}");
+    // A relative --append creates the file in the current folder.
+    let o = capvault_in(
+        Some(tmp.path()),
+        &["token", "new", "--append", "new-tokens"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(tmp.path().join("new-tokens").is_file());
+    // A relative --state-dir and --index-cache are made where the command runs.
+    let o = capvault_in(
+        Some(tmp.path()),
+        &[
+            "call",
+            v,
+            "--write",
+            "--state-dir",
+            "state",
+            "--index-cache",
+            "cache",
+            "create_note",
+            r##"{"path": "b.md", "content": "# B\n"}"##,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(tmp.path().join("state").is_dir(), "no state folder");
+    assert!(tmp.path().join("cache").is_dir(), "no index cache folder");
+}
+
+/// Runs `capvault ARGS` with a stdout pipe whose reader is already gone.
+fn with_a_closed_stdout(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let child = Command::new(BIN)
+        .args(args)
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .env("XDG_CACHE_HOME", common::test_cache_home())
+        .env(
+            "XDG_CONFIG_HOME",
+            common::test_cache_home().join("no-config"),
+        )
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    common::write_tree(tmp.path(), &[("a.md", "# A\n")]);
+    let v = tmp.path().to_str().unwrap();
+    let cases: [&[&str]; 4] = [
+        &["install", "--list"],
+        &["demo"],
+        &["call", v, "--list"],
+        &["token", "new"],
+    ];
+    for args in cases {
+        let o = with_a_closed_stdout(args);
+        let quiet = o.status.success() || o.status.signal() == Some(13);
+        assert!(quiet, "{args:?}: {:?}", o.status);
+        let err = stderr(&o);
+        assert!(
+            !err.contains("Broken pipe") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn call_lists_the_tools_and_takes_the_serve_options_that_change_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("v");
+    common::write_tree(
+        &vault,
+        &[("a.md", "# A\nthe garden\n"), ("private/p.md", "garden\n")],
+    );
+    let v = vault.to_str().unwrap();
+    let o = capvault(&["call", v, "--list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list = stdout(&o);
+    let search = list
+        .lines()
+        .find(|l| l.starts_with("search_notes "))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(search.trim_end().ends_with('.'), "{search}");
+    assert!(
+        !list.contains("create_note"),
+        "read-only lists a write tool: {list}"
+    );
+    let o = capvault(&["call", v, "--list", "--tools", "minimal"]);
+    assert_eq!(stdout(&o).lines().count(), 3, "{}", stdout(&o));
+    // The write tools, with --write; --exclude hides a folder.
+    let state = tmp.path().join("state");
+    let o = capvault(&[
+        "call",
+        v,
+        "--write",
+        "--state-dir",
+        state.to_str().unwrap(),
+        "create_note",
+        r##"{"path": "new.md", "content": "# New\n"}"##,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(vault.join("new.md")).unwrap(),
+        "# New\n"
+    );
+    let o = capvault(&["call", v, "create_note", r#"{"path": "x.md"}"#]);
+    assert!(stderr(&o).contains("need --write"), "{}", stderr(&o));
+    let o = capvault(&["call", v, "--exclude", "private", "list_notes"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("a.md") && !out.contains("private/p.md"),
+        "{out}"
+    );
+}
+
+#[test]
+fn token_new_prints_only_the_token_and_appends_a_named_line_to_a_private_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("tokens");
+    let f = file.to_str().unwrap();
+    let o = capvault(&["token", "new", "--name", "laptop", "--append", f]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let token = stdout(&o);
+    assert_eq!(
+        token.lines().count(),
+        1,
+        "stdout holds the token alone: {token}"
+    );
+    let token = token.trim();
+    assert!(token.starts_with("cvt_"), "{token}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("sha256:") && text.trim_end().ends_with(" read name=laptop"),
+        "{text}"
+    );
+    assert!(!text.contains(token), "the file holds the secret");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // A second token is appended; a name used twice and a file others can read are refused.
+    let o = capvault(&["token", "new", "--scope", "write", "--append", f]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 2);
+    // tokens list names them.
+    let vault = tmp.path().join("v");
+    std::fs::create_dir_all(&vault).unwrap();
+    let state = tmp.path().join("state");
+    let o = capvault(&[
+        "tokens",
+        "list",
+        vault.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--token-file",
+        f,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = stdout(&o);
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with("laptop (token-"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(line.contains(" read ") && line.ends_with("all"), "{line}");
+    assert!(listed.contains("read,write"), "{listed}");
+    let o = capvault(&["token", "new", "--name", "laptop", "--append", f]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("already name=laptop"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "a refused token was printed");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = capvault(&["token", "new", "--append", f]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("others may read"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 2);
+}
+
+#[tokio::test]
+async fn a_named_token_is_named_in_the_access_log() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("v");
+    common::write_tree(&vault, &[("a.md", "# A\n")]);
+    let file = tmp.path().join("tokens");
+    let o = capvault(&[
+        "token",
+        "new",
+        "--name",
+        "laptop",
+        "--append",
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let token = stdout(&o).trim().to_owned();
+    let server =
+        common::HttpChild::spawn(&vault, &["--token-file", file.to_str().unwrap()], &[]).await;
+    let client = server.connect(Some(&token)).await;
+    client.list_all_tools().await.unwrap();
+    let _ = client.cancel().await;
+    let logged = server.stderr.lock().unwrap().join("\n");
+    assert!(logged.contains("laptop (token-"), "{logged}");
+    server.terminate().await;
 }

@@ -338,3 +338,69 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
         text(&o)
     );
 }
+
+#[test]
+fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
+    let h = home();
+    let a = h.vault.to_str().unwrap().to_owned();
+    let second = h._tmp.path().join("Work Notes");
+    common::write_tree(&second, &[("w.md", "# W\n")]);
+    let b = second.to_str().unwrap().to_owned();
+    let file = h.home.join(".config/Claude/claude_desktop_config.json");
+    let servers = || -> Value {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        v["mcpServers"].clone()
+    };
+    let o = capvault(&h, &["install", "claude-desktop", &a]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("adds the server `capvault`"),
+        "{}",
+        text(&o)
+    );
+    // The second vault does not replace the first: it gets an entry named after its folder.
+    let o = capvault(&h, &["install", "claude-desktop", &b]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("adds the server `capvault-work-notes`")
+            && text(&o).contains("beside `capvault`"),
+        "{}",
+        text(&o)
+    );
+    let s = servers();
+    assert_eq!(s["capvault"]["args"], json!(["serve", a]));
+    assert_eq!(s["capvault-work-notes"]["args"], json!(["serve", b]));
+    // Installing a vault again updates its own entry, and says so.
+    let o = capvault(&h, &["install", "claude-desktop", &b, "--write"]);
+    assert!(
+        text(&o).contains("updates the server `capvault-work-notes`, which serves this vault"),
+        "{}",
+        text(&o)
+    );
+    let s = servers();
+    assert_eq!(s.as_object().unwrap().len(), 2, "{s}");
+    assert_eq!(
+        s["capvault-work-notes"]["args"],
+        json!(["serve", b, "--write"])
+    );
+    assert_eq!(s["capvault"]["args"], json!(["serve", a]));
+    // An explicit --name replaces that entry, and says what it ran.
+    let o = capvault(&h, &["install", "claude-desktop", &b, "--name", "capvault"]);
+    assert!(
+        text(&o).contains("replaces the server `capvault` (it ran: serve "),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(servers()["capvault"]["args"], json!(["serve", b]));
+    // doctor checks each entry, and warns when none serves its vault.
+    let t = text(&capvault(&h, &["doctor", &a]));
+    assert!(
+        t.contains("server `capvault` (") && t.contains("on another vault ("),
+        "{t}"
+    );
+    assert!(t.contains("server `capvault-work-notes`"), "{t}");
+    assert!(t.contains("warn no client entry serves this vault"), "{t}");
+    let t = text(&capvault(&h, &["doctor", &b]));
+    assert!(t.contains("runs this binary on this vault"), "{t}");
+    assert!(!t.contains("no client entry serves this vault"), "{t}");
+}

@@ -60,10 +60,11 @@ impl Tokens {
         Ok(())
     }
 
-    /// Adds the tokens of a token file. Each line is `TOKEN [read|write] [PROFILE]`, where
+    /// Adds the tokens of a token file. Each line is `TOKEN [read|write] [PROFILE] [name=NAME]`, where
     /// TOKEN is the token itself or `sha256:` and its digest in hex (what `capvault token new`
-    /// prints, so the file holds no secret), the scope defaults to `read`, and PROFILE (`all`,
-    /// `read`, `minimal` or tool names separated by commas) narrows the tools further. Blank
+    /// prints, so the file holds no secret), the scope defaults to `read`, PROFILE (`all`,
+    /// `read`, `minimal` or tool names separated by commas) narrows the tools further, and NAME
+    /// names the token in the access log (beside its digest's first digits). Blank
     /// lines and lines starting with `#` are skipped.
     pub fn add_file(&mut self, text: &str, known_tools: &[String]) -> Result<(), String> {
         for (n, line) in text.lines().enumerate() {
@@ -72,7 +73,17 @@ impl Tokens {
                 continue;
             }
             let at = |e: String| format!("line {}: {e}", n + 1);
-            let mut words = line.split_whitespace();
+            // `name=NAME` may stand anywhere after the token; the other words keep their order.
+            let mut name = None;
+            let mut words = line
+                .split_whitespace()
+                .filter(|w| match w.strip_prefix("name=") {
+                    Some(n) => {
+                        name = Some(n);
+                        false
+                    }
+                    None => true,
+                });
             let secret = words.next().unwrap_or_default();
             let digest = match secret.strip_prefix("sha256:") {
                 Some(hex) => parse_digest(hex).map_err(at)?,
@@ -94,22 +105,31 @@ impl Tokens {
             };
             if let Some(extra) = words.next() {
                 return Err(at(format!(
-                    "unexpected `{extra}` (a line is TOKEN [read|write] [PROFILE])"
+                    "unexpected `{extra}` (a line is TOKEN [read|write] [PROFILE] [name=NAME])"
                 )));
             }
+            drop(words);
             if self.entries.iter().any(|e| e.digest == digest) {
                 return Err(at("the same token is listed twice".to_owned()));
             }
+            let id = match name {
+                Some(n) => {
+                    check_name(n).map_err(at)?;
+                    format!("{n} ({})", short_id(&digest))
+                }
+                None => short_id(&digest),
+            };
             self.entries.push(Entry {
                 digest,
-                grant: Grant {
-                    id: short_id(&digest),
-                    write,
-                    tools,
-                },
+                grant: Grant { id, write, tools },
             });
         }
         Ok(())
+    }
+
+    /// Every token's grant, in the file's order (for `capvault tokens list`).
+    pub fn grants(&self) -> impl Iterator<Item = &Grant> {
+        self.entries.iter().map(|e| &e.grant)
     }
 
     /// The grant of `presented`, when it is one of the tokens. Every digest is compared, in
@@ -135,9 +155,32 @@ pub fn bearer(header: &str) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+/// A token's name (`name=laptop` in the token file, shown in the access log): 1 to 32
+/// letters, digits, `-`, `_` or `.`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "token name `{name}`: use 1 to 32 letters, digits, `-`, `_` or `.`"
+        ))
+    }
+}
+
 /// A fresh random token (32 bytes from the operating system, URL-safe base64) and the token
-/// file line for it (its digest, the scope and the optional profile).
-pub fn new_token(write: bool, profile: Option<&str>) -> Result<(String, String), String> {
+/// file line for it (its digest, the scope, the optional profile and name).
+pub fn new_token(
+    write: bool,
+    profile: Option<&str>,
+    name: Option<&str>,
+) -> Result<(String, String), String> {
+    if let Some(n) = name {
+        check_name(n)?;
+    }
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| format!("no randomness from the system: {e}"))?;
     let token = format!(
@@ -152,6 +195,10 @@ pub fn new_token(write: bool, profile: Option<&str>) -> Result<(String, String),
     if let Some(p) = profile {
         line.push(' ');
         line.push_str(p);
+    }
+    if let Some(n) = name {
+        line.push_str(" name=");
+        line.push_str(n);
     }
     Ok((token, line))
 }
@@ -204,8 +251,8 @@ mod tests {
 
     #[test]
     fn a_token_file_line_sets_scope_and_profile() {
-        let (t1, l1) = new_token(true, None).unwrap();
-        let (t2, l2) = new_token(false, Some("minimal")).unwrap();
+        let (t1, l1) = new_token(true, None, None).unwrap();
+        let (t2, l2) = new_token(false, Some("minimal"), None).unwrap();
         let plain = "p".repeat(40);
         let text = format!("# tokens\n{l1}\n\n{l2}\n{plain}\n");
         let mut tokens = Tokens::none();
@@ -228,7 +275,7 @@ mod tests {
         assert!(tokens.check(&t1[..t1.len() - 1]).is_none());
         // No other token matches: every byte of the digest counts.
         for _ in 0..2000 {
-            let (other, _) = new_token(false, None).unwrap();
+            let (other, _) = new_token(false, None, None).unwrap();
             assert!(tokens.check(&other).is_none());
         }
     }
@@ -256,6 +303,23 @@ mod tests {
     }
 
     #[test]
+    fn a_named_token_is_logged_by_its_name() {
+        let (t, line) = new_token(true, Some("minimal"), Some("laptop")).unwrap();
+        assert!(line.ends_with(" write minimal name=laptop"), "{line}");
+        let mut tokens = Tokens::none();
+        tokens.add_file(&line, &known()).unwrap();
+        let g = tokens.check(&t).unwrap();
+        assert!(g.id.starts_with("laptop (token-"), "{}", g.id);
+        assert!(g.write && g.allows("read_note") && !g.allows("list_tags"));
+        let long = "x".repeat(40);
+        let e = Tokens::none()
+            .add_file(&format!("{long} name=a/b\n"), &known())
+            .unwrap_err();
+        assert!(e.starts_with("line 1:") && e.contains("a/b"), "{e}");
+        assert!(new_token(false, None, Some("")).is_err());
+    }
+
+    #[test]
     fn bearer_header_parsing() {
         assert_eq!(bearer("Bearer abc"), Some("abc"));
         assert_eq!(bearer("bearer  abc "), Some("abc"));
@@ -266,8 +330,8 @@ mod tests {
 
     #[test]
     fn new_tokens_differ_and_match_their_line() {
-        let (a, la) = new_token(false, None).unwrap();
-        let (b, _) = new_token(false, None).unwrap();
+        let (a, la) = new_token(false, None, None).unwrap();
+        let (b, _) = new_token(false, None, None).unwrap();
         assert_ne!(a, b);
         assert!(a.starts_with(TOKEN_PREFIX) && a.len() >= MIN_TOKEN_LEN);
         let mut t = Tokens::none();

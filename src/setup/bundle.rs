@@ -72,8 +72,19 @@ pub fn this_platform() -> &'static str {
     }
 }
 
+/// The note `capvault bundle` prints on a platform Claude Desktop does not run on.
+pub fn platform_note(platform: &str) -> Option<String> {
+    (platform != "darwin" && platform != "win32").then(|| {
+        format!(
+            "note: Claude Desktop runs on macOS and Windows; this bundle holds the capvault binary \
+             of the platform it was built on ({platform}), so it installs only where that binary \
+             runs. Build the bundle on a Mac or a Windows machine for Claude Desktop there."
+        )
+    })
+}
+
 /// Builds the bundle at `out` from this binary, compressed at `level` (0 stores, 1 to 9
-/// deflate; 6 is the default).
+/// deflate; 9, the smallest, is the default).
 pub fn build(out_path: &Path, level: u8, out: &mut dyn Write) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     let binary = HostFile::at(&exe)?
@@ -105,5 +116,9 @@ pub fn build(out_path: &Path, level: u8, out: &mut dyn Write) -> Result<(), Stri
         out_path.display(),
         bytes.len() as f64 / 1e6
     )
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    if let Some(note) = platform_note(this_platform()) {
+        writeln!(out, "{note}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

@@ -247,6 +247,7 @@ fn check_clients(root: &Path, r: &mut Report<'_>) {
     let me = std::env::current_exe().ok();
     let vault_abs = std::path::absolute(root).ok();
     let mut any = false;
+    let mut serves_this = false;
     for c in CLIENTS {
         let path = c.config_path(Platform::current(), &home);
         let Ok(file) = HostFile::at(&path) else {
@@ -285,6 +286,10 @@ fn check_clients(root: &Path, r: &mut Report<'_>) {
                 .and_then(|i| entry.args.get(i + 1));
             let vault_ok =
                 vault_arg.is_some_and(|v| Vault::open(Path::new(v), Limits::default()).is_ok());
+            let this_vault = vault_abs
+                .as_ref()
+                .is_some_and(|v| vault_arg.is_some_and(|a| Path::new(a) == v));
+            serves_this |= this_vault && binary_ok;
             if !binary_ok {
                 r.line(
                     Outcome::Fail,
@@ -313,23 +318,29 @@ fn check_clients(root: &Path, r: &mut Report<'_>) {
                     )),
                 );
             } else {
-                let this_vault = vault_abs
-                    .as_ref()
-                    .is_some_and(|v| vault_arg.is_some_and(|a| Path::new(a) == v));
                 r.line(
                     Outcome::Ok,
-                    &format!(
-                        "{what}: runs this binary on {}",
-                        if this_vault {
-                            "this vault"
-                        } else {
-                            "another vault"
-                        }
-                    ),
+                    &if this_vault {
+                        format!("{what}: runs this binary on this vault")
+                    } else {
+                        format!(
+                            "{what}: runs this binary on another vault ({})",
+                            vault_arg.map_or("(none)", String::as_str)
+                        )
+                    },
                     None,
                 );
             }
         }
+    }
+    if any && !serves_this {
+        r.line(
+            Outcome::Warn,
+            "no client entry serves this vault (the entries above serve other vaults or fail)",
+            Some(
+                "capvault install <CLIENT> <VAULT> (it adds an entry of its own beside the others)",
+            ),
+        );
     }
     if !any {
         r.line(

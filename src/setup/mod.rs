@@ -23,8 +23,9 @@ pub struct InstallRequest {
     pub client: String,
     /// The vault folder.
     pub vault: PathBuf,
-    /// The server's name in the client (default `capvault`).
-    pub name: String,
+    /// The server's name in the client; `None`: the entry that already serves this vault, or
+    /// `capvault` when free, or `capvault-<folder name>` (see [`entry_name`]).
+    pub name: Option<String>,
     /// Serve with `--write`.
     pub write: bool,
     /// `--tools PROFILE`.
@@ -70,7 +71,9 @@ fn backup_name(path: &Path) -> String {
 /// `capvault install`: adds or updates the client's entry for the vault, prints the diff.
 pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> {
     let c = client(&req.client)?;
-    check_name(&req.name)?;
+    if let Some(n) = &req.name {
+        check_name(n)?;
+    }
     let vault_abs =
         std::path::absolute(&req.vault).map_err(|e| format!("{}: {e}", req.vault.display()))?;
     // The vault must open as capvault serve will open it.
@@ -101,12 +104,48 @@ pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> 
         ),
         None => None,
     };
-    let new = install::add(c, old.as_deref(), file.shown(), &req.name, &entry)?;
+    let (name, before) = entry_name(
+        c,
+        old.as_deref().unwrap_or(""),
+        file.shown(),
+        req,
+        &vault_abs,
+    )?;
+    let new = install::add(c, old.as_deref(), file.shown(), &name, &entry)?;
     let w = |e: std::io::Error| e.to_string();
     if old.as_deref() == Some(new.as_str()) {
-        writeln!(out, "{}: already set up; nothing to change", file.shown()).map_err(w)?;
+        writeln!(
+            out,
+            "{}: already set up (server `{name}`); nothing to change",
+            file.shown()
+        )
+        .map_err(w)?;
         return Ok(());
     }
+    match &before {
+        Before::Nothing => writeln!(out, "adds the server `{name}` for this vault"),
+        Before::SameVault(e) => writeln!(
+            out,
+            "updates the server `{name}`, which serves this vault (it ran: {})",
+            shown_entry(e)
+        ),
+        Before::Named(e) => writeln!(
+            out,
+            "replaces the server `{name}` (it ran: {})",
+            shown_entry(e)
+        ),
+        Before::Beside(others) => writeln!(
+            out,
+            "adds the server `{name}` for this vault, beside {} for another vault \
+             (--name chooses the name)",
+            others
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+    .map_err(w)?;
     let diff = similar::TextDiff::from_lines(old.as_deref().unwrap_or(""), &new)
         .unified_diff()
         .header(file.shown(), file.shown())
@@ -125,10 +164,116 @@ pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> 
             writeln!(out, "Restart {} to see the new server.", c.name).map_err(w)?;
         }
     }
-    if let Some(cmd) = own_command(c, &req.name, &entry) {
+    if let Some(cmd) = own_command(c, &name, &entry) {
         writeln!(out, "({} can also do this itself: {cmd})", c.name).map_err(w)?;
     }
     Ok(())
+}
+
+/// What an install's entry name held before.
+#[derive(Debug)]
+enum Before {
+    /// Nothing: a new name.
+    Nothing,
+    /// The entry serving this vault (updated).
+    SameVault(Entry),
+    /// The entry of the name given with `--name` (replaced).
+    Named(Entry),
+    /// Nothing, but these capvault entries serve other vaults.
+    Beside(Vec<String>),
+}
+
+/// The vault an entry serves (the argument after `serve`).
+fn entry_vault(e: &Entry) -> Option<&str> {
+    let at = e.args.iter().position(|a| a == "serve")?;
+    e.args.get(at + 1).map(String::as_str)
+}
+
+/// An entry as a command line, for messages.
+fn shown_entry(e: &Entry) -> String {
+    e.args
+        .iter()
+        .map(|a| quoted(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The name `capvault install` gives the vault's entry in `text`, and what that name held: the
+/// name given; else the capvault entry that already serves the vault; else `capvault` when no
+/// server has that name; else `capvault-<folder name>` (sanitised; `-2`, `-3`... when taken).
+/// A second vault so gets its own entry instead of replacing the first one's.
+fn entry_name(
+    c: &Client,
+    text: &str,
+    shown: &str,
+    req: &InstallRequest,
+    vault_abs: &Path,
+) -> Result<(String, Before), String> {
+    if let Some(n) = &req.name {
+        return Ok(match install::find(c, text, shown, n)? {
+            Some(e) if entry_vault(&e).is_some_and(|v| Path::new(v) == vault_abs) => {
+                (n.clone(), Before::SameVault(e))
+            }
+            Some(e) => (n.clone(), Before::Named(e)),
+            None => (n.clone(), Before::Nothing),
+        });
+    }
+    let mut others = Vec::new();
+    for n in install::capvault_entries(c, text, shown)? {
+        if let Some(e) = install::find(c, text, shown, &n)? {
+            if entry_vault(&e).is_some_and(|v| Path::new(v) == vault_abs) {
+                return Ok((n, Before::SameVault(e)));
+            }
+            others.push(n);
+        }
+    }
+    let free = |n: &str| install::find(c, text, shown, n).map(|e| e.is_none());
+    let before = if others.is_empty() {
+        Before::Nothing
+    } else {
+        Before::Beside(others)
+    };
+    if free("capvault")? {
+        return Ok(("capvault".to_owned(), before));
+    }
+    let base = format!("capvault-{}", folder_slug(vault_abs));
+    for n in 1..1000 {
+        let name = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        if free(&name)? {
+            return Ok((name, before));
+        }
+    }
+    Err(format!(
+        "{shown}: no free server name; give one with --name"
+    ))
+}
+
+/// The vault folder's name as part of a server name: lowercase ASCII letters and digits, other
+/// runs of characters as one `-`, at most 40 characters; `vault` when nothing is left.
+fn folder_slug(vault: &Path) -> String {
+    let name = vault
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut slug = String::new();
+    for ch in name.chars() {
+        if ch.is_ascii_alphanumeric() {
+            slug.push(ch.to_ascii_lowercase());
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug: String = slug.trim_matches('-').chars().take(40).collect();
+    let slug = slug.trim_end_matches('-');
+    if slug.is_empty() {
+        "vault".to_owned()
+    } else {
+        slug.to_owned()
+    }
 }
 
 fn own_command(c: &Client, name: &str, e: &Entry) -> Option<String> {
@@ -240,4 +385,22 @@ pub fn list(out: &mut dyn Write) -> Result<(), String> {
         .map_err(w)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_name_becomes_a_safe_server_name() {
+        assert_eq!(folder_slug(Path::new("/h/My Vault")), "my-vault");
+        assert_eq!(folder_slug(Path::new("/h/--Work__2026!!")), "work-2026");
+        assert_eq!(folder_slug(Path::new("/h/Ñotes")), "otes");
+        assert_eq!(folder_slug(Path::new("/h/日本")), "vault");
+        assert_eq!(folder_slug(Path::new("/")), "vault");
+        assert_eq!(folder_slug(Path::new(&"a".repeat(100))).len(), 40);
+        for n in ["my-vault", "work-2026", "vault"] {
+            check_name(&format!("capvault-{n}")).unwrap();
+        }
+    }
 }

@@ -200,7 +200,7 @@ pub(crate) enum Ambient<'a> {
     /// ancestors).
     Open(&'a Path),
     /// Open the parent (`..`) of a folder already open: used only to prove that the index
-    /// cache folder is not inside the vault.
+    /// cache folder is not inside the vault, and to find the name of a vault opened as `.`.
     Parent(&'a Dir),
 }
 
@@ -271,6 +271,32 @@ fn lexically_absolute(path: &Path) -> std::path::PathBuf {
     out
 }
 
+/// The opened folder's own name, for display (never the host path): the last component of
+/// `root`, or, when `root` has none (`.`, `..`, `notes/..`), the entry of the folder's parent
+/// with the folder's device and inode. "vault" when nothing names it (`/`, a mount point).
+fn own_name(root: &Path, dir: &Dir) -> String {
+    /// Entries of the parent looked at, at most.
+    const MAX_SIBLINGS: usize = 1_000_000;
+    if let Some(n) = root.file_name() {
+        return n.to_string_lossy().into_owned();
+    }
+    let found = || -> Option<String> {
+        let me = dir.dir_metadata().ok()?;
+        let parent = ambient(Ambient::Parent(dir)).ok()?;
+        parent
+            .entries()
+            .ok()?
+            .take(MAX_SIBLINGS)
+            .flatten()
+            .find_map(|e| {
+                let m = e.metadata().ok()?;
+                (m.is_dir() && m.dev() == me.dev() && m.ino() == me.ino())
+                    .then(|| e.file_name().to_string_lossy().into_owned())
+            })
+    };
+    found().unwrap_or_else(|| "vault".to_owned())
+}
+
 impl Vault {
     /// Opens the folder at `root` as a vault, through `ambient`: after it returns, the host
     /// path is never opened again (only recorded, see [`state::identity`]). A read cap above
@@ -282,10 +308,7 @@ impl Vault {
             source,
         })?;
         let host_path = lexically_absolute(root);
-        let name = host_path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "vault".to_owned());
+        let name = own_name(root, &dir);
         Ok(Vault {
             root: dir,
             name,
