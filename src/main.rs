@@ -63,7 +63,7 @@ enum Command {
         sandbox: SandboxMode,
         /// Testing aid: after the sandbox applies, try to read this host file and report the
         /// outcome on stderr.
-        #[arg(long, value_name = "PATH", hide = true, value_parser = absolute_path)]
+        #[arg(long, value_name = "PATH", hide = true)]
         sandbox_probe: Option<PathBuf>,
     },
     /// Run one tool in-process and print its JSON result (to try a tool or reproduce a bug),
