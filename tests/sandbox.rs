@@ -68,11 +68,12 @@ fn with_write_the_state_folder_is_reachable_and_the_rest_still_is_not() {
     let flags = ["--write", "--state-dir", state.to_str().unwrap()];
     let secret = tmp.path().join("outside/secret.txt");
     assert!(probe(&v, secret.to_str().unwrap(), &flags).ends_with(": denied"));
-    // The first run made this vault's state folder: a file put in it is readable to the server.
+    // The first run made this vault's state folder (the one holding its vault.json): a file
+    // put in it is readable to the server.
     let any = walk(&state)
         .into_iter()
-        .next()
-        .expect("the state folder has files");
+        .find(|p| p.ends_with("vault.json"))
+        .expect("the vault's state folder has its record");
     let beside = any.parent().unwrap().join("probe.txt");
     std::fs::write(&beside, "kept").unwrap();
     assert_eq!(
