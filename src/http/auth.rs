@@ -290,10 +290,15 @@ mod tests {
         // 64 characters that are not 32 bytes of hex (a sign before each digit pair's second
         // half parsed as a number before).
         let signed = "+f".repeat(32);
-        let e = t.add_file(&format!("sha256:{signed} read\n"), &known()).unwrap_err();
+        let e = t
+            .add_file(&format!("sha256:{signed} read\n"), &known())
+            .unwrap_err();
         assert!(e.contains("64 hex"), "{e}");
         let upper = "AB".repeat(32);
-        assert!(t.add_file(&format!("sha256:{upper} read\n"), &known()).is_ok());
+        assert!(
+            t.add_file(&format!("sha256:{upper} read\n"), &known())
+                .is_ok()
+        );
         let e = Tokens::none()
             .add_file(&format!("{long}\n{long} write\n"), &known())
             .unwrap_err();
