@@ -185,11 +185,6 @@ impl CapvaultServer {
         all
     }
 
-    /// The tools this server lists, as clients see them.
-    pub fn listed_tools(&self) -> &[Tool] {
-        &self.tools.listed
-    }
-
     /// The name in the code of the tool clients call `listed` (`None`: no such tool here).
     pub fn internal_tool_name(&self, listed: &str) -> Option<&str> {
         self.tools.names.get(listed).map(String::as_str)
