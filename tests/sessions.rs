@@ -15,7 +15,6 @@ use capvault::engine::{Engine, Freshness, IndexCache, Phase};
 use capvault::server::CapvaultServer;
 use capvault::vault::{Limits, Vault};
 use common::write_tree;
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 /// Names of this process's threads that belong to an engine (`capvault-*`).
@@ -49,13 +48,7 @@ async fn call(
     tool: &str,
     args: Value,
 ) -> Value {
-    let Value::Object(args) = args else {
-        unreachable!()
-    };
-    let r = client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .unwrap();
+    let r = common::call_tool(client, tool, args).await;
     assert_ne!(r.is_error, Some(true), "{tool}: {r:?}");
     r.structured_content.unwrap()
 }
