@@ -90,6 +90,7 @@ pub mod demo;
 pub mod engine;
 pub mod http;
 pub mod index;
+pub mod locks;
 pub mod markdown;
 pub mod model;
 pub mod net;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 /// Each top-level module and its layer (higher may use lower).
 const LAYERS: &[(&str, u8)] = &[
     ("vault", 0),
+    ("locks", 0),
     ("markdown", 1),
     ("obsidian", 1),
     ("net", 1),
