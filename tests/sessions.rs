@@ -72,7 +72,11 @@ async fn sessions_share_one_engine_and_shutdown_drops_it_and_ends_its_threads() 
     write_tree(tmp.path(), &notes(50));
     let vault = Vault::open(tmp.path(), Limits::default()).unwrap();
     let dir = capvault::vault::cache::IndexCacheDir::open(cache.path(), &vault).unwrap();
-    let engine = Engine::open(vault, EngineOptions::default(), IndexCache::Dir(Arc::new(dir)));
+    let engine = Engine::open(
+        vault,
+        EngineOptions::default(),
+        IndexCache::Dir(Arc::new(dir)),
+    );
     engine.start();
     let weak = Arc::downgrade(&engine);
     let a = connect_in_process(CapvaultServer::with_all_tools(Arc::clone(&engine)), |s| s)
