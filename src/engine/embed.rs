@@ -52,7 +52,8 @@ pub struct Semantic {
     unsaved: AtomicBool,
     /// Notes embedded (not taken from the cache) by the first pass over the vault.
     fresh: AtomicU64,
-    /// The vault's boilerplate lines, left out of what is embedded (see [`boilerplate_of`]).
+    /// The vault's boilerplate lines, left out of what is embedded (see
+    /// [`Engine::boilerplate_of`]).
     boilerplate: RwLock<Arc<chunk::Boilerplate>>,
 }
 
