@@ -717,6 +717,25 @@ mod tests {
     }
 
     #[test]
+    fn a_matcher_of_a_cancelled_request_finds_nothing_on_any_thread() {
+        use crate::notes::cancel;
+        let text = "lorem ipsum dolor sit amet\n".repeat(100);
+        let flag = cancel::Flag::new();
+        let m = cancel::run(&flag, || Matcher::literal("dolor", false).unwrap());
+        let limited = m.until(Instant::now() + Duration::from_secs(600));
+        // Another thread, as rayon's: the flag travels with the matcher, not the thread.
+        let count = |m: &Matcher| {
+            std::thread::scope(|s| s.spawn(|| count_matching_lines(&text, m)).join().unwrap())
+        };
+        assert_eq!(count(&limited), 100);
+        flag.cancel();
+        assert_eq!(count(&limited), 0);
+        assert_eq!(count(&m), 0);
+        assert!(limited.cancelled());
+        assert!(line_hits(&VaultPath::parse("n.md").unwrap(), &text, &limited, 10).is_empty());
+    }
+
+    #[test]
     fn counting_agrees_with_hit_extraction() {
         for (text, query) in [
             ("a\nab\nb\nabab\n", "ab"),
