@@ -1,6 +1,7 @@
 //! Cancelled requests stop their work, through the real binary: a regex search whose every
 //! match attempt reads the rest of the note (minutes over these notes in a debug build) is
-//! cancelled over stdio with `notifications/cancelled`, and over HTTP by `--request-timeout`;
+//! cancelled over stdio with `notifications/cancelled`, and over HTTP by `--request-timeout`
+//! (in a session and without one);
 //! each time the server's "cancelled work stopped" line (logged when the blocking thread really
 //! returns) must come long before the search could have ended on its own, and the server must
 //! go on answering.
@@ -207,6 +208,40 @@ async fn a_search_whose_streamed_http_reply_times_out_is_cancelled_in_its_sessio
         started.elapsed()
     );
     wait_for_line(&child.stderr, "it is cancelled in its session").await;
+    wait_for_line(&child.stderr, "cancelled work stopped").await;
+    let home = s.ok("read_note", json!({"path": "Home.md"})).await;
+    assert!(home.to_string().contains("Still here"), "{home}");
+    s.stop().await;
+    child.terminate().await;
+}
+
+#[tokio::test]
+async fn a_stateless_http_search_that_times_out_gets_503_and_stops() {
+    let tmp = hostile_vault();
+    let child = HttpChild::spawn(
+        tmp.path(),
+        &["--scan-budget", "600000", "--request-timeout", "2"],
+        &[],
+    )
+    .await;
+    let s = Server {
+        client: child.connect(None).await,
+        http: None,
+    };
+    s.wait_index_ready().await;
+    // A 2026-07-28 request: no session, the reply is the request's own.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "search_notes", "arguments": search_args(), "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "search_notes"),
+    ];
+    let (status, head, body) = post(&child.authority(), &headers, &call).await;
+    assert_eq!(status, 503, "{head}\n{body}");
     wait_for_line(&child.stderr, "cancelled work stopped").await;
     let home = s.ok("read_note", json!({"path": "Home.md"})).await;
     assert!(home.to_string().contains("Still here"), "{home}");
