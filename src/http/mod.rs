@@ -1054,15 +1054,20 @@ impl http_body::Body for Capped {
         if this.ended {
             return Poll::Ready(None);
         }
-        if let Some(t) = &mut this.timeout
-            && t.at.as_mut().poll(cx).is_ready()
-            && let Some(t) = this.timeout.take()
-        {
-            this.ended = true;
-            tracing::info!("a streamed reply timed out: its requests are cancelled");
-            return Poll::Ready(Some(Ok(http_body::Frame::data(t.expire()))));
-        }
+        // What the stream has ready goes first (a reply ready at the deadline is sent); the
+        // deadline is looked at only while it waits.
         match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Pending => {
+                if let Some(t) = &mut this.timeout
+                    && t.at.as_mut().poll(cx).is_ready()
+                    && let Some(t) = this.timeout.take()
+                {
+                    this.ended = true;
+                    tracing::info!("a streamed reply timed out: its requests are cancelled");
+                    return Poll::Ready(Some(Ok(http_body::Frame::data(t.expire()))));
+                }
+                Poll::Pending
+            }
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.sent += data.len();
