@@ -5,8 +5,9 @@
 //! the bearer token ([`auth`]: 401, with `WWW-Authenticate`); requests in flight, in all (503)
 //! and per client (429); the body cap (413); a tool the token may not call (403
 //! `insufficient_scope`); a session another token opened (404); the session caps on
-//! `initialize`, in all and per token (503); the request timeout (503, and the request is
-//! cancelled in its session so its handler stops).
+//! `initialize`, in all and per token (503); the request timeout (503, or a JSON-RPC error
+//! ending a reply rmcp streams in a session, and the request is cancelled in its session so
+//! its handler stops).
 //! Only then does rmcp see the request, with the token's [`Grant`] in its extensions, which
 //! the server reads to narrow `tools/list` and refuse `tools/call` (so a session opened with
 //! one token gives nothing more to a request made with another). Every response body is capped
