@@ -5,8 +5,9 @@
 //! the bearer token ([`auth`]: 401, with `WWW-Authenticate`); requests in flight, in all (503)
 //! and per client (429); the body cap (413); a tool the token may not call (403
 //! `insufficient_scope`); a session another token opened (404); the session caps on
-//! `initialize`, in all and per token (503); the request timeout (503, and the request is
-//! cancelled in its session so its handler stops).
+//! `initialize`, in all and per token (503); the request timeout (503, or a JSON-RPC error
+//! ending a reply rmcp streams in a session, and the request is cancelled in its session so
+//! its handler stops).
 //! Only then does rmcp see the request, with the token's [`Grant`] in its extensions, which
 //! the server reads to narrow `tools/list` and refuse `tools/call` (so a session opened with
 //! one token gives nothing more to a request made with another). Every response body is capped
@@ -743,13 +744,66 @@ async fn admit(
     }
     drop(initializing);
     let (parts, body) = response.into_parts();
+    // In a session, rmcp answers a request at once with an event stream and sends the reply
+    // on it when the handler ends: the timeout above saw only the stream's start, so the
+    // stream itself carries the rest of the deadline.
+    let streamed = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    let timeout = match session_id {
+        Some(session) if streamed && calls.iter().any(|c| c.id.is_some()) => Some(StreamTimeout {
+            at: Box::pin(tokio::time::sleep_until(deadline)),
+            gate: Arc::clone(gate),
+            session,
+            calls,
+        }),
+        _ => None,
+    };
     let body = Capped {
         inner: body,
         sent: 0,
         max: gate.limits.max_response_bytes,
+        timeout,
+        ended: false,
         _held: (total, client),
     };
     Response::from_parts(parts, Body::new(body))
+}
+
+/// The request timeout of a reply streamed in a session (see [`Capped`]).
+struct StreamTimeout {
+    at: Pin<Box<tokio::time::Sleep>>,
+    gate: Arc<Gate>,
+    session: String,
+    calls: Vec<Call>,
+}
+
+impl StreamTimeout {
+    /// The deadline passed: the requests are cancelled in their session (the session's
+    /// service runs the handlers, not this reply, so dropping the reply would not stop them:
+    /// the same `notifications/cancelled` a client would send reaches their cancellation
+    /// tokens) and the stream's last event is a JSON-RPC error for each.
+    fn expire(self) -> Bytes {
+        let StreamTimeout {
+            gate,
+            session,
+            calls,
+            ..
+        } = self;
+        let mut events = String::new();
+        for id in calls.iter().filter_map(|c| c.id.as_ref()) {
+            let error = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": -32000, "message": "the request timed out"},
+            });
+            events.push_str(&format!("event: message\ndata: {error}\n\n"));
+        }
+        tokio::spawn(async move { cancel_in_session(&gate, &session, &calls).await });
+        Bytes::from(events)
+    }
 }
 
 /// Why a request has no grant.
@@ -977,11 +1031,15 @@ impl http_body::Body for ReadToEnd {
 }
 
 /// A response body that holds its request's places in flight until it is sent, and ends in
-/// an error (the connection is cut) rather than grow past the response cap.
+/// an error (the connection is cut) rather than grow past the response cap; a reply streamed
+/// in a session ends at the request's deadline ([`StreamTimeout`]).
 struct Capped {
     inner: Body,
     sent: usize,
     max: usize,
+    timeout: Option<StreamTimeout>,
+    /// The timeout's last event was sent: the stream is over.
+    ended: bool,
     _held: (OwnedSemaphorePermit, ClientSlot),
 }
 
@@ -994,7 +1052,23 @@ impl http_body::Body for Capped {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
         let this = &mut *self;
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        // What the stream has ready goes first (a reply ready at the deadline is sent); the
+        // deadline is looked at only while it waits.
         match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Pending => {
+                if let Some(t) = &mut this.timeout
+                    && t.at.as_mut().poll(cx).is_ready()
+                    && let Some(t) = this.timeout.take()
+                {
+                    this.ended = true;
+                    tracing::info!("a streamed reply timed out: its requests are cancelled");
+                    return Poll::Ready(Some(Ok(http_body::Frame::data(t.expire()))));
+                }
+                Poll::Pending
+            }
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.sent += data.len();
@@ -1013,7 +1087,7 @@ impl http_body::Body for Capped {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.ended || self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {

@@ -377,6 +377,9 @@ pub struct BaseReply {
 }
 
 fn base_error(e: BaseError, at: &str) -> NoteError {
+    if super::cancel::requested() {
+        return super::cancel::cancelled();
+    }
     match e {
         BaseError::Budget(m) => NoteError::TooLarge(format!("{at}: {m}")),
         other => NoteError::InvalidArgument(format!("{at}: {other}")),
@@ -589,7 +592,11 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
         block,
     ));
     let start = decode_offset(q.cursor.as_deref(), query)?;
-    let budget = Budget::new();
+    let budget = match super::cancel::current() {
+        // Asked on the evaluating threads, which are not this one.
+        Some(flag) => Budget::new().stop_when(move || flag.is_cancelled()),
+        None => Budget::new(),
+    };
     let out = bases::run(
         &base,
         view,

@@ -4,6 +4,10 @@
 //! ask [`requested`] (a thread-local read and an atomic load: cheap enough for every note or
 //! every few thousand lines) and stop early. The result of cancelled work is thrown away, so it
 //! may stop anywhere a read may; a write must not stop half-way, so write paths do not ask.
+//!
+//! The flag is the calling thread's only: work spread over other threads (rayon) takes
+//! [`current`] along and asks [`Flag::is_cancelled`] there. Layers below `notes` never name
+//! this module: they are handed a check (a [`Flag`] in a closure, as the Bases budget is).
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -52,6 +56,24 @@ pub fn requested() -> bool {
     CURRENT.with(|c| c.borrow().as_ref().is_some_and(Flag::is_cancelled))
 }
 
+/// This thread's flag (under [`run`]), to carry into the threads that share its work.
+pub fn current() -> Option<Flag> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// An error once the work running on this thread was cancelled (its result is thrown away).
+pub fn check() -> Result<(), super::NoteError> {
+    if requested() {
+        return Err(cancelled());
+    }
+    Ok(())
+}
+
+/// The error of cancelled work.
+pub fn cancelled() -> super::NoteError {
+    super::NoteError::Unavailable("the request was cancelled".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,7 +91,10 @@ mod tests {
                 assert!(!requested(), "an inner run has its own flag")
             });
             assert!(requested(), "the outer flag is back");
+            assert!(current().is_some_and(|f| f.is_cancelled()));
+            assert!(check().is_err());
         });
+        assert!(current().is_none() && check().is_ok());
         assert!(!requested(), "no flag outside a run");
     }
 }

@@ -280,6 +280,7 @@ pub fn neighbors(
     let mut out = Vec::new();
     let mut queue = VecDeque::from([(start.clone(), 0usize)]);
     while let Some((node, d)) = queue.pop_front() {
+        super::cancel::check()?;
         if d == depth {
             continue;
         }

@@ -438,6 +438,9 @@ pub fn list_notes_walk(
         query.recursive,
         &|name| kind.admits(FileKind::of_name(name)),
         &mut |entry| {
+            if super::cancel::requested() {
+                return ControlFlow::Break(());
+            }
             if ignored.is_some_and(|i| i.matches(entry.path.as_str())) {
                 return ControlFlow::Continue(());
             }
@@ -455,6 +458,7 @@ pub fn list_notes_walk(
             ControlFlow::Continue(())
         },
     )?;
+    super::cancel::check()?;
     let total = all.len();
     all.sort_unstable_by(|a, b| order(&a.0, &b.0));
     let start = match &after {

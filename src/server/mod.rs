@@ -257,16 +257,26 @@ impl CapvaultServer {
         let engine = Arc::clone(&self.engine);
         let flag = crate::notes::cancel::Flag::new();
         let marked = flag.clone();
-        let work =
+        let mut work =
             tokio::task::spawn_blocking(move || crate::notes::cancel::run(&flag, || f(&engine)));
         let cancelled = CANCEL.try_with(Clone::clone).ok();
         let joined = match cancelled {
             None => work.await,
             Some(ct) => tokio::select! {
-                joined = work => joined,
+                joined = &mut work => joined,
                 () = ct.cancelled() => {
                     marked.cancel();
                     tracing::info!("a tool call was cancelled: its work is told to stop");
+                    // The blocking thread cannot be aborted: say when the work really ends (the
+                    // sign, in logs and tests, that its loops listened).
+                    let since = std::time::Instant::now();
+                    tokio::spawn(async move {
+                        let _ = work.await;
+                        tracing::info!(
+                            ms = since.elapsed().as_millis() as u64,
+                            "cancelled work stopped"
+                        );
+                    });
                     return Err(ToolError::new(Code::Unavailable, "the request was cancelled"));
                 }
             },

@@ -16,6 +16,9 @@ pub struct Matcher {
     /// past it finds nothing and records that it was cut.
     deadline: Option<Instant>,
     cut: std::sync::atomic::AtomicBool,
+    /// The request's cancellation flag (the building thread's): once marked, every search
+    /// finds nothing, on whichever thread it runs.
+    cancel: Option<crate::notes::cancel::Flag>,
 }
 
 impl Matcher {
@@ -58,6 +61,7 @@ impl Matcher {
             re,
             deadline: None,
             cut: std::sync::atomic::AtomicBool::new(false),
+            cancel: crate::notes::cancel::current(),
         })
     }
 
@@ -72,6 +76,7 @@ impl Matcher {
             re: self.re.clone(),
             deadline: Some(deadline),
             cut: std::sync::atomic::AtomicBool::new(false),
+            cancel: self.cancel.clone(),
         }
     }
 
@@ -80,9 +85,15 @@ impl Matcher {
         self.cut.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// False (and the matcher records it) once the deadline has passed.
+    /// True when the request was cancelled: the search's result will be thrown away.
+    pub(super) fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|f| f.is_cancelled())
+    }
+
+    /// False (and the matcher records it) once the deadline has passed or the request was
+    /// cancelled.
     fn in_time(&self) -> bool {
-        if self.deadline.is_some_and(|d| Instant::now() > d) {
+        if self.cancelled() || self.deadline.is_some_and(|d| Instant::now() > d) {
             self.cut.store(true, std::sync::atomic::Ordering::Relaxed);
             return false;
         }
@@ -213,6 +224,9 @@ pub(super) fn search_lines(
             )
         }
     };
+    if counting.cancelled() {
+        return Err(crate::notes::cancel::cancelled());
+    }
     partial |= counting.was_cut();
     let total: usize = scored.iter().map(|n| n.2).sum();
     // Best first. A page needs at most `offset + limit` notes (each has at least one hit): only
@@ -348,6 +362,9 @@ fn search_lines_by_rank(
         // Whether a hit exists past the page (then the reply carries a cursor).
         let mut more = false;
         for (score, path) in &found {
+            if matcher.cancelled() {
+                return Err(crate::notes::cancel::cancelled());
+            }
             if started.elapsed() > scope.budget {
                 partial = true;
                 break;
@@ -507,6 +524,8 @@ fn scan_par<'p, T: Sync>(
     use rayon::prelude::*;
     let started = Instant::now();
     let over = std::sync::atomic::AtomicBool::new(false);
+    // The request's flag, read on the pool's threads (cancelled work's result is thrown away).
+    let cancel = crate::notes::cancel::current();
     let scored = items
         .par_iter()
         .with_min_len(16)
@@ -514,7 +533,7 @@ fn scan_par<'p, T: Sync>(
             if over.load(std::sync::atomic::Ordering::Relaxed) {
                 return None;
             }
-            if started.elapsed() > budget {
+            if started.elapsed() > budget || cancel.as_ref().is_some_and(|f| f.is_cancelled()) {
                 over.store(true, std::sync::atomic::Ordering::Relaxed);
                 return None;
             }
@@ -695,6 +714,25 @@ mod tests {
         let limited = f.until(Instant::now() + Duration::from_secs(60));
         assert_eq!(count_matching_lines(&text, &limited), 40_000);
         assert!(!limited.was_cut() && !f.was_cut());
+    }
+
+    #[test]
+    fn a_matcher_of_a_cancelled_request_finds_nothing_on_any_thread() {
+        use crate::notes::cancel;
+        let text = "lorem ipsum dolor sit amet\n".repeat(100);
+        let flag = cancel::Flag::new();
+        let m = cancel::run(&flag, || Matcher::literal("dolor", false).unwrap());
+        let limited = m.until(Instant::now() + Duration::from_secs(600));
+        // Another thread, as rayon's: the flag travels with the matcher, not the thread.
+        let count = |m: &Matcher| {
+            std::thread::scope(|s| s.spawn(|| count_matching_lines(&text, m)).join().unwrap())
+        };
+        assert_eq!(count(&limited), 100);
+        flag.cancel();
+        assert_eq!(count(&limited), 0);
+        assert_eq!(count(&m), 0);
+        assert!(limited.cancelled());
+        assert!(line_hits(&VaultPath::parse("n.md").unwrap(), &text, &limited, 10).is_empty());
     }
 
     #[test]

@@ -376,7 +376,7 @@ impl Scope<'_> {
 }
 
 /// Scans the notes in `scope`, calling `visit` with each note's text; stops at the budget.
-/// Returns whether the budget ran out.
+/// Returns whether the budget ran out; an error when the request was cancelled.
 fn scan(
     vault: &Vault,
     scope: &Scope<'_>,
@@ -385,6 +385,9 @@ fn scan(
     let started = Instant::now();
     let mut partial = false;
     vault.walk(scope.folder, true, &is_note_name, &mut |entry| {
+        if super::cancel::requested() {
+            return ControlFlow::Break(());
+        }
         if started.elapsed() > scope.budget {
             partial = true;
             return ControlFlow::Break(());
@@ -402,6 +405,7 @@ fn scan(
         }
         ControlFlow::Continue(())
     })?;
+    super::cancel::check()?;
     Ok(partial)
 }
 

@@ -135,12 +135,24 @@ impl EvalError {
 }
 
 /// The budget of one query: steps and a deadline, shared by the evaluators of every thread
-/// (each charges it in batches of [`CHARGE_BATCH`] steps).
-#[derive(Debug)]
+/// (each charges it in batches of [`CHARGE_BATCH`] steps), and a check of whether the query's
+/// caller still wants the answer ([`Budget::stop_when`]), asked wherever the clock is read.
 pub struct Budget {
     steps: AtomicU64,
     max_steps: u64,
     deadline: Instant,
+    stop: Option<Box<dyn Fn() -> bool + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Budget")
+            .field("steps", &self.steps)
+            .field("max_steps", &self.max_steps)
+            .field("deadline", &self.deadline)
+            .field("stop", &self.stop.is_some())
+            .finish()
+    }
 }
 
 /// Steps an evaluator counts on its own before charging the shared budget (and reading the clock).
@@ -158,7 +170,16 @@ impl Budget {
             steps: AtomicU64::new(0),
             max_steps: steps,
             deadline: Instant::now() + time,
+            stop: None,
         }
+    }
+
+    /// The same budget, also spent once `stop` says so (the request was cancelled: the
+    /// caller gives the check, this layer knows nothing of requests). `stop` runs on every
+    /// thread that evaluates, once per [`CHARGE_BATCH`] steps and per regex search.
+    pub fn stop_when(mut self, stop: impl Fn() -> bool + Send + Sync + 'static) -> Budget {
+        self.stop = Some(Box::new(stop));
+        self
     }
 
     /// Steps charged so far.
@@ -178,8 +199,15 @@ impl Budget {
         self.check_time(pos)
     }
 
-    /// An error once the deadline has passed.
+    /// An error once the deadline has passed or the query is told to stop.
     fn check_time(&self, pos: u32) -> Result<(), EvalError> {
+        if self.stop.as_ref().is_some_and(|stop| stop()) {
+            return Err(EvalError {
+                message: "query was cancelled".into(),
+                pos,
+                fatal: true,
+            });
+        }
         if Instant::now() > self.deadline {
             return Err(EvalError {
                 message: "query took too long and was stopped".into(),

@@ -719,6 +719,44 @@ fn a_runaway_query_stops_within_its_budget() {
     assert!(matches!(err, BaseError::Budget(_)), "{err}");
 }
 
+#[test]
+fn a_cancelled_query_stops_inside_a_regex_function_call_and_between_rows() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // Steps and time to spare (the regex below would run for minutes): only the stop check
+    // can end these within a second; past the deadline they would say "took too long".
+    let stop = Arc::new(AtomicBool::new(false));
+    let marked = Arc::clone(&stop);
+    let budget = Budget::with(super::eval::MAX_STEPS, std::time::Duration::from_secs(20))
+        .stop_when(move || marked.load(Ordering::Relaxed));
+    assert_eq!(eval_with(&budget, "1 + 1").unwrap(), serde_json::json!(2));
+    stop.store(true, Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    // Minutes of regex work (every search reads the rest of the string) if nothing stopped it.
+    let e = eval_with(&budget, r#""x".repeat(1000000).replace(/(.*Z)?/gs, "")"#).unwrap_err();
+    assert!(e.contains("cancelled"), "{e}");
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    let v = TableVault::sample();
+    let base = parse_base(
+        "formulas:\n  big: '[1,2,3,4,5,6,7,8,9,10].map([1,2,3,4,5,6,7,8,9,10].map([1,2,3,4,5,6,7,8,9,10].map(value)))'\nviews:\n  - order: [formula.big]\n",
+    )
+    .unwrap();
+    let err = run(
+        &base,
+        &base.views[0],
+        &v,
+        &v.refs(),
+        None,
+        &budget,
+        0..usize::MAX,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, BaseError::Budget(m) if m.contains("cancelled")),
+        "{err}"
+    );
+}
+
 /// Evaluates `src` with no row under `budget`, giving the error message.
 fn eval_with(budget: &Budget, src: &str) -> Result<serde_json::Value, String> {
     let v = TableVault::sample();
