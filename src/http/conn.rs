@@ -41,7 +41,7 @@ impl ConnectionLimit {
 
     /// A place for one more connection from `ip`, or why there is none.
     fn take(&self, ip: IpAddr) -> Result<Slot, &'static str> {
-        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = crate::locks::lock(&self.counts);
         if c.total >= self.max_total {
             return Err("too many connections");
         }
@@ -67,7 +67,7 @@ struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = crate::locks::lock(&self.counts);
         c.total = c.total.saturating_sub(1);
         if let Some(n) = c.per_address.get_mut(&self.ip) {
             *n -= 1;

@@ -184,11 +184,7 @@ struct Gate {
 impl Gate {
     /// The grant that opened session `id`, if it is known.
     fn owner(&self, id: &str) -> Option<String> {
-        self.owners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .cloned()
+        crate::locks::lock(&self.owners).get(id).cloned()
     }
 }
 
@@ -599,10 +595,7 @@ async fn admit(
         if let Some(sid) = &session_id
             && response.status() == StatusCode::OK
         {
-            gate.owners
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(sid);
+            crate::locks::lock(&gate.owners).remove(sid);
         }
         return response;
     }
@@ -699,7 +692,7 @@ async fn admit(
     let initializing = if calls.iter().any(|c| c.method == "initialize") {
         let lock = gate.initializing.lock().await;
         let live = gate.sessions.sessions.read().await;
-        let mut owners = gate.owners.lock().unwrap_or_else(|p| p.into_inner());
+        let mut owners = crate::locks::lock(&gate.owners);
         owners.retain(|sid, _| live.contains_key(sid.as_str()));
         if live.len() >= gate.limits.max_sessions {
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "too many open sessions").retry_after();
@@ -737,10 +730,7 @@ async fn admit(
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
     {
-        gate.owners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(sid.to_owned(), owner);
+        crate::locks::lock(&gate.owners).insert(sid.to_owned(), owner);
     }
     drop(initializing);
     let (parts, body) = response.into_parts();
@@ -975,7 +965,7 @@ struct ClientSlot {
 
 impl ClientSlot {
     fn take(map: &Arc<Mutex<HashMap<String, usize>>>, key: String, max: usize) -> Option<Self> {
-        let mut m = map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = crate::locks::lock(map);
         let n = m.entry(key.clone()).or_insert(0);
         if *n >= max {
             return None;
@@ -990,7 +980,7 @@ impl ClientSlot {
 
 impl Drop for ClientSlot {
     fn drop(&mut self) {
-        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = crate::locks::lock(&self.map);
         if let Some(n) = m.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {

@@ -91,17 +91,14 @@ impl<'m> ModelSource<'m> {
     /// model's tag index: computed once per tag and state of the model, so that `hasTag` on
     /// every row is a table lookup.
     fn tag_members(&self, q: &str) -> Arc<Vec<bool>> {
-        if let Some((_, bits)) = self
-            .tag_tables
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+        if let Some((_, bits)) = crate::locks::read(&self.tag_tables)
             .iter()
             .find(|(t, _)| t == q)
         {
             return Arc::clone(bits);
         }
         let bits = self.tag_members_of_model(q);
-        let mut mine = self.tag_tables.write().unwrap_or_else(|e| e.into_inner());
+        let mut mine = crate::locks::write(&self.tag_tables);
         if mine.len() < 64 {
             mine.push((q.to_owned(), Arc::clone(&bits)));
         }
@@ -112,7 +109,7 @@ impl<'m> ModelSource<'m> {
         let table = self.model.memo("bases_tag_members", || {
             std::sync::Mutex::new(std::collections::HashMap::<String, Arc<Vec<bool>>>::new())
         });
-        let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = crate::locks::lock(&table);
         if let Some(bits) = table.get(q) {
             return Arc::clone(bits);
         }

@@ -117,10 +117,7 @@ struct Code {
     created: Instant,
 }
 
-/// Locks a mutex, recovering it if a thread panicked while holding it.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::locks::lock;
 
 /// Keeps the times of the last events within `window`; false when `max` are there already.
 fn admit(times: &Mutex<VecDeque<Instant>>, window: Duration, max: usize) -> bool {

@@ -106,7 +106,7 @@ impl ClientDocs {
     pub async fn client(&self, url: &str) -> Result<Client, String> {
         let u = self.check_url(url)?;
         {
-            let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            let cache = crate::locks::lock(&self.cache);
             if let Some((c, at)) = cache.get(url)
                 && at.elapsed() < CACHE_FOR
             {
@@ -114,7 +114,7 @@ impl ClientDocs {
             }
         }
         {
-            let mut f = self.fetches.lock().unwrap_or_else(|p| p.into_inner());
+            let mut f = crate::locks::lock(&self.fetches);
             while f
                 .front()
                 .is_some_and(|t| t.elapsed() > Duration::from_secs(60))
@@ -151,7 +151,7 @@ impl ClientDocs {
             .map_err(|e| e.to_string())?;
         let doc = jwt::fetch_json_capped(&http, url, MAX_DOCUMENT).await?;
         let client = parse(url, &doc)?;
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::locks::lock(&self.cache);
         cache.retain(|_, (_, at)| at.elapsed() < CACHE_FOR);
         if cache.len() >= MAX_CACHED
             && let Some(oldest) = cache

@@ -263,7 +263,7 @@ impl Verifier {
     }
 
     fn key(&self, kid: Option<&str>) -> Option<(DecodingKey, Algorithm)> {
-        let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let keys = crate::locks::lock(&self.keys);
         match kid {
             Some(kid) => keys.by_kid.get(kid).cloned(),
             None if keys.unnamed.len() == 1 => keys.unnamed.first().cloned(),
@@ -281,13 +281,13 @@ impl Verifier {
         };
         let _one = self.refetching.lock().await;
         {
-            let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+            let keys = crate::locks::lock(&self.keys);
             if keys.fetched.elapsed() < self.refetch_every {
                 return;
             }
         }
         let fetched = fetch_json(client, url).await.and_then(|v| parse_jwks(&v));
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keys = crate::locks::lock(&self.keys);
         match fetched {
             Ok(k) => {
                 tracing::info!(

@@ -255,7 +255,7 @@ impl Store {
 
     /// Brings the in-memory copy up to date with the file (a stat when nothing changed).
     fn refresh(&self) -> io::Result<std::sync::MutexGuard<'_, Cached>> {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::locks::lock(&self.cache);
         let stamp = self.files.stamp(GRANTS);
         if stamp != cache.stamp || stamp.is_none() && !cache.access.is_empty() {
             let data = self.load()?;
@@ -273,7 +273,7 @@ impl Store {
         prune(&mut data, t);
         let bytes = serde_json::to_vec_pretty(&data).map_err(io::Error::other)?;
         self.files.replace(GRANTS, &bytes)?;
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::locks::lock(&self.cache);
         *cache = Cached::from_data(&data, self.files.stamp(GRANTS));
         Ok(out)
     }
@@ -463,7 +463,7 @@ impl Store {
         let n = self.load().map(|d| d.grants.len()).unwrap_or(0);
         let bytes = serde_json::to_vec_pretty(&Data::default()).map_err(io::Error::other)?;
         self.files.replace(GRANTS, &bytes)?;
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::locks::lock(&self.cache);
         *cache = Cached::from_data(&Data::default(), self.files.stamp(GRANTS));
         Ok(n)
     }

@@ -160,7 +160,7 @@ impl Writer {
     }
 
     fn hold(&self) -> Result<Held<'_>, NoteError> {
-        let count = self.local.lock().unwrap_or_else(|e| e.into_inner());
+        let count = crate::locks::lock(&self.local);
         let vault = self.state.lock_writers(LOCK_TIMEOUT).map_err(|_| {
             NoteError::Unavailable(
                 "another capvault process is writing to this vault; try again".to_owned(),
