@@ -1,5 +1,7 @@
 //! The command line: every subcommand, flag and its help text (clap). `main.rs` parses it and
 //! hands each command to its module in [`crate::app`]; the structs only describe, the modules act.
+// The doc comments below are the --help text clap prints verbatim: an URL in one stays bare.
+#![allow(rustdoc::bare_urls)]
 
 use std::path::PathBuf;
 
