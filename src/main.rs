@@ -2,7 +2,6 @@
 //! (stderr only: stdout belongs to the MCP protocol) and hands each command to its module in
 //! [`capvault::app`]. `serve` and `call` are prepared before the async runtime starts.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::process::ExitCode;
 
