@@ -360,6 +360,9 @@ fn brief(sent: bool, v: &Value) -> String {
                     for item in items.iter().take(BRIEF_ITEMS) {
                         lines.push(format!("  - {}", clip(&item_line(item), 2 * BRIEF_CHARS)));
                     }
+                    if items.len() > BRIEF_ITEMS {
+                        lines.push(format!("  … {} more", items.len() - BRIEF_ITEMS));
+                    }
                 }
                 other => lines.push(format!("{key}: {}", one_line(other))),
             }

@@ -60,6 +60,10 @@
 //!   With an embedding model it also embeds every note in the background once the index is
 //!   ready (after loading the vectors saved in the index cache folder, so only changed notes
 //!   are embedded again), and re-embeds the notes each reconcile changed.
+//!   In parts by concern: options ([`engine::EngineOptions`]), status and phases
+//!   ([`engine::Phase`], [`engine::IndexStatus`]), lifecycle (first build, start, watcher,
+//!   shutdown), reconciles ([`engine::Engine::sync_all`]), the index cache, Obsidian's Excluded
+//!   files, kept texts and embeddings.
 //! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
 //!   graph and tags, vault facts, settings, paths as people write them) as plain functions over a
 //!   `Vault`, the model and the engine, with bounded, paged results and errors for the client;
@@ -79,6 +83,8 @@
 //!   `serve` applies to itself before its runtime starts; [`config`]: the config file; [`demo`]: the `demo` subcommand with its wire
 //!   capture; [`setup`]: `install`, `uninstall` and `doctor` (clients' config files edited through
 //!   [`vault::host`], keeping their comments and other servers).
+//! - [`locks`]: `lock`, `read` and `write` that take a lock even after a panic poisoned it, used
+//!   by every layer instead of spelling the recovery out.
 //!
 //! Each layer uses only those below it: server → notes → engine → {index, model, semantic} → {markdown,
 //! obsidian} → vault (checked by `tests/layers.rs`).
@@ -94,6 +100,7 @@ pub mod demo;
 pub mod engine;
 pub mod http;
 pub mod index;
+pub mod locks;
 pub mod markdown;
 pub mod model;
 pub mod net;

@@ -38,11 +38,7 @@ fn which_version(n: usize, text: &str) -> Option<u64> {
 }
 
 fn sha(text: &str) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    common::sha256_hex(text)
 }
 
 fn command(vault: &Path, state: &Path) -> tokio::process::Command {

@@ -11,7 +11,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{HttpChild, write_tree};
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -128,13 +127,7 @@ async fn call(
     tool: &str,
     args: Value,
 ) -> rmcp::model::CallToolResult {
-    let Value::Object(args) = args else {
-        unreachable!()
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
+    common::call_tool(client, tool, args).await
 }
 
 fn text_of(r: &rmcp::model::CallToolResult) -> String {

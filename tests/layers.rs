@@ -1,7 +1,7 @@
 //! The layers point one way: `server → notes → engine → {index, model} → {markdown, obsidian}
-//! → vault` (with `app`, `demo` and `main` on top). Every `crate::<module>` path in a source
-//! file (tests inside the crate included, comments excepted) must name a module of its own layer
-//! or a lower one, as clippy's disallowed-methods keeps the filesystem in `vault/`.
+//! → vault` (`locks` beside `vault`; `app`, `demo` and `main` on top). Every `crate::<module>` path
+//! in a source file (tests inside the crate included, comments excepted) must name a module of
+//! its own layer or a lower one, as clippy's disallowed-methods keeps the filesystem in `vault/`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::{Path, PathBuf};
@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 /// Each top-level module and its layer (higher may use lower).
 const LAYERS: &[(&str, u8)] = &[
     ("vault", 0),
+    ("locks", 0),
     ("markdown", 1),
     ("obsidian", 1),
     ("net", 1),

@@ -13,7 +13,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const REPO: &str = "test/tiny";
@@ -60,10 +59,7 @@ fn model_files() -> HashMap<&'static str, Vec<u8>> {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    common::sha256_hex(bytes)
 }
 
 /// `--sha256 FILE=HEX` for each file.

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
-use capvault::engine::{Engine, Freshness, IndexCache};
+use capvault::engine::{Engine, EngineOptions, IndexCache};
 use capvault::markdown::parse_note;
 use capvault::model::Target;
 use capvault::vault::{Limits, Vault, VaultPath};
@@ -26,9 +26,9 @@ fn model_links(root: &Path) -> (Links, HashMap<String, usize>) {
     let vault = Vault::open(root, Limits::default()).unwrap();
     let engine: Arc<Engine> = Engine::open(
         vault,
-        Freshness {
+        EngineOptions {
             watch: false,
-            ..Freshness::default()
+            ..EngineOptions::default()
         },
         IndexCache::Off,
     );

@@ -17,12 +17,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 fn paths(r: &Value) -> Vec<String> {
-    r["hits"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no hits in {r}"))
-        .iter()
-        .map(|h| h["path"].as_str().unwrap().to_owned())
-        .collect()
+    common::paths_at(r, "hits")
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {

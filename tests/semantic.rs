@@ -41,13 +41,12 @@ async fn start(root: &Path, model: &Path) -> Server {
 }
 
 fn paths(reply: &Value) -> Vec<String> {
-    reply["hits"]
-        .as_array()
-        .or(reply["related"].as_array())
-        .unwrap()
-        .iter()
-        .map(|h| h["path"].as_str().unwrap().to_owned())
-        .collect()
+    let key = if reply["hits"].is_array() {
+        "hits"
+    } else {
+        "related"
+    };
+    common::paths_at(reply, key)
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capvault::engine::{Engine, Freshness, IndexCache};
+use capvault::engine::{Engine, EngineOptions, IndexCache};
 use capvault::notes::search::{Mode, SearchQuery, search};
 use capvault::vault::{Limits, Vault, VaultPath};
 use serde::Deserialize;
@@ -42,9 +42,9 @@ fn engine_for(root: &std::path::Path, model: &std::path::Path) -> Arc<Engine> {
     let vault = Vault::open(root, Limits::default()).unwrap();
     let engine = Engine::open(
         vault,
-        Freshness {
+        EngineOptions {
             watch: false,
-            ..Freshness::default()
+            ..EngineOptions::default()
         },
         IndexCache::Off,
     );

@@ -11,11 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capvault::app::connect_in_process;
-use capvault::engine::{Engine, Freshness, IndexCache, Phase};
+use capvault::engine::{Engine, EngineOptions, IndexCache, Phase};
 use capvault::server::CapvaultServer;
 use capvault::vault::{Limits, Vault};
 use common::write_tree;
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 /// Names of this process's threads that belong to an engine (`capvault-*`).
@@ -49,13 +48,7 @@ async fn call(
     tool: &str,
     args: Value,
 ) -> Value {
-    let Value::Object(args) = args else {
-        unreachable!()
-    };
-    let r = client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .unwrap();
+    let r = common::call_tool(client, tool, args).await;
     assert_ne!(r.is_error, Some(true), "{tool}: {r:?}");
     r.structured_content.unwrap()
 }
@@ -72,7 +65,11 @@ async fn sessions_share_one_engine_and_shutdown_drops_it_and_ends_its_threads() 
     write_tree(tmp.path(), &notes(50));
     let vault = Vault::open(tmp.path(), Limits::default()).unwrap();
     let dir = capvault::vault::cache::IndexCacheDir::open(cache.path(), &vault).unwrap();
-    let engine = Engine::open(vault, Freshness::default(), IndexCache::Dir(Arc::new(dir)));
+    let engine = Engine::open(
+        vault,
+        EngineOptions::default(),
+        IndexCache::Dir(Arc::new(dir)),
+    );
     engine.start();
     let weak = Arc::downgrade(&engine);
     let a = connect_in_process(CapvaultServer::with_all_tools(Arc::clone(&engine)), |s| s)
@@ -129,7 +126,7 @@ async fn a_background_thread_that_cannot_start_is_reported_and_queries_still_wor
     let tmp = tempfile::tempdir().unwrap();
     write_tree(tmp.path(), &notes(5));
     let vault = Vault::open(tmp.path(), Limits::default()).unwrap();
-    let engine = Engine::open(vault, Freshness::default(), IndexCache::Off);
+    let engine = Engine::open(vault, EngineOptions::default(), IndexCache::Off);
     // A stack no machine can map makes every spawn fail.
     engine.start_with(|| std::thread::Builder::new().stack_size(1 << 46));
     let error = engine.status().last_error.unwrap_or_default();

@@ -59,12 +59,7 @@ fn vault(tmp: &tempfile::TempDir) -> std::path::PathBuf {
 }
 
 fn paths(list: &Value) -> Vec<String> {
-    list["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["path"].as_str().unwrap().to_owned())
-        .collect()
+    common::paths_at(list, "notes")
 }
 
 #[tokio::test]

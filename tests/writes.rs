@@ -47,9 +47,7 @@ fn read(v: &Path, p: &str) -> String {
 }
 
 fn sha(text: &str) -> String {
-    use sha2::Digest;
-    let d = sha2::Sha256::digest(text.as_bytes());
-    d.iter().map(|b| format!("{b:02x}")).collect()
+    common::sha256_hex(text)
 }
 
 const WRITE_TOOLS: &[&str] = &[

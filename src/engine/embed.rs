@@ -9,14 +9,16 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, Weak};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Engine, IndexCache, Stop};
+use super::lifecycle::Stop;
+use super::{Engine, IndexCache};
+use crate::locks::{lock, read, write};
 use crate::semantic::store::Section;
 use crate::semantic::{Embedder, VectorStore, chunk, saved};
 use crate::vault::cache::{EMBEDDINGS_FILE, IndexCacheDir};
@@ -50,7 +52,8 @@ pub struct Semantic {
     unsaved: AtomicBool,
     /// Notes embedded (not taken from the cache) by the first pass over the vault.
     fresh: AtomicU64,
-    /// The vault's boilerplate lines, left out of what is embedded (see [`boilerplate_of`]).
+    /// The vault's boilerplate lines, left out of what is embedded (see
+    /// [`Engine::boilerplate_of`]).
     boilerplate: RwLock<Arc<chunk::Boilerplate>>,
 }
 
@@ -88,6 +91,15 @@ pub struct EmbeddingStatus {
     pub cache: String,
 }
 
+/// The engine's semantic search: the model and vectors once set, or why it could not be had.
+#[derive(Debug, Default)]
+pub(super) struct Embeddings {
+    /// The embedding model and the notes' vectors, with `--embedding-model`.
+    semantic: OnceLock<Arc<Semantic>>,
+    /// Why `--semantic` has no model (the download or the load failed).
+    unavailable: OnceLock<String>,
+}
+
 /// A note's new vectors: path, version stamp, sections.
 type Embedded = (VaultPath, u64, Vec<(Section, Vec<f32>)>);
 
@@ -105,7 +117,7 @@ impl Semantic {
 
     /// The vectors.
     pub fn store(&self) -> RwLockReadGuard<'_, VectorStore> {
-        self.store.read().unwrap_or_else(|e| e.into_inner())
+        read(&self.store)
     }
 
     /// True once every note has been embedded once.
@@ -115,7 +127,7 @@ impl Semantic {
 
     /// The vectors of one note's text, section by section.
     pub fn embed_note(&self, path: &VaultPath, text: &str) -> Vec<(Section, Vec<f32>)> {
-        let boilerplate = Arc::clone(&self.boilerplate.read().unwrap_or_else(|e| e.into_inner()));
+        let boilerplate = Arc::clone(&read(&self.boilerplate));
         let chunks = chunk::chunks_without(path.stem(), text, &boilerplate);
         let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
         let vectors = self.model.embed_many(&texts);
@@ -140,7 +152,7 @@ impl Engine {
     pub fn set_embedding_model(&self, model: impl Into<Embedder>) {
         let model: Embedder = model.into();
         let dims = model.dimensions();
-        let _ = self.semantic.set(Arc::new(Semantic {
+        let _ = self.embeddings.semantic.set(Arc::new(Semantic {
             model: Arc::new(model),
             store: RwLock::new(VectorStore::new(dims)),
             dirty: Mutex::new(HashSet::new()),
@@ -155,14 +167,28 @@ impl Engine {
         }));
     }
 
+    /// Records why the embedding model that was asked for could not be had (no path of the
+    /// host in `why`): searches by meaning and `vault_info` say it.
+    pub fn set_embedding_unavailable(&self, why: String) {
+        let _ = self.embeddings.unavailable.set(why);
+    }
+
+    /// Why the embedding model asked for is missing, if it is.
+    pub fn embedding_unavailable(&self) -> Option<&str> {
+        match self.embeddings.semantic.get() {
+            Some(_) => None,
+            None => self.embeddings.unavailable.get().map(String::as_str),
+        }
+    }
+
     /// The embedding model and vectors, when semantic search is on.
     pub fn semantic(&self) -> Option<&Semantic> {
-        self.semantic.get().map(|s| &**s)
+        self.embeddings.semantic.get().map(|s| &**s)
     }
 
     /// How far embedding is, when semantic search is on.
     pub fn embedding_status(&self) -> Option<EmbeddingStatus> {
-        let s = self.semantic.get()?;
+        let s = self.embeddings.semantic.get()?;
         let info = s.model.info();
         let state = if s.is_complete() {
             "ready"
@@ -179,18 +205,15 @@ impl Engine {
             embedded: s.done.load(Ordering::Relaxed),
             total: s.total.load(Ordering::Relaxed),
             sections: s.store().sections(),
-            embed_ms: *s.embed_ms.lock().unwrap_or_else(|e| e.into_inner()),
-            cache: s.cache.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            embed_ms: *lock(&s.embed_ms),
+            cache: lock(&s.cache).clone(),
         })
     }
 
     /// Marks notes to re-embed (called by every reconcile after the first build).
     pub(super) fn mark_dirty<'a>(&self, paths: impl Iterator<Item = &'a VaultPath>) {
-        if let Some(s) = self.semantic.get() {
-            s.dirty
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .extend(paths.cloned());
+        if let Some(s) = self.embeddings.semantic.get() {
+            lock(&s.dirty).extend(paths.cloned());
         }
     }
 
@@ -226,7 +249,7 @@ impl Engine {
             .collect();
         drop(texts);
         let embedded = made.len();
-        let mut store = s.store.write().unwrap_or_else(|e| e.into_inner());
+        let mut store = write(&s.store);
         if embedded > 0 || !gone.is_empty() {
             s.unsaved.store(true, Ordering::Release);
         }
@@ -281,11 +304,7 @@ impl Engine {
         }
         // The vectors loaded from the cache were made without the boilerplate saved with them:
         // the notes embedded now leave out the same lines. A first start counts them.
-        let loaded = s
-            .cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .starts_with("loaded");
+        let loaded = lock(&s.cache).starts_with("loaded");
         if !loaded {
             let boilerplate = self.boilerplate_of(&paths);
             tracing::info!(
@@ -293,7 +312,7 @@ impl Engine {
                 ms = started.elapsed().as_millis() as u64,
                 "boilerplate lines found"
             );
-            *s.boilerplate.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(boilerplate);
+            *write(&s.boilerplate) = Arc::new(boilerplate);
         }
         for batch in paths.chunks(BATCH) {
             if self.is_stopping() {
@@ -306,7 +325,7 @@ impl Engine {
         // Notes the cache held that are no longer notes.
         self.forget_gone(s);
         {
-            let mut cache = s.cache.lock().unwrap_or_else(|e| e.into_inner());
+            let mut cache = lock(&s.cache);
             if cache.starts_with("loaded") {
                 let fresh = s.fresh.load(Ordering::Relaxed) as usize;
                 *cache = format!(
@@ -317,7 +336,7 @@ impl Engine {
             }
         }
         let ms = started.elapsed().as_millis() as u64;
-        *s.embed_ms.lock().unwrap_or_else(|e| e.into_inner()) = Some(ms);
+        *lock(&s.embed_ms) = Some(ms);
         s.complete.store(true, Ordering::Release);
         tracing::info!(
             notes = paths.len(),
@@ -330,7 +349,7 @@ impl Engine {
     /// Drops the vectors of every note the model no longer has.
     fn forget_gone(&self, s: &Semantic) {
         let model = self.model_now();
-        let mut store = s.store.write().unwrap_or_else(|e| e.into_inner());
+        let mut store = write(&s.store);
         let before = store.len();
         store.retain(|p| model.note(p).is_some());
         if store.len() != before {
@@ -340,10 +359,7 @@ impl Engine {
 
     /// Re-embeds the notes marked dirty.
     fn embed_dirty(&self, s: &Semantic) {
-        let paths: Vec<VaultPath> =
-            std::mem::take(&mut *s.dirty.lock().unwrap_or_else(|e| e.into_inner()))
-                .into_iter()
-                .collect();
+        let paths: Vec<VaultPath> = std::mem::take(&mut *lock(&s.dirty)).into_iter().collect();
         if paths.is_empty() {
             return;
         }
@@ -363,7 +379,7 @@ impl Engine {
 impl Engine {
     /// The folder the vectors are saved in: the index cache folder, when there is one.
     fn embeddings_dir(&self) -> Option<Arc<IndexCacheDir>> {
-        match &*self.cache.lock().unwrap_or_else(|e| e.into_inner()) {
+        match &*self.index.folder() {
             IndexCache::Dir(d) => Some(Arc::clone(d)),
             _ => None,
         }
@@ -398,9 +414,8 @@ impl Engine {
                 match loaded {
                     Ok((store, boilerplate)) => {
                         let n = store.len();
-                        *s.store.write().unwrap_or_else(|e| e.into_inner()) = store;
-                        *s.boilerplate.write().unwrap_or_else(|e| e.into_inner()) =
-                            Arc::new(boilerplate);
+                        *write(&s.store) = store;
+                        *write(&s.boilerplate) = Arc::new(boilerplate);
                         tracing::info!(
                             notes = n,
                             ms = started.elapsed().as_millis() as u64,
@@ -416,13 +431,13 @@ impl Engine {
                 }
             }
         };
-        *s.cache.lock().unwrap_or_else(|e| e.into_inner()) = status;
+        *lock(&s.cache) = status;
     }
 
     /// Saves the vectors if they changed since the last save. Errors are logged and shown by
     /// `vault_info`; the previous save stays in place.
     pub(super) fn save_embeddings(&self) {
-        let Some(s) = self.semantic.get() else {
+        let Some(s) = self.embeddings.semantic.get() else {
             return;
         };
         let Some(dir) = self.embeddings_dir() else {
@@ -435,7 +450,7 @@ impl Engine {
         // The store stays read-locked while it is written out: searches go on, a re-embed
         // waits for the write (to the page cache: well under a second at 100,000 notes).
         let written = dir.write_with(EMBEDDINGS_FILE, |file| {
-            let boilerplate = Arc::clone(&s.boilerplate.read().unwrap_or_else(|e| e.into_inner()));
+            let boilerplate = Arc::clone(&read(&s.boilerplate));
             saved::write(&s.store(), s.model.fingerprint(), &boilerplate, file)
         });
         match written {
@@ -446,7 +461,7 @@ impl Engine {
             Err(e) => {
                 s.unsaved.store(true, Ordering::Release);
                 tracing::warn!(error = %e, "embeddings cache not saved");
-                self.lock_status().last_error = Some(format!("embeddings cache not saved: {e}"));
+                self.status.report().last_error = Some(format!("embeddings cache not saved: {e}"));
             }
         }
     }
@@ -458,7 +473,7 @@ pub(super) fn run_embedder(weak: &Weak<Engine>, stop: &Stop) {
     // The saved vectors first: semantic search answers from them while the index builds.
     {
         let Some(e) = weak.upgrade() else { return };
-        let Some(s) = e.semantic.get().cloned() else {
+        let Some(s) = e.embeddings.semantic.get().cloned() else {
             return;
         };
         e.load_embeddings(&s);
@@ -475,7 +490,7 @@ pub(super) fn run_embedder(weak: &Weak<Engine>, stop: &Stop) {
     }
     {
         let Some(e) = weak.upgrade() else { return };
-        let Some(s) = e.semantic.get().cloned() else {
+        let Some(s) = e.embeddings.semantic.get().cloned() else {
             return;
         };
         e.embed_all(&s);
@@ -486,7 +501,7 @@ pub(super) fn run_embedder(weak: &Weak<Engine>, stop: &Stop) {
     let mut saved_at = Instant::now();
     while !stop.sleep(DIRTY_EVERY) {
         let Some(e) = weak.upgrade() else { return };
-        let Some(s) = e.semantic.get().cloned() else {
+        let Some(s) = e.embeddings.semantic.get().cloned() else {
             return;
         };
         e.embed_dirty(&s);

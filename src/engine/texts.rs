@@ -197,7 +197,8 @@ impl Texts {
     }
 
     /// True when the texts are in the cache folder rather than in memory.
-    pub fn in_file(&self) -> bool {
+    #[cfg(test)]
+    fn in_file(&self) -> bool {
         self.pack.is_some()
     }
 
@@ -432,6 +433,16 @@ fn into_text(bytes: Vec<u8>) -> String {
 mod tests {
     use super::*;
     use crate::vault::Vault;
+
+    #[test]
+    fn a_kept_text_holds_the_note_name_apart_from_the_text() {
+        let path = VaultPath::parse("Folder/My note.v2.md").unwrap();
+        let kept = NoteText::new(&path, "# Title\nbody");
+        assert_eq!(kept.name(), "My note.v2");
+        assert_eq!(kept.text(), "# Title\nbody");
+        let empty = NoteText::new(&VaultPath::parse("x.md").unwrap(), "");
+        assert_eq!((empty.name(), empty.text()), ("x", ""));
+    }
 
     /// A vault and its cache folder, in a temporary folder.
     #[allow(clippy::disallowed_methods)] // test fixture

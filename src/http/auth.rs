@@ -189,7 +189,7 @@ pub fn new_token(
     );
     let mut line = format!(
         "sha256:{} {}",
-        hex(&digest(&token)),
+        base16ct::lower::encode_string(&digest(&token)),
         if write { "write" } else { "read" }
     );
     if let Some(p) = profile {
@@ -220,25 +220,16 @@ fn digest(token: &str) -> [u8; 32] {
 }
 
 fn parse_digest(hex: &str) -> Result<[u8; 32], String> {
-    let bad = || "`sha256:` needs 64 hex digits".to_owned();
-    if hex.len() != 64 {
-        return Err(bad());
-    }
     let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16)
-            .map_err(|_| bad())?;
+    match base16ct::mixed::decode(hex, &mut out) {
+        Ok(d) if d.len() == 32 => Ok(out),
+        _ => Err("`sha256:` needs 64 hex digits".to_owned()),
     }
-    Ok(out)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A token's name in logs: the first 8 hex digits of its digest.
 fn short_id(digest: &[u8; 32]) -> String {
-    format!("token-{}", hex(&digest[..4]))
+    format!("token-{}", base16ct::lower::encode_string(&digest[..4]))
 }
 
 #[cfg(test)]
@@ -296,6 +287,18 @@ mod tests {
         assert!(e.contains("nope_tool"), "{e}");
         let e = t.add_file("sha256:abc read\n", &known()).unwrap_err();
         assert!(e.contains("64 hex"), "{e}");
+        // 64 characters that are not 32 bytes of hex (a sign before each digit pair's second
+        // half parsed as a number before).
+        let signed = "+f".repeat(32);
+        let e = t
+            .add_file(&format!("sha256:{signed} read\n"), &known())
+            .unwrap_err();
+        assert!(e.contains("64 hex"), "{e}");
+        let upper = "AB".repeat(32);
+        assert!(
+            t.add_file(&format!("sha256:{upper} read\n"), &known())
+                .is_ok()
+        );
         let e = Tokens::none()
             .add_file(&format!("{long}\n{long} write\n"), &known())
             .unwrap_err();

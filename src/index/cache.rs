@@ -29,6 +29,7 @@ use tantivy::index::SegmentComponent;
 use tantivy::schema::Schema;
 use tantivy::{Directory, Index};
 
+use crate::locks::{lock, read, write};
 use crate::vault::cache::{
     CacheFile, CacheWriter, IndexCacheDir, MAX_FILES, is_side_file, valid_name,
 };
@@ -63,11 +64,7 @@ impl Files {
     }
 
     fn on_disk(&self, path: &Path) -> Option<FileSlice> {
-        self.disk
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(path)
-            .cloned()
+        read(&self.disk).get(path).cloned()
     }
 
     /// A writer for a new positions file in the cache folder, or `None` (write to RAM) for
@@ -94,19 +91,10 @@ impl Files {
         let Some(spill) = &self.spill else {
             return Ok(());
         };
-        let file = spill
-            .unsynced
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .cloned();
+        let file = lock(&spill.unsynced).get(name).cloned();
         if let Some(file) = file {
             file.0.sync()?;
-            spill
-                .unsynced
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(name);
+            lock(&spill.unsynced).remove(name);
         }
         Ok(())
     }
@@ -193,17 +181,9 @@ impl TerminatingWrite for SpillWriter {
             Sink::Disk(writer) => {
                 let file = Arc::new(OnDisk(writer.finish()?));
                 if let Some(spill) = &self.files.spill {
-                    spill
-                        .unsynced
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(self.name.clone(), Arc::clone(&file));
+                    lock(&spill.unsynced).insert(self.name.clone(), Arc::clone(&file));
                 }
-                self.files
-                    .disk
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(PathBuf::from(&self.name), FileSlice::new(file));
+                write(&self.files.disk).insert(PathBuf::from(&self.name), FileSlice::new(file));
             }
             Sink::Memory(bytes) => {
                 self.files.ram.atomic_write(Path::new(&self.name), &bytes)?;
@@ -244,17 +224,9 @@ impl tantivy::Directory for Files {
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
         if let (Some(spill), Some(name)) = (&self.spill, path.to_str()) {
-            spill
-                .unsynced
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(name);
+            lock(&spill.unsynced).remove(name);
         }
-        let removed = self
-            .disk
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(path);
+        let removed = write(&self.disk).remove(path);
         match removed {
             // The file stays in the cache folder until a save no longer names it.
             Some(_) => Ok(()),
@@ -344,7 +316,7 @@ pub fn load(dir: &Arc<IndexCacheDir>, schema: &Schema) -> Result<Option<(Index, 
     let files = Files::spilling_to(Arc::clone(dir));
     let io = |what: &str, e: &dyn std::fmt::Display| format!("{what}: {e}");
     {
-        let mut disk = files.disk.write().unwrap_or_else(|e| e.into_inner());
+        let mut disk = write(&files.disk);
         for name in &manifest.files {
             if !is_positions(name) {
                 // Postings, term dictionaries, fast fields, norms and the path store are read

@@ -59,6 +59,7 @@ use tantivy::schema::{
 use tantivy::tokenizer::{TextAnalyzer, WhitespaceTokenizer};
 use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
+use crate::locks::{lock, read, write};
 use crate::markdown;
 use crate::model::NoteRead;
 use crate::vault::VaultPath;
@@ -400,7 +401,7 @@ impl SearchIndex {
     /// [`commit`]: SearchIndex::commit
     pub fn stage(&self, note: NoteRead<'_>) -> Result<(), IndexError> {
         let doc = self.queue.admit(self.document(note));
-        let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
+        let writer = read(&self.writer);
         writer.delete_term(Term::from_field_text(self.fields.path, note.path.as_str()));
         writer.add_document(doc)?;
         Ok(())
@@ -410,14 +411,14 @@ impl SearchIndex {
     /// delete [`Self::stage`] queues, which costs memory until the commit and work at it.
     pub fn stage_new(&self, note: NoteRead<'_>) -> Result<(), IndexError> {
         let doc = self.queue.admit(self.document(note));
-        let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
+        let writer = read(&self.writer);
         writer.add_document(doc)?;
         Ok(())
     }
 
     /// Stages the removal of a note.
     pub fn stage_removal(&self, path: &VaultPath) {
-        let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
+        let writer = read(&self.writer);
         writer.delete_term(Term::from_field_text(self.fields.path, path.as_str()));
     }
 
@@ -425,14 +426,14 @@ impl SearchIndex {
     /// after the build rather than during it, so the index is searchable sooner (merging them
     /// as they come costs 1.5 to 2.8 s of CPU at 100,000 notes, on cores the build needs).
     pub fn hold_merges(&self) {
-        let writer = self.writer.read().unwrap_or_else(|e| e.into_inner());
+        let writer = read(&self.writer);
         writer.set_merge_policy(Box::new(tantivy::merge_policy::NoMergePolicy));
     }
 
     /// Lets segments merge again (tantivy's default policy) and starts the merges due, in the
     /// background.
     pub fn resume_merges(&self) -> Result<(), IndexError> {
-        let mut writer = self.writer.write().unwrap_or_else(|e| e.into_inner());
+        let mut writer = write(&self.writer);
         writer.set_merge_policy(Box::new(tantivy::merge_policy::LogMergePolicy::default()));
         // A commit is what makes tantivy consider merges.
         writer.commit()?;
@@ -440,13 +441,14 @@ impl SearchIndex {
     }
 
     /// Segments searchable now.
+    #[cfg(test)]
     pub fn segment_count(&self) -> usize {
         self.reader.searcher().segment_readers().len()
     }
 
     /// Makes every staged change searchable.
     pub fn commit(&self) -> Result<(), IndexError> {
-        let mut writer = self.writer.write().unwrap_or_else(|e| e.into_inner());
+        let mut writer = write(&self.writer);
         writer.commit()?;
         drop(writer);
         self.reader.reload()?;
@@ -818,10 +820,7 @@ impl SearchIndex {
         &self,
         searcher: &tantivy::Searcher,
     ) -> Result<Vec<std::sync::Arc<TermList>>, IndexError> {
-        let mut cache = self
-            .term_lists
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache = lock(&self.term_lists);
         let mut kept = HashMap::with_capacity(searcher.segment_readers().len());
         let mut out = Vec::with_capacity(searcher.segment_readers().len());
         for segment in searcher.segment_readers() {

@@ -11,6 +11,8 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use crate::locks::{lock, recover};
+
 use tantivy::TantivyDocument;
 use tantivy::schema::document::{
     DeserializeError, Document, DocumentDeserialize, DocumentDeserializer,
@@ -59,16 +61,16 @@ impl Queue {
     /// half empty.
     pub fn admit(&self, doc: TantivyDocument) -> Queued {
         let gate = &self.0;
-        let mut state = gate.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = lock(&gate.state);
         if state.in_flight >= gate.max {
             state.closed = true;
         }
         if state.closed {
-            state = gate
-                .reopened
-                .wait_timeout_while(state, MAX_WAIT, |s| s.closed)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = recover(
+                gate.reopened
+                    .wait_timeout_while(state, MAX_WAIT, |s| s.closed),
+            )
+            .0;
         }
         state.in_flight += 1;
         Queued {
@@ -80,11 +82,7 @@ impl Queue {
     /// Documents admitted and not yet dropped.
     #[cfg(test)]
     pub fn in_flight(&self) -> usize {
-        self.0
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .in_flight
+        lock(&self.0.state).in_flight
     }
 }
 
@@ -94,7 +92,7 @@ struct Permit(Arc<Gate>);
 impl Drop for Permit {
     fn drop(&mut self) {
         let gate = &self.0;
-        let mut state = gate.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = lock(&gate.state);
         state.in_flight = state.in_flight.saturating_sub(1);
         let reopen = state.closed && state.in_flight <= gate.max / 2;
         if reopen {

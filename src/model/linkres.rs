@@ -362,12 +362,6 @@ impl FileIndex {
         self.len == 0
     }
 
-    /// The key under which the model remembers which notes link to `target`: its last path
-    /// segment (`note` for `[[Folder/Note#H]]`'s target `Folder/Note`).
-    pub fn link_name_key(target: &str) -> String {
-        key(target.trim().rsplit('/').next().unwrap_or(target))
-    }
-
     /// The link-name keys that a file named `file_name` can satisfy: its name, and its name
     /// without `.md` for a note (links may omit the extension).
     pub fn file_name_keys(file_name: &str) -> Vec<String> {
@@ -424,8 +418,8 @@ impl FileIndex {
     }
 
     /// Resolves many links at once, as [`FileIndex::resolve_id`] would one by one, into `out`
-    /// (same order), with the hash of each link's name key ([`FileIndex::link_name_key`]) in
-    /// `names`.
+    /// (same order), with the hash of each link's name key (its target's last path segment, as
+    /// a key) in `names`.
     ///
     /// The index is much larger than the caches, and each lookup is a short chain of cache
     /// misses (hash table, then the candidate's path). Done link after link, the chains run one

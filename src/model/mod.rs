@@ -34,6 +34,7 @@ use std::time::{Instant, SystemTime};
 
 use rayon::prelude::*;
 
+use crate::locks::{lock, read, recover, write};
 use crate::markdown::{self, Link, ParsedNote, Subpath};
 use crate::vault::{FileMeta, Vault, VaultError, VaultPath, is_note_name};
 use linkres::{FileIndex, HashKeyed, LinkRef, Resolution, Scratch, key, key_into};
@@ -280,7 +281,7 @@ impl Model {
         key: &'static str,
         compute: impl FnOnce() -> T,
     ) -> std::sync::Arc<T> {
-        let mut entries = self.memo.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = lock(&self.memo.entries);
         if let Some(v) = entries
             .get(key)
             .and_then(|v| v.clone().downcast::<T>().ok())
@@ -429,11 +430,7 @@ impl Model {
     /// Applies a batch of changes, then re-resolves the links they can affect. Returns how many
     /// notes were relinked.
     pub fn apply(&mut self, changes: Vec<Change>) -> usize {
-        self.memo
-            .entries
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        recover(self.memo.entries.get_mut()).clear();
         if self.files.is_empty() {
             self.build(changes)
         } else {
@@ -941,7 +938,9 @@ fn shown_tag(name: &str) -> &str {
     name.trim_start_matches('#')
 }
 
-/// Hashes of the link-name keys ([`FileIndex::link_name_key`]) of a note's links, each once.
+/// Hashes of the link-name keys of a note's links, each once: the key under which the model
+/// remembers which notes link to a target is its last path segment (`note` for
+/// `[[Folder/Note#H]]`'s target `Folder/Note`).
 fn link_name_hashes(index: &FileIndex, parsed: &ParsedNote, buf: &mut String) -> Vec<u64> {
     let mut out: Vec<u64> = parsed
         .links
@@ -1116,7 +1115,7 @@ impl SharedModel {
     /// Applies changes computed from [`Model::changes_under`] (by a caller that serialises its
     /// reconciles), recording a refresh that began at `started`.
     pub fn apply_changes(&self, changes: Vec<Change>, started: Instant) {
-        let mut model = self.model.write().unwrap_or_else(|e| e.into_inner());
+        let mut model = write(&self.model);
         if !changes.is_empty() {
             model.apply(changes);
         }
@@ -1125,7 +1124,7 @@ impl SharedModel {
 
     /// The model as it is, without refreshing.
     pub fn current(&self) -> RwLockReadGuard<'_, Model> {
-        self.model.read().unwrap_or_else(|e| e.into_inner())
+        read(&self.model)
     }
 }
 

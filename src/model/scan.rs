@@ -4,6 +4,7 @@
 //! [`Model::apply`]; nothing here changes the model.
 
 use super::*;
+use crate::locks::lock;
 
 impl Model {
     /// What changed in `vault` since the model was last refreshed: the read-only half of a
@@ -296,7 +297,7 @@ impl TagNames {
         if parsed.tags.is_empty() {
             return;
         }
-        let mut names = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut names = lock(&self.0);
         for tag in &mut parsed.tags {
             match names.get(&*tag.name) {
                 Some(shared) => tag.name = shared.clone(),

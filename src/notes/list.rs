@@ -5,13 +5,13 @@
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::ops::ControlFlow;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
 use super::paging::{fingerprint, page};
 use super::{NoteError, check_limit, cursor, rfc3339};
-use crate::model::{FileKind, Model};
+use crate::model::{FileKind, Model, nanos};
 use crate::obsidian::config::IgnoreFilters;
 use crate::vault::{Vault, VaultPath};
 
@@ -133,12 +133,6 @@ struct ListCursor {
 /// Newest first, then by path.
 fn order(a: &Key, b: &Key) -> Ordering {
     b.m.cmp(&a.m).then_with(|| a.p.cmp(&b.p))
-}
-
-fn nanos(t: SystemTime) -> u128 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
 }
 
 /// The key a cursor resumes after, checked against the query it was made for.

@@ -339,7 +339,7 @@ fn has_file(dir: &DownloadDir, pin: &Pin) -> Result<bool, String> {
     }
     let mut hasher = Sha256::new();
     hash_into(&mut file, &mut hasher, bound(pin))?;
-    Ok(hex(&hasher.finalize()) == pin.sha256)
+    Ok(base16ct::lower::encode_string(&hasher.finalize()) == pin.sha256)
 }
 
 /// Feeds `file` from where it is to its end (at most `max` bytes) to `hasher`; returns the
@@ -360,10 +360,6 @@ fn hash_into(file: &mut DownloadFile, hasher: &mut Sha256, max: u64) -> Result<u
         }
         hasher.update(&buf[..n]);
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `Content-Range: bytes START-END/TOTAL`: (START, TOTAL when given).
@@ -446,7 +442,9 @@ async fn download(
                 }
                 response.content_length()
             }
-            416 if have > 0 && hex(&hasher.clone().finalize()) == pin.sha256 => {
+            416 if have > 0
+                && base16ct::lower::encode_string(&hasher.clone().finalize()) == pin.sha256 =>
+            {
                 break; // the part was whole already (its size was not pinned)
             }
             416 if have > 0 && !restarted => {
@@ -519,7 +517,7 @@ async fn download(
         }
         break;
     }
-    let actual = hex(&hasher.finalize());
+    let actual = base16ct::lower::encode_string(&hasher.finalize());
     if actual != pin.sha256 {
         drop(part);
         dir.remove_part(name)?;

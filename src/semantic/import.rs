@@ -105,7 +105,7 @@ pub fn import(
     let sections = corpus
         .map(|c| corpus_sections(c, MAX_CORPUS_SECTIONS))
         .transpose()?;
-    let source_sha256 = hex(&Sha256::digest(&weights));
+    let source_sha256 = base16ct::lower::encode_string(&Sha256::digest(&weights));
     let transformer = Transformer::from_bytes(&config_bytes, &tokenizer_bytes, weights)?;
     let started = Instant::now();
     let table = transformer.token_vectors(&|d, n| progress(Progress::Tokens(d, n)))?;
@@ -296,10 +296,6 @@ fn tune_on(
         words,
         fit,
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A sentence-transformers BERT encoder, run in-process on the CPU: what `import` distils, and

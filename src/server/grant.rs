@@ -9,14 +9,14 @@ use std::sync::Arc;
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
-use super::policy::READ_TOOLS;
+use super::policy::read_tools;
 
 /// A credential's rights: read or read-write, optionally narrowed to some tools.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
     /// A short, stable name for the credential, for logs (never the secret itself).
     pub id: String,
-    /// May call the write tools (those outside [`READ_TOOLS`]).
+    /// May call the write tools (those outside [`read_tools`]).
     pub write: bool,
     /// Only these tools (names in the code), when set.
     pub tools: Option<Arc<BTreeSet<String>>>,
@@ -33,8 +33,8 @@ impl Grant {
     }
 
     /// True when `tool` (its name in the code) may be listed and called. A tool that is not a
-    /// known reading tool counts as a write tool, so a new tool is refused to read-only
-    /// credentials until it is added to [`READ_TOOLS`].
+    /// known reading tool counts as a write tool: a new tool is refused to read-only
+    /// credentials unless its annotations say it only reads ([`read_tools`]).
     pub fn allows(&self, tool: &str) -> bool {
         (self.write || is_read_tool(tool)) && self.tools.as_ref().is_none_or(|t| t.contains(tool))
     }
@@ -61,7 +61,7 @@ impl Grant {
 
 /// True for the reading tools (the `read` profile).
 pub fn is_read_tool(tool: &str) -> bool {
-    READ_TOOLS.contains(&tool)
+    read_tools().contains(tool)
 }
 
 #[cfg(test)]
@@ -76,7 +76,10 @@ mod tests {
             tools: None,
         };
         assert!(g.allows("read_note"));
+        assert!(g.allows("related_notes"));
         assert!(!g.allows("edit_note"));
+        // Only reads, but only with --write: past versions are not for read-only credentials.
+        assert!(!g.allows("note_history"));
         assert!(!g.allows("a_tool_added_later"));
         assert_eq!(g.missing_scope("edit_note"), Some("write"));
         assert_eq!(g.missing_scope("read_note"), None);

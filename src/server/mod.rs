@@ -144,9 +144,25 @@ impl CapvaultServer {
         Self::tool_router() + Self::knowledge_router() + Self::vault_router() + Self::base_router()
     }
 
+    /// Every tool in the code, read and write.
+    fn every_tool() -> ToolRouter<Self> {
+        Self::all_tools() + Self::semantic_router() + Self::write_router()
+    }
+
+    /// The names of the reading tools, sorted: those served without `--write` (the write
+    /// router holds the rest, `note_history` among them). The `read` profile, and all a
+    /// read-only credential may call.
+    pub fn read_tool_names() -> Vec<String> {
+        (Self::all_tools() + Self::semantic_router())
+            .list_all()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
     /// The names of every tool in the code, sorted (what `--tools` and the config file name).
     pub fn tool_names() -> Vec<String> {
-        (Self::all_tools() + Self::semantic_router() + Self::write_router())
+        Self::every_tool()
             .list_all()
             .into_iter()
             .map(|t| t.name.to_string())
@@ -155,24 +171,18 @@ impl CapvaultServer {
 
     /// Every tool in the code, read and write, with its description (sorted by name).
     pub fn tool_catalog() -> Vec<(String, String)> {
-        let mut all: Vec<(String, String)> =
-            (Self::all_tools() + Self::semantic_router() + Self::write_router())
-                .list_all()
-                .into_iter()
-                .map(|t| {
-                    let d = t.description.as_deref().unwrap_or_default();
-                    // The first sentence: what a bundle's tool list shows.
-                    let first = d.split(". ").next().unwrap_or(d).trim_end_matches('.');
-                    (t.name.to_string(), format!("{first}."))
-                })
-                .collect();
+        let mut all: Vec<(String, String)> = Self::every_tool()
+            .list_all()
+            .into_iter()
+            .map(|t| {
+                let d = t.description.as_deref().unwrap_or_default();
+                // The first sentence: what a bundle's tool list shows.
+                let first = d.split(". ").next().unwrap_or(d).trim_end_matches('.');
+                (t.name.to_string(), format!("{first}."))
+            })
+            .collect();
         all.sort();
         all
-    }
-
-    /// The tools this server lists, as clients see them.
-    pub fn listed_tools(&self) -> &[Tool] {
-        &self.tools.listed
     }
 
     /// The name in the code of the tool clients call `listed` (`None`: no such tool here).

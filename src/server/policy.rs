@@ -7,27 +7,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use rmcp::model::Tool;
 use serde_json::Value;
 
-/// The reading tools: the `read` profile. The write tools (listed only with `--write`) are not
-/// here, so `--tools read` keeps a `--write` server read-only.
-pub const READ_TOOLS: &[&str] = &[
-    "find_broken_links",
-    "find_orphans",
-    "get_daily_note",
-    "get_links",
-    "get_neighbors",
-    "list_bases",
-    "list_folders",
-    "list_notes",
-    "list_tags",
-    "query_base",
-    "read_attachment",
-    "read_canvas",
-    "read_note",
-    "related_notes",
-    "resolve_link",
-    "search_notes",
-    "vault_info",
-];
+/// The reading tools: the `read` profile, taken once from the routers that are served without
+/// `--write`. The write tools (listed only with `--write`) are not here, so `--tools read` keeps
+/// a `--write` server read-only, and a tool added to the write router is refused to read-only
+/// credentials without another list to update.
+pub fn read_tools() -> &'static BTreeSet<String> {
+    static READ: std::sync::LazyLock<BTreeSet<String>> = std::sync::LazyLock::new(|| {
+        super::CapvaultServer::read_tool_names()
+            .into_iter()
+            .collect()
+    });
+    &READ
+}
 
 /// The smallest useful set.
 pub const MINIMAL_TOOLS: &[&str] = &["list_notes", "read_note", "search_notes"];
@@ -149,7 +140,7 @@ impl ToolPolicy {
 pub fn profile_tools(spec: &str, known: &[String]) -> Result<Option<BTreeSet<String>>, String> {
     Ok(match spec.trim() {
         "all" => None,
-        "read" => Some(READ_TOOLS.iter().map(|s| (*s).to_owned()).collect()),
+        "read" => Some(read_tools().clone()),
         "minimal" => Some(MINIMAL_TOOLS.iter().map(|s| (*s).to_owned()).collect()),
         list => {
             let names: BTreeSet<String> = list
@@ -444,7 +435,7 @@ mod tests {
     use super::*;
 
     fn known() -> Vec<String> {
-        READ_TOOLS.iter().map(|s| (*s).to_owned()).collect()
+        read_tools().iter().cloned().collect()
     }
 
     #[test]

@@ -263,8 +263,8 @@ impl CapvaultServer {
         .map(Json)
     }
 
-    /// Search notes. `ranked`: by relevance (title, headings, tags, body), one hit per note at
-    /// its best line. `exact`, `regex`: every matching line. Filters: folder, tag, property,
+    /// Search notes by words, exact text or a regex. `ranked`: by relevance (title, headings,
+    /// tags, body), one hit per note at its best line. `exact`, `regex`: every matching line. Filters: folder, tag, property,
     /// time.
     #[tool(annotations(
         title = "Search notes",

@@ -182,16 +182,7 @@ impl Server {
 
     /// Calls a tool with JSON object arguments.
     pub async fn call(&self, tool: &str, args: Value) -> Reply {
-        let args: Map<String, Value> = match args {
-            Value::Object(m) => m,
-            _ => panic!("arguments must be an object"),
-        };
-        let result = self
-            .client
-            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-            .await
-            .unwrap_or_else(|e| panic!("{tool}: protocol error {e:?}"));
-        reply(result)
+        reply(call_tool(&self.client, tool, args).await)
     }
 
     /// Calls a tool and expects success.
@@ -471,4 +462,40 @@ pub fn write_model(dir: &Path) {
         capvault::semantic::model::safetensors_bytes(&table, dims).unwrap(),
     )
     .unwrap();
+}
+
+/// Calls `tool` with `args` (a JSON object) on any connected client: the result as it came
+/// (tool errors included); a protocol error panics.
+pub async fn call_tool(
+    client: &RunningService<RoleClient, ()>,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
+    let args: Map<String, Value> = match args {
+        Value::Object(m) => m,
+        _ => panic!("arguments must be an object"),
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: protocol error {e:?}"))
+}
+
+/// The lower-case hex SHA-256 of `bytes`: a note's version as `read_note` gives it.
+pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes.as_ref())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The `path` of each item of the list `reply[key]` (`hits`, `notes`, `rows`...).
+pub fn paths_at(reply: &Value, key: &str) -> Vec<String> {
+    reply[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no `{key}` list in {reply}"))
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_owned())
+        .collect()
 }

@@ -652,7 +652,9 @@ pub async fn register(State(auth): State<Arc<AuthServer>>, body: axum::body::Byt
     let created = store::now();
     let client = Client {
         id: id.clone(),
-        secret: secret.as_deref().map(|s| store::hex(&store::digest(s))),
+        secret: secret
+            .as_deref()
+            .map(|s| base16ct::lower::encode_string(&store::digest(s))),
         name: name.clone(),
         redirect_uris: uris.clone(),
         auth_method: method.clone(),

@@ -141,8 +141,8 @@ impl ResourceServer {
             Issuer::External(v) => match v.check(token).await {
                 Ok(c) => {
                     let d = Sha256::digest(format!("{}|{}", v.issuer(), c.subject).as_bytes());
-                    let id: String = d[..4].iter().map(|b| format!("{b:02x}")).collect();
-                    let holder: String = d.iter().map(|b| format!("{b:02x}")).collect();
+                    let id = base16ct::lower::encode_string(&d[..4]);
+                    let holder = base16ct::lower::encode_string(&d);
                     Ok((
                         Grant {
                             id: format!("jwt-{id}"),

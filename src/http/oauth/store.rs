@@ -178,21 +178,13 @@ pub fn digest(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
-/// Lower-case hex.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A 32-byte digest from 64 hex digits.
 pub(super) fn unhex(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 {
-        return None;
-    }
     let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    match base16ct::mixed::decode(s, &mut out) {
+        Ok(d) if d.len() == 32 => Some(out),
+        _ => None,
     }
-    Some(out)
 }
 
 fn corrupt(e: serde_json::Error) -> io::Error {
@@ -330,7 +322,10 @@ impl Store {
     pub fn grant(&self, client: &Client, write: bool) -> io::Result<Option<Issued>> {
         let access = random_secret("cva_")?;
         let refresh = random_secret("cvr_")?;
-        let id = format!("g-{}", &hex(&digest(&refresh))[..12]);
+        let id = format!(
+            "g-{}",
+            &base16ct::lower::encode_string(&digest(&refresh))[..12]
+        );
         self.update(|data, t| {
             if data.grants.len() >= MAX_GRANTS {
                 return None;
@@ -343,12 +338,12 @@ impl Store {
                 created: t,
                 last_refresh: t,
                 refresh: Some(Token {
-                    digest: hex(&digest(&refresh)),
+                    digest: base16ct::lower::encode_string(&digest(&refresh)),
                     expires: t + REFRESH_TTL.as_secs(),
                 }),
                 used_refresh: Vec::new(),
                 access: vec![Token {
-                    digest: hex(&digest(&access)),
+                    digest: base16ct::lower::encode_string(&digest(&access)),
                     expires: t + ACCESS_TTL.as_secs(),
                 }],
             });
@@ -370,7 +365,7 @@ impl Store {
         presented: &str,
         want_write: Option<bool>,
     ) -> io::Result<Result<Issued, RefreshError>> {
-        let d = hex(&digest(presented));
+        let d = base16ct::lower::encode_string(&digest(presented));
         let access = random_secret("cva_")?;
         let refresh = random_secret("cvr_")?;
         self.update(|data, t| {
@@ -405,11 +400,11 @@ impl Store {
             g.write = write;
             g.last_refresh = t;
             g.refresh = Some(Token {
-                digest: hex(&digest(&refresh)),
+                digest: base16ct::lower::encode_string(&digest(&refresh)),
                 expires: t + REFRESH_TTL.as_secs(),
             });
             g.access.push(Token {
-                digest: hex(&digest(&access)),
+                digest: base16ct::lower::encode_string(&digest(&access)),
                 expires: t + ACCESS_TTL.as_secs(),
             });
             if g.access.len() > MAX_ACCESS_PER_GRANT {
@@ -428,7 +423,7 @@ impl Store {
     /// `client_id`'s (RFC 7009 2.1: a client revokes only its own tokens). Unknown tokens are
     /// not an error.
     pub fn revoke_token(&self, client_id: &str, presented: &str) -> io::Result<Revoked> {
-        let d = hex(&digest(presented));
+        let d = base16ct::lower::encode_string(&digest(presented));
         self.update(|data, _| {
             let Some(i) = data.grants.iter().position(|g| {
                 g.refresh.as_ref().is_some_and(|r| r.digest == d)

@@ -223,14 +223,6 @@ impl Writer {
         }
     }
 
-    /// The audit log's last `max` bytes (from a line start).
-    pub fn audit_tail(&self, max: u64) -> std::io::Result<Vec<u8>> {
-        match &self.audit {
-            Some(file) => file.read(max),
-            None => self.state.read_log(Log::Audit, max),
-        }
-    }
-
     /// Writes `new` at `path` in place of `before` (or as a new file), keeping history and
     /// logging, then reconciles the engine. With `dry_run`, returns the diff only.
     #[allow(clippy::too_many_arguments)]

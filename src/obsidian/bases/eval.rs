@@ -1491,29 +1491,12 @@ impl<'a> Evaluator<'a> {
                 Value::List(Arc::new(out))
             }
             "unique" => {
-                let mut out: Vec<Value> = Vec::new();
-                for x in l.iter() {
-                    if out.len() < 4096 {
-                        if !out.iter().any(|y| y.equals(x)) {
-                            out.push(x.clone());
-                        }
-                    } else {
-                        // Past a few thousand, compare by printed form to stay linear.
-                        return Ok(Value::List(Arc::new(self.unique_by_text(l))));
-                    }
-                }
-                Value::List(Arc::new(out))
+                self.charge(l.len() as u64, pos)?;
+                let kept = super::value::distinct(l);
+                Value::List(Arc::new(kept.into_iter().map(|i| l[i].clone()).collect()))
             }
             _ => return Err(no_method("list", name, pos)),
         })
-    }
-
-    fn unique_by_text(&self, l: &[Value]) -> Vec<Value> {
-        let mut seen = std::collections::HashSet::new();
-        l.iter()
-            .filter(|v| seen.insert(format!("{}:{}", v.type_name(), self.text(v))))
-            .cloned()
-            .collect()
     }
 
     fn date_method(&mut self, d: Date, name: &str, args: &[Expr], pos: u32) -> R {

@@ -867,16 +867,8 @@ pub fn builtin_summary(name: &str, values: &[Value]) -> Cell {
         "empty" => count(values.iter().filter(|v| v.is_empty()).count()),
         "filled" => count(values.iter().filter(|v| !v.is_empty()).count()),
         "unique" => {
-            let mut seen: Vec<&Value> = Vec::new();
-            for v in values.iter().filter(|v| !v.is_empty()) {
-                if !seen.iter().any(|s| s.equals(v)) {
-                    seen.push(v);
-                }
-                if seen.len() > 10_000 {
-                    break;
-                }
-            }
-            count(seen.len())
+            let filled: Vec<Value> = values.iter().filter(|v| !v.is_empty()).cloned().collect();
+            count(super::value::distinct(&filled).len())
         }
         _ => Cell::Error(format!("unknown summary `{name}`")),
     }

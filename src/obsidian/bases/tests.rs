@@ -1011,3 +1011,110 @@ proptest! {
         prop_assert_eq!(eval_with(&budget, &src).unwrap(), json!(want), "{}", src);
     }
 }
+
+/// `unique()` the slow way: keep a value unless it equals one kept before it.
+fn unique_pairwise(values: &[Value]) -> Vec<usize> {
+    let mut kept: Vec<usize> = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        if !kept.iter().any(|&j| values[j].equals(v)) {
+            kept.push(i);
+        }
+    }
+    kept
+}
+
+fn mixed_value() -> impl Strategy<Value = Value> {
+    use super::value::{Duration, Link};
+    let scalar = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (0i32..4).prop_map(|n| Value::Number(f64::from(n))),
+        Just(Value::Number(-0.0)),
+        Just(Value::Number(f64::NAN)),
+        prop::sample::select(vec![
+            "0",
+            "1",
+            " 1",
+            "1.0",
+            "01",
+            "2",
+            "a",
+            "b",
+            "2025-01-02",
+            "NaN"
+        ])
+        .prop_map(Value::str),
+        Just(Value::Date(super::value::Date::day(
+            NaiveDate::from_ymd_opt(2025, 1, 2).unwrap()
+        ))),
+        (0i32..3).prop_map(|n| Value::Duration(Duration {
+            months: 0,
+            ms: f64::from(n)
+        })),
+        prop::sample::select(vec!["a", "1"]).prop_map(|t| Value::Link(Arc::new(Link {
+            target: Arc::from(t),
+            display: None,
+            file: None,
+        }))),
+        (0u32..2).prop_map(|f| Value::Link(Arc::new(Link {
+            target: Arc::from("x"),
+            display: None,
+            file: Some(FileRef(f)),
+        }))),
+        (0u32..2).prop_map(|f| Value::File(FileRef(f))),
+        (0u32..2).prop_map(|f| Value::Note(FileRef(f))),
+    ];
+    scalar.prop_recursive(2, 8, 3, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(|l| Value::List(Arc::new(l))),
+            proptest::collection::vec((prop::sample::select(vec!["k", "j"]), inner), 0..3)
+                .prop_map(|o| {
+                    // Objects have distinct keys (literals keep the last, as JavaScript).
+                    let mut fields: Vec<(Arc<str>, Value)> = Vec::new();
+                    for (k, v) in o {
+                        fields.retain(|(k2, _)| &**k2 != k);
+                        fields.push((Arc::from(k), v));
+                    }
+                    Value::Object(Arc::new(fields))
+                }),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The hashed `unique()` keeps exactly what comparing every pair keeps, across the
+    /// cross-type equalities (numbers and numeric strings, dates and date strings, durations
+    /// and numbers, links and files and unresolved links and their text, nested values).
+    #[test]
+    fn unique_keeps_what_pairwise_equality_keeps(values in proptest::collection::vec(mixed_value(), 0..24)) {
+        prop_assert_eq!(super::value::distinct(&values), unique_pairwise(&values));
+    }
+}
+
+#[test]
+fn unique_of_many_distinct_values_counts_them_all_in_linear_work() {
+    // 200,000 distinct values: comparing each with those kept before would be 2e10 equality
+    // checks (the summary used to stop counting at 10,001, the list method fell back to
+    // comparing printed text past 4,096).
+    let n = 200_000;
+    let values: Vec<Value> = (0..n)
+        .map(|i| match i % 3 {
+            0 => Value::Number(f64::from(i)),
+            1 => Value::str(format!("note {i}")),
+            _ => Value::List(Arc::new(vec![Value::str(format!("x{i}"))])),
+        })
+        .collect();
+    assert_eq!(super::value::distinct(&values).len(), n as usize);
+    match super::query::builtin_summary("Unique", &values) {
+        super::query::Cell::Value(Value::Number(c)) => assert_eq!(c, f64::from(n)),
+        other => panic!("unexpected summary {other:?}"),
+    }
+    // Look-alike strings of one number are distinct from one another but all equal the number.
+    let mut alike: Vec<Value> = (0..50_000)
+        .map(|i| Value::str(format!("{}1", "0".repeat(i % 200))))
+        .collect();
+    alike.push(Value::Number(1.0));
+    assert_eq!(super::value::distinct(&alike).len(), 200);
+}

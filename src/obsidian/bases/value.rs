@@ -106,6 +106,222 @@ impl Date {
     }
 }
 
+/// The distinct values of a list, as `unique()` keeps them: the first of each run of values
+/// that [`Value::equals`] one another, in their order. Linear in the list's length: a value
+/// looks for an equal one kept before it only in the hash buckets where one can be (a number
+/// among numbers of that value, strings that parse to it and durations of that length; a
+/// string among the same text, its number and its date; and so on), and in each of those the
+/// first value decides. Lists and objects are bucketed by a coarse form of their items and
+/// compared within the bucket, at most [`MAX_NESTED_PEERS`] of them: past that a nested value
+/// counts as new (only crafted lists of look-alike strings get there).
+pub fn distinct(values: &[Value]) -> Vec<usize> {
+    use std::collections::HashMap;
+    let mut buckets: HashMap<Key, Vec<usize>> = HashMap::new();
+    let mut kept = Vec::new();
+    let mut probes = Vec::new();
+    let mut homes = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        probes.clear();
+        homes.clear();
+        keys(v, &mut probes, &mut homes);
+        let seen = probes.iter().any(|k| {
+            buckets.get(k).is_some_and(|members| {
+                members
+                    .iter()
+                    .take(MAX_NESTED_PEERS)
+                    .any(|&j| values[j].equals(v))
+            })
+        });
+        if !seen {
+            kept.push(i);
+            for k in homes.drain(..) {
+                buckets.entry(k).or_default().push(i);
+            }
+        }
+    }
+    kept
+}
+
+/// Lists or objects with the same coarse form that `unique()` compares one by one.
+pub const MAX_NESTED_PEERS: usize = 32;
+
+/// Where [`distinct`] looks for a value and files it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Null,
+    Bool(bool),
+    /// A number, by its bits (zero's sign dropped).
+    Number(u64),
+    /// A string that parses to this number.
+    NumericText(u64),
+    /// A duration, by its length in milliseconds.
+    Duration(u64),
+    /// A string, or a link that does not resolve, by its text.
+    Text(Arc<str>),
+    Date(NaiveDateTime),
+    /// A string that parses to this date.
+    DateText(NaiveDateTime),
+    File(FileRef),
+    Other(&'static str, Arc<str>),
+    /// A list or object, by its coarse form.
+    Nested(String),
+}
+
+fn number_bits(n: f64) -> Option<u64> {
+    if n.is_nan() {
+        None // NaN equals nothing: always distinct.
+    } else if n == 0.0 {
+        Some(0)
+    } else {
+        Some(n.to_bits())
+    }
+}
+
+fn numeric_text(s: &str) -> Option<u64> {
+    s.trim().parse::<f64>().ok().and_then(number_bits)
+}
+
+/// The buckets where a value equal to `v` would be (`probes`) and where `v` itself goes (`homes`).
+fn keys(v: &Value, probes: &mut Vec<Key>, homes: &mut Vec<Key>) {
+    match v {
+        Value::Null => {
+            probes.push(Key::Null);
+            homes.push(Key::Null);
+        }
+        Value::Bool(b) => {
+            probes.push(Key::Bool(*b));
+            homes.push(Key::Bool(*b));
+        }
+        Value::Number(n) => {
+            if let Some(b) = number_bits(*n) {
+                probes.extend([Key::Number(b), Key::NumericText(b), Key::Duration(b)]);
+                homes.push(Key::Number(b));
+            }
+        }
+        Value::Duration(d) => {
+            if let Some(b) = number_bits(d.total_ms()) {
+                probes.extend([Key::Duration(b), Key::Number(b)]);
+                homes.push(Key::Duration(b));
+            }
+        }
+        Value::String(s) => {
+            probes.push(Key::Text(s.clone()));
+            homes.push(Key::Text(s.clone()));
+            if let Some(b) = numeric_text(s) {
+                probes.push(Key::Number(b));
+                homes.push(Key::NumericText(b));
+            }
+            if let Some(d) = Date::parse(s) {
+                probes.push(Key::Date(d.at));
+                homes.push(Key::DateText(d.at));
+            }
+        }
+        Value::Date(d) => {
+            probes.extend([Key::Date(d.at), Key::DateText(d.at)]);
+            homes.push(Key::Date(d.at));
+        }
+        Value::Link(l) => {
+            let k = match l.file {
+                Some(f) => Key::File(f),
+                None => Key::Text(l.target.clone()),
+            };
+            probes.push(k.clone());
+            homes.push(k);
+        }
+        Value::File(f) | Value::Note(f) => {
+            probes.push(Key::File(*f));
+            homes.push(Key::File(*f));
+        }
+        Value::Regex(p) => {
+            let k = Key::Other("regexp", Arc::from(p.source.as_str()));
+            probes.push(k.clone());
+            homes.push(k);
+        }
+        Value::Html(s) | Value::Image(s) | Value::Icon(s) => {
+            probes.push(Key::Other(v.type_name(), s.clone()));
+            homes.push(Key::Other(v.type_name(), s.clone()));
+        }
+        Value::List(_) | Value::Object(_) => {
+            let mut form = String::new();
+            coarse(v, 0, &mut form);
+            probes.push(Key::Nested(form.clone()));
+            homes.push(Key::Nested(form));
+        }
+    }
+}
+
+/// A form of `v` that values equal to it share (it may be shared by unequal ones too): numbers,
+/// numeric strings and durations by number, dates and date strings by date, files by file.
+fn coarse(v: &Value, depth: usize, out: &mut String) {
+    use std::fmt::Write;
+    if depth > 32 {
+        out.push('~');
+        return;
+    }
+    let text = |s: &str, out: &mut String| {
+        if let Some(b) = numeric_text(s) {
+            let _ = write!(out, "n{b};");
+        } else if let Some(d) = Date::parse(s) {
+            let _ = write!(out, "d{};", d.millis());
+        } else {
+            let _ = write!(out, "t{}:{s}", s.len());
+        }
+    };
+    match v {
+        Value::Null => out.push('z'),
+        Value::Bool(b) => out.push(if *b { 'T' } else { 'F' }),
+        Value::Number(n) => {
+            let _ = write!(out, "n{};", number_bits(*n).unwrap_or(u64::MAX));
+        }
+        Value::Duration(d) => {
+            let _ = write!(out, "n{};", number_bits(d.total_ms()).unwrap_or(u64::MAX));
+        }
+        Value::String(s) => text(s, out),
+        Value::Date(d) => {
+            let _ = write!(out, "d{};", d.millis());
+        }
+        Value::Link(l) => match l.file {
+            Some(f) => {
+                let _ = write!(out, "f{};", f.0);
+            }
+            None => text(&l.target, out),
+        },
+        Value::File(f) | Value::Note(f) => {
+            let _ = write!(out, "f{};", f.0);
+        }
+        Value::Regex(p) => {
+            let _ = write!(out, "r{}:{}", p.source.len(), p.source);
+        }
+        Value::Html(s) | Value::Image(s) | Value::Icon(s) => {
+            let _ = write!(out, "h{}:{s}", s.len());
+        }
+        Value::List(items) => {
+            let _ = write!(out, "[{};", items.len());
+            for x in items.iter() {
+                coarse(x, depth + 1, out);
+            }
+            out.push(']');
+        }
+        Value::Object(fields) => {
+            // Equal objects may list their keys in another order.
+            let mut parts: Vec<String> = fields
+                .iter()
+                .map(|(k, x)| {
+                    let mut p = format!("{}:{k}", k.len());
+                    coarse(x, depth + 1, &mut p);
+                    p
+                })
+                .collect();
+            parts.sort_unstable();
+            let _ = write!(out, "{{{};", parts.len());
+            for p in parts {
+                out.push_str(&p);
+            }
+            out.push('}');
+        }
+    }
+}
+
 /// A length of time: calendar months plus milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Duration {

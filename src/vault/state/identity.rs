@@ -261,12 +261,7 @@ pub fn choose(
 pub fn new_id() -> io::Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
-    let mut id = String::with_capacity(33);
-    id.push('v');
-    for b in bytes {
-        id.push_str(&format!("{b:02x}"));
-    }
-    Ok(id)
+    Ok(format!("v{}", base16ct::lower::encode_string(&bytes)))
 }
 
 /// True for a state folder name: a new id or the `<dev>-<ino>` of the layout before it.

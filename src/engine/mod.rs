@@ -1,0 +1,154 @@
+//! The engine: the vault model and the search index, built together and kept fresh together.
+//!
+//! At startup one background pass reads every note once through the capability layer; each
+//! parse feeds the model and the index. After that, three things bring both up to date, always
+//! by re-reading through the vault (never trusting a path or content from elsewhere):
+//!
+//! - the file watcher ([`crate::vault::watch`]): a debounced burst of events becomes a set of
+//!   scopes (files or folders) to reconcile; an overflow of the kernel queue, or a burst touching
+//!   more than [`MAX_SCOPES`] places, becomes a full reconcile;
+//! - a periodic full reconcile (a stat scan of every file; only changed files are re-read), which
+//!   also covers anything the watcher missed;
+//! - optionally, a query-time reconcile when the model is older than `--rescan-after`.
+//!
+//! Its parts, by concern: [`options`](EngineOptions) (what it is told), `status` ([`Phase`],
+//! [`IndexStatus`]), `lifecycle` (the first build, [`Engine::start`], the watcher,
+//! [`Engine::shutdown`]), `sync` (reconciles: [`Engine::sync_all`]), `cache` (the index and its
+//! cache folder), `excluded` (Obsidian's Excluded files), `texts` (every note's text, for
+//! exact and regex search) and `embed` (semantic search's vectors).
+
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::time::Duration;
+
+use crate::index::SearchIndex;
+use crate::locks::read;
+use crate::model::{Model, SharedModel};
+use crate::vault::Vault;
+
+mod cache;
+mod embed;
+mod excluded;
+mod lifecycle;
+mod options;
+mod status;
+mod sync;
+mod texts;
+
+pub use cache::IndexCache;
+pub use embed::{EmbeddingStatus, Semantic};
+pub use lifecycle::{FIRST_SAVE_AFTER, MAX_SCOPES, SAVE_EVERY};
+pub use options::{EXACT_SCAN_MAX_NOTES, EngineOptions, Freshness, SCAN_BUDGET};
+pub use status::{IndexStatus, Phase, Progress};
+pub use texts::{Kept, NoteText, Slot, Texts};
+
+/// The model and the index of one vault, and what keeps them fresh. One per vault, shared by
+/// every session (`Arc<Engine>`); background threads hold it only weakly, so it is dropped with
+/// its last session, and [`Engine::shutdown`] stops and joins them.
+pub struct Engine {
+    vault: Arc<Vault>,
+    options: EngineOptions,
+    model: SharedModel,
+    /// The search index and its cache folder.
+    index: cache::IndexStore,
+    /// Every note's text, when [`EngineOptions::keep_texts`] (updated with the model and index).
+    texts: RwLock<Texts>,
+    /// Serialises reconciles.
+    reconciles: sync::Reconciles,
+    /// Where the first build is, and what `vault_info` reports.
+    status: status::Status,
+    /// The background threads and the request that stops them.
+    background: lifecycle::Background,
+    /// Obsidian's Excluded files as last read.
+    excluded: excluded::ExcludedFiles,
+    /// Semantic search, with `--embedding-model`.
+    embeddings: embed::Embeddings,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // The last reference may be dropped on one of the engine's own threads: wake them all
+        // (they hold only weak references and end), but join none here.
+        self.request_stop();
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("ready", &self.is_ready())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine for `vault` with its index cache, shared from the start. Call
+    /// [`Engine::start`] to build in the background; otherwise the first query builds.
+    pub fn open(vault: Vault, options: EngineOptions, cache: IndexCache) -> Arc<Engine> {
+        let engine = Engine {
+            vault: Arc::new(vault),
+            options,
+            model: SharedModel::new(),
+            index: cache::IndexStore::new(),
+            texts: RwLock::new(Texts::in_memory()),
+            reconciles: sync::Reconciles::new(),
+            status: status::Status::new(),
+            background: lifecycle::Background::new(),
+            excluded: excluded::ExcludedFiles::default(),
+            embeddings: embed::Embeddings::default(),
+        };
+        engine.set_index_cache(cache);
+        Arc::new(engine)
+    }
+
+    /// The vault.
+    pub fn vault(&self) -> &Vault {
+        &self.vault
+    }
+
+    /// The vault, shared.
+    pub fn shared_vault(&self) -> &Arc<Vault> {
+        &self.vault
+    }
+
+    /// How long a scanning search may run.
+    pub fn scan_budget(&self) -> Duration {
+        self.options.scan_budget
+    }
+
+    /// See [`EngineOptions::exact_scan_max_notes`].
+    pub fn exact_scan_max_notes(&self) -> usize {
+        self.options.exact_scan_max_notes
+    }
+
+    /// True when note texts are kept (see [`EngineOptions::keep_texts`]).
+    pub fn keeps_texts(&self) -> bool {
+        self.options.keep_texts
+    }
+
+    /// The search index, once its first build is committed (which comes before the model's:
+    /// ranked search does not wait for link resolution).
+    pub fn index(&self) -> Option<&SearchIndex> {
+        self.index
+            .get()
+            .filter(|_| self.status.is_index_committed())
+    }
+
+    /// The index as the cache folder held it, while the first build after a restart is still
+    /// comparing it with the vault (then [`Engine::index`] is `None`): it answers as of the last
+    /// run, so notes changed while capvault was stopped may be missing or out of date until the
+    /// build is done.
+    pub fn cached_index(&self) -> Option<&SearchIndex> {
+        self.index.get().filter(|_| self.status.is_serving_cached())
+    }
+
+    /// The notes' kept texts (see [`Texts`]), once the first build is complete and if kept at all.
+    pub fn texts(&self) -> Option<RwLockReadGuard<'_, Texts>> {
+        (self.options.keep_texts && self.is_ready()).then(|| read(&self.texts))
+    }
+
+    /// The model as it is now, without reconciling or waiting (see [`Engine::model`] for the
+    /// model brought up to date first).
+    pub fn model_now(&self) -> RwLockReadGuard<'_, Model> {
+        self.model.current()
+    }
+}

@@ -1,0 +1,58 @@
+//! What the engine is told at its creation: when it brings itself up to date, how long scans may
+//! take, what it keeps and what it hides.
+
+use std::time::Duration;
+
+/// How long a scanning search (exact, regex, ranked while the index builds) may run by default.
+pub const SCAN_BUDGET: Duration = Duration::from_secs(3);
+
+/// The default [`EngineOptions::exact_scan_max_notes`]: reading 20,000 notes' kept texts takes
+/// about 30 ms on two cores.
+pub const EXACT_SCAN_MAX_NOTES: usize = 20_000;
+
+/// The engine's options: when it brings itself up to date, how long scans may take, what it
+/// keeps and what it hides.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineOptions {
+    /// Reconcile before a query when the last reconcile is older than this (`None`: never at
+    /// query time; the watcher and the periodic reconcile keep things fresh).
+    pub query_max_age: Option<Duration>,
+    /// Full reconcile at this interval.
+    pub periodic: Duration,
+    /// Watch the vault for changes.
+    pub watch: bool,
+    /// How long a scanning search (exact, regex, ranked while the index builds) may run.
+    pub scan_budget: Duration,
+    /// An exact search whose words are in more notes than this reads them in the index's ranked
+    /// order, only as many as its page needs (its `total` is then the index's count of notes);
+    /// at most this many, it reads them all and counts every matching line.
+    pub exact_scan_max_notes: usize,
+    /// Wait this long between opening the index (and its cache) and the first build's walk
+    /// (tests use it to observe the building state).
+    pub build_delay: Duration,
+    /// Keep every note's text (in the index cache folder's `texts.bin`, or in memory without
+    /// one), so exact and regex searches scan one file or RAM instead of every note on disk.
+    pub keep_texts: bool,
+    /// Leave Obsidian's "Excluded files" (`userIgnoreFilters`) out of search, list and graph
+    /// results, as Obsidian does (they stay readable by path).
+    pub hide_obsidian_excluded: bool,
+}
+
+/// The former name of [`EngineOptions`], kept while `main.rs` and `app.rs` (being reorganised
+/// separately) still spell it; remove once they say `EngineOptions`.
+pub type Freshness = EngineOptions;
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            query_max_age: None,
+            periodic: Duration::from_secs(60),
+            watch: true,
+            scan_budget: SCAN_BUDGET,
+            exact_scan_max_notes: EXACT_SCAN_MAX_NOTES,
+            build_delay: Duration::ZERO,
+            keep_texts: true,
+            hide_obsidian_excluded: true,
+        }
+    }
+}
