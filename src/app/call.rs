@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::cli::CallArgs;
 use super::{build_server, connect_in_process, first_sentence};
-use crate::engine::{Engine, Freshness};
+use crate::engine::{Engine, EngineOptions};
 use crate::notes::write::Writer;
 use crate::server::ToolPolicy;
 
@@ -34,8 +34,8 @@ impl PreparedCall {
             list,
         } = args;
         let (opened, config) = options.open()?;
-        let freshness = options.freshness(&config, Freshness::default());
-        let engine = Engine::open(opened.vault, freshness, opened.cache);
+        let engine_options = options.engine_options(&config, EngineOptions::default());
+        let engine = Engine::open(opened.vault, engine_options, opened.cache);
         if let Some(why) = opened.embedding_off {
             engine.set_embedding_unavailable(why);
         }

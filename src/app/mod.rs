@@ -31,7 +31,7 @@ use std::sync::Arc;
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 
-use crate::engine::{Engine, Freshness, IndexCache};
+use crate::engine::{Engine, EngineOptions, IndexCache};
 use crate::notes::write::Writer;
 use crate::server::{CapvaultServer, ToolPolicy};
 use crate::vault::Vault;
@@ -79,9 +79,9 @@ pub fn first_sentence(description: &str) -> String {
     format!("{first}.")
 }
 
-/// An engine for `vault` with the default freshness and no index cache (one-shot use).
+/// An engine for `vault` with the default options and no index cache (one-shot use).
 pub fn one_shot_engine(vault: Vault) -> Arc<Engine> {
-    Engine::open(vault, Freshness::default(), IndexCache::Off)
+    Engine::open(vault, EngineOptions::default(), IndexCache::Off)
 }
 
 /// Starts `server` on one end of an in-memory pipe and connects an rmcp client to the other,

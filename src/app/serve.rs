@@ -13,7 +13,7 @@ use super::cli::{
 use super::oauth::OAuthPrepared;
 use super::{build_server, state_root};
 use crate::config::Config;
-use crate::engine::{Engine, Freshness, IndexCache};
+use crate::engine::{Engine, EngineOptions, IndexCache};
 use crate::notes::write::{WriteOptions, Writer};
 use crate::server::ToolPolicy;
 use crate::vault::cache::IndexCacheDir;
@@ -63,14 +63,14 @@ impl Prepared {
             },
             config,
         ) = options.open()?;
-        let freshness = options.freshness(
+        let engine_options = options.engine_options(
             &config,
-            Freshness {
+            EngineOptions {
                 query_max_age: rescan_after.map(ms),
                 periodic: std::time::Duration::from_secs(reconcile_every),
                 watch: !no_watch,
                 build_delay: ms(index_delay),
-                ..Freshness::default()
+                ..EngineOptions::default()
             },
         );
         let write = &options.write;
@@ -118,7 +118,7 @@ impl Prepared {
         if let Some(path) = sandbox_probe {
             eprintln!("capvault: sandbox probe: {}", sandbox::probe(&path));
         }
-        let engine = Engine::open(vault, freshness, cache);
+        let engine = Engine::open(vault, engine_options, cache);
         if let Some(m) = embedding {
             engine.set_embedding_model(m);
         }
@@ -158,8 +158,8 @@ pub(super) struct Opened {
 
 impl ServeOptions {
     /// `base` with what these options say about texts, scans and Obsidian's excluded files.
-    pub(super) fn freshness(&self, config: &Config, base: Freshness) -> Freshness {
-        Freshness {
+    pub(super) fn engine_options(&self, config: &Config, base: EngineOptions) -> EngineOptions {
+        EngineOptions {
             scan_budget: std::time::Duration::from_millis(self.scan_budget),
             exact_scan_max_notes: self.exact_scan_max_notes,
             keep_texts: !self.no_text_cache,
