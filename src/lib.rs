@@ -71,8 +71,11 @@
 //! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
 //!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas) and
 //!   [`server::ToolError`], the stable error codes.
-//! - [`app`]: what the subcommands do (`serve` over stdio until EOF or a signal, or over HTTP,
-//!   `call` one tool in-process); [`http`]: the Streamable HTTP transport behind one gate (Host
+//! - [`app`]: the command line ([`app::cli`], clap) and what each subcommand does, one module
+//!   each: [`app::serve`] (set up before the runtime, sandbox last; then over stdio until EOF or a
+//!   signal, or over HTTP), [`app::call`] (one tool in-process), [`app::oauth`] (OAuth set-up,
+//!   `passwd`), [`app::tokens`], [`app::state`], [`app::model`], [`app::install`] (`install`,
+//!   `uninstall`, `bundle`, `doctor`); [`http`]: the Streamable HTTP transport behind one gate (Host
 //!   and Origin checks, bearer tokens with scopes passed to the server as a
 //!   [`server::Grant`], limits, TLS, access log) and [`http::oauth`]: OAuth (RFC 9728 resource
 //!   metadata; the built-in authorization server with its consent page, or an external issuer's
@@ -85,7 +88,8 @@
 //!
 //! Each layer uses only those below it: server → notes → engine → {index, model, semantic} → {markdown,
 //! obsidian} → vault (checked by `tests/layers.rs`).
-//! - `main.rs`: the command line (clap) and logging (stderr only; stdout is the protocol).
+//! - `main.rs`: parses the command line and hands each command to [`app`]; logging (stderr only;
+//!   stdout is the protocol) and exit codes.
 //!
 //! See `docs/architecture.md` for the same map with the reasons behind it, and `SECURITY.md` for
 //! the guarantees and where they stop.

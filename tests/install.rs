@@ -34,7 +34,13 @@ fn home() -> Home {
 }
 
 fn capvault(h: &Home, args: &[&str]) -> Output {
+    capvault_in(h, &h.home, args)
+}
+
+/// `capvault ARGS` run in the folder `cwd`.
+fn capvault_in(h: &Home, cwd: &Path, args: &[&str]) -> Output {
     std::process::Command::new(BIN)
+        .current_dir(cwd)
         .args(args)
         .env("HOME", &h.home)
         .env_remove("XDG_CONFIG_HOME")
@@ -403,4 +409,47 @@ fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
     let t = text(&capvault(&h, &["doctor", &b]));
     assert!(t.contains("runs this binary on this vault"), "{t}");
     assert!(!t.contains("no client entry serves this vault"), "{t}");
+}
+
+#[test]
+fn install_of_dot_or_dot_dot_stores_the_folders_own_path() {
+    let h = home();
+    let inside = h.vault.join("Sub");
+    std::fs::create_dir_all(&inside).unwrap();
+    let file = h.home.join(".config/Claude/claude_desktop_config.json");
+    let vault_arg = || -> String {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        v["mcpServers"]["capvault"]["args"][1]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // The current folder is a real path (getcwd), so the vault's own path is its canonical one.
+    let own = std::fs::canonicalize(&h.vault).unwrap();
+    let o = capvault_in(&h, &inside, &["install", "claude-desktop", ".."]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(Path::new(&vault_arg()), own, "{}", text(&o));
+    // `.` in the vault names the same folder the same way: nothing to change.
+    let o = capvault_in(&h, &h.vault, &["install", "claude-desktop", "."]);
+    assert!(text(&o).contains("already set up"), "{}", text(&o));
+    let t = text(&capvault_in(&h, &inside, &["doctor", ".."]));
+    assert!(t.contains("runs this binary on this vault"), "{t}");
+    // A symlink before `..`: the kernel follows the link first, so `..` is the folder above the
+    // link's target, not the link's own folder; the entry must name that folder.
+    let above = h._tmp.path().join("Elsewhere");
+    std::fs::create_dir_all(above.join("inner")).unwrap();
+    std::os::unix::fs::symlink(above.join("inner"), inside.join("jump")).unwrap();
+    let o = capvault_in(
+        &h,
+        &inside,
+        &["install", "claude-desktop", "jump/..", "--name", "x"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let stored = v["mcpServers"]["x"]["args"][1].as_str().unwrap();
+    assert_eq!(
+        std::fs::canonicalize(stored).unwrap(),
+        std::fs::canonicalize(&above).unwrap(),
+        "{stored}"
+    );
 }

@@ -37,7 +37,7 @@ mod texts;
 pub use cache::IndexCache;
 pub use embed::{EmbeddingStatus, Semantic};
 pub use lifecycle::{FIRST_SAVE_AFTER, MAX_SCOPES, SAVE_EVERY};
-pub use options::{EXACT_SCAN_MAX_NOTES, EngineOptions, Freshness, SCAN_BUDGET};
+pub use options::{EXACT_SCAN_MAX_NOTES, EngineOptions, SCAN_BUDGET};
 pub use status::{IndexStatus, Phase, Progress};
 pub use texts::{Kept, NoteText, Slot, Texts};
 

@@ -38,10 +38,6 @@ pub struct EngineOptions {
     pub hide_obsidian_excluded: bool,
 }
 
-/// The former name of [`EngineOptions`], kept while `main.rs` and `app.rs` (being reorganised
-/// separately) still spell it; remove once they say `EngineOptions`.
-pub type Freshness = EngineOptions;
-
 impl Default for EngineOptions {
     fn default() -> Self {
         EngineOptions {

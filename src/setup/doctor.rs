@@ -84,7 +84,7 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
     let folders = check_watches(&vault, &mut r);
     check_cache(&vault, &mut r);
     check_model(&mut r);
-    check_clients(root, &mut r);
+    check_clients(&vault, root, &mut r);
     check_session(root, &mut r).await;
     let _ = writeln!(
         r.out,
@@ -235,7 +235,7 @@ fn check_cache(vault: &Vault, r: &mut Report<'_>) {
     }
 }
 
-fn check_clients(root: &Path, r: &mut Report<'_>) {
+fn check_clients(vault: &Vault, root: &Path, r: &mut Report<'_>) {
     let Some(home) = Home::from_env() else {
         r.line(
             Outcome::Warn,
@@ -245,7 +245,8 @@ fn check_clients(root: &Path, r: &mut Report<'_>) {
         return;
     };
     let me = std::env::current_exe().ok();
-    let vault_abs = std::path::absolute(root).ok();
+    // The path `capvault install` would write for this vault.
+    let vault_abs = super::entry_path(vault, root).ok();
     let mut any = false;
     let mut serves_this = false;
     for c in CLIENTS {

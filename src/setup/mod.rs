@@ -68,16 +68,31 @@ fn backup_name(path: &Path) -> String {
     )
 }
 
+/// The vault folder's path as a client's entry names it: absolute, with `.` and `..` removed
+/// (the path [`Vault`] records, so `capvault install CLIENT ..` names the parent folder itself),
+/// when that path opens this same folder; otherwise (a symlink before a `..`, which the kernel
+/// follows first) the path as given, made absolute.
+pub(crate) fn entry_path(vault: &Vault, given: &Path) -> Result<PathBuf, String> {
+    let normal = vault.host_path();
+    let same_folder = Vault::open(normal, Limits::default())
+        .ok()
+        .and_then(|v| v.identity().ok())
+        .is_some_and(|id| vault.identity().is_ok_and(|me| me == id));
+    if same_folder {
+        return Ok(normal.to_path_buf());
+    }
+    std::path::absolute(given).map_err(|e| format!("{}: {e}", given.display()))
+}
+
 /// `capvault install`: adds or updates the client's entry for the vault, prints the diff.
 pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> {
     let c = client(&req.client)?;
     if let Some(n) = &req.name {
         check_name(n)?;
     }
-    let vault_abs =
-        std::path::absolute(&req.vault).map_err(|e| format!("{}: {e}", req.vault.display()))?;
     // The vault must open as capvault serve will open it.
-    Vault::open(&vault_abs, Limits::default()).map_err(|e| e.to_string())?;
+    let vault = Vault::open(&req.vault, Limits::default()).map_err(|e| e.to_string())?;
+    let vault_abs = entry_path(&vault, &req.vault)?;
     let vault_text = vault_abs
         .to_str()
         .ok_or_else(|| "the vault's path is not UTF-8".to_owned())?

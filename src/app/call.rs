@@ -1,0 +1,170 @@
+//! `capvault call`: one tool, or the tool list, through a real MCP client in-process, with the
+//! vault and options opened as `serve` opens them.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Map, Value};
+
+use super::cli::CallArgs;
+use super::{build_server, connect_in_process, first_sentence};
+use crate::engine::{Engine, EngineOptions};
+use crate::notes::write::Writer;
+use crate::server::ToolPolicy;
+
+/// `call`, its vault and options opened as `serve` opens them (before the runtime: the
+/// `--semantic` download runs its own).
+pub struct PreparedCall {
+    engine: Arc<Engine>,
+    writer: Option<Arc<Writer>>,
+    policy: ToolPolicy,
+    /// The tool and its arguments; `None` lists the tools.
+    tool: Option<(String, Option<String>)>,
+}
+
+impl PreparedCall {
+    /// Opens the vault and what the options name, as `serve` does.
+    pub fn new(args: CallArgs) -> anyhow::Result<PreparedCall> {
+        let CallArgs {
+            options,
+            tool,
+            json_args,
+            list,
+        } = args;
+        let (opened, config) = options.open()?;
+        let engine_options = options.engine_options(&config, EngineOptions::default());
+        let engine = Engine::open(opened.vault, engine_options, opened.cache);
+        if let Some(why) = opened.embedding_off {
+            engine.set_embedding_unavailable(why);
+        }
+        if let Some(m) = opened.embedding {
+            engine.set_embedding_model(m);
+        }
+        let tool = match (list, tool) {
+            (true, _) | (false, None) => None,
+            (false, Some(t)) => Some((t, json_args)),
+        };
+        Ok(PreparedCall {
+            engine,
+            writer: opened.writer,
+            policy: opened.policy,
+            tool,
+        })
+    }
+
+    /// Runs the tool (or lists the tools) on stdout, then shuts the engine down.
+    pub async fn run(self) -> anyhow::Result<()> {
+        let mut out = std::io::stdout();
+        let engine = Arc::clone(&self.engine);
+        let done = match &self.tool {
+            Some((tool, args)) => {
+                call_tool(
+                    Arc::clone(&self.engine),
+                    self.writer,
+                    &self.policy,
+                    tool,
+                    args.as_deref(),
+                    &mut out,
+                )
+                .await
+            }
+            None => {
+                list_tools(
+                    Arc::clone(&self.engine),
+                    self.writer,
+                    &self.policy,
+                    &mut out,
+                )
+                .await
+            }
+        };
+        // The index cache is saved as `serve` saves it at its end.
+        tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+        done
+    }
+}
+
+/// Runs one tool against `engine`'s vault (writable with `writer`, the tools `policy` offers)
+/// through a real MCP client in-process and writes its result as pretty JSON to `out`. A tool
+/// error is returned as `Err` with the tool's message.
+pub async fn call_tool(
+    engine: Arc<Engine>,
+    writer: Option<Arc<Writer>>,
+    policy: &ToolPolicy,
+    tool: &str,
+    args_json: Option<&str>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let args: Map<String, Value> = match args_json {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str(text).context("JSON_ARGS is not valid JSON")? {
+            Value::Object(map) => map,
+            _ => bail!("JSON_ARGS must be a JSON object, like '{{\"path\": \"Note.md\"}}'"),
+        },
+    };
+    let server = build_server(&engine, writer, policy)?;
+    if tool == "search_notes" {
+        // One-shot: build the index first so a ranked search uses it.
+        let engine = Arc::clone(&engine);
+        tokio::task::spawn_blocking(move || engine.ensure_built()).await?;
+    }
+    let client = connect_in_process(server, |s| s).await?;
+    let tools = client.list_all_tools().await?;
+    if !tools.iter().any(|t| t.name == tool) {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        let _ = client.cancel().await;
+        bail!(
+            "unknown tool `{tool}`; tools: {}{}",
+            names.join(", "),
+            if names.contains(&"edit_note") {
+                ""
+            } else {
+                " (the write tools need --write)"
+            }
+        );
+    }
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await?;
+    let _ = client.cancel().await;
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if result.is_error == Some(true) {
+        bail!("{tool} failed: {text}");
+    }
+    let shown = match result.structured_content {
+        Some(v) => serde_json::to_string_pretty(&v)?,
+        None => text,
+    };
+    writeln!(out, "{shown}")?;
+    Ok(())
+}
+
+/// Writes the tools a server on `engine` (writable with `writer`, under `policy`) lists, one
+/// line each: the name as listed and the first sentence of its description.
+pub async fn list_tools(
+    engine: Arc<Engine>,
+    writer: Option<Arc<Writer>>,
+    policy: &ToolPolicy,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let server = build_server(&engine, writer, policy)?;
+    let client = connect_in_process(server, |s| s).await?;
+    let tools = client.list_all_tools().await;
+    let _ = client.cancel().await;
+    for t in tools? {
+        writeln!(
+            out,
+            "{:<22} {}",
+            t.name,
+            first_sentence(t.description.as_deref().unwrap_or_default())
+        )?;
+    }
+    Ok(())
+}
