@@ -86,8 +86,8 @@
 //! - [`locks`]: `lock`, `read` and `write` that take a lock even after a panic poisoned it, used
 //!   by every layer instead of spelling the recovery out.
 //!
-//! Each layer uses only those below it: server → notes → engine → {index, model, semantic} → {markdown,
-//! obsidian} → vault (checked by `tests/layers.rs`).
+//! Each module uses only those in layers below its own; the order is written once, in
+//! `docs/architecture.md` ("Layers"), and `tests/layers.rs` checks every import against it.
 //! - `main.rs`: parses the command line and hands each command to [`app`]; logging (stderr only;
 //!   stdout is the protocol) and exit codes.
 //!

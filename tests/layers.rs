@@ -1,34 +1,43 @@
-//! The layers point one way: `server → notes → engine → {index, model} → {markdown, obsidian}
-//! → vault` (`locks` beside `vault`; `app`, `demo` and `main` on top). Every `crate::<module>` path
-//! in a source file (tests inside the crate included, comments excepted) must name a module of
-//! its own layer or a lower one, as clippy's disallowed-methods keeps the filesystem in `vault/`.
+//! The layers point one way. The order of the top-level modules is written once, in
+//! `docs/architecture.md` (the `layers` block: top first, modules of one layer on one line).
+//! Every `crate::<module>` path in a source file (tests inside the crate included, comments
+//! excepted) must name its own module or one of a lower layer: never one above, never one
+//! beside it. As clippy's disallowed-methods keeps the filesystem in `vault/`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::{Path, PathBuf};
 
-/// Each top-level module and its layer (higher may use lower).
-const LAYERS: &[(&str, u8)] = &[
-    ("vault", 0),
-    ("locks", 0),
-    ("markdown", 1),
-    ("obsidian", 1),
-    ("net", 1),
-    ("index", 2),
-    ("model", 2),
-    ("semantic", 2),
-    ("engine", 3),
-    ("notes", 4),
-    ("server", 5),
-    ("app", 6),
-    ("http", 6),
-    ("demo", 6),
-    ("config", 6),
-    ("setup", 6),
-    ("main", 7),
-];
+/// The layers of architecture.md, each module with its layer (0 at the bottom).
+fn layers() -> Vec<(String, usize)> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .unwrap();
+    parse_layers(&doc)
+}
 
-fn layer(module: &str) -> Option<u8> {
-    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+/// The ```` ```layers ```` block of `doc`.
+fn parse_layers(doc: &str) -> Vec<(String, usize)> {
+    let start = doc
+        .find("```layers\n")
+        .expect("a ```layers block in architecture.md");
+    let body = &doc[start + "```layers\n".len()..];
+    let body = &body[..body.find("```").expect("the layers block ends")];
+    let rows: Vec<&str> = body.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        for m in row.split_whitespace() {
+            assert!(
+                out.iter().all(|(n, _): &(String, usize)| n != m),
+                "{m} is in two layers"
+            );
+            out.push((m.to_owned(), rows.len() - 1 - i));
+        }
+    }
+    out
+}
+
+fn layer(layers: &[(String, usize)], module: &str) -> Option<usize> {
+    layers.iter().find(|(m, _)| m == module).map(|(_, l)| *l)
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -54,6 +63,11 @@ fn named_modules(line: &str) -> Vec<String> {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
+            // `crate::{a, b}` would hide its modules from this check.
+            assert!(
+                !after.starts_with('{'),
+                "name each module in its own path, not `{prefix}{{...}}`: {line}"
+            );
             out.push(name);
             rest = after;
         }
@@ -61,10 +75,11 @@ fn named_modules(line: &str) -> Vec<String> {
     out
 }
 
-/// Every upward reference in the crate: (file:line, from, to).
-fn upward_references(src: &Path) -> Vec<(String, String, String)> {
+/// Every reference in the crate to a module above or beside its own: (file:line, from, to).
+fn bad_references(src: &Path, layers: &[(String, usize)]) -> Vec<(String, String, String)> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
+    files.sort();
     let mut bad = Vec::new();
     for f in files {
         let rel = f.strip_prefix(src).unwrap();
@@ -79,9 +94,10 @@ fn upward_references(src: &Path) -> Vec<(String, String, String)> {
         if module == "lib" {
             continue;
         }
-        let Some(from) = layer(module) else {
+        let Some(from) = layer(layers, module) else {
             panic!(
-                "{}: a top-level module with no layer; add it to LAYERS",
+                "{}: a top-level module with no layer; add it to the layers block of \
+                 docs/architecture.md",
                 rel.display()
             );
         };
@@ -91,8 +107,9 @@ fn upward_references(src: &Path) -> Vec<(String, String, String)> {
                 continue;
             }
             for to in named_modules(line) {
-                if let Some(l) = layer(&to)
-                    && l > from
+                if to != module
+                    && let Some(l) = layer(layers, &to)
+                    && l >= from
                 {
                     bad.push((
                         format!("{}:{}", rel.display(), n + 1),
@@ -107,12 +124,13 @@ fn upward_references(src: &Path) -> Vec<(String, String, String)> {
 }
 
 #[test]
-fn no_module_imports_a_layer_above_it() {
+fn no_module_imports_a_layer_above_or_beside_it() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let bad = upward_references(&src);
+    let layers = layers();
+    let bad = bad_references(&src, &layers);
     assert!(
         bad.is_empty(),
-        "upward imports (layers: {LAYERS:?}):\n{}",
+        "imports that point up or sideways (docs/architecture.md, Layers):\n{}",
         bad.iter()
             .map(|(at, from, to)| format!("  {at}: {from} uses {to}"))
             .collect::<Vec<_>>()
@@ -121,22 +139,40 @@ fn no_module_imports_a_layer_above_it() {
 }
 
 #[test]
-fn the_check_sees_an_upward_import() {
+fn the_check_sees_upward_and_sideways_imports() {
+    let layers = parse_layers("text\n```layers\nnotes\nindex model\nvault\n```\nmore ```\n");
+    assert_eq!(
+        layers,
+        [
+            ("notes".to_owned(), 2),
+            ("index".to_owned(), 1),
+            ("model".to_owned(), 1),
+            ("vault".to_owned(), 0)
+        ]
+    );
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("index")).unwrap();
     std::fs::write(
         tmp.path().join("index/mod.rs"),
-        "//! uses crate::notes in a comment only\nuse crate::vault::VaultPath;\nfn f() { crate::notes::filter::x(); }\n",
+        "//! uses crate::notes in a comment only\nuse crate::vault::VaultPath;\nfn f() { crate::notes::filter::x(); }\nuse crate::index::Own;\n",
     )
     .unwrap();
-    std::fs::write(tmp.path().join("engine.rs"), "use crate::model::Model;\n").unwrap();
-    let bad = upward_references(tmp.path());
+    std::fs::write(tmp.path().join("model.rs"), "use crate::index::Index;\n").unwrap();
+    std::fs::write(tmp.path().join("notes.rs"), "use crate::model::Model;\n").unwrap();
+    let bad = bad_references(tmp.path(), &layers);
     assert_eq!(
         bad,
-        [(
-            "index/mod.rs:3".to_owned(),
-            "index".to_owned(),
-            "notes".to_owned()
-        )]
+        [
+            (
+                "index/mod.rs:3".to_owned(),
+                "index".to_owned(),
+                "notes".to_owned()
+            ),
+            (
+                "model.rs:1".to_owned(),
+                "model".to_owned(),
+                "index".to_owned()
+            )
+        ]
     );
 }

@@ -11,9 +11,10 @@ use crate::vault::DEFAULT_MAX_READ_BYTES;
 
 /// A capability-confined MCP server for Obsidian vaults.
 ///
-/// capvault lets AI clients (Claude Desktop, Claude Code, Cursor, any MCP client) search and read
-/// the notes of one vault folder, and nothing outside it: every file access goes through one
-/// directory handle opened on the vault, and paths that leave it fail in the kernel.
+/// capvault lets AI clients (Claude Desktop, Claude Code, Cursor, any MCP client) search, read
+/// and, with `serve --write`, edit the notes of one vault folder, and nothing outside it: every
+/// file access goes through one directory handle opened on the vault, and paths that leave it
+/// fail in the kernel.
 #[derive(Parser, Debug)]
 #[command(name = "capvault", version, about, long_about)]
 pub struct Cli {

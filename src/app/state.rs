@@ -73,15 +73,24 @@ pub fn run(
             flags.push("detached".to_owned());
         }
         if s.record.is_some() && !s.alive {
-            flags.push("its folder is gone".to_owned());
+            // This vault's own state records where it was last served from.
+            flags.push(
+                if mine {
+                    "recorded at its old path"
+                } else {
+                    "its folder is gone"
+                }
+                .to_owned(),
+            );
         }
         if s.oauth {
             flags.push("OAuth".to_owned());
         }
         println!(
-            "  {}  {path}  seen {seen}  {} versions ({} KiB){}",
+            "  {}  {path}  seen {seen}  {} version{} ({} KiB){}",
             s.id,
             s.versions.0,
+            if s.versions.0 == 1 { "" } else { "s" },
             s.versions.1.div_ceil(1024),
             if flags.is_empty() {
                 String::new()
