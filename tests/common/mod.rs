@@ -4,6 +4,8 @@
 //! Fixtures are built with `std::fs` by the trusted test harness; the product code never does.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types, dead_code)]
 
+pub mod oauth;
+
 use std::path::{Path, PathBuf};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestParams};

@@ -449,6 +449,13 @@ fn errors_name_the_problem_and_its_position() {
             "parse: expected a value, found end of expression (column 8)",
         ),
         ("foo(1)", "unknown function `foo()`"),
+        ("if(1)", "if() takes 2 to 3 argument(s), got 1"),
+        ("now(1)", "now() takes 0 argument(s), got 1"),
+        ("link()", "link() takes 1 to 2 argument(s), got 0"),
+        (
+            "escapeHTML(1, 2)",
+            "escapeHTML() takes 1 argument(s), got 2",
+        ),
         ("\"x\".nope()", "a string has no method `nope()`"),
         ("[1] * 2", "cannot apply `*` to a list and a number"),
         ("date(\"someday\")", "cannot read `someday` as a date"),
