@@ -358,3 +358,47 @@ pub fn resolve_link(engine: &Engine, req: &ResolveRequest) -> Result<LinkResolut
     }
     graph::resolve_link(model, &req.link, req.from.as_ref())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_cursor() -> Paging {
+        Paging {
+            limit: None,
+            cursor: Some("c".to_owned()),
+        }
+    }
+
+    #[test]
+    fn a_cursor_for_both_link_lists_is_refused_when_the_request_is_built() {
+        let e = LinksRequest::new("A.md".to_owned(), Direction::Both, with_cursor()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a cursor pages one list: pass direction `out` or `in` with it"
+        );
+        assert!(LinksRequest::new("A.md".to_owned(), Direction::In, with_cursor()).is_ok());
+        // The path is parsed first: a refused path wins over the cursor.
+        let e = LinksRequest::new("../A.md".to_owned(), Direction::Both, with_cursor());
+        assert!(matches!(e, Err(NoteError::Vault(_))), "{e:?}");
+    }
+
+    #[test]
+    fn a_neighbour_depth_outside_one_to_five_is_refused_when_the_request_is_built() {
+        for depth in [0, 6, u32::MAX] {
+            let e = NeighborsRequest::new(
+                "A.md".to_owned(),
+                Some(depth),
+                Direction::Both,
+                Paging::default(),
+            )
+            .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("`depth` must be between 1 and 5 (got {depth})")
+            );
+        }
+        let r = NeighborsRequest::new("A.md".to_owned(), None, Direction::Out, Paging::default());
+        assert_eq!(r.map(|r| r.depth).ok(), Some(1));
+    }
+}

@@ -397,6 +397,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_path_ending_in_a_slash_is_read_as_a_folder_whatever_it_holds() {
+        let e = ReadRequest::new("Projects/".to_owned(), ViewRequest::default()).unwrap_err();
+        assert!(
+            matches!(&e, NoteError::Vault(VaultError::IsAFolder(f)) if f.as_str() == "Projects"),
+            "{e:?}"
+        );
+        // `/` alone is not a folder request: it is parsed (and refused) as a path.
+        let e = ReadRequest::new("/".to_owned(), ViewRequest::default()).unwrap_err();
+        assert!(
+            !matches!(&e, NoteError::Vault(VaultError::IsAFolder(_))),
+            "{e:?}"
+        );
+        assert!(ReadRequest::new("Projects/Plan".to_owned(), ViewRequest::default()).is_ok());
+    }
+
+    #[test]
     fn line_ranges_are_inclusive_and_keep_line_breaks() {
         let t = "one\ntwo\nthree\nfour";
         assert_eq!(line_slice(t, 1, 1), "one\n");

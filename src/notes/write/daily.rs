@@ -265,6 +265,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_empty_daily_entry_is_refused_before_its_date_is_read() {
+        let e = AppendDailyRequest::new("  ".to_owned(), Some("someday"), false).unwrap_err();
+        assert_eq!(e.to_string(), "text is empty");
+        let e = AppendDailyRequest::new("x".to_owned(), Some("someday"), false).unwrap_err();
+        assert!(
+            e.to_string().starts_with("`date` must be YYYY-MM-DD"),
+            "{e}"
+        );
+        let r = AppendDailyRequest::new("x".to_owned(), Some("2026-12-01"), true).unwrap();
+        assert_eq!(r.date, NaiveDate::from_ymd_opt(2026, 12, 1).unwrap());
+    }
+
+    #[test]
     fn template_variables_are_filled_and_others_kept() {
         let p = VaultPath::parse("Daily/2026-12-01.md").unwrap();
         let when = NaiveDate::from_ymd_opt(2026, 12, 1)
