@@ -830,14 +830,17 @@ pub struct BaseList {
     pub next_cursor: Option<String>,
 }
 
-/// Every `.base` file and every note with ```` ```base ```` blocks (under `folder`), with the
-/// names of their views.
+/// Every `.base` file and every note with ```` ```base ```` blocks (under `folder`, which must
+/// be a folder of the vault), with the names of their views.
 pub fn list_bases(
     engine: &Engine,
     folder: Option<&VaultPath>,
     limit: Option<u32>,
     cursor: Option<&str>,
 ) -> Result<BaseList, NoteError> {
+    if let Some(f) = folder {
+        engine.vault().check_folder(f)?;
+    }
     let model = engine.model()?;
     let ignored = engine
         .user_ignored()

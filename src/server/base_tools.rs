@@ -87,18 +87,9 @@ impl CapvaultServer {
             None | Some("") | Some("/") => None,
             Some(f) => Some(VaultPath::parse_folder(f)?),
         };
-        self.with_engine(move |engine| {
-            if let Some(f) = &folder {
-                engine.vault().check_folder(f)?;
-            }
-            Ok(bases::list_bases(
-                engine,
-                folder.as_ref(),
-                args.limit,
-                args.cursor.as_deref(),
-            )?)
+        self.note(move |engine| {
+            bases::list_bases(engine, folder.as_ref(), args.limit, args.cursor.as_deref())
         })
         .await
-        .map(Json)
     }
 }
