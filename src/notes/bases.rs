@@ -540,6 +540,114 @@ fn summaries_json(list: &[Summary], names: &dyn Fn(FileRef) -> String) -> Map<St
         .collect()
 }
 
+/// `query_base`'s arguments as the client gave them.
+#[derive(Debug, Clone, Default)]
+pub struct BaseArgs {
+    /// A `.base` file, or a note with ```` ```base ```` blocks.
+    pub path: Option<String>,
+    /// Which block of that note, from 1.
+    pub block: Option<usize>,
+    /// Or a base's YAML.
+    pub base: Option<String>,
+    /// The view's name.
+    pub view: Option<String>,
+    /// The note `this` is.
+    pub this: Option<String>,
+    /// Rows per page.
+    pub limit: Option<u32>,
+    /// Where the page starts.
+    pub cursor: Option<String>,
+}
+
+/// The base a call names, before the vault is asked.
+#[derive(Debug, Clone)]
+enum Requested {
+    /// A path as typed and parsed, and the block.
+    Path(super::locate::Named, Option<usize>),
+    /// YAML in the call.
+    Inline(String),
+}
+
+/// What `query_base` asks, its arguments checked and its paths parsed; the paths are located
+/// (bare names, `.md` left out) when it runs.
+#[derive(Debug, Clone)]
+pub struct BaseRequest {
+    source: Requested,
+    this: Option<super::locate::Named>,
+    view: Option<String>,
+    limit: Option<u32>,
+    cursor: Option<String>,
+}
+
+impl BaseRequest {
+    /// Checks that exactly one of `path` and `base` is given (`block` only with `path`, `base`
+    /// within [`crate::obsidian::bases::MAX_BASE_BYTES`]), then parses `this`.
+    pub fn new(args: BaseArgs) -> Result<Self, NoteError> {
+        let source = match (args.path, args.base) {
+            (Some(p), None) => Requested::Path(super::locate::Named::parse(p)?, args.block),
+            (None, Some(yaml)) => {
+                if args.block.is_some() {
+                    return Err(NoteError::InvalidArgument(
+                        "`block` goes with `path` (a note holding ```base blocks)".into(),
+                    ));
+                }
+                if yaml.len() > crate::obsidian::bases::MAX_BASE_BYTES {
+                    return Err(NoteError::TooLarge(format!(
+                        "`base` is larger than {} KiB",
+                        crate::obsidian::bases::MAX_BASE_BYTES / 1024
+                    )));
+                }
+                Requested::Inline(yaml)
+            }
+            (Some(_), Some(_)) => {
+                return Err(NoteError::InvalidArgument(
+                    "give either `path` or `base`, not both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(NoteError::InvalidArgument(
+                    "give `path` (a .base file or a note with a ```base block) or `base` (YAML)"
+                        .into(),
+                ));
+            }
+        };
+        let this = args.this.map(super::locate::Named::parse).transpose()?;
+        Ok(BaseRequest {
+            source,
+            this,
+            view: args.view,
+            limit: args.limit,
+            cursor: args.cursor,
+        })
+    }
+}
+
+/// `query_base` for a request: its base and `this` located as `read_note` locates a path, then
+/// [`query_base`].
+pub fn query(engine: &Engine, req: BaseRequest) -> Result<BaseReply, NoteError> {
+    use super::locate::locate;
+    let source = match req.source {
+        Requested::Path(name, block) => {
+            BaseSource::Path(locate(engine, &name.input, name.path)?, block)
+        }
+        Requested::Inline(yaml) => BaseSource::Inline(yaml),
+    };
+    let this = match req.this {
+        Some(name) => Some(locate(engine, &name.input, name.path)?),
+        None => None,
+    };
+    query_base(
+        engine,
+        BaseQuery {
+            source,
+            view: req.view,
+            this,
+            limit: req.limit,
+            cursor: req.cursor,
+        },
+    )
+}
+
 /// Evaluates one view of a base.
 pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError> {
     let vault = engine.vault();
@@ -722,14 +830,17 @@ pub struct BaseList {
     pub next_cursor: Option<String>,
 }
 
-/// Every `.base` file and every note with ```` ```base ```` blocks (under `folder`), with the
-/// names of their views.
+/// Every `.base` file and every note with ```` ```base ```` blocks (under `folder`, which must
+/// be a folder of the vault), with the names of their views.
 pub fn list_bases(
     engine: &Engine,
     folder: Option<&VaultPath>,
     limit: Option<u32>,
     cursor: Option<&str>,
 ) -> Result<BaseList, NoteError> {
+    if let Some(f) = folder {
+        engine.vault().check_folder(f)?;
+    }
     let model = engine.model()?;
     let ignored = engine
         .user_ignored()
@@ -813,4 +924,58 @@ pub fn list_bases(
         total,
         next_cursor: (end < total).then(|| encode_offset(end, query)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(args: BaseArgs) -> String {
+        match BaseRequest::new(args) {
+            Err(e) => e.to_string(),
+            Ok(r) => panic!("accepted: {r:?}"),
+        }
+    }
+
+    #[test]
+    fn a_base_request_names_exactly_one_base_and_a_block_only_with_a_path() {
+        let yaml = || Some("views: []".to_owned());
+        let path = || Some("Books.base".to_owned());
+        assert!(refusal(BaseArgs::default()).starts_with("give `path`"));
+        let both = BaseArgs {
+            path: path(),
+            base: yaml(),
+            ..BaseArgs::default()
+        };
+        assert_eq!(refusal(both), "give either `path` or `base`, not both");
+        let block = BaseArgs {
+            base: yaml(),
+            block: Some(1),
+            ..BaseArgs::default()
+        };
+        assert!(refusal(block).starts_with("`block` goes with `path`"));
+        let big = BaseArgs {
+            base: Some("x".repeat(crate::obsidian::bases::MAX_BASE_BYTES + 1)),
+            ..BaseArgs::default()
+        };
+        assert!(refusal(big).contains("is larger than"));
+        // The base is checked before `this` is parsed.
+        let both_and_bad_this = BaseArgs {
+            path: path(),
+            base: yaml(),
+            this: Some("../x".to_owned()),
+            ..BaseArgs::default()
+        };
+        assert_eq!(
+            refusal(both_and_bad_this),
+            "give either `path` or `base`, not both"
+        );
+        let ok = BaseArgs {
+            path: path(),
+            block: Some(2),
+            this: Some("Home".to_owned()),
+            ..BaseArgs::default()
+        };
+        assert!(BaseRequest::new(ok).is_ok());
+    }
 }

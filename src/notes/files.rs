@@ -257,6 +257,28 @@ pub fn daily_note_path(
     Ok((path, settings))
 }
 
+/// `read_canvas`: the canvas `name` means (`Board` finds `Board.canvas`), as [`read_canvas`]
+/// reads it.
+pub fn read_canvas_named(
+    engine: &crate::engine::Engine,
+    name: &super::locate::Named,
+) -> Result<CanvasReply, NoteError> {
+    let path = super::locate::locate_kind(engine, &name.input, name.path.clone(), "canvas")?;
+    let model = engine.model()?;
+    read_canvas(engine.vault(), &model, &path)
+}
+
+/// `read_attachment`: the file `name` means (as [`super::locate::locate`] finds it), read as
+/// [`read_attachment`] reads it; the path found comes back with the reply.
+pub fn read_attachment_named(
+    engine: &crate::engine::Engine,
+    name: &super::locate::Named,
+) -> Result<(VaultPath, AttachmentInfo, Vec<u8>), NoteError> {
+    let path = super::locate::locate(engine, &name.input, name.path.clone())?;
+    let (info, bytes) = read_attachment(engine.vault(), &path)?;
+    Ok((path, info, bytes))
+}
+
 /// The canvas at `path`, validated, with every file node resolved against the model.
 pub fn read_canvas(
     vault: &Vault,

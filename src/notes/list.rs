@@ -225,6 +225,51 @@ fn candidates<'m>(
     })
 }
 
+/// What `list_notes` asks: where and which page ([`ListQuery`]), with the tag, property and
+/// glob filters.
+#[derive(Debug)]
+pub struct ListRequest {
+    query: ListQuery,
+    filter: super::filter::NoteFilter,
+}
+
+impl ListRequest {
+    /// The request for `query` under `filter` (the query's `filter_id` is set from it, so a
+    /// cursor cannot cross filters).
+    pub fn new(mut query: ListQuery, filter: super::filter::NoteFilter) -> Self {
+        query.filter_id = filter.id();
+        ListRequest { query, filter }
+    }
+}
+
+/// `list_notes`: from the model; or, while the first build runs and no filter needs the model,
+/// by walking the disk (answering at once rather than waiting for the build). Obsidian's
+/// Excluded files are left out either way.
+pub fn list(engine: &crate::engine::Engine, req: &ListRequest) -> Result<ListPage, NoteError> {
+    let (query, filter) = (&req.query, &req.filter);
+    if filter.is_empty() && !engine.is_ready() {
+        let ignored = engine.user_ignored();
+        return list_notes_walk(engine.vault(), query, ignored.as_deref());
+    }
+    let model = engine.model()?;
+    // With a tag, the tag index picks the candidates: the rest of the filter checks them.
+    let rest = filter.without_tag();
+    let keep = |p: &VaultPath| rest.matches(&model, p);
+    let keep: Option<&dyn Fn(&VaultPath) -> bool> =
+        if rest.is_empty() { None } else { Some(&keep) };
+    let ignored = engine
+        .user_ignored()
+        .map(|f| engine.user_ignored_files(&model, &f));
+    list_notes(
+        engine.vault(),
+        &model,
+        query,
+        keep,
+        filter.tag(),
+        ignored.as_deref(),
+    )
+}
+
 /// Lists files per `query` from the model, newest first. `keep`, when given, filters by path
 /// (tag, property and glob filters); `tag`, the normalised tag filter if there is one, lets the
 /// tag index pick the candidates; `ignored` files (Obsidian's Excluded files) are left out.

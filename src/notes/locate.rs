@@ -14,6 +14,26 @@ use crate::vault::{VaultError, VaultPath};
 
 use super::NoteError;
 
+/// A file a reading tool names: as the client typed it, and parsed (no `..`, hidden or
+/// absolute part); [`locate`] finds what it means.
+#[derive(Debug, Clone)]
+pub struct Named {
+    /// As typed.
+    pub input: String,
+    /// As parsed.
+    pub path: VaultPath,
+}
+
+impl Named {
+    /// Parses `input` as a vault path.
+    pub fn parse(input: String) -> Result<Self, NoteError> {
+        Ok(Named {
+            path: VaultPath::parse(&input)?,
+            input,
+        })
+    }
+}
+
 /// Most suggestions in an error.
 pub const MAX_SUGGESTIONS: usize = 5;
 

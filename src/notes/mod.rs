@@ -10,6 +10,7 @@ pub mod cursor;
 pub mod files;
 pub mod filter;
 pub mod graph;
+pub mod knowledge;
 pub mod list;
 pub mod locate;
 pub mod paging;

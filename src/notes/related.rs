@@ -43,6 +43,33 @@ pub struct RelatedNotes {
     pub notes: Vec<String>,
 }
 
+/// What `related_notes` asks: the note as typed and parsed, how many, and whether linked notes
+/// count.
+#[derive(Debug, Clone)]
+pub struct RelatedRequest {
+    /// The note.
+    pub note: super::locate::Named,
+    /// Most notes (default [`DEFAULT_LIMIT`]).
+    pub limit: Option<u32>,
+    /// Leave out notes already linked either way.
+    pub unlinked_only: bool,
+}
+
+/// `related_notes` for the note the request names: the model's note at the typed path, else the
+/// one [`super::locate::locate_in`] finds.
+pub fn related(engine: &Engine, req: &RelatedRequest) -> Result<RelatedNotes, NoteError> {
+    let (input, typed) = (&req.note.input, &req.note.path);
+    let path = {
+        let model = engine.model()?;
+        if model.note(typed).is_some() {
+            typed.clone()
+        } else {
+            super::locate::locate_in(&model, input, typed)?
+        }
+    };
+    related_notes(engine, &path, req.limit, req.unlinked_only)
+}
+
 /// The notes nearest `path` in meaning. `path` must be a note of the model.
 pub fn related_notes(
     engine: &Engine,

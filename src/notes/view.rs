@@ -131,6 +131,44 @@ pub struct NoteView {
     pub metadata: Option<NoteMetadata>,
 }
 
+/// What `read_note` asks: the note as typed and parsed, and the view.
+#[derive(Debug, Clone)]
+pub struct ReadRequest {
+    input: String,
+    path: VaultPath,
+    view: ViewRequest,
+}
+
+impl ReadRequest {
+    /// Parses the note's path. A path ending in `/` names a folder: refused as
+    /// [`VaultError::IsAFolder`], whatever is in it.
+    pub fn new(path: String, view: ViewRequest) -> Result<Self, NoteError> {
+        let trimmed = path.trim();
+        if trimmed.len() > 1 && trimmed.ends_with('/') {
+            let folder = VaultPath::parse_folder(trimmed.trim_end_matches('/'))?;
+            return Err(VaultError::IsAFolder(folder).into());
+        }
+        let typed = VaultPath::parse(&path)?;
+        Ok(ReadRequest {
+            input: path,
+            path: typed,
+            view,
+        })
+    }
+}
+
+/// `read_note`: the typed path first (one resolve, no model); only a miss consults the model,
+/// for a bare name or a path without `.md`.
+pub fn read(engine: &crate::engine::Engine, req: &ReadRequest) -> Result<NoteView, NoteError> {
+    match view_note(engine.vault(), &req.path, &req.view) {
+        Err(NoteError::Vault(VaultError::NotFound(_) | VaultError::NotAFolder(_))) => {
+            let path = super::locate::locate_in(&*engine.model()?, &req.input, &req.path)?;
+            view_note(engine.vault(), &path, &req.view)
+        }
+        other => other,
+    }
+}
+
 /// Reads `path` and builds the requested view.
 pub fn view_note(
     vault: &Vault,
@@ -357,6 +395,22 @@ fn cap(text: &str, offset: u64, max: usize) -> Result<(&str, u64, Option<u64>), 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_ending_in_a_slash_is_read_as_a_folder_whatever_it_holds() {
+        let e = ReadRequest::new("Projects/".to_owned(), ViewRequest::default()).unwrap_err();
+        assert!(
+            matches!(&e, NoteError::Vault(VaultError::IsAFolder(f)) if f.as_str() == "Projects"),
+            "{e:?}"
+        );
+        // `/` alone is not a folder request: it is parsed (and refused) as a path.
+        let e = ReadRequest::new("/".to_owned(), ViewRequest::default()).unwrap_err();
+        assert!(
+            !matches!(&e, NoteError::Vault(VaultError::IsAFolder(_))),
+            "{e:?}"
+        );
+        assert!(ReadRequest::new("Projects/Plan".to_owned(), ViewRequest::default()).is_ok());
+    }
 
     #[test]
     fn line_ranges_are_inclusive_and_keep_line_breaks() {

@@ -6,9 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{CapvaultServer, Parameters, ToolError};
-use crate::notes::NoteError;
-use crate::notes::bases::{self, BaseList, BaseQuery, BaseReply, BaseSource};
-use crate::notes::locate::locate;
+use crate::notes::bases::{self, BaseArgs, BaseList, BaseReply, BaseRequest};
 use crate::vault::VaultPath;
 
 /// Arguments of `query_base`.
@@ -46,14 +44,6 @@ pub struct ListBasesArgs {
     pub cursor: Option<String>,
 }
 
-/// The base a call names, before the vault is asked.
-enum Requested {
-    /// A path as parsed, and as typed.
-    Path(VaultPath, String),
-    /// YAML in the call.
-    Inline(String),
-}
-
 #[tool_router(router = base_router, vis = "pub(super)")]
 impl CapvaultServer {
     /// Evaluate an Obsidian Base (a `.base` file, a ```base block, or YAML): one view's rows,
@@ -69,64 +59,16 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<QueryBaseArgs>,
     ) -> Result<Json<BaseReply>, ToolError> {
-        let source = match (args.path, args.base) {
-            (Some(p), None) => Requested::Path(VaultPath::parse(&p)?, p),
-            (None, Some(yaml)) => {
-                if args.block.is_some() {
-                    return Err(NoteError::InvalidArgument(
-                        "`block` goes with `path` (a note holding ```base blocks)".into(),
-                    )
-                    .into());
-                }
-                if yaml.len() > crate::obsidian::bases::MAX_BASE_BYTES {
-                    return Err(NoteError::TooLarge(format!(
-                        "`base` is larger than {} KiB",
-                        crate::obsidian::bases::MAX_BASE_BYTES / 1024
-                    ))
-                    .into());
-                }
-                Requested::Inline(yaml)
-            }
-            (Some(_), Some(_)) => {
-                return Err(NoteError::InvalidArgument(
-                    "give either `path` or `base`, not both".into(),
-                )
-                .into());
-            }
-            (None, None) => {
-                return Err(NoteError::InvalidArgument(
-                    "give `path` (a .base file or a note with a ```base block) or `base` (YAML)"
-                        .into(),
-                )
-                .into());
-            }
-        };
-        let this_typed = match args.this {
-            Some(t) => Some((VaultPath::parse(&t)?, t)),
-            None => None,
-        };
-        self.with_engine(move |engine| {
-            let source = match source {
-                Requested::Path(typed, input) => {
-                    BaseSource::Path(locate(engine, &input, typed)?, args.block)
-                }
-                Requested::Inline(yaml) => BaseSource::Inline(yaml),
-            };
-            let this = match this_typed {
-                Some((t, input)) => Some(locate(engine, &input, t)?),
-                None => None,
-            };
-            let q = BaseQuery {
-                source,
-                view: args.view,
-                this,
-                limit: args.limit,
-                cursor: args.cursor,
-            };
-            Ok(bases::query_base(engine, q)?)
-        })
-        .await
-        .map(Json)
+        let req = BaseRequest::new(BaseArgs {
+            path: args.path,
+            block: args.block,
+            base: args.base,
+            view: args.view,
+            this: args.this,
+            limit: args.limit,
+            cursor: args.cursor,
+        })?;
+        self.note(move |engine| bases::query(engine, req)).await
     }
 
     /// Every `.base` file and ```base block, with its views.
@@ -145,18 +87,9 @@ impl CapvaultServer {
             None | Some("") | Some("/") => None,
             Some(f) => Some(VaultPath::parse_folder(f)?),
         };
-        self.with_engine(move |engine| {
-            if let Some(f) = &folder {
-                engine.vault().check_folder(f)?;
-            }
-            Ok(bases::list_bases(
-                engine,
-                folder.as_ref(),
-                args.limit,
-                args.cursor.as_deref(),
-            )?)
+        self.note(move |engine| {
+            bases::list_bases(engine, folder.as_ref(), args.limit, args.cursor.as_deref())
         })
         .await
-        .map(Json)
     }
 }

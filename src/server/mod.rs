@@ -284,6 +284,18 @@ impl CapvaultServer {
         joined.map_err(|_| ToolError::internal("the operation was aborted"))?
     }
 
+    /// Runs one [`crate::notes`] operation on the blocking pool and wraps its reply: what a
+    /// handler does once it has built the operation's request.
+    async fn note<T, F>(&self, f: F) -> Result<rmcp::handler::server::wrapper::Json<T>, ToolError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Engine) -> Result<T, NoteError> + Send + 'static,
+    {
+        self.with_engine(move |engine| f(engine).map_err(ToolError::from))
+            .await
+            .map(rmcp::handler::server::wrapper::Json)
+    }
+
     /// Runs `f` on the blocking pool with the vault and an up-to-date model.
     async fn with_model<T, F>(&self, f: F) -> Result<T, ToolError>
     where

@@ -6,9 +6,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{CapvaultServer, Parameters, ToolError};
-use crate::notes::locate::locate_in;
-use crate::notes::related::{self, RelatedNotes};
-use crate::vault::VaultPath;
+use crate::notes::locate::Named;
+use crate::notes::related::{self, RelatedNotes, RelatedRequest};
 
 /// Arguments of `related_notes`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -39,24 +38,12 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<RelatedNotesArgs>,
     ) -> Result<Json<RelatedNotes>, ToolError> {
-        let typed = VaultPath::parse(&args.path)?;
-        self.with_engine(move |engine| {
-            let path = {
-                let model = engine.model()?;
-                if model.note(&typed).is_some() {
-                    typed
-                } else {
-                    locate_in(&model, &args.path, &typed)?
-                }
-            };
-            Ok(related::related_notes(
-                engine,
-                &path,
-                args.limit,
-                args.unlinked_only,
-            )?)
-        })
-        .await
-        .map(Json)
+        let req = RelatedRequest {
+            note: Named::parse(args.path)?,
+            limit: args.limit,
+            unlinked_only: args.unlinked_only,
+        };
+        self.note(move |engine| related::related(engine, &req))
+            .await
     }
 }

@@ -14,11 +14,10 @@ use super::{CapvaultServer, Parameters, ToolError};
 use crate::notes::NoteError;
 use crate::notes::filter::NoteFilter;
 use crate::notes::list::{
-    FolderSummary, KindFilter, ListPage, ListQuery, list_folders, list_notes, list_notes_walk,
+    self, FolderSummary, KindFilter, ListPage, ListQuery, ListRequest, list_folders,
 };
-use crate::notes::locate::locate_in;
 use crate::notes::search::{Mode, SearchQuery, SearchResults, parse_time, search};
-use crate::notes::view::{Format, NoteView, ViewRequest, view_note};
+use crate::notes::view::{self, Format, NoteView, ReadRequest, ViewRequest};
 use crate::vault::VaultError;
 use crate::vault::VaultPath;
 
@@ -153,32 +152,17 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<ReadNoteArgs>,
     ) -> Result<Json<NoteView>, ToolError> {
-        let trimmed = args.path.trim();
-        if trimmed.len() > 1 && trimmed.ends_with('/') {
-            // `References/`: a folder, whatever is in it.
-            let folder = VaultPath::parse_folder(trimmed.trim_end_matches('/'))?;
-            return Err(folder_hint(&folder));
-        }
-        let typed = VaultPath::parse(&args.path)?;
-        let req = ViewRequest {
+        let view = ViewRequest {
             format: args.format,
             section: args.section,
             lines: args.lines,
             offset: args.offset,
             max_chars: args.max_chars,
         };
-        self.with_engine(move |engine| {
-            // The typed path first (one resolve, no model); only a miss consults the model.
-            match view_note(engine.vault(), &typed, &req) {
-                Err(NoteError::Vault(VaultError::NotFound(_) | VaultError::NotAFolder(_))) => {
-                    let path = locate_in(&*engine.model()?, &args.path, &typed)?;
-                    view_note(engine.vault(), &path, &req).map_err(read_hint)
-                }
-                other => other.map_err(read_hint),
-            }
-        })
-        .await
-        .map(Json)
+        let req = ReadRequest::new(args.path, view).map_err(read_hint)?;
+        self.with_engine(move |engine| view::read(engine, &req).map_err(read_hint))
+            .await
+            .map(Json)
     }
 
     /// List notes (Markdown files) in the vault or one folder, newest first, with paging.
@@ -200,35 +184,11 @@ impl CapvaultServer {
             recursive: args.recursive,
             limit: args.limit,
             cursor: args.cursor,
-            filter_id: filter.id(),
+            filter_id: 0,
             kind: args.kind,
         };
-        self.with_engine(move |engine| {
-            if filter.is_empty() && !engine.is_ready() {
-                // The first build is running: answer now from the disk.
-                let ignored = engine.user_ignored();
-                return Ok(list_notes_walk(engine.vault(), &query, ignored.as_deref())?);
-            }
-            let model = engine.model()?;
-            // With a tag, the tag index picks the candidates: the rest of the filter checks them.
-            let rest = filter.without_tag();
-            let keep = |p: &VaultPath| rest.matches(&model, p);
-            let keep: Option<&dyn Fn(&VaultPath) -> bool> =
-                if rest.is_empty() { None } else { Some(&keep) };
-            let ignored = engine
-                .user_ignored()
-                .map(|f| engine.user_ignored_files(&model, &f));
-            Ok(list_notes(
-                engine.vault(),
-                &model,
-                &query,
-                keep,
-                filter.tag(),
-                ignored.as_deref(),
-            )?)
-        })
-        .await
-        .map(Json)
+        let req = ListRequest::new(query, filter);
+        self.note(move |engine| list::list(engine, &req)).await
     }
 
     /// The folder tree a few levels deep, with the notes and files in each folder and below.

@@ -11,8 +11,7 @@ use serde::Deserialize;
 
 use super::{CapvaultServer, Parameters, ToolError, resources::uri_for};
 use crate::notes::files::{self, AttachmentInfo, CanvasReply, DailyNote, VaultInfo, parse_date};
-use crate::notes::locate::{locate, locate_kind};
-use crate::vault::VaultPath;
+use crate::notes::locate::Named;
 
 /// Arguments of `get_daily_note`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -78,14 +77,9 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<PathArgs>,
     ) -> Result<Json<CanvasReply>, ToolError> {
-        let typed = VaultPath::parse(&args.path)?;
-        self.with_engine(move |engine| {
-            let path = locate_kind(engine, &args.path, typed, "canvas")?;
-            let model = engine.model()?;
-            Ok(files::read_canvas(engine.vault(), &model, &path)?)
-        })
-        .await
-        .map(Json)
+        let name = Named::parse(args.path)?;
+        self.note(move |engine| files::read_canvas_named(engine, &name))
+            .await
     }
 
     /// An attachment's bytes (image, PDF, audio...) as an embedded resource, with its MIME type,
@@ -104,10 +98,9 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<PathArgs>,
     ) -> Result<CallToolResult, ToolError> {
-        let typed = VaultPath::parse(&args.path)?;
+        let name = Named::parse(args.path)?;
         self.with_engine(move |engine| {
-            let path = locate(engine, &args.path, typed)?;
-            let (info, bytes) = files::read_attachment(engine.vault(), &path)?;
+            let (path, info, bytes) = files::read_attachment_named(engine, &name)?;
             let mime = info.mime_type.clone();
             let value =
                 serde_json::to_value(&info).map_err(|e| ToolError::internal(e.to_string()))?;

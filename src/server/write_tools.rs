@@ -10,8 +10,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{CapvaultServer, Code, Parameters, ToolError};
+use crate::notes::files::parse_date;
 use crate::notes::write::{
-    self, DeleteResult, MoveResult, NoteHistory, TextEdit, WriteResult, Writer,
+    self, DeleteResult, EntryName, MoveResult, NoteHistory, NoteName, TextEdit, WriteResult, Writer,
 };
 use crate::obsidian::canvas_edit::CanvasOp;
 
@@ -271,18 +272,14 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<CreateNoteArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::create_note(
-                w,
-                e,
-                &a.path,
-                &a.content,
-                a.frontmatter.as_ref(),
-                a.template.as_deref(),
-                a.dry_run,
-            )
-        })
-        .await
+        let req = write::CreateRequest {
+            note: NoteName::parse(&a.path)?,
+            content: a.content,
+            frontmatter: a.frontmatter,
+            template: a.template,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::create_note(w, e, &req)).await
     }
 
     /// Replace a note's whole text; a note changed since `if_match` is a `conflict`.
@@ -297,8 +294,13 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<WriteNoteArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| write::write_note(w, e, &a.path, &a.content, &a.if_match, a.dry_run))
-            .await
+        let req = write::WriteRequest {
+            note: NoteName::parse(&a.path)?,
+            content: a.content,
+            if_match: a.if_match,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::write_note(w, e, &req)).await
     }
 
     /// Replace exact pieces of a note's text; each `old_text` must occur exactly once.
@@ -313,10 +315,13 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<EditNoteArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::edit_note(w, e, &a.path, &a.edits, a.if_match.as_deref(), a.dry_run)
-        })
-        .await
+        let req = write::EditRequest {
+            note: NoteName::parse(&a.path)?,
+            edits: a.edits,
+            if_match: a.if_match,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::edit_note(w, e, &req)).await
     }
 
     /// Add text at the end of a note or of one heading's own text, as a paragraph of its own.
@@ -331,18 +336,15 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<AppendArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::append_to_note(
-                w,
-                e,
-                &a.path,
-                &a.content,
-                a.heading.as_deref(),
-                a.if_match.as_deref(),
-                a.dry_run,
-            )
-        })
-        .await
+        let req = write::AppendRequest {
+            note: NoteName::parse(&a.path)?,
+            content: a.content,
+            heading: a.heading,
+            if_match: a.if_match,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::append_to_note(w, e, &req))
+            .await
     }
 
     /// Add text at the start of a note, after its frontmatter.
@@ -357,10 +359,14 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<PrependArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::prepend_to_note(w, e, &a.path, &a.content, a.if_match.as_deref(), a.dry_run)
-        })
-        .await
+        let req = write::PrependRequest {
+            note: NoteName::parse(&a.path)?,
+            content: a.content,
+            if_match: a.if_match,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::prepend_to_note(w, e, &req))
+            .await
     }
 
     /// Set and remove frontmatter properties; everything else stays byte for byte.
@@ -375,18 +381,15 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<FrontmatterArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::update_frontmatter(
-                w,
-                e,
-                &a.path,
-                &a.set,
-                &a.remove,
-                a.if_match.as_deref(),
-                a.dry_run,
-            )
-        })
-        .await
+        let req = write::FrontmatterRequest {
+            note: NoteName::parse(&a.path)?,
+            set: a.set,
+            remove: a.remove,
+            if_match: a.if_match,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::update_frontmatter(w, e, &req))
+            .await
     }
 
     /// Delete a note, attachment or folder (to the trash Obsidian's settings name);
@@ -402,10 +405,13 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<DeleteArgs>,
     ) -> Result<Json<DeleteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::delete_note(w, e, &a.path, a.permanent, a.if_match.as_deref(), a.dry_run)
-        })
-        .await
+        let req = write::DeleteRequest {
+            target: EntryName::parse(&a.path)?,
+            permanent: a.permanent,
+            if_match: a.if_match,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::delete_note(w, e, &req)).await
     }
 
     /// Move or rename a note, attachment or folder, rewriting every link to it.
@@ -420,8 +426,13 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<MoveArgs>,
     ) -> Result<Json<MoveResult>, ToolError> {
-        self.write(move |w, e| write::move_note(w, e, &a.from, &a.to, a.update_links, a.dry_run))
-            .await
+        let req = write::MoveRequest {
+            from: EntryName::parse(&a.from)?,
+            to: a.to,
+            update_links: a.update_links,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::move_note(w, e, &req)).await
     }
 
     /// A note's earlier versions kept by capvault's writes, newest first.
@@ -437,7 +448,8 @@ impl CapvaultServer {
         Parameters(a): Parameters<HistoryArgs>,
     ) -> Result<Json<NoteHistory>, ToolError> {
         let limit = crate::notes::check_limit(a.limit, 50, 200)?;
-        self.write(move |w, e| write::note_history(w, e, &a.path, limit))
+        let req = write::HistoryRequest::new(&a.path, limit)?;
+        self.write(move |w, e| write::note_history(w, e, &req))
             .await
     }
 
@@ -453,10 +465,14 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<RestoreArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::restore_note(w, e, &a.path, &a.sha256, a.if_match.as_deref(), a.dry_run)
-        })
-        .await
+        let req = write::RestoreRequest {
+            note: NoteName::parse(&a.path)?,
+            sha256: a.sha256,
+            if_match: a.if_match,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::restore_note(w, e, &req))
+            .await
     }
 
     /// Add `- HH:MM text` to a daily note (today's by default), created from the template if
@@ -472,10 +488,9 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<AppendDailyArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::append_daily_note(w, e, &a.text, a.date.as_deref(), a.dry_run)
-        })
-        .await
+        let req = write::AppendDailyRequest::new(a.text, a.date.as_deref(), a.dry_run)?;
+        self.write(move |w, e| write::append_daily_note(w, e, &req))
+            .await
     }
 
     /// Create a daily note (today's by default) from the vault's daily template.
@@ -490,10 +505,13 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<CreateDailyArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::create_daily_note(w, e, a.date.as_deref(), a.content.as_deref(), a.dry_run)
-        })
-        .await
+        let req = write::CreateDailyRequest {
+            date: parse_date(a.date.as_deref())?,
+            content: a.content,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::create_daily_note(w, e, &req))
+            .await
     }
 
     /// Create a canvas (JSON Canvas 1.0) from nodes and edges.
@@ -508,7 +526,12 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<CreateCanvasArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| write::create_canvas(w, e, &a.path, &a.canvas, a.dry_run))
+        let req = write::CanvasRequest {
+            path: write::canvas_path(&a.path)?,
+            canvas: a.canvas,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::create_canvas(w, e, &req))
             .await
     }
 
@@ -524,9 +547,12 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<EditCanvasArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        self.write(move |w, e| {
-            write::edit_canvas(w, e, &a.path, &a.ops, a.if_match.as_deref(), a.dry_run)
-        })
-        .await
+        let req = write::EditCanvasRequest {
+            path: write::canvas_path(&a.path)?,
+            ops: a.ops,
+            if_match: a.if_match,
+            dry_run: a.dry_run,
+        };
+        self.write(move |w, e| write::edit_canvas(w, e, &req)).await
     }
 }

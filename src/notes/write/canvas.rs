@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{WriteResult, Writer, check_version, read_current};
+use super::{Change, WriteResult, Writer, check_version, read_current};
 use crate::engine::Engine;
 use crate::notes::{NoteError, sha256_hex};
 use crate::obsidian::canvas_edit::{self, CanvasEditError, CanvasOp};
@@ -13,7 +13,7 @@ use crate::vault::{VaultError, VaultPath};
 pub const MAX_CANVAS_OPS: usize = 1000;
 
 /// The canvas a tool names: `.canvas` added when the path has no extension.
-fn canvas_path(input: &str) -> Result<VaultPath, NoteError> {
+pub fn canvas_path(input: &str) -> Result<VaultPath, NoteError> {
     let typed = VaultPath::parse(input)?;
     match typed.extension() {
         Some("canvas") => Ok(typed),
@@ -24,15 +24,14 @@ fn canvas_path(input: &str) -> Result<VaultPath, NoteError> {
     }
 }
 
-/// The existing canvas `input` names: the typed path (`.canvas` added when left out), else
-/// a bare name or partial path resolved as a link from the vault root (misses get suggestions).
-fn existing_canvas_path(engine: &Engine, input: &str) -> Result<VaultPath, NoteError> {
-    let path = canvas_path(input)?;
-    if read_current(engine.vault(), &path)?.is_some() {
-        return Ok(path);
+/// The existing canvas `path` (as [`canvas_path`] parsed it) names: itself, else a bare name or
+/// partial path resolved as a link from the vault root (misses get suggestions).
+fn existing_canvas_path(engine: &Engine, path: &VaultPath) -> Result<VaultPath, NoteError> {
+    if read_current(engine.vault(), path)?.is_some() {
+        return Ok(path.clone());
     }
     let model = engine.model()?;
-    crate::notes::locate::locate_in(&model, path.as_str(), &path)
+    crate::notes::locate::locate_in(&model, path.as_str(), path)
 }
 
 /// Ids as Obsidian makes them: 16 hexadecimal digits, unique in practice.
@@ -52,15 +51,24 @@ fn canvas_error(path: &VaultPath, e: CanvasEditError) -> NoteError {
     NoteError::InvalidArgument(format!("{path}: {e}; nothing was changed"))
 }
 
+/// What `create_canvas` asks.
+#[derive(Debug, Clone)]
+pub struct CanvasRequest {
+    /// The new canvas, as [`canvas_path`] parsed it.
+    pub path: VaultPath,
+    /// `{"nodes": [...], "edges": [...]}`.
+    pub canvas: Map<String, Value>,
+    /// Only compute the diff.
+    pub dry_run: bool,
+}
+
 /// `create_canvas`: a new canvas file from `{nodes, edges}` (fails if one exists).
 pub fn create_canvas(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    canvas: &Map<String, Value>,
-    dry_run: bool,
+    req: &CanvasRequest,
 ) -> Result<WriteResult, NoteError> {
-    let path = canvas_path(path)?;
+    let (path, canvas, dry_run) = (req.path.clone(), &req.canvas, req.dry_run);
     let mut held = writer.hold()?;
     if read_current(engine.vault(), &path)?.is_some() {
         return Err(VaultError::Exists(path).into());
@@ -70,24 +78,37 @@ pub fn create_canvas(
     writer.commit(
         engine,
         &mut held,
-        "create_canvas",
-        &path,
-        None,
-        text.into_bytes(),
-        dry_run,
+        Change {
+            tool: "create_canvas",
+            path: &path,
+            before: None,
+            new: text.into_bytes(),
+            dry_run,
+        },
     )
+}
+
+/// What `edit_canvas` asks.
+#[derive(Debug, Clone)]
+pub struct EditCanvasRequest {
+    /// The canvas, as [`canvas_path`] parsed it.
+    pub path: VaultPath,
+    /// The operations, in order, all or none.
+    pub ops: Vec<CanvasOp>,
+    /// Its version as read, when given.
+    pub if_match: Option<String>,
+    /// Only compute the diff.
+    pub dry_run: bool,
 }
 
 /// `edit_canvas`: nodes and edges added, updated or removed, all or none.
 pub fn edit_canvas(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    ops: &[CanvasOp],
-    if_match: Option<&str>,
-    dry_run: bool,
+    req: &EditCanvasRequest,
 ) -> Result<WriteResult, NoteError> {
-    let path = existing_canvas_path(engine, path)?;
+    let path = existing_canvas_path(engine, &req.path)?;
+    let (ops, if_match, dry_run) = (&req.ops, req.if_match.as_deref(), req.dry_run);
     if ops.is_empty() || ops.len() > MAX_CANVAS_OPS {
         return Err(NoteError::InvalidArgument(format!(
             "ops must hold 1 to {MAX_CANVAS_OPS} operations"
@@ -103,10 +124,12 @@ pub fn edit_canvas(
     writer.commit(
         engine,
         &mut held,
-        "edit_canvas",
-        &path,
-        Some(&current),
-        text.into_bytes(),
-        dry_run,
+        Change {
+            tool: "edit_canvas",
+            path: &path,
+            before: Some(&current),
+            new: text.into_bytes(),
+            dry_run,
+        },
     )
 }

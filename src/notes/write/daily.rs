@@ -2,7 +2,7 @@
 
 use chrono::{Local, NaiveDate, NaiveDateTime};
 
-use super::{WriteResult, Writer, check_size, read_current};
+use super::{Change, WriteResult, Writer, check_size, read_current};
 use crate::engine::Engine;
 use crate::markdown::edit;
 use crate::notes::NoteError;
@@ -160,17 +160,26 @@ fn new_daily_text(
     fill(&text, path, when, &date_format, &time_format)
 }
 
+/// What `create_daily_note` asks.
+#[derive(Debug, Clone)]
+pub struct CreateDailyRequest {
+    /// The day (`parse_date` reads `today`, `yesterday`, `tomorrow` and `YYYY-MM-DD`).
+    pub date: NaiveDate,
+    /// Text after the template's.
+    pub content: Option<String>,
+    /// Only compute the diff.
+    pub dry_run: bool,
+}
+
 /// `create_daily_note`: the daily note of `date` (default today), where `get_daily_note` finds
 /// it, from the daily template, with `content` appended. Fails if it exists.
 pub fn create_daily_note(
     writer: &Writer,
     engine: &Engine,
-    date: Option<&str>,
-    content: Option<&str>,
-    dry_run: bool,
+    req: &CreateDailyRequest,
 ) -> Result<WriteResult, NoteError> {
-    let date = parse_date(date)?;
-    let content = content.unwrap_or("");
+    let (date, dry_run) = (req.date, req.dry_run);
+    let content = req.content.as_deref().unwrap_or("");
     check_size("content", content)?;
     let mut held = writer.hold()?;
     let (path, settings) = daily_note_path(engine.vault(), date)?;
@@ -184,12 +193,38 @@ pub fn create_daily_note(
     writer.commit(
         engine,
         &mut held,
-        "create_daily_note",
-        &path,
-        None,
-        text.into_bytes(),
-        dry_run,
+        Change {
+            tool: "create_daily_note",
+            path: &path,
+            before: None,
+            new: text.into_bytes(),
+            dry_run,
+        },
     )
+}
+
+/// What `append_daily_note` asks: the entry, checked, and the day, parsed.
+#[derive(Debug, Clone)]
+pub struct AppendDailyRequest {
+    text: String,
+    date: NaiveDate,
+    dry_run: bool,
+}
+
+impl AppendDailyRequest {
+    /// Checks the entry (not empty, within the write limit), then reads `date` as `parse_date`
+    /// does (`None`: today).
+    pub fn new(text: String, date: Option<&str>, dry_run: bool) -> Result<Self, NoteError> {
+        if text.trim().is_empty() {
+            return Err(NoteError::InvalidArgument("text is empty".to_owned()));
+        }
+        check_size("text", &text)?;
+        Ok(AppendDailyRequest {
+            date: parse_date(date)?,
+            text,
+            dry_run,
+        })
+    }
 }
 
 /// `append_daily_note`: appends `- HH:MM text` (local time) to the daily note of `date`,
@@ -197,15 +232,9 @@ pub fn create_daily_note(
 pub fn append_daily_note(
     writer: &Writer,
     engine: &Engine,
-    text: &str,
-    date: Option<&str>,
-    dry_run: bool,
+    req: &AppendDailyRequest,
 ) -> Result<WriteResult, NoteError> {
-    if text.trim().is_empty() {
-        return Err(NoteError::InvalidArgument("text is empty".to_owned()));
-    }
-    check_size("text", text)?;
-    let date = parse_date(date)?;
+    let (text, date, dry_run) = (req.text.as_str(), req.date, req.dry_run);
     let mut held = writer.hold()?;
     let (path, settings) = daily_note_path(engine.vault(), date)?;
     let current = read_current(engine.vault(), &path)?;
@@ -221,17 +250,32 @@ pub fn append_daily_note(
     writer.commit(
         engine,
         &mut held,
-        "append_daily_note",
-        &path,
-        current.as_ref(),
-        new.into_bytes(),
-        dry_run,
+        Change {
+            tool: "append_daily_note",
+            path: &path,
+            before: current.as_ref(),
+            new: new.into_bytes(),
+            dry_run,
+        },
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_daily_entry_is_refused_before_its_date_is_read() {
+        let e = AppendDailyRequest::new("  ".to_owned(), Some("someday"), false).unwrap_err();
+        assert_eq!(e.to_string(), "text is empty");
+        let e = AppendDailyRequest::new("x".to_owned(), Some("someday"), false).unwrap_err();
+        assert!(
+            e.to_string().starts_with("`date` must be YYYY-MM-DD"),
+            "{e}"
+        );
+        let r = AppendDailyRequest::new("x".to_owned(), Some("2026-12-01"), true).unwrap();
+        assert_eq!(r.date, NaiveDate::from_ymd_opt(2026, 12, 1).unwrap());
+    }
 
     #[test]
     fn template_variables_are_filled_and_others_kept() {

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Current, WriteResult, Writer, check_version, read_current};
+use super::{Change, Current, WriteResult, Writer, check_version, read_current};
 use crate::engine::Engine;
 use crate::notes::{NoteError, sha256_hex};
 use crate::vault::state::Log;
@@ -72,24 +72,44 @@ fn read_log(writer: &Writer) -> Result<Vec<LogLine>, NoteError> {
         .collect())
 }
 
+/// What `note_history` asks: the note (maybe deleted) as typed and parsed, and how many
+/// versions.
+#[derive(Debug, Clone)]
+pub struct HistoryRequest {
+    input: String,
+    path: VaultPath,
+    limit: usize,
+}
+
+impl HistoryRequest {
+    /// Parses the path as typed (the history may hold it without `.md`).
+    pub fn new(path: &str, limit: usize) -> Result<Self, NoteError> {
+        Ok(HistoryRequest {
+            path: VaultPath::parse(path)?,
+            input: path.to_owned(),
+            limit,
+        })
+    }
+}
+
 /// `note_history`: the kept versions of `path`, newest first (at most `limit`).
 pub fn note_history(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    limit: usize,
+    req: &HistoryRequest,
 ) -> Result<NoteHistory, NoteError> {
-    let typed = VaultPath::parse(path)?;
+    let (typed, limit) = (req.path.clone(), req.limit);
     let lines = read_log(writer)?;
     let path = if lines.iter().any(|l| l.path == typed.as_str()) {
         typed
     } else {
-        let md = super::note_path(path)?;
+        let name = super::NoteName::parse(&req.input)?;
+        let md = name.path.clone();
         if lines.iter().any(|l| l.path == md.as_str()) {
             md
         } else {
             // A bare name of a note that exists resolves as everywhere else.
-            match super::existing_note_path(engine, path) {
+            match super::existing_note(engine, &name) {
                 Ok(found) => found,
                 Err(NoteError::NotFound { .. } | NoteError::Vault(VaultError::NotFound(_))) => md,
                 Err(e) => return Err(e),
@@ -120,21 +140,32 @@ pub fn note_history(
     })
 }
 
+/// What `restore_note` asks.
+#[derive(Debug, Clone)]
+pub struct RestoreRequest {
+    /// The note (maybe deleted).
+    pub note: super::NoteName,
+    /// The version to bring back, from `note_history`.
+    pub sha256: String,
+    /// The note's current version, when given.
+    pub if_match: Option<String>,
+    /// Only compute the diff.
+    pub dry_run: bool,
+}
+
 /// `restore_note`: brings version `sha256` of `path` back through the same atomic write (the
 /// version it replaces is kept, so a restore is undone the same way).
 pub fn restore_note(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    sha256: &str,
-    if_match: Option<&str>,
-    dry_run: bool,
+    req: &RestoreRequest,
 ) -> Result<WriteResult, NoteError> {
+    let (sha256, if_match, dry_run) = (req.sha256.as_str(), req.if_match.as_deref(), req.dry_run);
     // An existing note is found as everywhere else; a deleted one is recreated where named.
-    let path = match super::existing_note_path(engine, path) {
+    let path = match super::existing_note(engine, &req.note) {
         Ok(found) => found,
         Err(NoteError::NotFound { .. } | NoteError::Vault(VaultError::NotFound(_))) => {
-            super::note_path(path)?
+            req.note.path.clone()
         }
         Err(e) => return Err(e),
     };
@@ -162,11 +193,13 @@ pub fn restore_note(
     writer.commit(
         engine,
         &mut held,
-        "restore_note",
-        &path,
-        current.as_ref(),
-        bytes,
-        dry_run,
+        Change {
+            tool: "restore_note",
+            path: &path,
+            before: current.as_ref(),
+            new: bytes,
+            dry_run,
+        },
     )
 }
 

@@ -34,10 +34,12 @@ use crate::model::heading_key;
 use crate::vault::state::{AuditFile, Log, StateDir, WritersLock};
 use crate::vault::{Entry, Expect, MAX_WRITE_DEPTH, Vault, VaultError, VaultPath};
 
-pub use canvas::{create_canvas, edit_canvas};
-pub use daily::{append_daily_note, create_daily_note};
-pub use history::{HistoryEntry, NoteHistory, note_history, restore_note};
-pub use relink::{MoveResult, MovedLinks, move_note};
+pub use canvas::{CanvasRequest, EditCanvasRequest, canvas_path, create_canvas, edit_canvas};
+pub use daily::{AppendDailyRequest, CreateDailyRequest, append_daily_note, create_daily_note};
+pub use history::{
+    HistoryEntry, HistoryRequest, NoteHistory, RestoreRequest, note_history, restore_note,
+};
+pub use relink::{MoveRequest, MoveResult, MovedLinks, move_note};
 
 /// Largest note a write tool writes (the vault's read cap applies too).
 pub const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;
@@ -91,6 +93,20 @@ struct Held<'w> {
 pub(crate) struct Current {
     pub bytes: Vec<u8>,
     pub sha256: String,
+}
+
+/// One file's change, as [`Writer::commit`] makes it.
+pub(crate) struct Change<'a> {
+    /// The tool making it (for the history and the audit log).
+    pub tool: &'static str,
+    /// The file written.
+    pub path: &'a VaultPath,
+    /// Its bytes and version now; `None`: a new file.
+    pub before: Option<&'a Current>,
+    /// Its new bytes.
+    pub new: Vec<u8>,
+    /// Only compute the diff.
+    pub dry_run: bool,
 }
 
 /// The reply of every tool that writes one note.
@@ -223,19 +239,22 @@ impl Writer {
         }
     }
 
-    /// Writes `new` at `path` in place of `before` (or as a new file), keeping history and
-    /// logging, then reconciles the engine. With `dry_run`, returns the diff only.
-    #[allow(clippy::too_many_arguments)]
+    /// Makes `change`: writes its new bytes at its path in place of `before` (or as a new
+    /// file), keeping history and logging, then reconciles the engine. With `dry_run`, returns
+    /// the diff only.
     fn commit(
         &self,
         engine: &Engine,
         held: &mut Held<'_>,
-        tool: &str,
-        path: &VaultPath,
-        before: Option<&Current>,
-        new: Vec<u8>,
-        dry_run: bool,
+        change: Change<'_>,
     ) -> Result<WriteResult, NoteError> {
+        let Change {
+            tool,
+            path,
+            before,
+            new,
+            dry_run,
+        } = change;
         if new.len() > MAX_WRITE_BYTES || new.len() as u64 > engine.vault().limits().max_read_bytes
         {
             return Err(NoteError::TooLarge(format!(
@@ -345,17 +364,52 @@ fn entry_at(vault: &Vault, path: &VaultPath) -> Result<Option<Entry>, NoteError>
     }
 }
 
-/// The existing note `input` names, found as `read_note` finds it: the typed path (`.md` added
+/// A note a write tool names: as the client typed it, and parsed by [`note_path`] (`.md` added
+/// when left out).
+#[derive(Debug, Clone)]
+pub struct NoteName {
+    input: String,
+    path: VaultPath,
+}
+
+impl NoteName {
+    /// Parses `input` as [`note_path`] does.
+    pub fn parse(input: &str) -> Result<Self, NoteError> {
+        Ok(NoteName {
+            path: note_path(input)?,
+            input: input.to_owned(),
+        })
+    }
+}
+
+/// A file or folder a write tool names: as the client typed it, and parsed.
+#[derive(Debug, Clone)]
+pub struct EntryName {
+    input: String,
+    path: VaultPath,
+}
+
+impl EntryName {
+    /// Parses `input` as a vault path.
+    pub fn parse(input: &str) -> Result<Self, NoteError> {
+        Ok(EntryName {
+            path: VaultPath::parse(input)?,
+            input: input.to_owned(),
+        })
+    }
+}
+
+/// The existing note `name` names, found as `read_note` finds it: the typed path (`.md` added
 /// when left out), else a bare name or partial path resolved as a wikilink from the vault root;
 /// a miss is `not_found` (or `ambiguous`) with suggestions.
-pub(crate) fn existing_note_path(engine: &Engine, input: &str) -> Result<VaultPath, NoteError> {
-    let path = note_path(input)?;
-    if entry_at(engine.vault(), &path)?.is_some() {
-        return Ok(path);
+pub(crate) fn existing_note(engine: &Engine, name: &NoteName) -> Result<VaultPath, NoteError> {
+    let (input, path) = (name.input.as_str(), &name.path);
+    if entry_at(engine.vault(), path)?.is_some() {
+        return Ok(path.clone());
     }
     let found = {
         let model = engine.model()?;
-        crate::notes::locate::locate_in(&model, input.trim(), &path)?
+        crate::notes::locate::locate_in(&model, input.trim(), path)?
     };
     if found.extension() != Some("md") {
         return Err(NoteError::InvalidArgument(format!(
@@ -366,14 +420,14 @@ pub(crate) fn existing_note_path(engine: &Engine, input: &str) -> Result<VaultPa
     Ok(found)
 }
 
-/// The existing file or folder `input` names (a note's `.md` may be left out, a bare name
-/// resolves as for [`existing_note_path`]).
+/// The existing file or folder `name` names (a note's `.md` may be left out, a bare name
+/// resolves as for [`existing_note`]).
 pub(crate) fn existing_entry(
     engine: &Engine,
-    input: &str,
+    name: &EntryName,
 ) -> Result<(VaultPath, Entry), NoteError> {
     let vault = engine.vault();
-    let typed = VaultPath::parse(input)?;
+    let (input, typed) = (name.input.as_str(), name.path.clone());
     if let Some(e) = entry_at(vault, &typed)? {
         return Ok((typed, e));
     }
@@ -508,19 +562,30 @@ fn check_size(what: &str, text: &str) -> Result<(), NoteError> {
     Ok(())
 }
 
+/// What `create_note` asks.
+#[derive(Debug, Clone)]
+pub struct CreateRequest {
+    /// The new note.
+    pub note: NoteName,
+    /// Its text (after the template's).
+    pub content: String,
+    /// Frontmatter properties.
+    pub frontmatter: Option<Map<String, Value>>,
+    /// A template's name or path.
+    pub template: Option<String>,
+    /// Only compute the diff.
+    pub dry_run: bool,
+}
+
 /// `create_note`: a new note (failing if one exists), from `content`, an optional frontmatter
 /// and an optional template of the vault's templates folder.
-#[allow(clippy::too_many_arguments)]
 pub fn create_note(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    content: &str,
-    frontmatter: Option<&Map<String, Value>>,
-    template: Option<&str>,
-    dry_run: bool,
+    req: &CreateRequest,
 ) -> Result<WriteResult, NoteError> {
-    let path = note_path(path)?;
+    let path = req.note.path.clone();
+    let (content, dry_run) = (req.content.as_str(), req.dry_run);
     check_size("content", content)?;
     let mut held = writer.hold()?;
     let vault = engine.vault();
@@ -531,7 +596,7 @@ pub fn create_note(
         }
         .into());
     }
-    let mut text = match template {
+    let mut text = match req.template.as_deref() {
         Some(name) => {
             let mut t = daily::template_text(engine, name, &path)?;
             if !content.is_empty() {
@@ -541,7 +606,7 @@ pub fn create_note(
         }
         None => content.to_owned(),
     };
-    if let Some(props) = frontmatter
+    if let Some(props) = &req.frontmatter
         && !props.is_empty()
     {
         text = yaml_edit::update(&text, props, &[]).map_err(|e| frontmatter_error(&path, e))?;
@@ -549,24 +614,37 @@ pub fn create_note(
     writer.commit(
         engine,
         &mut held,
-        "create_note",
-        &path,
-        None,
-        text.into_bytes(),
-        dry_run,
+        Change {
+            tool: "create_note",
+            path: &path,
+            before: None,
+            new: text.into_bytes(),
+            dry_run,
+        },
     )
+}
+
+/// What `write_note` asks.
+#[derive(Debug, Clone)]
+pub struct WriteRequest {
+    /// The note.
+    pub note: NoteName,
+    /// Its whole new text.
+    pub content: String,
+    /// Its version as read (required).
+    pub if_match: String,
+    /// Only compute the diff.
+    pub dry_run: bool,
 }
 
 /// `write_note`: replaces an existing note whole; `if_match` is required.
 pub fn write_note(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    content: &str,
-    if_match: &str,
-    dry_run: bool,
+    req: &WriteRequest,
 ) -> Result<WriteResult, NoteError> {
-    let path = existing_note_path(engine, path)?;
+    let path = existing_note(engine, &req.note)?;
+    let (content, if_match, dry_run) = (req.content.as_str(), req.if_match.as_str(), req.dry_run);
     check_size("content", content)?;
     let mut held = writer.hold()?;
     let Some(current) = read_current(engine.vault(), &path)? else {
@@ -576,24 +654,37 @@ pub fn write_note(
     writer.commit(
         engine,
         &mut held,
-        "write_note",
-        &path,
-        Some(&current),
-        content.as_bytes().to_vec(),
-        dry_run,
+        Change {
+            tool: "write_note",
+            path: &path,
+            before: Some(&current),
+            new: content.as_bytes().to_vec(),
+            dry_run,
+        },
     )
+}
+
+/// What `edit_note` asks.
+#[derive(Debug, Clone)]
+pub struct EditRequest {
+    /// The note.
+    pub note: NoteName,
+    /// The replacements, all or none.
+    pub edits: Vec<TextEdit>,
+    /// Its version as read, when given.
+    pub if_match: Option<String>,
+    /// Only compute the diff.
+    pub dry_run: bool,
 }
 
 /// `edit_note`: every replacement applies, or none.
 pub fn edit_note(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    edits: &[TextEdit],
-    if_match: Option<&str>,
-    dry_run: bool,
+    req: &EditRequest,
 ) -> Result<WriteResult, NoteError> {
-    let path = existing_note_path(engine, path)?;
+    let path = existing_note(engine, &req.note)?;
+    let (edits, if_match, dry_run) = (&req.edits, req.if_match.as_deref(), req.dry_run);
     if edits.is_empty() || edits.len() > MAX_EDITS {
         return Err(NoteError::InvalidArgument(format!(
             "edits must hold 1 to {MAX_EDITS} replacements"
@@ -616,25 +707,40 @@ pub fn edit_note(
     writer.commit(
         engine,
         &mut held,
-        "edit_note",
-        &path,
-        Some(&current),
-        new.into_bytes(),
-        dry_run,
+        Change {
+            tool: "edit_note",
+            path: &path,
+            before: Some(&current),
+            new: new.into_bytes(),
+            dry_run,
+        },
     )
+}
+
+/// What `append_to_note` asks.
+#[derive(Debug, Clone)]
+pub struct AppendRequest {
+    /// The note.
+    pub note: NoteName,
+    /// The text to add.
+    pub content: String,
+    /// The section to add it to (`Parent/Child` nests); `None`: the end of the note.
+    pub heading: Option<String>,
+    /// Its version as read, when given.
+    pub if_match: Option<String>,
+    /// Only compute the diff.
+    pub dry_run: bool,
 }
 
 /// `append_to_note`: at the end of the note, or of the section under `heading`.
 pub fn append_to_note(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    content: &str,
-    heading: Option<&str>,
-    if_match: Option<&str>,
-    dry_run: bool,
+    req: &AppendRequest,
 ) -> Result<WriteResult, NoteError> {
-    let path = existing_note_path(engine, path)?;
+    let path = existing_note(engine, &req.note)?;
+    let (content, heading) = (req.content.as_str(), req.heading.as_deref());
+    let (if_match, dry_run) = (req.if_match.as_deref(), req.dry_run);
     check_size("content", content)?;
     let mut held = writer.hold()?;
     let (current, text) = existing(engine.vault(), &path, if_match)?;
@@ -646,24 +752,37 @@ pub fn append_to_note(
     writer.commit(
         engine,
         &mut held,
-        "append_to_note",
-        &path,
-        Some(&current),
-        new.into_bytes(),
-        dry_run,
+        Change {
+            tool: "append_to_note",
+            path: &path,
+            before: Some(&current),
+            new: new.into_bytes(),
+            dry_run,
+        },
     )
+}
+
+/// What `prepend_to_note` asks.
+#[derive(Debug, Clone)]
+pub struct PrependRequest {
+    /// The note.
+    pub note: NoteName,
+    /// The text to add.
+    pub content: String,
+    /// Its version as read, when given.
+    pub if_match: Option<String>,
+    /// Only compute the diff.
+    pub dry_run: bool,
 }
 
 /// `prepend_to_note`: at the start of the body, after the frontmatter.
 pub fn prepend_to_note(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    content: &str,
-    if_match: Option<&str>,
-    dry_run: bool,
+    req: &PrependRequest,
 ) -> Result<WriteResult, NoteError> {
-    let path = existing_note_path(engine, path)?;
+    let path = existing_note(engine, &req.note)?;
+    let (content, if_match, dry_run) = (req.content.as_str(), req.if_match.as_deref(), req.dry_run);
     check_size("content", content)?;
     let mut held = writer.hold()?;
     let (current, text) = existing(engine.vault(), &path, if_match)?;
@@ -671,26 +790,40 @@ pub fn prepend_to_note(
     writer.commit(
         engine,
         &mut held,
-        "prepend_to_note",
-        &path,
-        Some(&current),
-        new.into_bytes(),
-        dry_run,
+        Change {
+            tool: "prepend_to_note",
+            path: &path,
+            before: Some(&current),
+            new: new.into_bytes(),
+            dry_run,
+        },
     )
 }
 
+/// What `update_frontmatter` asks.
+#[derive(Debug, Clone)]
+pub struct FrontmatterRequest {
+    /// The note.
+    pub note: NoteName,
+    /// Properties to set.
+    pub set: Map<String, Value>,
+    /// Property names to remove.
+    pub remove: Vec<String>,
+    /// Its version as read, when given.
+    pub if_match: Option<String>,
+    /// Only compute the diff.
+    pub dry_run: bool,
+}
+
 /// `update_frontmatter`: set and remove properties, everything else byte for byte.
-#[allow(clippy::too_many_arguments)]
 pub fn update_frontmatter(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    set: &Map<String, Value>,
-    remove: &[String],
-    if_match: Option<&str>,
-    dry_run: bool,
+    req: &FrontmatterRequest,
 ) -> Result<WriteResult, NoteError> {
-    let path = existing_note_path(engine, path)?;
+    let path = existing_note(engine, &req.note)?;
+    let (set, remove) = (&req.set, req.remove.as_slice());
+    let (if_match, dry_run) = (req.if_match.as_deref(), req.dry_run);
     if set.is_empty() && remove.is_empty() {
         return Err(NoteError::InvalidArgument(
             "give properties to `set` or names to `remove`".to_owned(),
@@ -702,12 +835,27 @@ pub fn update_frontmatter(
     writer.commit(
         engine,
         &mut held,
-        "update_frontmatter",
-        &path,
-        Some(&current),
-        new.into_bytes(),
-        dry_run,
+        Change {
+            tool: "update_frontmatter",
+            path: &path,
+            before: Some(&current),
+            new: new.into_bytes(),
+            dry_run,
+        },
     )
+}
+
+/// What `delete_note` asks.
+#[derive(Debug, Clone)]
+pub struct DeleteRequest {
+    /// The note, attachment or folder.
+    pub target: EntryName,
+    /// Remove it for good, not to the trash.
+    pub permanent: bool,
+    /// A file's version as read, when given.
+    pub if_match: Option<String>,
+    /// Change nothing; say what would happen.
+    pub dry_run: bool,
 }
 
 /// The reply of `delete_note`.
@@ -736,19 +884,17 @@ pub struct DeleteResult {
 pub fn delete_note(
     writer: &Writer,
     engine: &Engine,
-    path: &str,
-    permanent: bool,
-    if_match: Option<&str>,
-    dry_run: bool,
+    req: &DeleteRequest,
 ) -> Result<DeleteResult, NoteError> {
-    if VaultPath::parse(path)?.is_root() {
+    let (permanent, if_match, dry_run) = (req.permanent, req.if_match.as_deref(), req.dry_run);
+    if req.target.path.is_root() {
         return Err(NoteError::InvalidArgument(
             "the vault root cannot be deleted".to_owned(),
         ));
     }
     let vault = engine.vault();
     let _held = writer.hold()?;
-    let (path, entry) = existing_entry(engine, path)?;
+    let (path, entry) = existing_entry(engine, &req.target)?;
     let current = if let Entry::File(_) = entry {
         let c = read_current(vault, &path)?.ok_or_else(|| VaultError::NotFound(path.clone()))?;
         check_version(&path, &c, if_match)?;

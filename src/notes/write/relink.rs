@@ -93,25 +93,36 @@ struct Plan {
     links: usize,
 }
 
+/// What `move_note` asks. `to` is parsed by the move itself, once it knows what `from` is (a
+/// file's extension carries over to a `to` without one).
+#[derive(Debug, Clone)]
+pub struct MoveRequest {
+    /// The note, attachment or folder to move.
+    pub from: super::EntryName,
+    /// The new path, as typed.
+    pub to: String,
+    /// Rewrite the links to it.
+    pub update_links: bool,
+    /// Change nothing; return the diffs.
+    pub dry_run: bool,
+}
+
 /// `move_note`.
 pub fn move_note(
     writer: &Writer,
     engine: &Engine,
-    from: &str,
-    to: &str,
-    update_links: bool,
-    dry_run: bool,
+    req: &MoveRequest,
 ) -> Result<MoveResult, NoteError> {
     let vault = engine.vault();
-    let typed = VaultPath::parse(from)?;
-    if typed.is_root() {
+    let (update_links, dry_run) = (req.update_links, req.dry_run);
+    if req.from.path.is_root() {
         return Err(NoteError::InvalidArgument(
             "the vault root cannot be moved".to_owned(),
         ));
     }
     let held = writer.hold()?;
-    let (from, entry) = super::existing_entry(engine, from)?;
-    let mut to = VaultPath::parse(to)?;
+    let (from, entry) = super::existing_entry(engine, &req.from)?;
+    let mut to = VaultPath::parse(&req.to)?;
     if to.is_root() {
         return Err(NoteError::InvalidArgument("`to` is empty".to_owned()));
     }
