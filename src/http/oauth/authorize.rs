@@ -416,6 +416,19 @@ fn server_error(e: std::io::Error) -> Response {
     )
 }
 
+/// The form of a token or revocation request and the client it authenticates (400 for a bad
+/// form, 401 for bad credentials): what both endpoints do first.
+async fn client_form(
+    auth: &AuthServer,
+    headers: &HeaderMap,
+    body: &str,
+) -> Result<(HashMap<String, String>, Client), Box<Response>> {
+    let form = params(body)
+        .map_err(|e| Box::new(json_error(StatusCode::BAD_REQUEST, "invalid_request", &e)))?;
+    let client = authenticate_client(auth, headers, &form).await?;
+    Ok((form, client))
+}
+
 /// Checks the client's credentials at the token and revocation endpoints: its id, and its
 /// secret when it registered one.
 async fn authenticate_client(

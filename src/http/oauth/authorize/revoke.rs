@@ -1,6 +1,6 @@
 //! `POST /oauth/revoke`: RFC 7009 revocation, of the client's own tokens only.
 
-use super::{AuthServer, authenticate_client, json_error, params, server_error};
+use super::{AuthServer, client_form, json_error, server_error};
 
 use crate::http::oauth::store;
 
@@ -18,12 +18,8 @@ pub async fn revoke(
     headers: HeaderMap,
     body: String,
 ) -> Response {
-    let form = match params(&body) {
-        Ok(f) => f,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, "invalid_request", &e),
-    };
-    let client = match authenticate_client(&auth, &headers, &form).await {
-        Ok(c) => c,
+    let (form, client) = match client_form(&auth, &headers, &body).await {
+        Ok(fc) => fc,
         Err(r) => return *r,
     };
     let Some(token) = form.get("token") else {

@@ -16,9 +16,7 @@ use crate::http::oauth::store::RefreshError;
 use crate::http::oauth::{SCOPE_READ, SCOPE_WRITE, store};
 use crate::locks::lock;
 
-use super::{
-    AuthServer, CODE_TTL, PENDING_TTL, authenticate_client, json_error, params, server_error,
-};
+use super::{AuthServer, CODE_TTL, PENDING_TTL, client_form, json_error, server_error};
 
 /// The token endpoint's reply.
 fn tokens_reply(issued: &store::Issued) -> Response {
@@ -48,12 +46,8 @@ pub async fn token(
     headers: HeaderMap,
     body: String,
 ) -> Response {
-    let form = match params(&body) {
-        Ok(f) => f,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, "invalid_request", &e),
-    };
-    let client = match authenticate_client(&auth, &headers, &form).await {
-        Ok(c) => c,
+    let (form, client) = match client_form(&auth, &headers, &body).await {
+        Ok(fc) => fc,
         Err(r) => return *r,
     };
     let get = |k: &str| form.get(k).map(String::as_str);
