@@ -127,6 +127,9 @@ fn the_default_demo_is_a_first_look_of_at_most_150_lines() {
         "`.` and `..` components are not allowed",
         "hidden files and folders",
         "capvault demo --full",
+        // A list cut short says so: the search found 3, two are shown.
+        "hits: 3 item(s)",
+        "  … 1 more",
     ] {
         assert!(out.contains(want), "the first look lacks {want}:\n{out}");
     }

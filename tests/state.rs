@@ -105,6 +105,16 @@ async fn state_follows_a_restart_a_rename_and_a_restore_but_not_an_unrelated_fol
     std::fs::rename(&vault, &renamed).unwrap();
     let (_, out, _) = state(&renamed, &state_dir, &[]);
     assert!(out.contains("moved from") && out.contains("Notes"), "{out}");
+    // Its own record still names the old path, which is this vault, not a lost one; one
+    // version is one version.
+    assert!(
+        out.contains("[this vault, recorded at its old path]"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" 1 version (") && !out.contains("folder is gone"),
+        "{out}"
+    );
     assert_eq!(history_of_a(&renamed, &state_dir, false).await, 1);
     assert_eq!(
         used_state(&renamed, &state_dir).as_deref(),
