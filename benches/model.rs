@@ -95,6 +95,21 @@ fn main() {
         if let Some(heap) = heap {
             println!("model heap once built: {:.1} MB", heap as f64 / 1e6);
         }
+        // The Dataview data's share: the heap a copy of it takes (the copy is exact-sized).
+        let before_copy = live_heap();
+        let copy = model.dataview().clone();
+        if let Some((after, before)) = live_heap().zip(before_copy) {
+            let fields: usize = copy.values().map(|d| d.fields.len()).sum();
+            println!(
+                "  of which Dataview data: {:.1} MB ({} tasks and {} inline fields in {} of {} notes)",
+                after.saturating_sub(before) as f64 / 1e6,
+                model.task_count(),
+                fields,
+                copy.len(),
+                model.note_count()
+            );
+        }
+        drop(copy);
         println!(
             "refresh with nothing changed (stat scan of {} files): {:.0} ms",
             again.files,

@@ -43,7 +43,8 @@ fn embedded(i: &Value) -> bool {
 
 /// Chunking and embedding one note in-process: what re-embedding a changed note costs.
 fn per_note(model: &Path, root: &Path) {
-    let m = capvault::semantic::load_model(model).expect("the model loads");
+    let m = capvault::semantic::load_model(&capvault::vault::host::Host::claim(), model)
+        .expect("the model loads");
     let mut files = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {

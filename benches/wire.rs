@@ -132,6 +132,14 @@ fn main() {
         })
     };
     let tag_filter = format!("file.hasTag(\"{tag}\")");
+    // "This week" for the generated tasks: the 7 days from the generator's anchor date (its
+    // dates centre on it, whatever day the benchmark runs); the bounds are strict.
+    let (y, m, d) = generator::TASKS_ANCHOR;
+    let anchor = chrono::NaiveDate::from_ymd_opt(y, m, d).unwrap();
+    let week = (
+        (anchor - chrono::TimeDelta::days(1)).to_string(),
+        (anchor + chrono::TimeDelta::days(7)).to_string(),
+    );
     let tag20_label = format!("query_base tag in {tag20_notes} notes");
     // (label, tool, args, target p50 ms)
     let cases: Vec<(&str, &str, Value, f64)> = vec![
@@ -160,6 +168,25 @@ fn main() {
             50.0,
         ),
         ("list_bases", "list_bases", json!({}), 50.0),
+        (
+            "list_tasks not done this week",
+            "list_tasks",
+            json!({"due_after": week.0, "due_before": week.1}),
+            20.0,
+        ),
+        ("list_tasks not done", "list_tasks", json!({}), 20.0),
+        (
+            "run_query DQL TABLE tag, WHERE, SORT, LIMIT 50",
+            "run_query",
+            json!({"query": format!("TABLE rating, status FROM #{tag} WHERE rating > 2 SORT rating DESC LIMIT 50")}),
+            50.0,
+        ),
+        (
+            "run_query Tasks not done due this week",
+            "run_query",
+            json!({"language": "tasks", "query": format!("not done\ndue after {}\ndue before {}", week.0, week.1)}),
+            20.0,
+        ),
         ("vault_info", "vault_info", json!({}), 1.0),
         (
             "list_notes limit 10",

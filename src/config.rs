@@ -21,7 +21,40 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::server::policy::{Override, ToolPolicy};
+use crate::server::policy::{Override, PolicyError, ToolPolicy};
+use crate::vault::host::{Host, HostError};
+
+/// Why the config file cannot be used. Names the file as the user gave it (shown only to them,
+/// at startup).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Read(#[from] HostError),
+    /// `--config` names a file that does not exist.
+    #[error("{path}: no such file")]
+    Missing { path: String },
+    /// The file does not parse.
+    #[error("{path}: {source}")]
+    Parse { path: String, source: ParseError },
+    /// The file (or the `--tools` flag) names an unknown tool or profile.
+    #[error("{0}")]
+    Tools(#[from] PolicyError),
+}
+
+/// Why a config file's bytes do not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// The bytes are not UTF-8.
+    #[error("not UTF-8 text")]
+    NotUtf8,
+    /// Not TOML, or not the config's keys: the message, after the line when it is known.
+    #[error("{}{message}", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+    Toml {
+        line: Option<usize>,
+        message: String,
+    },
+}
 
 /// The config file's contents.
 #[derive(Debug, Default, Deserialize, PartialEq, Eq)]
@@ -66,7 +99,7 @@ pub fn default_path() -> Option<PathBuf> {
 
 /// Reads the config file: `explicit` (which must exist), else the default path if it exists,
 /// else an empty config.
-pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
+pub fn load(host: &Host, explicit: Option<&Path>) -> Result<Config, ConfigError> {
     let (path, required) = match explicit {
         Some(p) => (p.to_path_buf(), true),
         None => match default_path() {
@@ -74,32 +107,37 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
             None => return Ok(Config::default()),
         },
     };
-    match crate::vault::read_user_config(&path)? {
-        Some(bytes) => parse(&bytes).map_err(|e| format!("{}: {e}", path.display())),
-        None if required => Err(format!("{}: no such file", path.display())),
+    match host.user_config(&path)? {
+        Some(bytes) => parse(&bytes).map_err(|source| ConfigError::Parse {
+            path: path.display().to_string(),
+            source,
+        }),
+        None if required => Err(ConfigError::Missing {
+            path: path.display().to_string(),
+        }),
         None => Ok(Config::default()),
     }
 }
 
 /// Parses a config file's bytes. The error names the line and column.
-pub fn parse(bytes: &[u8]) -> Result<Config, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())?;
-    toml::from_str(text).map_err(|e| {
-        let at = e
+pub fn parse(bytes: &[u8]) -> Result<Config, ParseError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| ParseError::NotUtf8)?;
+    toml::from_str(text).map_err(|e| ParseError::Toml {
+        line: e
             .span()
-            .map(|s| {
-                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                format!("line {line}: ")
-            })
-            .unwrap_or_default();
-        format!("{at}{}", e.message())
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1),
+        message: e.message().to_owned(),
     })
 }
 
 impl Config {
     /// The tool policy from `cli_tools` (the `--tools` flag, which wins) or this file's
     /// `tools`, then this file's disabled tools and overrides. `known` is every tool name.
-    pub fn policy(&self, cli_tools: Option<&str>, known: &[String]) -> Result<ToolPolicy, String> {
+    pub fn policy(
+        &self,
+        cli_tools: Option<&str>,
+        known: &[String],
+    ) -> Result<ToolPolicy, ConfigError> {
         let spec = cli_tools.or(self.tools.as_deref()).unwrap_or("all");
         let mut policy = ToolPolicy::from_spec(spec, known)?;
         for t in &self.disabled_tools {
@@ -159,12 +197,14 @@ disabled = true
 
     #[test]
     fn a_bad_file_names_the_line() {
-        let e = parse(b"tools = \"read\"\nexclude = [\"a\"\n").unwrap_err();
+        let e = parse(b"tools = \"read\"\nexclude = [\"a\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("line 2"), "{e}");
-        let e = parse(b"\n\ncolour = 1\n").unwrap_err();
+        let e = parse(b"\n\ncolour = 1\n").unwrap_err().to_string();
         assert!(e.starts_with("line 3") && e.contains("colour"), "{e}");
         let c = parse(b"disabled_tools = [\"rm_rf\"]\n").unwrap();
-        let e = c.policy(None, &known()).unwrap_err();
+        let e = c.policy(None, &known()).unwrap_err().to_string();
         assert!(e.contains("unknown tool `rm_rf`"), "{e}");
     }
 }

@@ -29,13 +29,16 @@
 //! - [`obsidian`]: Obsidian's own formats, parsed without I/O: `.obsidian` settings, Moment.js
 //!   date formats for daily notes, JSON Canvas (and its validated edits), and Bases
 //!   ([`obsidian::bases`]: the expression language and a bounded evaluator over any
-//!   [`obsidian::bases::Source`] of files).
+//!   [`obsidian::bases::Source`] of files), Dataview ([`obsidian::dataview`]: inline fields,
+//!   typed values, list items and tasks; [`obsidian::dataview::query`]: DQL over any
+//!   [`obsidian::dataview::query::DvSource`]) and the Tasks plugin ([`obsidian::tasks`]: its
+//!   query language, statuses, and the line a status change writes).
 //! - [`net`]: outgoing HTTPS (where capvault may connect, how its clients are built), shared
 //!   by the issuer's keys and the model download. No filesystem.
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
 //!   (in parallel), the file index for link resolution, tags, forward links and backlinks, kept
 //!   current by stat-based diffs (of one file, one folder or the whole vault) applied one note at a
-//!   time.
+//!   time; each note's Dataview data (inline fields, tasks) kept compact beside them.
 //! - [`index`]: the full-text search index (tantivy): schema, field boosts, filters, the query
 //!   language, CJK bigrams, how a hit's line, excerpt and heading are chosen, the candidate notes
 //!   of an exact search, and its cache, saved and loaded only through the cache folder's handle
@@ -67,7 +70,9 @@
 //! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
 //!   graph and tags, vault facts, settings, paths as people write them) as plain functions over a
 //!   `Vault`, the model and the engine, with bounded, paged results and errors for the client;
-//!   [`notes::bases`]: Bases over the vault model; [`notes::write`]: the write operations (locks, history, audit, link rewrite on moves).
+//!   [`notes::bases`]: Bases over the vault model; [`notes::query`]: Dataview and Tasks queries
+//!   over it; [`notes::tasks`]: the task list; [`notes::write`]: the write operations (locks,
+//!   history, audit, link rewrite on moves, task status).
 //! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
 //!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas) and
 //!   [`server::ToolError`], the stable error codes.
@@ -82,7 +87,9 @@
 //!   JWTs); [`vault::sandbox`]: the Landlock sandbox
 //!   `serve` applies to itself before its runtime starts; [`config`]: the config file; [`demo`]: the `demo` subcommand with its wire
 //!   capture; [`setup`]: `install`, `uninstall` and `doctor` (clients' config files edited through
-//!   [`vault::host`], keeping their comments and other servers).
+//!   [`vault::host`], keeping their comments and other servers). The user's own files outside
+//!   any vault (the config, token, TLS, JWKS and model files, clients' configs) are reached only
+//!   through a [`vault::host::Host`], claimed once in `main.rs` and passed down as `&Host`.
 //! - [`locks`]: `lock`, `read` and `write` that take a lock even after a panic poisoned it, used
 //!   by every layer instead of spelling the recovery out.
 //!
@@ -93,6 +100,10 @@
 //!
 //! See `docs/architecture.md` for the same map with the reasons behind it, and `SECURITY.md` for
 //! the guarantees and where they stop.
+
+// These docs are for contributors (`cargo doc --document-private-items`): public items may name
+// the private limits and helpers they rely on.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod app;
 pub mod config;

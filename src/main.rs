@@ -5,12 +5,12 @@
 use std::pin::Pin;
 use std::process::ExitCode;
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use capvault::app::call::PreparedCall;
 use capvault::app::cli::{Cli, Command, ModelCommand};
 use capvault::app::serve::Prepared;
+use capvault::vault::host::Host;
 
 /// Caps glibc's malloc at two arenas (it would create up to eight per core, one per thread that
 /// contends). The server's heap is mostly the vault model and index, built once by a handful of
@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     // rustls's `ring` provider for every TLS use (the HTTPS listener and the issuer's keys
     // name it too).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
+    let cli = Cli::parse_checked();
     if prints_to_a_reader(&cli.command) {
         end_quietly_on_a_closed_pipe();
     }
@@ -52,7 +52,10 @@ fn main() -> ExitCode {
         .init();
     // `serve` opens every folder, reads every credential and binds its listener here, then
     // applies the sandbox, all before the runtime starts a thread.
-    let job = match job(cli.command) {
+    // The one claim of the authority over the user's own files by host path (the config,
+    // token, TLS and model files, clients' configs): passed to each command that needs it.
+    let host = Host::claim();
+    let job = match job(host, cli.command) {
         Ok(job) => job,
         Err(e) => return failure(&e),
     };
@@ -146,11 +149,11 @@ type Job = Pin<Box<dyn Future<Output = anyhow::Result<()>>>>;
 /// starts a thread: they open every folder, read every credential and (`serve`) bind the
 /// listener and apply the sandbox, which then confines every thread the runtime starts. The
 /// others start when the runtime runs them.
-fn job(command: Command) -> anyhow::Result<Job> {
+fn job(host: Host, command: Command) -> anyhow::Result<Job> {
     use capvault::app::{install, model, oauth, state, tokens};
     Ok(match command {
-        Command::Serve(args) => Box::pin(Prepared::new(args)?.serve()),
-        Command::Call(args) => Box::pin(PreparedCall::new(args)?.run()),
+        Command::Serve(args) => Box::pin(Prepared::new(&host, args)?.serve()),
+        Command::Call(args) => Box::pin(PreparedCall::new(&host, args)?.run()),
         Command::Demo { full } => {
             let show = if full {
                 capvault::demo::Show::Full
@@ -159,15 +162,17 @@ fn job(command: Command) -> anyhow::Result<Job> {
             };
             Box::pin(capvault::demo::run(Box::new(std::io::stdout()), show))
         }
-        Command::Install(args) => Box::pin(async move { install::install(args) }),
+        Command::Install(args) => Box::pin(async move { install::install(&host, args) }),
         Command::Uninstall {
             client,
             name,
             dry_run,
-        } => Box::pin(async move { install::uninstall(&client, &name, dry_run) }),
-        Command::Bundle { out, level } => Box::pin(async move { install::bundle(&out, level) }),
-        Command::Token { command } => Box::pin(async move { tokens::token(command) }),
-        Command::Tokens { command } => Box::pin(async move { tokens::tokens(command) }),
+        } => Box::pin(async move { install::uninstall(&host, &client, &name, dry_run) }),
+        Command::Bundle { out, level } => {
+            Box::pin(async move { install::bundle(&host, &out, level) })
+        }
+        Command::Token { command } => Box::pin(async move { tokens::token(&host, command) }),
+        Command::Tokens { command } => Box::pin(async move { tokens::tokens(&host, command) }),
         Command::Passwd { vault, state_dir } => {
             Box::pin(async move { oauth::passwd(&vault, state_dir.as_deref()) })
         }
@@ -179,7 +184,7 @@ fn job(command: Command) -> anyhow::Result<Job> {
         } => Box::pin(
             async move { state::run(&vault, adopt.as_deref(), force, state_dir.as_deref()) },
         ),
-        Command::Model { command } => Box::pin(model::run(command)),
-        Command::Doctor { vault } => Box::pin(async move { install::doctor(&vault).await }),
+        Command::Model { command } => Box::pin(model::run(host, command)),
+        Command::Doctor { vault } => Box::pin(async move { install::doctor(&host, &vault).await }),
     })
 }

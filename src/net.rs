@@ -6,15 +6,41 @@
 
 use std::time::Duration;
 
+/// Why a URL is not one capvault fetches from ([`check_fetch_url`]).
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    /// The text does not parse as a URL.
+    #[error("`{url}` is not a URL ({source})")]
+    NotUrl {
+        url: String,
+        source: url::ParseError,
+    },
+    /// A URL, but neither https nor http on a loopback address.
+    #[error("`{0}` must be https (http only on a loopback address)")]
+    NotHttps(String),
+}
+
+/// Why [`client_builder`] could not set up TLS.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// One of the extra trusted roots is not a certificate rustls accepts.
+    #[error(transparent)]
+    Root(rustls::Error),
+    /// The crypto provider supports none of the safe protocol versions.
+    #[error(transparent)]
+    Protocols(rustls::Error),
+}
+
 /// A URL capvault may fetch from: HTTPS, or HTTP on a loopback address.
-pub fn check_fetch_url(url: &str) -> Result<url::Url, String> {
-    let u = url::Url::parse(url).map_err(|e| format!("`{url}` is not a URL ({e})"))?;
+pub fn check_fetch_url(url: &str) -> Result<url::Url, UrlError> {
+    let u = url::Url::parse(url).map_err(|source| UrlError::NotUrl {
+        url: url.to_owned(),
+        source,
+    })?;
     if is_allowed(&u) {
         Ok(u)
     } else {
-        Err(format!(
-            "`{url}` must be https (http only on a loopback address)"
-        ))
+        Err(UrlError::NotHttps(url.to_owned()))
     }
 }
 
@@ -40,15 +66,16 @@ pub fn client_builder(
     extra_roots: &[rustls_pki_types::CertificateDer<'static>],
     timeout: Duration,
     connect: Duration,
-) -> anyhow::Result<reqwest::ClientBuilder> {
+) -> Result<reqwest::ClientBuilder, ClientError> {
     let mut roots =
         rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for der in extra_roots {
-        roots.add(der.clone())?;
+        roots.add(der.clone()).map_err(ClientError::Root)?;
     }
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
+        .with_safe_default_protocol_versions()
+        .map_err(ClientError::Protocols)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(reqwest::Client::builder()

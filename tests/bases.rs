@@ -3,9 +3,7 @@
 //! by hand against the notes and pinned; bases in code blocks; inline bases; and refusals.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
-use common::{Server, shared_vault, write_tree};
+use crate::common::{Server, shared_vault, write_tree};
 use serde_json::{Value, json};
 
 /// The row paths of a reply.
@@ -326,7 +324,7 @@ async fn bad_bases_get_clear_errors_and_hidden_or_outside_bases_are_refused() {
         ],
     );
     let s = Server::start(tmp.path()).await;
-    let code = |r: &common::Reply| r.error["code"].as_str().unwrap_or_default().to_owned();
+    let code = |r: &crate::common::Reply| r.error["code"].as_str().unwrap_or_default().to_owned();
 
     let r = s
         .call("query_base", json!({"base": "filters: 'rating >> 2'"}))

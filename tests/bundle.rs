@@ -5,8 +5,6 @@
 //! the write tools exactly when "Allow changes" is on.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 
@@ -79,7 +77,7 @@ async fn the_bundle_holds_a_schema_valid_manifest_and_a_server_that_runs_as_conf
 
     // Started as Claude Desktop starts it, once with each setting of "Allow changes".
     let vault = tmp.path().join("Notes");
-    common::write_tree(&vault, &[("a.md", "# A\nthe garden\n")]);
+    crate::common::write_tree(&vault, &[("a.md", "# A\nthe garden\n")]);
     let state = tmp.path().join("state");
     let config = &manifest["server"]["mcp_config"];
     let dirname = tmp.path().join("unpacked");
@@ -100,13 +98,13 @@ async fn the_bundle_holds_a_schema_valid_manifest_and_a_server_that_runs_as_conf
             cmd.env(k, subst(v.as_str().unwrap()));
         }
         cmd.env("XDG_STATE_HOME", &state)
-            .env("XDG_CACHE_HOME", common::test_cache_home())
+            .env("XDG_CACHE_HOME", crate::common::test_cache_home())
             .env(
                 "XDG_CONFIG_HOME",
-                common::test_cache_home().join("no-config"),
+                crate::common::test_cache_home().join("no-config"),
             )
             .env("CAPVAULT_LOG", "capvault=error");
-        let s = common::Server::from_command(cmd).await;
+        let s = crate::common::Server::from_command(cmd).await;
         let listed = s.client.list_all_tools().await.unwrap();
         let has_writes = listed.iter().any(|t| t.name == "edit_note");
         assert_eq!(has_writes, allow, "allow_writes = {allow}");

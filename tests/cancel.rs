@@ -7,12 +7,10 @@
 //! go on answering.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{HttpChild, Server, test_cache_home, write_tree};
+use crate::common::{HttpChild, Server, test_cache_home, write_tree};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use rmcp::transport::TokioChildProcess;

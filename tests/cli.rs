@@ -2,8 +2,6 @@
 //! relative to the current folder, errors, output cut short by a closed pipe, `token new`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_capvault");
@@ -18,12 +16,15 @@ fn capvault_in(cwd: Option<&std::path::Path>, args: &[&str]) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CACHE_HOME", common::test_cache_home())
+        .env("XDG_CACHE_HOME", crate::common::test_cache_home())
         .env(
             "XDG_CONFIG_HOME",
-            common::test_cache_home().join("no-config"),
+            crate::common::test_cache_home().join("no-config"),
         )
-        .env("XDG_STATE_HOME", common::test_cache_home().join("no-state"))
+        .env(
+            "XDG_STATE_HOME",
+            crate::common::test_cache_home().join("no-state"),
+        )
         .env_remove("CAPVAULT_WRITE");
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
@@ -60,7 +61,7 @@ fn version_and_help_describe_every_subcommand() {
 #[test]
 fn call_prints_the_structured_result_as_json() {
     let tmp = tempfile::tempdir().unwrap();
-    common::write_tree(tmp.path(), &[("a/Note.md", "hello garden\n")]);
+    crate::common::write_tree(tmp.path(), &[("a/Note.md", "hello garden\n")]);
     let vault = tmp.path().to_str().unwrap();
     let o = capvault(&["call", vault, "search_notes", r#"{"query": "garden"}"#]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -169,7 +170,7 @@ fn demo_full_prints_a_real_wire_session_over_the_embedded_vault() {
 fn a_vault_given_as_dot_or_dotdot_is_named_after_its_folder() {
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("Garden Notes");
-    common::write_tree(&vault, &[("sub/a.md", "# A\n")]);
+    crate::common::write_tree(&vault, &[("sub/a.md", "# A\n")]);
     for (cwd, arg) in [
         (vault.clone(), "."),
         (vault.join("sub"), ".."),
@@ -209,10 +210,10 @@ fn path_flags_are_relative_to_the_current_folder() {
     use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("v");
-    common::write_tree(&vault, &[("a.md", "# A\n")]);
+    crate::common::write_tree(&vault, &[("a.md", "# A\n")]);
     let v = vault.to_str().unwrap();
     // A private token file named relatively is read (its bad line is reported), not "missing".
-    common::write_tree(tmp.path(), &[("tokens", "too-short\n")]);
+    crate::common::write_tree(tmp.path(), &[("tokens", "too-short\n")]);
     std::fs::set_permissions(
         tmp.path().join("tokens"),
         std::fs::Permissions::from_mode(0o600),
@@ -268,10 +269,10 @@ fn with_a_closed_stdout(args: &[&str]) -> Output {
     let child = Command::new(BIN)
         .args(args)
         .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CACHE_HOME", common::test_cache_home())
+        .env("XDG_CACHE_HOME", crate::common::test_cache_home())
         .env(
             "XDG_CONFIG_HOME",
-            common::test_cache_home().join("no-config"),
+            crate::common::test_cache_home().join("no-config"),
         )
         .stdout(writer)
         .stderr(std::process::Stdio::piped())
@@ -284,7 +285,7 @@ fn with_a_closed_stdout(args: &[&str]) -> Output {
 fn a_reader_that_stops_early_ends_the_command_quietly() {
     use std::os::unix::process::ExitStatusExt;
     let tmp = tempfile::tempdir().unwrap();
-    common::write_tree(tmp.path(), &[("a.md", "# A\n")]);
+    crate::common::write_tree(tmp.path(), &[("a.md", "# A\n")]);
     let v = tmp.path().to_str().unwrap();
     let cases: [&[&str]; 4] = [
         &["install", "--list"],
@@ -308,7 +309,7 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
 fn call_lists_the_tools_and_takes_the_serve_options_that_change_answers() {
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("v");
-    common::write_tree(
+    crate::common::write_tree(
         &vault,
         &[("a.md", "# A\nthe garden\n"), ("private/p.md", "garden\n")],
     );
@@ -424,7 +425,7 @@ async fn a_named_token_is_named_in_the_access_log() {
     use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("v");
-    common::write_tree(&vault, &[("a.md", "# A\n")]);
+    crate::common::write_tree(&vault, &[("a.md", "# A\n")]);
     let file = tmp.path().join("tokens");
     let o = capvault(&[
         "token",
@@ -441,11 +442,34 @@ async fn a_named_token_is_named_in_the_access_log() {
     );
     let token = stdout(&o).trim().to_owned();
     let server =
-        common::HttpChild::spawn(&vault, &["--token-file", file.to_str().unwrap()], &[]).await;
+        crate::common::HttpChild::spawn(&vault, &["--token-file", file.to_str().unwrap()], &[])
+            .await;
     let client = server.connect(Some(&token)).await;
     client.list_all_tools().await.unwrap();
     let _ = client.cancel().await;
     let logged = server.stderr.lock().unwrap().join("\n");
     assert!(logged.contains("laptop (token-"), "{logged}");
     server.terminate().await;
+}
+
+/// `--listen`, `--token-file` and the other HTTP options given to a stdio server used to be
+/// ignored without a word (a world-readable token file too); now the command is refused.
+#[test]
+fn http_options_without_the_http_transport_are_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().to_str().unwrap();
+    let out = capvault(&[
+        "serve",
+        vault,
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        "/x/t",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--listen, --token-file only apply to `serve --transport http`"),
+        "{err}"
+    );
 }

@@ -3,9 +3,7 @@
 //! files of every kind and the folder tree.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
-use common::{Server, write_tree};
+use crate::common::{Server, write_tree};
 use serde_json::{Value, json};
 
 fn fixture() -> tempfile::TempDir {

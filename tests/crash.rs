@@ -5,12 +5,10 @@
 //! and the ones the killed writes left behind are removed.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Server, test_cache_home, write_tree};
+use crate::common::{Server, test_cache_home, write_tree};
 use rand::Rng;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -38,7 +36,7 @@ fn which_version(n: usize, text: &str) -> Option<u64> {
 }
 
 fn sha(text: &str) -> String {
-    common::sha256_hex(text)
+    crate::common::sha256_hex(text)
 }
 
 fn command(vault: &Path, state: &Path) -> tokio::process::Command {
@@ -137,7 +135,7 @@ async fn sigkill_during_writes_leaves_every_note_whole_and_the_logs_readable() {
     );
     // Every log line that made it is whole.
     for log in ["history.jsonl", "audit.jsonl"] {
-        let path = common::snapshot(&state)
+        let path = crate::common::snapshot(&state)
             .into_iter()
             .map(|(p, _)| p)
             .find(|p| p.file_name().is_some_and(|n| n == log))

@@ -4,8 +4,6 @@
 //! against the real binary, and checks the user is not root and the state folder is a volume.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
@@ -66,7 +64,7 @@ async fn the_images_command_and_health_check_work_against_the_binary() {
     let entry = exec_form(&text, "ENTRYPOINT ");
     assert_eq!(entry, ["capvault"]);
     let tmp = tempfile::tempdir().unwrap();
-    common::write_tree(&tmp.path().join("vault"), &[("Home.md", "# Home\n")]);
+    crate::common::write_tree(&tmp.path().join("vault"), &[("Home.md", "# Home\n")]);
     std::fs::create_dir(tmp.path().join("state")).unwrap();
     let map = |a: &str| -> String {
         for root in ["/vault", "/state"] {

@@ -4,13 +4,11 @@
 //! an oversized body). The Python SDK's HTTP clients (1.x and 2.x) are in tests/python.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{HttpChild, write_tree};
+use crate::common::{HttpChild, write_tree};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -127,7 +125,7 @@ async fn call(
     tool: &str,
     args: Value,
 ) -> rmcp::model::CallToolResult {
-    common::call_tool(client, tool, args).await
+    crate::common::call_tool(client, tool, args).await
 }
 
 fn text_of(r: &rmcp::model::CallToolResult) -> String {
@@ -153,10 +151,10 @@ const SEARCH_TOKEN: &str = "search-token-0123456789abcdef01234567";
 #[tokio::test]
 async fn rmcp_client_over_http_lists_and_calls_the_tools_and_the_log_keeps_no_content() {
     let tmp = fixture();
-    let s = common::Server::start_http(&tmp.path().join("vault"), &[]).await;
+    let s = crate::common::Server::start_http(&tmp.path().join("vault"), &[]).await;
     let tools = s.client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names.len(), 16, "{names:?}");
+    assert_eq!(names.len(), 18, "{names:?}");
     assert!(!names.contains(&"edit_note"), "read-only server: {names:?}");
     s.wait_index_ready().await;
     let found = s.ok("search_notes", json!({"query": "otter7"})).await;
@@ -718,7 +716,7 @@ async fn the_environment_token_works_and_a_token_file_others_can_read_is_refused
     .await;
     assert_eq!(raw(&child.authority(), "POST", &[], INIT).await.status, 401);
     let client = child.connect(Some(WRITE_TOKEN)).await;
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 16);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 18);
 
     let open = token_file(tmp.path(), &[READ_TOKEN], 0o644);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))

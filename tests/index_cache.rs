@@ -4,12 +4,10 @@
 //! symlink); one process per cache folder; a cache folder that refuses writes costs no results.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Server, write_tree};
+use crate::common::{Server, write_tree};
 use serde_json::{Value, json};
 
 /// Starts a server on `vault` with `--index-cache cache` and waits for its index; returns the

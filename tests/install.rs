@@ -4,8 +4,6 @@
 //! read-only.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -24,7 +22,7 @@ fn home() -> Home {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let vault = tmp.path().join("My Vault");
-    common::write_tree(&vault, &[("Note.md", "# Note\nthe garden\n")]);
+    crate::common::write_tree(&vault, &[("Note.md", "# Note\nthe garden\n")]);
     std::fs::create_dir_all(&home).unwrap();
     Home {
         _tmp: tmp,
@@ -108,7 +106,7 @@ fn install_writes_each_clients_file_keeping_other_servers_with_a_backup_and_unin
             "{\"mcpServers\": {\"other\": {\"command\": \"other\"}}, \"unknown\": [1, 2]}\n"
                 .to_owned()
         };
-        common::write_tree(&h.home, &[(*file, before.as_str())]);
+        crate::common::write_tree(&h.home, &[(*file, before.as_str())]);
         let dry = capvault(&h, &["install", client, &vault, "--dry-run"]);
         assert!(dry.status.success(), "{client}: {}", text(&dry));
         assert!(
@@ -187,7 +185,7 @@ fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritt
     let h = home();
     let vault = h.vault.to_str().unwrap().to_owned();
     // An empty file is a file without servers.
-    common::write_tree(&h.home, &[(".cursor/mcp.json", "")]);
+    crate::common::write_tree(&h.home, &[(".cursor/mcp.json", "")]);
     let o = capvault(&h, &["install", "cursor", &vault]);
     assert!(o.status.success(), "{}", text(&o));
     let v: Value =
@@ -208,7 +206,7 @@ fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritt
     );
 
     let bad = "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\",}\n  }\n}\n";
-    common::write_tree(&h.home, &[(".gemini/settings.json", bad)]);
+    crate::common::write_tree(&h.home, &[(".gemini/settings.json", bad)]);
     let o = capvault(&h, &["install", "gemini", &vault]);
     assert!(!o.status.success());
     assert!(
@@ -221,12 +219,12 @@ fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritt
         bad
     );
 
-    common::write_tree(&h.home, &[(".codex/config.toml", "a = [\n")]);
+    crate::common::write_tree(&h.home, &[(".codex/config.toml", "a = [\n")]);
     let o = capvault(&h, &["install", "codex", &vault]);
     assert!(text(&o).contains("is not valid TOML (line"), "{}", text(&o));
 
     let ro = h.home.join(".codeium/windsurf/mcp_config.json");
-    common::write_tree(&h.home, &[(".codeium/windsurf/mcp_config.json", "{}")]);
+    crate::common::write_tree(&h.home, &[(".codeium/windsurf/mcp_config.json", "{}")]);
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
     let o = capvault(&h, &["install", "windsurf", &vault]);
     assert!(
@@ -269,8 +267,8 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
     assert!(t.contains("warn no client is set up"), "{t}");
     assert!(t.contains("a session works: handshake"), "{t}");
     // A broken settings file, and a client entry whose binary is gone: a warning and a failure.
-    common::write_tree(&h.vault, &[(".obsidian/app.json", "{not json")]);
-    common::write_tree(
+    crate::common::write_tree(&h.vault, &[(".obsidian/app.json", "{not json")]);
+    crate::common::write_tree(
         &h.home,
         &[(
             ".cursor/mcp.json",
@@ -294,7 +292,7 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
         "{t}"
     );
     // An entry whose vault is gone fails; an index cache folder others can write to warns.
-    common::write_tree(
+    crate::common::write_tree(
         &h.home,
         &[(
             ".gemini/settings.json",
@@ -318,7 +316,7 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
     );
     // A config file that does not parse: the server would not start, and doctor says both.
     let cfg = h.home.join("cfg");
-    common::write_tree(&cfg, &[("capvault/config.toml", "tools = [\n")]);
+    crate::common::write_tree(&cfg, &[("capvault/config.toml", "tools = [\n")]);
     let o = std::process::Command::new(BIN)
         .args(["doctor", &vault])
         .env("HOME", &h.home)
@@ -350,7 +348,7 @@ fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
     let h = home();
     let a = h.vault.to_str().unwrap().to_owned();
     let second = h._tmp.path().join("Work Notes");
-    common::write_tree(&second, &[("w.md", "# W\n")]);
+    crate::common::write_tree(&second, &[("w.md", "# W\n")]);
     let b = second.to_str().unwrap().to_owned();
     let file = h.home.join(".config/Claude/claude_desktop_config.json");
     let servers = || -> Value {

@@ -2,11 +2,9 @@
 //! Facts asserted here were checked by hand against `examples/vault/`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::Server;
+use crate::common::Server;
 use serde_json::{Value, json};
 
 /// A private copy of examples/vault plus one orphan note.
@@ -515,7 +513,7 @@ async fn daily_notes_follow_the_vault_settings() {
         r#"{"daily": {"enabled": true, "folder": "Journal", "format": "YYYY/MM/YYYY-MM-DD ddd", "template": ""}}"#,
     )
     .unwrap();
-    common::write_tree(
+    crate::common::write_tree(
         &v,
         &[("Journal/2026/11/2026-11-30 Mon.md", "periodic daily\n")],
     );
@@ -566,7 +564,7 @@ async fn canvases_are_validated_and_file_nodes_resolved() {
 async fn attachments_come_back_whole_or_not_at_all() {
     let (_tmp, v) = example_copy();
     let png: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDRfake";
-    common::write_tree(&v, &[("Attachments/readme.txt", "x")]);
+    crate::common::write_tree(&v, &[("Attachments/readme.txt", "x")]);
     std::fs::write(v.join("Attachments/pixel.png"), png).unwrap();
     let big = std::fs::File::create(v.join("Attachments/huge.pdf")).unwrap();
     big.set_len(7 * 1024 * 1024).unwrap();
@@ -606,7 +604,7 @@ async fn attachments_come_back_whole_or_not_at_all() {
 async fn parent_tags_take_their_casing_from_a_child_even_when_case_changes_length() {
     let tmp = tempfile::tempdir().unwrap();
     // `İ` lower-cases to two characters: byte lengths of display and normalised forms differ.
-    common::write_tree(
+    crate::common::write_tree(
         tmp.path(),
         &[
             ("a.md", "#İstanbul/Trip and #Proj/Alpha\n"),

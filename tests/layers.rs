@@ -176,3 +176,78 @@ fn the_check_sees_upward_and_sideways_imports() {
         ]
     );
 }
+
+/// The places under `src` (as `file:line`) that claim the authority over host paths
+/// (`Host::claim`, or any `::claim` path), main.rs and test modules excepted (the code after a
+/// file's first `#[cfg(test)]`), comments ignored.
+fn host_claims(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel == "main.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim() == "#[cfg(test)]" {
+                break;
+            }
+            let code = line.split("//").next().unwrap_or("");
+            let claims = code.match_indices("::claim").any(|(at, m)| {
+                !code[at + m.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            if claims {
+                found.push(format!("{rel}:{}", i + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn only_main_claims_the_authority_over_host_paths() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let main = std::fs::read_to_string(src.join("main.rs")).unwrap();
+    assert_eq!(
+        main.lines()
+            .filter(|l| l.split("//").next().unwrap_or("").contains("Host::claim("))
+            .count(),
+        1,
+        "src/main.rs claims the Host once and passes &Host down"
+    );
+    let others = host_claims(&src);
+    assert!(
+        others.is_empty(),
+        "Host::claim is called outside src/main.rs (take a &Host instead): {others:?}"
+    );
+}
+
+#[test]
+fn the_check_sees_a_host_claimed_outside_main() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("app")).unwrap();
+    std::fs::write(
+        tmp.path().join("main.rs"),
+        "fn main() { let h = Host::claim(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("app/serve.rs"),
+        "//! Host::claim() in a comment only\nfn f() {\n    let h = crate::vault::host::Host::claim(); // here\n    let g = H::claim;\n    x.claimed();\n}\n#[cfg(test)]\nmod tests { fn t() { Host::claim(); } }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        host_claims(tmp.path()),
+        ["app/serve.rs:3", "app/serve.rs:4"]
+    );
+}

@@ -5,8 +5,6 @@
 //! body short, serve wrong bytes or ignore `Range`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -59,7 +57,7 @@ fn model_files() -> HashMap<&'static str, Vec<u8>> {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    common::sha256_hex(bytes)
+    crate::common::sha256_hex(bytes)
 }
 
 /// `--sha256 FILE=HEX` for each file.
@@ -505,12 +503,17 @@ async fn a_plain_http_endpoint_off_loopback_is_refused() {
 }
 
 /// `serve <vault> --semantic` with the testing aid's model, against `endpoint`.
-async fn serve_semantic(vault: &Path, endpoint: &str, home: &Path) -> common::Server {
+async fn serve_semantic(vault: &Path, endpoint: &str, home: &Path) -> crate::common::Server {
     serve_with(vault, endpoint, home, &["--semantic"]).await
 }
 
 /// `serve <vault> <extra>` with the testing aid's model, against `endpoint`.
-async fn serve_with(vault: &Path, endpoint: &str, home: &Path, extra: &[&str]) -> common::Server {
+async fn serve_with(
+    vault: &Path,
+    endpoint: &str,
+    home: &Path,
+    extra: &[&str],
+) -> crate::common::Server {
     let files = model_files();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
     cmd.arg("serve").arg(vault).args(extra).args([
@@ -526,14 +529,14 @@ async fn serve_with(vault: &Path, endpoint: &str, home: &Path, extra: &[&str]) -
         .env("HF_ENDPOINT", endpoint)
         .env("XDG_CACHE_HOME", home.join("cache"))
         .env("XDG_CONFIG_HOME", home.join("config"));
-    common::Server::from_command(cmd).await
+    crate::common::Server::from_command(cmd).await
 }
 
 #[tokio::test]
 async fn serve_semantic_downloads_the_model_into_the_cache_then_uses_it() {
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("vault");
-    common::write_tree(&vault, &[("Dogs.md", "A puppy in the garden.\n")]);
+    crate::common::write_tree(&vault, &[("Dogs.md", "A puppy in the garden.\n")]);
     let hub = Hub::start(model_files()).await;
     let s = serve_semantic(&vault, &hub.endpoint(), tmp.path()).await;
     let info = s
@@ -576,7 +579,7 @@ async fn serve_semantic_downloads_the_model_into_the_cache_then_uses_it() {
 async fn serve_semantic_without_a_hub_still_serves_keyword_search() {
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("vault");
-    common::write_tree(&vault, &[("Dogs.md", "A puppy in the garden.\n")]);
+    crate::common::write_tree(&vault, &[("Dogs.md", "A puppy in the garden.\n")]);
     // Nothing listens on port 1 of loopback: the connection is refused at once.
     let s = serve_semantic(&vault, "http://127.0.0.1:1", tmp.path()).await;
     s.wait_index_ready().await;
@@ -608,8 +611,8 @@ async fn serve_semantic_without_a_hub_still_serves_keyword_search() {
 async fn the_config_files_semantic_turns_it_on_and_a_folder_wins_over_it() {
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("vault");
-    common::write_tree(&vault, &[("Dogs.md", "A puppy in the garden.\n")]);
-    common::write_tree(
+    crate::common::write_tree(&vault, &[("Dogs.md", "A puppy in the garden.\n")]);
+    crate::common::write_tree(
         &tmp.path().join("config/capvault"),
         &[("config.toml", "semantic = true\n")],
     );

@@ -5,8 +5,6 @@
 //! that is not a vault fails at once, before the minutes of the transformer.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -61,34 +59,34 @@ fn write_corpus(root: &Path) {
             ));
         }
     }
-    common::write_tree(root, &files);
+    crate::common::write_tree(root, &files);
 }
 
 #[test]
 fn an_import_tuned_on_a_vault_fits_the_transformer_better_and_stays_private() {
-    let Some(source) = common::transformer_dir("model import") else {
+    let Some(source) = crate::common::transformer_dir("model import") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("vault");
     write_corpus(&vault);
     // Neither a hidden folder nor a symlink out of the vault is read.
-    common::write_tree(
+    crate::common::write_tree(
         &vault,
         &[(
             ".hidden/Secret.md",
             "hidden xylophonic words xylophonic xylophonic must not be read",
         )],
     );
-    common::write_tree(
+    crate::common::write_tree(
         tmp.path(),
         &[(
             "outside/Leak.md",
             "leavened leavened leavened words outside the vault",
         )],
     );
-    common::symlink(&vault, "Leak.md", tmp.path().join("outside/Leak.md"));
-    common::symlink(&vault, "Outside", tmp.path().join("outside"));
+    crate::common::symlink(&vault, "Leak.md", tmp.path().join("outside/Leak.md"));
+    crate::common::symlink(&vault, "Outside", tmp.path().join("outside"));
     let out = tmp.path().join("model");
     let run = import(&source, &out, &vault);
     let stdout = String::from_utf8_lossy(&run.stdout);
@@ -129,7 +127,8 @@ fn an_import_tuned_on_a_vault_fits_the_transformer_better_and_stays_private() {
             .mode();
         assert_eq!(mode & 0o777, 0o600, "{file}");
     }
-    let model = capvault::semantic::load_model(&out).unwrap();
+    let model =
+        capvault::semantic::load_model(&capvault::vault::host::Host::claim(), &out).unwrap();
     assert_eq!(model.info().dimensions, 64);
     let garden = model.embed("watering tomatoes in the sun").unwrap();
     let bread = model.embed("a hot oven for sourdough").unwrap();
@@ -142,7 +141,7 @@ fn an_import_tuned_on_a_vault_fits_the_transformer_better_and_stays_private() {
 
 #[test]
 fn a_corpus_that_is_not_a_vault_fails_before_the_transformer_runs() {
-    let Some(source) = common::transformer_dir("model import") else {
+    let Some(source) = crate::common::transformer_dir("model import") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -5,17 +5,15 @@
 //! library's own model, built on the vault as it is on disk.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::common::{Server, shared_vault, snapshot};
 use capvault::engine::{Engine, EngineOptions, IndexCache};
 use capvault::markdown::parse_note;
 use capvault::model::Target;
 use capvault::vault::{Limits, Vault, VaultPath};
-use common::{Server, shared_vault, snapshot};
 use serde_json::json;
 
 /// Every link of every note: (note, link number) → the file it resolves to (`None`: broken),

@@ -6,10 +6,8 @@
 //! tests/python and tests/browser. Shared helpers: tests/common/oauth.rs.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
-use common::oauth::*;
-use common::{HttpChild, write_tree};
+use crate::common::oauth::*;
+use crate::common::{HttpChild, write_tree};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

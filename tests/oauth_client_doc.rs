@@ -3,12 +3,10 @@
 //! must not fetch. Shared helpers: tests/common/oauth.rs.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
-use common::HttpChild;
-use common::oauth::*;
+use crate::common::HttpChild;
+use crate::common::oauth::*;
 use serde_json::{Value, json};
 
 /// An HTTPS server on loopback (a self-signed certificate for `localhost`) serving client

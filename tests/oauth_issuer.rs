@@ -3,13 +3,11 @@
 //! tests/common/oauth.rs.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
+use crate::common::oauth::*;
+use crate::common::{HttpChild, write_tree};
 use base64::Engine as _;
-use common::oauth::*;
-use common::{HttpChild, write_tree};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 

@@ -1,11 +1,12 @@
-//! Every settings file and canvas in the shared real vaults (`../shared/vaults`) must parse.
+//! Every settings file, canvas and note (for Dataview) in the shared real vaults
+//! (`../shared/vaults`) must parse.
 //! The folder is optional on a developer's machine (the tests say they skipped); CI sets
 //! `CAPVAULT_REQUIRE_SHARED_VAULTS=1`, which makes its absence a failure.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::{Path, PathBuf};
 
-use capvault::obsidian::{canvas, config, moment};
+use capvault::obsidian::{canvas, config, dataview, moment};
 
 const VAULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vaults");
 
@@ -150,4 +151,49 @@ fn kepano_vault_daily_notes_resolve_to_its_daily_folder() {
     assert_eq!(app.attachment_folder_path, "Attachments");
     assert!(app.always_update_links);
     assert_eq!(app.new_link_format, config::NewLinkFormat::Shortest);
+}
+
+/// The Dataview parser over every note: no panic, every line inside its note, counts printed.
+#[test]
+fn every_note_of_the_shared_vaults_parses_for_dataview() {
+    let Some(root) = vaults_root() else {
+        eprintln!("skipped: {VAULTS} is absent");
+        return;
+    };
+    let (mut notes, mut fields, mut emoji, mut items, mut tasks, mut done) = (0, 0, 0, 0, 0, 0);
+    for path in files_under(&root)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+    {
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let lines = text.split('\n').count();
+        let note = dataview::parse_note(&text);
+        notes += 1;
+        let all = note
+            .fields
+            .iter()
+            .chain(note.items.iter().flat_map(|i| &i.fields));
+        for f in all {
+            assert!(f.line < lines, "{}: {f:?}", path.display());
+            fields += 1;
+            emoji += usize::from(f.syntax == dataview::FieldSyntax::Emoji);
+        }
+        for item in &note.items {
+            assert!(
+                item.line + item.line_count <= lines,
+                "{}: {item:?}",
+                path.display()
+            );
+            items += 1;
+            if let Some(t) = item.task {
+                tasks += 1;
+                done += usize::from(t.completed);
+            }
+        }
+    }
+    eprintln!(
+        "{notes} notes: {fields} inline fields ({emoji} emoji shorthands), {items} list items, {tasks} tasks ({done} completed)"
+    );
+    assert!(notes > 0);
 }

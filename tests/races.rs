@@ -7,7 +7,7 @@
 //! `cargo test` runs a short version (20,000 reads); the full run is an explicit command:
 //!
 //! ```sh
-//! CAPVAULT_RACE_READS=1000000 cargo test --release --test races -- --nocapture
+//! CAPVAULT_RACE_READS=1000000 cargo test --release --test integration races:: -- --nocapture
 //! ```
 //!
 //! Both cap-std code paths are proven: the same races run again in a child process where a
@@ -15,15 +15,13 @@
 //! fallback (what older kernels and some container profiles give).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
+use crate::common::{symlink, write_tree};
 use capvault::vault::{Expect, Limits, Vault, VaultPath};
-use common::{symlink, write_tree};
 
 const SECRET: &[u8] = b"OUTSIDE-SECRET-race";
 const CHILD: &str = "CAPVAULT_RACE_CHILD_NO_OPENAT2";
@@ -234,15 +232,16 @@ fn the_same_races_hold_when_openat2_is_unavailable() {
         None,
         "this kernel has openat2: the fallback is what is forced"
     );
+    // The test's full name in this test crate: its module path without the crate's name.
+    let module = module_path!()
+        .split_once("::")
+        .map(|(_, m)| format!("{m}::"))
+        .unwrap_or_default();
+    let race = format!("{module}reads_and_writes_racing_a_symlink_swap_never_leave_the_vault");
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        "reads_and_writes_racing_a_symlink_swap_never_leave_the_vault",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(CHILD, "1");
-    common::deny_openat2(&mut cmd);
+    cmd.args(["--exact", race.as_str(), "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1");
+    crate::common::deny_openat2(&mut cmd);
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);

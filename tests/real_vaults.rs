@@ -2,12 +2,10 @@
 //! note the filesystem holds is listed exactly once, and each one reads back byte for byte.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{Server, shared_vault};
+use crate::common::{Server, shared_vault};
 use serde_json::{Value, json};
 
 /// Visible `.md` regular files under `root`, not following symlinks (what a vault scan sees).

@@ -6,11 +6,9 @@
 //! nothing away that capvault needs.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::path::Path;
 
-use common::{Server, write_tree};
+use crate::common::{Server, write_tree};
 use serde_json::json;
 
 fn fixture() -> tempfile::TempDir {

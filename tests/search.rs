@@ -3,13 +3,11 @@
 //! watcher never following a symlink out of the vault.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use common::{Server, symlink, write_tree};
+use crate::common::{Server, symlink, write_tree};
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::NotificationContext;
 use rmcp::transport::TokioChildProcess;
@@ -17,7 +15,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 fn paths(r: &Value) -> Vec<String> {
-    common::paths_at(r, "hits")
+    crate::common::paths_at(r, "hits")
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {
@@ -690,7 +688,7 @@ async fn a_search_during_the_build_is_answered_by_a_scan_with_progress() {
         // had the same inode would be served during the pause, as a restart's is.
         .args(["--index-delay", "2000", "--no-index-cache"])
         .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CACHE_HOME", common::test_cache_home());
+        .env("XDG_CACHE_HOME", crate::common::test_cache_home());
     let recorder = ProgressRecorder::default();
     let client = recorder
         .clone()

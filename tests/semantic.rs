@@ -2,11 +2,9 @@
 //! model written by the test (word groups that share a direction: no files needed).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::path::Path;
 
-use common::{Server, symlink, write_model, write_tree};
+use crate::common::{Server, symlink, write_model, write_tree};
 use serde_json::{Value, json};
 
 fn vault(root: &Path) {
@@ -46,7 +44,7 @@ fn paths(reply: &Value) -> Vec<String> {
     } else {
         "related"
     };
-    common::paths_at(reply, key)
+    crate::common::paths_at(reply, key)
 }
 
 #[tokio::test]

@@ -13,8 +13,6 @@
 //! (`CAPVAULT_TRANSFORMER_MODEL`, the folder the static model is imported from).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,7 +33,7 @@ struct Labelled {
 
 /// The static model folder, or `None` (and a note) when it is not configured and not required.
 fn model_dir() -> Option<PathBuf> {
-    common::model_folder("CAPVAULT_EMBEDDING_MODEL", "semantic quality")
+    crate::common::model_folder("CAPVAULT_EMBEDDING_MODEL", "semantic quality")
 }
 
 fn engine_for(root: &std::path::Path, model: &std::path::Path) -> Arc<Engine> {
@@ -48,7 +46,9 @@ fn engine_for(root: &std::path::Path, model: &std::path::Path) -> Arc<Engine> {
         },
         IndexCache::Off,
     );
-    engine.set_embedding_model(capvault::semantic::load_model(model).unwrap());
+    engine.set_embedding_model(
+        capvault::semantic::load_model(&capvault::vault::host::Host::claim(), model).unwrap(),
+    );
     engine.start();
     let until = Instant::now() + Duration::from_secs(600);
     while engine.embedding_status().unwrap().state != "ready" {
@@ -106,7 +106,7 @@ fn measure(model: &std::path::Path) -> Option<BTreeMap<(&'static str, String), S
         ("hybrid", Mode::Hybrid),
     ];
     for (name, queries) in vaults {
-        let root = common::shared_vault(name)?;
+        let root = crate::common::shared_vault(name)?;
         let started = Instant::now();
         let engine = engine_for(&root, model);
         let status = engine.embedding_status().unwrap();
@@ -188,11 +188,11 @@ fn hybrid_search_finds_paraphrased_notes_that_ranked_search_misses() {
 /// labelled set: the issue's targets, hybrid 20 points of paraphrase recall@5 above ranked and
 /// within 2 points of it on keyword queries. Minutes of inference (obsidian-hub's 15,000
 /// sections), so run by hand in a release build: `CAPVAULT_TRANSFORMER_MODEL=ST_DIR cargo test
-/// --release --test semantic_quality -- --ignored --nocapture hybrid_search_with_the_transformer`.
+/// --release --test integration -- --ignored --nocapture semantic_quality::hybrid_search_with_the_transformer`.
 #[test]
 #[ignore = "minutes of transformer inference; run by hand (see the doc comment)"]
 fn hybrid_search_with_the_transformer_meets_the_quality_targets() {
-    let Some(model) = common::transformer_dir("semantic quality") else {
+    let Some(model) = crate::common::transformer_dir("semantic quality") else {
         return;
     };
     let Some(scores) = measure(&model) else {
@@ -209,10 +209,10 @@ fn hybrid_search_with_the_transformer_meets_the_quality_targets() {
 #[test]
 #[ignore = "minutes of transformer inference; run by hand (see the doc comment)"]
 fn hybrid_search_with_a_model_tuned_on_the_vault_meets_the_quality_targets() {
-    let Some(transformer) = common::transformer_dir("semantic quality") else {
+    let Some(transformer) = crate::common::transformer_dir("semantic quality") else {
         return;
     };
-    let Some(hub) = common::shared_vault("obsidian-hub") else {
+    let Some(hub) = crate::common::shared_vault("obsidian-hub") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -257,15 +257,16 @@ fn assert_issue_targets(scores: &BTreeMap<(&'static str, String), Score>) {
 /// paraphrase that shares no word with its note finds it by meaning.
 #[tokio::test]
 async fn a_sentence_transformers_folder_serves_as_a_transformer() {
-    let Some(model) = common::transformer_dir("semantic quality") else {
+    let Some(model) = crate::common::transformer_dir("semantic quality") else {
         return;
     };
-    let Some(root) = common::shared_vault("kepano-obsidian") else {
+    let Some(root) = crate::common::shared_vault("kepano-obsidian") else {
         return;
     };
     // Served read-only, as it is.
     let s =
-        common::Server::start_with(&root, &["--embedding-model", model.to_str().unwrap()]).await;
+        crate::common::Server::start_with(&root, &["--embedding-model", model.to_str().unwrap()])
+            .await;
     let info = s
         .eventually(300, "vault_info", serde_json::json!({}), |i| {
             i["embedding"]["state"] == "ready"
@@ -309,7 +310,7 @@ async fn a_sentence_transformers_folder_serves_as_a_transformer() {
 /// long and points to `capvault model import`, and keyword search serves meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transformer_on_a_large_vault_warns_and_keyword_search_serves() {
-    let Some(model) = common::transformer_dir("semantic quality") else {
+    let Some(model) = crate::common::transformer_dir("semantic quality") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -321,8 +322,8 @@ async fn a_transformer_on_a_large_vault_warns_and_keyword_search_serves() {
             )
         })
         .collect();
-    common::write_tree(tmp.path(), &files);
-    let s = common::Server::start_http(
+    crate::common::write_tree(tmp.path(), &files);
+    let s = crate::common::Server::start_http(
         tmp.path(),
         &[
             "--embedding-model",
@@ -396,24 +397,30 @@ fn vault_notes(root: &std::path::Path) -> Vec<(String, String)> {
 /// section's cosine and the sections' average): semantic recall@5 and MRR per query kind.
 /// Minutes in a release build (the transformer embeds tens of sections a second), so it is
 /// run by hand: `CAPVAULT_EMBEDDING_MODEL=STATIC_DIR CAPVAULT_TRANSFORMER_MODEL=ST_DIR cargo
-/// test --release --test semantic_quality -- --ignored --nocapture`, where ST_DIR is the
+/// test --release --test integration semantic_quality:: -- --ignored --nocapture`, where ST_DIR is the
 /// sentence-transformers folder the static model was imported from.
 #[test]
 #[ignore = "minutes of transformer inference; run by hand (see the doc comment)"]
 fn the_static_model_against_its_transformer() {
     use capvault::semantic::chunk;
-    let model =
-        capvault::semantic::load_model(&model_dir().expect("CAPVAULT_EMBEDDING_MODEL")).unwrap();
-    let transformer = capvault::semantic::import::Transformer::load(&PathBuf::from(
-        std::env::var_os("CAPVAULT_TRANSFORMER_MODEL").expect("CAPVAULT_TRANSFORMER_MODEL"),
-    ))
+    let model = capvault::semantic::load_model(
+        &capvault::vault::host::Host::claim(),
+        &model_dir().expect("CAPVAULT_EMBEDDING_MODEL"),
+    )
+    .unwrap();
+    let transformer = capvault::semantic::import::Transformer::load(
+        &capvault::vault::host::Host::claim(),
+        &PathBuf::from(
+            std::env::var_os("CAPVAULT_TRANSFORMER_MODEL").expect("CAPVAULT_TRANSFORMER_MODEL"),
+        ),
+    )
     .unwrap();
     let labelled = labelled();
     let vaults = by_vault(&labelled);
     // (model, kind) → score.
     let mut scores: BTreeMap<(&str, &str), Score> = BTreeMap::new();
     for (name, queries) in vaults {
-        let Some(root) = common::shared_vault(name) else {
+        let Some(root) = crate::common::shared_vault(name) else {
             return;
         };
         let notes = vault_notes(&root);

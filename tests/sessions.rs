@@ -4,17 +4,15 @@
 //! cache the next start loads.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::write_tree;
 use capvault::app::connect_in_process;
 use capvault::engine::{Engine, EngineOptions, IndexCache, Phase};
 use capvault::server::CapvaultServer;
 use capvault::vault::{Limits, Vault};
-use common::write_tree;
 use serde_json::{Value, json};
 
 /// Names of this process's threads that belong to an engine (`capvault-*`).
@@ -48,7 +46,7 @@ async fn call(
     tool: &str,
     args: Value,
 ) -> Value {
-    let r = common::call_tool(client, tool, args).await;
+    let r = crate::common::call_tool(client, tool, args).await;
     assert_ne!(r.is_error, Some(true), "{tool}: {r:?}");
     r.structured_content.unwrap()
 }
@@ -231,7 +229,8 @@ async fn cache_state_after_restart(vault: &Path, cache: &Path) -> String {
     let until = Instant::now() + Duration::from_secs(20);
     loop {
         let server =
-            common::Server::start_with(vault, &["--index-cache", cache.to_str().unwrap()]).await;
+            crate::common::Server::start_with(vault, &["--index-cache", cache.to_str().unwrap()])
+                .await;
         let index = server.wait_index_ready().await;
         server.stop().await;
         let state = index["cache"].as_str().unwrap().to_owned();
@@ -294,7 +293,7 @@ async fn a_server_killed_during_a_build_leaves_a_cache_the_next_start_loads() {
     // The next start loads the cache (no "rebuilt: <reason>") and catches up.
     let state = cache_state_after_restart(tmp.path(), cache.path()).await;
     assert!(state.starts_with("reused "), "{state}");
-    let server = common::Server::start_with(
+    let server = crate::common::Server::start_with(
         tmp.path(),
         &["--index-cache", cache.path().to_str().unwrap()],
     )
@@ -331,7 +330,7 @@ async fn a_server_whose_stderr_is_closed_still_builds_and_serves_when_it_logs_wa
         .spawn()
         .unwrap();
     drop(stderr);
-    let server = common::Server::from_transport(transport).await;
+    let server = crate::common::Server::from_transport(transport).await;
     let index = server.wait_index_ready().await;
     assert_eq!(index["documents"], 1, "{index}");
     let r = server

@@ -3,12 +3,10 @@
 //! never inherits it; `capvault state` shows which state a vault uses and adopts an old one.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // test fixtures
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::{Server, write_tree};
+use crate::common::{Server, write_tree};
 use serde_json::json;
 
 /// `capvault state VAULT --state-dir STATE [extra]`: (success, stdout, stderr).
@@ -187,6 +185,7 @@ async fn a_copy_is_told_about_the_original_and_cannot_take_its_state_while_it_li
     // Taking the original's state while it exists needs --force.
     let (ok, _, err) = state(&copy, &state_dir, &["--adopt", &id]);
     assert!(!ok && err.contains("still exists"), "{err}");
+    assert!(err.contains("would give two vaults one history"), "{err}");
     let (ok, _, err) = state(&copy, &state_dir, &["--adopt", "v0000"]);
     assert!(!ok && err.contains("not a state id"), "{err}");
 

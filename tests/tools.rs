@@ -2,11 +2,9 @@
 //! `capvault` binary over stdio, including the error replies.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::time::{Duration, SystemTime};
 
-use common::{Server, write_tree};
+use crate::common::{Server, write_tree};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -59,7 +57,7 @@ fn vault(tmp: &tempfile::TempDir) -> std::path::PathBuf {
 }
 
 fn paths(list: &Value) -> Vec<String> {
-    common::paths_at(list, "notes")
+    crate::common::paths_at(list, "notes")
 }
 
 #[tokio::test]
@@ -96,11 +94,13 @@ async fn tools_have_fixed_names_truthful_annotations_and_output_schemas() {
             "list_folders",
             "list_notes",
             "list_tags",
+            "list_tasks",
             "query_base",
             "read_attachment",
             "read_canvas",
             "read_note",
             "resolve_link",
+            "run_query",
             "search_notes",
             "vault_info",
         ]

@@ -3,11 +3,9 @@
 //! keep every link resolving, attacks on the write paths, and concurrent writers.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{Server, snapshot, symlink, write_tree};
+use crate::common::{Server, snapshot, symlink, write_tree};
 use serde_json::{Value, json};
 
 /// A vault beside an `outside` folder and a state folder, all in one temporary folder.
@@ -47,7 +45,7 @@ fn read(v: &Path, p: &str) -> String {
 }
 
 fn sha(text: &str) -> String {
-    common::sha256_hex(text)
+    crate::common::sha256_hex(text)
 }
 
 const WRITE_TOOLS: &[&str] = &[

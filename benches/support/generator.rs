@@ -6,6 +6,13 @@
 //! words drawn from a Zipf distribution over a pseudo-word vocabulary (so some words are in
 //! nearly every note and most are rare). Known markers are planted for the query set:
 //! `quokka` in about 0.1% of notes (rare), and nothing ever contains `zzyzx` (no hit).
+//!
+//! Dataview and Tasks data, from a random stream of their own (so the rest of each note is the
+//! same as before they were added): about 20% of notes carry inline fields (`status:: ...`,
+//! `[rating:: n]`, `(project:: [[...]])`), and about 30% end with a `## Tasks` section of 1 to
+//! 6 tasks: 60% to do, 25% done (with a ✅ date), 7% in progress, 5% cancelled, 3% another
+//! symbol; half with a 📅 due date within 60 days either side of [`TASKS_ANCHOR`], some
+//! scheduled or starting, a third with a priority, some recurring, some tagged.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types, dead_code)]
 
 use std::fmt::Write as _;
@@ -14,6 +21,9 @@ use std::path::{Path, PathBuf};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal, Zipf};
+
+/// The day generated task dates centre on (deterministic output whatever the day it runs).
+pub const TASKS_ANCHOR: (i32, u32, u32) = (2026, 12, 1);
 
 /// The generated vault's location and size.
 pub struct Generated {
@@ -47,7 +57,8 @@ fn vocabulary(rng: &mut StdRng, size: usize) -> Vec<String> {
 /// Generates (or reuses, when already complete) a vault of `notes` notes under `dir`.
 pub fn generate(dir: &Path, notes: usize, seed: u64) -> Generated {
     let root = dir.join(format!("synthetic-{notes}-seed{seed}"));
-    let done = root.join(".capvault-bench-complete");
+    // The marker's name changed when tasks and fields were added, so older vaults are rebuilt.
+    let done = root.join(".capvault-bench-complete-tasks");
     if let Ok(text) = std::fs::read_to_string(&done)
         && let Ok(bytes) = text.trim().parse()
     {
@@ -130,6 +141,9 @@ pub fn generate(dir: &Path, notes: usize, seed: u64) -> Generated {
         if rare {
             text.push_str("A quokka sighting.\n");
         }
+        dataview_and_tasks(&mut text, seed, i, &titles, &|r: &mut StdRng| {
+            word(r).to_owned()
+        });
         let path = if folder.is_empty() {
             root.join(format!("{title}.md"))
         } else {
@@ -143,6 +157,79 @@ pub fn generate(dir: &Path, notes: usize, seed: u64) -> Generated {
         root,
         notes,
         bytes: total,
+    }
+}
+
+/// Appends a note's inline fields and tasks, from a random stream of their own.
+fn dataview_and_tasks(
+    text: &mut String,
+    seed: u64,
+    note: usize,
+    titles: &[String],
+    word: &dyn Fn(&mut StdRng) -> String,
+) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x7a5c_0000_0000 ^ note as u64);
+    let anchor = chrono::NaiveDate::from_ymd_opt(TASKS_ANCHOR.0, TASKS_ANCHOR.1, TASKS_ANCHOR.2)
+        .unwrap_or_default();
+    let date = |rng: &mut StdRng| {
+        anchor
+            .checked_add_signed(chrono::TimeDelta::days(rng.random_range(-60..=60)))
+            .unwrap_or(anchor)
+    };
+    if rng.random_bool(0.2) {
+        let _ = writeln!(
+            text,
+            "\nstatus:: {}",
+            ["active", "paused", "done", "idea"][rng.random_range(0..4)]
+        );
+        let _ = writeln!(
+            text,
+            "Reviewed [rating:: {}] and (project:: [[{}]]).",
+            rng.random_range(1..6),
+            titles[rng.random_range(0..titles.len())]
+        );
+    }
+    if !rng.random_bool(0.3) {
+        return;
+    }
+    text.push_str("\n## Tasks\n");
+    for _ in 0..rng.random_range(1..7) {
+        let status = match rng.random_range(0..100) {
+            0..60 => ' ',
+            60..85 => 'x',
+            85..92 => '/',
+            92..97 => '-',
+            _ => '?',
+        };
+        let _ = write!(
+            text,
+            "- [{status}] {} {}",
+            capitalise(&word(&mut rng)),
+            word(&mut rng)
+        );
+        if rng.random_bool(0.15) {
+            let _ = write!(text, " #{}", word(&mut rng));
+        }
+        if rng.random_bool(0.1) {
+            text.push_str(" 🔁 every week");
+        }
+        if rng.random_bool(0.1) {
+            let _ = write!(text, " 🛫 {}", date(&mut rng));
+        }
+        if rng.random_bool(0.15) {
+            let _ = write!(text, " ⏳ {}", date(&mut rng));
+        }
+        if rng.random_bool(0.5) {
+            let _ = write!(text, " 📅 {}", date(&mut rng));
+        }
+        if rng.random_bool(0.33) {
+            text.push(' ');
+            text.push_str(["🔺", "⏫", "🔼", "🔽", "⏬"][rng.random_range(0..5)]);
+        }
+        if status == 'x' {
+            let _ = write!(text, " ✅ {}", date(&mut rng));
+        }
+        text.push('\n');
     }
 }
 

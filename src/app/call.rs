@@ -13,6 +13,7 @@ use super::{build_server, connect_in_process, first_sentence};
 use crate::engine::{Engine, EngineOptions};
 use crate::notes::write::Writer;
 use crate::server::ToolPolicy;
+use crate::vault::host::Host;
 
 /// `call`, its vault and options opened as `serve` opens them (before the runtime: the
 /// `--semantic` download runs its own).
@@ -26,14 +27,14 @@ pub struct PreparedCall {
 
 impl PreparedCall {
     /// Opens the vault and what the options name, as `serve` does.
-    pub fn new(args: CallArgs) -> anyhow::Result<PreparedCall> {
+    pub fn new(host: &Host, args: CallArgs) -> anyhow::Result<PreparedCall> {
         let CallArgs {
             options,
             tool,
             json_args,
             list,
         } = args;
-        let (opened, config) = options.open()?;
+        let (opened, config) = options.open(host)?;
         let engine_options = options.engine_options(&config, EngineOptions::default());
         let engine = Engine::open(opened.vault, engine_options, opened.cache);
         if let Some(why) = opened.embedding_off {

@@ -15,6 +15,38 @@ use crate::vault::DEFAULT_MAX_READ_BYTES;
 /// and, with `serve --write`, edit the notes of one vault folder, and nothing outside it: every
 /// file access goes through one directory handle opened on the vault, and paths that leave it
 /// fail in the kernel.
+impl Cli {
+    /// The command line, parsed; exits with clap's usage error when `serve` is given an
+    /// HTTP-only option (`--listen`, `--token-file`, `--tls-cert`...) without
+    /// `--transport http`: served over stdio, it would be ignored without a word.
+    pub fn parse_checked() -> Cli {
+        use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
+        let matches = Cli::command().get_matches();
+        if let Some(("serve", m)) = matches.subcommand()
+            && m.get_one::<Transport>("transport") == Some(&Transport::Stdio)
+        {
+            let probe = HttpArgs::augment_args(clap::Command::new("http"));
+            let given: Vec<String> = probe
+                .get_arguments()
+                .filter(|a| m.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine))
+                .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+                .collect();
+            if !given.is_empty() {
+                Cli::command()
+                    .error(
+                        clap::error::ErrorKind::ArgumentConflict,
+                        format!(
+                            "{} only apply to `serve --transport http`; add `--transport http`, or leave them out to serve over stdio",
+                            given.join(", ")
+                        ),
+                    )
+                    .exit();
+            }
+        }
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(name = "capvault", version, about, long_about)]
 pub struct Cli {

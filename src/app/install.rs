@@ -5,9 +5,10 @@ use std::path::Path;
 
 use super::cli::InstallArgs;
 use crate::setup::{self, InstallRequest};
+use crate::vault::host::Host;
 
 /// `capvault install` (or `install --list`).
-pub fn install(args: InstallArgs) -> anyhow::Result<()> {
+pub fn install(host: &Host, args: InstallArgs) -> anyhow::Result<()> {
     let InstallArgs {
         client,
         vault,
@@ -19,7 +20,7 @@ pub fn install(args: InstallArgs) -> anyhow::Result<()> {
     } = args;
     let mut out = std::io::stdout();
     if list {
-        return setup::list(&mut out).map_err(anyhow::Error::msg);
+        return setup::list(host, &mut out).map_err(anyhow::Error::from);
     }
     let (Some(client), Some(vault)) = (client, vault) else {
         anyhow::bail!("give a client and a vault (or --list)");
@@ -32,22 +33,23 @@ pub fn install(args: InstallArgs) -> anyhow::Result<()> {
         tools,
         dry_run,
     };
-    setup::install(&req, &mut out).map_err(anyhow::Error::msg)
+    setup::install(host, &req, &mut out).map_err(anyhow::Error::from)
 }
 
 /// `capvault uninstall`.
-pub fn uninstall(client: &str, name: &str, dry_run: bool) -> anyhow::Result<()> {
-    setup::uninstall(client, name, dry_run, &mut std::io::stdout()).map_err(anyhow::Error::msg)
+pub fn uninstall(host: &Host, client: &str, name: &str, dry_run: bool) -> anyhow::Result<()> {
+    setup::uninstall(host, client, name, dry_run, &mut std::io::stdout())
+        .map_err(anyhow::Error::from)
 }
 
 /// `capvault bundle`.
-pub fn bundle(out: &Path, level: u8) -> anyhow::Result<()> {
-    setup::bundle::build(out, level, &mut std::io::stdout()).map_err(anyhow::Error::msg)
+pub fn bundle(host: &Host, out: &Path, level: u8) -> anyhow::Result<()> {
+    setup::bundle::build(host, out, level, &mut std::io::stdout()).map_err(anyhow::Error::from)
 }
 
 /// `capvault doctor`.
-pub async fn doctor(vault: &Path) -> anyhow::Result<()> {
-    setup::doctor::run(vault, &mut std::io::stdout())
+pub async fn doctor(host: &Host, vault: &Path) -> anyhow::Result<()> {
+    setup::doctor::run(host, vault, &mut std::io::stdout())
         .await
-        .map_err(anyhow::Error::msg)
+        .map_err(anyhow::Error::from)
 }

@@ -3,9 +3,10 @@
 use std::io::Write;
 
 use super::cli::ModelCommand;
+use crate::vault::host::Host;
 
 /// `capvault model ...`.
-pub async fn run(command: ModelCommand) -> anyhow::Result<()> {
+pub async fn run(host: Host, command: ModelCommand) -> anyhow::Result<()> {
     match command {
         ModelCommand::Fetch {
             repo,
@@ -24,10 +25,10 @@ pub async fn run(command: ModelCommand) -> anyhow::Result<()> {
                 })?,
             };
             let report = |line: &str| eprintln!("capvault: model fetch: {line}");
-            let done = fetch::fetch(&spec, &folder, in_cache, &fetch::endpoint(), &report)
+            let done = fetch::fetch(&host, &spec, &folder, in_cache, &fetch::endpoint(), &report)
                 .await
                 .map_err(anyhow::Error::msg)?;
-            let m = crate::semantic::load_model(&folder).map_err(|e| {
+            let m = crate::semantic::load_model(&host, &folder).map_err(|e| {
                 anyhow::anyhow!("{e} (the files match their pins, but do not load as a model)")
             })?;
             let info = m.info();
@@ -85,8 +86,15 @@ pub async fn run(command: ModelCommand) -> anyhow::Result<()> {
                         eprintln!("capvault: model import: {done} of {total} {what}");
                     }
                 };
-                let made = import::import(&source, &out, dimensions, corpus.as_deref(), &progress)
-                    .map_err(anyhow::Error::msg)?;
+                let made = import::import(
+                    &host,
+                    &source,
+                    &out,
+                    dimensions,
+                    corpus.as_deref(),
+                    &progress,
+                )
+                .map_err(anyhow::Error::msg)?;
                 if let Some(t) = &made.tuned {
                     println!(
                         "Tuned on {} sections of the corpus ({} texts with runs of their words; \
@@ -121,7 +129,7 @@ pub async fn run(command: ModelCommand) -> anyhow::Result<()> {
         }
         ModelCommand::Check { dir, text } => {
             let started = std::time::Instant::now();
-            let m = crate::semantic::load_model(&dir).map_err(anyhow::Error::msg)?;
+            let m = crate::semantic::load_model(&host, &dir)?;
             let info = m.info();
             println!(
                 "{}: {} tokens x {} dimensions, revision {}, loaded in {} ms",

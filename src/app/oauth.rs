@@ -10,6 +10,7 @@ use super::cli::HttpArgs;
 use super::state_root;
 use crate::http::HttpOptions;
 use crate::http::oauth::{ResourceServer, Store};
+use crate::vault::host::Host;
 use crate::vault::state::{PrivateFiles, StateDir};
 use crate::vault::{Limits, Vault};
 
@@ -19,6 +20,7 @@ impl HttpArgs {
     /// the sandbox). Adds the public URL's host and origin to those the guard accepts.
     pub(super) fn oauth(
         &self,
+        host: &Host,
         options: &mut HttpOptions,
         local: std::net::SocketAddr,
         state: Option<PrivateFiles>,
@@ -74,7 +76,8 @@ impl HttpArgs {
                 let mut roots = Vec::new();
                 if let Some(path) = &self.oauth_test_ca {
                     use rustls_pki_types::pem::PemObject;
-                    let pem = crate::vault::host::HostFile::at(path)
+                    let pem = host
+                        .file(path)
                         .and_then(|f| f.read_public(1024 * 1024))
                         .map_err(|e| anyhow::anyhow!("--oauth-test-ca {e}"))?;
                     for der in rustls_pki_types::CertificateDer::pem_slice_iter(&pem) {
@@ -101,7 +104,8 @@ impl HttpArgs {
                 .map_err(|e| anyhow::anyhow!("--oauth-issuer: {e}"))?;
             let (jwks, source) = match &self.jwks_file {
                 Some(path) => {
-                    let bytes = crate::vault::host::HostFile::at(path)
+                    let bytes = host
+                        .file(path)
                         .and_then(|f| f.read_public(1024 * 1024))
                         .map_err(|e| anyhow::anyhow!("--jwks-file {e}"))?;
                     let doc = serde_json::from_slice(&bytes)
@@ -197,9 +201,10 @@ pub(super) fn oauth_store(vault: &Path, state_dir: Option<&Path>) -> anyhow::Res
 /// twice, or one line of stdin), kept as an argon2id hash.
 pub fn passwd(vault: &Path, state_dir: Option<&Path>) -> anyhow::Result<()> {
     let store = oauth_store(vault, state_dir)?;
-    let passphrase =
-        crate::vault::host::read_passphrase("New passphrase for the consent page: ", "Once more: ")
-            .map_err(anyhow::Error::msg)?;
+    let passphrase = crate::vault::host::read_passphrase(
+        "New passphrase for the consent page: ",
+        "Once more: ",
+    )?;
     store.set_passphrase(&passphrase)?;
     eprintln!("capvault: passphrase set (kept as an argon2id hash). Serve with --oauth builtin.");
     Ok(())

@@ -17,6 +17,7 @@ use crate::engine::{Engine, EngineOptions, IndexCache};
 use crate::notes::write::{WriteOptions, Writer};
 use crate::server::ToolPolicy;
 use crate::vault::cache::IndexCacheDir;
+use crate::vault::host::Host;
 use crate::vault::state::{AuditFile, StateDir};
 use crate::vault::{Limits, Vault, sandbox};
 
@@ -33,7 +34,7 @@ impl Prepared {
     /// Everything `serve` does before the runtime starts, synchronous and single-threaded:
     /// credentials and certificates read, folders opened, the listener bound, the model
     /// loaded (or downloaded), then the sandbox applied.
-    pub fn new(args: ServeArgs) -> anyhow::Result<Prepared> {
+    pub fn new(host: &Host, args: ServeArgs) -> anyhow::Result<Prepared> {
         let ServeArgs {
             options,
             transport,
@@ -49,7 +50,7 @@ impl Prepared {
         // Credentials and certificates first: a bad flag fails before any work.
         let http_args = http;
         let http = match transport {
-            Transport::Http => Some(http_args.options()?),
+            Transport::Http => Some(http_args.options(host)?),
             Transport::Stdio => None,
         };
         let (
@@ -62,7 +63,7 @@ impl Prepared {
                 embedding_off,
             },
             config,
-        ) = options.open()?;
+        ) = options.open(host)?;
         let engine_options = options.engine_options(
             &config,
             EngineOptions {
@@ -91,6 +92,7 @@ impl Prepared {
                     None
                 };
                 oauth = http_args.oauth(
+                    host,
                     &mut options,
                     listener.local_addr()?,
                     state,
@@ -172,19 +174,19 @@ impl ServeOptions {
     /// files are read, or downloaded, before the sandbox closes the filesystem and the network;
     /// a folder given wins over the config file's `semantic`), the state folder and the index
     /// cache.
-    pub(super) fn open(&self) -> anyhow::Result<(Opened, Config)> {
-        let (vault, config) = self.vault.open()?;
+    pub(super) fn open(&self, host: &Host) -> anyhow::Result<(Opened, Config)> {
+        let (vault, config) = self.vault.open(host)?;
         let semantic = &self.semantic;
         let mut embedding_off = None;
         let embedding = match &semantic.embedding_model {
             Some(dir) => {
                 let started = std::time::Instant::now();
-                let m = crate::semantic::load_model(dir).map_err(anyhow::Error::msg)?;
+                let m = crate::semantic::load_model(host, dir)?;
                 tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
                     ms = started.elapsed().as_millis() as u64, "embedding model loaded");
                 Some(m)
             }
-            None if semantic.semantic || config.semantic => match semantic_model(semantic)? {
+            None if semantic.semantic || config.semantic => match semantic_model(host, semantic)? {
                 Ok(m) => Some(m),
                 Err(why) => {
                     embedding_off = Some(why);
@@ -235,8 +237,8 @@ impl ServeOptions {
 
 impl VaultArgs {
     /// The config file, then the vault with every exclusion (flags and file).
-    fn open(&self) -> anyhow::Result<(Vault, Config)> {
-        let config = crate::config::load(self.config.as_deref()).map_err(anyhow::Error::msg)?;
+    fn open(&self, host: &Host) -> anyhow::Result<(Vault, Config)> {
+        let config = crate::config::load(host, self.config.as_deref())?;
         let mut patterns = self.exclude.clone();
         patterns.extend(config.exclude.iter().cloned());
         let excluded = crate::vault::Exclusions::new(&patterns).map_err(anyhow::Error::msg)?;
@@ -288,8 +290,7 @@ impl WriteArgs {
 
 impl HttpArgs {
     /// The HTTP options; reads the token file, `CAPVAULT_TOKEN` and the TLS files now.
-    fn options(&self) -> anyhow::Result<crate::http::HttpOptions> {
-        use crate::vault::host::HostFile;
+    fn options(&self, host: &Host) -> anyhow::Result<crate::http::HttpOptions> {
         const MAX_SECRET_FILE: u64 = 1024 * 1024;
         let mut tokens = crate::http::Tokens::none();
         if let Ok(t) = std::env::var("CAPVAULT_TOKEN")
@@ -298,7 +299,7 @@ impl HttpArgs {
             tokens.add_env(&t).map_err(anyhow::Error::msg)?;
         }
         if let Some(path) = &self.token_file {
-            let file = HostFile::at(path).map_err(anyhow::Error::msg)?;
+            let file = host.file(path)?;
             let bytes = file
                 .read_private(MAX_SECRET_FILE)
                 .map_err(|e| anyhow::anyhow!("--token-file {e}"))?;
@@ -313,10 +314,12 @@ impl HttpArgs {
         }
         let tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => {
-                let cert = HostFile::at(cert)
+                let cert = host
+                    .file(cert)
                     .and_then(|f| f.read_public(MAX_SECRET_FILE))
                     .map_err(|e| anyhow::anyhow!("--tls-cert {e}"))?;
-                let key = HostFile::at(key)
+                let key = host
+                    .file(key)
                     .and_then(|f| f.read_private(MAX_SECRET_FILE))
                     .map_err(|e| anyhow::anyhow!("--tls-key {e}"))?;
                 Some(crate::http::TlsPem { cert, key })
@@ -355,6 +358,7 @@ impl HttpArgs {
 /// an error: the server then serves keyword search only, and says why (the `Err`, naming no
 /// host path).
 fn semantic_model(
+    host: &Host,
     test: &SemanticArgs,
 ) -> anyhow::Result<Result<crate::semantic::Embedder, String>> {
     use crate::semantic::fetch;
@@ -376,7 +380,7 @@ fn semantic_model(
     };
     let started = std::time::Instant::now();
     let report = |line: &str| tracing::info!("embedding model download: {line}");
-    match fetch::fetch_blocking(&spec, &folder, true, &fetch::endpoint(), &report) {
+    match fetch::fetch_blocking(host, &spec, &folder, true, &fetch::endpoint(), &report) {
         Ok(done) if !done.downloaded.is_empty() => {
             tracing::info!(repo = %spec.repo, revision = %spec.revision,
                 folder = %folder.display(), "embedding model downloaded");
@@ -394,7 +398,7 @@ fn semantic_model(
             )));
         }
     }
-    match crate::semantic::load_model(&folder) {
+    match crate::semantic::load_model(host, &folder) {
         Ok(m) => {
             tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
                 ms = started.elapsed().as_millis() as u64, "embedding model loaded");
@@ -511,7 +515,9 @@ pub async fn serve_http(
 ) -> anyhow::Result<()> {
     let server = build_server(&engine, writer, policy)?;
     engine.start();
-    let served = crate::http::serve(server, options, listener, shutdown_signal()).await;
+    let served = crate::http::serve(server, options, listener, shutdown_signal())
+        .await
+        .map_err(anyhow::Error::from);
     tokio::task::spawn_blocking(move || engine.shutdown()).await?;
     served
 }

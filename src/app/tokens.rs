@@ -6,10 +6,10 @@ use std::path::Path;
 use super::cli::{Scope, TokenCommand, TokensCommand};
 use super::oauth::oauth_store;
 use crate::server::CapvaultServer;
-use crate::vault::host::HostFile;
+use crate::vault::host::Host;
 
 /// `capvault token ...`.
-pub fn token(command: TokenCommand) -> anyhow::Result<()> {
+pub fn token(host: &Host, command: TokenCommand) -> anyhow::Result<()> {
     let TokenCommand::New {
         name,
         append,
@@ -25,7 +25,7 @@ pub fn token(command: TokenCommand) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?;
     // The file first: a refused file leaves no token printed that works nowhere.
     if let Some(path) = &append {
-        append_token_line(path, &line)?;
+        append_token_line(host, path, &line)?;
     }
     println!("{token}");
     match &append {
@@ -45,13 +45,13 @@ pub fn token(command: TokenCommand) -> anyhow::Result<()> {
 }
 
 /// `capvault tokens ...`.
-pub fn tokens(command: TokensCommand) -> anyhow::Result<()> {
+pub fn tokens(host: &Host, command: TokensCommand) -> anyhow::Result<()> {
     match command {
         TokensCommand::List {
             vault,
             state_dir,
             token_file,
-        } => list(&vault, state_dir.as_deref(), token_file.as_deref()),
+        } => list(host, &vault, state_dir.as_deref(), token_file.as_deref()),
         TokensCommand::Revoke {
             vault,
             id,
@@ -63,9 +63,14 @@ pub fn tokens(command: TokensCommand) -> anyhow::Result<()> {
 
 /// `tokens list`: the grants of the built-in authorization server, after the tokens of
 /// `--token-file` when given.
-fn list(vault: &Path, state_dir: Option<&Path>, token_file: Option<&Path>) -> anyhow::Result<()> {
+fn list(
+    host: &Host,
+    vault: &Path,
+    state_dir: Option<&Path>,
+    token_file: Option<&Path>,
+) -> anyhow::Result<()> {
     if let Some(path) = token_file {
-        list_token_file(path)?;
+        list_token_file(host, path)?;
     }
     let store = oauth_store(vault, state_dir)?;
     let grants = store.grants()?;
@@ -123,8 +128,8 @@ fn revoke(
 const MAX_TOKEN_FILE: u64 = 1024 * 1024;
 
 /// `tokens list --token-file`: each token of the file, by name, with its scope and tools.
-fn list_token_file(path: &Path) -> anyhow::Result<()> {
-    let file = HostFile::at(path).map_err(anyhow::Error::msg)?;
+fn list_token_file(host: &Host, path: &Path) -> anyhow::Result<()> {
+    let file = host.file(path)?;
     let bytes = file
         .read_private(MAX_TOKEN_FILE)
         .map_err(|e| anyhow::anyhow!("--token-file {e}"))?;
@@ -153,8 +158,8 @@ fn list_token_file(path: &Path) -> anyhow::Result<()> {
 
 /// Adds `line` to the token file at `path` (replaced atomically, mode 600), after checking
 /// that what is there is a private, valid token file that does not hold the name already.
-fn append_token_line(path: &Path, line: &str) -> anyhow::Result<()> {
-    let mut file = HostFile::at(path).map_err(anyhow::Error::msg)?.private();
+fn append_token_line(host: &Host, path: &Path, line: &str) -> anyhow::Result<()> {
+    let mut file = host.file(path)?.private();
     let mut text = if file.is_file() {
         let bytes = file
             .read_private(MAX_TOKEN_FILE)

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Instant, SystemTime};
 
 use super::{Engine, Texts};
-use crate::index::{SearchIndex, Stamp};
+use crate::index::{IndexError, SearchIndex, Stamp};
 use crate::locks::{lock, write};
 use crate::vault::VaultPath;
 use crate::vault::cache::IndexCacheDir;
@@ -125,7 +125,7 @@ impl Engine {
     /// Creates the index and sets it: loaded from the cache when there is a usable one (its
     /// notes and stamps then wait for the first reconcile, and it is served meanwhile), empty
     /// otherwise. Merges are held until the first build is done.
-    pub(super) fn create_index(&self) -> Result<(), String> {
+    pub(super) fn create_index(&self) -> Result<(), IndexError> {
         let ix = self.open_index()?;
         ix.hold_merges();
         let _ = self.index.index.set(ix);
@@ -138,19 +138,19 @@ impl Engine {
         Ok(())
     }
 
-    fn open_index(&self) -> Result<SearchIndex, String> {
+    fn open_index(&self) -> Result<SearchIndex, IndexError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let cache = self.index.folder();
         let IndexCache::Dir(dir) = &*cache else {
-            return SearchIndex::new(threads).map_err(|e| e.to_string());
+            return SearchIndex::new(threads);
         };
-        let fresh = || SearchIndex::new_in(Arc::clone(dir), threads).map_err(|e| e.to_string());
+        let fresh = || SearchIndex::new_in(Arc::clone(dir), threads);
         let loaded = SearchIndex::load(dir, threads).and_then(|ix| match ix {
             None => Ok(None),
-            Some(ix) => ix
-                .stamps()
-                .map(|s| Some((ix, s)))
-                .map_err(|e| e.to_string()),
+            Some(ix) => {
+                let stamps = ix.stamps()?;
+                Ok(Some((ix, stamps)))
+            }
         });
         match loaded {
             Ok(Some((ix, stamps))) => {

@@ -27,9 +27,10 @@ struct SeenSettings {
     filters: Option<Arc<IgnoreFilters>>,
 }
 
-/// The files of one state of the model that Obsidian's Excluded files name, and the filters
-/// that named them.
-type IgnoredFiles = Mutex<Option<(Arc<IgnoreFilters>, Arc<HashSet<VaultPath>>)>>;
+crate::model::memo_key!(
+    /// The memo of the files of one state of the model that Obsidian's Excluded files name,
+    /// and the filters that named them.
+    IgnoredFiles: Mutex<Option<(Arc<IgnoreFilters>, Arc<HashSet<VaultPath>>)>>);
 
 impl Engine {
     /// Obsidian's Excluded files, when results are to leave them out: `None` when the vault
@@ -85,7 +86,7 @@ impl Engine {
         model: &Model,
         filters: &Arc<IgnoreFilters>,
     ) -> Arc<HashSet<VaultPath>> {
-        let slot = model.memo::<IgnoredFiles>("user_ignored_files", || Mutex::new(None));
+        let slot = model.memo::<IgnoredFiles>(|| Mutex::new(None));
         let mut slot = lock(&slot);
         if let Some((f, files)) = slot.as_ref()
             && Arc::ptr_eq(f, filters)

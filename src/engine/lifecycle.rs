@@ -88,7 +88,7 @@ impl Engine {
     fn build(&self) {
         let started = Instant::now();
         if let Err(e) = self.create_index() {
-            self.status.fail(e);
+            self.status.fail(e.to_string());
         }
         // Tests watch the building state (and a restart's cached index) through this pause; a
         // shutdown during it makes the walk below stop at once.

@@ -12,13 +12,94 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::server::Grant;
-use crate::server::policy::profile_tools;
+use crate::server::policy::{PolicyError, profile_tools};
 
 /// Shortest plain token accepted from the environment or a token file.
 pub const MIN_TOKEN_LEN: usize = 32;
 
 /// The prefix of the tokens `capvault token new` makes.
 pub const TOKEN_PREFIX: &str = "cvt_";
+
+/// The longest token name (`name=` in a token file).
+pub const MAX_TOKEN_NAME: usize = 32;
+
+/// A name (a token's, a client config entry's) that is not 1 to `max` letters, digits, `-`,
+/// `_` or `.`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("use 1 to {max} letters, digits, `-`, `_` or `.`")]
+pub struct BadName {
+    /// The longest name allowed there.
+    pub max: usize,
+}
+
+/// A token too weak to accept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WeakToken {
+    /// Shorter than [`MIN_TOKEN_LEN`].
+    #[error("a token needs at least {MIN_TOKEN_LEN} characters (`capvault token new` makes one)")]
+    TooShort,
+    /// A space, a control character or non-ASCII.
+    #[error("a token is printable ASCII without spaces")]
+    NotPrintable,
+}
+
+/// What is wrong with one line of a token file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// A plain token too weak to accept.
+    #[error(transparent)]
+    Weak(#[from] WeakToken),
+    /// `sha256:` without 64 hex digits after it.
+    #[error("`sha256:` needs 64 hex digits")]
+    Digest,
+    /// A scope other than `read` or `write`.
+    #[error("scope `{0}` is not `read` or `write`")]
+    Scope(String),
+    /// A profile naming no known tool set.
+    #[error(transparent)]
+    Profile(#[from] PolicyError),
+    /// A word after the profile.
+    #[error("unexpected `{0}` (a line is TOKEN [read|write] [PROFILE] [name=NAME])")]
+    Unexpected(String),
+    /// A token an earlier line already gave.
+    #[error("the same token is listed twice")]
+    Twice,
+    /// A bad `name=`.
+    #[error(transparent)]
+    Name(#[from] NameError),
+}
+
+/// A refused token name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("token name `{name}`: {why}")]
+pub struct NameError {
+    /// The name given.
+    pub name: String,
+    /// What a name must be.
+    pub why: BadName,
+}
+
+/// Why tokens could not be read or made.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// `CAPVAULT_TOKEN` is too weak.
+    #[error("CAPVAULT_TOKEN: {0}")]
+    Env(WeakToken),
+    /// A token file line is refused.
+    #[error("line {line}: {error}")]
+    Line {
+        /// 1-based.
+        line: usize,
+        /// What is wrong with it.
+        error: LineError,
+    },
+    /// A new token's name is refused.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// The operating system gave no random bytes.
+    #[error("no randomness from the system: {0}")]
+    NoRandomness(getrandom::Error),
+}
 
 /// The accepted tokens.
 #[derive(Debug, Default, Clone)]
@@ -50,9 +131,9 @@ impl Tokens {
 
     /// Adds the `CAPVAULT_TOKEN` value: the server's own token, with every right the server
     /// has (`write` only matters when it runs with `--write`).
-    pub fn add_env(&mut self, token: &str) -> Result<(), String> {
+    pub fn add_env(&mut self, token: &str) -> Result<(), TokenError> {
         let token = token.trim();
-        check_strength(token).map_err(|e| format!("CAPVAULT_TOKEN: {e}"))?;
+        check_strength(token).map_err(TokenError::Env)?;
         self.entries.push(Entry {
             digest: digest(token),
             grant: Grant::full("env"),
@@ -66,13 +147,16 @@ impl Tokens {
     /// `read`, `minimal` or tool names separated by commas) narrows the tools further, and NAME
     /// names the token in the access log (beside its digest's first digits). Blank
     /// lines and lines starting with `#` are skipped.
-    pub fn add_file(&mut self, text: &str, known_tools: &[String]) -> Result<(), String> {
+    pub fn add_file(&mut self, text: &str, known_tools: &[String]) -> Result<(), TokenError> {
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let at = |e: String| format!("line {}: {e}", n + 1);
+            let at = |e: LineError| TokenError::Line {
+                line: n + 1,
+                error: e,
+            };
             // `name=NAME` may stand anywhere after the token; the other words keep their order.
             let mut name = None;
             let mut words = line
@@ -88,7 +172,7 @@ impl Tokens {
             let digest = match secret.strip_prefix("sha256:") {
                 Some(hex) => parse_digest(hex).map_err(at)?,
                 None => {
-                    check_strength(secret).map_err(at)?;
+                    check_strength(secret).map_err(|e| at(e.into()))?;
                     digest(secret)
                 }
             };
@@ -96,25 +180,25 @@ impl Tokens {
                 None | Some("read") => false,
                 Some("write") => true,
                 Some(other) => {
-                    return Err(at(format!("scope `{other}` is not `read` or `write`")));
+                    return Err(at(LineError::Scope(other.to_owned())));
                 }
             };
             let tools = match words.next() {
                 None => None,
-                Some(spec) => profile_tools(spec, known_tools).map_err(at)?.map(Arc::new),
+                Some(spec) => profile_tools(spec, known_tools)
+                    .map_err(|e| at(e.into()))?
+                    .map(Arc::new),
             };
             if let Some(extra) = words.next() {
-                return Err(at(format!(
-                    "unexpected `{extra}` (a line is TOKEN [read|write] [PROFILE] [name=NAME])"
-                )));
+                return Err(at(LineError::Unexpected(extra.to_owned())));
             }
             drop(words);
             if self.entries.iter().any(|e| e.digest == digest) {
-                return Err(at("the same token is listed twice".to_owned()));
+                return Err(at(LineError::Twice));
             }
             let id = match name {
                 Some(n) => {
-                    check_name(n).map_err(at)?;
+                    check_name(n).map_err(|e| at(e.into()))?;
                     format!("{n} ({})", short_id(&digest))
                 }
                 None => short_id(&digest),
@@ -155,20 +239,27 @@ pub fn bearer(header: &str) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// A token's name (`name=laptop` in the token file, shown in the access log): 1 to 32
-/// letters, digits, `-`, `_` or `.`.
-pub fn check_name(name: &str) -> Result<(), String> {
-    if (1..=32).contains(&name.len())
+/// A name safe in a log line and a config file: 1 to `max` letters, digits, `-`, `_` or `.`
+/// (token names here; `capvault install --name` with its own `max`).
+pub fn check_name_within(name: &str, max: usize) -> Result<(), BadName> {
+    if (1..=max).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
     {
         Ok(())
     } else {
-        Err(format!(
-            "token name `{name}`: use 1 to 32 letters, digits, `-`, `_` or `.`"
-        ))
+        Err(BadName { max })
     }
+}
+
+/// A token's name (`name=laptop` in the token file, shown in the access log): 1 to
+/// [`MAX_TOKEN_NAME`] letters, digits, `-`, `_` or `.`.
+pub fn check_name(name: &str) -> Result<(), NameError> {
+    check_name_within(name, MAX_TOKEN_NAME).map_err(|why| NameError {
+        name: name.to_owned(),
+        why,
+    })
 }
 
 /// A fresh random token (32 bytes from the operating system, URL-safe base64) and the token
@@ -177,12 +268,12 @@ pub fn new_token(
     write: bool,
     profile: Option<&str>,
     name: Option<&str>,
-) -> Result<(String, String), String> {
+) -> Result<(String, String), TokenError> {
     if let Some(n) = name {
         check_name(n)?;
     }
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness from the system: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(TokenError::NoRandomness)?;
     let token = format!(
         "{TOKEN_PREFIX}{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
@@ -203,14 +294,12 @@ pub fn new_token(
     Ok((token, line))
 }
 
-fn check_strength(token: &str) -> Result<(), String> {
+fn check_strength(token: &str) -> Result<(), WeakToken> {
     if token.len() < MIN_TOKEN_LEN {
-        return Err(format!(
-            "a token needs at least {MIN_TOKEN_LEN} characters (`capvault token new` makes one)"
-        ));
+        return Err(WeakToken::TooShort);
     }
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err("a token is printable ASCII without spaces".to_owned());
+        return Err(WeakToken::NotPrintable);
     }
     Ok(())
 }
@@ -219,11 +308,11 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-fn parse_digest(hex: &str) -> Result<[u8; 32], String> {
+fn parse_digest(hex: &str) -> Result<[u8; 32], LineError> {
     let mut out = [0u8; 32];
     match base16ct::mixed::decode(hex, &mut out) {
         Ok(d) if d.len() == 32 => Ok(out),
-        _ => Err("`sha256:` needs 64 hex digits".to_owned()),
+        _ => Err(LineError::Digest),
     }
 }
 
@@ -273,7 +362,13 @@ mod tests {
 
     #[test]
     fn a_bad_token_file_names_the_line() {
-        let mut t = Tokens::none();
+        struct T(Tokens);
+        impl T {
+            fn add_file(&mut self, text: &str, known: &[String]) -> Result<(), String> {
+                self.0.add_file(text, known).map_err(|e| e.to_string())
+            }
+        }
+        let mut t = T(Tokens::none());
         let e = t.add_file("short\n", &known()).unwrap_err();
         assert!(e.starts_with("line 1:") && e.contains("32"), "{e}");
         let long = "x".repeat(40);
@@ -301,7 +396,8 @@ mod tests {
         );
         let e = Tokens::none()
             .add_file(&format!("{long}\n{long} write\n"), &known())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("twice"), "{e}");
     }
 
@@ -317,9 +413,47 @@ mod tests {
         let long = "x".repeat(40);
         let e = Tokens::none()
             .add_file(&format!("{long} name=a/b\n"), &known())
-            .unwrap_err();
-        assert!(e.starts_with("line 1:") && e.contains("a/b"), "{e}");
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "line 1: token name `a/b`: use 1 to 32 letters, digits, `-`, `_` or `.`"
+        );
         assert!(new_token(false, None, Some("")).is_err());
+    }
+
+    #[test]
+    fn one_name_check_serves_token_names_and_install_names() {
+        assert!(check_name(&"a".repeat(32)).is_ok());
+        let e = check_name(&"a".repeat(33)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "token name `{}`: use 1 to 32 letters, digits, `-`, `_` or `.`",
+                "a".repeat(33)
+            )
+        );
+        assert!(check_name_within(&"a".repeat(64), 64).is_ok());
+        for bad in ["", "a b", "a/b", "../x", "é"] {
+            assert_eq!(
+                check_name_within(bad, 64),
+                Err(BadName { max: 64 }),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            BadName { max: 64 }.to_string(),
+            "use 1 to 64 letters, digits, `-`, `_` or `.`"
+        );
+    }
+
+    #[test]
+    fn a_weak_environment_token_is_named_as_such() {
+        let e = Tokens::none().add_env("short").unwrap_err().to_string();
+        assert!(
+            e.starts_with("CAPVAULT_TOKEN: a token needs at least 32"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -4,6 +4,17 @@
 //! user visits can make the browser send requests to `127.0.0.1`, but it cannot choose the
 //! `Origin` the browser sends, and a rebound DNS name still arrives in `Host`.
 
+/// A malformed `--allowed-host` or `--allowed-origin`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuardError {
+    /// Not `name` or `name:port`.
+    #[error("--allowed-host `{0}`: give a host name or host:port")]
+    Host(String),
+    /// Not `scheme://host[:port]`.
+    #[error("--allowed-origin `{0}`: give scheme://host or scheme://host:port")]
+    Origin(String),
+}
+
 /// What `Host` and `Origin` may be.
 #[derive(Debug, Clone)]
 pub struct Guard {
@@ -25,17 +36,13 @@ impl Guard {
         tls: bool,
         extra_hosts: &[String],
         extra_origins: &[String],
-    ) -> Result<Guard, String> {
+    ) -> Result<Guard, GuardError> {
         let mut hosts: Vec<(String, Option<u16>)> = LOOPBACK_HOSTS
             .iter()
             .map(|h| ((*h).to_owned(), None))
             .collect();
         for h in extra_hosts {
-            hosts.push(
-                split_authority(h).ok_or_else(|| {
-                    format!("--allowed-host `{h}`: give a host name or host:port")
-                })?,
-            );
+            hosts.push(split_authority(h).ok_or_else(|| GuardError::Host(h.clone()))?);
         }
         let scheme = if tls { "https" } else { "http" };
         let mut origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
@@ -43,9 +50,7 @@ impl Guard {
             .map(|h| format!("{scheme}://{h}:{port}"))
             .collect();
         for o in extra_origins {
-            origins.push(normal_origin(o).ok_or_else(|| {
-                format!("--allowed-origin `{o}`: give scheme://host or scheme://host:port")
-            })?);
+            origins.push(normal_origin(o).ok_or_else(|| GuardError::Origin(o.clone()))?);
         }
         Ok(Guard { hosts, origins })
     }
@@ -237,7 +242,12 @@ mod tests {
 
     #[test]
     fn bad_flags_are_errors() {
-        assert!(Guard::new(1, false, &["a/b".into()], &[]).is_err());
+        assert_eq!(
+            Guard::new(1, false, &["a/b".into()], &[])
+                .unwrap_err()
+                .to_string(),
+            "--allowed-host `a/b`: give a host name or host:port"
+        );
         assert!(Guard::new(1, false, &[], &["app.example.org".into()]).is_err());
         assert!(Guard::new(1, false, &[], &["ftp://x".into()]).is_err());
     }

@@ -137,27 +137,86 @@ pub struct HttpOptions {
     pub oauth: Option<Arc<oauth::ResourceServer>>,
 }
 
+/// A listener that would expose the vault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExposureError {
+    /// Not loopback, and neither tokens nor OAuth.
+    #[error(
+        "listening on {0} (not loopback) needs bearer tokens: set CAPVAULT_TOKEN, pass \
+         --token-file (`capvault token new` makes one), or use OAuth (--oauth builtin or \
+         --oauth-issuer)"
+    )]
+    NoCredentials(std::net::IpAddr),
+    /// Not loopback, no TLS, and no `--insecure-http`.
+    #[error(
+        "listening on {0} (not loopback) without TLS would send tokens and notes in clear: \
+         pass --tls-cert and --tls-key, or --insecure-http when a TLS-terminating proxy is in \
+         front"
+    )]
+    NoTls(std::net::IpAddr),
+}
+
+/// A certificate or key that cannot serve HTTPS.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// `--tls-cert` does not parse as PEM certificates.
+    #[error("--tls-cert: not a PEM certificate chain ({0})")]
+    Chain(rustls_pki_types::pem::Error),
+    /// `--tls-cert` holds no certificate.
+    #[error("--tls-cert: no certificate in the file")]
+    NoCertificate,
+    /// `--tls-key` does not parse as a PEM private key.
+    #[error("--tls-key: not a PEM private key ({0})")]
+    Key(rustls_pki_types::pem::Error),
+    /// rustls has no protocol version to offer (a build fault).
+    #[error("{0}")]
+    Protocols(rustls::Error),
+    /// rustls refuses the pair (the key does not match the certificate...).
+    #[error("--tls-cert/--tls-key: {0}")]
+    Pair(rustls::Error),
+}
+
+/// Why the HTTP server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The options would expose the vault.
+    #[error(transparent)]
+    Exposed(#[from] ExposureError),
+    /// The listen address cannot be bound.
+    #[error("cannot listen on {addr}: {error}")]
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// An `--allowed-host` or `--allowed-origin` is malformed.
+    #[error(transparent)]
+    Guard(#[from] guard::GuardError),
+    /// The certificate or key is refused.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The listener or a connection failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The accept loop's task panicked.
+    #[error("{0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
 impl HttpOptions {
     /// Refuses the combinations that would expose the vault: a non-loopback listener with no
     /// token, or without TLS unless `--insecure-http` says a proxy terminates it.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ExposureError> {
         let ip = self.listen.ip();
         if ip.is_loopback() {
             return Ok(());
         }
         if self.tokens.is_empty() && self.oauth.is_none() {
-            return Err(format!(
-                "listening on {ip} (not loopback) needs bearer tokens: set CAPVAULT_TOKEN, \
-                 pass --token-file (`capvault token new` makes one), or use OAuth (--oauth \
-                 builtin or --oauth-issuer)"
-            ));
+            return Err(ExposureError::NoCredentials(ip));
         }
         if self.tls.is_none() && !self.insecure_http {
-            return Err(format!(
-                "listening on {ip} (not loopback) without TLS would send tokens and notes in \
-                 clear: pass --tls-cert and --tls-key, or --insecure-http when a TLS-terminating \
-                 proxy is in front"
-            ));
+            return Err(ExposureError::NoTls(ip));
         }
         Ok(())
     }
@@ -191,9 +250,11 @@ impl Gate {
 
 /// Binds the listener (before the sandbox, which then denies every other bind). Call
 /// [`HttpOptions::check`] first.
-pub fn bind(options: &HttpOptions) -> anyhow::Result<std::net::TcpListener> {
-    std::net::TcpListener::bind(options.listen)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.listen))
+pub fn bind(options: &HttpOptions) -> Result<std::net::TcpListener, ServeError> {
+    std::net::TcpListener::bind(options.listen).map_err(|error| ServeError::Listen {
+        addr: options.listen,
+        error,
+    })
 }
 
 /// hyper's settings that bound a connection: the header timeout (hyper starts it whenever it
@@ -224,8 +285,8 @@ pub async fn serve(
     options: HttpOptions,
     listener: std::net::TcpListener,
     shutdown: impl Future<Output = &'static str>,
-) -> anyhow::Result<()> {
-    options.check().map_err(anyhow::Error::msg)?;
+) -> Result<(), ServeError> {
+    options.check()?;
     let local = listener.local_addr()?;
     let tls = match &options.tls {
         Some(pem) => Some(tls_config(pem)?),
@@ -237,8 +298,7 @@ pub async fn serve(
         tls.is_some(),
         &options.allowed_hosts,
         &options.allowed_origins,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
 
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(limits.session_idle);
@@ -398,23 +458,23 @@ fn cors(guard: &Guard) -> tower_http::cors::CorsLayer {
 
 /// rustls's configuration for the PEM certificate chain and key (the `ring` provider, TLS 1.2
 /// and 1.3, HTTP/2 and HTTP/1.1 by ALPN).
-fn tls_config(pem: &TlsPem) -> anyhow::Result<axum_server::tls_rustls::RustlsConfig> {
+fn tls_config(pem: &TlsPem) -> Result<axum_server::tls_rustls::RustlsConfig, TlsError> {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::{CertificateDer, PrivateKeyDer};
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem.cert)
         .collect::<Result<_, _>>()
-        .map_err(|e| anyhow::anyhow!("--tls-cert: not a PEM certificate chain ({e})"))?;
+        .map_err(TlsError::Chain)?;
     if certs.is_empty() {
-        anyhow::bail!("--tls-cert: no certificate in the file");
+        return Err(TlsError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(&pem.key)
-        .map_err(|e| anyhow::anyhow!("--tls-key: not a PEM private key ({e})"))?;
+    let key = PrivateKeyDer::from_pem_slice(&pem.key).map_err(TlsError::Key)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
+        .with_safe_default_protocol_versions()
+        .map_err(TlsError::Protocols)?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| anyhow::anyhow!("--tls-cert/--tls-key: {e}"))?;
+        .map_err(TlsError::Pair)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(axum_server::tls_rustls::RustlsConfig::from_config(
         Arc::new(config),

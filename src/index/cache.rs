@@ -285,6 +285,90 @@ const META: &str = "meta.json";
 /// tantivy's list of the files it manages (and may delete when a merge makes them obsolete).
 const MANAGED: &str = ".managed.json";
 
+/// Why the saved index cannot be used ([`load`]) or could not be saved ([`save`]). Names only
+/// the cache's own file names, never a host path.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexCacheError {
+    /// The manifest exists but could not be read.
+    #[error("cannot read the manifest: {0}")]
+    ReadManifest(std::io::Error),
+    /// The manifest is not the JSON a save writes.
+    #[error("the manifest is not valid: {0}")]
+    BadManifest(serde_json::Error),
+    /// Another version of capvault wrote the cache (the format it names).
+    #[error("the cache was written by another version ({0})")]
+    OtherVersion(String),
+    /// The manifest lists too many files, or a name no save writes.
+    #[error("the manifest names files it cannot hold")]
+    BadNames,
+    /// One file of the cache failed (read, written, synced or checked).
+    #[error("{name}: {cause}")]
+    File { name: String, cause: FileCause },
+    /// A positions file larger than any save writes.
+    #[error("{0} is larger than {MAX_FILE} bytes")]
+    TooLarge(String),
+    /// tantivy could not open the saved index.
+    #[error("cannot open: {0}")]
+    Open(tantivy::TantivyError),
+    /// The saved index has another schema than this version's.
+    #[error("the cache has another schema")]
+    OtherSchema,
+    /// A file whose checksum does not match its content.
+    #[error("{0} is damaged (checksum)")]
+    Damaged(String),
+    /// tantivy panicked opening the saved index.
+    #[error("the cached index could not be opened (tantivy panicked)")]
+    Panicked,
+    /// The index's own `meta.json` could not be read.
+    #[error("cannot read the index metadata: {0}")]
+    ReadMeta(OpenReadError),
+    /// tantivy could not list the committed segments.
+    #[error("{0}")]
+    Metas(tantivy::TantivyError),
+    /// A commit landed while the save ran.
+    #[error("the index changed during the save")]
+    Changed,
+    /// tantivy named a file outside the names the cache holds.
+    #[error("tantivy named a file the cache cannot hold")]
+    BadName,
+    /// The cache folder could not be listed or synced.
+    #[error("{0}")]
+    Folder(std::io::Error),
+    /// tantivy's metadata is not UTF-8.
+    #[error("{0}")]
+    MetaNotUtf8(std::string::FromUtf8Error),
+    /// The manifest could not be encoded.
+    #[error("{0}")]
+    Encode(serde_json::Error),
+    /// The loaded index could not be served or read.
+    #[error("{0}")]
+    Index(#[from] super::IndexError),
+}
+
+/// What went wrong with one file of the cache ([`IndexCacheError::File`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FileCause {
+    /// The filesystem, or the in-memory directory, refused.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// tantivy could not open the file.
+    #[error("{0}")]
+    Open(#[from] OpenReadError),
+    /// tantivy's list of files could not be encoded.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl IndexCacheError {
+    /// A failure of the file `name`.
+    fn file(name: &str, cause: impl Into<FileCause>) -> IndexCacheError {
+        IndexCacheError::File {
+            name: name.to_owned(),
+            cause: cause.into(),
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct Manifest {
     format: String,
@@ -296,43 +380,46 @@ struct Manifest {
 
 /// Loads the cached index. `Ok(None)` when there is none yet; `Err` (a short reason) when there
 /// is one that cannot be used: another format, another schema, a missing or damaged file.
-pub fn load(dir: &Arc<IndexCacheDir>, schema: &Schema) -> Result<Option<(Index, Files)>, String> {
+pub fn load(
+    dir: &Arc<IndexCacheDir>,
+    schema: &Schema,
+) -> Result<Option<(Index, Files)>, IndexCacheError> {
     let manifest = match dir.read(MANIFEST, MAX_MANIFEST) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read the manifest: {e}")),
+        Err(e) => return Err(IndexCacheError::ReadManifest(e)),
     };
     let manifest: Manifest =
-        serde_json::from_slice(&manifest).map_err(|e| format!("the manifest is not valid: {e}"))?;
+        serde_json::from_slice(&manifest).map_err(IndexCacheError::BadManifest)?;
     if manifest.format != FORMAT {
-        return Err(format!(
-            "the cache was written by another version ({})",
-            manifest.format
-        ));
+        return Err(IndexCacheError::OtherVersion(manifest.format));
     }
     if manifest.files.len() > MAX_FILES || !manifest.files.iter().all(|f| valid_name(f)) {
-        return Err("the manifest names files it cannot hold".to_owned());
+        return Err(IndexCacheError::BadNames);
     }
     let files = Files::spilling_to(Arc::clone(dir));
-    let io = |what: &str, e: &dyn std::fmt::Display| format!("{what}: {e}");
     {
         let mut disk = write(&files.disk);
         for name in &manifest.files {
             if !is_positions(name) {
                 // Postings, term dictionaries, fast fields, norms and the path store are read
                 // by every query: they are copied into RAM.
-                let bytes = dir.read(name, MAX_FILE).map_err(|e| io(name, &e))?;
+                let bytes = dir
+                    .read(name, MAX_FILE)
+                    .map_err(|e| IndexCacheError::file(name, e))?;
                 files
                     .ram
                     .atomic_write(Path::new(name), &bytes)
-                    .map_err(|e| io(name, &e))?;
+                    .map_err(|e| IndexCacheError::file(name, e))?;
                 continue;
             }
             // Positions (half the index) are read only by phrase queries, a few blocks at a
             // time: they stay in the cache folder.
-            let file = dir.open_file(name).map_err(|e| io(name, &e))?;
+            let file = dir
+                .open_file(name)
+                .map_err(|e| IndexCacheError::file(name, e))?;
             if file.len() > MAX_FILE {
-                return Err(format!("{name} is larger than {MAX_FILE} bytes"));
+                return Err(IndexCacheError::TooLarge(name.clone()));
             }
             disk.insert(PathBuf::from(name), FileSlice::new(Arc::new(OnDisk(file))));
         }
@@ -340,26 +427,27 @@ pub fn load(dir: &Arc<IndexCacheDir>, schema: &Schema) -> Result<Option<(Index, 
     files
         .ram
         .atomic_write(Path::new(META), manifest.meta.as_bytes())
-        .map_err(|e| io(META, &e))?;
-    let managed = serde_json::to_vec(&manifest.files).map_err(|e| io(MANAGED, &e))?;
+        .map_err(|e| IndexCacheError::file(META, e))?;
+    let managed =
+        serde_json::to_vec(&manifest.files).map_err(|e| IndexCacheError::file(MANAGED, e))?;
     files
         .ram
         .atomic_write(Path::new(MANAGED), &managed)
-        .map_err(|e| io(MANAGED, &e))?;
+        .map_err(|e| IndexCacheError::file(MANAGED, e))?;
     // tantivy trusts its files; a damaged one could panic deep inside it. `Index::open` reads
     // only the metadata, the checksums are checked before any segment is opened (the reader
     // opens them, in `SearchIndex::serve`), and all of it runs under catch_unwind all the same.
     let opened_files = files.clone();
-    let opened = std::panic::catch_unwind(move || -> Result<Index, String> {
-        let index = Index::open(opened_files).map_err(|e| format!("cannot open: {e}"))?;
+    let opened = std::panic::catch_unwind(move || -> Result<Index, IndexCacheError> {
+        let index = Index::open(opened_files).map_err(IndexCacheError::Open)?;
         if index.schema() != *schema {
-            return Err("the cache has another schema".to_owned());
+            return Err(IndexCacheError::OtherSchema);
         }
         for name in &manifest.files {
             match index.directory().validate_checksum(Path::new(name)) {
                 Ok(true) => {}
-                Ok(false) => return Err(format!("{name} is damaged (checksum)")),
-                Err(e) => return Err(io(name, &e)),
+                Ok(false) => return Err(IndexCacheError::Damaged(name.clone())),
+                Err(e) => return Err(IndexCacheError::file(name, e)),
             }
         }
         Ok(index)
@@ -367,7 +455,7 @@ pub fn load(dir: &Arc<IndexCacheDir>, schema: &Schema) -> Result<Option<(Index, 
     match opened {
         Ok(Ok(index)) => Ok(Some((index, files))),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err("the cached index could not be opened (tantivy panicked)".to_owned()),
+        Err(_) => Err(IndexCacheError::Panicked),
     }
 }
 
@@ -382,11 +470,11 @@ pub fn save(
     files: &Files,
     dir: &IndexCacheDir,
     saved: &mut Vec<u8>,
-) -> Result<bool, String> {
+) -> Result<bool, IndexCacheError> {
     let read_meta = || {
         files
             .atomic_read(Path::new(META))
-            .map_err(|e| format!("cannot read the index metadata: {e}"))
+            .map_err(IndexCacheError::ReadMeta)
     };
     let meta = read_meta()?;
     if meta == *saved {
@@ -409,13 +497,13 @@ fn write_snapshot(
     files: &Files,
     dir: &IndexCacheDir,
     meta: &[u8],
-) -> Result<(), String> {
-    let metas = index.load_metas().map_err(|e| e.to_string())?;
+) -> Result<(), IndexCacheError> {
+    let metas = index.load_metas().map_err(IndexCacheError::Metas)?;
     let now = files
         .atomic_read(Path::new(META))
-        .map_err(|e| format!("cannot read the index metadata: {e}"))?;
+        .map_err(IndexCacheError::ReadMeta)?;
     if now != meta {
-        return Err("the index changed during the save".to_owned());
+        return Err(IndexCacheError::Changed);
     }
     let managed: HashSet<PathBuf> = index.directory().list_managed_files();
     let mut keep: Vec<String> = Vec::new();
@@ -441,11 +529,11 @@ fn write_snapshot(
     }
     keep.sort();
     if !keep.iter().all(|f| valid_name(f)) {
-        return Err("tantivy named a file the cache cannot hold".to_owned());
+        return Err(IndexCacheError::BadName);
     }
     let existing: HashSet<String> = dir
         .names()
-        .map_err(|e| e.to_string())?
+        .map_err(IndexCacheError::Folder)?
         .into_iter()
         .collect();
     for name in &keep {
@@ -454,25 +542,27 @@ fn write_snapshot(
             // index itself is synced before the manifest names it.
             files
                 .sync_spilled(name)
-                .map_err(|e| format!("{name}: {e}"))?;
+                .map_err(|e| IndexCacheError::file(name, e))?;
             continue;
         }
         let file = files
             .open_read(Path::new(name))
-            .map_err(|e| format!("{name}: {e}"))?;
-        let bytes = file.read_bytes().map_err(|e| format!("{name}: {e}"))?;
+            .map_err(|e| IndexCacheError::file(name, e))?;
+        let bytes = file
+            .read_bytes()
+            .map_err(|e| IndexCacheError::file(name, e))?;
         dir.write(name, bytes.as_slice())
-            .map_err(|e| format!("{name}: {e}"))?;
+            .map_err(|e| IndexCacheError::file(name, e))?;
     }
     let manifest = Manifest {
         format: FORMAT.to_owned(),
         files: keep,
-        meta: String::from_utf8(meta.to_vec()).map_err(|e| e.to_string())?,
+        meta: String::from_utf8(meta.to_vec()).map_err(IndexCacheError::MetaNotUtf8)?,
     };
-    let json = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
+    let json = serde_json::to_vec(&manifest).map_err(IndexCacheError::Encode)?;
     dir.write(MANIFEST, &json)
-        .map_err(|e| format!("{MANIFEST}: {e}"))?;
-    dir.sync().map_err(|e| e.to_string())?;
+        .map_err(|e| IndexCacheError::file(MANIFEST, e))?;
+    dir.sync().map_err(IndexCacheError::Folder)?;
     let named: HashSet<&str> = manifest.files.iter().map(String::as_str).collect();
     for name in existing {
         if name != MANIFEST

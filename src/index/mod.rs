@@ -86,9 +86,12 @@ const BOOST_PROPS: f32 = 1.2;
 /// An error from the index, shown to clients as a short message.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
-    /// The query cannot be searched.
-    #[error("{0}")]
-    Query(String),
+    /// A page that starts past the ranked hits kept.
+    #[error("cannot page past {MAX_OFFSET} ranked hits; narrow the query or add filters")]
+    PastOffset,
+    /// The query has no word the analyzer keeps.
+    #[error("the query has no words to search for (only punctuation?)")]
+    NoWords,
     /// tantivy failed (out of memory and the like).
     #[error("search index error: {0}")]
     Engine(#[from] tantivy::TantivyError),
@@ -190,7 +193,7 @@ pub struct SearchIndex {
 /// `gardens`, `gardening`...) before the prefilter gives up and the notes are read instead.
 pub const MAX_PREFILTER_TERMS: usize = 4_096;
 
-/// [`Index::ranked_candidates`]: notes with their scores, best first, and how many qualify.
+/// [`SearchIndex::ranked_candidates`]: notes with their scores, best first, and how many qualify.
 pub type RankedCandidates = (Vec<(f32, VaultPath)>, usize);
 
 /// The words of some fields of one segment, one per line.
@@ -308,13 +311,11 @@ impl SearchIndex {
     pub fn load(
         dir: &std::sync::Arc<crate::vault::cache::IndexCacheDir>,
         threads: usize,
-    ) -> Result<Option<Self>, String> {
+    ) -> Result<Option<Self>, cache::IndexCacheError> {
         let (schema, fields) = Self::schema();
         match cache::load(dir, &schema)? {
             None => Ok(None),
-            Some((index, ram)) => Self::serve(index, ram, fields, threads)
-                .map(Some)
-                .map_err(|e| e.to_string()),
+            Some((index, ram)) => Ok(Some(Self::serve(index, ram, fields, threads)?)),
         }
     }
 
@@ -324,7 +325,7 @@ impl SearchIndex {
         &self,
         dir: &crate::vault::cache::IndexCacheDir,
         saved: &mut Vec<u8>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, cache::IndexCacheError> {
         cache::save(&self.index, &self.files, dir, saved)
     }
 
@@ -543,9 +544,7 @@ impl SearchIndex {
         limit: usize,
     ) -> Result<RankedHits, IndexError> {
         if offset > MAX_OFFSET {
-            return Err(IndexError::Query(format!(
-                "cannot page past {MAX_OFFSET} ranked hits; narrow the query or add filters"
-            )));
+            return Err(IndexError::PastOffset);
         }
         let mut analyzer = self.analyzer.clone();
         let mut needles = Needles::default();
@@ -556,9 +555,7 @@ impl SearchIndex {
             }
         }
         if positives.is_empty() {
-            return Err(IndexError::Query(
-                "the query has no words to search for (only punctuation?)".to_owned(),
-            ));
+            return Err(IndexError::NoWords);
         }
         let mut musts: Vec<(Occur, Box<dyn TQuery>)> = self.filter_clauses(filter);
         let searcher = self.reader.searcher();
@@ -711,7 +708,7 @@ impl SearchIndex {
         Ok(Some(out))
     }
 
-    /// The same notes as [`Index::candidates`] within `filter`, for a query whose words are in
+    /// The same notes as [`SearchIndex::candidates`] within `filter`, for a query whose words are in
     /// too many notes to read them all: the first `limit`, best first by the index's ranking of the indexed words
     /// fitting the query's, with how many notes qualify in all. `None` when a word stands for
     /// more than [`MAX_PREFILTER_TERMS`] indexed words. Notes with a word too long to index
@@ -739,7 +736,7 @@ impl SearchIndex {
         Ok(Some((out, total)))
     }
 
-    /// The query behind [`Index::candidates`]: for each word, any indexed word fitting it (in the
+    /// The query behind [`SearchIndex::candidates`]: for each word, any indexed word fitting it (in the
     /// name, aliases, frontmatter or body); every word; or a word too long to index. `None` when a
     /// word stands for too many indexed words, or (with `max`, one word) when one of its words
     /// alone is in more than `max` notes. `scored`: the words' terms are scored (BM25) where they

@@ -685,3 +685,22 @@ fn the_cache_format_names_the_analyzers_it_was_built_with() {
         )
     );
 }
+
+#[test]
+fn a_query_of_punctuation_or_a_page_past_the_ranked_hits_is_refused_by_kind() {
+    let ix = index_of(&[("a.md", "apple")]);
+    let none = IndexFilter::default();
+    let q = query::parse("apple").unwrap();
+    let e = ix.search(&q, &none, MAX_OFFSET + 1, 10).unwrap_err();
+    assert!(matches!(e, IndexError::PastOffset), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("cannot page past 10000 ranked hits"),
+        "{e}"
+    );
+    assert!(ix.search(&q, &none, MAX_OFFSET, 10).is_ok());
+    let q = query::parse("?!").unwrap();
+    let e = ix.search(&q, &none, 0, 10).unwrap_err();
+    assert!(matches!(e, IndexError::NoWords), "{e}");
+    assert!(e.to_string().contains("no words to search for"), "{e}");
+}

@@ -61,7 +61,7 @@ pub(crate) struct LinkItem {
 /// The Markdown dialect: CommonMark plus what Obsidian adds that pulldown-cmark knows.
 /// Heading attributes (`{#id}`) stay off: Obsidian shows them as text. Superscript stays off:
 /// `^` belongs to block ids.
-fn options() -> Options {
+pub(crate) fn options() -> Options {
     Options::ENABLE_WIKILINKS
         | Options::ENABLE_MATH
         | Options::ENABLE_TABLES
@@ -75,20 +75,31 @@ fn is_base_block(kind: &CodeBlockKind<'_>) -> bool {
     matches!(kind, CodeBlockKind::Fenced(info) if info.split_whitespace().next() == Some("base"))
 }
 
-/// The ```` ```base ```` blocks of a note's body: the 1-based line of each opening fence
-/// (as a byte offset into `text`) and the YAML inside.
-pub(crate) fn base_blocks(text: &str, body_start: usize) -> Vec<(usize, String)> {
+/// The fenced code blocks of a note's body whose info string starts with one of `languages`:
+/// the byte offset of each opening fence in `text`, the language as written, and the text
+/// inside.
+pub(crate) fn fenced_blocks(
+    text: &str,
+    body_start: usize,
+    languages: &[&str],
+) -> Vec<(usize, String, String)> {
     let body = &text[body_start..];
     let mut out = Vec::new();
-    let mut current: Option<(usize, String)> = None;
+    let mut current: Option<(usize, String, String)> = None;
     for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
         match event {
-            Event::Start(Tag::CodeBlock(kind)) if is_base_block(&kind) => {
-                current = Some((range.start + body_start, String::new()));
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => {
+                if let Some(lang) = info
+                    .split_whitespace()
+                    .next()
+                    .filter(|l| languages.contains(l))
+                {
+                    current = Some((range.start + body_start, lang.to_owned(), String::new()));
+                }
             }
             Event::Text(t) => {
-                if let Some((_, yaml)) = current.as_mut() {
-                    yaml.push_str(&t);
+                if let Some((_, _, inside)) = current.as_mut() {
+                    inside.push_str(&t);
                 }
             }
             Event::End(TagEnd::CodeBlock) => out.extend(current.take()),
@@ -96,6 +107,31 @@ pub(crate) fn base_blocks(text: &str, body_start: usize) -> Vec<(usize, String)>
         }
     }
     out
+}
+
+/// The inline code spans of a note's body (not code blocks): the byte offset of each span in
+/// `text` and the code inside, at most `max` of them.
+pub(crate) fn inline_code(text: &str, body_start: usize, max: usize) -> Vec<(usize, String)> {
+    let body = &text[body_start..];
+    let mut out = Vec::new();
+    for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
+        if let Event::Code(code) = event {
+            if out.len() >= max {
+                break;
+            }
+            out.push((range.start + body_start, code.into_string()));
+        }
+    }
+    out
+}
+
+/// The ```` ```base ```` blocks of a note's body: the byte offset of each opening fence in
+/// `text` and the YAML inside.
+pub(crate) fn base_blocks(text: &str, body_start: usize) -> Vec<(usize, String)> {
+    fenced_blocks(text, body_start, &["base"])
+        .into_iter()
+        .map(|(at, _, yaml)| (at, yaml))
+        .collect()
 }
 
 /// Scans the body of `text`, which starts at byte `body_start` (after the frontmatter).

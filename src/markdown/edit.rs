@@ -26,9 +26,12 @@ pub enum EditError {
     /// Two edits overlap.
     #[error("edits {0} and {1} overlap")]
     Overlap(usize, usize),
-    /// An argument cannot be used.
-    #[error("{0}")]
-    Invalid(String),
+    /// Edit `n` (1-based) has an empty `old_text`.
+    #[error("edit {0}: old_text is empty")]
+    EmptyOldText(usize),
+    /// The heading to edit under is empty.
+    #[error("heading is empty")]
+    EmptyHeading,
 }
 
 /// A note's text split into its byte order mark (if any) and the rest, with its line ending.
@@ -93,10 +96,7 @@ pub fn replace_each(text: &str, edits: &[Replace]) -> Result<String, EditError> 
     let mut spans: Vec<(usize, usize, usize, String)> = Vec::with_capacity(edits.len());
     for (i, e) in edits.iter().enumerate() {
         if e.old_text.is_empty() {
-            return Err(EditError::Invalid(format!(
-                "edit {}: old_text is empty",
-                i + 1
-            )));
+            return Err(EditError::EmptyOldText(i + 1));
         }
         let mut old = e.old_text.clone();
         // The new text's line breaks are the note's, whatever the client sent.
@@ -283,7 +283,7 @@ pub fn append_to_section(
     let headings = &parsed.headings;
     let wanted = heading.trim().trim_start_matches('#').trim();
     if wanted.is_empty() {
-        return Err(EditError::Invalid("heading is empty".to_owned()));
+        return Err(EditError::EmptyHeading);
     }
     let mut found = matching_headings(headings, &[wanted], key);
     if found.is_empty() && wanted.contains('/') {
@@ -411,8 +411,12 @@ mod tests {
         ));
         assert!(matches!(
             replace_each(t, &[r("", "x")]),
-            Err(EditError::Invalid(_))
+            Err(EditError::EmptyOldText(1))
         ));
+        assert_eq!(
+            EditError::EmptyOldText(1).to_string(),
+            "edit 1: old_text is empty"
+        );
     }
 
     #[test]

@@ -302,7 +302,7 @@ impl<'y> Builder<'y> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 let value = resolve(&text, style, tag.as_deref())
-                    .map_err(|reason| self.error(reason, line))?;
+                    .map_err(|reason| self.error(reason.to_string(), line))?;
                 let bytes = string_bytes(&value);
                 self.charge(1, bytes, line)?;
                 if let Some(top_key) = ctx.top_key
@@ -327,7 +327,8 @@ impl<'y> Builder<'y> {
                 self.anchor(anchor, built, line)
             }
             Event::SequenceStart(anchor, tag) => {
-                check_collection_tag(tag.as_deref()).map_err(|r| self.error(r, line))?;
+                check_collection_tag(tag.as_deref())
+                    .map_err(|r| self.error(r.to_string(), line))?;
                 self.check_level(level, line)?;
                 self.charge(1, 0, line)?;
                 let mut items = Vec::new();
@@ -355,7 +356,8 @@ impl<'y> Builder<'y> {
                 self.anchor(anchor, built, line)
             }
             Event::MappingStart(anchor, tag) => {
-                check_collection_tag(tag.as_deref()).map_err(|r| self.error(r, line))?;
+                check_collection_tag(tag.as_deref())
+                    .map_err(|r| self.error(r.to_string(), line))?;
                 self.check_level(level, line)?;
                 self.charge(1, 0, line)?;
                 let built = self.mapping(level, ctx)?;
@@ -497,7 +499,7 @@ impl<'y> Builder<'y> {
             self.charge(1, key.len(), line)?;
             if anchor != 0 {
                 let value = resolve(&text, style, tag.as_deref())
-                    .map_err(|reason| self.error(reason, line))?;
+                    .map_err(|reason| self.error(reason.to_string(), line))?;
                 let bytes = string_bytes(&value);
                 self.anchor(
                     anchor,
@@ -523,12 +525,23 @@ impl<'y> Builder<'y> {
     }
 }
 
+/// A YAML tag capvault does not resolve (`!foo`, `!!python/object`), shortened for the message.
+#[derive(Debug, thiserror::Error)]
+#[error("unsupported tag `{0}`")]
+struct UnsupportedTag(String);
+
+impl UnsupportedTag {
+    fn of(tag: &YamlTag) -> UnsupportedTag {
+        UnsupportedTag(short(&tag.to_string()))
+    }
+}
+
 /// Checks the tag of a sequence or mapping: core-schema tags are fine, others are refused.
-fn check_collection_tag(tag: Option<&YamlTag>) -> Result<(), String> {
+fn check_collection_tag(tag: Option<&YamlTag>) -> Result<(), UnsupportedTag> {
     match tag {
         None => Ok(()),
         Some(t) if is_known_core_tag(t) => Ok(()),
-        Some(t) => Err(format!("unsupported tag `{}`", short(&t.to_string()))),
+        Some(t) => Err(UnsupportedTag::of(t)),
     }
 }
 
@@ -554,7 +567,7 @@ fn is_known_core_tag(tag: &YamlTag) -> bool {
 }
 
 /// The JSON value of a scalar.
-fn resolve(text: &str, style: ScalarStyle, tag: Option<&YamlTag>) -> Result<Value, String> {
+fn resolve(text: &str, style: ScalarStyle, tag: Option<&YamlTag>) -> Result<Value, UnsupportedTag> {
     match tag {
         None if style == ScalarStyle::Plain => Ok(resolve_plain(text)),
         None => Ok(Value::String(text.to_owned())),
@@ -564,7 +577,7 @@ fn resolve(text: &str, style: ScalarStyle, tag: Option<&YamlTag>) -> Result<Valu
         }),
         // The non-specific tag `! x`: a string.
         Some(t) if t.handle == "!" && t.suffix.is_empty() => Ok(Value::String(text.to_owned())),
-        Some(t) => Err(format!("unsupported tag `{}`", short(&t.to_string()))),
+        Some(t) => Err(UnsupportedTag::of(t)),
     }
 }
 

@@ -46,6 +46,7 @@ mod tests;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+pub(crate) use body::options as dialect;
 pub use links::is_external_url;
 pub(crate) use links::{find_wikilinks, parse_wikilink_inner};
 pub use tags::{nfc, normalize_tag, tag_matches, tag_matches_normalized};
@@ -632,11 +633,58 @@ pub fn base_blocks(text: &str) -> Vec<BaseBlock> {
         .collect()
 }
 
+/// A fenced code block of a note in one of the languages asked for ([`code_blocks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeBlock {
+    /// 1-based line of the opening fence.
+    pub line: usize,
+    /// The language as written after the fence (`dataview`, `tasks`...).
+    pub language: String,
+    /// The text inside.
+    pub body: String,
+}
+
+/// The fenced code blocks of a note whose info string starts with one of `languages`, in
+/// order, outside the frontmatter (```` ```dataview ````, ```` ```tasks ````).
+pub fn code_blocks(text: &str, languages: &[&str]) -> Vec<CodeBlock> {
+    let body_start = frontmatter::find_block(text).map_or(0, |b| b.body_start);
+    let lines = LineIndex::new(text);
+    body::fenced_blocks(text, body_start, languages)
+        .into_iter()
+        .map(|(start, language, body)| CodeBlock {
+            line: lines.pos(start, start).line as usize,
+            language,
+            body,
+        })
+        .collect()
+}
+
+/// The inline code spans of a note outside the frontmatter and code blocks, at most `max`:
+/// each with its 1-based line and its code (`` `= this.rating` `` gives `= this.rating`).
+pub fn inline_code(text: &str, max: usize) -> Vec<(usize, String)> {
+    let body_start = frontmatter::find_block(text).map_or(0, |b| b.body_start);
+    let lines = LineIndex::new(text);
+    body::inline_code(text, body_start, max)
+        .into_iter()
+        .map(|(start, code)| (lines.pos(start, start).line as usize, code))
+        .collect()
+}
+
+/// Why a YAML document was refused by [`parse_yaml_mapping`]: the reason and its 1-based line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason} (line {line})")]
+pub struct YamlMappingError {
+    /// What is wrong (`duplicate key `a``, `not a mapping of properties`, ...).
+    pub reason: String,
+    /// The line of the document, from 1.
+    pub line: usize,
+}
+
 /// Reads a YAML document that must be a mapping (a `.base` file), with the same hardened
 /// limits as frontmatter. The error gives the reason and the 1-based line.
 pub fn parse_yaml_mapping(
     yaml: &str,
-) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+) -> Result<serde_json::Map<String, serde_json::Value>, YamlMappingError> {
     let block = frontmatter::Block {
         yaml_start: 0,
         yaml_end: yaml.len(),
@@ -645,7 +693,10 @@ pub fn parse_yaml_mapping(
     };
     frontmatter::parse(yaml, &block)
         .map(|doc| doc.properties)
-        .map_err(|e| format!("{} (line {})", e.reason, e.line.saturating_sub(1).max(1)))
+        .map_err(|e| YamlMappingError {
+            reason: e.reason,
+            line: e.line.saturating_sub(1).max(1),
+        })
 }
 
 /// Is this the property `name` (case-insensitive, as Obsidian matches `tags`/`Tags`)?

@@ -864,3 +864,31 @@ fn images_nested_20_000_deep_cost_linear_time_and_memory() {
     let deep = "![a ".repeat(6) + "#t" + &"](x.png)".repeat(6);
     assert!(parse_note(&deep).tags.is_empty());
 }
+
+#[test]
+fn code_blocks_are_found_by_language_with_their_lines_and_never_in_the_frontmatter() {
+    let text = "---\nq: |\n  ```dataview\n  LIST\n  ```\n---\n# A\n\n```dataview\nLIST FROM #x\n```\n\n```js\nno\n```\n\n~~~tasks\nnot done\n~~~\n";
+    let blocks = super::code_blocks(text, &["dataview", "tasks"]);
+    let got: Vec<(usize, &str, &str)> = blocks
+        .iter()
+        .map(|b| (b.line, b.language.as_str(), b.body.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (9, "dataview", "LIST FROM #x\n"),
+            (17, "tasks", "not done\n")
+        ]
+    );
+    assert!(super::code_blocks(text, &["base"]).is_empty());
+}
+
+#[test]
+fn inline_code_spans_come_with_their_lines_and_never_from_code_blocks() {
+    let text = "---\na: `= x`\n---\nSee `= this.rating` and `plain`.\n\n```\n`= no`\n```\n";
+    assert_eq!(
+        super::inline_code(text, 10),
+        vec![(4, "= this.rating".to_owned()), (4, "plain".to_owned())]
+    );
+    assert_eq!(super::inline_code(text, 1).len(), 1);
+}

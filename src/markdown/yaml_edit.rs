@@ -29,9 +29,17 @@ pub enum FrontmatterError {
     /// The YAML parses, but its layout cannot be edited without rewriting it.
     #[error("the frontmatter is laid out in a way capvault does not edit ({0})")]
     Layout(String),
-    /// A key or value cannot be written.
-    #[error("{0}")]
-    Invalid(String),
+    /// A key is both set and removed.
+    #[error("`{0}` is both set and removed")]
+    SetAndRemoved(String),
+    /// A property name that is empty, too long or has control characters.
+    #[error("property name `{0}` is not allowed (empty, too long, or with control characters)")]
+    BadKey(String),
+    /// The edited frontmatter would not parse back to the properties asked for.
+    #[error(
+        "the new frontmatter would not read back as the properties asked for; nothing was written"
+    )]
+    NoReadBack,
 }
 
 /// A top-level entry: its key and its byte span in the note (from its first line to the end of
@@ -52,9 +60,7 @@ pub fn update(
 ) -> Result<String, FrontmatterError> {
     for k in set.keys() {
         if remove.contains(k) {
-            return Err(FrontmatterError::Invalid(format!(
-                "`{k}` is both set and removed"
-            )));
+            return Err(FrontmatterError::SetAndRemoved(k.clone()));
         }
         check_key(k)?;
     }
@@ -249,18 +255,13 @@ fn verify(
     if got.as_ref() == Some(&want) {
         Ok(())
     } else {
-        Err(FrontmatterError::Invalid(
-            "the new frontmatter would not read back as the properties asked for; nothing was written"
-                .to_owned(),
-        ))
+        Err(FrontmatterError::NoReadBack)
     }
 }
 
 fn check_key(k: &str) -> Result<(), FrontmatterError> {
     if k.trim().is_empty() || k.len() > 256 || k.chars().any(char::is_control) {
-        return Err(FrontmatterError::Invalid(format!(
-            "property name `{k}` is not allowed (empty, too long, or with control characters)"
-        )));
+        return Err(FrontmatterError::BadKey(k.to_owned()));
     }
     Ok(())
 }
@@ -431,6 +432,20 @@ mod tests {
             out,
             "---\nkeep: 1\nzeta: 1\nnested:\n  b: 2\n  a:\n    c:\n      - 1\n      - x\nalpha: {}\n---\n"
         );
+    }
+
+    #[test]
+    fn a_key_set_and_removed_or_a_bad_key_is_refused_by_name() {
+        let text = "---\na: 1\n---\nbody\n";
+        let e = update(text, &set(json!({"a": 2})), &["a".to_owned()]).unwrap_err();
+        assert!(
+            matches!(e, FrontmatterError::SetAndRemoved(ref k) if k == "a"),
+            "{e}"
+        );
+        assert_eq!(e.to_string(), "`a` is both set and removed");
+        let e = update(text, &set(json!({"b\u{7}": 2})), &[]).unwrap_err();
+        assert!(matches!(e, FrontmatterError::BadKey(_)), "{e}");
+        assert!(e.to_string().starts_with("property name `b"), "{e}");
     }
 
     #[test]

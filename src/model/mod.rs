@@ -23,6 +23,7 @@
 //! the notes using them is keyed by a hash of the name (a collision only makes a refresh re-check
 //! a note that did not need it). No note text is kept in memory, only what the parser extracted.
 
+pub mod dataview;
 pub mod linkres;
 mod scan;
 
@@ -37,6 +38,7 @@ use rayon::prelude::*;
 use crate::locks::{lock, read, recover, write};
 use crate::markdown::{self, Link, ParsedNote, Subpath};
 use crate::vault::{FileMeta, Vault, VaultError, VaultPath, is_note_name};
+use dataview::{NoteData, Task};
 use linkres::{FileIndex, HashKeyed, LinkRef, Resolution, Scratch, key, key_into};
 
 /// Most tags, headings, block ids and links (each) the model keeps of one note; the rest are
@@ -107,8 +109,8 @@ pub struct RefreshStats {
 /// A change to apply to the model.
 #[derive(Debug)]
 pub enum Change {
-    /// A note was added or modified: its metadata and parse.
-    Note(VaultPath, FileMeta, ParsedNote),
+    /// A note was added or modified: its metadata, parse and Dataview data.
+    Note(VaultPath, FileMeta, ParsedNote, NoteData),
     /// Another file (attachment, canvas) was added or modified.
     File(VaultPath, FileMeta),
     /// A file was removed.
@@ -154,17 +156,50 @@ pub struct Model {
     counts: FileCounts,
     /// Every file, newest first then by path: what `list_notes` pages through.
     recent: BTreeSet<Recent>,
+    /// The Dataview data (page inline fields, tasks) of the notes that have any.
+    dataview: BTreeMap<VaultPath, NoteData>,
+    /// Tasks in `dataview`.
+    task_count: usize,
+    /// The tasks with a Tasks due date (📅): (due, note, index in its `tasks`).
+    by_due: BTreeSet<(chrono::NaiveDate, VaultPath, u32)>,
     /// Whole-vault answers computed from this state of the model (orphans, broken links, tag
     /// counts), kept until the next change.
     memo: Memo,
 }
 
 /// Results derived from the whole model, computed once per state of it. Cleared by every
-/// [`Model::apply`]; the upper layers store their own types here.
+/// [`Model::apply`]; the upper layers store their own types here, each under its own
+/// [`MemoKey`].
 #[derive(Default)]
 pub struct Memo {
-    entries: Mutex<HashMap<&'static str, std::sync::Arc<dyn std::any::Any + Send + Sync>>>,
+    entries: Mutex<HashMap<std::any::TypeId, std::sync::Arc<dyn std::any::Any + Send + Sync>>>,
 }
+
+/// The key of one memoised answer ([`Model::memo`]): a unit type per answer, naming the type
+/// of its value, so one key cannot be used with two value types. Entries are stored by the
+/// key's `TypeId`.
+///
+/// ```ignore
+/// memo_key!(TagsByName: Vec<TagCount>); // a unit struct and its `MemoKey` impl
+/// let tags = model.memo::<TagsByName>(|| tag_counts(model));
+/// ```
+pub trait MemoKey: 'static {
+    /// What is kept under this key.
+    type Value: Send + Sync + 'static;
+}
+
+/// Declares a [`MemoKey`]: `memo_key!(Name: ValueType);` makes the unit struct `Name` the key of
+/// a memoised `ValueType`.
+macro_rules! memo_key {
+    ($(#[$meta:meta])* $vis:vis $name:ident : $value:ty) => {
+        $(#[$meta])*
+        $vis struct $name;
+        impl $crate::model::MemoKey for $name {
+            type Value = $value;
+        }
+    };
+}
+pub(crate) use memo_key;
 
 impl std::fmt::Debug for Memo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -275,16 +310,15 @@ struct Resolved {
 
 impl Model {
     /// The value `compute` gives for this state of the model, computed at most once per state
-    /// under `key` (one type per key).
-    pub fn memo<T: Send + Sync + 'static>(
-        &self,
-        key: &'static str,
-        compute: impl FnOnce() -> T,
-    ) -> std::sync::Arc<T> {
+    /// under the key `K`.
+    pub fn memo<K: MemoKey>(&self, compute: impl FnOnce() -> K::Value) -> std::sync::Arc<K::Value> {
+        let key = std::any::TypeId::of::<K>();
         let mut entries = lock(&self.memo.entries);
+        // Only `memo::<K>` inserts under `TypeId::of::<K>()`, always a `K::Value`: the
+        // downcast cannot fail, and a failure would only mean computing again.
         if let Some(v) = entries
-            .get(key)
-            .and_then(|v| v.clone().downcast::<T>().ok())
+            .get(&key)
+            .and_then(|v| v.clone().downcast::<K::Value>().ok())
         {
             return v;
         }
@@ -356,6 +390,66 @@ impl Model {
     /// One note.
     pub fn note(&self, path: &VaultPath) -> Option<&Note> {
         self.notes.get(path)
+    }
+
+    /// The Dataview data of the notes that have inline fields or tasks, in path order.
+    pub fn dataview(&self) -> &BTreeMap<VaultPath, NoteData> {
+        &self.dataview
+    }
+
+    /// The Dataview data of one note (`None`: it has no inline field and no task, or is not a
+    /// note of the model).
+    pub fn note_dataview(&self, path: &VaultPath) -> Option<&NoteData> {
+        self.dataview.get(path)
+    }
+
+    /// A note's page inline fields (outside lists and on list items that are not tasks), in
+    /// text order.
+    pub fn inline_fields(&self, path: &VaultPath) -> &[dataview::Field] {
+        self.dataview.get(path).map_or(&[], |d| &d.fields)
+    }
+
+    /// Every task of the vault, by path then line.
+    pub fn tasks(&self) -> impl Iterator<Item = (&VaultPath, &Task)> {
+        self.dataview
+            .iter()
+            .flat_map(|(p, d)| d.tasks.iter().map(move |t| (p, t)))
+    }
+
+    /// The tasks due strictly after `after` and strictly before `before` (either may be left
+    /// open), by due date then path and line.
+    pub fn tasks_due(
+        &self,
+        after: Option<chrono::NaiveDate>,
+        before: Option<chrono::NaiveDate>,
+    ) -> impl Iterator<Item = (&VaultPath, &Task)> {
+        use std::ops::Bound;
+        let low = match after.and_then(|a| a.succ_opt()) {
+            Some(d) => Bound::Included((d, VaultPath::root(), 0)),
+            None if after.is_some() => {
+                Bound::Excluded((chrono::NaiveDate::MAX, VaultPath::root(), u32::MAX))
+            }
+            None => Bound::Unbounded,
+        };
+        let high = match before {
+            Some(b) => Bound::Excluded((b, VaultPath::root(), 0)),
+            None => Bound::Unbounded,
+        };
+        let empty = matches!((&low, &high), (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h)) if l >= h);
+        let range = if empty {
+            None
+        } else {
+            Some(self.by_due.range((low, high)))
+        };
+        range.into_iter().flatten().filter_map(|(_, p, i)| {
+            let task = self.dataview.get(p)?.tasks.get(*i as usize)?;
+            Some((p, task))
+        })
+    }
+
+    /// How many tasks the vault has.
+    pub fn task_count(&self) -> usize {
+        self.task_count
     }
 
     /// Where each of `note.parsed.links` leads (same order). `note` is one of this model's.
@@ -440,10 +534,14 @@ impl Model {
 
     /// The first build: everything at once, in bulk and in parallel.
     fn build(&mut self, changes: Vec<Change>) -> usize {
+        let mut dataview: Vec<(VaultPath, NoteData)> = Vec::new();
         let entries: Vec<(VaultPath, FileMeta, Option<ParsedNote>)> = changes
             .into_iter()
             .filter_map(|c| match c {
-                Change::Note(path, meta, parsed) => Some((path, meta, Some(parsed))),
+                Change::Note(path, meta, parsed, data) => {
+                    dataview.push((path.clone(), data));
+                    Some((path, meta, Some(parsed)))
+                }
                 Change::File(path, meta) => Some((path, meta, None)),
                 Change::Removed(_) => None,
             })
@@ -627,6 +725,22 @@ impl Model {
             })
             .collect();
         self.notes = notes;
+        // Of several changes to one path, the last is kept (as above); empty data is not kept.
+        dataview.reverse();
+        dataview.sort_by(|a, b| a.0.cmp(&b.0));
+        dataview.dedup_by(|next, kept| next.0 == kept.0);
+        self.dataview = dataview
+            .into_iter()
+            .filter(|(_, d)| !d.is_empty())
+            .collect();
+        self.task_count = self.dataview.values().map(|d| d.tasks.len()).sum();
+        let mut by_due: Vec<(chrono::NaiveDate, VaultPath, u32)> = self
+            .dataview
+            .iter()
+            .flat_map(|(p, d)| due_entries(p, d))
+            .collect();
+        by_due.sort_unstable();
+        self.by_due = by_due.into_iter().collect();
         self.notes.len()
     }
 
@@ -637,7 +751,8 @@ impl Model {
         let mut released: Vec<u32> = Vec::new();
         for change in changes {
             match change {
-                Change::Note(path, meta, parsed) => {
+                Change::Note(path, meta, parsed, data) => {
+                    self.put_dataview(&path, data);
                     let id = self.add_file(&path, &mut names_changed);
                     self.put_file(path.clone(), meta);
                     // Notes linking here may gain or lose a heading or block.
@@ -664,6 +779,7 @@ impl Model {
                     if self.drop_file(&path).is_none() {
                         continue;
                     }
+                    self.put_dataview(&path, NoteData::default());
                     let Some(id) = self.index.id(&path) else {
                         continue;
                     };
@@ -699,6 +815,31 @@ impl Model {
             self.index.release(id);
         }
         relink.len()
+    }
+
+    /// Replaces the Dataview data of `path` (empty data: none kept).
+    fn put_dataview(&mut self, path: &VaultPath, data: NoteData) {
+        let old = if data.is_empty() {
+            self.dataview.remove(path)
+        } else {
+            self.task_count += data.tasks.len();
+            self.by_due.extend(due_entries(path, &data));
+            self.dataview.insert(path.clone(), data)
+        };
+        if let Some(old) = old {
+            self.task_count -= old.tasks.len();
+            for entry in due_entries(path, &old) {
+                // An entry the new data has too (same date, same place) stays.
+                let kept = self
+                    .dataview
+                    .get(path)
+                    .and_then(|d| d.tasks.get(entry.2 as usize))
+                    .is_some_and(|t| t.tasks.due == Some(entry.0));
+                if !kept {
+                    self.by_due.remove(&entry);
+                }
+            }
+        }
     }
 
     /// Indexes `path` if it is new (noting the link names it can now satisfy); returns its id.
@@ -857,6 +998,17 @@ impl Model {
         }
         self.refreshed_at = Some(SystemTime::now());
     }
+}
+
+/// The `by_due` entries of a note's tasks.
+fn due_entries<'a>(
+    path: &'a VaultPath,
+    data: &'a NoteData,
+) -> impl Iterator<Item = (chrono::NaiveDate, VaultPath, u32)> + 'a {
+    data.tasks
+        .iter()
+        .enumerate()
+        .filter_map(move |(i, t)| Some((t.tasks.due?, path.clone(), u32::try_from(i).ok()?)))
 }
 
 /// How many notes have their links resolved as one batch ([`FileIndex::resolve_batch`]).
@@ -1324,6 +1476,39 @@ mod tests {
     }
 
     #[test]
+    fn memo_keys_of_one_value_type_stay_apart_and_a_change_clears_them() {
+        memo_key!(Count: usize);
+        memo_key!(Double: usize);
+        let (_tmp, mut m) = scanned(&[("a.md", "x"), ("b.md", "y")]);
+        let mut runs = 0;
+        let n = m.notes().len();
+        assert_eq!(
+            *m.memo::<Count>(|| {
+                runs += 1;
+                n
+            }),
+            2
+        );
+        assert_eq!(
+            *m.memo::<Count>(|| {
+                runs += 1;
+                99
+            }),
+            2
+        );
+        assert_eq!(
+            *m.memo::<Double>(|| {
+                runs += 1;
+                2 * n
+            }),
+            4
+        );
+        assert_eq!(runs, 2);
+        m.apply(Vec::new());
+        assert_eq!(*m.memo::<Count>(|| 7), 7);
+    }
+
+    #[test]
     fn the_model_keeps_at_most_20_000_items_of_each_kind_per_note() {
         let over = MAX_ITEMS_PER_NOTE + 5_000;
         let mut text = String::new();
@@ -1443,7 +1628,9 @@ mod tests {
 
     fn change(path: &str, text: &str) -> Change {
         if is_note_name(path) {
-            Change::Note(p(path), meta(text.len() as u64), markdown::parse_note(text))
+            let parsed = markdown::parse_note(text);
+            let data = NoteData::extract(text, &parsed);
+            Change::Note(p(path), meta(text.len() as u64), parsed, data)
         } else {
             Change::File(p(path), meta(0))
         }

@@ -322,6 +322,8 @@ fn parsed_note(
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
     let mut parsed = markdown::parse_note(&text);
+    // Dataview's data, from the whole parse (before it is cut below).
+    let data = NoteData::extract(&text, &parsed);
     on_note(NoteRead {
         path: &path,
         meta: &meta,
@@ -340,5 +342,5 @@ fn parsed_note(
         );
     }
     names.share(&mut parsed);
-    Change::Note(path, meta, parsed)
+    Change::Note(path, meta, parsed, data)
 }

@@ -72,9 +72,8 @@ impl<'m> ModelSource<'m> {
                 .collect(),
             now: local_now(),
             notes: {
-                let ids = model.memo("bases_note_ids", || {
-                    ids_in_order(model, model.notes().keys())
-                });
+                crate::model::memo_key!(NoteIds: Vec<u32>);
+                let ids = model.memo::<NoteIds>(|| ids_in_order(model, model.notes().keys()));
                 let mut notes = vec![None; model.file_index().id_bound()];
                 for (id, note) in ids.iter().zip(model.notes().values()) {
                     if let Some(slot) = notes.get_mut(*id as usize) {
@@ -106,7 +105,8 @@ impl<'m> ModelSource<'m> {
     }
 
     fn tag_members_of_model(&self, q: &str) -> Arc<Vec<bool>> {
-        let table = self.model.memo("bases_tag_members", || {
+        crate::model::memo_key!(TagMembers: std::sync::Mutex<std::collections::HashMap<String, Arc<Vec<bool>>>>);
+        let table = self.model.memo::<TagMembers>(|| {
             std::sync::Mutex::new(std::collections::HashMap::<String, Arc<Vec<bool>>>::new())
         });
         let mut table = crate::locks::lock(&table);
@@ -478,9 +478,8 @@ fn candidates(
         })
     };
     let all_files = || -> Vec<FileRef> {
-        let ids = model.memo("bases_file_ids", || {
-            ids_in_order(model, model.files().keys())
-        });
+        crate::model::memo_key!(FileIds: Vec<u32>);
+        let ids = model.memo::<FileIds>(|| ids_in_order(model, model.files().keys()));
         ids.iter()
             .filter(|&&id| id != u32::MAX)
             .map(|&id| FileRef(id))

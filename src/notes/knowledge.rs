@@ -276,9 +276,8 @@ pub fn find_broken_links(
     if !folder.is_root() {
         engine.vault().check_folder(folder)?;
     }
-    let all = model.memo("broken_links", || {
-        graph::broken_links(model, &VaultPath::root())
-    });
+    crate::model::memo_key!(BrokenLinks: Vec<BrokenLink>);
+    let all = model.memo::<BrokenLinks>(|| graph::broken_links(model, &VaultPath::root()));
     let ignored = engine.user_ignored();
     let q = fingerprint(&("broken", folder.as_str()));
     if !folder.is_root() || ignored.is_some() {
@@ -301,12 +300,13 @@ pub fn find_broken_links(
 /// Obsidian's Excluded files, paged.
 pub fn find_orphans(engine: &Engine, req: &OrphansRequest) -> Result<PageReply<String>, NoteError> {
     let model = &*engine.model()?;
-    let key = if req.no_outbound {
-        "orphans_no_outbound"
+    crate::model::memo_key!(Orphans: Vec<String>);
+    crate::model::memo_key!(OrphansNoOutbound: Vec<String>);
+    let all = if req.no_outbound {
+        model.memo::<OrphansNoOutbound>(|| graph::orphans(model, true))
     } else {
-        "orphans"
+        model.memo::<Orphans>(|| graph::orphans(model, false))
     };
-    let all = model.memo(key, || graph::orphans(model, req.no_outbound));
     let q = fingerprint(&("orphans", req.no_outbound));
     if let Some(f) = engine.user_ignored() {
         let shown: Vec<String> = all.iter().filter(|p| !f.matches(p)).cloned().collect();
@@ -333,13 +333,15 @@ pub fn get_neighbors(
 /// `list_tags`: tag counts (the unfiltered lists computed once per state of the model), paged.
 pub fn list_tags(engine: &Engine, req: &TagsRequest) -> Result<PageReply<TagCount>, NoteError> {
     let model = &*engine.model()?;
+    crate::model::memo_key!(TagsByCount: Vec<TagCount>);
+    crate::model::memo_key!(TagsByName: Vec<TagCount>);
     let all = match (req.prefix.as_deref(), req.sort) {
-        (None, TagSort::Count) => model.memo("tags_by_count", || {
-            graph::tag_counts(model, None, TagSort::Count)
-        }),
-        (None, TagSort::Name) => model.memo("tags_by_name", || {
-            graph::tag_counts(model, None, TagSort::Name)
-        }),
+        (None, TagSort::Count) => {
+            model.memo::<TagsByCount>(|| graph::tag_counts(model, None, TagSort::Count))
+        }
+        (None, TagSort::Name) => {
+            model.memo::<TagsByName>(|| graph::tag_counts(model, None, TagSort::Name))
+        }
         (prefix, sort) => Arc::new(graph::tag_counts(model, prefix, sort)),
     };
     let q = fingerprint(&("tags", req.prefix.as_deref(), req.sort));

@@ -552,6 +552,69 @@ pub struct FolderSummary {
     pub files: usize,
 }
 
+/// Reply of `list_folders`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct FolderPage {
+    /// Folders in path order (a parent before its subfolders).
+    pub folders: Vec<FolderSummary>,
+    /// Folders in all.
+    pub total: usize,
+    /// True when more folders follow (see `next_cursor`).
+    pub truncated: bool,
+    /// Pass back as `cursor` for the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// What `list_folders` asks: the folder (parsed), how deep, and which page.
+#[derive(Debug, Clone)]
+pub struct FoldersRequest {
+    folder: VaultPath,
+    depth: Option<u32>,
+    limit: Option<u32>,
+    cursor: Option<String>,
+}
+
+impl FoldersRequest {
+    /// Parses `folder` (empty: the vault root). The depth is checked by [`folders`], after the
+    /// model is ready, as before.
+    pub fn new(
+        folder: &str,
+        depth: Option<u32>,
+        limit: Option<u32>,
+        cursor: Option<String>,
+    ) -> Result<Self, NoteError> {
+        Ok(FoldersRequest {
+            folder: VaultPath::parse_folder(folder)?,
+            depth,
+            limit,
+            cursor,
+        })
+    }
+}
+
+/// `list_folders`: one page of the folder tree under the request's folder, from an up-to-date
+/// model.
+pub fn folders(
+    engine: &crate::engine::Engine,
+    req: &FoldersRequest,
+) -> Result<FolderPage, NoteError> {
+    let model = engine.model()?;
+    let p = list_folders(
+        &model,
+        &req.folder,
+        req.depth,
+        req.limit,
+        req.cursor.as_deref(),
+    )?;
+    Ok(FolderPage {
+        truncated: p.truncated(),
+        folders: p.items,
+        total: p.total,
+        next_cursor: p.next_cursor,
+    })
+}
+
 /// The folders under `folder` down to `depth` levels, in path order (a tree read top-down),
 /// with note and file counts, from the model. Folders holding no visible file are not listed.
 pub fn list_folders(
@@ -568,7 +631,8 @@ pub fn list_folders(
         )));
     }
     // Every folder of the vault with its counts, once per state of the model.
-    let tree = model.memo("folder_tree", || {
+    crate::model::memo_key!(FolderTree: std::collections::BTreeMap<String, (usize, usize)>);
+    let tree = model.memo::<FolderTree>(|| {
         let mut tree: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
         for p in model.files().keys() {
             let note = usize::from(FileKind::of(p) == FileKind::Note);
@@ -615,4 +679,31 @@ pub fn list_folders(
         .collect();
     let q = fingerprint(&("folders", folder.as_str(), depth));
     page(all, limit, DEFAULT_LIMIT, MAX_LIMIT, cursor_text, q)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folders_request_parses_its_folder_and_keeps_the_rest() {
+        let r = FoldersRequest::new("Projects/Plans", Some(3), Some(10), Some("c".into())).unwrap();
+        assert_eq!(r.folder.as_str(), "Projects/Plans");
+        assert_eq!(
+            (r.depth, r.limit, r.cursor.as_deref()),
+            (Some(3), Some(10), Some("c"))
+        );
+        assert!(
+            FoldersRequest::new("", None, None, None)
+                .unwrap()
+                .folder
+                .is_root()
+        );
+    }
+
+    #[test]
+    fn a_folders_request_refuses_a_folder_outside_the_vault() {
+        let e = FoldersRequest::new("../up", None, None, None).unwrap_err();
+        assert!(matches!(e, NoteError::Vault(_)), "{e:?}");
+    }
 }

@@ -14,9 +14,11 @@ pub mod knowledge;
 pub mod list;
 pub mod locate;
 pub mod paging;
+pub mod query;
 pub mod related;
 pub mod search;
 pub mod settings;
+pub mod tasks;
 pub mod view;
 pub mod write;
 

@@ -44,6 +44,8 @@ pub struct ViewRequest {
     pub offset: Option<u64>,
     /// At most this many characters.
     pub max_chars: Option<u32>,
+    /// Evaluate the note's Dataview inline queries (`` `= expr` ``) into [`NoteView::inline`].
+    pub evaluate_inline: bool,
 }
 
 /// A heading in the outline.
@@ -125,6 +127,9 @@ pub struct NoteView {
     /// Why the frontmatter could not be read, when it is invalid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frontmatter_error: Option<String>,
+    /// The note's Dataview inline queries and their values (with `evaluate_inline`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inline: Option<Vec<super::query::InlineValue>>,
     /// Aliases, tags, links, block ids (format `metadata`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
@@ -160,13 +165,20 @@ impl ReadRequest {
 /// `read_note`: the typed path first (one resolve, no model); only a miss consults the model,
 /// for a bare name or a path without `.md`.
 pub fn read(engine: &crate::engine::Engine, req: &ReadRequest) -> Result<NoteView, NoteError> {
-    match view_note(engine.vault(), &req.path, &req.view) {
+    let (path, mut view) = match view_note(engine.vault(), &req.path, &req.view) {
         Err(NoteError::Vault(VaultError::NotFound(_) | VaultError::NotAFolder(_))) => {
             let path = super::locate::locate_in(&*engine.model()?, &req.input, &req.path)?;
-            view_note(engine.vault(), &path, &req.view)
+            let view = view_note(engine.vault(), &path, &req.view)?;
+            (path, view)
         }
-        other => other,
+        other => (req.path.clone(), other?),
+    };
+    if req.view.evaluate_inline {
+        let data = engine.vault().read_file(&path)?;
+        let text = String::from_utf8_lossy(&data.bytes);
+        view.inline = Some(super::query::inline_values(engine, &path, &text)?);
     }
+    Ok(view)
 }
 
 /// Reads `path` and builds the requested view.
@@ -190,6 +202,7 @@ pub fn view_note(
         outline: None,
         frontmatter: None,
         frontmatter_error: None,
+        inline: None,
         metadata: None,
     };
     if req.format != Format::Content

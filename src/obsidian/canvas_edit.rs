@@ -8,8 +8,10 @@ use serde_json::{Map, Value};
 
 use super::canvas::{MAX_CANVAS_BYTES, MAX_CANVAS_ITEMS, parse_canvas};
 
-/// One change to a canvas.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+/// One change to a canvas. Its schema (its `JsonSchema` impl) is one object with an `op` and
+/// the fields each op takes, not a `oneOf` of six: a third of the size in every `tools/list`,
+/// while serde still checks each op's own fields (`deny_unknown_fields`).
+#[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum CanvasOp {
     /// Adds a node (`id` made up when missing).
@@ -20,14 +22,14 @@ pub enum CanvasOp {
     },
     /// Sets fields of a node (`null` removes one); its `id` cannot change.
     UpdateNode {
-        /// The node's id.
+        // The node's id (described by the op).
         id: String,
-        /// Fields to set.
+        // Fields to set (described by the op).
         set: Map<String, Value>,
     },
     /// Removes a node and every edge attached to it.
     RemoveNode {
-        /// The node's id.
+        // The node's id (described by the op).
         id: String,
     },
     /// Adds an edge (`id` made up when missing).
@@ -38,16 +40,40 @@ pub enum CanvasOp {
     },
     /// Sets fields of an edge (`null` removes one); its `id` cannot change.
     UpdateEdge {
-        /// The edge's id.
+        // The edge's id (described by the op).
         id: String,
-        /// Fields to set.
+        // Fields to set (described by the op).
         set: Map<String, Value>,
     },
     /// Removes an edge.
     RemoveEdge {
-        /// The edge's id.
+        // The edge's id (described by the op).
         id: String,
     },
+}
+
+impl schemars::JsonSchema for CanvasOp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CanvasOp".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`add_node` {node}, `update_node` {id, set}, `remove_node` {id} (its edges too), `add_edge` {edge}, `update_edge` {id, set}, `remove_edge` {id}. Nodes and edges have JSON Canvas fields (`type`, `x`, `y`, `width`, `height`, `text`/`file`/`url`/`label`; `fromNode`, `toNode`, `fromSide`, `toSide`, `toEnd`, `label`, `color`); a missing `id` is made up; `null` in `set` removes a field; ids cannot change.",
+            "type": "object",
+            "properties": {
+                "op": {
+                    "type": "string",
+                    "enum": ["add_node", "update_node", "remove_node", "add_edge", "update_edge", "remove_edge"]
+                },
+                "id": { "type": "string" },
+                "node": { "type": "object" },
+                "edge": { "type": "object" },
+                "set": { "type": "object" }
+            },
+            "required": ["op"]
+        })
+    }
 }
 
 /// Why a canvas cannot be built or changed.
@@ -62,11 +88,34 @@ pub enum CanvasEditError {
         /// 1-based.
         index: usize,
         /// Why.
-        reason: String,
+        reason: OpError,
     },
     /// The result would break JSON Canvas 1.0.
     #[error("the result would not be a valid JSON Canvas: {0}")]
     Invalid(String),
+}
+
+/// Why one operation does not apply ([`CanvasEditError::Op`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpError {
+    /// A new item's `id` is not a string.
+    #[error("`id` must be a string")]
+    IdNotString,
+    /// A new item's `id` is taken.
+    #[error("there is already an item with id `{0}`")]
+    DuplicateId(String),
+    /// The canvas holds its most items already.
+    #[error("the canvas is full")]
+    Full,
+    /// An update sets `id`.
+    #[error("an item's `id` cannot change")]
+    IdChange,
+    /// An update names an id that no item, or more than one, has.
+    #[error("no single item with id `{id}` in {list}")]
+    NotSingle { id: String, list: &'static str },
+    /// A removal names an id no item has.
+    #[error("no item with id `{id}` in {list}")]
+    NotFound { id: String, list: &'static str },
 }
 
 /// A new canvas from `doc` (`{nodes, edges}`), validated.
@@ -114,7 +163,7 @@ pub fn apply(
         }
     }
     for (i, op) in ops.iter().enumerate() {
-        let fail = |reason: String| CanvasEditError::Op {
+        let fail = |reason: OpError| CanvasEditError::Op {
             index: i + 1,
             reason,
         };
@@ -161,11 +210,11 @@ fn add(
     list: &str,
     item: &Map<String, Value>,
     new_id: &mut impl FnMut() -> String,
-) -> Result<(), String> {
+) -> Result<(), OpError> {
     let mut item = item.clone();
     let id = match item.get("id") {
         Some(Value::String(id)) => id.clone(),
-        Some(_) => return Err("`id` must be a string".to_owned()),
+        Some(_) => return Err(OpError::IdNotString),
         None => {
             let id = new_id();
             item.insert("id".into(), Value::String(id.clone()));
@@ -174,10 +223,10 @@ fn add(
     };
     let all = items(root, list);
     if all.iter().any(|v| has_id(v, &id)) {
-        return Err(format!("there is already an item with id `{id}`"));
+        return Err(OpError::DuplicateId(id));
     }
     if all.len() >= MAX_CANVAS_ITEMS {
-        return Err("the canvas is full".to_owned());
+        return Err(OpError::Full);
     }
     all.push(Value::Object(item));
     Ok(())
@@ -185,17 +234,20 @@ fn add(
 
 fn update(
     root: &mut Map<String, Value>,
-    list: &str,
+    list: &'static str,
     id: &str,
     set: &Map<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), OpError> {
     if set.contains_key("id") {
-        return Err("an item's `id` cannot change".to_owned());
+        return Err(OpError::IdChange);
     }
     let all = items(root, list);
     let mut found = all.iter_mut().filter(|v| has_id(v, id));
     let (Some(Value::Object(o)), None) = (found.next(), found.next()) else {
-        return Err(format!("no single item with id `{id}` in {list}"));
+        return Err(OpError::NotSingle {
+            id: id.to_owned(),
+            list,
+        });
     };
     for (k, v) in set {
         if v.is_null() {
@@ -207,12 +259,15 @@ fn update(
     Ok(())
 }
 
-fn remove(root: &mut Map<String, Value>, list: &str, id: &str) -> Result<(), String> {
+fn remove(root: &mut Map<String, Value>, list: &'static str, id: &str) -> Result<(), OpError> {
     let all = items(root, list);
     let n = all.len();
     all.retain(|v| !has_id(v, id));
     if all.len() == n {
-        return Err(format!("no item with id `{id}` in {list}"));
+        return Err(OpError::NotFound {
+            id: id.to_owned(),
+            list,
+        });
     }
     Ok(())
 }

@@ -14,4 +14,6 @@ pub mod bases;
 pub mod canvas;
 pub mod canvas_edit;
 pub mod config;
+pub mod dataview;
 pub mod moment;
+pub mod tasks;

@@ -20,7 +20,10 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::model;
-use crate::vault::download::{DownloadDir, DownloadFile, PRIVATE_FOLDER, SHARED_FOLDER};
+use crate::vault::download::{
+    DownloadDir, DownloadError, DownloadFile, PRIVATE_FOLDER, SHARED_FOLDER,
+};
+use crate::vault::host::Host;
 
 /// The default model: model2vec's potion-base-8M (256 dimensions, MIT licence).
 pub const DEFAULT_REPO: &str = "minishlab/potion-base-8M";
@@ -113,7 +116,7 @@ impl ModelSpec {
         repo: Option<&str>,
         revision: Option<&str>,
         sha256: &[String],
-    ) -> Result<ModelSpec, String> {
+    ) -> Result<ModelSpec, SpecError> {
         let repo = repo.unwrap_or(DEFAULT_REPO);
         check_repo(repo)?;
         if repo == DEFAULT_REPO
@@ -123,39 +126,34 @@ impl ModelSpec {
             return Ok(ModelSpec::default_model());
         }
         let Some(revision) = revision else {
-            return Err(format!(
-                "--revision is required for {repo}: the commit to download (40 hex digits), \
-                 so every run gets the same files"
-            ));
+            return Err(SpecError::NoRevision {
+                repo: repo.to_owned(),
+            });
         };
         check_revision(revision)?;
         let mut given: Vec<(String, String)> = Vec::new();
         for s in sha256 {
             let Some((file, hex)) = s.split_once('=') else {
-                return Err(format!("--sha256 `{s}`: give FILE=HEX"));
+                return Err(SpecError::PinForm(s.clone()));
             };
             if !FILES.iter().any(|(f, _)| *f == file) {
-                return Err(format!(
-                    "--sha256 `{s}`: the file must be config.json, tokenizer.json or \
-                     model.safetensors"
-                ));
+                return Err(SpecError::PinFile(s.clone()));
             }
             if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(format!("--sha256 `{s}`: the digest must be 64 hex digits"));
+                return Err(SpecError::PinDigest(s.clone()));
             }
             if given.iter().any(|(f, _)| f == file) {
-                return Err(format!("--sha256: {file} is pinned twice"));
+                return Err(SpecError::PinnedTwice(file.to_owned()));
             }
             given.push((file.to_owned(), hex.to_ascii_lowercase()));
         }
         let mut pins = Vec::new();
         for (file, max) in FILES {
             let Some((_, hex)) = given.iter().find(|(f, _)| f == file) else {
-                return Err(format!(
-                    "--sha256 {file}=HEX is required for {repo}: each of config.json, \
-                     tokenizer.json and model.safetensors must be pinned (their digests are \
-                     on the hub's file pages)"
-                ));
+                return Err(SpecError::PinMissing {
+                    file,
+                    repo: repo.to_owned(),
+                });
             };
             pins.push(Pin {
                 file,
@@ -200,7 +198,7 @@ impl ModelSpec {
 
 /// A repository name: `owner/name`, each part of `A-Z a-z 0-9 . _ -`, neither empty, nor
 /// starting with a dot or a dash, nor holding `..`.
-pub fn check_repo(repo: &str) -> Result<(), String> {
+pub fn check_repo(repo: &str) -> Result<(), SpecError> {
     let part_ok = |p: &str| {
         !p.is_empty()
             && p.len() <= 96
@@ -211,20 +209,16 @@ pub fn check_repo(repo: &str) -> Result<(), String> {
     };
     match repo.split_once('/') {
         Some((owner, name)) if part_ok(owner) && part_ok(name) => Ok(()),
-        _ => Err(format!(
-            "--repo `{repo}`: give OWNER/NAME (letters, digits, `.`, `_`, `-`)"
-        )),
+        _ => Err(SpecError::BadRepo(repo.to_owned())),
     }
 }
 
 /// A revision: a commit's 40 hex digits (a branch or tag could change under the pins).
-pub fn check_revision(revision: &str) -> Result<(), String> {
+pub fn check_revision(revision: &str) -> Result<(), SpecError> {
     if revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit()) {
         Ok(())
     } else {
-        Err(format!(
-            "--revision `{revision}`: give a commit (40 hex digits), not a branch or tag"
-        ))
+        Err(SpecError::BadRevision(revision.to_owned()))
     }
 }
 
@@ -252,20 +246,21 @@ pub type Report<'a> = &'a (dyn Fn(&str) + Sync);
 /// under the user's cache folder, `0755` otherwise) from `endpoint`. Files already there with
 /// the right digest are kept. Does not load the model.
 pub async fn fetch(
+    host: &Host,
     spec: &ModelSpec,
     folder: &Path,
     private: bool,
     endpoint: &str,
     report: Report<'_>,
-) -> Result<Fetched, String> {
+) -> Result<Fetched, FetchError> {
     // The URLs first: a refused endpoint fails before anything is created.
     let mut urls = Vec::new();
     for pin in &spec.pins {
         let url = spec.url(endpoint, pin.file);
-        crate::net::check_fetch_url(&url).map_err(|e| format!("HF_ENDPOINT: {e}"))?;
+        crate::net::check_fetch_url(&url).map_err(|e| FetchError::Endpoint(e.into()))?;
         urls.push(url);
     }
-    let dir = DownloadDir::create(
+    let dir = host.download_dir(
         folder,
         if private {
             PRIVATE_FOLDER
@@ -283,7 +278,7 @@ pub async fn fetch(
         }
         let client = match &client {
             Some(c) => c,
-            None => client.insert(http_client().map_err(|e| format!("HTTP client: {e}"))?),
+            None => client.insert(http_client().map_err(FetchError::Client)?),
         };
         match download(client, url, &dir, pin, report).await {
             Ok(got) => done.downloaded.push((pin.file, got)),
@@ -299,21 +294,22 @@ pub async fn fetch(
 
 /// [`fetch`] on a runtime of its own (for code that runs before any runtime exists).
 pub fn fetch_blocking(
+    host: &Host,
     spec: &ModelSpec,
     folder: &Path,
     private: bool,
     endpoint: &str,
     report: Report<'_>,
-) -> Result<Fetched, String> {
+) -> Result<Fetched, FetchError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    runtime.block_on(fetch(spec, folder, private, endpoint, report))
+        .map_err(FetchError::Runtime)?;
+    runtime.block_on(fetch(host, spec, folder, private, endpoint, report))
 }
 
 /// The client: [`crate::net`]'s, following redirects only to https (or loopback http).
-fn http_client() -> anyhow::Result<reqwest::Client> {
+fn http_client() -> Result<reqwest::Client, Box<dyn std::error::Error + Send + Sync>> {
     Ok(
         crate::net::client_builder(&[], REQUEST_TIMEOUT, CONNECT_TIMEOUT)?
             .read_timeout(READ_TIMEOUT)
@@ -329,11 +325,11 @@ fn bound(pin: &Pin) -> u64 {
 }
 
 /// True when the finished file is there with the pinned digest.
-fn has_file(dir: &DownloadDir, pin: &Pin) -> Result<bool, String> {
+fn has_file(dir: &DownloadDir, pin: &Pin) -> Result<bool, FetchError> {
     let Some(mut file) = dir.open_file(pin.file)? else {
         return Ok(false);
     };
-    let len = file.len().map_err(|e| format!("{}: {e}", file.shown()))?;
+    let len = file.len().map_err(io_err(file.shown().to_owned()))?;
     if len > bound(pin) || pin.size.is_some_and(|s| s != len) {
         return Ok(false);
     }
@@ -344,19 +340,22 @@ fn has_file(dir: &DownloadDir, pin: &Pin) -> Result<bool, String> {
 
 /// Feeds `file` from where it is to its end (at most `max` bytes) to `hasher`; returns the
 /// bytes read.
-fn hash_into(file: &mut DownloadFile, hasher: &mut Sha256, max: u64) -> Result<u64, String> {
+fn hash_into(file: &mut DownloadFile, hasher: &mut Sha256, max: u64) -> Result<u64, FetchError> {
     let mut buf = vec![0u8; 1 << 16];
     let mut total = 0u64;
     loop {
         let n = file
             .read(&mut buf)
-            .map_err(|e| format!("{}: {e}", file.shown()))?;
+            .map_err(io_err(file.shown().to_owned()))?;
         if n == 0 {
             return Ok(total);
         }
         total += n as u64;
         if total > max {
-            return Err(format!("{}: larger than {max} bytes", file.shown()));
+            return Err(FetchError::TooLarge {
+                path: file.shown().to_owned(),
+                max,
+            });
         }
         hasher.update(&buf[..n]);
     }
@@ -387,10 +386,10 @@ async fn download(
     dir: &DownloadDir,
     pin: &Pin,
     report: Report<'_>,
-) -> Result<u64, String> {
+) -> Result<u64, FetchError> {
     let name = pin.file;
     let bound = bound(pin);
-    let io_err = |e: std::io::Error| format!("{name}: {e}");
+    let io_err = &io_err(name.to_owned());
     let mut part = dir.open_part(name)?;
     let mut hasher = Sha256::new();
     let mut have = part.len().map_err(io_err)?;
@@ -414,10 +413,11 @@ async fn download(
             request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
             report(&format!("{name}: resuming after {have} bytes"));
         }
-        let mut response = request
-            .send()
-            .await
-            .map_err(|e| format!("{name}: {url}: {}", error_chain(&e.without_url())))?;
+        let mut response = request.send().await.map_err(|e| FetchError::Request {
+            name,
+            url: url.to_owned(),
+            why: error_chain(&e.without_url()),
+        })?;
         let status = response.status().as_u16();
         let total = match status {
             206 if have > 0 => match content_range(&response) {
@@ -430,7 +430,12 @@ async fn download(
                     (have, hasher, restarted) = (0, Sha256::new(), true);
                     continue;
                 }
-                _ => return Err(format!("{name}: {url}: a Content-Range that does not fit")),
+                _ => {
+                    return Err(FetchError::BadRange {
+                        name,
+                        url: url.to_owned(),
+                    });
+                }
             },
             200 => {
                 if have > 0 {
@@ -453,18 +458,27 @@ async fn download(
                 continue;
             }
             404 => {
-                return Err(format!(
-                    "{name}: {url}: not found (HTTP 404): check the repository and revision"
-                ));
+                return Err(FetchError::NotFound {
+                    name,
+                    url: url.to_owned(),
+                });
             }
-            _ => return Err(format!("{name}: {url}: HTTP {status}")),
+            _ => {
+                return Err(FetchError::Status {
+                    name,
+                    url: url.to_owned(),
+                    status,
+                });
+            }
         };
         if let Some(t) = total
             && t > bound
         {
-            return Err(format!(
-                "{name}: the server offers {t} bytes; at most {bound} expected"
-            ));
+            return Err(FetchError::Offers {
+                name,
+                offered: t,
+                bound,
+            });
         }
         if have == 0 {
             report(&format!(
@@ -473,12 +487,11 @@ async fn download(
             ));
         }
         let shown_total = total.or(pin.size);
-        let interrupted = |have: u64, why: String| {
-            format!(
-                "{name}: the download was interrupted after {have}{} bytes ({why}); run the \
-                 command again to resume",
-                shown_total.map(|t| format!(" of {t}")).unwrap_or_default()
-            )
+        let interrupted = |have: u64, why: String| FetchError::Interrupted {
+            name,
+            have,
+            total: shown_total,
+            why,
         };
         let mut next_report = have + (64 << 20);
         loop {
@@ -493,9 +506,7 @@ async fn download(
             if have + chunk.len() as u64 > bound {
                 drop(part);
                 dir.remove_part(name)?;
-                return Err(format!(
-                    "{name}: the server sent more than {bound} bytes; the download was discarded"
-                ));
+                return Err(FetchError::SentTooMuch { name, bound });
             }
             part.write_all(&chunk).map_err(io_err)?;
             hasher.update(&chunk);
@@ -521,14 +532,134 @@ async fn download(
     if actual != pin.sha256 {
         drop(part);
         dir.remove_part(name)?;
-        return Err(format!(
-            "{name}: sha256 mismatch: expected {}, got {actual}; the download was discarded",
-            pin.sha256
-        ));
+        return Err(FetchError::Mismatch {
+            name,
+            expected: pin.sha256.clone(),
+            actual,
+        });
     }
     dir.commit_part(name, part)?;
     report(&format!("{name}: sha256 verified"));
     Ok(received)
+}
+
+/// Why the model's description on the command line is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// Not `owner/name`.
+    #[error("--repo `{0}`: give OWNER/NAME (letters, digits, `.`, `_`, `-`)")]
+    BadRepo(String),
+    /// Not a commit.
+    #[error("--revision `{0}`: give a commit (40 hex digits), not a branch or tag")]
+    BadRevision(String),
+    /// Another repository than the default needs a commit.
+    #[error(
+        "--revision is required for {repo}: the commit to download (40 hex digits), so every \
+         run gets the same files"
+    )]
+    NoRevision { repo: String },
+    /// A `--sha256` that is not `FILE=HEX`.
+    #[error("--sha256 `{0}`: give FILE=HEX")]
+    PinForm(String),
+    /// A `--sha256` for another file than the model's three.
+    #[error("--sha256 `{0}`: the file must be config.json, tokenizer.json or model.safetensors")]
+    PinFile(String),
+    /// A digest that is not 64 hex digits.
+    #[error("--sha256 `{0}`: the digest must be 64 hex digits")]
+    PinDigest(String),
+    /// One file pinned twice.
+    #[error("--sha256: {0} is pinned twice")]
+    PinnedTwice(String),
+    /// One of the three files is not pinned.
+    #[error(
+        "--sha256 {file}=HEX is required for {repo}: each of config.json, tokenizer.json and \
+         model.safetensors must be pinned (their digests are on the hub's file pages)"
+    )]
+    PinMissing { file: &'static str, repo: String },
+}
+
+/// Why a download failed: which file (or folder), what went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// `HF_ENDPOINT` is not a URL capvault fetches from.
+    #[error("HF_ENDPOINT: {0}")]
+    Endpoint(Box<dyn std::error::Error + Send + Sync>),
+    /// The folder or one of its files.
+    #[error(transparent)]
+    Folder(#[from] DownloadError),
+    /// The HTTP client could not be made.
+    #[error("HTTP client: {0}")]
+    Client(Box<dyn std::error::Error + Send + Sync>),
+    /// `fetch_blocking`'s runtime did not start.
+    #[error("cannot start a runtime: {0}")]
+    Runtime(std::io::Error),
+    /// Reading or writing a file of the folder failed.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    /// A file there is larger than its pin allows.
+    #[error("{path}: larger than {max} bytes")]
+    TooLarge { path: String, max: u64 },
+    /// The request failed (`why`: the error and its causes).
+    #[error("{name}: {url}: {why}")]
+    Request {
+        name: &'static str,
+        url: String,
+        why: String,
+    },
+    /// A partial answer for another range.
+    #[error("{name}: {url}: a Content-Range that does not fit")]
+    BadRange { name: &'static str, url: String },
+    /// HTTP 404.
+    #[error("{name}: {url}: not found (HTTP 404): check the repository and revision")]
+    NotFound { name: &'static str, url: String },
+    /// Another HTTP status.
+    #[error("{name}: {url}: HTTP {status}")]
+    Status {
+        name: &'static str,
+        url: String,
+        status: u16,
+    },
+    /// The server announces more bytes than the pin allows.
+    #[error("{name}: the server offers {offered} bytes; at most {bound} expected")]
+    Offers {
+        name: &'static str,
+        offered: u64,
+        bound: u64,
+    },
+    /// The transfer stopped; the part is kept for the next run.
+    #[error(
+        "{name}: the download was interrupted after {have}{} bytes ({why}); run the command \
+         again to resume",
+        total.map(|t| format!(" of {t}")).unwrap_or_default()
+    )]
+    Interrupted {
+        name: &'static str,
+        have: u64,
+        total: Option<u64>,
+        why: String,
+    },
+    /// The server sent more than the pin allows; the part was removed.
+    #[error("{name}: the server sent more than {bound} bytes; the download was discarded")]
+    SentTooMuch { name: &'static str, bound: u64 },
+    /// The digest is not the pinned one; the part was removed.
+    #[error(
+        "{name}: sha256 mismatch: expected {expected}, got {actual}; the download was discarded"
+    )]
+    Mismatch {
+        name: &'static str,
+        expected: String,
+        actual: String,
+    },
+}
+
+fn io_err(path: String) -> impl Fn(std::io::Error) -> FetchError {
+    move |source| FetchError::Io {
+        path: path.clone(),
+        source,
+    }
 }
 
 /// An error with its causes ("error sending request: connection refused").
@@ -588,8 +719,11 @@ mod tests {
         let spec = ModelSpec::from_args(Some("o/n"), Some(rev), &all).unwrap();
         assert_eq!(spec.pins[2].sha256, "b".repeat(64));
         assert!(!spec.is_default());
-        let err =
-            |repo, revision, sha: &[String]| ModelSpec::from_args(repo, revision, sha).unwrap_err();
+        let err = |repo, revision, sha: &[String]| {
+            ModelSpec::from_args(repo, revision, sha)
+                .unwrap_err()
+                .to_string()
+        };
         assert!(err(Some("o/n"), None, &all).contains("--revision"));
         assert!(err(Some("o/n"), Some("main"), &all).contains("commit"));
         assert!(err(Some("o/n"), Some(rev), &all[..2]).contains("model.safetensors"));

@@ -23,7 +23,7 @@ use std::ops::ControlFlow;
 
 use super::model::{self, ModelError, StaticModel};
 use super::{chunk, tune};
-use crate::vault::host::HostFile;
+use crate::vault::host::Host;
 use crate::vault::{Limits, Vault, VaultPath, is_note_name};
 
 /// Dimensions the imported model keeps by default (potion-base-8M's).
@@ -54,8 +54,91 @@ pub struct Imported {
     pub tuned: Option<Tuned>,
 }
 
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
+/// Why an import (or the transformer) failed: what failed, in the words the user sees.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The source model's files could not be read.
+    #[error(transparent)]
+    Load(#[from] super::LoadError),
+    /// The corpus folder does not open, cannot be walked, or has no notes.
+    #[error("model import: corpus {path}: {source}")]
+    Corpus {
+        path: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file of the model is not what a static model needs.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The tokenizer refused a setting or a text.
+    #[error("{0}")]
+    Tokenizer(tokenizers::Error),
+    /// The tokenizer library panicked on a text.
+    #[error("the tokenizer failed on a text")]
+    TokenizerPanicked,
+    /// JSON that does not parse or cannot be written.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// `config.json` is not a BERT config.
+    #[error("config.json is not a BERT config: {0}")]
+    NotBert(serde_json::Error),
+    /// A size in `config.json` out of bounds.
+    #[error("config.json: {name} is {value}; it must be 1 to {max}")]
+    ConfigSize {
+        name: &'static str,
+        value: usize,
+        max: usize,
+    },
+    /// The attention heads do not divide the width.
+    #[error("config.json: hidden_size {hidden} is not a multiple of num_attention_heads {heads}")]
+    HeadsDoNotDivide { hidden: usize, heads: usize },
+    /// Too few positions for `[CLS] token [SEP]`.
+    #[error("config.json: max_position_embeddings must be at least 3")]
+    FewPositions,
+    /// A layer norm epsilon that is negative or not finite.
+    #[error("config.json: layer_norm_eps must be a finite number, not negative")]
+    LayerNormEps,
+    /// The tokenizer has a token past the model's table.
+    #[error("tokenizer.json has token id {largest}, beyond the model's {vocab} tokens")]
+    TokenBeyondModel { largest: u32, vocab: usize },
+    /// The weights do not load as the config's BERT model.
+    #[error("model.safetensors: {0}")]
+    Weights(candle_core::Error),
+    /// The model library panicked on the weights.
+    #[error("model.safetensors: the model library failed on it")]
+    WeightsPanicked,
+    /// Running the transformer failed.
+    #[error("the transformer failed: {0}")]
+    Transformer(candle_core::Error),
+    /// The model library panicked while running the transformer.
+    #[error("the transformer failed (the model library panicked)")]
+    TransformerPanicked,
+    /// The tokenizer has no tokens.
+    #[error("the tokenizer has no tokens")]
+    NoTokens,
+    /// The distilled table's components are not numbers.
+    #[error("the principal components are not finite numbers")]
+    NotFinite,
+    /// Corpus words need BERT's WordPiece tokenizer.
+    #[error("corpus words need a WordPiece tokenizer (BERT's)")]
+    NotWordPiece,
+    /// `tokenizer.json` has no WordPiece vocabulary.
+    #[error("tokenizer.json has no WordPiece vocabulary")]
+    NoWordPieceVocabulary,
+    /// `tokenizer.json` has more tokens than the model.
+    #[error("tokenizer.json has more tokens than the model")]
+    MoreTokensThanModel,
+    /// A corpus word that is a token already.
+    #[error("the corpus word {0:?} is already a token")]
+    WordIsToken(String),
+    /// The tokenizer did not add the corpus's words.
+    #[error("the tokenizer did not take the corpus's words as new tokens")]
+    WordsNotTaken,
+    /// The static model made does not load.
+    #[error("the imported model does not load: {0}")]
+    DoesNotLoad(ModelError),
+    /// A file of the static model could not be written.
+    #[error("model import: {0}")]
+    Write(crate::vault::host::HostError),
 }
 
 /// What an import is doing, for progress reports: (done, in all) of each stage.
@@ -94,13 +177,15 @@ const TUNED_TOKENS: usize = MAX_SEQUENCE - 2;
 /// (created if missing): `config.json`, `tokenizer.json`, `model.safetensors`. With `corpus`
 /// (a vault folder), the distilled rows are then tuned on its notes ([`super::tune`]).
 pub fn import(
+    host: &Host,
     src: &Path,
     out: &Path,
     dimensions: usize,
     corpus: Option<&Path>,
     progress: &dyn Fn(Progress),
-) -> Result<Imported, String> {
-    let [config_bytes, tokenizer_bytes, weights] = super::read_model_files(src, "model import")?;
+) -> Result<Imported, ImportError> {
+    let [config_bytes, tokenizer_bytes, weights] =
+        super::read_model_files(host, src, "model import")?;
     // Read the corpus first: a bad folder fails before minutes of work.
     let sections = corpus
         .map(|c| corpus_sections(c, MAX_CORPUS_SECTIONS))
@@ -125,12 +210,12 @@ pub fn import(
         rows.extend(pca.centred(&transformer.word_vectors(&words)?));
         if !words.is_empty() {
             tokenizer_bytes = with_whole_words(&tokenizer_bytes, &words, tokens)?;
-            let mut t = model::parse_tokenizer(&tokenizer_bytes).map_err(err)?;
+            let mut t = model::parse_tokenizer(&tokenizer_bytes)?;
             // As the server reads it: whole texts, no padding.
             t.with_padding(None);
-            t.with_truncation(None).map_err(err)?;
+            t.with_truncation(None).map_err(ImportError::Tokenizer)?;
             if t.get_vocab_size(true) != tokens + words.len() {
-                return Err("the tokenizer did not take the corpus's words as new tokens".into());
+                return Err(ImportError::WordsNotTaken);
             }
             with_words = Some(t);
         }
@@ -170,21 +255,21 @@ pub fn import(
             "held_out_cosine_after": t.fit.after,
         });
     }
-    let weights_out = model::safetensors_bytes(&reduced, dims).map_err(err)?;
-    let config_out = serde_json::to_vec_pretty(&config_out).map_err(err)?;
+    let weights_out = model::safetensors_bytes(&reduced, dims)?;
+    let config_out = serde_json::to_vec_pretty(&config_out)?;
     // What was written must load: the same checks as at startup.
     StaticModel::from_bytes(&config_out, &tokenizer_bytes, &weights_out, name)
-        .map_err(|e: ModelError| format!("the imported model does not load: {e}"))?;
+        .map_err(ImportError::DoesNotLoad)?;
     for (file, bytes) in [
         ("tokenizer.json", &tokenizer_bytes),
         ("model.safetensors", &weights_out),
         ("config.json", &config_out),
     ] {
         // A tuned model carries traces of the corpus's words: as private as the index cache.
-        HostFile::at(&out.join(file))
+        host.file(&out.join(file))
             .map(|f| if tuned.is_some() { f.private() } else { f })
             .and_then(|mut f| f.replace(bytes, None).map(drop))
-            .map_err(|e| format!("model import: {e}"))?;
+            .map_err(ImportError::Write)?;
     }
     Ok(Imported {
         tokens: tokens + words.len(),
@@ -212,9 +297,12 @@ pub struct Tuned {
 /// The sections of the notes of the vault at `root`, cut and cleaned as the server cuts them
 /// (the vault's boilerplate lines left out), at most `max`, taken evenly. Read through the
 /// capability layer, like any vault.
-fn corpus_sections(root: &Path, max: usize) -> Result<Vec<String>, String> {
-    let fail = |e: &dyn std::fmt::Display| format!("model import: corpus {}: {e}", root.display());
-    let vault = Vault::open(root, Limits::default()).map_err(|e| fail(&e))?;
+fn corpus_sections(root: &Path, max: usize) -> Result<Vec<String>, ImportError> {
+    let fail = |e: Box<dyn std::error::Error + Send + Sync>| ImportError::Corpus {
+        path: root.display().to_string(),
+        source: e,
+    };
+    let vault = Vault::open(root, Limits::default()).map_err(|e| fail(e.into()))?;
     let mut notes: Vec<(VaultPath, String)> = Vec::new();
     vault
         .walk(&VaultPath::root(), true, &is_note_name, &mut |entry| {
@@ -227,9 +315,9 @@ fn corpus_sections(root: &Path, max: usize) -> Result<Vec<String>, String> {
             }
             ControlFlow::Continue(())
         })
-        .map_err(|e| fail(&e))?;
+        .map_err(|e| fail(e.into()))?;
     if notes.is_empty() {
-        return Err(fail(&"it has no notes"));
+        return Err(fail("it has no notes".into()));
     }
     notes.sort_by(|a, b| a.0.cmp(&b.0));
     let mut counts: HashMap<u64, u32> = HashMap::new();
@@ -264,7 +352,7 @@ fn tune_on(
     sections: &[String],
     words: usize,
     progress: &dyn Fn(Progress),
-) -> Result<Tuned, String> {
+) -> Result<Tuned, ImportError> {
     let hidden = transformer.config.hidden_size;
     let mut texts: Vec<&str> = sections.iter().map(String::as_str).collect();
     let runs = tune::word_runs(sections, RUNS_PER_SECTION);
@@ -324,8 +412,8 @@ const MAX_SEQUENCE: usize = 256;
 impl Transformer {
     /// Loads the sentence-transformers folder `dir` (`config.json`, `tokenizer.json`,
     /// `model.safetensors`), read through a folder handle.
-    pub fn load(dir: &Path) -> Result<Transformer, String> {
-        let [config, tokenizer, weights] = super::read_model_files(dir, "transformer")?;
+    pub fn load(host: &Host, dir: &Path) -> Result<Transformer, ImportError> {
+        let [config, tokenizer, weights] = super::read_model_files(host, dir, "transformer")?;
         Transformer::from_bytes(&config, &tokenizer, weights)
     }
 
@@ -336,30 +424,31 @@ impl Transformer {
         config_bytes: &[u8],
         tokenizer: &[u8],
         weights: Vec<u8>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ImportError> {
         let fingerprint = model::fingerprint(&[config_bytes, tokenizer, &weights]);
-        let config: Config = serde_json::from_slice(config_bytes)
-            .map_err(|e| format!("config.json is not a BERT config: {e}"))?;
+        let config: Config = serde_json::from_slice(config_bytes).map_err(ImportError::NotBert)?;
         check_config(&config)?;
-        let mut tokenizer = model::parse_tokenizer(tokenizer).map_err(err)?;
+        let mut tokenizer = model::parse_tokenizer(tokenizer)?;
         let largest = tokenizer.get_vocab(true).into_values().max().unwrap_or(0);
         if largest as usize >= config.vocab_size {
-            return Err(format!(
-                "tokenizer.json has token id {largest}, beyond the model's {} tokens",
-                config.vocab_size
-            ));
+            return Err(ImportError::TokenBeyondModel {
+                largest,
+                vocab: config.vocab_size,
+            });
         }
         // Padding (to 128, in all-MiniLM-L6-v2's file) would be pooled as text: `embed` pads
         // each batch itself and masks the padding; it also cuts texts itself.
         tokenizer.with_padding(None);
-        tokenizer.with_truncation(None).map_err(err)?;
+        tokenizer
+            .with_truncation(None)
+            .map_err(ImportError::Tokenizer)?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
-            .map_err(|e| format!("model.safetensors: {e}"))?;
+            .map_err(ImportError::Weights)?;
         let bert = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             BertModel::load(vb, &config)
         }))
-        .map_err(|_| "model.safetensors: the model library failed on it".to_owned())?
-        .map_err(|e| format!("model.safetensors: {e}"))?;
+        .map_err(|_| ImportError::WeightsPanicked)?
+        .map_err(ImportError::Weights)?;
         let info = model::ModelInfo {
             name: "model".to_owned(),
             revision: None,
@@ -393,7 +482,12 @@ impl Transformer {
 
     /// The mean of the encoder's outputs over each row's real tokens (`mask` 1), normalised:
     /// sentence-transformers' pooling for these models.
-    fn pooled(&self, ids: Vec<u32>, mask: Vec<u32>, rows: usize) -> Result<Vec<Vec<f32>>, String> {
+    fn pooled(
+        &self,
+        ids: Vec<u32>,
+        mask: Vec<u32>,
+        rows: usize,
+    ) -> Result<Vec<Vec<f32>>, ImportError> {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let width = ids.len() / rows;
             let input = Tensor::from_vec(ids, (rows, width), &Device::Cpu)?;
@@ -406,8 +500,8 @@ impl Transformer {
             sum.broadcast_div(&count)?.to_vec2::<f32>()
         };
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
-            .map_err(|_| "the transformer failed (the model library panicked)".to_owned())?
-            .map_err(|e| format!("the transformer failed: {e}"))
+            .map_err(|_| ImportError::TransformerPanicked)?
+            .map_err(ImportError::Transformer)
     }
 
     /// Each sequence's mean-pooled output, the sequences run at once, padded to the longest
@@ -415,7 +509,7 @@ impl Transformer {
     fn pooled_padded<'a>(
         &self,
         seqs: impl Iterator<Item = &'a [u32]> + Clone,
-    ) -> Result<Vec<Vec<f32>>, String> {
+    ) -> Result<Vec<Vec<f32>>, ImportError> {
         let width = seqs.clone().map(<[u32]>::len).max().unwrap_or(1);
         let (mut ids, mut mask, mut rows) = (Vec::new(), Vec::new(), 0);
         for s in seqs {
@@ -435,7 +529,7 @@ impl Transformer {
 
     /// The vectors of `words` as the vocabulary's tokens get theirs: `[CLS] pieces [SEP]`,
     /// mean-pooled. Rows in order.
-    fn word_vectors(&self, words: &[String]) -> Result<Vec<f32>, String> {
+    fn word_vectors(&self, words: &[String]) -> Result<Vec<f32>, ImportError> {
         let special = |t: &str| self.tokenizer.token_to_id(t);
         let (cls, sep) = (special("[CLS]"), special("[SEP]"));
         let max = self.max_sequence();
@@ -449,7 +543,7 @@ impl Transformer {
                     ids.extend(sep);
                     Ok(ids)
                 })
-                .collect::<Result<_, String>>()?;
+                .collect::<Result<_, ImportError>>()?;
             for r in self.pooled_padded(seqs.iter().map(Vec::as_slice))? {
                 table.extend(r);
             }
@@ -459,7 +553,7 @@ impl Transformer {
 
     /// The vectors of `texts` (each cut at [`MAX_SEQUENCE`] tokens), normalised; run in
     /// batches of texts of similar length.
-    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ImportError> {
         let max = self.max_sequence();
         let mut encoded = Vec::with_capacity(texts.len());
         for t in texts {
@@ -468,8 +562,8 @@ impl Transformer {
             let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.tokenizer.encode(*t, true)
             }))
-            .map_err(|_| "the tokenizer failed on a text".to_owned())?
-            .map_err(err)?;
+            .map_err(|_| ImportError::TokenizerPanicked)?
+            .map_err(ImportError::Tokenizer)?;
             let mut ids = e.get_ids().to_vec();
             if ids.len() > max {
                 let last = ids[ids.len() - 1];
@@ -512,13 +606,13 @@ impl Transformer {
 
     /// Every token's vector: `[CLS] token [SEP]`, mean-pooled over the three positions. Rows
     /// in token-id order.
-    fn token_vectors(&self, progress: &dyn Fn(usize, usize)) -> Result<Vec<f32>, String> {
+    fn token_vectors(&self, progress: &dyn Fn(usize, usize)) -> Result<Vec<f32>, ImportError> {
         let vocab = self
             .tokenizer
             .get_vocab_size(true)
             .min(self.config.vocab_size);
         if vocab == 0 {
-            return Err("the tokenizer has no tokens".to_owned());
+            return Err(ImportError::NoTokens);
         }
         let special = |t: &str| self.tokenizer.token_to_id(t);
         let (cls, sep) = (special("[CLS]"), special("[SEP]"));
@@ -545,12 +639,12 @@ impl Transformer {
 }
 
 /// The token ids a static model made with `tokenizer` sums for `text` (no special tokens).
-fn static_ids(tokenizer: &Tokenizer, text: &str) -> Result<Vec<u32>, String> {
+fn static_ids(tokenizer: &Tokenizer, text: &str) -> Result<Vec<u32>, ImportError> {
     let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         tokenizer.encode_fast(text, false)
     }))
-    .map_err(|_| "the tokenizer failed on a text".to_owned())?
-    .map_err(err)?;
+    .map_err(|_| ImportError::TokenizerPanicked)?
+    .map_err(ImportError::Tokenizer)?;
     let mut ids = e.get_ids().to_vec();
     ids.truncate(model::MAX_TOKENS);
     Ok(ids)
@@ -559,7 +653,7 @@ fn static_ids(tokenizer: &Tokenizer, text: &str) -> Result<Vec<u32>, String> {
 /// The corpus's words (ASCII letters, lower-cased) that `tokenizer` splits into pieces, used at
 /// least [`MIN_WORD_USES`] times: the most used first (ties alphabetical), at most
 /// [`MAX_ADDED_WORDS`].
-fn corpus_words(tokenizer: &Tokenizer, sections: &[String]) -> Result<Vec<String>, String> {
+fn corpus_words(tokenizer: &Tokenizer, sections: &[String]) -> Result<Vec<String>, ImportError> {
     let mut counts: HashMap<String, usize> = HashMap::new();
     for s in sections {
         for w in s.split(|c: char| !c.is_ascii_alphabetic()) {
@@ -595,16 +689,16 @@ fn with_whole_words(
     tokenizer_json: &[u8],
     words: &[String],
     first: usize,
-) -> Result<Vec<u8>, String> {
-    let mut json: serde_json::Value = serde_json::from_slice(tokenizer_json).map_err(err)?;
+) -> Result<Vec<u8>, ImportError> {
+    let mut json: serde_json::Value = serde_json::from_slice(tokenizer_json)?;
     let added = json["added_tokens"].as_array().into_iter().flatten();
     let added: Vec<u64> = added.filter_map(|t| t["id"].as_u64()).collect();
     let model = &mut json["model"];
     if model["type"] != "WordPiece" {
-        return Err("corpus words need a WordPiece tokenizer (BERT's)".to_owned());
+        return Err(ImportError::NotWordPiece);
     }
     let Some(vocab) = model["vocab"].as_object_mut() else {
-        return Err("tokenizer.json has no WordPiece vocabulary".to_owned());
+        return Err(ImportError::NoWordPieceVocabulary);
     };
     // No id from `first` on may be taken, in the vocabulary or by an added token.
     let ids = vocab
@@ -612,20 +706,20 @@ fn with_whole_words(
         .filter_map(serde_json::Value::as_u64)
         .chain(added);
     if ids.into_iter().any(|id| id >= first as u64) {
-        return Err("tokenizer.json has more tokens than the model".to_owned());
+        return Err(ImportError::MoreTokensThanModel);
     }
     for (i, w) in words.iter().enumerate() {
         if vocab.insert(w.clone(), (first + i).into()).is_some() {
-            return Err(format!("the corpus word {w:?} is already a token"));
+            return Err(ImportError::WordIsToken(w.clone()));
         }
     }
-    serde_json::to_vec(&json).map_err(err)
+    Ok(serde_json::to_vec(&json)?)
 }
 
 /// Sizes candle would build a BERT model from, checked first: none zero, attention heads
 /// dividing the width, and each within what a sentence encoder needs (the weights must then
 /// match them tensor by tensor, so memory stays bounded by the file's size).
-fn check_config(c: &Config) -> Result<(), String> {
+fn check_config(c: &Config) -> Result<(), ImportError> {
     let sizes = [
         ("vocab_size", c.vocab_size, model::MAX_VOCABULARY),
         ("hidden_size", c.hidden_size, model::MAX_DIMENSIONS),
@@ -641,22 +735,20 @@ fn check_config(c: &Config) -> Result<(), String> {
     ];
     for (name, value, max) in sizes {
         if value == 0 || value > max {
-            return Err(format!(
-                "config.json: {name} is {value}; it must be 1 to {max}"
-            ));
+            return Err(ImportError::ConfigSize { name, value, max });
         }
     }
     if !c.hidden_size.is_multiple_of(c.num_attention_heads) {
-        return Err(format!(
-            "config.json: hidden_size {} is not a multiple of num_attention_heads {}",
-            c.hidden_size, c.num_attention_heads
-        ));
+        return Err(ImportError::HeadsDoNotDivide {
+            hidden: c.hidden_size,
+            heads: c.num_attention_heads,
+        });
     }
     if c.max_position_embeddings < 3 {
-        return Err("config.json: max_position_embeddings must be at least 3".to_owned());
+        return Err(ImportError::FewPositions);
     }
     if !(c.layer_norm_eps.is_finite() && c.layer_norm_eps >= 0.0) {
-        return Err("config.json: layer_norm_eps must be a finite number, not negative".to_owned());
+        return Err(ImportError::LayerNormEps);
     }
     Ok(())
 }
@@ -673,7 +765,7 @@ struct Pca {
 
 impl Pca {
     /// The components of the rows of `table` (`hidden` wide), keeping `dims` of them.
-    fn of(table: &[f32], hidden: usize, dims: usize) -> Result<Pca, String> {
+    fn of(table: &[f32], hidden: usize, dims: usize) -> Result<Pca, ImportError> {
         let rows = table.len() / hidden;
         let mut mean = vec![0f64; hidden];
         for r in table.chunks_exact(hidden) {
@@ -701,7 +793,7 @@ impl Pca {
         let basis =
             nalgebra::DMatrix::from_fn(hidden, dims, |r, c| eig.eigenvectors[(r, order[c])]);
         if basis.iter().any(|v| !v.is_finite()) {
-            return Err("the principal components are not finite numbers".to_owned());
+            return Err(ImportError::NotFinite);
         }
         Ok(Pca {
             hidden,
@@ -939,7 +1031,9 @@ mod tests {
             let mut c = config.clone();
             c[field] = value.into();
             let c = serde_json::to_vec(&c).unwrap();
-            let e = Transformer::from_bytes(&c, &tokenizer, weights.clone()).unwrap_err();
+            let e = Transformer::from_bytes(&c, &tokenizer, weights.clone())
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(says), "{field} = {value}: {e}");
         }
     }

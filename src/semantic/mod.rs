@@ -19,16 +19,38 @@ use std::path::Path;
 pub use model::{ModelInfo, StaticModel};
 pub use store::VectorStore;
 
-use crate::vault::host::HostFile;
+use crate::vault::host::{Host, HostError};
+
+/// Why a model folder could not be loaded: its files (read through [`Host`]) or what they hold.
+/// Messages name the folder as the user typed it.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A file of the folder could not be read (`what`: whose files, "embedding model"...).
+    #[error("{what}: {source}")]
+    Files {
+        what: &'static str,
+        source: HostError,
+    },
+    /// The files do not make a model.
+    #[error("embedding model {dir}: {source}")]
+    Model {
+        dir: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
 
 /// The three files of a model folder (`config.json`, `tokenizer.json`, `model.safetensors`),
 /// each read through a folder handle without following a symlink and capped at its size limit.
 /// Errors start with `what`.
-pub(crate) fn read_model_files(dir: &Path, what: &str) -> Result<[Vec<u8>; 3], String> {
+pub(crate) fn read_model_files(
+    host: &Host,
+    dir: &Path,
+    what: &'static str,
+) -> Result<[Vec<u8>; 3], LoadError> {
     let read = |name: &str, max: u64| {
-        HostFile::at(&dir.join(name))
+        host.file(&dir.join(name))
             .and_then(|f| f.read_public(max))
-            .map_err(|e| format!("{what}: {e}"))
+            .map_err(|source| LoadError::Files { what, source })
     };
     Ok([
         read("config.json", model::MAX_CONFIG_BYTES)?,
@@ -113,19 +135,23 @@ impl From<StaticModel> for Embedder {
 /// Loads the model in the folder `dir` (`config.json`, `tokenizer.json`, `model.safetensors`):
 /// a static model, or a sentence-transformers BERT folder (its `config.json` says
 /// `"model_type": "bert"`), run as a transformer. Errors name the folder as the user typed it.
-pub fn load_model(dir: &Path) -> Result<Embedder, String> {
-    let [config, tokenizer, weights] = read_model_files(dir, "embedding model")?;
+pub fn load_model(host: &Host, dir: &Path) -> Result<Embedder, LoadError> {
+    let bad = |e: Box<dyn std::error::Error + Send + Sync>| LoadError::Model {
+        dir: dir.display().to_string(),
+        source: e,
+    };
+    let [config, tokenizer, weights] = read_model_files(host, dir, "embedding model")?;
     let (name, revision) = default_name(dir);
     #[cfg(feature = "import")]
     if serde_json::from_slice::<serde_json::Value>(&config).is_ok_and(|c| c["model_type"] == "bert")
     {
         let mut t = import::Transformer::from_bytes(&config, &tokenizer, weights)
-            .map_err(|e| format!("embedding model {}: {e}", dir.display()))?;
+            .map_err(|e| bad(e.into()))?;
         t.name(name, revision);
         return Ok(Embedder::Transformer(Box::new(t)));
     }
-    let mut m = StaticModel::from_bytes(&config, &tokenizer, &weights, &name)
-        .map_err(|e| format!("embedding model {}: {e}", dir.display()))?;
+    let mut m =
+        StaticModel::from_bytes(&config, &tokenizer, &weights, &name).map_err(|e| bad(e.into()))?;
     if let Some(r) = revision {
         m.fill_revision(r);
     }

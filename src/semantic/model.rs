@@ -34,11 +34,77 @@ pub struct ModelInfo {
 
 /// Why a model could not be loaded. Messages name the model folder's files, never host paths.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ModelError(pub String);
-
-fn bad(msg: impl Into<String>) -> ModelError {
-    ModelError(msg.into())
+pub enum ModelError {
+    /// `config.json` does not parse as a model's config.
+    #[error("config.json is not a model config: {0}")]
+    NotAConfig(serde_json::Error),
+    /// `config.json` names another kind of model.
+    #[error(
+        "config.json: model_type is {0:?}: capvault serves static models (\"model2vec\") and \
+         BERT sentence transformers (\"bert\"), and makes a static model from the latter with \
+         capvault model import"
+    )]
+    OtherModelType(String),
+    /// `tokenizer.json` does not parse.
+    #[error("tokenizer.json is not a tokenizer: {0}")]
+    NotATokenizer(tokenizers::Error),
+    /// The tokenizer library panicked on `tokenizer.json`.
+    #[error("tokenizer.json is not a tokenizer (the tokenizer library failed on it)")]
+    TokenizerPanicked,
+    /// The tokenizer refused a setting.
+    #[error("tokenizer.json: {0}")]
+    Tokenizer(tokenizers::Error),
+    /// `model.safetensors` does not parse.
+    #[error("model.safetensors is not a safetensors file: {0}")]
+    NotSafetensors(safetensors::SafeTensorError),
+    /// No `embeddings` tensor.
+    #[error("model.safetensors has no `embeddings` tensor")]
+    NoEmbeddings,
+    /// `embeddings` is not two-dimensional.
+    #[error("model.safetensors: `embeddings` is not a matrix")]
+    NotAMatrix,
+    /// The table is empty or over the caps.
+    #[error(
+        "model.safetensors: `embeddings` is {rows} x {dims}; at most {MAX_VOCABULARY} x \
+         {MAX_DIMENSIONS} and not empty"
+    )]
+    TableSize { rows: usize, dims: usize },
+    /// `config.json` and the table disagree on the dimensions.
+    #[error("config.json says {config} dimensions, model.safetensors holds {weights}")]
+    DimensionsDiffer { config: usize, weights: usize },
+    /// `weights` is not one per row.
+    #[error("model.safetensors: `weights` has the wrong shape")]
+    WeightsShape,
+    /// `mapping` names a row the table does not have.
+    #[error("model.safetensors: `mapping` points past the table")]
+    MappingPastTable,
+    /// `mapping` is not one-dimensional.
+    #[error("model.safetensors: `mapping` is not a vector")]
+    MappingNotVector,
+    /// A row in `mapping` is negative or too large.
+    #[error("model.safetensors: `mapping` holds a negative or huge row")]
+    MappingRow,
+    /// `mapping` is not of integers.
+    #[error("model.safetensors: `mapping` is {0:?}; I32 or I64 expected")]
+    MappingType(Dtype),
+    /// The tokenizer has tokens the model has no row for.
+    #[error("the tokenizer has {vocab} tokens but the model covers {reach}")]
+    TokensUncovered { vocab: usize, reach: usize },
+    /// A table whose length is not a multiple of its dimensions.
+    #[error("the table is not a whole number of rows")]
+    PartialRow,
+    /// A table shorter than the tokenizer's vocabulary.
+    #[error("the tokenizer has more tokens than the table has rows")]
+    TokensBeyondTable,
+    /// A tensor of floats in another type.
+    #[error("model.safetensors: `{name}` is {dtype:?}; F32, F16 or BF16 expected")]
+    FloatType { name: String, dtype: Dtype },
+    /// A NaN or an infinity.
+    #[error("model.safetensors: `{0}` holds a value that is not a finite number")]
+    NotFinite(String),
+    /// The weights file could not be made.
+    #[error("{0}")]
+    Write(safetensors::SafeTensorError),
 }
 
 /// A loaded static model.
@@ -87,68 +153,59 @@ impl StaticModel {
         weights: &[u8],
         default_name: &str,
     ) -> Result<StaticModel, ModelError> {
-        let config: Config = serde_json::from_slice(config_bytes)
-            .map_err(|e| bad(format!("config.json is not a model config: {e}")))?;
+        let config: Config =
+            serde_json::from_slice(config_bytes).map_err(ModelError::NotAConfig)?;
         if let Some(t) = &config.model_type
             && t != "model2vec"
         {
-            return Err(bad(format!(
-                "config.json: model_type is {t:?}: capvault serves static models (\"model2vec\") \
-                 and BERT sentence transformers (\"bert\"), and makes a static model from the \
-                 latter with capvault model import"
-            )));
+            return Err(ModelError::OtherModelType(t.clone()));
         }
         let mut tokenizer = parse_tokenizer(tokenizer_bytes)?;
         // A transformer's tokenizer cuts at its context length and pads; a static model reads
         // every token of a section ([`MAX_TOKENS`] bounds it).
         tokenizer
             .with_truncation(None)
-            .map_err(|e| bad(format!("tokenizer.json: {e}")))?;
+            .map_err(ModelError::Tokenizer)?;
         tokenizer.with_padding(None);
-        let tensors = SafeTensors::deserialize(weights)
-            .map_err(|e| bad(format!("model.safetensors is not a safetensors file: {e}")))?;
+        let tensors = SafeTensors::deserialize(weights).map_err(ModelError::NotSafetensors)?;
         let emb = tensors
             .tensor("embeddings")
-            .map_err(|_| bad("model.safetensors has no `embeddings` tensor"))?;
+            .map_err(|_| ModelError::NoEmbeddings)?;
         let &[rows, dims] = emb.shape() else {
-            return Err(bad("model.safetensors: `embeddings` is not a matrix"));
+            return Err(ModelError::NotAMatrix);
         };
         if rows == 0 || rows > MAX_VOCABULARY || dims == 0 || dims > MAX_DIMENSIONS {
-            return Err(bad(format!(
-                "model.safetensors: `embeddings` is {rows} x {dims}; at most \
-                 {MAX_VOCABULARY} x {MAX_DIMENSIONS} and not empty"
-            )));
+            return Err(ModelError::TableSize { rows, dims });
         }
         if let Some(h) = config.hidden_dim
             && h != dims
         {
-            return Err(bad(format!(
-                "config.json says {h} dimensions, model.safetensors holds {dims}"
-            )));
+            return Err(ModelError::DimensionsDiffer {
+                config: h,
+                weights: dims,
+            });
         }
         let table = floats(emb.dtype(), emb.data(), "embeddings")?;
         let weights_row = match tensors.tensor("weights") {
             Ok(w) if w.shape() == [rows] => Some(floats(w.dtype(), w.data(), "weights")?),
-            Ok(_) => return Err(bad("model.safetensors: `weights` has the wrong shape")),
+            Ok(_) => return Err(ModelError::WeightsShape),
             Err(_) => None,
         };
         let mapping = match tensors.tensor("mapping") {
             Ok(m) if m.shape().len() == 1 => {
                 let ids = integers(m.dtype(), m.data())?;
                 if ids.iter().any(|&i| i as usize >= rows) {
-                    return Err(bad("model.safetensors: `mapping` points past the table"));
+                    return Err(ModelError::MappingPastTable);
                 }
                 Some(ids)
             }
-            Ok(_) => return Err(bad("model.safetensors: `mapping` is not a vector")),
+            Ok(_) => return Err(ModelError::MappingNotVector),
             Err(_) => None,
         };
         let vocab = tokenizer.get_vocab_size(true);
         let reach = mapping.as_ref().map_or(rows, Vec::len);
         if vocab > reach {
-            return Err(bad(format!(
-                "the tokenizer has {vocab} tokens but the model covers {reach}"
-            )));
+            return Err(ModelError::TokensUncovered { vocab, reach });
         }
         let info = ModelInfo {
             name: config
@@ -188,11 +245,11 @@ impl StaticModel {
         name: &str,
     ) -> Result<StaticModel, ModelError> {
         if dimensions == 0 || table.is_empty() || !table.len().is_multiple_of(dimensions) {
-            return Err(bad("the table is not a whole number of rows"));
+            return Err(ModelError::PartialRow);
         }
         let rows = table.len() / dimensions;
         if tokenizer.get_vocab_size(true) > rows {
-            return Err(bad("the tokenizer has more tokens than the table has rows"));
+            return Err(ModelError::TokensBeyondTable);
         }
         let bytes: Vec<u8> = table.iter().flat_map(|x| x.to_le_bytes()).collect();
         let (codes, scales) = quantised(&table, dimensions, None);
@@ -286,10 +343,8 @@ fn quantised(table: &[f32], dims: usize, weights: Option<&[f32]>) -> (Vec<i8>, V
 pub fn parse_tokenizer(bytes: &[u8]) -> Result<Tokenizer, ModelError> {
     match std::panic::catch_unwind(|| Tokenizer::from_bytes(bytes)) {
         Ok(Ok(t)) => Ok(t),
-        Ok(Err(e)) => Err(bad(format!("tokenizer.json is not a tokenizer: {e}"))),
-        Err(_) => Err(bad(
-            "tokenizer.json is not a tokenizer (the tokenizer library failed on it)",
-        )),
+        Ok(Err(e)) => Err(ModelError::NotATokenizer(e)),
+        Err(_) => Err(ModelError::TokenizerPanicked),
     }
 }
 
@@ -332,22 +387,21 @@ fn floats(dtype: Dtype, data: &[u8], name: &str) -> Result<Vec<f32>, ModelError>
             .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
             .collect(),
         other => {
-            return Err(bad(format!(
-                "model.safetensors: `{name}` is {other:?}; F32, F16 or BF16 expected"
-            )));
+            return Err(ModelError::FloatType {
+                name: name.to_owned(),
+                dtype: other,
+            });
         }
     };
     if out.iter().any(|x| !x.is_finite()) {
-        return Err(bad(format!(
-            "model.safetensors: `{name}` holds a value that is not a finite number"
-        )));
+        return Err(ModelError::NotFinite(name.to_owned()));
     }
     Ok(out)
 }
 
 /// Little-endian integers of a tensor (I32 or I64), as row numbers.
 fn integers(dtype: Dtype, data: &[u8]) -> Result<Vec<u32>, ModelError> {
-    let neg = || bad("model.safetensors: `mapping` holds a negative or huge row");
+    let neg = || ModelError::MappingRow;
     match dtype {
         Dtype::I32 => data
             .chunks_exact(4)
@@ -360,9 +414,7 @@ fn integers(dtype: Dtype, data: &[u8]) -> Result<Vec<u32>, ModelError> {
                 u32::try_from(v).map_err(|_| neg())
             })
             .collect(),
-        other => Err(bad(format!(
-            "model.safetensors: `mapping` is {other:?}; I32 or I64 expected"
-        ))),
+        other => Err(ModelError::MappingType(other)),
     }
 }
 
@@ -390,8 +442,8 @@ pub fn safetensors_bytes(table: &[f32], dims: usize) -> Result<Vec<u8>, ModelErr
     let rows = table.len() / dims.max(1);
     let data: Vec<u8> = table.iter().flat_map(|x| x.to_le_bytes()).collect();
     let view = safetensors::tensor::TensorView::new(Dtype::F32, vec![rows, dims], &data)
-        .map_err(|e| bad(e.to_string()))?;
-    safetensors::serialize([("embeddings", view)], None).map_err(|e| bad(e.to_string()))
+        .map_err(ModelError::Write)?;
+    safetensors::serialize([("embeddings", view)], None).map_err(ModelError::Write)
 }
 
 #[cfg(test)]

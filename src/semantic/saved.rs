@@ -32,11 +32,53 @@ const MAX_HEADING: usize = 4096;
 const NO_HEADING: u16 = u16::MAX;
 
 /// Why a saved store was not used (shown in `vault_info`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SavedError(pub &'static str);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SavedError {
+    /// The file ends before its body does.
+    #[error("the embeddings cache is cut short")]
+    Truncated,
+    /// The digest after the body is not the body's.
+    #[error("the embeddings cache fails its checksum")]
+    Checksum,
+    /// A name longer than any written.
+    #[error("the embeddings cache holds an over-long name")]
+    LongName,
+    /// A name that is not UTF-8.
+    #[error("the embeddings cache holds a name that is not UTF-8")]
+    NameNotUtf8,
+    /// Not this format's magic bytes.
+    #[error("not an embeddings cache")]
+    NotACache,
+    /// Another version of the format.
+    #[error("the embeddings cache was written by another version")]
+    OtherVersion,
+    /// Made by another model (its fingerprint).
+    #[error("the embeddings cache was made by another model")]
+    OtherModel,
+    /// Vectors of another width.
+    #[error("the embeddings cache has other dimensions than the model")]
+    OtherDimensions,
+    /// The boilerplate keys are not sorted.
+    #[error("the embeddings cache's boilerplate lines are out of order")]
+    BoilerplateOrder,
+    /// A path that is not a note's.
+    #[error("the embeddings cache names a path that is not a note")]
+    NotANote,
+    /// A note with no sections or too many.
+    #[error("the embeddings cache holds a note with a bad section count")]
+    SectionCount,
+    /// A scale that is negative or not a finite number.
+    #[error("the embeddings cache holds a bad scale")]
+    BadScale,
+    /// One note twice.
+    #[error("the embeddings cache names a note twice")]
+    NoteTwice,
+    /// Bytes after the last note.
+    #[error("the embeddings cache has bytes past its end")]
+    TrailingBytes,
+}
 
-/// The bytes of `store`, made by the model with `fingerprint` (see [`write`]).
+/// The bytes of `store`, made by the model with `fingerprint` (see [`write`](fn@write)).
 pub fn encode(store: &VectorStore, fingerprint: &[u8; 32], boilerplate: &Boilerplate) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing to a Vec cannot fail.
@@ -129,8 +171,8 @@ fn put_str(out: &mut impl Write, s: &str) -> io::Result<()> {
     out.write_all(&s.as_bytes()[..end])
 }
 
-const TRUNCATED: SavedError = SavedError("the embeddings cache is cut short");
-const CHECKSUM: SavedError = SavedError("the embeddings cache fails its checksum");
+const TRUNCATED: SavedError = SavedError::Truncated;
+const CHECKSUM: SavedError = SavedError::Checksum;
 
 /// Reads the body of a saved store off the front of a reader, keeping its sha256 and failing
 /// past the body's end (the file's length less the digest).
@@ -168,10 +210,9 @@ impl<R: Read> Reader<R> {
     }
     fn str(&mut self, len: u16) -> Result<&str, SavedError> {
         if usize::from(len) > MAX_HEADING {
-            return Err(SavedError("the embeddings cache holds an over-long name"));
+            return Err(SavedError::LongName);
         }
-        std::str::from_utf8(self.take(len.into())?)
-            .map_err(|_| SavedError("the embeddings cache holds a name that is not UTF-8"))
+        std::str::from_utf8(self.take(len.into())?).map_err(|_| SavedError::NameNotUtf8)
     }
 
     /// Checks the digest after the body. When the body was refused before its end, the rest is
@@ -235,12 +276,10 @@ pub fn read(
         buf: Vec::new(),
     };
     if r.take(MAGIC.len())? != MAGIC {
-        return Err(SavedError("not an embeddings cache"));
+        return Err(SavedError::NotACache);
     }
     if r.u32()? != FORMAT {
-        return Err(SavedError(
-            "the embeddings cache was written by another version",
-        ));
+        return Err(SavedError::OtherVersion);
     }
     let mut store = VectorStore::new(dims);
     let mut boilerplate = Boilerplate::default();
@@ -258,12 +297,10 @@ fn body<R: Read>(
     dims: usize,
 ) -> Result<(), SavedError> {
     if &r.array::<32>()? != fingerprint {
-        return Err(SavedError("the embeddings cache was made by another model"));
+        return Err(SavedError::OtherModel);
     }
     if r.u32()? as usize != dims {
-        return Err(SavedError(
-            "the embeddings cache has other dimensions than the model",
-        ));
+        return Err(SavedError::OtherDimensions);
     }
     let lines = u64::from(r.u32()?);
     // A count past the bytes left is a lie, not an allocation.
@@ -274,9 +311,7 @@ fn body<R: Read>(
     for _ in 0..lines {
         let k = u64::from_le_bytes(r.array()?);
         if last.is_some_and(|l| l >= k) {
-            return Err(SavedError(
-                "the embeddings cache's boilerplate lines are out of order",
-            ));
+            return Err(SavedError::BoilerplateOrder);
         }
         last = Some(k);
         boilerplate.insert(k);
@@ -291,14 +326,11 @@ fn body<R: Read>(
     let mut scales = Vec::new();
     for _ in 0..notes {
         let len = r.u16()?;
-        let path = VaultPath::parse(r.str(len)?)
-            .map_err(|_| SavedError("the embeddings cache names a path that is not a note"))?;
+        let path = VaultPath::parse(r.str(len)?).map_err(|_| SavedError::NotANote)?;
         let stamp = u64::from_le_bytes(r.array()?);
         let count = usize::from(r.u16()?);
         if count == 0 || count > MAX_CHUNKS {
-            return Err(SavedError(
-                "the embeddings cache holds a note with a bad section count",
-            ));
+            return Err(SavedError::SectionCount);
         }
         sections.clear();
         codes.clear();
@@ -311,19 +343,19 @@ fn body<R: Read>(
             };
             let scale = f32::from_le_bytes(r.array()?);
             if !scale.is_finite() || scale < 0.0 {
-                return Err(SavedError("the embeddings cache holds a bad scale"));
+                return Err(SavedError::BadScale);
             }
             codes.extend(r.take(dims)?.iter().map(|&b| b as i8));
             scales.push(scale);
             sections.push(Section { line, heading });
         }
         if store.stamp(&path).is_some() {
-            return Err(SavedError("the embeddings cache names a note twice"));
+            return Err(SavedError::NoteTwice);
         }
         store.put(path, stamp, std::mem::take(&mut sections), &codes, &scales);
     }
     if r.left != 0 {
-        return Err(SavedError("the embeddings cache has bytes past its end"));
+        return Err(SavedError::TrailingBytes);
     }
     Ok(())
 }
@@ -415,16 +447,21 @@ mod tests {
         assert!(
             decode(&bytes, &[8; 32], 3)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("another model")
         );
-        assert!(decode(&bytes, &FP, 4).unwrap_err().0.contains("dimensions"));
+        assert!(
+            decode(&bytes, &FP, 4)
+                .unwrap_err()
+                .to_string()
+                .contains("dimensions")
+        );
         let mut other = bytes.clone();
         other[MAGIC.len()] ^= 1;
         assert!(
             decode(&other, &FP, 3)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("another version")
         );
     }
@@ -471,7 +508,7 @@ mod tests {
         assert!(
             decode(&reseal(evil), &FP, 3)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("path")
         );
         // A note count far beyond the bytes.
@@ -494,7 +531,7 @@ mod tests {
         assert!(
             decode(&reseal(swapped), &FP, 3)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("out of order")
         );
         // Trailing bytes inside the sealed body.
@@ -503,7 +540,7 @@ mod tests {
         assert!(
             decode(&reseal(extra), &FP, 3)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("past its end")
         );
     }

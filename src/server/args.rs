@@ -21,6 +21,22 @@ use serde_json::Value;
 /// `invalid_argument` error).
 pub const ARGUMENT_ERROR_PREFIX: &str = "failed to deserialize parameters: ";
 
+/// Why tool arguments were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgError {
+    /// A parameter of the wrong type or outside its range: what the schema asks, in words.
+    #[error("`{name}` must be {expected}")]
+    Expected {
+        /// The parameter.
+        name: String,
+        /// What it must be (`a whole number from 1 to 100`, `one of `a`, `b``...).
+        expected: String,
+    },
+    /// Anything else serde refuses (a missing or unknown field...), in its words.
+    #[error("{0}")]
+    Other(serde_json::Error),
+}
+
 /// Tool arguments of type `T`, deserialised after schema-guided coercion.
 #[derive(Debug, Clone)]
 pub struct Parameters<T>(pub T);
@@ -42,14 +58,17 @@ where
     fn from_context_part(context: &mut ToolCallContext<S>) -> Result<Self, rmcp::ErrorData> {
         let args = context.arguments.take().unwrap_or_default();
         let schema = schema_for_input::<T>().unwrap_or_else(|_| Arc::new(JsonObject::new()));
-        parse(args, &schema).map(Parameters).map_err(|message| {
-            rmcp::ErrorData::invalid_params(format!("{ARGUMENT_ERROR_PREFIX}{message}"), None)
+        parse(args, &schema).map(Parameters).map_err(|e| {
+            rmcp::ErrorData::invalid_params(format!("{ARGUMENT_ERROR_PREFIX}{e}"), None)
         })
     }
 }
 
 /// Coerces `args` by `schema`, then deserialises them; the error names the parameter.
-pub fn parse<T: DeserializeOwned>(mut args: JsonObject, schema: &JsonObject) -> Result<T, String> {
+pub fn parse<T: DeserializeOwned>(
+    mut args: JsonObject,
+    schema: &JsonObject,
+) -> Result<T, ArgError> {
     let props = schema.get("properties").and_then(Value::as_object);
     if let Some(props) = props {
         for (name, value) in args.iter_mut() {
@@ -58,20 +77,23 @@ pub fn parse<T: DeserializeOwned>(mut args: JsonObject, schema: &JsonObject) -> 
                 // A number outside the schema's range is refused, never clamped: one rule for
                 // every tool, and the message names the parameter and the range.
                 if !in_range(value, prop) {
-                    return Err(format!("`{name}` must be {}", expected(prop)));
+                    return Err(ArgError::Expected {
+                        name: name.clone(),
+                        expected: expected(prop),
+                    });
                 }
             }
         }
     }
     serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
         let field = e.path().to_string();
-        let inner = e.into_inner().to_string();
         match props.and_then(|p| p.get(&field)) {
             // What serde says names Rust types (`expected u32`): the schema says it in words.
-            Some(prop) if field != "." => {
-                format!("`{field}` must be {}", expected(deref(prop, schema)))
-            }
-            _ => inner,
+            Some(prop) if field != "." => ArgError::Expected {
+                expected: expected(deref(prop, schema)),
+                name: field,
+            },
+            _ => ArgError::Other(e.into_inner()),
         }
     })
 }
@@ -192,7 +214,7 @@ mod tests {
 
     fn run(v: Value) -> Result<Args, String> {
         let Value::Object(o) = v else { unreachable!() };
-        parse(o, &schema_for_input::<Args>().unwrap())
+        parse(o, &schema_for_input::<Args>().unwrap()).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Obsidian Bases: `query_base` and `list_bases`. The work is in [`crate::notes::bases`].
+//! Queries: Obsidian Bases (`query_base`, `list_bases`; the work is in [`crate::notes::bases`]),
+//! and Dataview's and the Tasks plugin's queries (`run_query`; in [`crate::notes::query`]).
 
 use rmcp::handler::server::wrapper::Json;
 use rmcp::{tool, tool_router};
@@ -7,6 +8,7 @@ use serde::Deserialize;
 
 use super::{CapvaultServer, Parameters, ToolError};
 use crate::notes::bases::{self, BaseArgs, BaseList, BaseReply, BaseRequest};
+use crate::notes::query::{self, Language, QueryArgs, QueryReply, QueryRequest};
 use crate::vault::VaultPath;
 
 /// Arguments of `query_base`.
@@ -27,7 +29,26 @@ pub struct QueryBaseArgs {
     /// Rows per page (default 50).
     #[schemars(range(min = 1, max = crate::notes::bases::MAX_ROWS))]
     pub limit: Option<u32>,
-    /// A `next_cursor`.
+    // A `next_cursor` (the name says it).
+    pub cursor: Option<String>,
+}
+
+/// Arguments of `run_query`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunQueryArgs {
+    /// `dataview` (DQL, default) or `tasks` (the Tasks plugin's query lines).
+    pub language: Option<Language>,
+    /// E.g. `TABLE rating FROM #book SORT rating DESC`, or `not done\ndue before tomorrow`.
+    pub query: Option<String>,
+    /// Or a note with ```dataview / ```tasks blocks (`this` is the note).
+    pub path: Option<String>,
+    /// Which block, from 1.
+    #[schemars(range(min = 1))]
+    pub block: Option<usize>,
+    /// Rows per page (default 50).
+    #[schemars(range(min = 1, max = crate::notes::query::MAX_ROWS))]
+    pub limit: Option<u32>,
     pub cursor: Option<String>,
 }
 
@@ -40,7 +61,7 @@ pub struct ListBasesArgs {
     /// Bases per page (default 50).
     #[schemars(range(min = 1, max = crate::notes::bases::MAX_ROWS))]
     pub limit: Option<u32>,
-    /// A `next_cursor`.
+    // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
 }
 
@@ -69,6 +90,31 @@ impl CapvaultServer {
             cursor: args.cursor,
         })?;
         self.note(move |engine| bases::query(engine, req)).await
+    }
+
+    /// Run a Dataview (DQL: LIST, TABLE, TASK, CALENDAR) or Tasks query on the files, or a
+    /// note's ```dataview/```tasks block: rows and the Markdown Obsidian shows. JavaScript
+    /// (dataviewjs) is never run.
+    #[tool(annotations(
+        title = "Run a Dataview or Tasks query",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn run_query(
+        &self,
+        Parameters(args): Parameters<RunQueryArgs>,
+    ) -> Result<Json<QueryReply>, ToolError> {
+        let req = QueryRequest::new(QueryArgs {
+            language: args.language,
+            query: args.query,
+            path: args.path,
+            block: args.block,
+            limit: args.limit,
+            cursor: args.cursor,
+        })?;
+        self.note(move |engine| query::run_query(engine, req)).await
     }
 
     /// Every `.base` file and ```base block, with its views.

@@ -40,10 +40,10 @@ pub struct BrokenLinksArgs {
     /// Only notes under this folder.
     #[serde(default)]
     pub folder: String,
-    /// Results per page (default 100).
+    /// Per page (default 100).
     #[schemars(range(min = 1, max = crate::notes::graph::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// A `next_cursor`.
+    // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
 }
 
@@ -54,10 +54,10 @@ pub struct OrphansArgs {
     /// Only notes that also link to nothing.
     #[serde(default)]
     pub no_outbound: bool,
-    /// Results per page (default 100).
+    /// Per page (default 100).
     #[schemars(range(min = 1, max = crate::notes::graph::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// A `next_cursor`.
+    // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
 }
 
@@ -76,7 +76,7 @@ pub struct NeighborsArgs {
     /// Notes per page (default 100).
     #[schemars(range(min = 1, max = crate::notes::graph::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// A `next_cursor`.
+    // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
 }
 
@@ -92,7 +92,7 @@ pub struct ListTagsArgs {
     /// Tags per page (default 100).
     #[schemars(range(min = 1, max = crate::notes::graph::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// A `next_cursor`.
+    // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
 }
 

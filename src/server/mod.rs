@@ -1,6 +1,6 @@
 //! The MCP server: tool handlers and resources over one [`Vault`].
 //!
-//! Handlers are thin: parse arguments (paths become [`VaultPath`]s here, at the boundary),
+//! Handlers are thin: parse arguments (paths become [`VaultPath`](crate::vault::VaultPath)s here, at the boundary),
 //! run the core operation from [`crate::notes`] on a blocking thread, shape the reply. Tool
 //! failures are `isError` results with a short message; JSON-RPC errors are kept for protocol
 //! faults (and for `resources/read`, which has no other way to fail).
@@ -13,6 +13,7 @@ mod knowledge;
 pub mod policy;
 mod resources;
 mod semantic_tools;
+mod task_tools;
 mod tools;
 mod vault_tools;
 mod write_tools;
@@ -32,7 +33,6 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use crate::engine::Engine;
-use crate::model::Model;
 use crate::notes::NoteError;
 use crate::notes::write::Writer;
 use crate::vault::Vault;
@@ -45,8 +45,8 @@ tokio::task_local! {
 pub use args::Parameters;
 pub use error::{Code, ToolError};
 pub use grant::Grant;
-pub use policy::ToolPolicy;
-pub use resources::{URI_PREFIX, path_from_uri, uri_for};
+pub use policy::{PolicyError, ToolPolicy};
+pub use resources::{URI_PREFIX, UriError, path_from_uri, uri_for};
 
 /// The tools as clients see them: filtered, renamed, schemas cleaned. Built once per server.
 #[derive(Debug)]
@@ -88,7 +88,7 @@ impl std::fmt::Debug for CapvaultServer {
 impl CapvaultServer {
     /// A session on `engine`, offering the tools `policy` allows. Fails only when the policy
     /// renames two tools to one name.
-    pub fn new(engine: Arc<Engine>, policy: &ToolPolicy) -> Result<Self, String> {
+    pub fn new(engine: Arc<Engine>, policy: &ToolPolicy) -> Result<Self, PolicyError> {
         Self::build(engine, None, policy)
     }
 
@@ -98,7 +98,7 @@ impl CapvaultServer {
         engine: Arc<Engine>,
         writer: Arc<Writer>,
         policy: &ToolPolicy,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PolicyError> {
         Self::build(engine, Some(writer), policy)
     }
 
@@ -106,7 +106,7 @@ impl CapvaultServer {
         engine: Arc<Engine>,
         writer: Option<Arc<Writer>>,
         policy: &ToolPolicy,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PolicyError> {
         let mut tool_router = Self::all_tools();
         if engine.semantic().is_some() {
             tool_router += Self::semantic_router();
@@ -141,7 +141,11 @@ impl CapvaultServer {
     }
 
     fn all_tools() -> ToolRouter<Self> {
-        Self::tool_router() + Self::knowledge_router() + Self::vault_router() + Self::base_router()
+        Self::tool_router()
+            + Self::knowledge_router()
+            + Self::vault_router()
+            + Self::base_router()
+            + Self::task_router()
     }
 
     /// Every tool in the code, read and write.
@@ -294,19 +298,6 @@ impl CapvaultServer {
         self.with_engine(move |engine| f(engine).map_err(ToolError::from))
             .await
             .map(rmcp::handler::server::wrapper::Json)
-    }
-
-    /// Runs `f` on the blocking pool with the vault and an up-to-date model.
-    async fn with_model<T, F>(&self, f: F) -> Result<T, ToolError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Vault, &Model) -> Result<T, NoteError> + Send + 'static,
-    {
-        self.with_engine(move |engine| {
-            let fresh = engine.model()?;
-            f(engine.vault(), &fresh).map_err(ToolError::from)
-        })
-        .await
     }
 
     fn instructions(&self) -> String {

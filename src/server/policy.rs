@@ -20,6 +20,28 @@ pub fn read_tools() -> &'static BTreeSet<String> {
     &READ
 }
 
+/// A refused tool profile, tool name or override.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// No tool has this name; `known` lists them all.
+    #[error("unknown tool `{name}`; tools: {known}")]
+    UnknownTool {
+        /// The name given.
+        name: String,
+        /// Every tool name, comma-separated.
+        known: String,
+    },
+    /// An override's name breaks the MCP tool-name rule.
+    #[error("tool name `{0}` is not allowed: use 1 to 64 letters, digits, `_`, `-` or `.`")]
+    BadToolName(String),
+    /// A profile that names nothing.
+    #[error("a tool profile needs `all`, `read`, `minimal` or tool names")]
+    EmptyProfile,
+    /// Overrides give two tools one name.
+    #[error("two tools would be called `{0}`")]
+    SameName(String),
+}
+
 /// The smallest useful set.
 pub const MINIMAL_TOOLS: &[&str] = &["list_notes", "read_note", "search_notes"];
 
@@ -51,7 +73,7 @@ impl ToolPolicy {
 
     /// A `--tools` value: `all`, `read`, `minimal`, or a comma-separated list of tool names.
     /// Names are checked against `known`.
-    pub fn from_spec(spec: &str, known: &[String]) -> Result<Self, String> {
+    pub fn from_spec(spec: &str, known: &[String]) -> Result<Self, PolicyError> {
         Ok(ToolPolicy {
             only: profile_tools(spec, known)?,
             ..ToolPolicy::default()
@@ -59,7 +81,7 @@ impl ToolPolicy {
     }
 
     /// Also takes `name` away. Checked against `known`.
-    pub fn disable(&mut self, name: &str, known: &[String]) -> Result<(), String> {
+    pub fn disable(&mut self, name: &str, known: &[String]) -> Result<(), PolicyError> {
         check_known(name, known)?;
         self.disabled.insert(name.to_owned());
         Ok(())
@@ -71,14 +93,12 @@ impl ToolPolicy {
         tool: &str,
         o: Override,
         known: &[String],
-    ) -> Result<(), String> {
+    ) -> Result<(), PolicyError> {
         check_known(tool, known)?;
         if let Some(n) = &o.name
             && !valid_tool_name(n)
         {
-            return Err(format!(
-                "tool name `{n}` is not allowed: use 1 to 64 letters, digits, `_`, `-` or `.`"
-            ));
+            return Err(PolicyError::BadToolName(n.clone()));
         }
         self.overrides.insert(tool.to_owned(), o);
         Ok(())
@@ -92,7 +112,10 @@ impl ToolPolicy {
     /// The tools offered out of `tools`, renamed and re-described, their schemas cleaned, with
     /// the map from the names clients call to the names in the code. Fails when two tools would
     /// share a name.
-    pub fn apply(&self, tools: Vec<Tool>) -> Result<(Vec<Tool>, BTreeMap<String, String>), String> {
+    pub fn apply(
+        &self,
+        tools: Vec<Tool>,
+    ) -> Result<(Vec<Tool>, BTreeMap<String, String>), PolicyError> {
         let mut listed = Vec::new();
         let mut names = BTreeMap::new();
         for mut tool in tools {
@@ -126,7 +149,7 @@ impl ToolPolicy {
                 .insert(tool.name.to_string(), internal.clone())
                 .is_some()
             {
-                return Err(format!("two tools would be called `{}`", tool.name));
+                return Err(PolicyError::SameName(tool.name.to_string()));
             }
             listed.push(tool);
         }
@@ -137,7 +160,10 @@ impl ToolPolicy {
 
 /// The tools a profile names (`None` for `all`): `read`, `minimal`, or a comma-separated list
 /// of tool names checked against `known`. Shared by `--tools` and the token file.
-pub fn profile_tools(spec: &str, known: &[String]) -> Result<Option<BTreeSet<String>>, String> {
+pub fn profile_tools(
+    spec: &str,
+    known: &[String],
+) -> Result<Option<BTreeSet<String>>, PolicyError> {
     Ok(match spec.trim() {
         "all" => None,
         "read" => Some(read_tools().clone()),
@@ -150,9 +176,7 @@ pub fn profile_tools(spec: &str, known: &[String]) -> Result<Option<BTreeSet<Str
                 .map(str::to_owned)
                 .collect();
             if names.is_empty() {
-                return Err(
-                    "a tool profile needs `all`, `read`, `minimal` or tool names".to_owned(),
-                );
+                return Err(PolicyError::EmptyProfile);
             }
             for n in &names {
                 check_known(n, known)?;
@@ -162,14 +186,14 @@ pub fn profile_tools(spec: &str, known: &[String]) -> Result<Option<BTreeSet<Str
     })
 }
 
-fn check_known(name: &str, known: &[String]) -> Result<(), String> {
+fn check_known(name: &str, known: &[String]) -> Result<(), PolicyError> {
     if known.iter().any(|k| k == name) {
         Ok(())
     } else {
-        Err(format!(
-            "unknown tool `{name}`; tools: {}",
-            known.join(", ")
-        ))
+        Err(PolicyError::UnknownTool {
+            name: name.to_owned(),
+            known: known.join(", "),
+        })
     }
 }
 
@@ -451,7 +475,10 @@ mod tests {
         let list = ToolPolicy::from_spec("read_note, vault_info", &k).unwrap();
         assert!(list.allows("vault_info") && !list.allows("search_notes"));
         let e = ToolPolicy::from_spec("read_note,delete_everything", &k).unwrap_err();
-        assert!(e.contains("unknown tool `delete_everything`"), "{e}");
+        assert!(
+            e.to_string().contains("unknown tool `delete_everything`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use rmcp::model::{
 };
 
 use crate::notes::{NoteError, cursor, read_note};
-use crate::vault::{Vault, VaultError, VaultPath, is_note_name};
+use crate::vault::{PathError, Vault, VaultError, VaultPath, is_note_name};
 
 /// Every note resource URI starts with this.
 pub const URI_PREFIX: &str = "capvault:///";
@@ -49,6 +49,23 @@ pub fn uri_for(path: &VaultPath) -> String {
     )
 }
 
+/// Why a resource URI names no vault path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UriError {
+    /// Not a `capvault:///` URI.
+    #[error(
+        "unknown resource URI: note URIs look like `{}folder/Note.md`",
+        URI_PREFIX
+    )]
+    Unknown,
+    /// Its percent-escapes decode to bytes that are not UTF-8.
+    #[error("invalid resource URI: its percent-escapes are not UTF-8")]
+    NotUtf8,
+    /// The decoded path breaks the rules of a tool's `path` argument.
+    #[error("invalid path: {0}")]
+    Path(PathError),
+}
+
 /// The vault path a resource URI names, under the same rules as a tool's `path` argument.
 ///
 /// ```
@@ -60,14 +77,12 @@ pub fn uri_for(path: &VaultPath) -> String {
 /// assert_eq!(path_from_uri(&uri_for(&p)), Ok(p));
 /// assert!(path_from_uri("capvault:///%2e%2e/secret.md").is_err());
 /// ```
-pub fn path_from_uri(uri: &str) -> Result<VaultPath, String> {
-    let rest = uri.strip_prefix(URI_PREFIX).ok_or_else(|| {
-        format!("unknown resource URI: note URIs look like `{URI_PREFIX}folder/Note.md`")
-    })?;
+pub fn path_from_uri(uri: &str) -> Result<VaultPath, UriError> {
+    let rest = uri.strip_prefix(URI_PREFIX).ok_or(UriError::Unknown)?;
     let decoded = percent_decode_str(rest)
         .decode_utf8()
-        .map_err(|_| "invalid resource URI: its percent-escapes are not UTF-8".to_owned())?;
-    VaultPath::parse(&decoded).map_err(|e| format!("invalid path: {e}"))
+        .map_err(|_| UriError::NotUtf8)?;
+    VaultPath::parse(&decoded).map_err(UriError::Path)
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -139,7 +154,8 @@ pub(super) fn read(vault: &Vault, uri: &str) -> Result<ReadResourceResult, Error
     // Errors name the resource asked for in their data, as SEP-2164 asks (the client's own
     // string, when it is of a sensible length).
     let data = (uri.len() <= 2048).then(|| serde_json::json!({ "uri": uri }));
-    let path = path_from_uri(uri).map_err(|m| ErrorData::invalid_params(m, data.clone()))?;
+    let path =
+        path_from_uri(uri).map_err(|e| ErrorData::invalid_params(e.to_string(), data.clone()))?;
     match read_note(vault, &path) {
         Ok(note) => Ok(ReadResourceResult::new(vec![
             ResourceContents::text(note.content, uri_for(&path)).with_mime_type(MIME),

@@ -14,9 +14,9 @@ use super::{CapvaultServer, Parameters, ToolError};
 use crate::notes::NoteError;
 use crate::notes::filter::NoteFilter;
 use crate::notes::list::{
-    self, FolderSummary, KindFilter, ListPage, ListQuery, ListRequest, list_folders,
+    self, FolderPage, FoldersRequest, KindFilter, ListPage, ListQuery, ListRequest,
 };
-use crate::notes::search::{Mode, SearchQuery, SearchResults, parse_time, search};
+use crate::notes::search::{self, Mode, SearchRequest, SearchResults, SearchScope};
 use crate::notes::view::{self, Format, NoteView, ReadRequest, ViewRequest};
 use crate::vault::VaultError;
 use crate::vault::VaultPath;
@@ -40,6 +40,9 @@ pub struct ReadNoteArgs {
     /// Most characters of text (default 40000).
     #[schemars(range(min = 1, max = crate::notes::view::MAX_MAX_CHARS))]
     pub max_chars: Option<u32>,
+    /// Also evaluate Dataview inline queries (`= expr`) into `inline`.
+    #[serde(default)]
+    pub evaluate_inline: bool,
 }
 
 /// Arguments of `list_notes`.
@@ -55,7 +58,7 @@ pub struct ListNotesArgs {
     /// Notes per page (default 100).
     #[schemars(range(min = 1, max = crate::notes::list::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// A `next_cursor`.
+    // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
     /// Only notes with this tag or one nested under it.
     pub tag: Option<String>,
@@ -83,7 +86,7 @@ pub struct ListFoldersArgs {
     /// Folders per page (default 100).
     #[schemars(range(min = 1, max = crate::notes::list::MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// A `next_cursor`.
+    // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
 }
 
@@ -115,22 +118,8 @@ pub struct SearchNotesArgs {
     pub modified_after: Option<String>,
     /// Modified before this date or time.
     pub modified_before: Option<String>,
-    /// A `next_cursor`.
+    // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
-}
-
-/// Reply of `list_folders`.
-#[derive(Debug, serde::Serialize, JsonSchema)]
-pub struct FolderPage {
-    /// Folders in path order (a parent before its subfolders).
-    pub folders: Vec<FolderSummary>,
-    /// Folders in all.
-    pub total: usize,
-    /// True when more folders follow (see `next_cursor`).
-    pub truncated: bool,
-    /// Pass back as `cursor` for the next page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
 }
 
 fn yes() -> bool {
@@ -158,6 +147,7 @@ impl CapvaultServer {
             lines: args.lines,
             offset: args.offset,
             max_chars: args.max_chars,
+            evaluate_inline: args.evaluate_inline,
         };
         let req = ReadRequest::new(args.path, view).map_err(read_hint)?;
         self.with_engine(move |engine| view::read(engine, &req).map_err(read_hint))
@@ -203,29 +193,12 @@ impl CapvaultServer {
         &self,
         Parameters(args): Parameters<ListFoldersArgs>,
     ) -> Result<Json<FolderPage>, ToolError> {
-        let folder = VaultPath::parse_folder(&args.folder)?;
-        self.with_model(move |_, model| {
-            let p = list_folders(
-                model,
-                &folder,
-                args.depth,
-                args.limit,
-                args.cursor.as_deref(),
-            )?;
-            Ok(FolderPage {
-                truncated: p.truncated(),
-                folders: p.items,
-                total: p.total,
-                next_cursor: p.next_cursor,
-            })
-        })
-        .await
-        .map(Json)
+        let req = FoldersRequest::new(&args.folder, args.depth, args.limit, args.cursor)?;
+        self.note(move |engine| list::folders(engine, &req)).await
     }
 
     /// Search notes by words, exact text or a regex. `ranked`: by relevance (title, headings,
-    /// tags, body), one hit per note at its best line. `exact`, `regex`: every matching line. Filters: folder, tag, property,
-    /// time.
+    /// tags, body), one hit per note at its best line.
     #[tool(annotations(
         title = "Search notes",
         read_only_hint = true,
@@ -238,30 +211,26 @@ impl CapvaultServer {
         Parameters(args): Parameters<SearchNotesArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<SearchResults>, ToolError> {
-        let folder = VaultPath::parse_folder(args.folder.as_deref().unwrap_or(""))?;
-        let time = |name: &str, v: Option<String>| {
-            v.map(|s| parse_time(name, &s).map_err(ToolError::from))
-                .transpose()
-        };
-        let query = SearchQuery {
-            query: args.query,
-            mode: args
-                .mode
-                .unwrap_or_else(|| Mode::default_for(self.engine())),
-            limit: args.limit,
-            case_sensitive: args.case_sensitive,
-            folder,
+        let scope = SearchScope {
+            folder: args.folder,
             tag: args.tag,
             property: args.property,
             value: args.value,
-            modified_after: time("modified_after", args.modified_after)?,
-            modified_before: time("modified_before", args.modified_before)?,
-            cursor: args.cursor,
+            modified_after: args.modified_after,
+            modified_before: args.modified_before,
         };
+        let req = SearchRequest::new(
+            args.query,
+            args.mode,
+            args.limit,
+            args.case_sensitive,
+            scope,
+            args.cursor,
+        )?;
         let engine = Arc::clone(self.engine());
         // While the index builds, a client that asked for progress hears how the build goes.
         let progress = match context.meta.get_progress_token() {
-            Some(token) if query.mode == Mode::Ranked && !engine.is_ready() => {
+            Some(token) if req.waits_for_build(&engine) => {
                 // The first report goes out before the scan starts (a fast scan would otherwise
                 // finish before a spawned reporter ever ran); then every 200 ms.
                 let peer = context.peer.clone();
@@ -277,13 +246,11 @@ impl CapvaultServer {
             }
             _ => None,
         };
-        let result = self
-            .with_engine(move |engine| search(engine, &query).map_err(ToolError::from))
-            .await;
+        let result = self.note(move |engine| search::run(engine, &req)).await;
         if let Some(task) = progress {
             task.abort();
         }
-        result.map(Json)
+        result
     }
 }
 

@@ -29,7 +29,7 @@ pub struct CreateNoteArgs {
     pub frontmatter: Option<Map<String, Value>>,
     /// A template's name or path.
     pub template: Option<String>,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -38,13 +38,13 @@ pub struct CreateNoteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteNoteArgs {
-    /// Path of the note.
+    // Path of the note (the name says it).
     pub path: String,
     /// The note's whole new text.
     pub content: String,
-    /// The note's `sha256` as read (else `conflict`).
+    /// `sha256` as read (else `conflict`).
     pub if_match: String,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -53,13 +53,13 @@ pub struct WriteNoteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditNoteArgs {
-    /// Path of the note.
+    // Path of the note (the name says it).
     pub path: String,
     /// Replacements, 1 to 100, all or none.
     pub edits: Vec<TextEdit>,
-    /// The note's `sha256` as read (else `conflict`).
+    /// `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -68,15 +68,15 @@ pub struct EditNoteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppendArgs {
-    /// Path of the note.
+    // Path of the note (the name says it).
     pub path: String,
     /// Text to add, on lines of its own.
     pub content: String,
     /// At the end of this heading's own text, before its subheadings (`Parent/Child` nests).
     pub heading: Option<String>,
-    /// The note's `sha256` as read (else `conflict`).
+    /// `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -85,13 +85,28 @@ pub struct AppendArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PrependArgs {
-    /// Path of the note.
+    // Path of the note (the name says it).
     pub path: String,
     /// Text to add.
     pub content: String,
-    /// The note's `sha256` as read (else `conflict`).
+    /// `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Only return the diff.
+    /// Diff only.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `set_task_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskStatusArgs {
+    pub path: String,
+    /// From 1, as `list_tasks` gives it.
+    #[schemars(range(min = 1))]
+    pub line: usize,
+    /// `toggle` (default), `todo`, `done`, `in_progress`, `cancelled` or a symbol.
+    pub status: Option<String>,
+    pub if_match: Option<String>,
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -100,7 +115,7 @@ pub struct PrependArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FrontmatterArgs {
-    /// Path of the note.
+    // Path of the note (the name says it).
     pub path: String,
     /// Properties to set.
     #[serde(default)]
@@ -108,9 +123,9 @@ pub struct FrontmatterArgs {
     /// Property names to remove.
     #[serde(default)]
     pub remove: Vec<String>,
-    /// The note's `sha256` as read (else `conflict`).
+    /// `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -162,13 +177,13 @@ pub struct HistoryArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RestoreArgs {
-    /// Path of the note.
+    // Path of the note (the name says it).
     pub path: String,
     /// The version, from `note_history`.
     pub sha256: String,
     /// The note's current `sha256` (else `conflict`).
     pub if_match: Option<String>,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -181,7 +196,7 @@ pub struct AppendDailyArgs {
     pub text: String,
     /// `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
     pub date: Option<String>,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -194,7 +209,7 @@ pub struct CreateDailyArgs {
     pub date: Option<String>,
     /// Text after the template's.
     pub content: Option<String>,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -207,7 +222,7 @@ pub struct CreateCanvasArgs {
     pub path: String,
     /// `{"nodes": [...], "edges": [...]}` as `read_canvas` returns them.
     pub canvas: Map<String, Value>,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -222,7 +237,7 @@ pub struct EditCanvasArgs {
     pub ops: Vec<CanvasOp>,
     /// The canvas's `sha256` (else `conflict`).
     pub if_match: Option<String>,
-    /// Only return the diff.
+    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -265,7 +280,6 @@ impl CapvaultServer {
         title = "Create note",
         read_only_hint = false,
         destructive_hint = false,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn create_note(
@@ -308,7 +322,6 @@ impl CapvaultServer {
         title = "Edit note",
         read_only_hint = false,
         destructive_hint = true,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn edit_note(
@@ -329,7 +342,6 @@ impl CapvaultServer {
         title = "Append to note",
         read_only_hint = false,
         destructive_hint = false,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn append_to_note(
@@ -347,12 +359,35 @@ impl CapvaultServer {
             .await
     }
 
+    /// Set a task's checkbox as the Tasks plugin does: done/cancelled dates, a recurring
+    /// task's next occurrence.
+    #[tool(annotations(
+        title = "Set task status",
+        read_only_hint = false,
+        destructive_hint = false,
+        open_world_hint = false
+    ))]
+    pub async fn set_task_status(
+        &self,
+        Parameters(a): Parameters<TaskStatusArgs>,
+    ) -> Result<Json<WriteResult>, ToolError> {
+        let req = write::TaskStatusRequest {
+            note: NoteName::parse(&a.path)?,
+            line: a.line,
+            status: a.status,
+            if_match: a.if_match,
+            dry_run: a.dry_run,
+        };
+        let today = chrono::Local::now().date_naive();
+        self.write(move |w, e| write::set_task_status(w, e, &req, today))
+            .await
+    }
+
     /// Add text at the start of a note, after its frontmatter.
     #[tool(annotations(
         title = "Prepend to note",
         read_only_hint = false,
         destructive_hint = false,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn prepend_to_note(
@@ -398,7 +433,6 @@ impl CapvaultServer {
         title = "Delete note",
         read_only_hint = false,
         destructive_hint = true,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn delete_note(
@@ -419,7 +453,6 @@ impl CapvaultServer {
         title = "Move note",
         read_only_hint = false,
         destructive_hint = true,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn move_note(
@@ -481,7 +514,6 @@ impl CapvaultServer {
         title = "Append to daily note",
         read_only_hint = false,
         destructive_hint = false,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn append_daily_note(
@@ -498,7 +530,6 @@ impl CapvaultServer {
         title = "Create daily note",
         read_only_hint = false,
         destructive_hint = false,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn create_daily_note(
@@ -519,7 +550,6 @@ impl CapvaultServer {
         title = "Create canvas",
         read_only_hint = false,
         destructive_hint = false,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn create_canvas(
@@ -540,7 +570,6 @@ impl CapvaultServer {
         title = "Edit canvas",
         read_only_hint = false,
         destructive_hint = true,
-        idempotent_hint = false,
         open_world_hint = false
     ))]
     pub async fn edit_canvas(

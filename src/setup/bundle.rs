@@ -8,8 +8,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::SetupError;
 use crate::server::CapvaultServer;
-use crate::vault::host::HostFile;
+use crate::vault::host::Host;
 
 /// Where the binary sits inside the bundle.
 pub const ENTRY_POINT: &str = "server/capvault";
@@ -85,14 +86,19 @@ pub fn platform_note(platform: &str) -> Option<String> {
 
 /// Builds the bundle at `out` from this binary, compressed at `level` (0 stores, 1 to 9
 /// deflate; 9, the smallest, is the default).
-pub fn build(out_path: &Path, level: u8, out: &mut dyn Write) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-    let binary = HostFile::at(&exe)?
+pub fn build(
+    host: &Host,
+    out_path: &Path,
+    level: u8,
+    out: &mut dyn Write,
+) -> Result<(), SetupError> {
+    let exe = std::env::current_exe().map_err(SetupError::NoBinary)?;
+    let binary = host
+        .file(&exe)?
         .read_up_to(MAX_BINARY_BYTES)?
-        .ok_or_else(|| "this binary cannot be read".to_owned())?;
+        .ok_or(SetupError::BinaryUnreadable)?;
     let manifest = manifest(this_platform());
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let z = |e: zip::result::ZipError| format!("bundle: {e}");
     let options = if level == 0 {
         zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored)
     } else {
@@ -100,25 +106,22 @@ pub fn build(out_path: &Path, level: u8, out: &mut dyn Write) -> Result<(), Stri
             .compression_method(zip::CompressionMethod::Deflated)
             .compression_level(Some(i64::from(level.min(9))))
     };
-    zip.start_file("manifest.json", options.unix_permissions(0o644))
-        .map_err(z)?;
-    let text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())?;
-    zip.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
-    zip.start_file(ENTRY_POINT, options.unix_permissions(0o755))
-        .map_err(z)?;
-    zip.write_all(&binary).map_err(|e| e.to_string())?;
-    let bytes = zip.finish().map_err(z)?.into_inner();
-    let mut file = HostFile::at(out_path)?;
+    zip.start_file("manifest.json", options.unix_permissions(0o644))?;
+    let text = serde_json::to_string_pretty(&manifest)?;
+    zip.write_all(text.as_bytes())?;
+    zip.start_file(ENTRY_POINT, options.unix_permissions(0o755))?;
+    zip.write_all(&binary)?;
+    let bytes = zip.finish()?.into_inner();
+    let mut file = host.file(out_path)?;
     file.replace(&bytes, None)?;
     writeln!(
         out,
         "wrote {} ({:.1} MB): open it with Claude Desktop to install capvault",
         out_path.display(),
         bytes.len() as f64 / 1e6
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     if let Some(note) = platform_note(this_platform()) {
-        writeln!(out, "{note}").map_err(|e| e.to_string())?;
+        writeln!(out, "{note}")?;
     }
     Ok(())
 }

@@ -182,13 +182,14 @@ pub const CLIENTS: &[Client] = &[
 ];
 
 /// The client called `id`.
-pub fn client(id: &str) -> Result<&'static Client, String> {
-    CLIENTS.iter().find(|c| c.id == id).ok_or_else(|| {
-        format!(
-            "unknown client `{id}`; clients: {}",
-            CLIENTS.iter().map(|c| c.id).collect::<Vec<_>>().join(", ")
-        )
-    })
+pub fn client(id: &str) -> Result<&'static Client, super::SetupError> {
+    CLIENTS
+        .iter()
+        .find(|c| c.id == id)
+        .ok_or_else(|| super::SetupError::UnknownClient {
+            id: id.to_owned(),
+            known: CLIENTS.iter().map(|c| c.id).collect::<Vec<_>>().join(", "),
+        })
 }
 
 impl Client {
@@ -250,7 +251,12 @@ mod tests {
             path("zed", Platform::Windows),
             PathBuf::from("C:/Users/u/AppData/Roaming/Zed/settings.json")
         );
-        assert!(client("nope").unwrap_err().contains("claude-desktop"));
+        assert!(
+            client("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("claude-desktop")
+        );
         let xdg = Home {
             xdg_config: Some(PathBuf::from("/x")),
             ..home

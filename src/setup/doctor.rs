@@ -11,11 +11,12 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 
+use super::SetupError;
 use super::clients::{CLIENTS, Home, Platform};
 use super::install;
 use crate::notes::settings::load_settings;
 use crate::vault::cache::{CacheError, IndexCacheDir, default_root};
-use crate::vault::host::HostFile;
+use crate::vault::host::Host;
 use crate::vault::{Limits, Vault, VaultPath};
 
 /// How one check went.
@@ -58,7 +59,7 @@ impl Report<'_> {
 
 /// Runs every check on the vault at `root` and prints the report to `out`. Fails when a check
 /// failed.
-pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
+pub async fn run(host: &Host, root: &Path, out: &mut dyn Write) -> Result<(), SetupError> {
     let mut r = Report {
         out,
         failed: 0,
@@ -76,15 +77,15 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
                 &e.to_string(),
                 Some("give the vault folder itself (the one that holds `.obsidian`), as an absolute path"),
             );
-            return Err("the vault does not open".to_owned());
+            return Err(SetupError::VaultDoesNotOpen);
         }
     };
-    check_config(&mut r);
+    check_config(host, &mut r);
     check_settings(&vault, &mut r);
-    let folders = check_watches(&vault, &mut r);
+    let folders = check_watches(host, &vault, &mut r);
     check_cache(&vault, &mut r);
-    check_model(&mut r);
-    check_clients(&vault, root, &mut r);
+    check_model(host, &mut r);
+    check_clients(host, &vault, root, &mut r);
     check_session(root, &mut r).await;
     let _ = writeln!(
         r.out,
@@ -92,7 +93,7 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
         r.failed, r.warned
     );
     if r.failed > 0 {
-        Err(format!("{} checks failed", r.failed))
+        Err(SetupError::ChecksFailed(r.failed))
     } else {
         Ok(())
     }
@@ -100,11 +101,11 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<(), String> {
 
 /// The default embedding model (`serve --semantic`): downloaded already, or how to get it
 /// with a network and without one. Semantic search is optional: never a warning.
-fn check_model(r: &mut Report<'_>) {
+fn check_model(host: &Host, r: &mut Report<'_>) {
     let spec = crate::semantic::fetch::ModelSpec::default_model();
     let have = spec
         .cache_folder()
-        .is_some_and(|f| crate::semantic::load_model(&f).is_ok());
+        .is_some_and(|f| crate::semantic::load_model(host, &f).is_ok());
     if have {
         r.line(
             Outcome::Ok,
@@ -124,8 +125,8 @@ fn check_model(r: &mut Report<'_>) {
 
 /// The user's config file (`capvault/config.toml`): a server started without `--config` reads it,
 /// and stops at once when it does not parse (a client then shows no tools).
-fn check_config(r: &mut Report<'_>) {
-    match crate::config::load(None) {
+fn check_config(host: &Host, r: &mut Report<'_>) {
+    match crate::config::load(host, None) {
         Ok(_) => r.line(Outcome::Ok, "the capvault config file (if any) parses", None),
         Err(e) => r.line(
             Outcome::Fail,
@@ -151,7 +152,7 @@ fn check_settings(vault: &Vault, r: &mut Report<'_>) {
 }
 
 /// Counts the vault's folders and compares with the inotify watch limit; returns the count.
-fn check_watches(vault: &Vault, r: &mut Report<'_>) -> usize {
+fn check_watches(host: &Host, vault: &Vault, r: &mut Report<'_>) -> usize {
     let mut folders: BTreeSet<String> = BTreeSet::new();
     folders.insert(String::new());
     let _ = vault.walk(&VaultPath::root(), true, &|_| true, &mut |e| {
@@ -169,7 +170,8 @@ fn check_watches(vault: &Vault, r: &mut Report<'_>) -> usize {
         ControlFlow::Continue(())
     });
     let n = folders.len();
-    let limit = HostFile::at(Path::new("/proc/sys/fs/inotify/max_user_watches"))
+    let limit = host
+        .file(Path::new("/proc/sys/fs/inotify/max_user_watches"))
         .ok()
         .and_then(|f| f.read().ok().flatten())
         .and_then(|b| String::from_utf8(b).ok())
@@ -235,7 +237,7 @@ fn check_cache(vault: &Vault, r: &mut Report<'_>) {
     }
 }
 
-fn check_clients(vault: &Vault, root: &Path, r: &mut Report<'_>) {
+fn check_clients(host: &Host, vault: &Vault, root: &Path, r: &mut Report<'_>) {
     let Some(home) = Home::from_env() else {
         r.line(
             Outcome::Warn,
@@ -251,7 +253,7 @@ fn check_clients(vault: &Vault, root: &Path, r: &mut Report<'_>) {
     let mut serves_this = false;
     for c in CLIENTS {
         let path = c.config_path(Platform::current(), &home);
-        let Ok(file) = HostFile::at(&path) else {
+        let Ok(file) = host.file(&path) else {
             continue;
         };
         let text = match file.read() {
@@ -279,7 +281,9 @@ fn check_clients(vault: &Vault, root: &Path, r: &mut Report<'_>) {
                 continue;
             };
             let what = format!("{} server `{name}` ({})", c.name, file.shown());
-            let binary_ok = HostFile::at(Path::new(&entry.command)).is_ok_and(|f| f.is_file());
+            let binary_ok = host
+                .file(Path::new(&entry.command))
+                .is_ok_and(|f| f.is_file());
             let vault_arg = entry
                 .args
                 .iter()

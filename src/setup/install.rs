@@ -6,6 +6,7 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use serde_json::{Value, json};
 
+use super::SetupError;
 use super::clients::{Client, Format};
 
 /// What a client runs.
@@ -61,34 +62,31 @@ fn input(v: &Value) -> CstInputValue {
     }
 }
 
-fn parse_json(client: &Client, text: &str, shown: &str) -> Result<CstRootNode, String> {
+fn parse_json(client: &Client, text: &str, shown: &str) -> Result<CstRootNode, SetupError> {
     let text = if text.trim().is_empty() { "{}" } else { text };
-    let root = CstRootNode::parse(text, &options(client)).map_err(|e| {
-        format!(
-            "{shown} is not valid JSON (line {}: {}); fix it first, nothing was changed",
-            e.line_display(),
-            e.kind()
-        )
+    let root = CstRootNode::parse(text, &options(client)).map_err(|e| SetupError::Json {
+        path: shown.to_owned(),
+        line: e.line_display(),
+        kind: e.kind().to_string(),
     })?;
     if root.value().is_some() && root.object_value().is_none() {
-        return Err(format!(
-            "{shown}: the top level is not a JSON object; nothing was changed"
-        ));
+        return Err(SetupError::NotAnObject {
+            path: shown.to_owned(),
+        });
     }
     Ok(root)
 }
 
-fn parse_toml(text: &str, shown: &str) -> Result<toml_edit::DocumentMut, String> {
-    text.parse::<toml_edit::DocumentMut>().map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
-            .unwrap_or(1);
-        format!(
-            "{shown} is not valid TOML (line {line}: {}); fix it first, nothing was changed",
-            e.message()
-        )
-    })
+fn parse_toml(text: &str, shown: &str) -> Result<toml_edit::DocumentMut, SetupError> {
+    text.parse::<toml_edit::DocumentMut>()
+        .map_err(|e| SetupError::Toml {
+            path: shown.to_owned(),
+            line: e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+                .unwrap_or(1),
+            message: e.message().to_owned(),
+        })
 }
 
 /// `text` (the config file; `None` when missing) with the server `name` set to `entry`.
@@ -98,7 +96,7 @@ pub fn add(
     shown: &str,
     name: &str,
     entry: &Entry,
-) -> Result<String, String> {
+) -> Result<String, SetupError> {
     let text = text.unwrap_or("");
     match client.format {
         Format::Json { key, .. } => {
@@ -127,7 +125,10 @@ pub fn add(
                     toml_edit::Item::Table(t)
                 })
                 .as_table_mut()
-                .ok_or_else(|| format!("{shown}: `{key}` is not a table; nothing was changed"))?;
+                .ok_or_else(|| SetupError::NotATable {
+                    path: shown.to_owned(),
+                    key: key.to_string(),
+                })?;
             let mut t = toml_edit::Table::new();
             t["command"] = toml_edit::value(entry.command.clone());
             let mut args = toml_edit::Array::new();
@@ -147,7 +148,7 @@ pub fn remove(
     text: &str,
     shown: &str,
     name: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, SetupError> {
     match client.format {
         Format::Json { key, .. } => {
             let root = parse_json(client, text, shown)?;
@@ -173,7 +174,12 @@ pub fn remove(
 }
 
 /// The command and arguments of the server `name` in `text`, when there is one.
-pub fn find(client: &Client, text: &str, shown: &str, name: &str) -> Result<Option<Entry>, String> {
+pub fn find(
+    client: &Client,
+    text: &str,
+    shown: &str,
+    name: &str,
+) -> Result<Option<Entry>, SetupError> {
     let value: Option<Value> = match client.format {
         Format::Json { key, .. } => parse_json(client, text, shown)?
             .object_value()
@@ -214,7 +220,11 @@ pub fn find(client: &Client, text: &str, shown: &str, name: &str) -> Result<Opti
 }
 
 /// The names of every server in `text` whose command is a capvault binary.
-pub fn capvault_entries(client: &Client, text: &str, shown: &str) -> Result<Vec<String>, String> {
+pub fn capvault_entries(
+    client: &Client,
+    text: &str,
+    shown: &str,
+) -> Result<Vec<String>, SetupError> {
     let names: Vec<String> = match client.format {
         Format::Json { key, .. } => parse_json(client, text, shown)?
             .object_value()
@@ -301,15 +311,19 @@ mod tests {
             "c",
             &entry(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("cfg.json is not valid JSON (line 2"), "{e}");
         assert!(
             add(cd, Some("[1]"), "cfg.json", "c", &entry())
                 .unwrap_err()
+                .to_string()
                 .contains("not a JSON object")
         );
         let codex = client("codex").unwrap();
-        let e = add(codex, Some("a = 1\nb = [\n"), "config.toml", "c", &entry()).unwrap_err();
+        let e = add(codex, Some("a = 1\nb = [\n"), "config.toml", "c", &entry())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("config.toml is not valid TOML (line"), "{e}");
     }
 

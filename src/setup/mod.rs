@@ -1,5 +1,5 @@
 //! Setting capvault up in MCP clients: `capvault install`, `uninstall`, `install --list` and
-//! `doctor`. The client table is in [`clients`], the config-text edits in [`install`] (pure);
+//! `doctor`. The client table is in [`clients`], the config-text edits in [`install`](mod@install) (pure);
 //! files are read and written only through [`crate::vault::host`].
 
 pub mod bundle;
@@ -13,8 +13,91 @@ use std::path::{Path, PathBuf};
 use clients::{CLIENTS, Client, Home, Platform, client};
 use install::Entry;
 
-use crate::vault::host::HostFile;
+use crate::vault::host::{Host, HostError};
 use crate::vault::{Limits, Vault};
+
+/// Why `install`, `uninstall`, `install --list`, `bundle` or `doctor` failed. May name host
+/// paths: only the user who typed the command sees them.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A client's config file, or this binary, could not be read or written.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The vault does not open as `capvault serve` would open it.
+    #[error(transparent)]
+    Vault(Box<dyn std::error::Error + Send + Sync>),
+    /// `doctor`: the vault does not open (the report says why).
+    #[error("the vault does not open")]
+    VaultDoesNotOpen,
+    /// `doctor`: some checks failed (the report says which).
+    #[error("{0} checks failed")]
+    ChecksFailed(usize),
+    /// No home folder to find clients' config files in.
+    #[error("no home folder: set HOME")]
+    NoHome,
+    /// This binary's path is unknown.
+    #[error("cannot find this binary: {0}")]
+    NoBinary(std::io::Error),
+    /// This binary's path is not UTF-8 (a client's entry is text).
+    #[error("the binary's path is not UTF-8")]
+    BinaryNotUtf8,
+    /// This binary could not be read for the bundle.
+    #[error("this binary cannot be read")]
+    BinaryUnreadable,
+    /// The vault's path is not UTF-8 (a client's entry is text).
+    #[error("the vault's path is not UTF-8")]
+    VaultNotUtf8,
+    /// The vault's path could not be made absolute.
+    #[error("{path}: {source}")]
+    Absolute {
+        path: String,
+        source: std::io::Error,
+    },
+    /// No client has this id.
+    #[error("unknown client `{id}`; clients: {known}")]
+    UnknownClient { id: String, known: String },
+    /// A `--name` a client would not take.
+    #[error("--name `{name}`: {source}")]
+    BadName {
+        name: String,
+        source: crate::http::auth::BadName,
+    },
+    /// Every `capvault-<folder>-<n>` name is taken.
+    #[error("{path}: no free server name; give one with --name")]
+    NoFreeName { path: String },
+    /// A client's config file is not UTF-8.
+    #[error("{path}: not UTF-8 text")]
+    NotText { path: String },
+    /// A client's JSON config file does not parse.
+    #[error("{path} is not valid JSON (line {line}: {kind}); fix it first, nothing was changed")]
+    Json {
+        path: String,
+        line: usize,
+        kind: String,
+    },
+    /// A client's JSON config file is not an object.
+    #[error("{path}: the top level is not a JSON object; nothing was changed")]
+    NotAnObject { path: String },
+    /// A client's TOML config file does not parse.
+    #[error("{path} is not valid TOML (line {line}: {message}); fix it first, nothing was changed")]
+    Toml {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    /// The key where servers go is not a table.
+    #[error("{path}: `{key}` is not a table; nothing was changed")]
+    NotATable { path: String, key: String },
+    /// The bundle's zip could not be made.
+    #[error("bundle: {0}")]
+    Zip(#[from] zip::result::ZipError),
+    /// The bundle's manifest could not be written as JSON.
+    #[error("{0}")]
+    Manifest(#[from] serde_json::Error),
+    /// Writing the report or the bundle failed.
+    #[error("{0}")]
+    Output(#[from] std::io::Error),
+}
 
 /// What `capvault install` was asked.
 #[derive(Debug, Clone)]
@@ -34,16 +117,16 @@ pub struct InstallRequest {
     pub dry_run: bool,
 }
 
-fn home() -> Result<Home, String> {
-    Home::from_env().ok_or_else(|| "no home folder: set HOME".to_owned())
+fn home() -> Result<Home, SetupError> {
+    Home::from_env().ok_or(SetupError::NoHome)
 }
 
 /// The absolute path of this binary (what the client will run).
-fn this_binary() -> Result<String, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+fn this_binary() -> Result<String, SetupError> {
+    let exe = std::env::current_exe().map_err(SetupError::NoBinary)?;
     exe.to_str()
         .map(str::to_owned)
-        .ok_or_else(|| "the binary's path is not UTF-8".to_owned())
+        .ok_or(SetupError::BinaryNotUtf8)
 }
 
 /// The shell-quoted form of `s` for a printed command.
@@ -72,7 +155,7 @@ fn backup_name(path: &Path) -> String {
 /// (the path [`Vault`] records, so `capvault install CLIENT ..` names the parent folder itself),
 /// when that path opens this same folder; otherwise (a symlink before a `..`, which the kernel
 /// follows first) the path as given, made absolute.
-pub(crate) fn entry_path(vault: &Vault, given: &Path) -> Result<PathBuf, String> {
+pub(crate) fn entry_path(vault: &Vault, given: &Path) -> Result<PathBuf, SetupError> {
     let normal = vault.host_path();
     let same_folder = Vault::open(normal, Limits::default())
         .ok()
@@ -81,21 +164,28 @@ pub(crate) fn entry_path(vault: &Vault, given: &Path) -> Result<PathBuf, String>
     if same_folder {
         return Ok(normal.to_path_buf());
     }
-    std::path::absolute(given).map_err(|e| format!("{}: {e}", given.display()))
+    std::path::absolute(given).map_err(|source| SetupError::Absolute {
+        path: given.display().to_string(),
+        source,
+    })
 }
 
 /// `capvault install`: adds or updates the client's entry for the vault, prints the diff.
-pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> {
+pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result<(), SetupError> {
     let c = client(&req.client)?;
     if let Some(n) = &req.name {
-        check_name(n)?;
+        crate::http::auth::check_name_within(n, 64).map_err(|source| SetupError::BadName {
+            name: n.clone(),
+            source,
+        })?;
     }
     // The vault must open as capvault serve will open it.
-    let vault = Vault::open(&req.vault, Limits::default()).map_err(|e| e.to_string())?;
+    let vault =
+        Vault::open(&req.vault, Limits::default()).map_err(|e| SetupError::Vault(e.into()))?;
     let vault_abs = entry_path(&vault, &req.vault)?;
     let vault_text = vault_abs
         .to_str()
-        .ok_or_else(|| "the vault's path is not UTF-8".to_owned())?
+        .ok_or(SetupError::VaultNotUtf8)?
         .to_owned();
     let mut args = vec!["serve".to_owned(), vault_text];
     if req.write {
@@ -110,12 +200,13 @@ pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> 
         args,
     };
     let path = c.config_path(Platform::current(), &home()?);
-    let mut file = HostFile::at(&path)?;
+    let mut file = host.file(&path)?;
     let old_bytes = file.read()?;
     let old = match &old_bytes {
         Some(b) => Some(
-            String::from_utf8(b.clone())
-                .map_err(|_| format!("{}: not UTF-8 text", file.shown()))?,
+            String::from_utf8(b.clone()).map_err(|_| SetupError::NotText {
+                path: file.shown().to_owned(),
+            })?,
         ),
         None => None,
     };
@@ -127,14 +218,12 @@ pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> 
         &vault_abs,
     )?;
     let new = install::add(c, old.as_deref(), file.shown(), &name, &entry)?;
-    let w = |e: std::io::Error| e.to_string();
     if old.as_deref() == Some(new.as_str()) {
         writeln!(
             out,
             "{}: already set up (server `{name}`); nothing to change",
             file.shown()
-        )
-        .map_err(w)?;
+        )?;
         return Ok(());
     }
     match &before {
@@ -159,28 +248,27 @@ pub fn install(req: &InstallRequest, out: &mut dyn Write) -> Result<(), String> 
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-    }
-    .map_err(w)?;
+    }?;
     let diff = similar::TextDiff::from_lines(old.as_deref().unwrap_or(""), &new)
         .unified_diff()
         .header(file.shown(), file.shown())
         .to_string();
-    write!(out, "{diff}").map_err(w)?;
+    write!(out, "{diff}")?;
     if req.dry_run {
-        writeln!(out, "(dry run: {} not changed)", file.shown()).map_err(w)?;
+        writeln!(out, "(dry run: {} not changed)", file.shown())?;
     } else {
         let backup = old.as_ref().map(|_| backup_name(&path));
         let backup = file.replace(new.as_bytes(), backup.as_deref())?;
-        writeln!(out, "wrote {}", file.shown()).map_err(w)?;
+        writeln!(out, "wrote {}", file.shown())?;
         if let Some(b) = backup {
-            writeln!(out, "backup: {b} beside it").map_err(w)?;
+            writeln!(out, "backup: {b} beside it")?;
         }
         if c.restart {
-            writeln!(out, "Restart {} to see the new server.", c.name).map_err(w)?;
+            writeln!(out, "Restart {} to see the new server.", c.name)?;
         }
     }
     if let Some(cmd) = own_command(c, &name, &entry) {
-        writeln!(out, "({} can also do this itself: {cmd})", c.name).map_err(w)?;
+        writeln!(out, "({} can also do this itself: {cmd})", c.name)?;
     }
     Ok(())
 }
@@ -223,7 +311,7 @@ fn entry_name(
     shown: &str,
     req: &InstallRequest,
     vault_abs: &Path,
-) -> Result<(String, Before), String> {
+) -> Result<(String, Before), SetupError> {
     if let Some(n) = &req.name {
         return Ok(match install::find(c, text, shown, n)? {
             Some(e) if entry_vault(&e).is_some_and(|v| Path::new(v) == vault_abs) => {
@@ -262,9 +350,9 @@ fn entry_name(
             return Ok((name, before));
         }
     }
-    Err(format!(
-        "{shown}: no free server name; give one with --name"
-    ))
+    Err(SetupError::NoFreeName {
+        path: shown.to_owned(),
+    })
 }
 
 /// The vault folder's name as part of a server name: lowercase ASCII letters and digits, other
@@ -304,52 +392,39 @@ fn own_command(c: &Client, name: &str, e: &Entry) -> Option<String> {
     )
 }
 
-fn check_name(name: &str) -> Result<(), String> {
-    if (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "--name `{name}`: use 1 to 64 letters, digits, `-`, `_` or `.`"
-        ))
-    }
-}
-
 /// `capvault uninstall`: removes the entry, prints the diff.
 pub fn uninstall(
+    host: &Host,
     client_id: &str,
     name: &str,
     dry_run: bool,
     out: &mut dyn Write,
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     let c = client(client_id)?;
     let path = c.config_path(Platform::current(), &home()?);
-    let mut file = HostFile::at(&path)?;
-    let w = |e: std::io::Error| e.to_string();
+    let mut file = host.file(&path)?;
     let Some(bytes) = file.read()? else {
-        writeln!(out, "{}: no such file; nothing to remove", file.shown()).map_err(w)?;
+        writeln!(out, "{}: no such file; nothing to remove", file.shown())?;
         return Ok(());
     };
-    let old = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", file.shown()))?;
+    let old = String::from_utf8(bytes).map_err(|_| SetupError::NotText {
+        path: file.shown().to_owned(),
+    })?;
     let Some(new) = install::remove(c, &old, file.shown(), name)? else {
         writeln!(
             out,
             "{}: no server `{name}`; nothing to remove",
             file.shown()
-        )
-        .map_err(w)?;
+        )?;
         return Ok(());
     };
     let diff = similar::TextDiff::from_lines(&old, &new)
         .unified_diff()
         .header(file.shown(), file.shown())
         .to_string();
-    write!(out, "{diff}").map_err(w)?;
+    write!(out, "{diff}")?;
     if dry_run {
-        writeln!(out, "(dry run: {} not changed)", file.shown()).map_err(w)?;
+        writeln!(out, "(dry run: {} not changed)", file.shown())?;
     } else {
         let backup = file.replace(new.as_bytes(), Some(&backup_name(&path)))?;
         writeln!(
@@ -357,25 +432,22 @@ pub fn uninstall(
             "wrote {} (backup: {} beside it)",
             file.shown(),
             backup.unwrap_or_default()
-        )
-        .map_err(w)?;
+        )?;
     }
     Ok(())
 }
 
 /// `capvault install --list`: every client, its config file here, and what it holds.
-pub fn list(out: &mut dyn Write) -> Result<(), String> {
+pub fn list(host: &Host, out: &mut dyn Write) -> Result<(), SetupError> {
     let home = home()?;
-    let w = |e: std::io::Error| e.to_string();
     writeln!(
         out,
         "{:<16} {:<10} {:<24} config file",
         "client", "found", "capvault entries"
-    )
-    .map_err(w)?;
+    )?;
     for c in CLIENTS {
         let path = c.config_path(Platform::current(), &home);
-        let file = HostFile::at(&path)?;
+        let file = host.file(&path)?;
         let (found, entries) = match file.read() {
             Ok(Some(b)) => {
                 let text = String::from_utf8_lossy(&b).into_owned();
@@ -396,8 +468,7 @@ pub fn list(out: &mut dyn Write) -> Result<(), String> {
             found,
             entries,
             file.shown()
-        )
-        .map_err(w)?;
+        )?;
     }
     Ok(())
 }
@@ -415,7 +486,7 @@ mod tests {
         assert_eq!(folder_slug(Path::new("/")), "vault");
         assert_eq!(folder_slug(Path::new(&"a".repeat(100))).len(), 40);
         for n in ["my-vault", "work-2026", "vault"] {
-            check_name(&format!("capvault-{n}")).unwrap();
+            crate::http::auth::check_name_within(&format!("capvault-{n}"), 64).unwrap();
         }
     }
 }

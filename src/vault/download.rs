@@ -25,6 +25,37 @@ pub const SHARED_FOLDER: u32 = 0o755;
 /// The suffix of a file being downloaded.
 pub const PART_SUFFIX: &str = ".part";
 
+/// Why a model folder or one of its files could not be had: which (the path as the user gave
+/// it, then the file's name), what went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    /// The operating system refused (or a name is not a plain file name).
+    #[error("{path}: {source}")]
+    Io { path: String, source: io::Error },
+    /// Opening a file without following a symlink failed.
+    #[error("{path}: {source} (symlinks are not followed here)")]
+    NoFollow { path: String, source: io::Error },
+    /// The folder's path has `..` or `.` in it.
+    #[error("{path}: give a folder path without `..`")]
+    DotDot { path: String },
+    /// Another user owns the folder, or others may write to it.
+    #[error("{path}: the folder belongs to another user or others may write to it")]
+    NotPrivate { path: String },
+    /// Another process holds the folder's lock past the wait.
+    #[error("{path}: another capvault is downloading into this folder")]
+    Busy { path: String },
+    /// Not a regular file.
+    #[error("{path}: not a regular file")]
+    NotAFile { path: String },
+}
+
+fn io_err(path: String) -> impl Fn(io::Error) -> DownloadError {
+    move |source| DownloadError::Io {
+        path: path.clone(),
+        source,
+    }
+}
+
 /// A model folder, open.
 #[derive(Debug)]
 pub struct DownloadDir {
@@ -64,16 +95,16 @@ fn check_name(name: &str) -> io::Result<()> {
 
 impl DownloadDir {
     /// Opens the folder at `path` (absolute or relative to the current folder, without `..`),
-    /// creating it and the missing folders above it with `mode`.
-    pub fn create(path: &Path, mode: u32) -> Result<DownloadDir, String> {
+    /// creating it and the missing folders above it with `mode`: [`super::host::Host::download_dir`].
+    pub(super) fn create(path: &Path, mode: u32) -> Result<DownloadDir, DownloadError> {
         let shown = path.display().to_string();
-        let err = |e: io::Error| format!("{shown}: {e}");
+        let err = &io_err(shown.clone());
         let path = std::path::absolute(path).map_err(err)?;
         if path
             .components()
             .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
         {
-            return Err(format!("{shown}: give a folder path without `..`"));
+            return Err(DownloadError::DotDot { path: shown });
         }
         let mut missing = Vec::new();
         let mut at = path.as_path();
@@ -87,7 +118,7 @@ impl DownloadDir {
                     missing.push(name.to_owned());
                     at = parent;
                 }
-                Err(e) => return Err(format!("{}: {e}", at.display())),
+                Err(e) => return Err(io_err(at.display().to_string())(e)),
             }
         };
         for name in missing.iter().rev() {
@@ -101,9 +132,7 @@ impl DownloadDir {
         }
         let meta = dir.dir_metadata().map_err(err)?;
         if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
-            return Err(format!(
-                "{shown}: the folder belongs to another user or others may write to it"
-            ));
+            return Err(DownloadError::NotPrivate { path: shown });
         }
         Ok(DownloadDir { dir, shown })
     }
@@ -115,12 +144,12 @@ impl DownloadDir {
 
     /// Waits (at most `wait`) until no other process downloads into this folder, and keeps it
     /// so until the lock is dropped.
-    pub fn lock(&self, wait: Duration) -> Result<DownloadLock, String> {
+    pub fn lock(&self, wait: Duration) -> Result<DownloadLock, DownloadError> {
         use rustix::fs::{FlockOperation, flock};
         let folder = self
             .dir
             .open_with(".", OpenOptions::new().read(true))
-            .map_err(|e| format!("{}: {e}", self.shown))?;
+            .map_err(io_err(self.shown.clone()))?;
         let until = Instant::now() + wait;
         loop {
             match flock(&folder, FlockOperation::NonBlockingLockExclusive) {
@@ -129,21 +158,20 @@ impl DownloadDir {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(rustix::io::Errno::WOULDBLOCK) => {
-                    return Err(format!(
-                        "{}: another capvault is downloading into this folder",
-                        self.shown
-                    ));
+                    return Err(DownloadError::Busy {
+                        path: self.shown.clone(),
+                    });
                 }
-                Err(e) => return Err(format!("{}: {}", self.shown, io::Error::from(e))),
+                Err(e) => return Err(io_err(self.shown.clone())(io::Error::from(e))),
             }
         }
     }
 
     /// The regular file `name`, open for reading; `None` when there is none. A symlink or
     /// anything else that is not a regular file is an error.
-    pub fn open_file(&self, name: &str) -> Result<Option<DownloadFile>, String> {
+    pub fn open_file(&self, name: &str) -> Result<Option<DownloadFile>, DownloadError> {
         let shown = format!("{}/{name}", self.shown.trim_end_matches('/'));
-        check_name(name).map_err(|e| format!("{shown}: {e}"))?;
+        check_name(name).map_err(io_err(shown.clone()))?;
         let opened = self.dir.open_with(
             name,
             OpenOptions::new()
@@ -154,7 +182,12 @@ impl DownloadDir {
         let file = match opened {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{shown}: {e} (symlinks are not followed here)")),
+            Err(source) => {
+                return Err(DownloadError::NoFollow {
+                    path: shown,
+                    source,
+                });
+            }
         };
         let file = DownloadFile { file, shown };
         file.check_regular()?;
@@ -163,10 +196,10 @@ impl DownloadDir {
 
     /// `<name>.part`, open for reading from its start and appending (created, `0644`, when
     /// missing; never through a symlink).
-    pub fn open_part(&self, name: &str) -> Result<DownloadFile, String> {
+    pub fn open_part(&self, name: &str) -> Result<DownloadFile, DownloadError> {
         let part = format!("{name}{PART_SUFFIX}");
         let shown = format!("{}/{part}", self.shown.trim_end_matches('/'));
-        check_name(name).map_err(|e| format!("{shown}: {e}"))?;
+        check_name(name).map_err(io_err(shown.clone()))?;
         let file = self
             .dir
             .open_with(
@@ -179,7 +212,10 @@ impl DownloadDir {
                     .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
                     .mode(0o644),
             )
-            .map_err(|e| format!("{shown}: {e} (symlinks are not followed here)"))?;
+            .map_err(|source| DownloadError::NoFollow {
+                path: shown.clone(),
+                source,
+            })?;
         let file = DownloadFile { file, shown };
         file.check_regular()?;
         Ok(file)
@@ -187,8 +223,8 @@ impl DownloadDir {
 
     /// Makes `<name>.part` the file `name`: syncs it, renames it over `name` (atomically: a
     /// reader sees the old file or the new one), then syncs the folder.
-    pub fn commit_part(&self, name: &str, part: DownloadFile) -> Result<(), String> {
-        let err = |e: io::Error| format!("{}/{name}: {e}", self.shown.trim_end_matches('/'));
+    pub fn commit_part(&self, name: &str, part: DownloadFile) -> Result<(), DownloadError> {
+        let err = &io_err(format!("{}/{name}", self.shown.trim_end_matches('/')));
         check_name(name).map_err(err)?;
         part.file.sync_all().map_err(err)?;
         drop(part);
@@ -199,8 +235,8 @@ impl DownloadDir {
     }
 
     /// Removes `<name>.part` (nothing to do when there is none).
-    pub fn remove_part(&self, name: &str) -> Result<(), String> {
-        let err = |e: io::Error| format!("{}/{name}{PART_SUFFIX}: {e}", self.shown);
+    pub fn remove_part(&self, name: &str) -> Result<(), DownloadError> {
+        let err = &io_err(format!("{}/{name}{PART_SUFFIX}", self.shown));
         check_name(name).map_err(err)?;
         match self.dir.remove_file(format!("{name}{PART_SUFFIX}")) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(err(e)),
@@ -209,8 +245,8 @@ impl DownloadDir {
     }
 
     /// Removes `<name>.part` if it is empty (a download that failed before its first byte).
-    pub fn remove_empty_part(&self, name: &str) -> Result<(), String> {
-        check_name(name).map_err(|e| format!("{}/{name}: {e}", self.shown))?;
+    pub fn remove_empty_part(&self, name: &str) -> Result<(), DownloadError> {
+        check_name(name).map_err(io_err(format!("{}/{name}", self.shown)))?;
         let part = format!("{name}{PART_SUFFIX}");
         match self.dir.symlink_metadata(&part) {
             Ok(m) if m.is_file() && m.len() == 0 => self.remove_part(name),
@@ -226,15 +262,14 @@ impl DownloadDir {
 }
 
 impl DownloadFile {
-    fn check_regular(&self) -> Result<(), String> {
-        let meta = self
-            .file
-            .metadata()
-            .map_err(|e| format!("{}: {e}", self.shown))?;
+    fn check_regular(&self) -> Result<(), DownloadError> {
+        let meta = self.file.metadata().map_err(io_err(self.shown.clone()))?;
         if meta.is_file() {
             Ok(())
         } else {
-            Err(format!("{}: not a regular file", self.shown))
+            Err(DownloadError::NotAFile {
+                path: self.shown.clone(),
+            })
         }
     }
 

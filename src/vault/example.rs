@@ -3,7 +3,18 @@
 
 use include_dir::{Dir as EmbeddedDir, include_dir};
 
-use super::{Limits, Vault};
+use super::{Limits, OpenError, Vault};
+
+/// Why the example vault could not be unpacked.
+#[derive(Debug, thiserror::Error)]
+pub enum ExampleError {
+    /// The temporary folder, or a file or folder in it, could not be created.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The copy could not be opened as a vault.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+}
 
 /// The files of `examples/vault/`, compiled in.
 static EXAMPLE: EmbeddedDir<'static> = include_dir!("$CARGO_MANIFEST_DIR/examples/vault");
@@ -20,7 +31,7 @@ pub struct ExampleVault {
 ///
 /// The folder is created empty by `tempfile`; every file is then written through the vault's
 /// own root handle, so this goes through the capability layer like everything else.
-pub fn unpack() -> anyhow::Result<ExampleVault> {
+pub fn unpack() -> Result<ExampleVault, ExampleError> {
     let dir = tempfile::Builder::new()
         .prefix("capvault-demo-")
         .tempdir()?;
@@ -36,7 +47,7 @@ pub fn unpack() -> anyhow::Result<ExampleVault> {
     Ok(ExampleVault { vault, _dir: dir })
 }
 
-fn write_tree(vault: &Vault, dir: &EmbeddedDir<'_>) -> anyhow::Result<()> {
+fn write_tree(vault: &Vault, dir: &EmbeddedDir<'_>) -> std::io::Result<()> {
     for file in dir.files() {
         if let Some(parent) = file.path().parent().filter(|p| !p.as_os_str().is_empty()) {
             vault.root.create_dir_all(parent)?;

@@ -25,13 +25,33 @@ pub fn path_glob(pattern: &str, case_insensitive: bool) -> Result<globset::Glob,
 /// Most exclusion patterns accepted.
 pub const MAX_EXCLUSIONS: usize = 256;
 
+/// Why a list of exclusion patterns was refused ([`Exclusions::new`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ExclusionError {
+    /// More than [`MAX_EXCLUSIONS`] patterns.
+    #[error("at most {MAX_EXCLUSIONS} exclusion patterns")]
+    TooMany,
+    /// A pattern that is empty once spaces and slashes are trimmed.
+    #[error("exclusion `{0}` is empty")]
+    Empty(String),
+    /// A pattern that is not a glob.
+    #[error("exclusion `{pattern}` is not a valid glob: {source}")]
+    NotGlob {
+        pattern: String,
+        source: globset::Error,
+    },
+    /// The globs compiled one by one but not as a set.
+    #[error("exclusions: {0}")]
+    Set(globset::Error),
+}
+
 impl Exclusions {
     /// Compiles `patterns`: globs over vault-relative paths (`Private`, `Journal/**`,
     /// `**/*.secret.md`), matched without regard to letter case; a folder that matches excludes
     /// everything in it. A pattern that is not a valid glob is an error naming it.
-    pub fn new(patterns: &[String]) -> Result<Exclusions, String> {
+    pub fn new(patterns: &[String]) -> Result<Exclusions, ExclusionError> {
         if patterns.len() > MAX_EXCLUSIONS {
-            return Err(format!("at most {MAX_EXCLUSIONS} exclusion patterns"));
+            return Err(ExclusionError::TooMany);
         }
         if patterns.is_empty() {
             return Ok(Exclusions::default());
@@ -40,13 +60,15 @@ impl Exclusions {
         for p in patterns {
             let trimmed = p.trim().trim_matches('/');
             if trimmed.is_empty() {
-                return Err(format!("exclusion `{p}` is empty"));
+                return Err(ExclusionError::Empty(p.clone()));
             }
-            let glob = path_glob(trimmed, true)
-                .map_err(|e| format!("exclusion `{p}` is not a valid glob: {e}"))?;
+            let glob = path_glob(trimmed, true).map_err(|source| ExclusionError::NotGlob {
+                pattern: p.clone(),
+                source,
+            })?;
             b.add(glob);
         }
-        let set = b.build().map_err(|e| format!("exclusions: {e}"))?;
+        let set = b.build().map_err(ExclusionError::Set)?;
         Ok(Exclusions {
             set: Some(set),
             patterns: patterns.to_vec(),
@@ -103,6 +125,6 @@ mod tests {
     #[test]
     fn bad_patterns_are_refused_by_name() {
         let e = Exclusions::new(&["a/[b".to_owned()]).unwrap_err();
-        assert!(e.contains("`a/[b`"), "{e}");
+        assert!(e.to_string().contains("`a/[b`"), "{e}");
     }
 }

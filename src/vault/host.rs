@@ -1,8 +1,11 @@
-//! Files of the user's own outside any vault, for `capvault install` and `capvault doctor`:
-//! MCP clients' config files, and the kernel's inotify limit. Each is reached by opening its
-//! folder through [`ambient`] (the one use of ambient authority) and then acting on its name in
-//! that handle, never following a link at the last step. Errors may name the host path: only the
-//! user who typed the command sees them.
+//! Files of the user's own outside any vault: the config file, `--token-file`, the TLS and
+//! JWKS files, an embedding model's files, MCP clients' config files, the kernel's inotify limit.
+//! Only a [`Host`] turns a host path into access, and `src/main.rs` claims the one `Host` of the
+//! program ([`Host::claim`]) and passes `&Host` to the commands that need it (`tests/layers.rs`
+//! checks that nothing else claims one). Each file is reached by opening its folder through
+//! [`ambient`] (the one use of ambient authority) and then acting on its name in that handle,
+//! never following a link at the last step. Errors may name the host path: only the user who
+//! typed the command sees them.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -10,7 +13,161 @@ use std::path::{Path, PathBuf};
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, MetadataExt, OpenOptions, OpenOptionsExt};
 
+use super::download::{DownloadDir, DownloadError};
 use super::{Ambient, ambient};
+
+/// The authority to reach the user's own files outside any vault by host path. Made only by
+/// [`Host::claim`]; everything that turns a host path into access takes `&Host`. (The vault
+/// root, capvault's state and index cache folders and the audit log are opened by their own
+/// types: [`super::Vault::open`], [`super::state::StateDir::open`],
+/// [`super::cache::IndexCacheDir::open`], [`super::state::AuditFile::open`].)
+#[derive(Clone, Copy, Debug)]
+pub struct Host {
+    _claimed: (),
+}
+
+impl Host {
+    /// The one place the program takes the authority over host paths: `src/main.rs` calls
+    /// this once and passes `&Host` down (tests and benches may call it too; `tests/layers.rs`
+    /// fails when any other file in `src/` does).
+    pub fn claim() -> Host {
+        Host { _claimed: () }
+    }
+
+    /// The file at `path` (which need not exist, nor its folder).
+    pub fn file(&self, path: &Path) -> Result<HostFile, HostError> {
+        HostFile::at(path)
+    }
+
+    /// The user's own config file at `path` (`--config`, or the default location), under a
+    /// 1 MiB cap: its folder is opened through `ambient`, then the file is read by name
+    /// through that handle. `Ok(None)` when it does not exist. The error names the path the
+    /// user gave (it is shown only to them, at startup).
+    pub fn user_config(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
+        read_user_config(path)
+    }
+
+    /// The folder at `path` that a model is downloaded into (absolute or relative to the
+    /// current folder, without `..`), created with `mode` when missing: see
+    /// [`super::download`].
+    pub fn download_dir(&self, path: &Path, mode: u32) -> Result<DownloadDir, DownloadError> {
+        DownloadDir::create(path, mode)
+    }
+}
+
+/// Why a host file could not be had: which file (the path as the user gave it), what went
+/// wrong. The messages may show the host path: only the user who typed the command sees them.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The path has no folder or no file name (`/`, `..`).
+    #[error("{path}: not a file path")]
+    NotAFilePath { path: String },
+    /// The file name is not UTF-8.
+    #[error("{path}: the name is not UTF-8")]
+    NameNotUtf8 { path: String },
+    /// The operating system refused (the path is the file, or the folder that failed).
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    /// Not a regular file (a folder, a device...).
+    #[error("{path}: not a regular file")]
+    NotAFile { path: String },
+    /// A private file others may read or change.
+    #[error("{path}: others may read or change it (mode {mode:o}); run `chmod 600 {path}`")]
+    NotPrivate { path: String, mode: u32 },
+    /// Larger than the cap of what reads it.
+    #[error("{path}: larger than {max} bytes")]
+    TooLarge { path: String, max: u64 },
+    /// The user's config file is over its cap, or could not be read.
+    #[error("{path}: over {max} bytes, or unreadable")]
+    ConfigUnreadable { path: String, max: u64 },
+    /// A file that must exist is in a folder that does not.
+    #[error("{path}: the folder does not exist")]
+    NoFolder { path: String },
+    /// A file that must exist does not.
+    #[error("{path}: no such file")]
+    Missing { path: String },
+    /// Opening without following a symlink failed.
+    #[error("{path}: {source} (symlinks are not followed here)")]
+    NoFollow {
+        path: String,
+        source: std::io::Error,
+    },
+    /// A symlink where a file is to be replaced.
+    #[error("{path}: is a symlink; edit the file it points to yourself")]
+    Symlink { path: String },
+    /// A file its owner made read-only.
+    #[error("{path}: is read-only; left unchanged")]
+    ReadOnly { path: String },
+    /// The backup copy could not be written.
+    #[error("{path}: backup: {source}")]
+    Backup {
+        path: String,
+        source: std::io::Error,
+    },
+    /// Every backup name is taken.
+    #[error("{path}: no free backup name")]
+    NoBackupName { path: String },
+}
+
+impl HostError {
+    fn io(path: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> HostError {
+        let path = path.to_string();
+        move |source| HostError::Io { path, source }
+    }
+}
+
+/// Why a passphrase could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PassphraseError {
+    /// Reading stdin failed.
+    #[error("cannot read the passphrase: {0}")]
+    Read(std::io::Error),
+    /// The terminal's settings could not be read or changed.
+    #[error("terminal: {0}")]
+    Terminal(rustix::io::Errno),
+    /// The passphrase and its repetition differ.
+    #[error("the two passphrases differ")]
+    Differ,
+}
+
+/// Largest user config file (`--config`) read.
+pub const MAX_USER_CONFIG_BYTES: u64 = 1024 * 1024;
+
+fn read_user_config(path: &Path) -> Result<Option<Vec<u8>>, HostError> {
+    let shown = path.display().to_string();
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(HostError::NotAFilePath { path: shown });
+    };
+    let folder = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    let dir = match ambient(Ambient::Open(folder)) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(HostError::io(&shown)(e)),
+    };
+    let file = match dir.open(name) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(HostError::io(&shown)(e)),
+    };
+    let meta = file.metadata().map_err(HostError::io(&shown))?;
+    if !meta.is_file() {
+        return Err(HostError::NotAFile { path: shown });
+    }
+    let display = super::VaultPath::internal("config.toml");
+    super::resolve::read_capped(file, meta.len(), MAX_USER_CONFIG_BYTES, &display)
+        .map(Some)
+        .map_err(|_| HostError::ConfigUnreadable {
+            path: shown,
+            max: MAX_USER_CONFIG_BYTES,
+        })
+}
 
 /// Largest file read this way.
 pub const MAX_HOST_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -27,20 +184,20 @@ pub struct HostFile {
 }
 
 impl HostFile {
-    /// The file at `path` (which need not exist, nor its folder).
-    pub fn at(path: &Path) -> Result<HostFile, String> {
+    /// The file at `path` (which need not exist, nor its folder): [`Host::file`].
+    fn at(path: &Path) -> Result<HostFile, HostError> {
         let shown = path.display().to_string();
         let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
-            return Err(format!("{shown}: not a file path"));
+            return Err(HostError::NotAFilePath { path: shown });
         };
-        let name = name
-            .to_str()
-            .ok_or_else(|| format!("{shown}: the name is not UTF-8"))?
-            .to_owned();
+        let Some(name) = name.to_str() else {
+            return Err(HostError::NameNotUtf8 { path: shown });
+        };
+        let name = name.to_owned();
         let dir = match ambient(Ambient::Open(folder)) {
             Ok(d) => Some(d),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(format!("{}: {e}", folder.display())),
+            Err(e) => return Err(HostError::io(folder.display())(e)),
         };
         Ok(HostFile {
             dir,
@@ -77,19 +234,19 @@ impl HostFile {
 
     /// The file's bytes (at most [`MAX_HOST_FILE_BYTES`]); `None` when it does not exist. A
     /// symlink is followed only here, for reading (some users link their dotfiles).
-    pub fn read(&self) -> Result<Option<Vec<u8>>, String> {
+    pub fn read(&self) -> Result<Option<Vec<u8>>, HostError> {
         self.read_up_to(MAX_HOST_FILE_BYTES)
     }
 
     /// [`HostFile::read`] with another cap (`capvault bundle` reads its own binary).
-    pub fn read_up_to(&self, max: u64) -> Result<Option<Vec<u8>>, String> {
+    pub fn read_up_to(&self, max: u64) -> Result<Option<Vec<u8>>, HostError> {
         let Some(dir) = &self.dir else {
             return Ok(None);
         };
         let mut file = match dir.open(&self.name) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{}: {e}", self.shown)),
+            Err(e) => return Err(HostError::io(&self.shown)(e)),
         };
         self.read_open(&mut file, max, false).map(Some)
     }
@@ -101,29 +258,26 @@ impl HostFile {
         file: &mut cap_std::fs::File,
         max: u64,
         private: bool,
-    ) -> Result<Vec<u8>, String> {
-        let meta = file
-            .metadata()
-            .map_err(|e| format!("{}: {e}", self.shown))?;
+    ) -> Result<Vec<u8>, HostError> {
+        let path = || self.shown.clone();
+        let meta = file.metadata().map_err(HostError::io(&self.shown))?;
         if !meta.is_file() {
-            return Err(format!("{}: not a regular file", self.shown));
+            return Err(HostError::NotAFile { path: path() });
         }
         if private && meta.mode() & 0o077 != 0 {
-            return Err(format!(
-                "{}: others may read or change it (mode {:o}); run `chmod 600 {}`",
-                self.shown,
-                meta.mode() & 0o777,
-                self.shown
-            ));
+            return Err(HostError::NotPrivate {
+                path: path(),
+                mode: meta.mode() & 0o777,
+            });
         }
-        let too_large = || format!("{}: larger than {max} bytes", self.shown);
+        let too_large = || HostError::TooLarge { path: path(), max };
         if meta.len() > max {
             return Err(too_large());
         }
         let mut bytes = Vec::new();
         Read::take(file, max + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| format!("{}: {e}", self.shown))?;
+            .map_err(HostError::io(&self.shown))?;
         if bytes.len() as u64 > max {
             return Err(too_large());
         }
@@ -133,27 +287,28 @@ impl HostFile {
     /// A file that holds secrets (`--token-file`, a TLS key): read like [`HostFile::read`], but
     /// never through a symlink, and refused when its permission bits let anyone but its owner
     /// read or write it (`chmod 600` fixes that). Missing is an error here.
-    pub fn read_private(&self, max: u64) -> Result<Vec<u8>, String> {
+    pub fn read_private(&self, max: u64) -> Result<Vec<u8>, HostError> {
         self.read_nofollow(max, true)
     }
 
     /// A file that need not be secret (a TLS certificate), read without following a symlink at
     /// the last step. Missing is an error here.
-    pub fn read_public(&self, max: u64) -> Result<Vec<u8>, String> {
+    pub fn read_public(&self, max: u64) -> Result<Vec<u8>, HostError> {
         self.read_nofollow(max, false)
     }
 
-    fn read_nofollow(&self, max: u64, private: bool) -> Result<Vec<u8>, String> {
+    fn read_nofollow(&self, max: u64, private: bool) -> Result<Vec<u8>, HostError> {
+        let path = self.shown.clone();
         let Some(dir) = &self.dir else {
-            return Err(format!("{}: the folder does not exist", self.shown));
+            return Err(HostError::NoFolder { path });
         };
         let mut options = OpenOptions::new();
         options.read(true).follow(FollowSymlinks::No);
         let mut file = dir.open_with(&self.name, &options).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                format!("{}: no such file", self.shown)
+                HostError::Missing { path }
             } else {
-                format!("{}: {e} (symlinks are not followed here)", self.shown)
+                HostError::NoFollow { path, source: e }
             }
         })?;
         self.read_open(&mut file, max, private)
@@ -168,8 +323,12 @@ impl HostFile {
         &mut self,
         bytes: &[u8],
         backup: Option<&str>,
-    ) -> Result<Option<String>, String> {
-        let err = |e: std::io::Error| format!("{}: {e}", self.shown);
+    ) -> Result<Option<String>, HostError> {
+        let path = self.shown.clone();
+        let err = |source: std::io::Error| HostError::Io {
+            path: self.shown.clone(),
+            source,
+        };
         // Read before the folder handle is borrowed below (nothing to back up when missing).
         let old = match backup {
             Some(_) => self.read()?,
@@ -183,18 +342,15 @@ impl HostFile {
         let mut backed_up = None;
         match dir.symlink_metadata(&self.name) {
             Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(format!(
-                    "{}: is a symlink; edit the file it points to yourself",
-                    self.shown
-                ));
+                return Err(HostError::Symlink { path });
             }
             Ok(meta) if !meta.is_file() => {
-                return Err(format!("{}: not a regular file", self.shown));
+                return Err(HostError::NotAFile { path });
             }
             Ok(meta) => {
                 mode = meta.mode() & 0o7777;
                 if mode & 0o200 == 0 {
-                    return Err(format!("{}: is read-only; left unchanged", self.shown));
+                    return Err(HostError::ReadOnly { path });
                 }
                 if let Some(b) = backup {
                     let old = old.clone().unwrap_or_default();
@@ -210,11 +366,11 @@ impl HostFile {
                                 break;
                             }
                             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                            Err(e) => return Err(format!("{}: backup: {e}", self.shown)),
+                            Err(source) => return Err(HostError::Backup { path, source }),
                         }
                     }
                     if backed_up.is_none() {
-                        return Err(format!("{}: no free backup name", self.shown));
+                        return Err(HostError::NoBackupName { path });
                     }
                 }
             }
@@ -253,7 +409,7 @@ fn write_new(dir: &Dir, name: &str, bytes: &[u8], mode: u32) -> std::io::Result<
 }
 
 /// Opens `folder`, creating it and any missing folder above it.
-fn create_folders(folder: &Path) -> Result<Dir, String> {
+fn create_folders(folder: &Path) -> Result<Dir, HostError> {
     let mut missing = Vec::new();
     let mut at = folder;
     let mut dir = loop {
@@ -261,12 +417,12 @@ fn create_folders(folder: &Path) -> Result<Dir, String> {
             Ok(d) => break d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let (Some(name), Some(parent)) = (at.file_name(), at.parent()) else {
-                    return Err(format!("{}: {e}", folder.display()));
+                    return Err(HostError::io(folder.display())(e));
                 };
                 missing.push(name.to_owned());
                 at = parent;
             }
-            Err(e) => return Err(format!("{}: {e}", at.display())),
+            Err(e) => return Err(HostError::io(at.display())(e)),
         }
     };
     for name in missing.iter().rev() {
@@ -275,39 +431,39 @@ fn create_folders(folder: &Path) -> Result<Dir, String> {
         match dir.create_dir_with(name, &b) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("{}: {e}", folder.display())),
+            Err(e) => return Err(HostError::io(folder.display())(e)),
         }
         use cap_fs_ext::DirExt;
         dir = dir
             .open_dir_nofollow(name)
-            .map_err(|e| format!("{}: {e}", folder.display()))?;
+            .map_err(HostError::io(folder.display()))?;
     }
     Ok(dir)
 }
 
 /// Reads a passphrase: from the terminal without echo, asked twice (`prompt`, then `again`)
 /// and compared, or one line from stdin when stdin is not a terminal (scripts, tests).
-pub fn read_passphrase(prompt: &str, again: &str) -> Result<String, String> {
+pub fn read_passphrase(prompt: &str, again: &str) -> Result<String, PassphraseError> {
     use rustix::termios::{self, LocalModes, OptionalActions};
     let stdin = std::io::stdin();
-    let line = || -> Result<String, String> {
+    let line = || -> Result<String, PassphraseError> {
         let mut s = String::new();
         std::io::stdin()
             .read_line(&mut s)
-            .map_err(|e| format!("cannot read the passphrase: {e}"))?;
+            .map_err(PassphraseError::Read)?;
         Ok(s.trim_end_matches(['\n', '\r']).to_owned())
     };
     if !termios::isatty(&stdin) {
         return line();
     }
-    let saved = termios::tcgetattr(&stdin).map_err(|e| format!("terminal: {e}"))?;
+    let saved = termios::tcgetattr(&stdin).map_err(PassphraseError::Terminal)?;
     let mut quiet = saved.clone();
     quiet.local_modes.remove(LocalModes::ECHO);
-    let ask = |text: &str| -> Result<String, String> {
+    let ask = |text: &str| -> Result<String, PassphraseError> {
         eprint!("{text}");
         let _ = std::io::stderr().flush();
         termios::tcsetattr(&stdin, OptionalActions::Now, &quiet)
-            .map_err(|e| format!("terminal: {e}"))?;
+            .map_err(PassphraseError::Terminal)?;
         let got = line();
         let _ = termios::tcsetattr(&stdin, OptionalActions::Now, &saved);
         eprintln!();
@@ -315,7 +471,7 @@ pub fn read_passphrase(prompt: &str, again: &str) -> Result<String, String> {
     };
     let first = ask(prompt)?;
     if ask(again)? != first {
-        return Err("the two passphrases differ".to_owned());
+        return Err(PassphraseError::Differ);
     }
     Ok(first)
 }

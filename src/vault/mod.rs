@@ -7,12 +7,12 @@
 //! handle:
 //!
 //! - [`path`]: [`VaultPath`], the validated vault-relative path every request is parsed into.
-//! - [`resolve`](self::resolve): a component-at-a-time, no-follow walk that splices in symlink
+//! - [`resolve`](mod@resolve): a component-at-a-time, no-follow walk that splices in symlink
 //!   targets itself, so policy (inside the vault, nothing hidden) holds on where a path really
 //!   leads, race-free.
 //! - [`scan`]: depth-first walks over directory handles.
 //! - [`example`]: the embedded example vault used by `capvault demo`.
-//! - [`write`]: the one way a file is written: atomic, durable, version-checked, in a folder
+//! - [`write`](mod@write): the one way a file is written: atomic, durable, version-checked, in a folder
 //!   handle the resolver checked.
 //! - `ops`: the other changes a write tool makes (folders created, moves that never replace,
 //!   Obsidian's `.trash`, permanent removal), each acting on one name in checked folder handles.
@@ -20,6 +20,8 @@
 //!   writers' lock), a third handle.
 //! - [`cache`]: the search index's cache folder, outside the vault, opened as a second handle
 //!   and proven not to lie inside the vault.
+//! - [`host`]: the user's own files outside any vault (the config, token, TLS and model files,
+//!   clients' configs), reached only through a [`host::Host`], which `main.rs` claims once.
 //! - [`download`]: the folder an embedding model is downloaded into (`.part` files appended,
 //!   renamed when their digest is right), acting on plain names in one folder handle.
 //!
@@ -177,6 +179,10 @@ pub enum ConfigFile {
     PeriodicNotes,
     /// `types.json`: each property's type (text, number, date...), as the Properties view sets it.
     Types,
+    /// `plugins/dataview/data.json`: the Dataview plugin's settings.
+    Dataview,
+    /// `plugins/obsidian-tasks-plugin/data.json`: the Tasks plugin's settings.
+    Tasks,
 }
 
 impl ConfigFile {
@@ -190,6 +196,8 @@ impl ConfigFile {
             ConfigFile::CommunityPlugins => "community-plugins.json",
             ConfigFile::PeriodicNotes => "plugins/periodic-notes/data.json",
             ConfigFile::Types => "types.json",
+            ConfigFile::Dataview => "plugins/dataview/data.json",
+            ConfigFile::Tasks => "plugins/obsidian-tasks-plugin/data.json",
         }
     }
 }
@@ -202,43 +210,6 @@ pub(crate) enum Ambient<'a> {
     /// Open the parent (`..`) of a folder already open: used only to prove that the index
     /// cache folder is not inside the vault, and to find the name of a vault opened as `.`.
     Parent(&'a Dir),
-}
-
-/// Largest user config file (`--config`) read.
-pub const MAX_USER_CONFIG_BYTES: u64 = 1024 * 1024;
-
-/// Reads the user's own config file at a host path (`--config`, or the default location),
-/// under a 1 MiB cap: its folder is opened through [`ambient`], then the file is read by name
-/// through that handle. `Ok(None)` when it does not exist. The error names the path the user
-/// gave (it is shown only to them, at startup).
-pub fn read_user_config(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let shown = path.display();
-    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(format!("{shown}: not a file path"));
-    };
-    let folder = if folder.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        folder
-    };
-    let dir = match ambient(Ambient::Open(folder)) {
-        Ok(dir) => dir,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{shown}: {e}")),
-    };
-    let file = match dir.open(name) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{shown}: {e}")),
-    };
-    let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{shown}: not a regular file"));
-    }
-    let display = VaultPath::internal("config.toml");
-    read_capped(file, meta.len(), MAX_USER_CONFIG_BYTES, &display)
-        .map(Some)
-        .map_err(|_| format!("{shown}: over {MAX_USER_CONFIG_BYTES} bytes, or unreadable"))
 }
 
 /// The single function in capvault that uses ambient authority (clippy's `disallowed-methods`

@@ -58,6 +58,24 @@ pub struct Report {
 
 static REPORT: OnceLock<Report> = OnceLock::new();
 
+/// Why the sandbox was not applied ([`apply`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The kernel refused a ruleset, a rule or the restriction itself.
+    #[cfg(target_os = "linux")]
+    #[error("sandbox: {0}")]
+    Ruleset(#[from] landlock::RulesetError),
+    /// `--sandbox require` on a Linux kernel without Landlock.
+    #[error(
+        "--sandbox require: this kernel has no Landlock (or it is disabled); \
+         run with --sandbox best-effort or off"
+    )]
+    NoLandlock,
+    /// `--sandbox require` on another system.
+    #[error("--sandbox require: Landlock exists only on Linux")]
+    NotLinux,
+}
+
 /// What the sandbox of this process enforces (`None`: no sandbox was attempted, as in
 /// `capvault call` or tests in-process).
 pub fn report() -> Option<&'static Report> {
@@ -118,7 +136,7 @@ fn open_host_file(path: &Path) -> Option<cap_std::fs::File> {
 /// Applies the sandbox to this thread and every thread it starts later. Call it before any
 /// other thread exists. `Err` only in `Require` mode (or when the kernel refuses a ruleset
 /// it claimed to support).
-pub fn apply(plan: &Plan<'_>, mode: Mode) -> Result<&'static Report, String> {
+pub fn apply(plan: &Plan<'_>, mode: Mode) -> Result<&'static Report, SandboxError> {
     let report = match mode {
         Mode::Off => Report {
             state: State::Off,
@@ -143,7 +161,7 @@ mod landlock_rules {
         PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     };
 
-    use super::{Ambient, Mode, Plan, Report, State, ambient};
+    use super::{Ambient, Mode, Plan, Report, SandboxError, State, ambient};
 
     /// The newest Landlock ABI whose rights capvault asks for (network rules came in 4, file
     /// truncation in 3, cross-folder renames in 2).
@@ -152,8 +170,7 @@ mod landlock_rules {
     /// Where the time zone database lives (read-only in the sandbox).
     const ZONEINFO: &str = "/usr/share/zoneinfo";
 
-    pub(super) fn enforce(plan: &Plan<'_>, mode: Mode) -> Result<Report, String> {
-        let err = |e: landlock::RulesetError| format!("sandbox: {e}");
+    pub(super) fn enforce(plan: &Plan<'_>, mode: Mode) -> Result<Report, SandboxError> {
         let level = match mode {
             Mode::Require => CompatLevel::SoftRequirement,
             _ => CompatLevel::BestEffort,
@@ -162,18 +179,13 @@ mod landlock_rules {
         let all = AccessFs::from_all(TARGET_ABI);
         let mut ruleset = Ruleset::default()
             .set_compatibility(level)
-            .handle_access(all)
-            .map_err(err)?
+            .handle_access(all)?
             .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(AccessNet::from_all(TARGET_ABI))
-            .map_err(err)?
-            .create()
-            .map_err(err)?;
+            .handle_access(AccessNet::from_all(TARGET_ABI))?
+            .create()?;
         let mut reach = Vec::new();
         let vault_access = if plan.vault_writable { all } else { read };
-        ruleset = ruleset
-            .add_rule(PathBeneath::new(plan.vault.root.as_fd(), vault_access))
-            .map_err(err)?;
+        ruleset = ruleset.add_rule(PathBeneath::new(plan.vault.root.as_fd(), vault_access))?;
         reach.push(if plan.vault_writable {
             "the vault (read-write)"
         } else {
@@ -193,24 +205,19 @@ mod landlock_rules {
             rw.push((o.dir(), "the authorization server's folder"));
         }
         for (dir, what) in rw {
-            ruleset = ruleset
-                .add_rule(PathBeneath::new(dir.as_fd(), all))
-                .map_err(err)?;
+            ruleset = ruleset.add_rule(PathBeneath::new(dir.as_fd(), all))?;
             reach.push(what);
         }
         if let Ok(zones) = ambient(Ambient::Open(Path::new(ZONEINFO))) {
-            ruleset = ruleset
-                .add_rule(PathBeneath::new(zones.as_fd(), read))
-                .map_err(err)?;
+            ruleset = ruleset.add_rule(PathBeneath::new(zones.as_fd(), read))?;
             reach.push("the time zone database (read-only)");
         }
         if plan.name_lookups {
             let mut any = false;
             for path in super::RESOLVER_FILES {
                 if let Some(file) = super::open_host_file(Path::new(path)) {
-                    ruleset = ruleset
-                        .add_rule(PathBeneath::new(file.as_fd(), AccessFs::ReadFile))
-                        .map_err(err)?;
+                    ruleset =
+                        ruleset.add_rule(PathBeneath::new(file.as_fd(), AccessFs::ReadFile))?;
                     any = true;
                 }
             }
@@ -219,11 +226,9 @@ mod landlock_rules {
             }
         }
         for port in &plan.connect_ports {
-            ruleset = ruleset
-                .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
-                .map_err(err)?;
+            ruleset = ruleset.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
         }
-        let status = ruleset.restrict_self().map_err(err)?;
+        let status = ruleset.restrict_self()?;
         let abi = match status.landlock {
             LandlockStatus::Available { effective_abi, .. } => effective_abi as u32,
             _ => 0,
@@ -234,11 +239,7 @@ mod landlock_rules {
             RulesetStatus::NotEnforced => State::Unavailable,
         };
         if mode == Mode::Require && state == State::Unavailable {
-            return Err(
-                "--sandbox require: this kernel has no Landlock (or it is disabled); \
-                 run with --sandbox best-effort or off"
-                    .to_owned(),
-            );
+            return Err(SandboxError::NoLandlock);
         }
         let filesystem = if state == State::Unavailable {
             "not restricted (no Landlock in this kernel)".to_owned()
@@ -275,9 +276,9 @@ use landlock_rules::enforce;
 
 /// No Landlock outside Linux: reported, and refused in `Require` mode.
 #[cfg(not(target_os = "linux"))]
-fn enforce(_plan: &Plan<'_>, mode: Mode) -> Result<Report, String> {
+fn enforce(_plan: &Plan<'_>, mode: Mode) -> Result<Report, SandboxError> {
     if mode == Mode::Require {
-        return Err("--sandbox require: Landlock exists only on Linux".to_owned());
+        return Err(SandboxError::NotLinux);
     }
     Ok(Report {
         state: State::Unavailable,

@@ -81,40 +81,97 @@ pub struct Choice {
 }
 
 /// The `state-1` folder under `root` if it exists (checked outside the vault and private).
-fn open_existing_base(root: &Path, vault: &Vault) -> Result<Option<Dir>, String> {
-    let path = std::path::absolute(root)
-        .map_err(|e| format!("state folder: {}", e.kind()))?
-        .join(STATE_FOLDER);
+fn open_existing_base(root: &Path, vault: &Vault) -> Result<Option<Dir>, StateError> {
+    let path = std::path::absolute(root)?.join(STATE_FOLDER);
     let dir = match ambient(Ambient::Open(&path)) {
         Ok(dir) => dir,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("state folder: {}", e.kind())),
+        Err(e) => return Err(e.into()),
     };
-    let id = vault
-        .identity()
-        .map_err(|e| format!("state folder: {}", e.kind()))?;
-    ensure_outside(&dir, id).map_err(describe_open_error)?;
-    let meta = dir
-        .dir_metadata()
-        .map_err(|e| format!("state folder: {}", e.kind()))?;
+    let id = vault.identity()?;
+    ensure_outside(&dir, id)?;
+    let meta = dir.dir_metadata()?;
     if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
-        return Err(describe_open_error(CacheError::NotPrivate));
+        return Err(StateError::NotPrivate);
     }
     Ok(Some(dir))
 }
 
-fn describe_open_error(e: CacheError) -> String {
-    match e {
-        CacheError::InsideVault => {
-            "the state folder is inside the vault; it must be outside".to_owned()
-        }
-        CacheError::NotPrivate => {
-            "the state folder belongs to another user or others can write to it".to_owned()
-        }
-        CacheError::BadPath => "the state folder must be an absolute path without `..`".to_owned(),
-        CacheError::Busy => "the state folder is busy".to_owned(),
-        CacheError::Io(e) => format!("state folder: {}", e.kind()),
+/// Why the state folder could not be opened, reported or changed. Names no host path except
+/// a detached state's own folder ([`StateError::Alive`]), shown to the person at the
+/// command line.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The state folder lies inside the vault.
+    #[error("the state folder is inside the vault; it must be outside")]
+    InsideVault,
+    /// It is another user's, or others may write in it.
+    #[error("the state folder belongs to another user or others can write to it")]
+    NotPrivate,
+    /// The path is relative after all, or names `..`.
+    #[error("the state folder must be an absolute path without `..`")]
+    BadPath,
+    /// Another process holds it.
+    #[error("the state folder is busy")]
+    Busy,
+    /// The filesystem refused (only the kind of failure is shown).
+    #[error("state folder: {}", .0.kind())]
+    Io(io::Error),
+    /// `capvault state --adopt` with a name that is not a state id.
+    #[error("{0:?} is not a state id (capvault state VAULT lists them)")]
+    NotStateId(String),
+    /// `capvault state --adopt` with an id no state has.
+    #[error("there is no state {0} (capvault state VAULT lists them)")]
+    NoSuchState(String),
+    /// Adopting a state whose vault folder still exists, without `--force`.
+    #[error(
+        "state {id} belongs to the vault at {path}, which still exists; adopting it would give \
+         two vaults one history (--force to do it anyway)"
+    )]
+    Alive { id: String, path: String },
+}
+
+impl From<io::Error> for StateError {
+    fn from(e: io::Error) -> StateError {
+        StateError::Io(e)
     }
+}
+
+impl From<CacheError> for StateError {
+    fn from(e: CacheError) -> StateError {
+        match e {
+            CacheError::InsideVault => StateError::InsideVault,
+            CacheError::NotPrivate => StateError::NotPrivate,
+            CacheError::BadPath => StateError::BadPath,
+            CacheError::Busy => StateError::Busy,
+            CacheError::Io(e) => StateError::Io(e),
+        }
+    }
+}
+
+/// Why `--audit-log FILE` was refused: the path as the user typed it, and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {problem}")]
+pub struct AuditError {
+    path: String,
+    problem: AuditProblem,
+}
+
+/// What is wrong with an audit log's path ([`AuditError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum AuditProblem {
+    /// The filesystem refused.
+    #[error("{0}")]
+    Io(io::Error),
+    /// No folder or no file name.
+    #[error("not a file path")]
+    NotFile,
+    /// The file name is not UTF-8.
+    #[error("the name is not UTF-8")]
+    NotUtf8,
+    /// The folder is the vault or inside it.
+    #[error("must be outside the vault")]
+    InsideVault,
 }
 
 /// Held while one write runs; the lock goes when it is dropped (or the process ends).
@@ -144,22 +201,21 @@ impl StateDir {
     /// [`identity::choose`] picks (the same folder, moved or restored), or a new one. Refuses a
     /// `root` inside the vault before creating anything. What the user should hear (a restore,
     /// an earlier state left alone) is logged. The error never names a host path.
-    pub fn open(root: &Path, vault: &Vault) -> Result<StateDir, String> {
-        let base = open_private_base(root, vault, STATE_FOLDER).map_err(describe_open_error)?;
-        let io_err = |e: io::Error| format!("state folder: {}", e.kind());
+    pub fn open(root: &Path, vault: &Vault) -> Result<StateDir, StateError> {
+        let base = open_private_base(root, vault, STATE_FOLDER)?;
         let (dir, choice) = {
-            let _registry = identity::lock(&base).map_err(io_err)?;
-            let (records, legacy) = identity::read_all(&base).map_err(io_err)?;
-            let current = identity::Current::of(vault).map_err(io_err)?;
+            let _registry = identity::lock(&base)?;
+            let (records, legacy) = identity::read_all(&base)?;
+            let current = identity::Current::of(vault)?;
             let choice =
                 identity::choose(&records, &legacy, &current, &identity::DiskProbe { vault });
             let id = match &choice.id {
                 Some(id) => id.clone(),
-                None => identity::new_id().map_err(io_err)?,
+                None => identity::new_id()?,
             };
-            let dir = private_sub_dir(&base, &id).map_err(describe_open_error)?;
-            let record = identity::record_of(vault, &id).map_err(io_err)?;
-            identity::write_record(&dir, &record).map_err(io_err)?;
+            let dir = private_sub_dir(&base, &id)?;
+            let record = identity::record_of(vault, &id)?;
+            identity::write_record(&dir, &record)?;
             let choice = Choice {
                 id,
                 how: choice.how,
@@ -176,8 +232,7 @@ impl StateDir {
         for notice in &choice.notices {
             tracing::warn!("{notice}");
         }
-        let versions = sub_dir(&dir, Path::new(VERSIONS))
-            .map_err(|e| format!("state folder: {}", e.kind()))?;
+        let versions = sub_dir(&dir, Path::new(VERSIONS))?;
         Ok(StateDir {
             dir,
             versions,
@@ -192,13 +247,11 @@ impl StateDir {
 
     /// What `capvault state` shows for `vault` under `root`, creating nothing: `None` when no
     /// vault has a state there yet.
-    pub fn report(root: &Path, vault: &Vault) -> Result<Option<identity::Report>, String> {
+    pub fn report(root: &Path, vault: &Vault) -> Result<Option<identity::Report>, StateError> {
         let Some(base) = open_existing_base(root, vault)? else {
             return Ok(None);
         };
-        identity::report(&base, vault)
-            .map(Some)
-            .map_err(|e| format!("state folder: {}", e.kind()))
+        Ok(Some(identity::report(&base, vault)?))
     }
 
     /// Makes state `id` (a folder name `capvault state` lists) the state of `vault`; see
@@ -208,8 +261,8 @@ impl StateDir {
         vault: &Vault,
         id: &str,
         force: bool,
-    ) -> Result<Option<String>, String> {
-        let base = open_private_base(root, vault, STATE_FOLDER).map_err(describe_open_error)?;
+    ) -> Result<Option<String>, StateError> {
+        let base = open_private_base(root, vault, STATE_FOLDER)?;
         identity::adopt(&base, vault, id, force)
     }
 
@@ -338,21 +391,24 @@ impl AuditFile {
     /// Opens the folder of `path` (which must exist, outside the vault); the file is created
     /// `0600` at the first write, never through a symlink. The error may name `path`: only the
     /// user who started the server sees it.
-    pub fn open(path: &Path, vault: &Vault) -> Result<AuditFile, String> {
-        let shown = path.display();
-        let path = std::path::absolute(path).map_err(|e| format!("{shown}: {e}"))?;
+    pub fn open(path: &Path, vault: &Vault) -> Result<AuditFile, AuditError> {
+        let err = |problem| AuditError {
+            path: path.display().to_string(),
+            problem,
+        };
+        let path = std::path::absolute(path).map_err(|e| err(AuditProblem::Io(e)))?;
         let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
-            return Err(format!("{shown}: not a file path"));
+            return Err(err(AuditProblem::NotFile));
         };
         let name = name
             .to_str()
-            .ok_or_else(|| format!("{shown}: the name is not UTF-8"))?
+            .ok_or_else(|| err(AuditProblem::NotUtf8))?
             .to_owned();
-        let dir = ambient(Ambient::Open(folder)).map_err(|e| format!("{shown}: {e}"))?;
-        let id = vault.identity().map_err(|e| format!("{shown}: {e}"))?;
-        ensure_outside(&dir, id).map_err(|_| format!("{shown}: must be outside the vault"))?;
+        let dir = ambient(Ambient::Open(folder)).map_err(|e| err(AuditProblem::Io(e)))?;
+        let id = vault.identity().map_err(|e| err(AuditProblem::Io(e)))?;
+        ensure_outside(&dir, id).map_err(|_| err(AuditProblem::InsideVault))?;
         // Checked now, so a bad file is reported at startup.
-        append_open(&dir, &name).map_err(|e| format!("{shown}: {e}"))?;
+        append_open(&dir, &name).map_err(|e| err(AuditProblem::Io(e)))?;
         Ok(AuditFile { dir, name })
     }
 
@@ -577,7 +633,7 @@ mod tests {
         std::fs::create_dir(&root).unwrap();
         let vault = Vault::open(&root, Default::default()).unwrap();
         let e = StateDir::open(&root.join("state"), &vault).unwrap_err();
-        assert!(e.contains("inside the vault"), "{e}");
+        assert!(e.to_string().contains("inside the vault"), "{e}");
         assert!(!root.join("state").exists(), "created before the check");
         let state = StateDir::open(&tmp.path().join("state"), &vault).unwrap();
         let sha = crate::vault::sha256_hex(b"old");

@@ -33,7 +33,7 @@ pub enum WatchMsg {
     /// Events were lost: everything must be looked at again.
     Rescan,
     /// The watcher failed.
-    Error(String),
+    Error(WatchError),
     /// The server is shutting down: stop waiting for events.
     Stop,
 }
@@ -46,7 +46,7 @@ pub enum Batch {
     /// Reconcile everything.
     Rescan,
     /// The watcher reported an error (reconcile everything).
-    Error(String),
+    Error(WatchError),
 }
 
 /// A running watch; dropping it stops watching.
@@ -60,10 +60,42 @@ impl std::fmt::Debug for Watcher {
     }
 }
 
-/// Why the watcher could not start.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct WatchError(String);
+/// Why the watcher could not start, or what it reported failing later. Names no host path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WatchError {
+    /// The system's inotify limit on watched folders.
+    #[error("the system limit on watched folders was reached (raise fs.inotify.max_user_watches)")]
+    Limit,
+    /// The vault folder no longer exists.
+    #[error("the vault folder is gone")]
+    Gone,
+    /// The system refused (only the kind of failure is kept).
+    #[error("watch failed: {0}")]
+    Io(std::io::ErrorKind),
+    /// A watch the watcher should hold is not there.
+    #[error("watch not found")]
+    WatchNotFound,
+    /// The watcher refused its configuration.
+    #[error("invalid watcher configuration")]
+    Config,
+    /// Another failure of the watcher.
+    #[error("watch failed")]
+    Failed,
+}
+
+impl From<&notify::Error> for WatchError {
+    /// The error's kind, without the host paths `notify` attaches.
+    fn from(e: &notify::Error) -> WatchError {
+        match &e.kind {
+            notify::ErrorKind::MaxFilesWatch => WatchError::Limit,
+            notify::ErrorKind::PathNotFound => WatchError::Gone,
+            notify::ErrorKind::Io(io) => WatchError::Io(io.kind()),
+            notify::ErrorKind::WatchNotFound => WatchError::WatchNotFound,
+            notify::ErrorKind::InvalidConfig(_) => WatchError::Config,
+            notify::ErrorKind::Generic(_) => WatchError::Failed,
+        }
+    }
+}
 
 impl Watcher {
     /// Watches `vault` recursively, sending what changed to `tx`.
@@ -89,16 +121,16 @@ impl Watcher {
                     }
                     WatchMsg::Paths(paths)
                 }
-                Err(e) => WatchMsg::Error(short_error(&e)),
+                Err(e) => WatchMsg::Error(WatchError::from(&e)),
             };
             let _ = tx.send(msg);
         };
         let config = notify::Config::default().with_follow_symlinks(false);
-        let mut inner = notify::RecommendedWatcher::new(handler, config)
-            .map_err(|e| WatchError(short_error(&e)))?;
+        let mut inner =
+            notify::RecommendedWatcher::new(handler, config).map_err(|e| WatchError::from(&e))?;
         inner
             .watch(&root, RecursiveMode::Recursive)
-            .map_err(|e| WatchError(short_error(&e)))?;
+            .map_err(|e| WatchError::from(&e))?;
         Ok(Watcher { _inner: inner })
     }
 }
@@ -111,21 +143,6 @@ fn to_vault_path(prefix: &std::path::Path, p: &std::path::Path) -> Option<VaultP
         return Some(VaultPath::root());
     }
     VaultPath::parse(rel).ok()
-}
-
-/// An error's kind without host paths.
-fn short_error(e: &notify::Error) -> String {
-    match &e.kind {
-        notify::ErrorKind::MaxFilesWatch => {
-            "the system limit on watched folders was reached (raise fs.inotify.max_user_watches)"
-                .to_owned()
-        }
-        notify::ErrorKind::PathNotFound => "the vault folder is gone".to_owned(),
-        notify::ErrorKind::Io(io) => format!("watch failed: {}", io.kind()),
-        notify::ErrorKind::WatchNotFound => "watch not found".to_owned(),
-        notify::ErrorKind::InvalidConfig(_) => "invalid watcher configuration".to_owned(),
-        notify::ErrorKind::Generic(_) => "watch failed".to_owned(),
-    }
 }
 
 /// Groups events into batches: a batch closes after a quiet spell, or after a longest wait so a
@@ -161,7 +178,7 @@ impl Debounce {
         let take = |msg: WatchMsg,
                     paths: &mut BTreeSet<VaultPath>,
                     rescan: &mut bool,
-                    error: &mut Option<String>| match msg {
+                    error: &mut Option<WatchError>| match msg {
             WatchMsg::Paths(p) => {
                 if !*rescan {
                     paths.extend(p);
@@ -218,6 +235,20 @@ mod tests {
         assert_eq!(p("/proc/self/fd/7/A/.obsidian/x.json"), None);
         assert_eq!(p("/etc/passwd"), None);
         assert_eq!(p("/proc/self/fd/70/x.md"), None);
+    }
+
+    #[test]
+    fn watcher_errors_keep_their_messages_and_drop_host_paths() {
+        let limit = notify::Error::new(notify::ErrorKind::MaxFilesWatch)
+            .add_path(PathBuf::from("/home/someone/vault"));
+        let e = WatchError::from(&limit);
+        assert_eq!(e, WatchError::Limit);
+        assert!(e.to_string().contains("fs.inotify.max_user_watches"), "{e}");
+        let io = notify::Error::io(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+            .add_path(PathBuf::from("/home/someone/vault"));
+        let e = WatchError::from(&io).to_string();
+        assert!(e.starts_with("watch failed: "), "{e}");
+        assert!(!e.contains("/home"), "{e}");
     }
 
     #[test]

@@ -40,7 +40,7 @@ mod token;
 
 pub use consent::{authorize_answer, authorize_page};
 pub use register::register;
-pub(super) use register::{check_redirect_uri, client_name};
+pub(super) use register::{NameCharError, RedirectError, check_redirect_uri, client_name};
 pub use revoke::revoke;
 pub use token::token;
 
@@ -103,7 +103,7 @@ const MAX_HASHING: usize = 2;
 enum ClientError {
     Unknown,
     /// Its metadata document could not be fetched or was refused.
-    Document(String),
+    Document(client_doc::DocError),
     Store(std::io::Error),
 }
 
@@ -312,12 +312,17 @@ impl AuthServer {
     }
 }
 
+/// A parameter given twice in a form or query.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is given twice")]
+struct Repeated(String);
+
 /// A form or query, as pairs; `Err` when a parameter is given twice (RFC 6749 3.1).
-fn params(raw: &str) -> Result<HashMap<String, String>, String> {
+fn params(raw: &str) -> Result<HashMap<String, String>, Repeated> {
     let mut out = HashMap::new();
     for (k, v) in url::form_urlencoded::parse(raw.as_bytes()) {
         if out.insert(k.to_string(), v.to_string()).is_some() {
-            return Err(format!("`{k}` is given twice"));
+            return Err(Repeated(k.into_owned()));
         }
     }
     Ok(out)
@@ -423,8 +428,13 @@ async fn client_form(
     headers: &HeaderMap,
     body: &str,
 ) -> Result<(HashMap<String, String>, Client), Box<Response>> {
-    let form = params(body)
-        .map_err(|e| Box::new(json_error(StatusCode::BAD_REQUEST, "invalid_request", &e)))?;
+    let form = params(body).map_err(|e| {
+        Box::new(json_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            &e.to_string(),
+        ))
+    })?;
     let client = authenticate_client(auth, headers, &form).await?;
     Ok((form, client))
 }
@@ -481,7 +491,7 @@ async fn authenticate_client(
             return Err(Box::new(json_error(
                 StatusCode::UNAUTHORIZED,
                 "invalid_client",
-                &why,
+                &why.to_string(),
             )));
         }
         Err(ClientError::Store(e)) => return Err(Box::new(server_error(e))),
@@ -602,7 +612,10 @@ mod tests {
     #[test]
     fn a_parameter_given_twice_is_refused() {
         assert!(params("a=1&b=2").is_ok());
-        assert!(params("a=1&a=2").unwrap_err().contains("`a`"));
+        assert_eq!(
+            params("a=1&a=2").unwrap_err().to_string(),
+            "`a` is given twice"
+        );
     }
 
     #[test]

@@ -87,6 +87,87 @@ pub fn is_document_id(client_id: &str) -> bool {
     client_id.starts_with("https://")
 }
 
+/// Why a client metadata document could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DocError {
+    /// The `client_id` is not a URL.
+    #[error("`{0}` is not a URL")]
+    NotAUrl(String),
+    /// The `client_id` URL breaks a rule (`why` says which).
+    #[error("client_id `{url}`: {why}")]
+    BadUrl {
+        /// The `client_id`.
+        url: String,
+        /// The rule broken.
+        why: &'static str,
+    },
+    /// Over [`FETCHES_PER_MINUTE`].
+    #[error("too many metadata documents fetched; try again in a minute")]
+    TooManyFetches,
+    /// The host name lookup ran out of time.
+    #[error("{0}: the name lookup took too long")]
+    LookupTimeout(String),
+    /// The host name lookup failed.
+    #[error("{host}: {error}")]
+    Lookup {
+        /// The host.
+        host: String,
+        /// What the resolver said.
+        error: std::io::Error,
+    },
+    /// The host name has no address.
+    #[error("{0}: no address")]
+    NoAddress(String),
+    /// The host name resolves to an address that is not public.
+    #[error("{host} resolves to {ip}, which is not a public address")]
+    NotPublic {
+        /// The host.
+        host: String,
+        /// The first address that is not public.
+        ip: IpAddr,
+    },
+    /// The HTTPS client could not be set up.
+    #[error("{0}")]
+    Client(jwt::ClientSetupError),
+    /// The document could not be fetched.
+    #[error(transparent)]
+    Fetch(#[from] jwt::FetchError),
+    /// The document was fetched and refused.
+    #[error("the metadata document at {url}: {why}")]
+    Refused {
+        /// The document's URL.
+        url: String,
+        /// What is wrong with it.
+        why: Refusal,
+    },
+}
+
+/// What is wrong with a fetched client metadata document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// Not a JSON object.
+    #[error("not a JSON object")]
+    NotAnObject,
+    /// Its `client_id` is not the URL it was fetched from.
+    #[error("its client_id is not its own URL")]
+    NotItsOwnId,
+    /// A confidential client.
+    #[error("token_endpoint_auth_method `{0}`: only public clients (`none`) are supported")]
+    AuthMethod(String),
+    /// A redirect URI that is not a string.
+    #[error("a redirect URI is not a string")]
+    RedirectNotString,
+    /// A refused redirect URI.
+    #[error(transparent)]
+    Redirect(#[from] super::authorize::RedirectError),
+    /// No redirect URIs, or too many.
+    #[error("no redirect_uris (or too many)")]
+    RedirectCount,
+    /// A refused client name.
+    #[error(transparent)]
+    Name(#[from] super::authorize::NameCharError),
+}
+
 impl ClientDocs {
     /// `test_roots`: a testing aid (see `--oauth-test-ca`): trusted in addition to webpki's
     /// roots, and when given, loopback hosts and any port are allowed.
@@ -103,7 +184,7 @@ impl ClientDocs {
     }
 
     /// The client whose metadata document is at `url`.
-    pub async fn client(&self, url: &str) -> Result<Client, String> {
+    pub async fn client(&self, url: &str) -> Result<Client, DocError> {
         let u = self.check_url(url)?;
         {
             let cache = crate::locks::lock(&self.cache);
@@ -122,7 +203,7 @@ impl ClientDocs {
                 f.pop_front();
             }
             if f.len() >= FETCHES_PER_MINUTE {
-                return Err("too many metadata documents fetched; try again in a minute".into());
+                return Err(DocError::TooManyFetches);
             }
             f.push_back(Instant::now());
         }
@@ -133,22 +214,22 @@ impl ClientDocs {
             tokio::net::lookup_host((host.as_str(), port)),
         )
         .await
-        .map_err(|_| format!("{host}: the name lookup took too long"))?
-        .map_err(|e| format!("{host}: {e}"))?
+        .map_err(|_| DocError::LookupTimeout(host.clone()))?
+        .map_err(|error| DocError::Lookup {
+            host: host.clone(),
+            error,
+        })?
         .collect();
         let Some(first) = addrs.first().copied() else {
-            return Err(format!("{host}: no address"));
+            return Err(DocError::NoAddress(host));
         };
         if !self.testing()
             && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip()))
         {
-            return Err(format!(
-                "{host} resolves to {}, which is not a public address",
-                bad.ip()
-            ));
+            return Err(DocError::NotPublic { host, ip: bad.ip() });
         }
         let http = jwt::client_with(&[(host.clone(), first)], &self.test_roots, FETCH_TIMEOUT)
-            .map_err(|e| e.to_string())?;
+            .map_err(DocError::Client)?;
         let doc = jwt::fetch_json_capped(&http, url, MAX_DOCUMENT).await?;
         let client = parse(url, &doc)?;
         let mut cache = crate::locks::lock(&self.cache);
@@ -167,9 +248,14 @@ impl ClientDocs {
 
     /// A URL that may name a document: HTTPS, port 443, a path, no user, query or fragment,
     /// and already in its normal form (no `.` or `..` segments).
-    fn check_url(&self, url: &str) -> Result<url::Url, String> {
-        let u = url::Url::parse(url).map_err(|_| format!("`{url}` is not a URL"))?;
-        let bad = |why: &str| Err(format!("client_id `{url}`: {why}"));
+    fn check_url(&self, url: &str) -> Result<url::Url, DocError> {
+        let u = url::Url::parse(url).map_err(|_| DocError::NotAUrl(url.to_owned()))?;
+        let bad = |why: &'static str| {
+            Err(DocError::BadUrl {
+                url: url.to_owned(),
+                why,
+            })
+        };
         if u.scheme() != "https" {
             return bad("not https");
         }
@@ -198,13 +284,18 @@ impl ClientDocs {
 }
 
 /// The client a document describes.
-fn parse(url: &str, doc: &Value) -> Result<Client, String> {
-    let bad = |why: String| Err(format!("the metadata document at {url}: {why}"));
+fn parse(url: &str, doc: &Value) -> Result<Client, DocError> {
+    let bad = |why: Refusal| {
+        Err(DocError::Refused {
+            url: url.to_owned(),
+            why,
+        })
+    };
     let Some(doc) = doc.as_object() else {
-        return bad("not a JSON object".into());
+        return bad(Refusal::NotAnObject);
     };
     if doc.get("client_id").and_then(Value::as_str) != Some(url) {
-        return bad("its client_id is not its own URL".into());
+        return bad(Refusal::NotItsOwnId);
     }
     match doc
         .get("token_endpoint_auth_method")
@@ -212,9 +303,7 @@ fn parse(url: &str, doc: &Value) -> Result<Client, String> {
     {
         None | Some("none") => {}
         Some(other) => {
-            return bad(format!(
-                "token_endpoint_auth_method `{other}`: only public clients (`none`) are supported"
-            ));
+            return bad(Refusal::AuthMethod(other.to_owned()));
         }
     }
     let uris: Vec<String> = match doc.get("redirect_uris").and_then(Value::as_array) {
@@ -222,20 +311,20 @@ fn parse(url: &str, doc: &Value) -> Result<Client, String> {
             let mut out = Vec::new();
             for v in l {
                 let Some(s) = v.as_str() else {
-                    return bad("a redirect URI is not a string".into());
+                    return bad(Refusal::RedirectNotString);
                 };
                 if let Err(e) = super::authorize::check_redirect_uri(s) {
-                    return bad(e);
+                    return bad(e.into());
                 }
                 out.push(s.to_owned());
             }
             out
         }
-        _ => return bad("no redirect_uris (or too many)".into()),
+        _ => return bad(Refusal::RedirectCount),
     };
     let name = match super::authorize::client_name(doc.get("client_name").and_then(Value::as_str)) {
         Ok(n) => n,
-        Err(why) => return bad(why),
+        Err(why) => return bad(why.into()),
     };
     Ok(Client {
         id: url.to_owned(),
@@ -311,13 +400,23 @@ mod tests {
         assert_eq!((c.name.as_str(), c.auth_method.as_str()), ("App", "none"));
         let mut other = ok.clone();
         other["client_id"] = json!("https://evil.example/client.json");
-        assert!(parse(url, &other).unwrap_err().contains("own URL"));
+        assert!(
+            parse(url, &other)
+                .unwrap_err()
+                .to_string()
+                .contains("own URL")
+        );
         let mut secret = ok.clone();
         secret["token_endpoint_auth_method"] = json!("private_key_jwt");
         assert!(parse(url, &secret).is_err());
         let mut bidi = ok.clone();
         bidi["client_name"] = json!("App\u{202e}olleh");
-        assert!(parse(url, &bidi).unwrap_err().contains("U+202E"));
+        assert!(
+            parse(url, &bidi)
+                .unwrap_err()
+                .to_string()
+                .contains("U+202E")
+        );
         let mut js = ok;
         js["redirect_uris"] = json!(["javascript:alert(1)"]);
         assert!(parse(url, &js).is_err());

@@ -101,9 +101,118 @@ impl std::fmt::Debug for Verifier {
     }
 }
 
+/// The HTTPS client could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientSetupError {
+    /// The TLS roots or the builder's settings (from [`crate::net::client_builder`]).
+    #[error("{0}")]
+    Builder(Box<dyn std::error::Error + Send + Sync>),
+    /// reqwest could not build the client.
+    #[error("{0}")]
+    Build(#[from] reqwest::Error),
+}
+
+/// A JSON document that could not be fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The request failed (connection, TLS, time).
+    #[error("{url}: {error}")]
+    Request {
+        /// The URL asked.
+        url: String,
+        /// What reqwest said.
+        error: reqwest::Error,
+    },
+    /// A status other than success.
+    #[error("{url}: HTTP {status}")]
+    Status {
+        /// The URL asked.
+        url: String,
+        /// The status code.
+        status: u16,
+    },
+    /// Over the size bound.
+    #[error("{url}: larger than {max} bytes")]
+    TooLarge {
+        /// The URL asked.
+        url: String,
+        /// The bound in bytes.
+        max: usize,
+    },
+    /// The body is not JSON.
+    #[error("{url}: not JSON ({error})")]
+    NotJson {
+        /// The URL asked.
+        url: String,
+        /// What serde_json said.
+        error: serde_json::Error,
+    },
+}
+
+/// The issuer's metadata names no usable JWKS.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    /// `--oauth-issuer` is not a URL.
+    #[error("--oauth-issuer: {0}")]
+    Issuer(url::ParseError),
+    /// The metadata's `issuer` differs from the one configured.
+    #[error("{url}: its `issuer` is not `{issuer}` (a mix-up or a wrong URL)")]
+    MixUp {
+        /// The metadata's URL.
+        url: String,
+        /// The issuer configured.
+        issuer: String,
+    },
+    /// The metadata has no `jwks_uri`.
+    #[error("{url}: no `jwks_uri`")]
+    NoJwksUri {
+        /// The metadata's URL.
+        url: String,
+    },
+    /// Neither metadata URL answered.
+    #[error(
+        "no metadata for issuer {issuer} ({}); pass --jwks-url or --jwks-file",
+        joined(.errors)
+    )]
+    NoMetadata {
+        /// The issuer configured.
+        issuer: String,
+        /// Each URL's failure.
+        errors: Vec<FetchError>,
+    },
+}
+
+fn joined(errors: &[FetchError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A JWKS without a key capvault can use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JwksError {
+    /// No `keys` array.
+    #[error("the JWKS has no `keys` list")]
+    NoKeyList,
+    /// No RS256, ES256 or EdDSA signing key in it.
+    #[error("the JWKS has no RS256, ES256 or EdDSA signing key")]
+    NoSigningKey,
+}
+
+/// Why refetching the keys failed.
+#[derive(Debug, thiserror::Error)]
+enum RefetchError {
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    #[error(transparent)]
+    Keys(#[from] JwksError),
+}
+
 /// The HTTPS client for the issuer: webpki's roots (no system files to read), no proxy, no
 /// redirects, bounded time; `pinned` fixes the addresses of hosts resolved already.
-pub fn client(pinned: &[(String, SocketAddr)]) -> anyhow::Result<reqwest::Client> {
+pub fn client(pinned: &[(String, SocketAddr)]) -> Result<reqwest::Client, ClientSetupError> {
     client_with(pinned, &[], FETCH_TIMEOUT)
 }
 
@@ -112,8 +221,9 @@ pub fn client_with(
     pinned: &[(String, SocketAddr)],
     extra_roots: &[rustls_pki_types::CertificateDer<'static>],
     timeout: Duration,
-) -> anyhow::Result<reqwest::Client> {
-    let mut builder = crate::net::client_builder(extra_roots, timeout, timeout)?
+) -> Result<reqwest::Client, ClientSetupError> {
+    let mut builder = crate::net::client_builder(extra_roots, timeout, timeout)
+        .map_err(|e| ClientSetupError::Builder(e.into()))?
         .redirect(reqwest::redirect::Policy::none());
     for (host, addr) in pinned {
         builder = builder.resolve(host, *addr);
@@ -125,7 +235,7 @@ pub fn client_with(
 pub use crate::net::check_fetch_url;
 
 /// GETs a JSON document of at most [`MAX_DOCUMENT`] bytes (in the client's time).
-pub async fn fetch_json(client: &reqwest::Client, url: &str) -> Result<Value, String> {
+pub async fn fetch_json(client: &reqwest::Client, url: &str) -> Result<Value, FetchError> {
     fetch_json_capped(client, url, MAX_DOCUMENT).await
 }
 
@@ -134,30 +244,46 @@ pub async fn fetch_json_capped(
     client: &reqwest::Client,
     url: &str,
     max: usize,
-) -> Result<Value, String> {
+) -> Result<Value, FetchError> {
+    let request = |error| FetchError::Request {
+        url: url.to_owned(),
+        error,
+    };
     let mut response = client
         .get(url)
         .header("accept", "application/json")
         .send()
         .await
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(request)?;
     if !response.status().is_success() {
-        return Err(format!("{url}: HTTP {}", response.status().as_u16()));
+        return Err(FetchError::Status {
+            url: url.to_owned(),
+            status: response.status().as_u16(),
+        });
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
+    while let Some(chunk) = response.chunk().await.map_err(request)? {
         body.extend_from_slice(&chunk);
         if body.len() > max {
-            return Err(format!("{url}: larger than {max} bytes"));
+            return Err(FetchError::TooLarge {
+                url: url.to_owned(),
+                max,
+            });
         }
     }
-    serde_json::from_slice(&body).map_err(|e| format!("{url}: not JSON ({e})"))
+    serde_json::from_slice(&body).map_err(|error| FetchError::NotJson {
+        url: url.to_owned(),
+        error,
+    })
 }
 
 /// The JWKS URL of `issuer`, from its RFC 8414 metadata (or, failing that, its OpenID
 /// configuration), whose `issuer` must be `issuer` exactly.
-pub async fn discover_jwks(client: &reqwest::Client, issuer: &str) -> Result<String, String> {
-    let u = url::Url::parse(issuer).map_err(|e| format!("--oauth-issuer: {e}"))?;
+pub async fn discover_jwks(
+    client: &reqwest::Client,
+    issuer: &str,
+) -> Result<String, DiscoveryError> {
+    let u = url::Url::parse(issuer).map_err(DiscoveryError::Issuer)?;
     let path = u.path().trim_end_matches('/');
     let origin = u.origin().ascii_serialization();
     let candidates = [
@@ -169,23 +295,24 @@ pub async fn discover_jwks(client: &reqwest::Client, issuer: &str) -> Result<Str
         match fetch_json(client, &url).await {
             Ok(meta) => {
                 if meta.get("issuer").and_then(Value::as_str) != Some(issuer) {
-                    return Err(format!(
-                        "{url}: its `issuer` is not `{issuer}` (a mix-up or a wrong URL)"
-                    ));
+                    return Err(DiscoveryError::MixUp {
+                        url,
+                        issuer: issuer.to_owned(),
+                    });
                 }
                 return meta
                     .get("jwks_uri")
                     .and_then(Value::as_str)
                     .map(str::to_owned)
-                    .ok_or_else(|| format!("{url}: no `jwks_uri`"));
+                    .ok_or(DiscoveryError::NoJwksUri { url });
             }
             Err(e) => errors.push(e),
         }
     }
-    Err(format!(
-        "no metadata for issuer {issuer} ({}); pass --jwks-url or --jwks-file",
-        errors.join("; ")
-    ))
+    Err(DiscoveryError::NoMetadata {
+        issuer: issuer.to_owned(),
+        errors,
+    })
 }
 
 impl Verifier {
@@ -196,7 +323,7 @@ impl Verifier {
         jwks: &Value,
         source: KeySource,
         refetch_every: Duration,
-    ) -> Result<Verifier, String> {
+    ) -> Result<Verifier, JwksError> {
         let keys = parse_jwks(jwks)?;
         Ok(Verifier {
             issuer,
@@ -286,7 +413,11 @@ impl Verifier {
                 return;
             }
         }
-        let fetched = fetch_json(client, url).await.and_then(|v| parse_jwks(&v));
+        let fetched = async {
+            let doc = fetch_json(client, url).await?;
+            Ok::<_, RefetchError>(parse_jwks(&doc)?)
+        }
+        .await;
         let mut keys = crate::locks::lock(&self.keys);
         match fetched {
             Ok(k) => {
@@ -325,11 +456,11 @@ fn key_algorithm(jwk: &Jwk) -> Option<Algorithm> {
     }
 }
 
-fn parse_jwks(doc: &Value) -> Result<Keys, String> {
+fn parse_jwks(doc: &Value) -> Result<Keys, JwksError> {
     let list = doc
         .get("keys")
         .and_then(Value::as_array)
-        .ok_or("the JWKS has no `keys` list")?;
+        .ok_or(JwksError::NoKeyList)?;
     let mut by_kid = HashMap::new();
     let mut unnamed = Vec::new();
     for raw in list.iter().take(MAX_KEYS) {
@@ -358,7 +489,7 @@ fn parse_jwks(doc: &Value) -> Result<Keys, String> {
         }
     }
     if by_kid.is_empty() && unnamed.is_empty() {
-        return Err("the JWKS has no RS256, ES256 or EdDSA signing key".to_owned());
+        return Err(JwksError::NoSigningKey);
     }
     Ok(Keys {
         by_kid,

@@ -67,18 +67,36 @@ pub enum Refusal {
     NoScope,
 }
 
+/// A refused `--public-url`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublicUrlError {
+    /// Not a URL.
+    #[error("--public-url `{url}`: {error}")]
+    NotAUrl {
+        /// The value given.
+        url: String,
+        /// What the URL parser said.
+        error: url::ParseError,
+    },
+    /// It has a query, a fragment or a user name.
+    #[error("--public-url `{0}`: no query, fragment or user name")]
+    Extras(String),
+    /// `http` on a host that is not loopback, or another scheme.
+    #[error("--public-url `{0}` must be https (http only on a loopback address)")]
+    NotHttps(String),
+}
+
 /// Checks `--public-url`: an absolute http(s) URL without query or fragment, https unless its
 /// host is a loopback address. Returns it without a trailing slash.
-pub fn check_public_url(url: &str) -> Result<String, String> {
-    let u = url::Url::parse(url).map_err(|e| format!("--public-url `{url}`: {e}"))?;
-    if u.query().is_some() || u.fragment().is_some() || !u.username().is_empty() {
-        return Err(format!(
-            "--public-url `{url}`: no query, fragment or user name"
-        ));
-    }
-    jwt::check_fetch_url(url).map_err(|_| {
-        format!("--public-url `{url}` must be https (http only on a loopback address)")
+pub fn check_public_url(url: &str) -> Result<String, PublicUrlError> {
+    let u = url::Url::parse(url).map_err(|error| PublicUrlError::NotAUrl {
+        url: url.to_owned(),
+        error,
     })?;
+    if u.query().is_some() || u.fragment().is_some() || !u.username().is_empty() {
+        return Err(PublicUrlError::Extras(url.to_owned()));
+    }
+    jwt::check_fetch_url(url).map_err(|_| PublicUrlError::NotHttps(url.to_owned()))?;
     Ok(u.as_str().trim_end_matches('/').to_owned())
 }
 

@@ -256,6 +256,80 @@ pub fn parse_time(name: &str, s: &str) -> Result<i64, NoteError> {
     )))
 }
 
+/// The filters of a `search_notes` call as the client wrote them (a folder path, times as
+/// text); [`SearchRequest::new`] checks them.
+#[derive(Debug, Clone, Default)]
+pub struct SearchScope {
+    /// Only notes under this folder.
+    pub folder: Option<String>,
+    /// Only notes with this tag or one nested under it.
+    pub tag: Option<String>,
+    /// Only notes with this frontmatter property...
+    pub property: Option<String>,
+    /// ...equal to this value.
+    pub value: Option<String>,
+    /// Modified at or after: a date or an RFC 3339 time.
+    pub modified_after: Option<String>,
+    /// Modified before: a date or an RFC 3339 time.
+    pub modified_before: Option<String>,
+}
+
+/// What `search_notes` asks: the query with its folder and times parsed, and the mode if the
+/// client chose one (otherwise the engine's default, [`Mode::default_for`]).
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    query: SearchQuery,
+    mode: Option<Mode>,
+}
+
+impl SearchRequest {
+    /// Parses the folder, then `modified_after`, then `modified_before` (the first bad one is
+    /// the error). The query text, the limit and the cursor are checked by [`run`].
+    pub fn new(
+        text: String,
+        mode: Option<Mode>,
+        limit: Option<u32>,
+        case_sensitive: bool,
+        scope: SearchScope,
+        cursor: Option<String>,
+    ) -> Result<Self, NoteError> {
+        let folder = VaultPath::parse_folder(scope.folder.as_deref().unwrap_or(""))?;
+        let time = |name: &str, v: Option<String>| v.map(|s| parse_time(name, &s)).transpose();
+        let query = SearchQuery {
+            query: text,
+            mode: mode.unwrap_or_default(),
+            limit,
+            case_sensitive,
+            folder,
+            tag: scope.tag,
+            property: scope.property,
+            value: scope.value,
+            modified_after: time("modified_after", scope.modified_after)?,
+            modified_before: time("modified_before", scope.modified_before)?,
+            cursor,
+        };
+        Ok(SearchRequest { query, mode })
+    }
+
+    /// The mode this request runs in on `engine`.
+    pub fn mode(&self, engine: &Engine) -> Mode {
+        self.mode.unwrap_or_else(|| Mode::default_for(engine))
+    }
+
+    /// True when answering waits on the index's first build (a ranked search before it ends),
+    /// so a client may be told how the build goes.
+    pub fn waits_for_build(&self, engine: &Engine) -> bool {
+        self.mode(engine) == Mode::Ranked && !engine.is_ready()
+    }
+}
+
+/// `search_notes`: the request run in its mode (see [`search`]).
+pub fn run(engine: &Engine, req: &SearchRequest) -> Result<SearchResults, NoteError> {
+    let mut query = req.query.clone();
+    query.mode = req.mode(engine);
+    search(engine, &query)
+}
+
 /// Runs a search in the query's mode.
 pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteError> {
     let limit = check_limit(q.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
@@ -457,6 +531,49 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_search_request_parses_its_folder_and_times() {
+        let scope = SearchScope {
+            folder: Some("Projects".into()),
+            tag: Some("a".into()),
+            modified_after: Some("1970-01-02".into()),
+            modified_before: Some("1970-01-03T00:00:00Z".into()),
+            ..SearchScope::default()
+        };
+        let r =
+            SearchRequest::new("w".into(), Some(Mode::Exact), Some(5), true, scope, None).unwrap();
+        assert_eq!(r.mode, Some(Mode::Exact));
+        assert_eq!(r.query.folder.as_str(), "Projects");
+        assert_eq!(r.query.modified_after, Some(86_400_000));
+        assert_eq!(r.query.modified_before, Some(2 * 86_400_000));
+        assert_eq!((r.query.limit, r.query.case_sensitive), (Some(5), true));
+        let r = SearchRequest::new("w".into(), None, None, false, SearchScope::default(), None)
+            .unwrap();
+        assert!(r.query.folder.is_root());
+        assert_eq!(
+            r.mode, None,
+            "no mode given: the engine's default, chosen when run"
+        );
+    }
+
+    #[test]
+    fn a_search_request_names_the_first_bad_filter() {
+        let bad_times = SearchScope {
+            modified_after: Some("soon".into()),
+            modified_before: Some("later".into()),
+            ..SearchScope::default()
+        };
+        let e =
+            SearchRequest::new("w".into(), None, None, false, bad_times.clone(), None).unwrap_err();
+        assert!(e.to_string().starts_with("modified_after:"), "{e}");
+        let bad_folder = SearchScope {
+            folder: Some("../out".into()),
+            ..bad_times
+        };
+        let e = SearchRequest::new("w".into(), None, None, false, bad_folder, None).unwrap_err();
+        assert!(matches!(e, NoteError::Vault(_)), "the folder first: {e:?}");
+    }
 
     #[test]
     fn time_filters_accept_dates_and_rfc3339() {

@@ -18,6 +18,7 @@ mod canvas;
 mod daily;
 mod history;
 mod relink;
+mod task;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
@@ -40,6 +41,7 @@ pub use history::{
     HistoryEntry, HistoryRequest, NoteHistory, RestoreRequest, note_history, restore_note,
 };
 pub use relink::{MoveRequest, MoveResult, MovedLinks, move_note};
+pub use task::{TaskStatusRequest, set_task_status};
 
 /// Largest note a write tool writes (the vault's read cap applies too).
 pub const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;

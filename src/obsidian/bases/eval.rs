@@ -20,6 +20,8 @@ mod functions;
 mod methods;
 
 #[cfg(test)]
+pub(super) use methods::METHODS;
+#[cfg(test)]
 pub(super) use methods::js_replacement;
 
 /// Most evaluation steps (nodes visited, list elements walked) in one query.

@@ -540,7 +540,7 @@ impl Parser<'_> {
                 ExprKind::Lit(Value::String(s))
             }
             Tok::Regex(body, flags) => {
-                let pattern = Pattern::new(&body, &flags).map_err(|m| self.error(m))?;
+                let pattern = Pattern::new(&body, &flags).map_err(|e| self.error(e.to_string()))?;
                 self.advance(false)?;
                 ExprKind::Lit(Value::Regex(Arc::new(pattern)))
             }

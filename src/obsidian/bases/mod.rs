@@ -39,15 +39,11 @@ pub const MAX_BASE_BYTES: usize = 256 * 1024;
 /// ```
 pub fn parse_base(yaml: &str) -> Result<Base, BaseError> {
     if yaml.len() > MAX_BASE_BYTES {
-        return Err(BaseError::Invalid(format!(
-            "the base is larger than {} KiB",
-            MAX_BASE_BYTES / 1024
-        )));
+        return Err(BaseError::TooLarge);
     }
     if yaml.trim().is_empty() {
         return Base::from_json(&serde_json::Map::new());
     }
-    let doc = crate::markdown::parse_yaml_mapping(yaml)
-        .map_err(|e| BaseError::Invalid(format!("invalid YAML: {e}")))?;
+    let doc = crate::markdown::parse_yaml_mapping(yaml).map_err(BaseError::Yaml)?;
     Base::from_json(&doc)
 }

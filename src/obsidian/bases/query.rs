@@ -14,9 +14,27 @@ use rayon::prelude::*;
 /// Why a base cannot be read or run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BaseError {
-    /// The YAML is not a base.
-    #[error("{0}")]
-    Invalid(String),
+    /// The file is larger than a base may be.
+    #[error("the base is larger than {} KiB", super::MAX_BASE_BYTES / 1024)]
+    TooLarge,
+    /// The text is not a YAML mapping.
+    #[error("invalid YAML: {0}")]
+    Yaml(crate::markdown::YamlMappingError),
+    /// A filter object (at `at`: `filters`, `views[1].filters`, ...) has none of the keys.
+    #[error("{0}: a filter object needs `and`, `or` or `not`")]
+    FilterObject(String),
+    /// `formulas` is not a mapping.
+    #[error("`formulas` must be a mapping")]
+    FormulasNotMapping,
+    /// `views` is not a list.
+    #[error("`views` must be a list")]
+    ViewsNotList,
+    /// A view (1-based) is not a mapping.
+    #[error("view {0} is not a mapping")]
+    ViewNotMapping(usize),
+    /// The base has no view at all.
+    #[error("the base has no view")]
+    NoViews,
     /// A filter expression does not parse: the expression and where.
     #[error("filter `{expression}` does not parse: {error}")]
     Filter {
@@ -69,11 +87,7 @@ impl Filter {
                 let (key, items) = ["and", "or", "not"]
                     .iter()
                     .find_map(|k| map.get(*k).map(|v| (*k, v)))
-                    .ok_or_else(|| {
-                        BaseError::Invalid(format!(
-                            "{at}: a filter object needs `and`, `or` or `not`"
-                        ))
-                    })?;
+                    .ok_or_else(|| BaseError::FilterObject(at.to_owned()))?;
                 let items: Vec<Filter> = match items {
                     Json::Array(list) => list
                         .iter()
@@ -315,7 +329,7 @@ impl Base {
         let mut formulas = Vec::new();
         if let Some(map) = doc.get("formulas") {
             let Json::Object(map) = map else {
-                return Err(BaseError::Invalid("`formulas` must be a mapping".into()));
+                return Err(BaseError::FormulasNotMapping);
             };
             for (name, v) in map {
                 let src = scalar_text(v);
@@ -355,7 +369,7 @@ impl Base {
                     views.push(View::parse(v, i)?);
                 }
             }
-            Some(_) => return Err(BaseError::Invalid("`views` must be a list".into())),
+            Some(_) => return Err(BaseError::ViewsNotList),
         }
         if views.is_empty() {
             views.push(View {
@@ -382,10 +396,7 @@ impl Base {
     /// The view named `name` (the first when `None`).
     pub fn view(&self, name: Option<&str>) -> Result<&View, BaseError> {
         match name {
-            None => self
-                .views
-                .first()
-                .ok_or_else(|| BaseError::Invalid("the base has no view".into())),
+            None => self.views.first().ok_or(BaseError::NoViews),
             Some(n) => self.views.iter().find(|v| v.name == n).ok_or_else(|| {
                 BaseError::NoView(
                     n.to_owned(),
@@ -415,10 +426,7 @@ impl Base {
 impl View {
     fn parse(v: &Json, i: usize) -> Result<View, BaseError> {
         let Json::Object(map) = v else {
-            return Err(BaseError::Invalid(format!(
-                "view {} is not a mapping",
-                i + 1
-            )));
+            return Err(BaseError::ViewNotMapping(i + 1));
         };
         let name = map
             .get("name")

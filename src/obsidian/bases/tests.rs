@@ -1163,3 +1163,75 @@ fn unique_of_many_distinct_values_counts_them_all_in_linear_work() {
     alike.push(Value::Number(1.0));
     assert_eq!(super::value::distinct(&alike).len(), 200);
 }
+
+/// The table of methods (`eval/methods.rs`'s `METHODS`) and the dispatch agree: every name the
+/// table gives a type reaches an arm of that type (any error but "has no method"), and every
+/// other method name is refused on it. A link also has the string methods, a duration the
+/// number methods.
+#[test]
+fn every_method_in_the_table_is_dispatched_and_no_other() {
+    use super::eval::METHODS;
+    let v = TableVault::sample();
+    let receivers: &[(&str, &str, &[&str])] = &[
+        ("string", "\"abc\"", &[]),
+        ("number", "2", &[]),
+        ("list", "[1, 2]", &[]),
+        ("date", "date(\"2025-01-01\")", &[]),
+        ("object", "{\"a\": 1}", &[]),
+        ("regular expression", "/a/", &[]),
+        ("file", "file", &[]),
+        ("link", "link(\"Sci-fi\")", &["string"]),
+        ("duration", "duration(\"1d\")", &["number"]),
+    ];
+    let all: std::collections::BTreeSet<&str> = METHODS
+        .iter()
+        .flat_map(|(_, names)| names.iter().copied())
+        .collect();
+    for (ty, recv, also) in receivers {
+        let has = |name: &str| {
+            METHODS
+                .iter()
+                .any(|(t, names)| (t == ty || also.contains(t)) && names.contains(&name))
+        };
+        for name in &all {
+            let src = format!("{recv}.{name}()");
+            let refused = match eval_on(&v, Some("Books/Dune.md"), &src) {
+                Ok(_) => false,
+                Err(e) => e.contains("has no method"),
+            };
+            assert_eq!(refused, !has(name), "{src} on a {ty}");
+        }
+    }
+    // A missing value answers every known method with nothing, and refuses the others.
+    for name in &all {
+        assert_eq!(
+            eval_on(&v, Some("Books/Dune.md"), &format!("note.nothing.{name}()")),
+            Ok(json!(null))
+        );
+    }
+    let e = eval_on(&v, Some("Books/Dune.md"), "note.nothing.nope()").unwrap_err();
+    assert!(e.contains("a null has no method `nope()`"), "{e}");
+}
+
+/// A `.base` that is not one is refused with a message saying what is wrong where.
+#[test]
+fn a_malformed_base_is_refused_with_what_is_wrong() {
+    let table: &[(&str, &str)] = &[
+        (
+            "filters: {x: 1}",
+            "filters: a filter object needs `and`, `or` or `not`",
+        ),
+        ("formulas: [1]", "`formulas` must be a mapping"),
+        ("views: 3", "`views` must be a list"),
+        ("views: [1]", "view 1 is not a mapping"),
+        ("a: 1\na: 2", "invalid YAML: duplicate key `a` (line 2)"),
+    ];
+    for (yaml, want) in table {
+        let e = parse_base(yaml).unwrap_err().to_string();
+        assert_eq!(&e, want, "{yaml}");
+    }
+    let big = format!("a: \"{}\"", "x".repeat(MAX_BASE_BYTES));
+    let e = parse_base(&big).unwrap_err();
+    assert!(matches!(e, BaseError::TooLarge), "{e}");
+    assert_eq!(e.to_string(), "the base is larger than 256 KiB");
+}

@@ -428,10 +428,24 @@ pub struct Pattern {
     pub source: String,
 }
 
+/// Why a regular expression literal was refused ([`Pattern::new`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    /// A flag JavaScript has and capvault does not.
+    #[error("unknown regular expression flag `{0}`")]
+    UnknownFlag(char),
+    /// The compiled expression exceeds the size limit.
+    #[error("regular expression too large")]
+    TooLarge,
+    /// The expression does not compile (the last line of the `regex` crate's message).
+    #[error("invalid regular expression: {0}")]
+    Invalid(String),
+}
+
 impl Pattern {
     /// Compiles `/body/flags`; `i`, `m`, `s` and `u` map onto the `regex` crate's flags, `g`
     /// is kept for `replace`. Size-limited.
-    pub fn new(body: &str, flags: &str) -> Result<Pattern, String> {
+    pub fn new(body: &str, flags: &str) -> Result<Pattern, PatternError> {
         let mut b = regex::RegexBuilder::new(body);
         b.size_limit(MAX_REGEX_BYTES)
             .dfa_size_limit(MAX_REGEX_BYTES)
@@ -450,15 +464,12 @@ impl Pattern {
                     b.dot_matches_new_line(true);
                 }
                 'u' | 'y' | 'd' => {}
-                other => return Err(format!("unknown regular expression flag `{other}`")),
+                other => return Err(PatternError::UnknownFlag(other)),
             }
         }
         let regex = b.build().map_err(|e| match e {
-            regex::Error::CompiledTooBig(_) => "regular expression too large".to_owned(),
-            other => format!(
-                "invalid regular expression: {}",
-                first_line(&other.to_string())
-            ),
+            regex::Error::CompiledTooBig(_) => PatternError::TooLarge,
+            other => PatternError::Invalid(first_line(&other.to_string()).to_owned()),
         })?;
         Ok(Pattern {
             regex,

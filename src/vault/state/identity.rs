@@ -32,7 +32,7 @@ use cap_fs_ext::DirExt;
 use cap_std::fs::{Dir, MetadataExt};
 use serde::{Deserialize, Serialize};
 
-use super::{lock_file, read_whole, sync_dir, write_whole};
+use super::{StateError, lock_file, read_whole, sync_dir, write_whole};
 use crate::vault::{Ambient, Vault, VaultPath, ambient};
 
 /// The record's file name in each state folder.
@@ -460,22 +460,17 @@ pub(super) fn adopt(
     vault: &Vault,
     id: &str,
     force: bool,
-) -> Result<Option<String>, String> {
-    let io_err = |e: io::Error| format!("state folder: {}", e.kind());
+) -> Result<Option<String>, StateError> {
     if !valid_id(id) {
-        return Err(format!(
-            "{id:?} is not a state id (capvault state VAULT lists them)"
-        ));
+        return Err(StateError::NotStateId(id.to_owned()));
     }
-    let _registry = lock(base).map_err(io_err)?;
-    let (records, legacy) = read_all(base).map_err(io_err)?;
+    let _registry = lock(base)?;
+    let (records, legacy) = read_all(base)?;
     let target = records.iter().find(|r| r.id == id);
     if target.is_none() && !legacy.iter().any(|l| l == id) {
-        return Err(format!(
-            "there is no state {id} (capvault state VAULT lists them)"
-        ));
+        return Err(StateError::NoSuchState(id.to_owned()));
     }
-    let current = Current::of(vault).map_err(io_err)?;
+    let current = Current::of(vault)?;
     let probe = DiskProbe { vault };
     if let Some(t) = target
         && !current.is_folder_of(t)
@@ -483,25 +478,25 @@ pub(super) fn adopt(
         && probe.alive(t)
         && !force
     {
-        return Err(format!(
-            "state {id} belongs to the vault at {}, which still exists; adopting it would give              two vaults one history (--force to do it anyway)",
-            t.path
-        ));
+        return Err(StateError::Alive {
+            id: id.to_owned(),
+            path: t.path.clone(),
+        });
     }
     let own = choose(&records, &legacy, &current, &probe).id;
     let mut previous = None;
     if let Some(own) = own.filter(|own| own != id) {
-        let dir = base.open_dir_nofollow(&own).map_err(io_err)?;
+        let dir = base.open_dir_nofollow(&own)?;
         let mut record = match records.iter().find(|r| r.id == own) {
             Some(r) => r.clone(),
-            None => record_of(vault, &own).map_err(io_err)?,
+            None => record_of(vault, &own)?,
         };
         record.detached = true;
-        write_record(&dir, &record).map_err(io_err)?;
+        write_record(&dir, &record)?;
         previous = Some(own);
     }
-    let dir = base.open_dir_nofollow(id).map_err(io_err)?;
-    write_record(&dir, &record_of(vault, id).map_err(io_err)?).map_err(io_err)?;
+    let dir = base.open_dir_nofollow(id)?;
+    write_record(&dir, &record_of(vault, id)?)?;
     Ok(previous)
 }
 

@@ -54,7 +54,7 @@ pub(super) fn redirect_target(uri: &str) -> (String, String) {
 pub async fn authorize_page(State(auth): State<Arc<AuthServer>>, uri: http::Uri) -> Response {
     let q = match params(uri.query().unwrap_or("")) {
         Ok(q) => q,
-        Err(e) => return error_page(StatusCode::BAD_REQUEST, "Bad request", &e),
+        Err(e) => return error_page(StatusCode::BAD_REQUEST, "Bad request", &e.to_string()),
     };
     let get = |k: &str| q.get(k).map(String::as_str);
     // The client and its redirect URI first: until both check out, nothing redirects.
@@ -190,7 +190,7 @@ pub async fn authorize_answer(
 ) -> Response {
     let form = match params(&body) {
         Ok(f) => f,
-        Err(e) => return error_page(StatusCode::BAD_REQUEST, "Bad request", &e),
+        Err(e) => return error_page(StatusCode::BAD_REQUEST, "Bad request", &e.to_string()),
     };
     let get = |k: &str| form.get(k).map(String::as_str).unwrap_or("");
     let expired = || {

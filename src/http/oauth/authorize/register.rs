@@ -17,15 +17,44 @@ use super::{
     REGISTRATIONS_PER_WINDOW, admit, json_error, record, server_error,
 };
 
+/// A refused redirect URI.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RedirectError {
+    /// Over [`MAX_URI_LEN`].
+    #[error("a redirect URI is too long")]
+    TooLong,
+    /// Not a URL.
+    #[error("`{0}` is not a URL")]
+    NotAUrl(String),
+    /// It has a `#fragment`.
+    #[error("`{0}` has a fragment")]
+    Fragment(String),
+    /// `http` on a host that is not loopback, or `https` without a host.
+    #[error("`{0}`: http is allowed only on a loopback address")]
+    NotLoopback(String),
+    /// A scheme a browser runs or reads files with.
+    #[error("`{0}`: that scheme is not allowed")]
+    Scheme(String),
+}
+
+/// A client name holding a control or invisible character.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`client_name` holds U+{:04X}, an invisible or control character (text-direction and \
+     zero-width characters are refused: they can disguise the name)",
+    *.0 as u32
+)]
+pub struct NameCharError(pub char);
+
 /// Checks one redirect URI of a registration: no fragment; https, http on a loopback address,
 /// or an app's own scheme (not one a browser runs or reads files with).
-pub(in crate::http::oauth) fn check_redirect_uri(uri: &str) -> Result<(), String> {
+pub(in crate::http::oauth) fn check_redirect_uri(uri: &str) -> Result<(), RedirectError> {
     if uri.len() > MAX_URI_LEN {
-        return Err("a redirect URI is too long".to_owned());
+        return Err(RedirectError::TooLong);
     }
-    let u = url::Url::parse(uri).map_err(|_| format!("`{uri}` is not a URL"))?;
+    let u = url::Url::parse(uri).map_err(|_| RedirectError::NotAUrl(uri.to_owned()))?;
     if u.fragment().is_some() {
-        return Err(format!("`{uri}` has a fragment"));
+        return Err(RedirectError::Fragment(uri.to_owned()));
     }
     let loopback = match u.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
@@ -36,11 +65,9 @@ pub(in crate::http::oauth) fn check_redirect_uri(uri: &str) -> Result<(), String
     match u.scheme() {
         "https" if u.host().is_some() => Ok(()),
         "http" if loopback => Ok(()),
-        "http" | "https" => Err(format!(
-            "`{uri}`: http is allowed only on a loopback address"
-        )),
+        "http" | "https" => Err(RedirectError::NotLoopback(uri.to_owned())),
         "javascript" | "data" | "file" | "vbscript" | "blob" | "about" | "filesystem" | "ftp"
-        | "ws" | "wss" => Err(format!("`{uri}`: that scheme is not allowed")),
+        | "ws" | "wss" => Err(RedirectError::Scheme(uri.to_owned())),
         _ => Ok(()),
     }
 }
@@ -49,13 +76,9 @@ pub(in crate::http::oauth) fn check_redirect_uri(uri: &str) -> Result<(), String
 /// is missing or blank. A name holding a control character or an invisible one (a text-direction
 /// override, a zero-width character, a tag character: they could reorder or hide what the page
 /// says around it) is refused, with the reason.
-pub(in crate::http::oauth) fn client_name(given: Option<&str>) -> Result<String, String> {
+pub(in crate::http::oauth) fn client_name(given: Option<&str>) -> Result<String, NameCharError> {
     if let Some(c) = given.and_then(page::forbidden_char) {
-        return Err(format!(
-            "`client_name` holds U+{:04X}, an invisible or control character (text-direction \
-             and zero-width characters are refused: they can disguise the name)",
-            c as u32
-        ));
+        return Err(NameCharError(c));
     }
     Ok(given
         .map(|n| n.chars().take(MAX_NAME_CHARS).collect::<String>())
@@ -94,7 +117,11 @@ pub async fn register(State(auth): State<Arc<AuthServer>>, body: axum::body::Byt
                     return bad("`redirect_uris` holds something that is not a string".into());
                 };
                 if let Err(e) = check_redirect_uri(u) {
-                    return json_error(StatusCode::BAD_REQUEST, "invalid_redirect_uri", &e);
+                    return json_error(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_redirect_uri",
+                        &e.to_string(),
+                    );
                 }
                 out.push(u.to_owned());
             }
@@ -137,7 +164,7 @@ pub async fn register(State(auth): State<Arc<AuthServer>>, body: axum::body::Byt
     }
     let name = match client_name(meta.get("client_name").and_then(Value::as_str)) {
         Ok(n) => n,
-        Err(why) => return bad(why),
+        Err(why) => return bad(why.to_string()),
     };
     let id = match store::random_secret("cvc_") {
         Ok(s) => s[..28].to_owned(),

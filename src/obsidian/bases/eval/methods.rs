@@ -57,6 +57,10 @@ impl Evaluator<'_> {
             Value::Number(n) => self.number_method(n, name, args, pos),
             Value::List(l) => self.list_method(&l, name, args, pos),
             Value::Date(d) => self.date_method(d, name, args, pos),
+            Value::Object(_) if !has_method("object", name) => Err(no_method("object", name, pos)),
+            Value::Regex(_) if !has_method("regular expression", name) => {
+                Err(no_method("regular expression", name, pos))
+            }
             Value::Object(o) => match name {
                 "keys" => Ok(Value::List(Arc::new(
                     o.iter().map(|(k, _)| Value::String(k.clone())).collect(),
@@ -74,7 +78,7 @@ impl Evaluator<'_> {
                 _ => Err(no_method("regular expression", name, pos)),
             },
             Value::File(f) | Value::Note(f) => self.file_method(f, name, args, pos),
-            Value::Link(l) => match name {
+            Value::Link(l) if has_method("link", name) => match name {
                 "asFile" => Ok(l.file.map_or(Value::Null, Value::File)),
                 "linksTo" => {
                     let other = self.arg(args, 0)?;
@@ -84,12 +88,13 @@ impl Evaluator<'_> {
                         _ => false,
                     }))
                 }
-                // Other methods see the link as its text, as Obsidian's string functions do.
-                _ => {
-                    let s: Arc<str> = self.text(&Value::Link(l)).into();
-                    self.string_method(&s, name, args, pos)
-                }
+                _ => Err(no_method("link", name, pos)),
             },
+            // Other methods see the link as its text, as Obsidian's string functions do.
+            Value::Link(l) => {
+                let s: Arc<str> = self.text(&Value::Link(l)).into();
+                self.string_method(&s, name, args, pos)
+            }
             Value::Null => match name {
                 // Methods on a missing property give nothing, as Obsidian shows an empty cell.
                 _ if is_known_method(name) => Ok(Value::Null),
@@ -114,6 +119,7 @@ impl Evaluator<'_> {
     }
 
     fn file_method(&mut self, f: FileRef, name: &str, args: &[Expr], pos: u32) -> R {
+        check_method("file", name, pos)?;
         match name {
             "asLink" => {
                 let display = match args.first() {
@@ -250,6 +256,7 @@ impl Evaluator<'_> {
             let vals = ev.args(args)?;
             Ok(vals.iter().map(|v| ev.text(v)).collect())
         };
+        check_method("string", name, pos)?;
         Ok(match name {
             "contains" => Value::Bool(texts(self)?.iter().take(1).all(|t| s.contains(&**t))),
             "containsAll" => Value::Bool(texts(self)?.iter().all(|t| s.contains(&**t))),
@@ -347,6 +354,7 @@ impl Evaluator<'_> {
     }
 
     fn number_method(&mut self, n: f64, name: &str, args: &[Expr], pos: u32) -> R {
+        check_method("number", name, pos)?;
         Ok(match name {
             "abs" => Value::Number(n.abs()),
             "ceil" => Value::Number(n.ceil()),
@@ -377,6 +385,7 @@ impl Evaluator<'_> {
 
     fn list_method(&mut self, l: &Arc<Vec<Value>>, name: &str, args: &[Expr], pos: u32) -> R {
         self.charge(l.len() as u64 / 8, pos)?;
+        check_method("list", name, pos)?;
         Ok(match name {
             "contains" => {
                 let v = self.arg(args, 0)?;
@@ -494,6 +503,7 @@ impl Evaluator<'_> {
     }
 
     fn date_method(&mut self, d: Date, name: &str, args: &[Expr], pos: u32) -> R {
+        check_method("date", name, pos)?;
         Ok(match name {
             "date" => Value::Date(Date::day(d.at.date())),
             "time" => Value::str(d.at.format("%H:%M:%S").to_string()),
@@ -514,57 +524,91 @@ fn no_method(ty: &str, name: &str, pos: u32) -> EvalError {
     EvalError::at(pos, format!("a {ty} has no method `{name}()`"))
 }
 
+/// The methods of each receiver type, named as its "has no method" error names the type: the
+/// one list the dispatch above and [`is_known_method`] read. A link also has the string
+/// methods (it is read as its text), a duration `abs` and the number methods. To add a
+/// method, add its name here and its arm to the type's match: the dispatch refuses a name this
+/// table lacks, and `tests.rs` checks every name here reaches an arm.
+pub(in crate::obsidian::bases) const METHODS: &[(&str, &[&str])] = &[
+    (
+        "string",
+        &[
+            "contains",
+            "containsAll",
+            "containsAny",
+            "startsWith",
+            "endsWith",
+            "lower",
+            "toLowerCase",
+            "upper",
+            "toUpperCase",
+            "trim",
+            "title",
+            "reverse",
+            "repeat",
+            "slice",
+            "split",
+            "replace",
+        ],
+    ),
+    ("number", &["abs", "ceil", "floor", "round", "toFixed"]),
+    (
+        "list",
+        &[
+            "contains",
+            "containsAll",
+            "containsAny",
+            "filter",
+            "map",
+            "reduce",
+            "flat",
+            "join",
+            "reverse",
+            "mean",
+            "sum",
+            "min",
+            "max",
+            "slice",
+            "sort",
+            "unique",
+        ],
+    ),
+    ("date", &["date", "time", "format", "relative"]),
+    ("object", &["keys", "values"]),
+    ("regular expression", &["matches"]),
+    (
+        "file",
+        &[
+            "asLink",
+            "hasLink",
+            "hasProperty",
+            "hasTag",
+            "inFolder",
+            "linksTo",
+        ],
+    ),
+    ("link", &["asFile", "linksTo"]),
+];
+
+/// Does a `ty` (a type named in [`METHODS`]) have the method `name`?
+fn has_method(ty: &str, name: &str) -> bool {
+    METHODS
+        .iter()
+        .any(|(t, names)| *t == ty && names.contains(&name))
+}
+
+/// `Err` (a "has no method" error) unless a `ty` has the method `name`.
+fn check_method(ty: &str, name: &str, pos: u32) -> Result<(), EvalError> {
+    if has_method(ty, name) {
+        Ok(())
+    } else {
+        Err(no_method(ty, name, pos))
+    }
+}
+
 /// Every method name some type has (so `missing.lower()` is empty, not an error).
 fn is_known_method(name: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "contains",
-        "containsAll",
-        "containsAny",
-        "startsWith",
-        "endsWith",
-        "lower",
-        "upper",
-        "toLowerCase",
-        "toUpperCase",
-        "trim",
-        "title",
-        "reverse",
-        "repeat",
-        "slice",
-        "split",
-        "replace",
-        "abs",
-        "ceil",
-        "floor",
-        "round",
-        "toFixed",
-        "filter",
-        "map",
-        "reduce",
-        "flat",
-        "join",
-        "sort",
-        "unique",
-        "mean",
-        "sum",
-        "min",
-        "max",
-        "date",
-        "time",
-        "format",
-        "relative",
-        "keys",
-        "values",
-        "matches",
-        "asFile",
-        "linksTo",
-        "asLink",
-        "hasLink",
-        "hasProperty",
-        "hasTag",
-        "inFolder",
-    ];
-    NAMES.contains(&name)
+    METHODS.iter().any(|(_, names)| names.contains(&name))
 }
 
 fn title_case(s: &str) -> String {

@@ -1,0 +1,769 @@
+//! `run_query`: Dataview's queries (DQL) and the Tasks plugin's queries, evaluated over the
+//! vault model, from the call or from a note's ```` ```dataview ```` / ```` ```tasks ```` block.
+//!
+//! DQL:
+//! [`ModelPages`] gives the pure evaluator ([`crate::obsidian::dataview::query`]) the model's
+//! notes: metadata, frontmatter, tags, links resolved as Obsidian resolves them, backlinks, and
+//! each note's Dataview data as the model keeps it (page inline fields and tasks). The query
+//! comes from the call, or from the n-th ```` ```dataview ```` block of a note (then `this` is
+//! that note). Answers are structured (columns and rows of JSON values) and rendered as the
+//! Markdown Obsidian would show.
+//!
+//! What the model does not keep is not known to queries: list items that are not tasks
+//! (`file.lists` holds the tasks only) and the links written on a task's line.
+
+use std::cell::OnceCell;
+use std::collections::HashSet;
+
+use chrono::NaiveDateTime;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value as Json, json};
+
+use super::paging::{decode_offset, encode_offset, fingerprint};
+use super::{NoteError, check_limit};
+use crate::engine::Engine;
+use crate::markdown::{self, LinkKind};
+use crate::model::dataview::Task;
+use crate::model::linkres::Resolution;
+use crate::model::{Model, Note};
+use crate::obsidian::bases::eval::local_now;
+use crate::obsidian::dataview::query::{
+    self, Context, DataviewSettings, DvSource, Output, PageId, QueryError, QueryResult, TaskRow,
+};
+use crate::obsidian::dataview::value::from_frontmatter;
+use crate::obsidian::dataview::{DataviewNote, DvDate, Link, ListItem, Subpath, TaskState, Value};
+use crate::obsidian::tasks::{self, TaskRecord, TasksSettings};
+use crate::vault::{ConfigFile, Vault, VaultPath};
+
+/// Rows per page unless `limit` says otherwise.
+pub const DEFAULT_ROWS: u32 = 50;
+/// Most rows per page.
+pub const MAX_ROWS: u32 = 500;
+/// Most bytes of rows in one reply; a page stops early (with a cursor) rather than exceed it.
+pub const MAX_REPLY_BYTES: usize = 96 * 1024;
+/// Longest query accepted in a call.
+pub const MAX_QUERY_BYTES: usize = query::MAX_QUERY_BYTES;
+
+/// The vault model as the DQL evaluator sees it: pages are the model's notes, in path order.
+pub struct ModelPages<'m> {
+    model: &'m Model,
+    notes: Vec<(&'m VaultPath, &'m Note)>,
+    /// Each page's Dataview data, built from the model's on first use.
+    data: Vec<OnceCell<Option<DataviewNote>>>,
+    /// Each page's frontmatter as one JSON object, built on first use.
+    frontmatter: Vec<OnceCell<Option<Json>>>,
+}
+
+impl<'m> ModelPages<'m> {
+    /// The pages of `model`.
+    pub fn new(model: &'m Model) -> ModelPages<'m> {
+        let notes: Vec<_> = model.notes().iter().collect();
+        let n = notes.len();
+        ModelPages {
+            model,
+            notes,
+            data: (0..n).map(|_| OnceCell::new()).collect(),
+            frontmatter: (0..n).map(|_| OnceCell::new()).collect(),
+        }
+    }
+
+    /// The page of a note.
+    pub fn id(&self, path: &VaultPath) -> Option<PageId> {
+        self.notes.binary_search_by(|(p, _)| (*p).cmp(path)).ok()
+    }
+
+    fn props(&self, p: PageId) -> Option<&'m markdown::Properties> {
+        match &self.notes.get(p)?.1.parsed.frontmatter {
+            markdown::Frontmatter::Valid { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+
+    fn build(&self, p: PageId) -> Option<DataviewNote> {
+        let (path, _) = self.notes.get(p)?;
+        let frontmatter: Vec<(String, Value)> = self
+            .props(p)
+            .map(|props| {
+                props
+                    .iter()
+                    .map(|(k, v)| (k.to_owned(), from_frontmatter(v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let data = self.model.note_dataview(path);
+        let fields = data
+            .map(|d| d.fields.iter().map(|f| f.to_inline()).collect())
+            .unwrap_or_default();
+        let mut items: Vec<ListItem> = data
+            .map(|d| {
+                d.tasks
+                    .iter()
+                    .map(|t| ListItem {
+                        line: t.line as usize,
+                        line_count: t.line_count as usize,
+                        text: t.text.to_string(),
+                        section: t.section.as_deref().map(str::to_owned),
+                        tags: t.tags.iter().map(|s| s.to_string()).collect(),
+                        outlinks: Vec::new(),
+                        parent: t.parent.map(|l| l as usize),
+                        children: Vec::new(),
+                        task: Some(TaskState {
+                            status: t.status,
+                            checked: t.status != ' ',
+                            completed: matches!(t.status, 'x' | 'X'),
+                            fully_completed: t.fully_completed,
+                        }),
+                        block_id: None,
+                        fields: t.fields.iter().map(|f| f.to_inline()).collect(),
+                        tasks: Some(t.tasks.clone()),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Children from parents, among the tasks kept (items are in line order).
+        let lines: Vec<usize> = items.iter().map(|i| i.line).collect();
+        for i in 0..items.len() {
+            if let Some(at) = items[i].parent.and_then(|p| lines.binary_search(&p).ok()) {
+                let line = items[i].line;
+                items[at].children.push(line);
+            }
+        }
+        Some(DataviewNote {
+            frontmatter,
+            fields,
+            items,
+            omitted: 0,
+        })
+    }
+}
+
+fn local(t: std::time::SystemTime) -> NaiveDateTime {
+    chrono::DateTime::<chrono::Local>::from(t).naive_local()
+}
+
+impl DvSource for ModelPages<'_> {
+    fn pages(&self) -> Vec<PageId> {
+        (0..self.notes.len()).collect()
+    }
+
+    fn path(&self, p: PageId) -> &str {
+        self.notes.get(p).map_or("", |(path, _)| path.as_str())
+    }
+
+    fn size(&self, p: PageId) -> u64 {
+        self.notes.get(p).map_or(0, |(_, n)| n.meta.size)
+    }
+
+    fn mtime(&self, p: PageId) -> Option<NaiveDateTime> {
+        Some(local(self.notes.get(p)?.1.meta.modified))
+    }
+
+    fn ctime(&self, p: PageId) -> Option<NaiveDateTime> {
+        let meta = &self.notes.get(p)?.1.meta;
+        // Where the file system keeps no birth time, the modification time stands in.
+        Some(local(meta.created.unwrap_or(meta.modified)))
+    }
+
+    fn frontmatter(&self, p: PageId) -> Option<&Json> {
+        self.frontmatter
+            .get(p)?
+            .get_or_init(|| {
+                self.props(p).map(|props| {
+                    Json::Object(
+                        props
+                            .iter()
+                            .map(|(k, v)| (k.to_owned(), v.clone()))
+                            .collect::<Map<String, Json>>(),
+                    )
+                })
+            })
+            .as_ref()
+    }
+
+    fn note(&self, p: PageId) -> Option<&DataviewNote> {
+        self.data.get(p)?.get_or_init(|| self.build(p)).as_ref()
+    }
+
+    fn tags(&self, p: PageId) -> Vec<String> {
+        let Some((_, note)) = self.notes.get(p) else {
+            return Vec::new();
+        };
+        let mut seen = HashSet::new();
+        note.parsed
+            .tags
+            .iter()
+            .filter(|t| seen.insert(markdown::normalize_tag(&t.name)))
+            .map(|t| format!("#{}", t.name))
+            .collect()
+    }
+
+    fn outlinks(&self, p: PageId) -> Vec<Link> {
+        let Some((_, note)) = self.notes.get(p) else {
+            return Vec::new();
+        };
+        note.parsed
+            .links
+            .iter()
+            .map(|l| Link {
+                path: l.target().to_owned(),
+                subpath: l.subpath().map(|s| match s {
+                    markdown::Subpath::Heading(parts) => {
+                        Subpath::Heading(parts.last().map(|h| h.to_string()).unwrap_or_default())
+                    }
+                    markdown::Subpath::Block(id) => Subpath::Block(id.to_string()),
+                }),
+                display: l.display().map(str::to_owned),
+                embed: l.kind == LinkKind::Embed,
+            })
+            .collect()
+    }
+
+    fn resolve(&self, target: &str, from: Option<PageId>) -> Option<PageId> {
+        let from = from.and_then(|f| self.notes.get(f)).map(|(p, _)| *p);
+        match self.model.resolve(target, from) {
+            Resolution::Found { path, .. } => self.id(&path),
+            Resolution::NotFound => None,
+        }
+    }
+
+    fn inlinks(&self, p: PageId) -> Vec<PageId> {
+        let Some((path, _)) = self.notes.get(p) else {
+            return Vec::new();
+        };
+        self.model
+            .backlinks(path)
+            .filter_map(|b| self.id(b))
+            .collect()
+    }
+}
+
+/// A value as JSON: dates as ISO text, durations as their text, links as `[[path]]` objects.
+pub fn value_json(v: &Value) -> Json {
+    match v {
+        Value::Null => Json::Null,
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Number(n) => serde_json::Number::from_f64(*n).map_or(Json::Null, Json::Number),
+        Value::Text(s) => Json::String(s.clone()),
+        Value::Date(d) => Json::String(date_text(d)),
+        Value::Duration(d) => Json::String(query::render::duration_text(d)),
+        Value::Link(l) => {
+            let mut o = Map::new();
+            o.insert("link".into(), Json::String(query::render::link_markdown(l)));
+            o.insert("path".into(), Json::String(l.path.clone()));
+            if let Some(d) = &l.display {
+                o.insert("display".into(), Json::String(d.clone()));
+            }
+            Json::Object(o)
+        }
+        Value::List(items) => Json::Array(items.iter().map(value_json).collect()),
+        Value::Object(entries) => Json::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.clone(), value_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+fn date_text(d: &DvDate) -> String {
+    query::render::format_date(
+        d,
+        if d.date.time {
+            "yyyy-MM-dd'T'HH:mm:ss"
+        } else {
+            "yyyy-MM-dd"
+        },
+    )
+}
+
+/// A query language.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Language {
+    /// Dataview's DQL.
+    #[default]
+    Dataview,
+    /// The Tasks plugin's query language.
+    Tasks,
+}
+
+/// Where a query comes from.
+#[derive(Debug, Clone)]
+enum Requested {
+    /// Text in the call, in a language.
+    Text(String, Language),
+    /// A note as named and the 1-based index of its ```` ```dataview ```` or ```` ```tasks ````
+    /// block (the block says which language).
+    Block(super::locate::Named, usize),
+}
+
+/// `run_query`'s arguments as the client gave them.
+#[derive(Debug, Clone, Default)]
+pub struct QueryArgs {
+    /// The language of `query` (default Dataview).
+    pub language: Option<Language>,
+    /// Query text.
+    pub query: Option<String>,
+    /// Or a note holding ```` ```dataview ```` or ```` ```tasks ```` blocks.
+    pub path: Option<String>,
+    /// Which block of that note, from 1.
+    pub block: Option<usize>,
+    /// Rows per page.
+    pub limit: Option<u32>,
+    /// Where the page starts.
+    pub cursor: Option<String>,
+}
+
+/// What `run_query` asks, checked.
+#[derive(Debug, Clone)]
+pub struct QueryRequest {
+    source: Requested,
+    limit: Option<u32>,
+    cursor: Option<String>,
+}
+
+impl QueryRequest {
+    /// Exactly one of `query` and `path`; `block` only with `path`, `language` only with
+    /// `query`; the query within [`MAX_QUERY_BYTES`].
+    pub fn new(args: QueryArgs) -> Result<Self, NoteError> {
+        let source = match (args.query, args.path) {
+            (Some(q), None) => {
+                if args.block.is_some() {
+                    return Err(NoteError::InvalidArgument(
+                        "`block` goes with `path` (a note holding ```dataview or ```tasks blocks)"
+                            .into(),
+                    ));
+                }
+                if q.len() > MAX_QUERY_BYTES {
+                    return Err(NoteError::TooLarge(format!(
+                        "`query` is larger than {} KiB",
+                        MAX_QUERY_BYTES / 1024
+                    )));
+                }
+                Requested::Text(q, args.language.unwrap_or_default())
+            }
+            (None, Some(_)) if args.language.is_some() => {
+                return Err(NoteError::InvalidArgument(
+                    "`language` goes with `query`: a block's fence says its language".into(),
+                ));
+            }
+            (None, Some(p)) => {
+                Requested::Block(super::locate::Named::parse(p)?, args.block.unwrap_or(1))
+            }
+            (Some(_), Some(_)) => {
+                return Err(NoteError::InvalidArgument(
+                    "give either `query` or `path`, not both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(NoteError::InvalidArgument(
+                    "give `query` (DQL or a Tasks query) or `path` (a note with a ```dataview or ```tasks block)"
+                        .into(),
+                ));
+            }
+        };
+        Ok(QueryRequest {
+            source,
+            limit: args.limit,
+            cursor: args.cursor,
+        })
+    }
+}
+
+/// One page of a query's answer.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct QueryReply {
+    /// DQL: `list`, `table`, `task` or `calendar`; a Tasks query: `tasks`.
+    pub kind: String,
+    /// Column names (TABLE; the id column first unless `WITHOUT ID`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<String>,
+    /// This page's rows: cells for TABLE, `{id, value}` for LIST, `{group, tasks}` for TASK
+    /// and Tasks queries (a Tasks group is its headings), `{date, page}` for CALENDAR.
+    pub rows: Vec<Json>,
+    /// Rows (or groups) in the whole answer.
+    pub total: usize,
+    /// The next page, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// The page as Obsidian would render it.
+    pub markdown: String,
+    /// The note whose block was run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Problems that did not stop the query (a WHERE failing on some rows).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+fn query_error(e: QueryError, at: &str) -> NoteError {
+    if super::cancel::requested() {
+        return super::cancel::cancelled();
+    }
+    match e {
+        QueryError::Eval(e) if e.fatal => NoteError::TooLarge(format!("{at}: {e}")),
+        other => NoteError::InvalidArgument(format!("{at}: {other}")),
+    }
+}
+
+/// The vault's Dataview settings (defaults when the plugin's file is missing or unreadable).
+pub fn settings(vault: &Vault) -> DataviewSettings {
+    match vault.read_config(ConfigFile::Dataview) {
+        Ok(Some(bytes)) => DataviewSettings::from_json(&bytes).unwrap_or_default(),
+        _ => DataviewSettings::default(),
+    }
+}
+
+fn task_json(t: &TaskRow) -> Json {
+    let mut o = Map::new();
+    o.insert("path".into(), json!(t.path));
+    o.insert("line".into(), json!(t.line + 1));
+    o.insert("text".into(), json!(t.text));
+    if let Some(s) = t.status {
+        o.insert("status".into(), json!(s.to_string()));
+    }
+    if !t.children.is_empty() {
+        o.insert(
+            "children".into(),
+            Json::Array(t.children.iter().map(task_json).collect()),
+        );
+    }
+    Json::Object(o)
+}
+
+/// The vault's Tasks settings (defaults when the plugin's file is missing or unreadable).
+pub fn tasks_settings(vault: &Vault) -> TasksSettings {
+    match vault.read_config(ConfigFile::Tasks) {
+        Ok(Some(bytes)) => TasksSettings::from_json(&bytes).unwrap_or_default(),
+        _ => TasksSettings::default(),
+    }
+}
+
+/// The text of a query and where it comes from: the call, or a note's block.
+fn query_text(
+    engine: &Engine,
+    source: &Requested,
+) -> Result<(String, Language, String, Option<VaultPath>), NoteError> {
+    match source {
+        Requested::Text(q, lang) => Ok((q.clone(), *lang, "query".to_owned(), None)),
+        Requested::Block(name, n) => {
+            let path = super::locate::locate(engine, &name.input, name.path.clone())?;
+            let data = engine.vault().read_file(&path)?;
+            let note = String::from_utf8_lossy(&data.bytes);
+            let blocks = markdown::code_blocks(&note, &["dataview", "dataviewjs", "tasks"]);
+            if blocks.is_empty() {
+                return Err(NoteError::InvalidArgument(format!(
+                    "{path} has no ```dataview or ```tasks code block"
+                )));
+            }
+            let count = blocks.len();
+            let block = blocks.into_iter().nth(n.wrapping_sub(1)).ok_or_else(|| {
+                NoteError::InvalidArgument(format!(
+                    "{path} has {count} ```dataview/```tasks block(s); `block` must be 1 to that"
+                ))
+            })?;
+            let at = format!("{path}, block {n}");
+            let lang = match block.language.as_str() {
+                "tasks" => Language::Tasks,
+                "dataview" => Language::Dataview,
+                _ => {
+                    return Err(NoteError::InvalidArgument(format!(
+                        "{at}: a dataviewjs block is JavaScript, which capvault never runs"
+                    )));
+                }
+            };
+            Ok((block.body, lang, at, Some(path)))
+        }
+    }
+}
+
+/// Runs a query and returns one page of its answer.
+pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteError> {
+    let (text, lang, at, path) = query_text(engine, &req.source)?;
+    let limit = check_limit(req.limit, DEFAULT_ROWS, MAX_ROWS)?;
+    let today = local_now().date();
+    let key = fingerprint(&(&text, lang, path.as_ref().map(VaultPath::as_str), today));
+    let start = decode_offset(req.cursor.as_deref(), key)?;
+    match lang {
+        Language::Dataview => {
+            let vault = engine.vault();
+            let parsed = query::parse_query(&text).map_err(|e| query_error(e.into(), &at))?;
+            let model = engine.model()?;
+            let pages = ModelPages::new(&model);
+            let mut ctx = Context::new(local_now());
+            ctx.settings = settings(vault);
+            ctx.this = path.as_ref().and_then(|p| pages.id(p));
+            if let Some(stop) = super::cancel::current() {
+                ctx.budget = query::Budget::new().stop_when(move || stop.is_cancelled());
+            }
+            let result: QueryResult =
+                query::run(&parsed, &pages, &ctx).map_err(|e| query_error(e.into(), &at))?;
+            page(result, start, limit, key, &ctx.settings, path)
+        }
+        Language::Tasks => run_tasks(engine, &text, &at, path, today, (start, limit, key)),
+    }
+}
+
+/// One Tasks query over every task of the vault.
+fn run_tasks(
+    engine: &Engine,
+    text: &str,
+    at: &str,
+    path: Option<VaultPath>,
+    today: chrono::NaiveDate,
+    (start, limit, key): (usize, usize, u64),
+) -> Result<QueryReply, NoteError> {
+    let settings = tasks_settings(engine.vault());
+    let model = engine.model()?;
+    let kept: Vec<(&VaultPath, &Task)> = model.tasks().collect();
+    let records: Vec<TaskRecord> = kept
+        .iter()
+        .map(|(p, t)| TaskRecord {
+            path: p.to_string(),
+            heading: t.section.as_deref().map(str::to_owned),
+            line: t.line as usize,
+            status: t.status,
+            fields: t.tasks.clone(),
+            tags: t.tags.iter().map(|s| s.to_string()).collect(),
+            is_sub_item: t.parent.is_some(),
+        })
+        .collect();
+    let (query, result) =
+        tasks::run_source(text, &records, &settings, today).map_err(|e| match e {
+            tasks::eval::EvalError::Budget { .. } => NoteError::TooLarge(format!("{at}: {e}")),
+            other => NoteError::InvalidArgument(format!("{at}: {other}")),
+        })?;
+    // Paged by task (a query without `group by` is one group of every task), each page's
+    // tasks under their groups' headings.
+    let pairs: Vec<(usize, usize)> = result
+        .groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, group)| group.tasks.iter().map(move |&t| (g, t)))
+        .collect();
+    let total = pairs.len();
+    let mut rows: Vec<Json> = Vec::new();
+    let mut groups: Vec<tasks::eval::ResultGroup> = Vec::new();
+    let mut last = None;
+    let mut bytes = 0;
+    let mut end = start;
+    for &(g, i) in pairs.iter().skip(start).take(limit) {
+        let Some((p, t)) = kept.get(i) else { continue };
+        let item = serde_json::to_value(super::tasks::task_item(p, t, today)).unwrap_or(Json::Null);
+        let n = serde_json::to_string(&item).map_or(0, |s| s.len());
+        if end > start && bytes + n > MAX_REPLY_BYTES {
+            break;
+        }
+        bytes += n;
+        end += 1;
+        let names = result
+            .groups
+            .get(g)
+            .map(|x| x.names.clone())
+            .unwrap_or_default();
+        if last != Some(g) {
+            last = Some(g);
+            rows.push(json!({"group": names, "tasks": []}));
+            groups.push(tasks::eval::ResultGroup {
+                names,
+                tasks: Vec::new(),
+            });
+        }
+        if let Some(Json::Array(list)) = rows.last_mut().and_then(|r| r.get_mut("tasks")) {
+            list.push(item);
+        }
+        if let Some(group) = groups.last_mut() {
+            group.tasks.push(i);
+        }
+    }
+    let shown = tasks::eval::QueryResult {
+        groups,
+        matched: result.matched,
+        shown: end - start,
+    };
+    Ok(QueryReply {
+        kind: "tasks".to_owned(),
+        columns: Vec::new(),
+        rows,
+        total,
+        next_cursor: (end < total).then(|| encode_offset(end, key)),
+        markdown: tasks::render_markdown(&shown, &records, &query, &settings, today),
+        path: path.map(|p| p.to_string()),
+        warnings: Vec::new(),
+    })
+}
+
+fn page(
+    mut result: QueryResult,
+    start: usize,
+    limit: usize,
+    key: u64,
+    settings: &DataviewSettings,
+    path: Option<VaultPath>,
+) -> Result<QueryReply, NoteError> {
+    let total = match &result.output {
+        Output::List { rows, .. } => rows.len(),
+        Output::Table { rows, .. } => rows.len(),
+        Output::Task { groups } => groups.len(),
+        Output::Calendar { entries } => entries.len(),
+    };
+    let (kind, columns, all): (&str, Vec<String>, Vec<Json>) = match &mut result.output {
+        Output::List { rows, .. } => (
+            "list",
+            Vec::new(),
+            rows.iter()
+                .skip(start)
+                .take(limit)
+                .map(|(id, v)| {
+                    json!({
+                        "id": id.as_ref().map(value_json),
+                        "value": v.as_ref().map(value_json),
+                    })
+                })
+                .collect(),
+        ),
+        Output::Table { columns, rows, .. } => (
+            "table",
+            columns.clone(),
+            rows.iter()
+                .skip(start)
+                .take(limit)
+                .map(|r| Json::Array(r.iter().map(value_json).collect()))
+                .collect(),
+        ),
+        Output::Task { groups } => (
+            "task",
+            Vec::new(),
+            groups
+                .iter()
+                .skip(start)
+                .take(limit)
+                .map(|(g, tasks)| {
+                    json!({
+                        "group": value_json(g),
+                        "tasks": tasks.iter().map(task_json).collect::<Vec<_>>(),
+                    })
+                })
+                .collect(),
+        ),
+        Output::Calendar { entries } => (
+            "calendar",
+            Vec::new(),
+            entries
+                .iter()
+                .skip(start)
+                .take(limit)
+                .map(|(d, p)| json!({"date": date_text(d), "page": value_json(p)}))
+                .collect(),
+        ),
+    };
+    // Within the reply bound: stop the page early rather than exceed it.
+    let mut rows = Vec::new();
+    let mut bytes = 0;
+    for r in all {
+        let n = serde_json::to_string(&r).map_or(0, |s| s.len());
+        if !rows.is_empty() && bytes + n > MAX_REPLY_BYTES {
+            break;
+        }
+        bytes += n;
+        rows.push(r);
+    }
+    let shown = rows.len();
+    let end = start + shown;
+    // The Markdown of this page only.
+    let mut page_result = result.clone();
+    match &mut page_result.output {
+        Output::List { rows, .. } => keep(rows, start, shown),
+        Output::Table { rows, .. } => keep(rows, start, shown),
+        Output::Task { groups } => keep(groups, start, shown),
+        Output::Calendar { entries } => keep(entries, start, shown),
+    }
+    Ok(QueryReply {
+        kind: kind.to_owned(),
+        columns,
+        rows,
+        total,
+        next_cursor: (end < total).then(|| encode_offset(end, key)),
+        markdown: page_result.to_markdown(settings),
+        path: path.map(|p| p.to_string()),
+        warnings: result.warnings,
+    })
+}
+
+fn keep<T>(v: &mut Vec<T>, start: usize, n: usize) {
+    v.drain(..start.min(v.len()));
+    v.truncate(n);
+}
+
+/// Most inline queries evaluated in one note.
+pub const MAX_INLINE: usize = 100;
+
+/// One inline query (`` `= expr` ``) of a note and what it evaluates to.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct InlineValue {
+    /// 1-based line of the query.
+    pub line: usize,
+    /// The expression, after the prefix.
+    pub query: String,
+    /// The value as Dataview renders it, when it evaluated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Why it did not (a parse or evaluation error; JavaScript is never run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The inline queries of `text` (the note at `path`) evaluated with `this` bound to the note:
+/// the vault's Dataview prefix (`=` by default), at most [`MAX_INLINE`]; inline JavaScript
+/// (`$=`) is reported, never run.
+pub fn inline_values(
+    engine: &Engine,
+    path: &VaultPath,
+    text: &str,
+) -> Result<Vec<InlineValue>, NoteError> {
+    let settings = settings(engine.vault());
+    let prefix = settings.inline_query_prefix.clone();
+    let js = settings.inline_js_query_prefix.clone();
+    let spans: Vec<(usize, String)> = markdown::inline_code(text, 4 * MAX_INLINE)
+        .into_iter()
+        .filter(|(_, code)| {
+            (!prefix.is_empty() && code.starts_with(&prefix))
+                || (!js.is_empty() && code.starts_with(&js))
+        })
+        .take(MAX_INLINE)
+        .collect();
+    if spans.is_empty() {
+        return Ok(Vec::new());
+    }
+    let model = engine.model()?;
+    let pages = ModelPages::new(&model);
+    let this = pages.id(path);
+    let mut out = Vec::with_capacity(spans.len());
+    for (line, code) in spans {
+        if !js.is_empty() && code.starts_with(&js) {
+            out.push(InlineValue {
+                line,
+                query: code[js.len()..].trim().to_owned(),
+                value: None,
+                error: Some("inline JavaScript, which capvault never runs".to_owned()),
+            });
+            continue;
+        }
+        let expr = code[prefix.len()..].trim().to_owned();
+        let mut ctx = Context::new(local_now());
+        ctx.settings = settings.clone();
+        ctx.this = this;
+        let (value, error) = match query::evaluate_inline(&expr, this, &pages, &ctx) {
+            Ok(v) => (Some(query::render::markdown_value(&v, &settings)), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        out.push(InlineValue {
+            line,
+            query: expr,
+            value,
+            error,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,453 @@
+//! Running a parsed query: the source's pages, the data commands in written order, the result.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::ast::{Command, Header, Query, Source};
+use super::eval::{DvSource, Ev, EvalError, PageId, Row, expand_tags, item_at, page_link, truthy};
+use super::render::{Output, QueryResult, TaskRow};
+use crate::obsidian::dataview::Value;
+
+/// Evaluates a parsed query.
+pub fn run<S: DvSource + ?Sized>(
+    query: &Query,
+    src: &S,
+    ctx: &super::Context,
+) -> Result<QueryResult, EvalError> {
+    let ev = Ev::new(src, ctx);
+    let mut all = src.pages();
+    all.sort_by(|a, b| src.path(*a).cmp(src.path(*b)));
+    ev.charge(all.len() as u64, 0)?;
+    let pages: Vec<PageId> = match &query.source {
+        None => all.clone(),
+        Some(s) => {
+            let index: HashMap<PageId, usize> =
+                all.iter().enumerate().map(|(i, p)| (*p, i)).collect();
+            let set = source_set(&ev, s, &all, &index)?;
+            all.iter()
+                .zip(set)
+                .filter(|(_, k)| *k)
+                .map(|(p, _)| *p)
+                .collect()
+        }
+    };
+    let is_task = matches!(query.header, Header::Task);
+    let mut rows: Vec<Row> = Vec::new();
+    for p in pages {
+        if is_task {
+            if let Some(note) = src.note(p) {
+                ev.charge(note.items.len() as u64, 0)?;
+                for (i, item) in note.items.iter().enumerate() {
+                    if item.task.is_some() {
+                        rows.push(Row {
+                            page: Some(p),
+                            task: Some(i),
+                            ..Row::default()
+                        });
+                    }
+                }
+            }
+        } else {
+            rows.push(Row {
+                page: Some(p),
+                ..Row::default()
+            });
+        }
+        cap(&rows, ctx)?;
+    }
+    let mut grouped = false;
+    let mut warnings = Vec::new();
+    for c in &query.commands {
+        match c {
+            Command::Where(e) => {
+                let n = rows.len();
+                let mut first_err = None;
+                let mut kept = Vec::with_capacity(n);
+                for r in rows {
+                    match ev.eval(e, &r) {
+                        Ok(v) if truthy(&v) => kept.push(r),
+                        Ok(_) => {}
+                        Err(err) if err.fatal => return Err(err),
+                        Err(err) => {
+                            first_err.get_or_insert(err);
+                        }
+                    }
+                }
+                if let Some(err) = first_err {
+                    if kept.is_empty() {
+                        return Err(err);
+                    }
+                    warnings.push(format!("WHERE failed on some rows: {}", err.message));
+                }
+                rows = kept;
+            }
+            Command::Sort(keys) => {
+                let mut keyed = Vec::with_capacity(rows.len());
+                for r in rows {
+                    let mut ks = Vec::with_capacity(keys.len());
+                    for (e, _) in keys {
+                        ks.push(non_fatal(ev.eval(e, &r))?);
+                    }
+                    keyed.push((ks, r));
+                }
+                let n = keyed.len() as u64;
+                ev.charge(n * (64 - n.leading_zeros() as u64) * keys.len() as u64, 0)?;
+                keyed.sort_by(|(a, _), (b, _)| {
+                    for (i, (_, desc)) in keys.iter().enumerate() {
+                        let o = ev.compare(&a[i], &b[i]);
+                        let o = if *desc { o.reverse() } else { o };
+                        if o != Ordering::Equal {
+                            return o;
+                        }
+                    }
+                    Ordering::Equal
+                });
+                rows = keyed.into_iter().map(|(_, r)| r).collect();
+            }
+            Command::GroupBy(e, name) => {
+                let mut keyed = Vec::with_capacity(rows.len());
+                for r in rows {
+                    keyed.push((non_fatal(ev.eval(e, &r))?, r));
+                }
+                let n = keyed.len() as u64;
+                ev.charge(n * (64 - n.leading_zeros() as u64), e.pos)?;
+                keyed.sort_by(|(a, _), (b, _)| ev.compare(a, b));
+                let mut groups: Vec<(Value, Vec<Row>)> = Vec::new();
+                for (k, r) in keyed {
+                    match groups.last_mut() {
+                        Some((gk, members)) if ev.compare(gk, &k) == Ordering::Equal => {
+                            members.push(r)
+                        }
+                        _ => groups.push((k, vec![r])),
+                    }
+                }
+                rows = groups
+                    .into_iter()
+                    .map(|(k, members)| {
+                        let mut bound = vec![("key".to_owned(), k.clone())];
+                        if let Some(n) = name {
+                            bound.push((n.clone(), k));
+                        }
+                        Row {
+                            page: None,
+                            task: None,
+                            bound,
+                            members: Some(Rc::new(members)),
+                        }
+                    })
+                    .collect();
+                grouped = true;
+            }
+            Command::Flatten(e, name) => {
+                let mut out = Vec::with_capacity(rows.len());
+                for r in rows {
+                    let v = non_fatal(ev.eval(e, &r))?;
+                    let items = match v {
+                        Value::List(items) if !items.is_empty() => items,
+                        Value::List(_) => vec![Value::Null],
+                        v => vec![v],
+                    };
+                    ev.charge(items.len() as u64, e.pos)?;
+                    for it in items {
+                        let mut nr = r.clone();
+                        nr.bound.retain(|(k, _)| k != name);
+                        nr.bound.push((name.clone(), it));
+                        out.push(nr);
+                    }
+                    cap(&out, ctx)?;
+                }
+                rows = out;
+            }
+            Command::Limit(e) => {
+                let v = ev.eval(e, &Row::default())?;
+                match v {
+                    Value::Number(n) if n >= 0.0 => rows.truncate(n as usize),
+                    _ => {
+                        return Err(EvalError::new(
+                            "LIMIT needs a number that is zero or more",
+                            e.pos,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let count = rows.len();
+    let output = match &query.header {
+        Header::List { without_id, expr } => {
+            let mut out = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let id = (!without_id).then(|| id_of(&ev, r));
+                let value = match expr {
+                    Some(e) => Some(non_fatal(ev.eval(e, r))?),
+                    None => None,
+                };
+                out.push((id.unwrap_or(None), value));
+            }
+            Output::List {
+                show_id: !without_id,
+                rows: out,
+            }
+        }
+        Header::Table {
+            without_id,
+            columns,
+        } => {
+            let mut out = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let mut cells = Vec::with_capacity(columns.len() + 1);
+                if !without_id {
+                    cells.push(id_of(&ev, r).unwrap_or(Value::Null));
+                }
+                for c in columns {
+                    cells.push(non_fatal(ev.eval(&c.expr, r))?);
+                }
+                out.push(cells);
+            }
+            let mut names: Vec<String> = Vec::new();
+            let id_column = (!without_id).then(|| {
+                if grouped {
+                    ctx.settings.table_group_column_name.clone()
+                } else {
+                    ctx.settings.table_id_column_name.clone()
+                }
+            });
+            if let Some(n) = &id_column {
+                names.push(n.clone());
+            }
+            names.extend(columns.iter().map(|c| c.name.clone()));
+            Output::Table {
+                id_column,
+                columns: names,
+                rows: out,
+            }
+        }
+        Header::Task => {
+            let mut groups: Vec<(Value, Vec<TaskRow>)> = Vec::new();
+            if grouped {
+                for r in &rows {
+                    let key = id_of(&ev, r).unwrap_or(Value::Null);
+                    let mut tasks = Vec::new();
+                    if let Some(m) = &r.members {
+                        for mr in m.iter() {
+                            if let (Some(p), Some(i)) = (mr.page, mr.task) {
+                                tasks.push((p, i));
+                            }
+                        }
+                    }
+                    groups.push((key, task_rows(&ev, &tasks)));
+                }
+            } else {
+                let mut by_page: Vec<(PageId, Vec<(PageId, usize)>)> = Vec::new();
+                for r in &rows {
+                    if let (Some(p), Some(i)) = (r.page, r.task) {
+                        match by_page.iter_mut().find(|(q, _)| *q == p) {
+                            Some((_, v)) => v.push((p, i)),
+                            None => by_page.push((p, vec![(p, i)])),
+                        }
+                    }
+                }
+                for (p, tasks) in by_page {
+                    groups.push((page_link(src.path(p)), task_rows(&ev, &tasks)));
+                }
+            }
+            Output::Task { groups }
+        }
+        Header::Calendar(e) => {
+            let mut out = Vec::new();
+            for r in &rows {
+                if let Value::Date(d) = non_fatal(ev.eval(e, r))?
+                    && let Some(p) = r.page
+                {
+                    out.push((d, page_link(src.path(p))));
+                }
+            }
+            Output::Calendar { entries: out }
+        }
+    };
+    Ok(QueryResult {
+        output,
+        count,
+        truncated: false,
+        grouped,
+        warnings,
+    })
+}
+
+/// A row's id: its page's link, or its group's key.
+fn id_of<S: DvSource + ?Sized>(ev: &Ev<'_, S>, r: &Row) -> Option<Value> {
+    if r.members.is_some() {
+        return r.bound.first().map(|(_, k)| k.clone());
+    }
+    r.page.map(|p| page_link(ev.src.path(p)))
+}
+
+/// Tasks with their sub-items; a task below another task of the list is shown under it only.
+fn task_rows<S: DvSource + ?Sized>(ev: &Ev<'_, S>, tasks: &[(PageId, usize)]) -> Vec<TaskRow> {
+    let listed: std::collections::HashSet<(PageId, usize)> = tasks.iter().copied().collect();
+    let mut out = Vec::new();
+    for &(p, i) in tasks {
+        let Some(note) = ev.src.note(p) else { continue };
+        // Skip when an ancestor is also listed.
+        let mut parent = note.items.get(i).and_then(|it| it.parent);
+        let mut shadowed = false;
+        let mut hops = 0;
+        while let Some(line) = parent {
+            hops += 1;
+            if hops > 1000 {
+                break;
+            }
+            let Some(pi) = item_at(note, line) else {
+                break;
+            };
+            if listed.contains(&(p, pi)) {
+                shadowed = true;
+                break;
+            }
+            parent = note.items[pi].parent;
+        }
+        if !shadowed {
+            out.push(task_tree(note, ev.src.path(p), i, 0));
+        }
+    }
+    out
+}
+
+fn task_tree(
+    note: &crate::obsidian::dataview::DataviewNote,
+    path: &str,
+    i: usize,
+    depth: usize,
+) -> TaskRow {
+    let item = &note.items[i];
+    let children = if depth < 32 {
+        item.children
+            .iter()
+            .filter_map(|line| item_at(note, *line))
+            .map(|ci| task_tree(note, path, ci, depth + 1))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    TaskRow {
+        path: path.to_owned(),
+        line: item.line,
+        text: item.text.clone(),
+        status: item.task.map(|t| t.status),
+        children,
+    }
+}
+
+fn non_fatal(r: Result<Value, EvalError>) -> Result<Value, EvalError> {
+    match r {
+        Ok(v) => Ok(v),
+        Err(e) if e.fatal => Err(e),
+        Err(_) => Ok(Value::Null),
+    }
+}
+
+fn cap(rows: &[Row], ctx: &super::Context) -> Result<(), EvalError> {
+    let max = ctx.max_rows.min(super::eval::MAX_ROWS);
+    if rows.len() > max {
+        return Err(EvalError {
+            message: format!("the query would hold more than {max} rows"),
+            pos: 0,
+            fatal: true,
+        });
+    }
+    Ok(())
+}
+
+/// The pages a source selects, as flags aligned with `all`.
+fn source_set<S: DvSource + ?Sized>(
+    ev: &Ev<'_, S>,
+    s: &Source,
+    all: &[PageId],
+    index: &HashMap<PageId, usize>,
+) -> Result<Vec<bool>, EvalError> {
+    ev.charge(all.len() as u64, 0)?;
+    let src = ev.src;
+    let mut set = vec![false; all.len()];
+    let mut mark = |p: PageId| {
+        if let Some(&i) = index.get(&p) {
+            set[i] = true;
+        }
+    };
+    match s {
+        Source::Tag(t) => match src.pages_with_tag(t) {
+            Some(ps) => ps.into_iter().for_each(&mut mark),
+            None => {
+                let want = t.to_lowercase();
+                for &p in all {
+                    if expand_tags(&src.tags(p))
+                        .iter()
+                        .any(|x| x.to_lowercase() == want)
+                    {
+                        mark(p);
+                    }
+                }
+            }
+        },
+        Source::Path(path) => {
+            let folder = path.trim_end_matches('/');
+            let prefix = format!("{folder}/");
+            let in_folder: Vec<PageId> = all
+                .iter()
+                .copied()
+                .filter(|&p| folder.is_empty() || src.path(p).starts_with(&prefix))
+                .collect();
+            if in_folder.is_empty() {
+                for &p in all {
+                    let q = src.path(p);
+                    if q == path || q.strip_suffix(".md") == Some(path.as_str()) {
+                        mark(p);
+                    }
+                }
+            } else {
+                in_folder.into_iter().for_each(&mut mark);
+            }
+        }
+        Source::Link(target) => {
+            let t = if target.is_empty() || target == "#" {
+                ev.ctx.this
+            } else {
+                src.resolve(target, ev.ctx.this)
+            };
+            if let Some(t) = t {
+                src.inlinks(t).into_iter().for_each(&mut mark);
+            }
+        }
+        Source::Outgoing(target) => {
+            let t = if target.is_empty() || target == "#" {
+                ev.ctx.this
+            } else {
+                src.resolve(target, ev.ctx.this)
+            };
+            if let Some(t) = t {
+                for l in src.outlinks(t) {
+                    if let Some(p) = src.resolve(&l.path, Some(t)) {
+                        mark(p);
+                    }
+                }
+            }
+        }
+        Source::And(a, b) => {
+            let x = source_set(ev, a, all, index)?;
+            let y = source_set(ev, b, all, index)?;
+            return Ok(x.iter().zip(y).map(|(a, b)| *a && b).collect());
+        }
+        Source::Or(a, b) => {
+            let x = source_set(ev, a, all, index)?;
+            let y = source_set(ev, b, all, index)?;
+            return Ok(x.iter().zip(y).map(|(a, b)| *a || b).collect());
+        }
+        Source::Not(a) => {
+            return Ok(source_set(ev, a, all, index)?
+                .into_iter()
+                .map(|b| !b)
+                .collect());
+        }
+    }
+    Ok(set)
+}

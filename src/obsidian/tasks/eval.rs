@@ -1,0 +1,912 @@
+//! Answering a parsed [`Query`] over a vault's tasks: filters, the default and user sorts,
+//! groups, limits, and a Markdown rendering like the plugin's result list.
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use chrono::{Datelike, NaiveDate};
+
+use super::query::{
+    DateField, DateOp, Element, Filter, Key, Matcher, Order, PriorityCmp, PriorityLevel, Query,
+    QueryError, TextField, parse_query,
+};
+use super::settings::{Status, TasksSettings};
+use crate::obsidian::dataview::{ListItem, Priority, TasksFields};
+
+/// Work allowed for one query: filter tests, comparisons, group keys and regex bytes.
+pub const MAX_STEPS: u64 = 50_000_000;
+/// Most tasks a query is run over; the rest are not considered.
+pub const MAX_TASKS: usize = 200_000;
+
+/// Why a query could not be answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    #[error("the global query (Tasks settings) is invalid: {0}")]
+    GlobalQuery(QueryError),
+    #[error("the query needed more than {max} steps over these tasks; narrow it")]
+    Budget { max: u64 },
+}
+
+/// One task of the vault, as the evaluator reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    /// Vault path of the note, with its extension.
+    pub path: String,
+    /// The heading the task is under.
+    pub heading: Option<String>,
+    /// 0-based line.
+    pub line: usize,
+    /// The checkbox symbol.
+    pub status: char,
+    /// The Tasks fields of its line.
+    pub fields: TasksFields,
+    /// Tags on its line, with `#`.
+    pub tags: Vec<String>,
+    /// It sits inside another list item.
+    pub is_sub_item: bool,
+}
+
+impl TaskRecord {
+    /// The record of a list item that is a task (`None` for plain items).
+    pub fn from_item(path: &str, item: &ListItem) -> Option<TaskRecord> {
+        let state = item.task?;
+        let fields = item.tasks.clone().unwrap_or_else(|| TasksFields {
+            description: item.text.clone(),
+            ..TasksFields::default()
+        });
+        Some(TaskRecord {
+            path: path.to_owned(),
+            heading: item.section.clone(),
+            line: item.line,
+            status: state.status,
+            fields,
+            tags: item.tags.clone(),
+            is_sub_item: item.parent.is_some(),
+        })
+    }
+
+    fn filename(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+
+    fn folder(&self) -> String {
+        match self.path.rfind('/') {
+            Some(i) => format!("{}/", &self.path[..i]),
+            None => "/".to_owned(),
+        }
+    }
+
+    fn root(&self) -> String {
+        match self.path.find('/') {
+            Some(i) => format!("{}/", &self.path[..i]),
+            None => "/".to_owned(),
+        }
+    }
+
+    fn date(&self, f: DateField) -> Option<NaiveDate> {
+        let t = &self.fields;
+        match f {
+            DateField::Due => t.due,
+            DateField::Scheduled => t.scheduled,
+            DateField::Start => t.start,
+            DateField::Created => t.created,
+            DateField::Done => t.done,
+            DateField::Cancelled => t.cancelled,
+            DateField::Happens => [t.start, t.scheduled, t.due].into_iter().flatten().min(),
+        }
+    }
+
+    fn invalid(&self, f: DateField) -> bool {
+        let inv = &self.fields.invalid_dates;
+        match f {
+            DateField::Happens => ["due", "scheduled", "start"]
+                .iter()
+                .any(|n| inv.contains(n)),
+            other => inv.contains(&other.name()),
+        }
+    }
+
+    fn priority(&self) -> PriorityLevel {
+        match self.fields.priority {
+            Some(Priority::Highest) => PriorityLevel::Highest,
+            Some(Priority::High) => PriorityLevel::High,
+            Some(Priority::Medium) => PriorityLevel::Medium,
+            None => PriorityLevel::None,
+            Some(Priority::Low) => PriorityLevel::Low,
+            Some(Priority::Lowest) => PriorityLevel::Lowest,
+        }
+    }
+}
+
+/// Tasks' urgency score (Urgency.md): due, priority, scheduled and start parts summed.
+pub fn urgency(t: &TaskRecord, today: NaiveDate) -> f64 {
+    let due = match t.fields.due {
+        None => 0.0,
+        Some(d) => {
+            let overdue = (today - d).num_days();
+            if overdue >= 7 {
+                12.0
+            } else if overdue < -14 {
+                2.4
+            } else {
+                // 12.0 at 7 days overdue down to 2.4 at 14 days ahead: 9.6 over 21 days.
+                8.8 + overdue as f64 * (9.6 / 21.0)
+            }
+        }
+    };
+    let priority = match t.priority() {
+        PriorityLevel::Highest => 9.0,
+        PriorityLevel::High => 6.0,
+        PriorityLevel::Medium => 3.9,
+        PriorityLevel::None => 1.95,
+        PriorityLevel::Low => 0.0,
+        PriorityLevel::Lowest => -1.8,
+    };
+    let scheduled = match t.fields.scheduled {
+        Some(d) if d <= today => 5.0,
+        _ => 0.0,
+    };
+    let start = match t.fields.start {
+        Some(d) if d > today => -3.0,
+        _ => 0.0,
+    };
+    due + priority + scheduled + start
+}
+
+/// One group of results: its heading at each `group by` level (empty without grouping) and
+/// the tasks in it, as indices into the slice the query ran over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultGroup {
+    pub names: Vec<String>,
+    pub tasks: Vec<usize>,
+}
+
+/// A query's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryResult {
+    pub groups: Vec<ResultGroup>,
+    /// Tasks that matched the filters, before limits.
+    pub matched: usize,
+    /// Tasks shown after `limit` (a task in several tag groups counts once).
+    pub shown: usize,
+}
+
+struct Ctx<'a> {
+    tasks: &'a [TaskRecord],
+    statuses: Vec<Status>,
+    settings: &'a TasksSettings,
+    today: NaiveDate,
+    /// Ids of tasks that are not done.
+    open_ids: HashSet<&'a str>,
+    /// Ids that some not-done task depends on.
+    awaited: HashSet<&'a str>,
+    steps: u64,
+    max_steps: u64,
+}
+
+impl Ctx<'_> {
+    fn step(&mut self, n: u64) -> Result<(), EvalError> {
+        self.steps = self.steps.saturating_add(n);
+        if self.steps > self.max_steps {
+            return Err(EvalError::Budget {
+                max: self.max_steps,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Removes the global filter from a description (as a word, spaces tidied).
+pub fn remove_global_filter(description: &str, filter: &str) -> String {
+    if filter.is_empty() {
+        return description.to_owned();
+    }
+    description
+        .split(' ')
+        .filter(|w| *w != filter)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim()
+        .to_owned()
+}
+
+/// Parses `source` (after the global query, unless it says `ignore global query`) and runs it.
+pub fn run_source(
+    source: &str,
+    tasks: &[TaskRecord],
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> Result<(Query, QueryResult), EvalError> {
+    let own = parse_query(source, today)?;
+    let query = if own.ignore_global_query || settings.global_query.trim().is_empty() {
+        own
+    } else {
+        let mut q = parse_query(&settings.global_query, today).map_err(EvalError::GlobalQuery)?;
+        q.merge(own);
+        q
+    };
+    let result = run(&query, tasks, settings, today)?;
+    Ok((query, result))
+}
+
+/// Runs a parsed query over `tasks` within [`MAX_STEPS`].
+pub fn run(
+    query: &Query,
+    tasks: &[TaskRecord],
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> Result<QueryResult, EvalError> {
+    run_with_budget(query, tasks, settings, today, MAX_STEPS)
+}
+
+/// Runs a parsed query over `tasks` within `max_steps`.
+pub fn run_with_budget(
+    query: &Query,
+    tasks: &[TaskRecord],
+    settings: &TasksSettings,
+    today: NaiveDate,
+    max_steps: u64,
+) -> Result<QueryResult, EvalError> {
+    let tasks = &tasks[..tasks.len().min(MAX_TASKS)];
+    let statuses: Vec<Status> = tasks.iter().map(|t| settings.status(t.status)).collect();
+    let mut open_ids = HashSet::new();
+    let mut awaited = HashSet::new();
+    for (t, s) in tasks.iter().zip(&statuses) {
+        if s.status_type.is_done() {
+            continue;
+        }
+        if let Some(id) = &t.fields.id {
+            open_ids.insert(id.as_str());
+        }
+        for d in &t.fields.depends_on {
+            awaited.insert(d.as_str());
+        }
+    }
+    let mut cx = Ctx {
+        tasks,
+        statuses,
+        settings,
+        today,
+        open_ids,
+        awaited,
+        steps: 0,
+        max_steps,
+    };
+    let gf = &settings.global_filter;
+    let mut matched = Vec::new();
+    for (i, task) in tasks.iter().enumerate() {
+        cx.step(1)?;
+        if !gf.is_empty() && !task.fields.description.contains(gf.as_str()) {
+            continue;
+        }
+        let mut ok = true;
+        for f in &query.filters {
+            if !test(&mut cx, f, i)? {
+                ok = false;
+                break;
+            }
+        }
+        if ok {
+            matched.push(i);
+        }
+    }
+    let total = matched.len();
+    let mut orders = query.sorts.clone();
+    for key in [
+        Key::StatusType,
+        Key::Urgency,
+        Key::Date(DateField::Due),
+        Key::Priority,
+        Key::Path,
+    ] {
+        orders.push(Order {
+            key,
+            reverse: false,
+        });
+    }
+    let urg: HashMap<usize, f64> = matched
+        .iter()
+        .map(|&i| (i, urgency(&tasks[i], today)))
+        .collect();
+    // Each comparison costs at most one test per order (at most 2 * MAX_SORTS + 5): charge
+    // the sort's comparisons up front.
+    let n = matched.len() as u64;
+    let log = u64::from(64 - n.leading_zeros());
+    cx.step(n.saturating_mul(log))?;
+    matched.sort_by(|&a, &b| {
+        for o in &orders {
+            let c = compare(&cx, &urg, o.key, a, b);
+            let c = if o.reverse { c.reverse() } else { c };
+            if c != Ordering::Equal {
+                return c;
+            }
+        }
+        Ordering::Equal
+    });
+    if let Some(l) = query.limit {
+        matched.truncate(l);
+    }
+    let shown = matched.len();
+    let groups = group(&mut cx, &urg, query, &matched)?;
+    Ok(QueryResult {
+        groups,
+        matched: total,
+        shown,
+    })
+}
+
+fn matches_text(cx: &mut Ctx, m: &Matcher, s: &str) -> Result<bool, EvalError> {
+    cx.step(1 + s.len() as u64 / 64)?;
+    Ok(match m {
+        Matcher::Includes(needle) => s.to_lowercase().contains(needle.as_str()),
+        Matcher::Regex(re) => re.is_match(s),
+    })
+}
+
+fn test(cx: &mut Ctx, f: &Filter, i: usize) -> Result<bool, EvalError> {
+    cx.step(1)?;
+    let t = &cx.tasks[i];
+    let status_type = cx.statuses[i].status_type;
+    Ok(match f {
+        Filter::Done(done) => status_type.is_done() == *done,
+        Filter::Date { field, op, range } => {
+            let dates: Vec<NaiveDate> = match field {
+                DateField::Happens => [t.fields.start, t.fields.scheduled, t.fields.due]
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                f => t.date(*f).into_iter().collect(),
+            };
+            dates.iter().any(|d| match op {
+                DateOp::Before => *d < range.start,
+                DateOp::After => *d > range.end,
+                DateOp::In => range.start <= *d && *d <= range.end,
+                DateOp::InOrBefore => *d <= range.end,
+                DateOp::InOrAfter => *d >= range.start,
+            })
+        }
+        Filter::HasDate(field, has) => {
+            let present = match field {
+                DateField::Happens => t.date(DateField::Happens).is_some(),
+                f => t.date(*f).is_some() || t.invalid(*f),
+            };
+            present == *has
+        }
+        Filter::InvalidDate(field) => t.invalid(*field),
+        Filter::Priority(cmp, level) => {
+            let p = t.priority();
+            match cmp {
+                PriorityCmp::Is => p == *level,
+                PriorityCmp::Not => p != *level,
+                PriorityCmp::Above => p < *level,
+                PriorityCmp::Below => p > *level,
+            }
+        }
+        Filter::Text {
+            field,
+            negate,
+            matcher,
+        } => {
+            let hit = match field {
+                TextField::Tags => {
+                    let tags = t.tags.clone();
+                    let mut any = false;
+                    for tag in &tags {
+                        if matches_text(cx, matcher, tag)? {
+                            any = true;
+                            break;
+                        }
+                    }
+                    any
+                }
+                other => {
+                    let s = match other {
+                        TextField::Description => {
+                            remove_global_filter(&t.fields.description, &cx.settings.global_filter)
+                        }
+                        TextField::Path => t.path.clone(),
+                        TextField::Root => t.root(),
+                        TextField::Folder => t.folder(),
+                        TextField::Filename => t.filename().to_owned(),
+                        TextField::Heading => t.heading.clone().unwrap_or_default(),
+                        TextField::StatusName => cx.statuses[i].name.clone(),
+                        TextField::Recurrence => t.fields.recurrence.clone().unwrap_or_default(),
+                        TextField::Id => t.fields.id.clone().unwrap_or_default(),
+                        TextField::Tags => String::new(),
+                    };
+                    matches_text(cx, matcher, &s)?
+                }
+            };
+            hit != *negate
+        }
+        Filter::StatusType { negate, status } => (status_type == *status) != *negate,
+        Filter::Recurring(r) => t.fields.recurrence.is_some() == *r,
+        Filter::Blocked(b) => {
+            let blocked = !status_type.is_done()
+                && t.fields
+                    .depends_on
+                    .iter()
+                    .any(|d| cx.open_ids.contains(d.as_str()));
+            blocked == *b
+        }
+        Filter::Blocking(b) => {
+            let blocking = !status_type.is_done()
+                && t.fields
+                    .id
+                    .as_deref()
+                    .is_some_and(|id| cx.awaited.contains(id));
+            blocking == *b
+        }
+        Filter::HasTags(h) => t.tags.is_empty() != *h,
+        Filter::HasId(h) => t.fields.id.is_some() == *h,
+        Filter::HasDependsOn(h) => t.fields.depends_on.is_empty() != *h,
+        Filter::ExcludeSubItems => !t.is_sub_item,
+        Filter::Not(inner) => !test(cx, inner, i)?,
+        Filter::And(items) => {
+            for it in items {
+                if !test(cx, it, i)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+        Filter::Or(items) => {
+            for it in items {
+                if test(cx, it, i)? {
+                    return Ok(true);
+                }
+            }
+            false
+        }
+        Filter::Xor(a, b) => test(cx, a, i)? != test(cx, b, i)?,
+    })
+}
+
+/// Dates sort invalid first, then earliest to latest, then none.
+fn date_rank(t: &TaskRecord, f: DateField) -> (u8, Option<NaiveDate>) {
+    if f != DateField::Happens && t.invalid(f) && t.date(f).is_none() {
+        return (0, None);
+    }
+    match t.date(f) {
+        Some(d) => (1, Some(d)),
+        None => (2, None),
+    }
+}
+
+fn fnv(s: &str, seed: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in seed.bytes().chain(s.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn compare(cx: &Ctx, urg: &HashMap<usize, f64>, key: Key, a: usize, b: usize) -> Ordering {
+    let (ta, tb) = (&cx.tasks[a], &cx.tasks[b]);
+    let (sa, sb) = (&cx.statuses[a], &cx.statuses[b]);
+    match key {
+        Key::Status => sa.status_type.is_done().cmp(&sb.status_type.is_done()),
+        Key::StatusName => sa.name.cmp(&sb.name),
+        Key::StatusType => sa.status_type.sort_rank().cmp(&sb.status_type.sort_rank()),
+        Key::Urgency => {
+            let (ua, ub) = (
+                urg.get(&a).copied().unwrap_or(0.0),
+                urg.get(&b).copied().unwrap_or(0.0),
+            );
+            ub.total_cmp(&ua)
+        }
+        Key::Date(f) => date_rank(ta, f).cmp(&date_rank(tb, f)),
+        Key::Priority => ta.priority().cmp(&tb.priority()),
+        Key::Path => ta.path.cmp(&tb.path),
+        Key::Root => ta.root().cmp(&tb.root()),
+        Key::Folder => ta.folder().cmp(&tb.folder()),
+        Key::Filename => ta.filename().cmp(tb.filename()),
+        Key::Heading | Key::Backlink => ta.heading.cmp(&tb.heading),
+        Key::Description => {
+            let gf = &cx.settings.global_filter;
+            remove_global_filter(&ta.fields.description, gf)
+                .to_lowercase()
+                .cmp(&remove_global_filter(&tb.fields.description, gf).to_lowercase())
+        }
+        Key::Recurring => tb
+            .fields
+            .recurrence
+            .is_some()
+            .cmp(&ta.fields.recurrence.is_some()),
+        Key::Recurrence => ta.fields.recurrence.cmp(&tb.fields.recurrence),
+        Key::Tag(n) => {
+            let ga = ta.tags.get(n.saturating_sub(1)).map(|s| s.to_lowercase());
+            let gb = tb.tags.get(n.saturating_sub(1)).map(|s| s.to_lowercase());
+            // Tasks without the tag go last.
+            (ga.is_none(), ga).cmp(&(gb.is_none(), gb))
+        }
+        Key::Id => ta.fields.id.cmp(&tb.fields.id),
+        Key::Random => {
+            let seed = cx.today.to_string();
+            fnv(&ta.fields.description, &seed).cmp(&fnv(&tb.fields.description, &seed))
+        }
+    }
+}
+
+/// A group heading at one level: how it sorts, and its name.
+type GroupKey = ((i64, String), String);
+
+fn weekday_name(d: NaiveDate) -> &'static str {
+    match d.weekday() {
+        chrono::Weekday::Mon => "Monday",
+        chrono::Weekday::Tue => "Tuesday",
+        chrono::Weekday::Wed => "Wednesday",
+        chrono::Weekday::Thu => "Thursday",
+        chrono::Weekday::Fri => "Friday",
+        chrono::Weekday::Sat => "Saturday",
+        chrono::Weekday::Sun => "Sunday",
+    }
+}
+
+fn group_keys(cx: &Ctx, urg: &HashMap<usize, f64>, key: Key, i: usize) -> Vec<GroupKey> {
+    let t = &cx.tasks[i];
+    let s = &cx.statuses[i];
+    let plain = |name: String| vec![((0, name.clone()), name)];
+    match key {
+        Key::Status => {
+            let done = s.status_type.is_done();
+            let name = if done { "Done" } else { "Todo" };
+            vec![((i64::from(!done), String::new()), name.to_owned())]
+        }
+        Key::StatusName => plain(s.name.clone()),
+        Key::StatusType => vec![(
+            (i64::from(s.status_type.sort_rank()), String::new()),
+            s.status_type.name().to_owned(),
+        )],
+        Key::Urgency => {
+            let u = urg.get(&i).copied().unwrap_or(0.0);
+            // Highest first: sort on the negated score in hundredths.
+            vec![(
+                (-(u * 100.0).round() as i64, String::new()),
+                format!("{u:.2}"),
+            )]
+        }
+        Key::Date(f) => {
+            let (rank, d) = date_rank(t, f);
+            let name = match (rank, d) {
+                (0, _) => format!("Invalid {} date", f.name()),
+                (_, Some(d)) => format!("{} {}", d.format("%Y-%m-%d"), weekday_name(d)),
+                _ => format!("No {} date", f.name()),
+            };
+            vec![(
+                (
+                    i64::from(rank),
+                    d.map(|d| d.to_string()).unwrap_or_default(),
+                ),
+                name,
+            )]
+        }
+        Key::Priority => {
+            let p = t.priority();
+            vec![((p as i64, String::new()), format!("{} priority", p.name()))]
+        }
+        Key::Path => plain(t.path.strip_suffix(".md").unwrap_or(&t.path).to_owned()),
+        Key::Root => plain(t.root()),
+        Key::Folder => plain(t.folder()),
+        Key::Filename => {
+            let f = t.filename();
+            plain(format!("[[{}]]", f.strip_suffix(".md").unwrap_or(f)))
+        }
+        Key::Backlink => plain(backlink_text(t)),
+        Key::Heading => match &t.heading {
+            Some(h) => vec![((1, h.clone()), h.clone())],
+            None => vec![((0, String::new()), "(No heading)".to_owned())],
+        },
+        Key::Tag(_) => {
+            if t.tags.is_empty() {
+                plain("(No tags)".to_owned())
+            } else {
+                let mut seen = HashSet::new();
+                t.tags
+                    .iter()
+                    .filter(|g| seen.insert(g.as_str()))
+                    .map(|g| ((0, g.clone()), g.clone()))
+                    .collect()
+            }
+        }
+        Key::Recurring => {
+            let r = t.fields.recurrence.is_some();
+            let name = if r { "Recurring" } else { "Not Recurring" };
+            vec![((i64::from(!r), String::new()), name.to_owned())]
+        }
+        Key::Recurrence => match &t.fields.recurrence {
+            Some(r) => vec![((1, r.clone()), r.clone())],
+            None => vec![((0, String::new()), "None".to_owned())],
+        },
+        Key::Id => match &t.fields.id {
+            Some(id) => vec![((1, id.clone()), id.clone())],
+            None => vec![((0, String::new()), "No id".to_owned())],
+        },
+        Key::Description | Key::Random => plain(String::new()),
+    }
+}
+
+fn backlink_text(t: &TaskRecord) -> String {
+    let f = t.filename();
+    let f = f.strip_suffix(".md").unwrap_or(f);
+    match &t.heading {
+        Some(h) if h != f => format!("{f} > {h}"),
+        _ => f.to_owned(),
+    }
+}
+
+fn group(
+    cx: &mut Ctx,
+    urg: &HashMap<usize, f64>,
+    query: &Query,
+    matched: &[usize],
+) -> Result<Vec<ResultGroup>, EvalError> {
+    if query.groups.is_empty() {
+        return Ok(vec![ResultGroup {
+            names: Vec::new(),
+            tasks: matched.to_vec(),
+        }]);
+    }
+    // Group path (sort keys with reverse flags applied later) -> tasks, in sorted task order.
+    let mut map: HashMap<Vec<GroupKey>, Vec<usize>> = HashMap::new();
+    let mut order: Vec<Vec<GroupKey>> = Vec::new();
+    for &i in matched {
+        let mut paths: Vec<Vec<GroupKey>> = vec![Vec::new()];
+        for o in &query.groups {
+            let keys = group_keys(cx, urg, o.key, i);
+            cx.step(keys.len() as u64 * paths.len() as u64)?;
+            let mut next = Vec::with_capacity(paths.len() * keys.len());
+            for p in &paths {
+                for k in &keys {
+                    let mut q = p.clone();
+                    q.push(k.clone());
+                    next.push(q);
+                }
+            }
+            paths = next;
+        }
+        for p in paths {
+            match map.get_mut(&p) {
+                Some(v) => v.push(i),
+                None => {
+                    order.push(p.clone());
+                    map.insert(p, vec![i]);
+                }
+            }
+        }
+    }
+    let rev: Vec<bool> = query.groups.iter().map(|o| o.reverse).collect();
+    order.sort_by(|a, b| {
+        for (lvl, (ka, kb)) in a.iter().zip(b).enumerate() {
+            let c = ka.0.cmp(&kb.0).then_with(|| ka.1.cmp(&kb.1));
+            let c = if rev.get(lvl).copied().unwrap_or(false) {
+                c.reverse()
+            } else {
+                c
+            };
+            if c != Ordering::Equal {
+                return c;
+            }
+        }
+        Ordering::Equal
+    });
+    let mut out = Vec::with_capacity(order.len());
+    for p in order {
+        let mut tasks = map.remove(&p).unwrap_or_default();
+        if let Some(l) = query.limit_groups {
+            tasks.truncate(l);
+        }
+        out.push(ResultGroup {
+            names: p.into_iter().map(|(_, name)| name).collect(),
+            tasks,
+        });
+    }
+    Ok(out)
+}
+
+/// One task as the plugin's list shows it: checkbox, description, then the fields the query
+/// does not hide, in Tasks' order, and the backlink.
+pub fn render_task(
+    t: &TaskRecord,
+    query: &Query,
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> String {
+    let f = &t.fields;
+    let mut s = format!("- [{}] ", t.status);
+    let mut desc = if settings.remove_global_filter {
+        remove_global_filter(&f.description, &settings.global_filter)
+    } else {
+        f.description.clone()
+    };
+    if !query.shows(Element::Tags) {
+        desc = desc
+            .split(' ')
+            .filter(|w| !(w.starts_with('#') && w.len() > 1))
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
+    s.push_str(desc.trim());
+    let short = query.short_mode;
+    let mut field = |shown: bool, emoji: &str, value: Option<String>| {
+        if let (true, Some(v)) = (shown, value) {
+            s.push(' ');
+            s.push_str(emoji);
+            if !short && !v.is_empty() {
+                s.push(' ');
+                s.push_str(&v);
+            }
+        }
+    };
+    let day = |d: Option<NaiveDate>| d.map(|d| d.format("%Y-%m-%d").to_string());
+    field(query.shows(Element::Id), "🆔", f.id.clone());
+    field(
+        query.shows(Element::DependsOn),
+        "⛔",
+        (!f.depends_on.is_empty()).then(|| f.depends_on.join(",")),
+    );
+    let pri = match f.priority {
+        Some(Priority::Highest) => Some("🔺"),
+        Some(Priority::High) => Some("⏫"),
+        Some(Priority::Medium) => Some("🔼"),
+        Some(Priority::Low) => Some("🔽"),
+        Some(Priority::Lowest) => Some("⏬"),
+        None => None,
+    };
+    if let Some(p) = pri {
+        field(query.shows(Element::Priority), p, Some(String::new()));
+    }
+    field(
+        query.shows(Element::RecurrenceRule),
+        "🔁",
+        f.recurrence.clone(),
+    );
+    field(
+        query.shows(Element::OnCompletion),
+        "🏁",
+        f.on_completion.clone(),
+    );
+    field(query.shows(Element::CreatedDate), "➕", day(f.created));
+    field(query.shows(Element::StartDate), "🛫", day(f.start));
+    field(query.shows(Element::ScheduledDate), "⏳", day(f.scheduled));
+    field(query.shows(Element::DueDate), "📅", day(f.due));
+    field(query.shows(Element::CancelledDate), "❌", day(f.cancelled));
+    field(query.shows(Element::DoneDate), "✅", day(f.done));
+    if query.shows(Element::Urgency) {
+        let _ = write!(s, " (urgency {:.2})", urgency(t, today));
+    }
+    if query.shows(Element::Backlink) {
+        let link = t.path.strip_suffix(".md").unwrap_or(&t.path);
+        let target = match &t.heading {
+            Some(h) => format!("{link}#{h}"),
+            None => link.to_owned(),
+        };
+        let _ = write!(s, " ([[{target}|{}]])", backlink_text(t));
+    }
+    s
+}
+
+/// The whole result as Markdown: group headings (`####`, `#####`, `######` by level), task
+/// lines, and the task count unless hidden.
+pub fn render_markdown(
+    result: &QueryResult,
+    tasks: &[TaskRecord],
+    query: &Query,
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> String {
+    let mut out = String::new();
+    let mut previous: Vec<String> = Vec::new();
+    for g in &result.groups {
+        for (lvl, name) in g.names.iter().enumerate() {
+            if previous.get(lvl) == Some(name) && previous[..lvl] == g.names[..lvl] {
+                continue;
+            }
+            let hashes = "#".repeat((4 + lvl).min(6));
+            let _ = writeln!(out, "{hashes} {name}\n");
+        }
+        previous.clone_from(&g.names);
+        for &i in &g.tasks {
+            if let Some(t) = tasks.get(i) {
+                out.push_str(&render_task(t, query, settings, today));
+                out.push('\n');
+            }
+        }
+        if !g.names.is_empty() {
+            out.push('\n');
+        }
+    }
+    if query.shows(Element::TaskCount) {
+        let n = result.shown;
+        let noun = if n == 1 { "task" } else { "tasks" };
+        if result.matched > n {
+            let _ = writeln!(out, "\n{n} of {} {noun}", result.matched);
+        } else {
+            let _ = writeln!(out, "\n{n} {noun}");
+        }
+    }
+    out
+}
+
+/// `explain`: each instruction as read, and under each filter what it tests, relative dates
+/// resolved and Boolean lines broken into their parts.
+pub fn explain(query: &Query) -> String {
+    let mut out = String::from("Explanation of this Tasks code block query:\n");
+    let mut filters = query.filters.iter();
+    for l in &query.lines {
+        let _ = writeln!(out, "\n  {l}");
+        if is_filter_line(l)
+            && let Some(f) = filters.next()
+        {
+            describe(f, 2, &mut out);
+        }
+    }
+    out
+}
+
+fn is_filter_line(l: &str) -> bool {
+    let lower = l.to_lowercase();
+    let first = lower.split_whitespace().next().unwrap_or_default();
+    !matches!(
+        first,
+        "explain" | "short" | "full" | "ignore" | "limit" | "hide" | "show" | "sort" | "group"
+    )
+}
+
+fn describe(f: &Filter, depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    let day = |d: NaiveDate| d.format("%Y-%m-%d (%A %-d %B %Y)").to_string();
+    let line = match f {
+        Filter::Done(true) => "done".to_owned(),
+        Filter::Done(false) => "not done".to_owned(),
+        Filter::Date { field, op, range } => {
+            let what = match field {
+                DateField::Happens => "start, scheduled or due date".to_owned(),
+                f => format!("{} date", f.name()),
+            };
+            let one = range.start == range.end;
+            match op {
+                DateOp::Before => format!("{what} is before {}", day(range.start)),
+                DateOp::After => format!("{what} is after {}", day(range.end)),
+                DateOp::In if one => format!("{what} is on {}", day(range.start)),
+                DateOp::In => format!(
+                    "{what} is between {} and {} inclusive",
+                    day(range.start),
+                    day(range.end)
+                ),
+                DateOp::InOrBefore => format!("{what} is on or before {}", day(range.end)),
+                DateOp::InOrAfter => format!("{what} is on or after {}", day(range.start)),
+            }
+        }
+        Filter::Not(inner) => {
+            let _ = writeln!(out, "{pad}NOT:");
+            describe(inner, depth + 1, out);
+            return;
+        }
+        Filter::And(items) | Filter::Or(items) => {
+            let head = if matches!(f, Filter::And(_)) {
+                "AND (All of):"
+            } else {
+                "OR (At least one of):"
+            };
+            let _ = writeln!(out, "{pad}{head}");
+            for it in items {
+                describe(it, depth + 1, out);
+            }
+            return;
+        }
+        Filter::Xor(a, b) => {
+            let _ = writeln!(out, "{pad}XOR (Exactly one of):");
+            describe(a, depth + 1, out);
+            describe(b, depth + 1, out);
+            return;
+        }
+        other => format!("{other:?}"),
+    };
+    let _ = writeln!(out, "{pad}{line}");
+}

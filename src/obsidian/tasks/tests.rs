@@ -1,0 +1,1074 @@
+//! Expected answers are worked out by hand from the plugin's docs (named per test).
+
+use chrono::NaiveDate;
+
+use super::dates::{DateRange, parse_date, parse_range};
+use super::eval::{TaskRecord, render_markdown, render_task, run, run_source};
+use super::query::{Filter, Key, QueryError, parse_query};
+use super::settings::{Status, StatusType, TasksSettings};
+use super::toggle::{ToggleError, parse_recurrence, toggle_line};
+use crate::obsidian::config::ConfigError;
+use crate::obsidian::dataview::parse_note;
+
+fn d(y: i32, m: u32, dd: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(y, m, dd).unwrap()
+}
+
+/// 2023-11-15 is a Wednesday.
+fn today() -> NaiveDate {
+    d(2023, 11, 15)
+}
+
+fn range(a: NaiveDate, b: NaiveDate) -> Option<DateRange> {
+    Some(DateRange { start: a, end: b })
+}
+
+// ---- Settings and statuses (Settings.md, Statuses.md, Status Types.md) ----
+
+#[test]
+fn settings_default_when_data_json_is_empty_null_or_lacks_keys() {
+    for bytes in [&b"{}"[..], b"null", b"\xEF\xBB\xBF{}"] {
+        let s = TasksSettings::from_json(bytes).unwrap();
+        assert_eq!(s, TasksSettings::default());
+    }
+    let s = TasksSettings::default();
+    assert!(s.set_done_date && s.set_cancelled_date && !s.set_created_date);
+    assert!(!s.recurrence_on_next_line);
+    assert_eq!(s.global_filter, "");
+    assert_eq!(s.status(' ').next_symbol, 'x');
+    assert_eq!(s.status('x').status_type, StatusType::Done);
+    assert_eq!(s.status('/').status_type, StatusType::InProgress);
+    assert_eq!(s.status('-').status_type, StatusType::Cancelled);
+}
+
+#[test]
+fn settings_read_global_filter_dates_recurrence_and_custom_statuses() {
+    let json = br##"{
+        "globalFilter": "#task", "removeGlobalFilter": true, "globalQuery": "not done",
+        "setCreatedDate": true, "setDoneDate": false, "setCancelledDate": false,
+        "recurrenceOnNextLine": true, "removeScheduledDateOnRecurrence": true,
+        "statusSettings": {
+            "coreStatuses": [
+                {"symbol": " ", "name": "Todo", "nextStatusSymbol": "/", "availableAsCommand": true, "type": "TODO"},
+                {"symbol": "x", "name": "Done", "nextStatusSymbol": " ", "availableAsCommand": true, "type": "DONE"}
+            ],
+            "customStatuses": [
+                {"symbol": "/", "name": "Doing", "nextStatusSymbol": "x", "type": "IN_PROGRESS"},
+                {"symbol": "P", "name": "Pro", "nextStatusSymbol": "C", "type": "NON_TASK"},
+                {"symbol": "", "name": "no symbol", "nextStatusSymbol": "x", "type": "TODO"},
+                {"symbol": "h", "name": "Hold", "nextStatusSymbol": " ", "type": "ON_HOLD"}
+            ]
+        },
+        "someFutureKey": 3
+    }"##;
+    let s = TasksSettings::from_json(json).unwrap();
+    assert_eq!(s.global_filter, "#task");
+    assert!(s.remove_global_filter && s.set_created_date && s.recurrence_on_next_line);
+    assert!(s.remove_scheduled_date_on_recurrence);
+    assert!(!s.set_done_date && !s.set_cancelled_date);
+    assert_eq!(s.global_query, "not done");
+    assert_eq!(s.statuses.len(), 5, "the entry without a symbol is skipped");
+    assert_eq!(s.status(' ').next_symbol, '/');
+    assert_eq!(s.status('/').name, "Doing");
+    assert_eq!(s.status('P').status_type, StatusType::NonTask);
+    assert_eq!(s.status('h').status_type, StatusType::OnHold);
+    // The default Cancelled status is gone: `-` is now unknown.
+    assert_eq!(s.status('-'), Status::unknown('-'));
+}
+
+#[test]
+fn settings_keys_of_the_wrong_type_read_as_defaults() {
+    let s = TasksSettings::from_json(
+        br#"{"globalFilter": 3, "setDoneDate": "yes", "statusSettings": {"coreStatuses": 1}}"#,
+    )
+    .unwrap();
+    assert_eq!(s.global_filter, "");
+    assert!(s.set_done_date);
+    assert_eq!(
+        s.status('x').name,
+        "Done",
+        "core statuses fall back to the defaults"
+    );
+}
+
+#[test]
+fn settings_that_are_not_a_json_object_are_errors() {
+    assert!(matches!(
+        TasksSettings::from_json(b"{oops"),
+        Err(ConfigError::InvalidJson(_))
+    ));
+    assert!(matches!(
+        TasksSettings::from_json(b"[]"),
+        Err(ConfigError::WrongShape { .. })
+    ));
+    let big = vec![b' '; crate::obsidian::config::MAX_CONFIG_BYTES + 1];
+    assert!(matches!(
+        TasksSettings::from_json(&big),
+        Err(ConfigError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn unknown_status_symbol_is_unknown_todo_toggling_to_x() {
+    let s = TasksSettings::default().status('?');
+    assert_eq!(s.name, "Unknown");
+    assert_eq!(s.next_symbol, 'x');
+    assert_eq!(s.status_type, StatusType::Todo);
+}
+
+#[test]
+fn done_filter_counts_done_cancelled_and_non_task_as_done() {
+    // Status Types.md's table.
+    for (t, done) in [
+        (StatusType::Todo, false),
+        (StatusType::InProgress, false),
+        (StatusType::OnHold, false),
+        (StatusType::Done, true),
+        (StatusType::Cancelled, true),
+        (StatusType::NonTask, true),
+    ] {
+        assert_eq!(t.is_done(), done, "{t:?}");
+    }
+}
+
+// ---- Dates (Filters.md, "Searching for dates") ----
+
+#[test]
+fn relative_dates_count_from_today() {
+    let t = today();
+    assert_eq!(parse_date("today", t), Some(t));
+    assert_eq!(parse_date("Tomorrow", t), Some(d(2023, 11, 16)));
+    assert_eq!(parse_date("yesterday", t), Some(d(2023, 11, 14)));
+    assert_eq!(parse_date("14 days ago", t), Some(d(2023, 11, 1)));
+    assert_eq!(parse_date("in two weeks", t), Some(d(2023, 11, 29)));
+    // A Wednesday: `tuesday` is the closest one, yesterday.
+    assert_eq!(parse_date("tuesday", t), Some(d(2023, 11, 14)));
+    assert_eq!(parse_date("next tuesday", t), Some(d(2023, 11, 21)));
+    assert_eq!(parse_date("last friday", t), Some(d(2023, 11, 10)));
+    assert_eq!(parse_date("25th May 2023", t), Some(d(2023, 5, 25)));
+    assert_eq!(parse_date("14 October", t), Some(d(2023, 10, 14)));
+    assert_eq!(parse_date("May", t), Some(d(2023, 5, 1)));
+    assert_eq!(parse_date("2021-05-25", t), Some(d(2021, 5, 25)));
+    assert_eq!(parse_date("2021-02-30", t), None);
+    assert_eq!(parse_date("whenever", t), None);
+}
+
+#[test]
+fn date_ranges_relative_numbered_and_absolute() {
+    let t = today();
+    assert_eq!(
+        parse_range("this week", t),
+        range(d(2023, 11, 13), d(2023, 11, 19))
+    );
+    assert_eq!(
+        parse_range("last month", t),
+        range(d(2023, 10, 1), d(2023, 10, 31))
+    );
+    assert_eq!(
+        parse_range("next quarter", t),
+        range(d(2024, 1, 1), d(2024, 3, 31))
+    );
+    assert_eq!(
+        parse_range("last year", t),
+        range(d(2022, 1, 1), d(2022, 12, 31))
+    );
+    assert_eq!(
+        parse_range("2023-W01", t),
+        range(d(2023, 1, 2), d(2023, 1, 8))
+    );
+    assert_eq!(
+        parse_range("2023-02", t),
+        range(d(2023, 2, 1), d(2023, 2, 28))
+    );
+    assert_eq!(
+        parse_range("2023-Q1", t),
+        range(d(2023, 1, 1), d(2023, 3, 31))
+    );
+    assert_eq!(
+        parse_range("2023", t),
+        range(d(2023, 1, 1), d(2023, 12, 31))
+    );
+    assert_eq!(
+        parse_range("2023-01-01 2023-01-31", t),
+        range(d(2023, 1, 1), d(2023, 1, 31))
+    );
+    // One invalid end: the filter behaves as the other single date.
+    assert_eq!(
+        parse_range("2023-01-01 2023-02-30", t),
+        range(d(2023, 1, 1), d(2023, 1, 1))
+    );
+}
+
+// ---- Query parsing ----
+
+#[test]
+fn query_lines_comments_continuations_and_options() {
+    let q = parse_query(
+        "# a comment\nnot done\n(priority is highest) OR \\\n    (priority is lowest)\n\nsort by due reverse\nsort by tag 2\ngroup by filename\nlimit to 5 tasks\nlimit groups 2\nhide backlink\nshow urgency\nshort mode\nexplain\nignore global query\n",
+        today(),
+    )
+    .unwrap();
+    assert_eq!(q.filters.len(), 2);
+    assert!(matches!(q.filters[1], Filter::Or(ref v) if v.len() == 2));
+    assert_eq!(q.sorts[0].key, Key::Date(super::query::DateField::Due));
+    assert!(q.sorts[0].reverse);
+    assert_eq!(q.sorts[1].key, Key::Tag(2));
+    assert_eq!(q.groups[0].key, Key::Filename);
+    assert_eq!((q.limit, q.limit_groups), (Some(5), Some(2)));
+    assert!(!q.shows(super::query::Element::Backlink));
+    assert!(q.shows(super::query::Element::Urgency));
+    assert!(q.shows(super::query::Element::DueDate));
+    assert!(q.short_mode && q.explain && q.ignore_global_query);
+    assert_eq!(
+        q.lines[1], "(priority is highest) OR (priority is lowest)",
+        "the continuation is joined with one space"
+    );
+}
+
+#[test]
+fn unknown_instruction_error_names_its_line_and_text() {
+    let err = parse_query("not done\n\n# c\ndue sometime soonish\n", today()).unwrap_err();
+    assert!(
+        matches!(&err, QueryError::Invalid { line: 4, instruction, .. } if instruction == "due sometime soonish"),
+        "{err:?}"
+    );
+    let err = parse_query("not done\nfrobnicate the tasks", today()).unwrap_err();
+    assert_eq!(
+        err,
+        QueryError::Unknown {
+            line: 2,
+            instruction: "frobnicate the tasks".into()
+        }
+    );
+    assert!(err.to_string().contains("line 2"));
+    assert!(matches!(
+        parse_query("priority is urgent", today()),
+        Err(QueryError::Invalid { line: 1, .. })
+    ));
+}
+
+#[test]
+fn scripting_instructions_are_refused_with_the_reason() {
+    for q in [
+        "filter by function task.due.moment?.isSame(moment(), 'day')",
+        "sort by function task.description.length",
+        "group by function task.file.folder",
+    ] {
+        let err = parse_query(q, today()).unwrap_err();
+        assert!(matches!(err, QueryError::Scripting { line: 1, .. }), "{q}");
+        assert!(err.to_string().contains("JavaScript"));
+    }
+}
+
+#[test]
+fn boolean_precedence_is_not_then_xor_then_and_then_or() {
+    // Combining Filters.md: `(a) OR (b) AND (c)` is `(a) OR ((b) AND (c))`.
+    let q = parse_query(
+        "(tag includes #XX) OR (tag includes #YY) AND (tag includes #ZZ)",
+        today(),
+    )
+    .unwrap();
+    let Filter::Or(items) = &q.filters[0] else {
+        panic!("{:?}", q.filters[0]);
+    };
+    assert!(matches!(items[0], Filter::Text { .. }));
+    assert!(matches!(&items[1], Filter::And(v) if v.len() == 2));
+    let q = parse_query("NOT (done) AND NOT (is recurring)", today()).unwrap();
+    assert!(
+        matches!(&q.filters[0], Filter::And(v) if matches!(v[0], Filter::Not(_)) && matches!(v[1], Filter::Not(_)))
+    );
+    let q = parse_query("(done) XOR (due today) AND (has id)", today()).unwrap();
+    assert!(matches!(&q.filters[0], Filter::And(v) if matches!(v[0], Filter::Xor(..))));
+    let q = parse_query("( (done) OR (has id) ) AND (has tags)", today()).unwrap();
+    assert!(matches!(&q.filters[0], Filter::And(v) if matches!(v[0], Filter::Or(_))));
+    let q = parse_query("[description includes (maybe)] OR [has id]", today()).unwrap();
+    assert!(matches!(&q.filters[0], Filter::Or(v) if v.len() == 2));
+}
+
+#[test]
+fn malformed_boolean_lines_are_errors() {
+    for bad in [
+        "\"not done\" AND (is recurring)",
+        "(not done) AND",
+        "(not done) AND (frobnicate)",
+        "(not done",
+        "(not done) (done)",
+    ] {
+        assert!(
+            matches!(
+                parse_query(bad, today()),
+                Err(QueryError::Invalid { line: 1, .. })
+            ),
+            "{bad}"
+        );
+    }
+    let deep = format!("{}(done){}", "( ".repeat(40), " )".repeat(40));
+    let err = parse_query(&deep, today()).unwrap_err();
+    assert!(err.to_string().contains("nested too deeply"), "{err}");
+}
+
+#[test]
+fn query_size_and_regex_are_bounded() {
+    let long = "not done\n".repeat(super::query::MAX_QUERY_BYTES / 9 + 1);
+    assert!(matches!(
+        parse_query(&long, today()),
+        Err(QueryError::TooLong { .. })
+    ));
+    let many = "done\n".repeat(super::query::MAX_QUERY_LINES + 1);
+    assert!(matches!(
+        parse_query(&many, today()),
+        Err(QueryError::TooManyLines { .. })
+    ));
+    let huge = format!("description regex matches /{}/", "a".repeat(2_000));
+    assert!(matches!(
+        parse_query(&huge, today()),
+        Err(QueryError::Invalid { .. })
+    ));
+    assert!(matches!(
+        parse_query("description regex matches /(?=x)/", today()),
+        Err(QueryError::Invalid { .. })
+    ));
+    assert!(matches!(
+        parse_query("description regex matches no slashes", today()),
+        Err(QueryError::Invalid { .. })
+    ));
+}
+
+// ---- Evaluation ----
+
+const NOTE: &str = "# Plan
+- [ ] pay bills 📅 2023-11-10
+- [ ] call mum ⏫ 📅 2023-11-20
+- [x] wrote report 📅 2023-11-13 ✅ 2023-11-14
+- [/] draft slides 🛫 2023-11-01 ⏳ 2023-11-16
+## Later
+- [ ] someday maybe #idea
+- [-] dropped ❌ 2023-11-02
+- [ ] blocked one ⛔ abc
+- [ ] blocker 🆔 abc 📅 2023-12-01
+  - [ ] sub item 🔽
+- plain item, not a task
+";
+
+fn vault() -> Vec<TaskRecord> {
+    let note = parse_note(NOTE);
+    let mut out: Vec<TaskRecord> = note
+        .items
+        .iter()
+        .filter_map(|i| TaskRecord::from_item("work/Project.md", i))
+        .collect();
+    let other = parse_note("- [ ] #task tagged elsewhere 📅 2023-02-30\n");
+    out.extend(
+        other
+            .items
+            .iter()
+            .filter_map(|i| TaskRecord::from_item("Inbox.md", i)),
+    );
+    out
+}
+
+/// The descriptions of a query's results, in order, groups flattened.
+fn answer(source: &str, settings: &TasksSettings) -> Vec<String> {
+    let tasks = vault();
+    let (_, r) = run_source(source, &tasks, settings, today()).unwrap();
+    r.groups
+        .iter()
+        .flat_map(|g| g.tasks.iter())
+        .map(|&i| tasks[i].fields.description.clone())
+        .collect()
+}
+
+fn answer_set(source: &str) -> Vec<String> {
+    let mut v = answer(source, &TasksSettings::default());
+    v.sort();
+    v
+}
+
+#[test]
+fn plain_list_items_are_not_tasks_and_every_checkbox_is() {
+    assert_eq!(vault().len(), 10);
+}
+
+#[test]
+fn date_filters_exclude_tasks_without_that_date() {
+    assert_eq!(
+        answer_set("due before 2023-11-15"),
+        ["pay bills", "wrote report"]
+    );
+    assert_eq!(
+        answer_set("due on or before 2023-11-13"),
+        ["pay bills", "wrote report"]
+    );
+    assert_eq!(answer_set("due after today"), ["blocker", "call mum"]);
+    assert_eq!(answer_set("due 2023-11-20"), ["call mum"]);
+    assert_eq!(answer_set("due in next week"), ["call mum"]);
+    assert_eq!(answer_set("done yesterday"), ["wrote report"]);
+    assert_eq!(
+        answer_set("cancelled before this month"),
+        Vec::<String>::new()
+    );
+    assert_eq!(answer_set("cancelled in this month"), ["dropped"]);
+    assert_eq!(answer_set("starts before today"), ["draft slides"]);
+}
+
+#[test]
+fn happens_matches_any_of_start_scheduled_and_due() {
+    // this week is 2023-11-13..19: the report is due on the 13th; the slides start on the
+    // 1st (no) but are scheduled on the 16th (yes).
+    assert_eq!(
+        answer_set("happens this week"),
+        ["draft slides", "wrote report"]
+    );
+    assert_eq!(
+        answer_set("no happens date"),
+        [
+            "#task tagged elsewhere",
+            "blocked one",
+            "dropped",
+            "someday maybe #idea",
+            "sub item"
+        ]
+    );
+}
+
+#[test]
+fn has_no_and_invalid_dates() {
+    assert_eq!(
+        answer_set("due date is invalid"),
+        ["#task tagged elsewhere"]
+    );
+    assert!(answer_set("has due date").contains(&"#task tagged elsewhere".to_owned()));
+    assert_eq!(answer_set("has scheduled date"), ["draft slides"]);
+    assert_eq!(answer_set("has created date"), Vec::<String>::new());
+}
+
+#[test]
+fn done_and_not_done_follow_status_types() {
+    assert_eq!(answer_set("done"), ["dropped", "wrote report"]);
+    assert_eq!(answer_set("not done").len(), 8);
+    assert_eq!(answer_set("status.type is IN_PROGRESS"), ["draft slides"]);
+    assert_eq!(
+        answer_set("status.type is not TODO"),
+        ["draft slides", "dropped", "wrote report"]
+    );
+    assert_eq!(
+        answer_set("status.name includes progress"),
+        ["draft slides"]
+    );
+}
+
+#[test]
+fn priority_comparisons_put_none_between_medium_and_low() {
+    assert_eq!(answer_set("priority is above none"), ["call mum"]);
+    assert_eq!(answer_set("priority is below none"), ["sub item"]);
+    assert_eq!(answer_set("priority is high"), ["call mum"]);
+    assert_eq!(answer_set("priority is not none"), ["call mum", "sub item"]);
+}
+
+#[test]
+fn text_filters_are_case_insensitive_substrings_or_regexes() {
+    assert_eq!(answer_set("description includes CALL"), ["call mum"]);
+    assert_eq!(
+        answer_set("description regex matches /^call/"),
+        ["call mum"]
+    );
+    assert_eq!(
+        answer_set("description regex matches /^CALL/"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        answer_set("description regex matches /^CALL/i"),
+        ["call mum"]
+    );
+    assert_eq!(answer_set("tags include #idea"), ["someday maybe #idea"]);
+    assert_eq!(answer_set("tag does not include idea").len(), 9);
+    assert_eq!(answer_set("heading includes later").len(), 5);
+    assert_eq!(
+        answer_set("path includes inbox"),
+        ["#task tagged elsewhere"]
+    );
+    assert_eq!(
+        answer_set("folder includes work/"),
+        answer_set("filename includes project.md")
+    );
+    assert_eq!(answer_set("root includes /").len(), 10);
+    assert_eq!(answer_set("id includes ab"), ["blocker"]);
+}
+
+#[test]
+fn dependencies_sub_items_and_boolean_lines() {
+    assert_eq!(answer_set("is blocked"), ["blocked one"]);
+    assert_eq!(answer_set("is blocking"), ["blocker"]);
+    assert_eq!(answer_set("has depends on"), ["blocked one"]);
+    assert_eq!(answer_set("exclude sub-items").len(), 9);
+    assert_eq!(
+        answer_set("(due before today) OR (priority is high)"),
+        ["call mum", "pay bills", "wrote report"]
+    );
+    assert_eq!(
+        answer_set("(due before today) AND NOT (done)"),
+        ["pay bills"]
+    );
+    assert_eq!(
+        answer_set("(has due date) XOR (not done)"),
+        [
+            "blocked one",
+            "draft slides",
+            "someday maybe #idea",
+            "sub item",
+            "wrote report"
+        ]
+    );
+}
+
+#[test]
+fn default_sort_is_status_type_then_urgency_then_due_priority_path() {
+    // Urgency.md: pay bills 5 days overdue 11.09 + 1.95; call mum due in 5 days 6.51 + 6.0;
+    // blocker 16 days ahead 2.4 + 1.95; undated 1.95 (then file order); sub item low 0.0.
+    // In progress comes first whatever its urgency.
+    assert_eq!(
+        answer("not done\npath includes work", &TasksSettings::default()),
+        [
+            "draft slides",
+            "pay bills",
+            "call mum",
+            "blocker",
+            "someday maybe #idea",
+            "blocked one",
+            "sub item"
+        ]
+    );
+    let u = super::eval::urgency(&vault()[0], today());
+    assert!((u - (8.8 + 5.0 * 9.6 / 21.0 + 1.95)).abs() < 1e-9);
+}
+
+#[test]
+fn user_sorts_come_before_the_default_ones() {
+    assert_eq!(
+        answer(
+            "not done\nhas due date\nsort by due reverse",
+            &TasksSettings::default()
+        ),
+        ["blocker", "call mum", "pay bills", "#task tagged elsewhere"],
+        "reverse of: invalid date first, then earliest to latest"
+    );
+    assert_eq!(
+        answer(
+            "path includes work\nsort by description\nlimit 3",
+            &TasksSettings::default()
+        ),
+        ["blocked one", "blocker", "call mum"]
+    );
+}
+
+#[test]
+fn groups_by_due_are_named_with_weekday_and_ordered_by_date() {
+    let tasks = vault();
+    let s = TasksSettings::default();
+    let (_, r) = run_source(
+        "not done\npath includes work\ngroup by due",
+        &tasks,
+        &s,
+        today(),
+    )
+    .unwrap();
+    let names: Vec<&str> = r.groups.iter().map(|g| g.names[0].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "2023-11-10 Friday",
+            "2023-11-20 Monday",
+            "2023-12-01 Friday",
+            "No due date"
+        ]
+    );
+    assert_eq!(r.groups[3].tasks.len(), 4);
+    let (_, r) = run_source(
+        "group by status.type\ngroup by priority reverse",
+        &tasks,
+        &s,
+        today(),
+    )
+    .unwrap();
+    let first: Vec<Vec<String>> = r.groups.iter().map(|g| g.names.clone()).collect();
+    assert_eq!(first[0], ["IN_PROGRESS", "Normal priority"]);
+    assert_eq!(first[1], ["TODO", "Low priority"]);
+    assert_eq!(first[2], ["TODO", "Normal priority"]);
+    assert_eq!(first[3], ["TODO", "High priority"]);
+    assert_eq!(first.last().unwrap(), &["CANCELLED", "Normal priority"]);
+}
+
+#[test]
+fn a_task_with_two_tags_is_in_both_tag_groups() {
+    let note = parse_note("- [ ] one #a #b\n- [ ] two\n");
+    let tasks: Vec<TaskRecord> = note
+        .items
+        .iter()
+        .filter_map(|i| TaskRecord::from_item("n.md", i))
+        .collect();
+    let s = TasksSettings::default();
+    let (_, r) = run_source("group by tags", &tasks, &s, today()).unwrap();
+    let names: Vec<&str> = r.groups.iter().map(|g| g.names[0].as_str()).collect();
+    assert_eq!(names, ["#a", "#b", "(No tags)"]);
+    assert_eq!(r.shown, 2);
+}
+
+#[test]
+fn limit_applies_before_grouping_and_limit_groups_within_each() {
+    let tasks = vault();
+    let s = TasksSettings::default();
+    let (_, r) = run_source("not done\nlimit 2", &tasks, &s, today()).unwrap();
+    assert_eq!((r.matched, r.shown), (8, 2));
+    let (_, r) = run_source(
+        "not done\ngroup by heading\nlimit groups 1",
+        &tasks,
+        &s,
+        today(),
+    )
+    .unwrap();
+    assert!(r.groups.iter().all(|g| g.tasks.len() == 1));
+    assert_eq!(r.groups.len(), 3, "(No heading), Later, Plan");
+    assert_eq!(r.groups[0].names, ["(No heading)"]);
+}
+
+#[test]
+fn global_filter_decides_what_is_a_task_and_global_query_runs_first() {
+    let mut s = TasksSettings {
+        global_filter: "#task".into(),
+        ..TasksSettings::default()
+    };
+    assert_eq!(answer("", &s), ["#task tagged elsewhere"]);
+    // `description` searches without the global filter.
+    assert_eq!(
+        answer("description includes #task", &s),
+        Vec::<String>::new()
+    );
+    s.global_filter.clear();
+    s.global_query = "path includes inbox".into();
+    assert_eq!(answer("", &s), ["#task tagged elsewhere"]);
+    assert_eq!(answer("ignore global query\ndone", &s).len(), 2);
+    s.global_query = "nonsense here".into();
+    let tasks = vault();
+    assert!(matches!(
+        run_source("", &tasks, &s, today()),
+        Err(super::eval::EvalError::GlobalQuery(_))
+    ));
+}
+
+#[test]
+fn step_budget_stops_long_queries_inside_the_filter_loop() {
+    let tasks: Vec<TaskRecord> = (0..2_000)
+        .map(|i| {
+            let note = parse_note(&format!("- [ ] task {i} {}\n", "word ".repeat(200)));
+            TaskRecord::from_item("n.md", &note.items[0]).unwrap()
+        })
+        .collect();
+    let s = TasksSettings::default();
+    let q = parse_query("description regex matches /zzz/", today()).unwrap();
+    let fine = super::eval::run_with_budget(&q, &tasks, &s, today(), 100_000).unwrap();
+    assert_eq!(fine.matched, 0);
+    let many = "(description regex matches /zzz/) OR ".repeat(50) + "(done)";
+    let q = parse_query(&many, today()).unwrap();
+    assert_eq!(
+        super::eval::run_with_budget(&q, &tasks, &s, today(), 100_000),
+        Err(super::eval::EvalError::Budget { max: 100_000 })
+    );
+}
+
+#[test]
+fn explain_resolves_relative_dates_and_shows_boolean_structure() {
+    let q = parse_query(
+        "due before tomorrow\n(priority is highest) OR (happens this week)\nlimit 3",
+        today(),
+    )
+    .unwrap();
+    let e = super::eval::explain(&q);
+    assert!(
+        e.contains("due date is before 2023-11-16 (Thursday 16 November 2023)"),
+        "{e}"
+    );
+    assert!(e.contains("    OR (At least one of):"), "{e}");
+    assert!(
+        e.contains("start, scheduled or due date is between 2023-11-13 (Monday 13 November 2023) and 2023-11-19 (Sunday 19 November 2023) inclusive"),
+        "{e}"
+    );
+    assert!(e.contains("\n  limit 3\n"), "{e}");
+}
+
+#[test]
+fn rendering_shows_fields_in_tasks_order_and_respects_hide() {
+    let tasks = vault();
+    let s = TasksSettings::default();
+    let q = parse_query("", today()).unwrap();
+    assert_eq!(
+        render_task(&tasks[1], &q, &s, today()),
+        "- [ ] call mum ⏫ 📅 2023-11-20 ([[work/Project#Plan|Project > Plan]])"
+    );
+    let q = parse_query("hide backlink\nhide due date\nhide priority", today()).unwrap();
+    assert_eq!(render_task(&tasks[1], &q, &s, today()), "- [ ] call mum");
+    let q = parse_query("short mode\nhide backlink", today()).unwrap();
+    assert_eq!(
+        render_task(&tasks[3], &q, &s, today()),
+        "- [/] draft slides 🛫 ⏳"
+    );
+    let q = parse_query("due 2023-11-20\ngroup by priority\nhide backlink", today()).unwrap();
+    let r = run(&q, &tasks, &s, today()).unwrap();
+    assert_eq!(
+        render_markdown(&r, &tasks, &q, &s, today()),
+        "#### High priority\n\n- [ ] call mum ⏫ 📅 2023-11-20\n\n\n1 task\n"
+    );
+}
+
+#[test]
+fn removed_global_filter_is_not_rendered() {
+    let tasks = vault();
+    let s = TasksSettings {
+        global_filter: "#task".into(),
+        remove_global_filter: true,
+        ..TasksSettings::default()
+    };
+    let q = parse_query("hide backlink", today()).unwrap();
+    assert_eq!(
+        render_task(&tasks[9], &q, &s, today()),
+        "- [ ] tagged elsewhere"
+    );
+}
+
+// ---- Toggling (Toggling and Editing Statuses.md, Recurring Tasks.md) ----
+
+fn toggle(line: &str, s: &TasksSettings, today: NaiveDate) -> Vec<String> {
+    toggle_line(line, s, today).unwrap()
+}
+
+#[test]
+fn toggling_done_adds_the_done_date_and_undoing_removes_it() {
+    let s = TasksSettings::default();
+    assert_eq!(
+        toggle("- [ ] write report 📅 2023-11-20", &s, today()),
+        ["- [x] write report 📅 2023-11-20 ✅ 2023-11-15"]
+    );
+    assert_eq!(
+        toggle("    * [x] write report ✅ 2023-11-14", &s, today()),
+        ["    * [ ] write report"]
+    );
+    assert_eq!(
+        toggle("1. [ ] numbered ^blk-1", &s, today()),
+        ["1. [x] numbered ✅ 2023-11-15 ^blk-1"]
+    );
+    let no_dates = TasksSettings {
+        set_done_date: false,
+        ..TasksSettings::default()
+    };
+    assert_eq!(toggle("- [ ] a", &no_dates, today()), ["- [x] a"]);
+}
+
+#[test]
+fn toggling_into_cancelled_adds_the_cancelled_date() {
+    let mut s = TasksSettings::default();
+    s.statuses[0].next_symbol = '-';
+    assert_eq!(
+        toggle("- [ ] dropped idea", &s, today()),
+        ["- [-] dropped idea ❌ 2023-11-15"]
+    );
+    assert_eq!(
+        toggle("- [-] dropped idea ❌ 2023-11-15", &s, today()),
+        ["- [ ] dropped idea"]
+    );
+}
+
+#[test]
+fn non_task_statuses_never_get_done_dates_or_recur() {
+    let mut s = TasksSettings::default();
+    s.statuses.push(Status {
+        symbol: 'P',
+        name: "Pro".into(),
+        next_symbol: 'C',
+        status_type: StatusType::NonTask,
+    });
+    s.statuses.push(Status {
+        symbol: 'C',
+        name: "Con".into(),
+        next_symbol: 'P',
+        status_type: StatusType::NonTask,
+    });
+    assert_eq!(
+        toggle("- [P] cheap 🔁 every day 📅 2023-11-15", &s, today()),
+        ["- [C] cheap 🔁 every day 📅 2023-11-15"]
+    );
+}
+
+#[test]
+fn recurring_basic_example_puts_the_next_task_above() {
+    // Recurring Tasks.md, Basic Example.
+    let s = TasksSettings::default();
+    assert_eq!(
+        toggle(
+            "- [ ] take out the trash 🔁 every Sunday 📅 2021-04-25",
+            &s,
+            d(2021, 4, 24)
+        ),
+        [
+            "- [ ] take out the trash 🔁 every Sunday 📅 2021-05-02",
+            "- [x] take out the trash 🔁 every Sunday 📅 2021-04-25 ✅ 2021-04-24",
+        ]
+    );
+    let created = TasksSettings {
+        set_created_date: true,
+        ..TasksSettings::default()
+    };
+    assert_eq!(
+        toggle(
+            "- [ ] take out the trash 🔁 every Sunday 📅 2021-04-25",
+            &created,
+            d(2023, 3, 10)
+        ),
+        [
+            "- [ ] take out the trash 🔁 every Sunday ➕ 2023-03-10 📅 2021-05-02",
+            "- [x] take out the trash 🔁 every Sunday 📅 2021-04-25 ✅ 2023-03-10",
+        ]
+    );
+}
+
+#[test]
+fn recurrence_counts_from_the_original_date_or_from_today_when_done() {
+    let s = TasksSettings::default();
+    assert_eq!(
+        toggle(
+            "- [ ] sweep the floors 🔁 every week ⏳ 2021-02-06",
+            &s,
+            d(2022, 2, 13)
+        )[0],
+        "- [ ] sweep the floors 🔁 every week ⏳ 2021-02-13"
+    );
+    assert_eq!(
+        toggle(
+            "- [ ] sweep the floors 🔁 every week when done ⏳ 2021-02-06",
+            &s,
+            d(2022, 2, 13)
+        ),
+        [
+            "- [ ] sweep the floors 🔁 every week when done ⏳ 2022-02-20",
+            "- [x] sweep the floors 🔁 every week when done ⏳ 2021-02-06 ✅ 2022-02-13",
+        ]
+    );
+}
+
+#[test]
+fn other_dates_keep_their_distance_from_the_reference_date() {
+    let s = TasksSettings::default();
+    assert_eq!(
+        toggle(
+            "-   [ ] Mow the lawn 🔁 every 2 weeks ⏳ 2021-10-28 📅 2021-10-30",
+            &s,
+            d(2021, 10, 30)
+        )[0],
+        "-   [ ] Mow the lawn 🔁 every 2 weeks ⏳ 2021-11-11 📅 2021-11-13"
+    );
+}
+
+#[test]
+fn monthly_rules_last_day_and_skipped_31sts() {
+    let s = TasksSettings::default();
+    let next = |line: &str| toggle(line, &s, d(2022, 1, 1))[0].clone();
+    assert_eq!(
+        next("- [ ] do stuff 🔁 every month on the last 📅 2022-01-31"),
+        "- [ ] do stuff 🔁 every month on the last 📅 2022-02-28"
+    );
+    assert_eq!(
+        next("- [ ] do stuff 🔁 every month on the last 📅 2022-05-31"),
+        "- [ ] do stuff 🔁 every month on the last 📅 2022-06-30"
+    );
+    assert_eq!(
+        next("- [ ] do stuff 🔁 every month on the 31st 📅 2022-01-31"),
+        "- [ ] do stuff 🔁 every month on the 31st 📅 2022-03-31"
+    );
+    assert_eq!(
+        next("- [ ] do stuff 🔁 every month on the 31st 📅 2022-03-31"),
+        "- [ ] do stuff 🔁 every month on the 31st 📅 2022-05-31"
+    );
+    assert_eq!(
+        next("- [ ] do stuff 🔁 every month on the 31st 📅 2022-07-31"),
+        "- [ ] do stuff 🔁 every month on the 31st 📅 2022-08-31"
+    );
+    // `every month`: a day the next month lacks moves earlier, and stays there.
+    for (from, to) in [
+        ("2021-10-31", "2021-11-30"),
+        ("2022-01-30", "2022-02-28"),
+        ("2022-02-28", "2022-03-28"),
+    ] {
+        assert_eq!(
+            next(&format!("- [ ] do stuff 🔁 every month 📅 {from}")),
+            format!("- [ ] do stuff 🔁 every month 📅 {to}")
+        );
+    }
+    assert_eq!(
+        next("- [ ] pay 🔁 every weekday 📅 2023-11-17"),
+        "- [ ] pay 🔁 every weekday 📅 2023-11-20"
+    );
+    assert_eq!(
+        next("- [ ] gym 🔁 every week on Tuesday, Friday 📅 2023-11-14"),
+        "- [ ] gym 🔁 every week on Tuesday, Friday 📅 2023-11-17"
+    );
+    assert_eq!(
+        next("- [ ] rent 🔁 every year 📅 2024-02-29"),
+        "- [ ] rent 🔁 every year 📅 2025-02-28"
+    );
+}
+
+#[test]
+fn custom_status_cycle_and_next_line_setting() {
+    // Recurring Tasks and Custom Statuses.md, worked example: Todo -> In Progress -> Done.
+    let mut s = TasksSettings {
+        recurrence_on_next_line: true,
+        ..TasksSettings::default()
+    };
+    s.statuses[0].next_symbol = '/';
+    let first = toggle(
+        "- [ ] Do something 🔁 every day 📅 2023-10-15",
+        &s,
+        d(2023, 10, 15),
+    );
+    assert_eq!(first, ["- [/] Do something 🔁 every day 📅 2023-10-15"]);
+    assert_eq!(
+        toggle(&first[0], &s, d(2023, 10, 15)),
+        [
+            "- [x] Do something 🔁 every day 📅 2023-10-15 ✅ 2023-10-15",
+            "- [ ] Do something 🔁 every day 📅 2023-10-16",
+        ]
+    );
+    // When DONE is followed by CANCELLED, the new recurrence skips to TODO.
+    s.statuses[1].next_symbol = '-';
+    assert_eq!(
+        toggle(
+            "- [/] Do something 🔁 every day 📅 2024-10-16",
+            &s,
+            d(2023, 10, 16)
+        ),
+        [
+            "- [x] Do something 🔁 every day 📅 2024-10-16 ✅ 2023-10-16",
+            "- [ ] Do something 🔁 every day 📅 2024-10-17",
+        ]
+    );
+}
+
+#[test]
+fn setting_a_status_directly_adds_dates_and_recurs_like_toggling() {
+    let mut s = TasksSettings::default();
+    s.statuses.push(Status {
+        symbol: 'd',
+        name: "Delegated done".into(),
+        next_symbol: ' ',
+        status_type: StatusType::Done,
+    });
+    let set = |line: &str, c: char| super::toggle::set_status_line(line, c, &s, today()).unwrap();
+    assert_eq!(
+        set("- [ ] wash 🔁 every day 📅 2023-11-15", 'x'),
+        [
+            "- [ ] wash 🔁 every day 📅 2023-11-16",
+            "- [x] wash 🔁 every day 📅 2023-11-15 ✅ 2023-11-15",
+        ]
+    );
+    // Toggling.md: from one DONE status to another keeps the done date and does not recur.
+    assert_eq!(
+        set("- [x] wash 🔁 every day 📅 2023-11-15 ✅ 2023-11-14", 'd'),
+        ["- [d] wash 🔁 every day 📅 2023-11-15 ✅ 2023-11-14"]
+    );
+    assert_eq!(set("- [ ] draft", '/'), ["- [/] draft"]);
+    assert_eq!(
+        set("- [x] old ✅ 2023-11-01", '-'),
+        ["- [-] old ❌ 2023-11-15"]
+    );
+}
+
+#[test]
+fn on_completion_delete_drops_the_done_line() {
+    let s = TasksSettings::default();
+    assert_eq!(
+        toggle(
+            "- [ ] water plants 🔁 every day 🏁 delete 📅 2023-11-15",
+            &s,
+            today()
+        ),
+        ["- [ ] water plants 🔁 every day 🏁 delete 📅 2023-11-16"]
+    );
+    assert!(toggle("- [ ] once 🏁 delete", &s, today()).is_empty());
+}
+
+#[test]
+fn remove_scheduled_date_on_recurrence_counts_from_start() {
+    let s = TasksSettings {
+        remove_scheduled_date_on_recurrence: true,
+        ..TasksSettings::default()
+    };
+    assert_eq!(
+        toggle(
+            "- [ ] plan 🔁 every week 🛫 2023-11-13 ⏳ 2023-11-15",
+            &s,
+            today()
+        )[0],
+        "- [ ] plan 🔁 every week 🛫 2023-11-20"
+    );
+}
+
+#[test]
+fn toggle_errors_for_non_tasks_unsupported_rules_and_the_global_filter() {
+    let s = TasksSettings::default();
+    assert_eq!(
+        toggle_line("just text", &s, today()),
+        Err(ToggleError::NotATask)
+    );
+    assert_eq!(
+        toggle_line("- plain item", &s, today()),
+        Err(ToggleError::NotATask)
+    );
+    assert!(matches!(
+        toggle_line(
+            "- [ ] a 🔁 every month on the last Friday 📅 2023-11-24",
+            &s,
+            today()
+        ),
+        Err(ToggleError::UnsupportedRecurrence(_))
+    ));
+    let gf = TasksSettings {
+        global_filter: "#task".into(),
+        ..TasksSettings::default()
+    };
+    assert!(matches!(
+        toggle_line("- [ ] no filter here", &gf, today()),
+        Err(ToggleError::OutsideGlobalFilter(_))
+    ));
+    assert_eq!(
+        toggle("- [ ] #task has it", &gf, today()),
+        ["- [x] #task has it ✅ 2023-11-15"]
+    );
+}
+
+#[test]
+fn recurrence_rules_parse_the_documented_forms() {
+    use super::toggle::Rule;
+    use chrono::Weekday;
+    let r = |s: &str| parse_recurrence(s).map(|r| (r.rule, r.when_done));
+    assert_eq!(r("every 3 days"), Some((Rule::Days(3), false)));
+    assert_eq!(r("every 10 days when done"), Some((Rule::Days(10), true)));
+    assert_eq!(r("every weekday"), Some((Rule::Weekday, false)));
+    assert_eq!(
+        r("every week on Sunday"),
+        Some((Rule::WeeksOn(1, vec![Weekday::Sun]), false))
+    );
+    assert_eq!(
+        r("every 3 weeks on Friday"),
+        Some((Rule::WeeksOn(3, vec![Weekday::Fri]), false))
+    );
+    assert_eq!(r("every 2 months"), Some((Rule::Months(2), false)));
+    assert_eq!(
+        r("every month on the 1st"),
+        Some((Rule::MonthDay(1, 1), false))
+    );
+    assert_eq!(
+        r("every month on the last day"),
+        Some((Rule::MonthLast(1), false))
+    );
+    assert_eq!(r("every year"), Some((Rule::Years(1), false)));
+    assert_eq!(r("every 0 days"), None);
+    assert_eq!(r("sometimes"), None);
+}

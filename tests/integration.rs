@@ -1,0 +1,41 @@
+//! capvault's integration tests: one test crate, one module per subject (as ripgrep does), so
+//! the library and its dependencies are linked once instead of once per file. Measured in
+//! `docs/performance.md` ("Test binaries"). Run one subject with
+//! `cargo test --test integration writes::`, one test with its full name.
+//!
+//! `common` holds the shared harness: fixture trees and a real rmcp client on the real binary.
+
+mod common;
+
+mod attacks;
+mod bases;
+mod bundle;
+mod cancel;
+mod cli;
+mod contract;
+mod crash;
+mod dockerfile;
+mod http;
+mod index_cache;
+mod install;
+mod knowledge;
+mod layers;
+mod model_fetch;
+mod model_import;
+mod move_real_vaults;
+mod oauth_builtin;
+mod oauth_client_doc;
+mod oauth_issuer;
+mod obsidian_real_vaults;
+mod races;
+mod real_vaults;
+mod run_query;
+mod sandbox;
+mod search;
+mod semantic;
+mod semantic_quality;
+mod sessions;
+mod state;
+mod tasks;
+mod tools;
+mod writes;
