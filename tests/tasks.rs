@@ -410,9 +410,10 @@ async fn obsidian_hub_tasks_match_a_grep_of_its_files() {
                 .clone()
         }
     };
-    // Not done: the 6 empty or unchecked ones, the 16 unknown symbols, `/`.
-    assert_eq!(total("todo").await, 23);
-    assert_eq!(total("done").await, 2);
+    // Not done: the 6 empty or unchecked ones, the 17 unknown symbols (`X` among them: Tasks'
+    // default statuses have `x` only, and an unknown symbol is of type to do), `/`.
+    assert_eq!(total("todo").await, 24);
+    assert_eq!(total("done").await, 1);
     assert_eq!(total("cancelled").await, 1);
     assert_eq!(total("in_progress").await, 1);
     let ribbons = s
@@ -567,5 +568,58 @@ async fn set_task_status_writes_what_the_tasks_plugin_writes() {
     )
     .await;
     assert_eq!(read(), note);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_vaults_tasks_settings_give_statuses_their_types_and_apply_the_global_filter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let settings = json!({
+        "globalFilter": "#task",
+        "removeGlobalFilter": true,
+        "statusSettings": {
+            "coreStatuses": [
+                {"symbol": " ", "name": "Todo", "nextStatusSymbol": "x", "type": "TODO"},
+                {"symbol": "x", "name": "Done", "nextStatusSymbol": " ", "type": "DONE"}
+            ],
+            "customStatuses": [
+                {"symbol": ">", "name": "Deferred", "nextStatusSymbol": "x", "type": "ON_HOLD"},
+                {"symbol": "?", "name": "Question", "nextStatusSymbol": " ", "type": "NON_TASK"},
+                {"symbol": "d", "name": "Dropped", "nextStatusSymbol": " ", "type": "CANCELLED"}
+            ]
+        }
+    });
+    write_tree(
+        tmp.path(),
+        &[
+            (
+                ".obsidian/plugins/obsidian-tasks-plugin/data.json",
+                settings.to_string().as_str(),
+            ),
+            (
+                "Work.md",
+                "- [ ] #task Write spec\n- [>] #task Wait for Ann\n- [?] #task Why now\n\
+                 - [d] #task Old plan\n- [ ] Groceries, no filter\n- [x] #task Shipped\n",
+            ),
+        ],
+    );
+    let s = Server::start_with(tmp.path(), &["--rescan-after", "0"]).await;
+    // Not done: to do and on hold; the checkbox without the global filter is no task, and the
+    // filter is left out of the descriptions.
+    let r = s.ok("list_tasks", json!({})).await;
+    assert_eq!(descriptions(&r), ["Write spec", "Wait for Ann"]);
+    assert_eq!(r["items"][1]["status"], "on_hold");
+    let typed = |status: &str| {
+        let s = &s;
+        let status = status.to_owned();
+        async move { listed(s, json!({"status": status})).await }
+    };
+    assert_eq!(typed("on_hold").await, ["Wait for Ann"]);
+    assert_eq!(typed("non_task").await, ["Why now"]);
+    assert_eq!(typed("cancelled").await, ["Old plan"]);
+    assert_eq!(typed("done").await, ["Shipped"]);
+    assert_eq!(typed("any").await.len(), 5);
+    // The text filter reads the description as shown.
+    assert_eq!(listed(&s, json!({"text": "spec"})).await, ["Write spec"]);
     s.stop().await;
 }

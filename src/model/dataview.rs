@@ -115,48 +115,6 @@ pub struct Task {
     pub tasks: TasksFields,
 }
 
-impl Task {
-    /// The Tasks plugin's type of this task's status, with its default statuses (`x` and `X`
-    /// done, `-` cancelled, `/` in progress, space to do, anything else unknown, which Tasks
-    /// treats as to do).
-    pub fn status_type(&self) -> StatusType {
-        StatusType::of(self.status)
-    }
-}
-
-/// The Tasks plugin's status types, in the order `sort by status.type` puts them.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum StatusType {
-    /// `/`.
-    InProgress,
-    /// A space, or a symbol Tasks does not know.
-    Todo,
-    /// `x`, `X`.
-    Done,
-    /// `-`.
-    Cancelled,
-}
-
-impl StatusType {
-    /// The type of a checkbox symbol under Tasks' default statuses.
-    pub fn of(symbol: char) -> StatusType {
-        match symbol {
-            'x' | 'X' => StatusType::Done,
-            '-' => StatusType::Cancelled,
-            '/' => StatusType::InProgress,
-            _ => StatusType::Todo,
-        }
-    }
-
-    /// Whether Tasks' `not done` matches it.
-    pub fn is_not_done(self) -> bool {
-        matches!(self, StatusType::Todo | StatusType::InProgress)
-    }
-}
-
 /// The Dataview data of one note: page inline fields and tasks.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NoteData {
@@ -334,10 +292,8 @@ mod tests {
         assert_eq!(d.tasks[2].fields[0].canonical(), "estimate");
         assert_eq!(d.tasks[0].fields[0].key(), "due");
         assert_eq!(d.tasks[0].fields[0].raw(), "2024-05-03");
-        assert_eq!(d.tasks[2].status_type(), StatusType::InProgress);
-        assert_eq!(d.tasks[3].status_type(), StatusType::Cancelled);
-        assert_eq!(StatusType::of('X'), StatusType::Done);
-        assert_eq!(StatusType::of('?'), StatusType::Todo);
+        assert_eq!(d.tasks[2].status, '/');
+        assert_eq!(d.tasks[3].status, '-');
     }
 }
 

@@ -515,6 +515,7 @@ fn run_tasks(
     (start, limit, key): (usize, usize, u64),
 ) -> Result<QueryReply, NoteError> {
     let settings = tasks_settings(engine.vault());
+    let rules = super::tasks::TaskRules::new(&settings);
     let model = engine.model()?;
     let kept: Vec<(&VaultPath, &Task)> = model.tasks().collect();
     let records: Vec<TaskRecord> = kept
@@ -550,7 +551,8 @@ fn run_tasks(
     let mut end = start;
     for &(g, i) in pairs.iter().skip(start).take(limit) {
         let Some((p, t)) = kept.get(i) else { continue };
-        let item = serde_json::to_value(super::tasks::task_item(p, t, today)).unwrap_or(Json::Null);
+        let item = serde_json::to_value(super::tasks::task_item(p, t, today, &rules))
+            .unwrap_or(Json::Null);
         let n = serde_json::to_string(&item).map_or(0, |s| s.len());
         if end > start && bytes + n > MAX_REPLY_BYTES {
             break;

@@ -4,9 +4,13 @@
 //! The Tasks plugin's rules, from its documentation (`Queries/Sorting.md`, `Advanced/Urgency.md`,
 //! `Getting Started/Statuses*`):
 //!
-//! - Statuses: `x` and `X` are done, `-` cancelled, `/` in progress, a space to do; any other
-//!   symbol is "Unknown", of type to do. `not done` is to do and in progress.
-//! - The default sort: status type (in progress, to do, done, cancelled), urgency (highest
+//! - Statuses: the vault's, from the Tasks plugin's settings (core and custom statuses, each
+//!   with its type); on a fresh install `x` is done, `-` cancelled, `/` in progress, a space
+//!   to do, and any other symbol (`X` too) is "Unknown", of type to do. `not done` is to do, in
+//!   progress and on hold.
+//! - The global filter: when the settings name one, only checkboxes whose description holds it
+//!   are tasks, and it is left out of the description when the settings say so.
+//! - The default sort: status type (in progress, to do, on hold, done, cancelled, non-task), urgency (highest
 //!   first), due date (earliest first, none last), priority (highest first), path; then line.
 //! - Urgency: the sum of a due-date score (12 for 7 or more days overdue, falling linearly to 2.4
 //!   at 14 days ahead and beyond, 0 without a due date), a priority score (highest 9, high 6,
@@ -15,9 +19,6 @@
 //! - Dates as Tasks reads them: the emoji at the end of the task's first line (📅 due, ⏳
 //!   scheduled, 🛫 start, ➕ created, ✅ done, ❌ cancelled); Dataview's `[due:: ...]` fields are
 //!   not read here (Tasks reads them only in its optional Dataview format).
-//!
-//! Not read yet: custom statuses and the global filter from the Tasks plugin's settings
-//! (every checkbox is a task, as with Tasks' defaults).
 
 use std::cmp::Ordering;
 
@@ -33,8 +34,9 @@ use super::paging::{decode_offset, encode_offset, fingerprint};
 use crate::engine::Engine;
 use crate::markdown::normalize_tag;
 use crate::model::Model;
-use crate::model::dataview::{StatusType, Task};
+use crate::model::dataview::Task;
 use crate::obsidian::dataview::Priority;
+use crate::obsidian::tasks::{StatusType, TasksSettings, eval::remove_global_filter};
 use crate::vault::VaultPath;
 
 /// Tasks per page by default.
@@ -44,30 +46,104 @@ pub const MAX_LIMIT: u32 = 1000;
 /// Longest `text` and `tag` filters, in bytes.
 const MAX_FILTER_BYTES: usize = 1024;
 
+/// A task's status type, from the vault's Tasks settings, in the order Tasks sorts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    InProgress,
+    Todo,
+    OnHold,
+    Done,
+    Cancelled,
+    NonTask,
+}
+
+impl From<StatusType> for TaskStatus {
+    fn from(t: StatusType) -> TaskStatus {
+        match t {
+            StatusType::InProgress => TaskStatus::InProgress,
+            StatusType::Todo => TaskStatus::Todo,
+            StatusType::OnHold => TaskStatus::OnHold,
+            StatusType::Done => TaskStatus::Done,
+            StatusType::Cancelled => TaskStatus::Cancelled,
+            StatusType::NonTask => TaskStatus::NonTask,
+        }
+    }
+}
+
+/// What the vault's Tasks settings make of a task: its status type (looked up once per symbol)
+/// and whether the global filter lets it be a task.
+pub struct TaskRules<'s> {
+    settings: &'s TasksSettings,
+    types: std::collections::HashMap<char, TaskStatus>,
+}
+
+impl<'s> TaskRules<'s> {
+    /// The rules of `settings`.
+    pub fn new(settings: &'s TasksSettings) -> Self {
+        let mut types = std::collections::HashMap::new();
+        for s in &settings.statuses {
+            // The first status with a symbol wins, as in [`TasksSettings::status`].
+            types
+                .entry(s.symbol)
+                .or_insert(TaskStatus::from(s.status_type));
+        }
+        TaskRules { settings, types }
+    }
+
+    /// The status type of a checkbox symbol (unknown symbols are to do).
+    pub fn status(&self, symbol: char) -> TaskStatus {
+        self.types
+            .get(&symbol)
+            .copied()
+            .unwrap_or_else(|| self.settings.status(symbol).status_type.into())
+    }
+
+    /// Whether the global filter (if any) lets `t` be a task.
+    pub fn is_task(&self, t: &Task) -> bool {
+        let gf = &self.settings.global_filter;
+        gf.is_empty() || t.tasks.description.contains(gf.as_str())
+    }
+
+    /// The description shown: without the global filter when the settings say so.
+    fn description(&self, t: &Task) -> String {
+        if self.settings.remove_global_filter {
+            remove_global_filter(&t.tasks.description, &self.settings.global_filter)
+        } else {
+            t.tasks.description.clone()
+        }
+    }
+}
+
 /// Which statuses `list_tasks` keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StatusFilter {
-    /// Not done: to do (a space or an unknown symbol) or in progress.
+    // (Plain comments: a doc comment on a variant would make the schema a longer `oneOf`.)
+    // Not done: to do (a space or an unknown symbol), in progress or on hold.
     #[default]
     Todo,
-    /// `/`.
     InProgress,
-    /// `x`, `X`.
+    OnHold,
     Done,
-    /// `-`.
     Cancelled,
-    /// Every task.
+    NonTask,
+    // Every task.
     Any,
 }
 
 impl StatusFilter {
-    fn keeps(self, t: StatusType) -> bool {
+    fn keeps(self, t: TaskStatus) -> bool {
         match self {
-            StatusFilter::Todo => t.is_not_done(),
-            StatusFilter::InProgress => t == StatusType::InProgress,
-            StatusFilter::Done => t == StatusType::Done,
-            StatusFilter::Cancelled => t == StatusType::Cancelled,
+            StatusFilter::Todo => matches!(
+                t,
+                TaskStatus::Todo | TaskStatus::InProgress | TaskStatus::OnHold
+            ),
+            StatusFilter::InProgress => t == TaskStatus::InProgress,
+            StatusFilter::OnHold => t == TaskStatus::OnHold,
+            StatusFilter::Done => t == TaskStatus::Done,
+            StatusFilter::Cancelled => t == TaskStatus::Cancelled,
+            StatusFilter::NonTask => t == TaskStatus::NonTask,
             StatusFilter::Any => true,
         }
     }
@@ -215,8 +291,9 @@ pub struct TaskItem {
     pub path: String,
     /// 1-based line of the checkbox.
     pub line: u32,
-    /// `todo`, `in_progress`, `done` or `cancelled`.
-    pub status: StatusType,
+    /// `todo`, `in_progress`, `on_hold`, `done`, `cancelled` or `non_task`, as the vault's
+    /// Tasks settings type the symbol.
+    pub status: TaskStatus,
     /// The character between the brackets.
     pub symbol: String,
     /// The text without the Tasks fields (dates, priority, recurrence).
@@ -290,14 +367,14 @@ fn has_tag(tags: &[Box<str>], tag: &str) -> bool {
 struct Ranked<'m> {
     /// Status type, urgency in hundred-thousandths (negated), due day (none last), priority
     /// (negated): integers, compared before the path.
-    key: (StatusType, i64, i32, i8),
+    key: (TaskStatus, i64, i32, i8),
     path: &'m VaultPath,
     task: &'m Task,
     urgency: f64,
 }
 
 impl<'m> Ranked<'m> {
-    fn new(path: &'m VaultPath, task: &'m Task, today: NaiveDate) -> Self {
+    fn new(path: &'m VaultPath, task: &'m Task, status: TaskStatus, today: NaiveDate) -> Self {
         let urgency = urgency(task, today);
         let due = task
             .tasks
@@ -305,7 +382,7 @@ impl<'m> Ranked<'m> {
             .map_or(i32::MAX, |d| chrono::Datelike::num_days_from_ce(&d));
         Ranked {
             key: (
-                task.status_type(),
+                status,
                 -((urgency * 1e5).round() as i64),
                 due,
                 -(PriorityLevel::of(task.tasks.priority) as i8),
@@ -330,15 +407,22 @@ pub fn list_tasks(engine: &Engine, req: &TasksRequest) -> Result<PageReply<TaskI
     if let Some(f) = &req.folder {
         engine.vault().check_folder(f)?;
     }
+    let settings = super::query::tasks_settings(engine.vault());
     let model = &*engine.model()?;
-    list_tasks_in(model, req, chrono::Local::now().date_naive())
+    list_tasks_in(
+        model,
+        req,
+        chrono::Local::now().date_naive(),
+        &TaskRules::new(&settings),
+    )
 }
 
-/// `list_tasks` over `model` on `today`.
+/// `list_tasks` over `model` on `today`, under the vault's Tasks `rules`.
 pub fn list_tasks_in(
     model: &Model,
     req: &TasksRequest,
     today: NaiveDate,
+    rules: &TaskRules<'_>,
 ) -> Result<PageReply<TaskItem>, NoteError> {
     let path = match &req.path {
         None => None,
@@ -363,8 +447,10 @@ pub fn list_tasks_in(
         None => Box::new(model.tasks()),
     };
     let mut found: Vec<Ranked<'_>> = candidates
-        .filter(|(p, t)| {
-            req.status.keeps(t.status_type())
+        .filter_map(|(p, t)| {
+            let status = rules.status(t.status);
+            let keep = req.status.keeps(status)
+                && rules.is_task(t)
                 && within(t.tasks.due, req.due)
                 && within(t.tasks.scheduled, req.scheduled)
                 && req
@@ -375,9 +461,9 @@ pub fn list_tasks_in(
                 && req
                     .text
                     .as_deref()
-                    .is_none_or(|q| t.tasks.description.to_lowercase().contains(q))
+                    .is_none_or(|q| rules.description(t).to_lowercase().contains(q));
+            keep.then(|| Ranked::new(p, t, status, today))
         })
-        .map(|(p, t)| Ranked::new(p, t, today))
         .collect();
     let q = fingerprint(&(
         "tasks",
@@ -411,24 +497,24 @@ pub fn list_tasks_in(
             .get(start.min(end)..end)
             .unwrap_or_default()
             .iter()
-            .map(|r| item(r.path, r.task, r.urgency))
+            .map(|r| item(r.path, r.task, r.urgency, rules))
             .collect(),
     })
 }
 
 /// A task as `list_tasks` and Tasks queries reply with it, its urgency counted on `today`.
-pub fn task_item(path: &VaultPath, t: &Task, today: NaiveDate) -> TaskItem {
-    item(path, t, urgency(t, today))
+pub fn task_item(path: &VaultPath, t: &Task, today: NaiveDate, rules: &TaskRules<'_>) -> TaskItem {
+    item(path, t, urgency(t, today), rules)
 }
 
-fn item(path: &VaultPath, t: &Task, urgency: f64) -> TaskItem {
+fn item(path: &VaultPath, t: &Task, urgency: f64, rules: &TaskRules<'_>) -> TaskItem {
     let f = &t.tasks;
     TaskItem {
         path: path.to_string(),
         line: t.line.saturating_add(1),
-        status: t.status_type(),
+        status: rules.status(t.status),
         symbol: t.status.to_string(),
-        description: f.description.clone(),
+        description: rules.description(t),
         due: f.due.map(|d| d.to_string()),
         scheduled: f.scheduled.map(|d| d.to_string()),
         start: f.start.map(|d| d.to_string()),

@@ -13,7 +13,7 @@ use crate::notes::tasks::{self, PriorityLevel, StatusFilter, TaskItem, TasksArgs
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListTasksArgs {
-    /// Default `todo`: not done.
+    /// Default `todo`: not done (to do, in progress, on hold).
     pub status: Option<StatusFilter>,
     pub due_before: Option<String>,
     pub due_after: Option<String>,

@@ -14,7 +14,7 @@
 //!   column and what was expected. `dataviewjs` blocks and `$=` queries are refused.
 //!   Bounded: [`MAX_QUERY_BYTES`], [`MAX_DEPTH`] (parser nesting), [`MAX_TREE_DEPTH`] (the
 //!   expression tree evaluation recurses on); time linear in the query.
-//! - [`run`] / [`execute`]: sources become page sets, the commands apply in written order,
+//! - [`run()`] / [`execute`]: sources become page sets, the commands apply in written order,
 //!   TASK works on tasks (their fields first, then the page's), CALENDAR gives
 //!   `(date, page)` pairs. Implicit `file.*` fields are computed from the source; page fields
 //!   are [`crate::obsidian::dataview::DataviewNote::page_fields`]; `this` is
