@@ -134,6 +134,77 @@ async fn dql_tables_lists_and_tasks_answer_from_the_files() {
     assert_eq!(r["rows"][0]["tasks"][0]["line"], 3, "{r}");
 }
 
+/// List items that are not tasks live only in the notes' text: a query naming `lists` reads
+/// them there; a task's links are its `outlinks` either way.
+#[tokio::test]
+async fn list_items_and_the_links_on_a_task_are_known_to_queries() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            (
+                "Journal.md",
+                "# Log\n\n- met [[Ann]] [mood:: good]\n- [ ] write to [[Bob]]\n  - an idea\n\nText.\n",
+            ),
+            ("Ann.md", "Ann.\n"),
+            ("Bob.md", "Bob.\n"),
+        ],
+    );
+    let s = Server::start(tmp.path()).await;
+    let r = s
+        .ok(
+            "run_query",
+            json!({"query": "TABLE length(file.lists) AS items, length(file.tasks) AS tasks WHERE file.name = \"Journal\""}),
+        )
+        .await;
+    assert_eq!(r["rows"][0][1], 3.0, "{r}");
+    assert_eq!(r["rows"][0][2], 1.0, "{r}");
+    let r = s
+        .ok(
+            "run_query",
+            json!({"query": "LIST L.text FROM \"Journal\" FLATTEN file.lists AS L WHERE !L.task"}),
+        )
+        .await;
+    let texts: Vec<&str> = r["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["value"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(texts.len(), 2, "{r}");
+    assert!(texts[0].starts_with("met [[Ann]]"), "{texts:?}");
+    assert_eq!(texts[1], "an idea");
+    // An item's own fields and links.
+    let r = s
+        .ok(
+            "run_query",
+            json!({"query": "LIST FLATTEN file.lists AS L WHERE L.mood = \"good\" AND contains(L.outlinks, [[Ann]])"}),
+        )
+        .await;
+    assert_eq!(ids(&r), ["Journal.md"], "{r}");
+    // TASK (no `lists` in the query: the model's tasks): the link on the task's line.
+    let r = s
+        .ok(
+            "run_query",
+            json!({"query": "TASK WHERE contains(outlinks, [[Bob]])"}),
+        )
+        .await;
+    let tasks = r["rows"][0]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1, "{r}");
+    assert!(
+        tasks[0]["text"].as_str().unwrap().starts_with("write to"),
+        "{r}"
+    );
+    let r = s
+        .ok(
+            "run_query",
+            json!({"query": "TASK WHERE contains(outlinks, [[Ann]])"}),
+        )
+        .await;
+    assert_eq!(r["total"], 0, "{r}");
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn dataview_blocks_run_with_this_and_javascript_is_refused() {
     let tmp = vault();

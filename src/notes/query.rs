@@ -9,8 +9,10 @@
 //! that note). Answers are structured (columns and rows of JSON values) and rendered as the
 //! Markdown Obsidian would show.
 //!
-//! What the model does not keep is not known to queries: list items that are not tasks
-//! (`file.lists` holds the tasks only) and the links written on a task's line.
+//! The model keeps tasks but not the other list items: a query that names `lists`
+//! (`file.lists`, `L.lists`...) reads each page it touches from the vault again and parses it
+//! whole ([`ModelPages::reading`]), which its time budget bounds. A task's `outlinks` are the
+//! model's links on the task's lines.
 
 use std::cell::OnceCell;
 use std::collections::HashSet;
@@ -45,6 +47,9 @@ pub const MAX_REPLY_BYTES: usize = 96 * 1024;
 /// Longest query accepted in a call.
 pub const MAX_QUERY_BYTES: usize = query::MAX_QUERY_BYTES;
 
+/// Reads a note's text as it is now.
+pub type ReadText<'a> = dyn Fn(&VaultPath) -> Option<String> + 'a;
+
 /// The vault model as the DQL evaluator sees it: pages are the model's notes, in path order.
 pub struct ModelPages<'m> {
     model: &'m Model,
@@ -53,6 +58,9 @@ pub struct ModelPages<'m> {
     data: Vec<OnceCell<Option<DataviewNote>>>,
     /// Each page's frontmatter as one JSON object, built on first use.
     frontmatter: Vec<OnceCell<Option<Json>>>,
+    /// Reads a note's text, for queries that need what the model does not keep (list items
+    /// that are not tasks); `None` builds pages from the model alone.
+    read: Option<&'m ReadText<'m>>,
 }
 
 impl<'m> ModelPages<'m> {
@@ -65,7 +73,15 @@ impl<'m> ModelPages<'m> {
             notes,
             data: (0..n).map(|_| OnceCell::new()).collect(),
             frontmatter: (0..n).map(|_| OnceCell::new()).collect(),
+            read: None,
         }
+    }
+
+    /// Pages whose Dataview data is parsed from the note's text as `read` gives it (every list
+    /// item, not only the tasks), falling back to the model's when it gives nothing.
+    pub fn reading(mut self, read: &'m ReadText<'m>) -> ModelPages<'m> {
+        self.read = Some(read);
+        self
     }
 
     /// The page of a note.
@@ -81,7 +97,17 @@ impl<'m> ModelPages<'m> {
     }
 
     fn build(&self, p: PageId) -> Option<DataviewNote> {
-        let (path, _) = self.notes.get(p)?;
+        let (path, note) = self.notes.get(p)?;
+        if let Some(text) = self.read.and_then(|read| read(path)) {
+            return Some(crate::obsidian::dataview::parse_note(&text));
+        }
+        // The body's links by line, for the tasks' outlinks.
+        let links: Vec<&markdown::Link> = note
+            .parsed
+            .links
+            .iter()
+            .filter(|l| l.kind != LinkKind::Frontmatter)
+            .collect();
         let frontmatter: Vec<(String, Value)> = self
             .props(p)
             .map(|props| {
@@ -105,7 +131,7 @@ impl<'m> ModelPages<'m> {
                         text: t.text.to_string(),
                         section: t.section.as_deref().map(str::to_owned),
                         tags: t.tags.iter().map(|s| s.to_string()).collect(),
-                        outlinks: Vec::new(),
+                        outlinks: links_on(&links, t.line, t.line_count),
                         parent: t.parent.map(|l| l as usize),
                         children: Vec::new(),
                         task: Some(TaskState {
@@ -136,6 +162,35 @@ impl<'m> ModelPages<'m> {
             omitted: 0,
         })
     }
+}
+
+/// Whether a query may ask for list items other than tasks, which only the notes' text holds
+/// (it names `lists`: `file.lists`, `L.lists`...).
+fn needs_text(query: &str) -> bool {
+    query.contains("lists")
+}
+
+/// A note's text as it is now (invalid UTF-8 replaced), or `None` when it cannot be read.
+fn note_text(vault: &Vault, p: &VaultPath) -> Option<String> {
+    let bytes = vault.read_file(p).ok()?.bytes;
+    Some(
+        String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
+}
+
+/// The links on 0-based lines `line..line + count` (`links` in text order).
+fn links_on(links: &[&markdown::Link], line: u32, count: u32) -> Vec<Link> {
+    let (first, end) = (
+        line.saturating_add(1),
+        line.saturating_add(1).saturating_add(count),
+    );
+    let start = links.partition_point(|l| l.pos.line < first);
+    links[start..]
+        .iter()
+        .take_while(|l| l.pos.line < end)
+        .map(|l| crate::obsidian::dataview::link_of(l))
+        .collect()
 }
 
 fn local(t: std::time::SystemTime) -> NaiveDateTime {
@@ -490,7 +545,11 @@ pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteE
             let vault = engine.vault();
             let parsed = query::parse_query(&text).map_err(|e| query_error(e.into(), &at))?;
             let model = engine.model()?;
-            let pages = ModelPages::new(&model);
+            let read = |p: &VaultPath| note_text(vault, p);
+            let mut pages = ModelPages::new(&model);
+            if needs_text(&text) {
+                pages = pages.reading(&read);
+            }
             let mut ctx = Context::new(local_now());
             ctx.settings = settings(vault);
             ctx.this = path.as_ref().and_then(|p| pages.id(p));
@@ -739,7 +798,11 @@ pub fn inline_values(
         return Ok(Vec::new());
     }
     let model = engine.model()?;
-    let pages = ModelPages::new(&model);
+    let read = |p: &VaultPath| note_text(engine.vault(), p);
+    let mut pages = ModelPages::new(&model);
+    if spans.iter().any(|(_, code)| needs_text(code)) {
+        pages = pages.reading(&read);
+    }
     let this = pages.id(path);
     let mut out = Vec::with_capacity(spans.len());
     for (line, code) in spans {

@@ -521,6 +521,22 @@ pub fn parse_note(text: &str) -> DataviewNote {
     parse_note_with(text, &crate::markdown::parse_note(text))
 }
 
+/// A link of the note as Dataview holds it (an item's `outlinks`).
+pub fn link_of(l: &crate::markdown::Link) -> Link {
+    let subpath = l.subpath().map(|s| match s {
+        crate::markdown::Subpath::Heading(h) => {
+            Subpath::Heading(h.first().map(|x| x.to_string()).unwrap_or_default())
+        }
+        crate::markdown::Subpath::Block(b) => Subpath::Block(b.to_string()),
+    });
+    Link {
+        path: l.target().to_owned(),
+        subpath,
+        display: l.display().map(str::to_owned),
+        embed: l.kind == LinkKind::Embed,
+    }
+}
+
 /// [`parse_note`] for a caller that already holds the note's [`crate::markdown::ParsedNote`]
 /// (the vault model does): its frontmatter, headings, tags, links and block ids are reused (a
 /// parse cut by [`crate::markdown::ParsedNote::keep_at_most`] gives items only what it kept).
@@ -583,21 +599,7 @@ pub fn parse_note_with(text: &str, parsed: &crate::markdown::ParsedNote) -> Data
         .links
         .iter()
         .filter(|l| l.kind != LinkKind::Frontmatter)
-        .map(|l| {
-            let subpath = l.subpath().map(|s| match s {
-                crate::markdown::Subpath::Heading(h) => {
-                    Subpath::Heading(h.first().map(|x| x.to_string()).unwrap_or_default())
-                }
-                crate::markdown::Subpath::Block(b) => Subpath::Block(b.to_string()),
-            });
-            let link = Link {
-                path: l.target().to_owned(),
-                subpath,
-                display: l.display().map(str::to_owned),
-                embed: l.kind == LinkKind::Embed,
-            };
-            ((l.pos.line as usize).saturating_sub(1), link)
-        })
+        .map(|l| ((l.pos.line as usize).saturating_sub(1), link_of(l)))
         .collect();
     let block_ids: Vec<(usize, &str)> = parsed
         .block_ids
