@@ -7,6 +7,8 @@
 //!   notes live.
 //! - [`moment`]: Moment.js date formats (the English locale Obsidian ships): formatting daily-note
 //!   names and paths, and the strict parse that recognises them again.
+//! - [`jsregex`]: the plugins' JavaScript regular expressions and replacement strings, compiled
+//!   for the `regex` crate with size and nesting bounds.
 //! - [`canvas`]: JSON Canvas 1.0 documents (`.canvas`), parsed with spec violations reported as
 //!   issues instead of failures.
 
@@ -15,5 +17,6 @@ pub mod canvas;
 pub mod canvas_edit;
 pub mod config;
 pub mod dataview;
+pub mod jsregex;
 pub mod moment;
 pub mod tasks;

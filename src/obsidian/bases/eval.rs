@@ -21,8 +21,6 @@ mod methods;
 
 #[cfg(test)]
 pub(super) use methods::METHODS;
-#[cfg(test)]
-pub(super) use methods::js_replacement;
 
 /// Most evaluation steps (nodes visited, list elements walked) in one query.
 pub const MAX_STEPS: u64 = 20_000_000;

@@ -1047,7 +1047,7 @@ proptest! {
         let want: Vec<&str> = re.split(&text).take(limit).collect();
         prop_assert_eq!(eval_with(&budget, &src).unwrap(), json!(want), "{}", src);
         let src = format!("{}.replace(/{pattern}/{flags}, {})", lit(&text), lit(rep));
-        let rep_rs = super::eval::js_replacement(rep);
+        let rep_rs = crate::obsidian::jsregex::replacement(rep);
         let want = if global {
             re.replace_all(&text, rep_rs.as_str())
         } else {

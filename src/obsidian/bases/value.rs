@@ -12,6 +12,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use serde_json::json;
 
 use super::expr::MAX_REGEX_BYTES;
+use crate::obsidian::jsregex::{self, JsRegex, JsRegexError};
 
 /// A file of the vault, as the data source numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -446,41 +447,18 @@ impl Pattern {
     /// Compiles `/body/flags`; `i`, `m`, `s` and `u` map onto the `regex` crate's flags, `g`
     /// is kept for `replace`. Size-limited.
     pub fn new(body: &str, flags: &str) -> Result<Pattern, PatternError> {
-        let mut b = regex::RegexBuilder::new(body);
-        b.size_limit(MAX_REGEX_BYTES)
-            .dfa_size_limit(MAX_REGEX_BYTES)
-            .nest_limit(64);
-        let mut global = false;
-        for f in flags.chars() {
-            match f {
-                'g' => global = true,
-                'i' => {
-                    b.case_insensitive(true);
-                }
-                'm' => {
-                    b.multi_line(true);
-                }
-                's' => {
-                    b.dot_matches_new_line(true);
-                }
-                'u' | 'y' | 'd' => {}
-                other => return Err(PatternError::UnknownFlag(other)),
-            }
-        }
-        let regex = b.build().map_err(|e| match e {
-            regex::Error::CompiledTooBig(_) => PatternError::TooLarge,
-            other => PatternError::Invalid(first_line(&other.to_string()).to_owned()),
-        })?;
+        let JsRegex { regex, global } =
+            jsregex::compile(body, flags, MAX_REGEX_BYTES).map_err(|e| match e {
+                JsRegexError::Flag(c) => PatternError::UnknownFlag(c),
+                JsRegexError::TooLarge => PatternError::TooLarge,
+                JsRegexError::Invalid(m) => PatternError::Invalid(m),
+            })?;
         Ok(Pattern {
             regex,
             global,
             source: format!("/{body}/{flags}"),
         })
     }
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().last().unwrap_or(s).trim()
 }
 
 /// A link value: to a note of the vault when it resolves, else its text.

@@ -7,7 +7,9 @@
 use std::sync::OnceLock;
 
 use chrono::NaiveDate;
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
+
+use crate::obsidian::jsregex::JsRegexError;
 
 use super::dates::{DateRange, parse_range};
 use super::settings::StatusType;
@@ -710,26 +712,13 @@ pub fn js_regex(text: &str) -> Result<Regex, RegexError> {
     if pattern.len() > MAX_REGEX_BYTES {
         return Err(RegexError::TooLong);
     }
-    let mut b = RegexBuilder::new(pattern);
-    for f in flags.chars() {
-        match f {
-            'i' => {
-                b.case_insensitive(true);
-            }
-            'm' => {
-                b.multi_line(true);
-            }
-            's' => {
-                b.dot_matches_new_line(true);
-            }
-            'u' | 'g' | 'y' | 'd' | 'v' => {}
-            other => return Err(RegexError::Flag(other)),
-        }
-    }
-    b.size_limit(MAX_REGEX_COMPILED)
-        .dfa_size_limit(MAX_REGEX_COMPILED)
-        .build()
-        .map_err(|e| RegexError::Compile(e.to_string()))
+    crate::obsidian::jsregex::compile(pattern, flags, MAX_REGEX_COMPILED)
+        .map(|r| r.regex)
+        .map_err(|e| match e {
+            JsRegexError::Flag(c) => RegexError::Flag(c),
+            JsRegexError::TooLarge => RegexError::TooLong,
+            JsRegexError::Invalid(m) => RegexError::Compile(m),
+        })
 }
 
 /// Recursive descent over one Boolean line. Precedence (Combining Filters.md): NOT, then

@@ -313,7 +313,7 @@ impl Evaluator<'_> {
                 let rep = self.text(&rep);
                 let out = match &pat {
                     Value::Regex(p) => {
-                        let rep = js_replacement(&rep);
+                        let rep = crate::obsidian::jsregex::replacement(&rep);
                         self.replace_regex(s, &p.regex, &rep, p.global, pos)?
                     }
                     other => {
@@ -621,42 +621,6 @@ fn title_case(s: &str) -> String {
         } else {
             out.push(c);
             start = c.is_whitespace();
-        }
-    }
-    out
-}
-
-/// JavaScript's `$1`, `$&` in a replacement, written for the `regex` crate (`${1}`, `${0}`);
-/// a literal `$` otherwise.
-pub(in crate::obsidian::bases) fn js_replacement(rep: &str) -> String {
-    let mut out = String::with_capacity(rep.len());
-    let mut chars = rep.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '$' {
-            out.push(c);
-            continue;
-        }
-        match chars.peek().copied() {
-            Some(d) if d.is_ascii_digit() => {
-                let mut n = String::new();
-                while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
-                    n.push(d);
-                    chars.next();
-                    if n.len() == 2 {
-                        break;
-                    }
-                }
-                out.push_str(&format!("${{{n}}}"));
-            }
-            Some('&') => {
-                chars.next();
-                out.push_str("${0}");
-            }
-            Some('$') => {
-                chars.next();
-                out.push_str("$$");
-            }
-            _ => out.push_str("$$"),
         }
     }
     out

@@ -93,6 +93,7 @@ pub struct Budget {
     steps: AtomicU64,
     max_steps: u64,
     deadline: Instant,
+    time: std::time::Duration,
     stop: Option<Box<dyn Fn() -> bool + Send + Sync>>,
 }
 
@@ -122,6 +123,7 @@ impl Budget {
             steps: AtomicU64::new(0),
             max_steps: steps,
             deadline: Instant::now() + time,
+            time,
             stop: None,
         }
     }
@@ -145,7 +147,7 @@ impl Budget {
         };
         if s > self.max_steps {
             return Err(fatal(format!(
-                "query stopped after {} evaluation steps",
+                "stopped after {} evaluation steps; narrow its source (FROM a folder or a tag)",
                 self.max_steps
             )));
         }
@@ -155,7 +157,10 @@ impl Budget {
                 return Err(fatal("query was cancelled".into()));
             }
             if Instant::now() > self.deadline {
-                return Err(fatal("query ran out of time".into()));
+                return Err(fatal(format!(
+                    "stopped at its time limit ({:.1} s); narrow its source (FROM a folder or a tag)",
+                    self.time.as_secs_f64()
+                )));
             }
         }
         Ok(())

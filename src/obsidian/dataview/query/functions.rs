@@ -10,20 +10,9 @@ use crate::obsidian::dataview::{Link, Value};
 type R = Result<Value, EvalError>;
 
 fn regex(pat: &str, pos: u32) -> Result<regex::Regex, EvalError> {
-    regex::RegexBuilder::new(pat)
-        .size_limit(MAX_REGEX_BYTES)
-        .dfa_size_limit(MAX_REGEX_BYTES)
-        .nest_limit(64)
-        .build()
-        .map_err(|e| {
-            EvalError::new(
-                format!(
-                    "invalid regular expression: {}",
-                    e.to_string().lines().last().unwrap_or("")
-                ),
-                pos,
-            )
-        })
+    crate::obsidian::jsregex::compile(pat, "", MAX_REGEX_BYTES)
+        .map(|r| r.regex)
+        .map_err(|e| EvalError::new(e.to_string(), pos))
 }
 
 fn num(v: &Value) -> Option<f64> {
@@ -558,7 +547,7 @@ pub(crate) fn call<S: DvSource + ?Sized>(
         }
         "regexreplace" => {
             let re = regex(&text(&arg(1)), pos)?;
-            let rep = js_replacement(&text(&arg(2)));
+            let rep = crate::obsidian::jsregex::replacement(&text(&arg(2)));
             vectorize(&arg(0), &mut |v| {
                 let s = text(v);
                 charge(s.len() / 64)?;
@@ -809,38 +798,6 @@ fn strip_markdown(s: &str) -> String {
         }
         out.push(c);
         rest = &rest[c.len_utf8()..];
-    }
-    out
-}
-
-/// `$1`, `$&` in a JavaScript replacement into the regex crate's `${1}`, `${0}`.
-fn js_replacement(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '$' {
-            match chars.peek() {
-                Some('&') => {
-                    chars.next();
-                    out.push_str("${0}");
-                }
-                Some('$') => {
-                    chars.next();
-                    out.push_str("$$");
-                }
-                Some(d) if d.is_ascii_digit() => {
-                    let mut n = String::new();
-                    while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
-                        n.push(*d);
-                        chars.next();
-                    }
-                    out.push_str(&format!("${{{n}}}"));
-                }
-                _ => out.push_str("$$"),
-            }
-        } else {
-            out.push(c);
-        }
     }
     out
 }
