@@ -182,6 +182,12 @@ fn main() {
             50.0,
         ),
         (
+            "run_query DQL TABLE 20th tag, WHERE, SORT, LIMIT 50",
+            "run_query",
+            json!({"query": format!("TABLE rating, status FROM #{tag20} WHERE rating > 2 SORT rating DESC LIMIT 50")}),
+            50.0,
+        ),
+        (
             "run_query Tasks not done due this week",
             "run_query",
             json!({"language": "tasks", "query": format!("not done\ndue after {}\ndue before {}", week.0, week.1)}),

@@ -36,6 +36,7 @@ mod semantic;
 mod semantic_quality;
 mod sessions;
 mod state;
+mod tags;
 mod tasks;
 mod tools;
 mod writes;

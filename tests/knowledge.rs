@@ -4,14 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::Server;
+use crate::common::{Server, copy_tree};
 use serde_json::{Value, json};
 
 /// A private copy of examples/vault plus one orphan note.
 fn example_copy() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join("vault");
-    copy_dir(
+    copy_tree(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/vault"),
         &dst,
     );
@@ -21,19 +21,6 @@ fn example_copy() -> (tempfile::TempDir, PathBuf) {
     )
     .unwrap();
     (tmp, dst)
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), to).unwrap();
-        }
-    }
 }
 
 fn strings(v: &Value, field: &str) -> Vec<String> {

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::common::{Server, shared_vault, snapshot};
+use crate::common::{Server, copy_tree, shared_vault, snapshot};
 use capvault::engine::{Engine, EngineOptions, IndexCache};
 use capvault::markdown::parse_note;
 use capvault::model::Target;
@@ -50,22 +50,6 @@ fn model_links(root: &Path) -> (Links, HashMap<String, usize>) {
     drop(model);
     engine.shutdown();
     (links, backlinks)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for (path, bytes) in snapshot(from) {
-        let rel = path.strip_prefix(from).unwrap();
-        let dest = to.join(rel);
-        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        if std::fs::symlink_metadata(&path)
-            .unwrap()
-            .file_type()
-            .is_symlink()
-        {
-            continue;
-        }
-        std::fs::write(dest, bytes).unwrap();
-    }
 }
 
 /// The text of a note with its links cut out: what must not change when only links do.

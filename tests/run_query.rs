@@ -146,11 +146,14 @@ async fn list_items_and_the_links_on_a_task_are_known_to_queries() {
                 "Journal.md",
                 "# Log\n\n- met [[Ann]] [mood:: good]\n- [ ] write to [[Bob]]\n  - an idea\n\nText.\n",
             ),
-            ("Ann.md", "Ann.\n"),
-            ("Bob.md", "Bob.\n"),
+            ("Ann.md", "Ann. #Proj/Sub\n"),
+            ("Bob.md", "Bob. #project\n"),
         ],
     );
     let s = Server::start(tmp.path()).await;
+    // FROM #tag reads the model's tag index: any case, nested tags included, no prefix match.
+    let r = s.ok("run_query", json!({"query": "LIST FROM #proj"})).await;
+    assert_eq!(ids(&r), ["Ann.md"], "{r}");
     let r = s
         .ok(
             "run_query",

@@ -37,6 +37,7 @@ mod frontmatter;
 mod links;
 mod pos;
 pub mod properties;
+pub mod tag_edit;
 mod tags;
 pub mod yaml_edit;
 

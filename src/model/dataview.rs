@@ -118,8 +118,8 @@ pub struct Task {
 /// The Dataview data of one note: page inline fields and tasks.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NoteData {
-    /// Inline fields that belong to the page, in text order: those outside lists, then those
-    /// of list items that are not tasks (Dataview merges both into the page).
+    /// Inline fields that belong to the page, as Dataview merges them: those of list items that
+    /// are not tasks, then those outside lists, each in text order.
     pub fields: Box<[Field]>,
     /// The tasks, in line order.
     pub tasks: Box<[Task]>,
@@ -139,6 +139,7 @@ impl NoteData {
         }
         let dv = dataview::parse_note_with(text, parsed);
         let mut fields: Vec<Field> = dv.fields.into_iter().map(Field::new).collect();
+        let outside = fields.len();
         let mut tasks = Vec::new();
         let mut section: Option<Arc<str>> = None;
         for item in dv.items {
@@ -165,9 +166,9 @@ impl NoteData {
                 }),
             }
         }
-        // Fields outside lists came first; list items' fields after them, each group in
-        // text order: sort by line, stable, for one text order.
-        fields.sort_by_key(|f| f.line);
+        // Dataview's order: the list items' fields, then those outside lists, each in text
+        // order.
+        fields.rotate_left(outside);
         NoteData {
             fields: fields.into_boxed_slice(),
             tasks: tasks.into_boxed_slice(),
@@ -260,8 +261,8 @@ mod tests {
         let parsed = crate::markdown::parse_note(text);
         let dv = dataview::parse_note_with(text, &parsed);
         let kept = NoteData::extract(text, &parsed);
-        let mut expected: Vec<InlineField> = dv.fields.clone();
-        expected.extend(dv.items[0].fields.iter().cloned());
+        let mut expected: Vec<InlineField> = dv.items[0].fields.clone();
+        expected.extend(dv.fields.iter().cloned());
         let page: Vec<InlineField> = kept.fields.iter().map(Field::to_inline).collect();
         assert_eq!(page, expected);
         let task: Vec<InlineField> = kept.tasks[0].fields.iter().map(Field::to_inline).collect();
@@ -277,7 +278,7 @@ mod tests {
                     - [-] Dropped ❌ 2024-05-02\n";
         let d = data(text);
         let keys: Vec<(&str, u32)> = d.fields.iter().map(|f| (f.key(), f.line)).collect();
-        assert_eq!(keys, [("mood", 5), ("owner", 11)]);
+        assert_eq!(keys, [("owner", 11), ("mood", 5)]);
         let lines: Vec<(u32, char)> = d.tasks.iter().map(|t| (t.line, t.status)).collect();
         assert_eq!(lines, [(8, ' '), (9, 'x'), (10, '/'), (12, '-')]);
         let call = &d.tasks[0];

@@ -64,6 +64,10 @@ pub enum NoteError {
     /// The search index or the disk failed; a retry may succeed.
     #[error("{0}")]
     Unavailable(String),
+    /// Files changed since a call's plan was made (several of them: one file's change is a
+    /// [`VaultError::Changed`]).
+    #[error("{0}")]
+    Conflict(String),
 }
 
 impl From<crate::vault::PathError> for NoteError {

@@ -54,10 +54,11 @@ pub type ReadText<'a> = dyn Fn(&VaultPath) -> Option<String> + 'a;
 pub struct ModelPages<'m> {
     model: &'m Model,
     notes: Vec<(&'m VaultPath, &'m Note)>,
-    /// Each page's Dataview data, built from the model's on first use.
-    data: Vec<OnceCell<Option<DataviewNote>>>,
+    /// Each page's Dataview data, built from the model's on first use (boxed: a query touches
+    /// few of the pages, and the empty cells of a large vault are made on every query).
+    data: Vec<OnceCell<Option<Box<DataviewNote>>>>,
     /// Each page's frontmatter as one JSON object, built on first use.
-    frontmatter: Vec<OnceCell<Option<Json>>>,
+    frontmatter: Vec<OnceCell<Option<Box<Json>>>>,
     /// Reads a note's text, for queries that need what the model does not keep (list items
     /// that are not tasks); `None` builds pages from the model alone.
     read: Option<&'m ReadText<'m>>,
@@ -225,19 +226,22 @@ impl DvSource for ModelPages<'_> {
             .get(p)?
             .get_or_init(|| {
                 self.props(p).map(|props| {
-                    Json::Object(
+                    Box::new(Json::Object(
                         props
                             .iter()
                             .map(|(k, v)| (k.to_owned(), v.clone()))
                             .collect::<Map<String, Json>>(),
-                    )
+                    ))
                 })
             })
-            .as_ref()
+            .as_deref()
     }
 
     fn note(&self, p: PageId) -> Option<&DataviewNote> {
-        self.data.get(p)?.get_or_init(|| self.build(p)).as_ref()
+        self.data
+            .get(p)?
+            .get_or_init(|| self.build(p).map(Box::new))
+            .as_deref()
     }
 
     fn tags(&self, p: PageId) -> Vec<String> {
@@ -272,6 +276,63 @@ impl DvSource for ModelPages<'_> {
                 embed: l.kind == LinkKind::Embed,
             })
             .collect()
+    }
+
+    fn pages_with_tag(&self, tag: &str) -> Option<Vec<PageId>> {
+        // The model's tag index: the tag, and every tag nested under it.
+        let want = markdown::normalize_tag(tag);
+        if want.is_empty() {
+            return None;
+        }
+        let mut ids: Vec<PageId> = self
+            .model
+            .tags()
+            .range(want.clone()..)
+            .take_while(|(t, _)| t.starts_with(&want))
+            .filter(|(t, _)| markdown::tag_matches_normalized(t, &want))
+            .flat_map(|(_, notes)| notes.iter().filter_map(|path| self.id(path)))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        Some(ids)
+    }
+
+    fn page_field(&self, p: PageId, name: &str) -> Option<Option<Value>> {
+        // Pages read from the text again hold what the model does not: ask them.
+        if self.read.is_some() {
+            return None;
+        }
+        let (path, _) = self.notes.get(p)?;
+        let props = self.props(p);
+        let fields = self.model.inline_fields(path);
+        // As the evaluator reads a page's fields: the raw key first (frontmatter, then inline
+        // fields), else every key whose sanitised form is the name.
+        let mut found: Vec<Value> = Vec::new();
+        if let Some(v) = props.and_then(|props| props.get(name)) {
+            found.push(from_frontmatter(v));
+        }
+        found.extend(fields.iter().filter(|f| f.key() == name).map(|f| f.value()));
+        if found.is_empty() {
+            if let Some(props) = props {
+                found.extend(
+                    props
+                        .iter()
+                        .filter(|(k, _)| crate::obsidian::dataview::canonical_is(k, name))
+                        .map(|(_, v)| from_frontmatter(v)),
+                );
+            }
+            found.extend(
+                fields
+                    .iter()
+                    .filter(|f| crate::obsidian::dataview::canonical_is(f.key(), name))
+                    .map(|f| f.value()),
+            );
+        }
+        Some(match found.len() {
+            0 => None,
+            1 => found.pop(),
+            _ => Some(Value::List(found)),
+        })
     }
 
     fn resolve(&self, target: &str, from: Option<PageId>) -> Option<PageId> {
@@ -564,6 +625,11 @@ pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteE
     }
 }
 
+crate::model::memo_key!(
+    /// Every task of one state of the model as the Tasks evaluator reads it, in
+    /// [`Model::tasks`] order.
+    TaskRecords: Vec<TaskRecord>);
+
 /// One Tasks query over every task of the vault.
 fn run_tasks(
     engine: &Engine,
@@ -577,20 +643,23 @@ fn run_tasks(
     let rules = super::tasks::TaskRules::new(&settings);
     let model = engine.model()?;
     let kept: Vec<(&VaultPath, &Task)> = model.tasks().collect();
-    let records: Vec<TaskRecord> = kept
-        .iter()
-        .map(|(p, t)| TaskRecord {
-            path: p.to_string(),
-            heading: t.section.as_deref().map(str::to_owned),
-            line: t.line as usize,
-            status: t.status,
-            fields: t.tasks.clone(),
-            tags: t.tags.iter().map(|s| s.to_string()).collect(),
-            is_sub_item: t.parent.is_some(),
-        })
-        .collect();
+    // Built once per state of the model: a query reads every task.
+    let records = model.memo::<TaskRecords>(|| {
+        kept.iter()
+            .map(|(p, t)| TaskRecord {
+                path: p.to_string(),
+                heading: t.section.as_deref().map(str::to_owned),
+                line: t.line as usize,
+                status: t.status,
+                fields: t.tasks.clone(),
+                tags: t.tags.iter().map(|s| s.to_string()).collect(),
+                is_sub_item: t.parent.is_some(),
+            })
+            .collect()
+    });
+    let records: &[TaskRecord] = &records;
     let (query, result) =
-        tasks::run_source(text, &records, &settings, today).map_err(|e| match e {
+        tasks::run_source(text, records, &settings, today).map_err(|e| match e {
             tasks::eval::EvalError::Budget { .. } => NoteError::TooLarge(format!("{at}: {e}")),
             other => NoteError::InvalidArgument(format!("{at}: {other}")),
         })?;
@@ -649,7 +718,7 @@ fn run_tasks(
         rows,
         total,
         next_cursor: (end < total).then(|| encode_offset(end, key)),
-        markdown: tasks::render_markdown(&shown, &records, &query, &settings, today),
+        markdown: tasks::render_markdown(&shown, records, &query, &settings, today),
         path: path.map(|p| p.to_string()),
         warnings: Vec::new(),
     })
@@ -831,4 +900,80 @@ pub fn inline_values(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Change;
+    use crate::model::dataview::NoteData;
+    use crate::obsidian::dataview::query::eval::Ev;
+    use crate::vault::FileMeta;
+
+    const TEXT: &str = "---\nTitle: Yes\nrating: 4\nTags2: [x]\nBasic Field: front\n---\n\
+                        Basic Field:: one\n**Bold Field**:: two\n- item [Basic Field:: three]\n\
+                        - [ ] task [Basic Field:: not me] [due:: 2024-05-01]\n\nbasic-field:: four\n\
+                        Été Clé:: accent\nrating:: 5\n";
+
+    /// The model's one-field lookup finds what the whole page (parsed again from its text)
+    /// gives, for raw keys, sanitised keys, repeated keys and missing ones.
+    #[test]
+    fn a_field_from_the_model_equals_the_field_of_the_whole_page() {
+        let parsed = markdown::parse_note(TEXT);
+        let data = NoteData::extract(TEXT, &parsed);
+        let meta = FileMeta {
+            size: TEXT.len() as u64,
+            modified: std::time::SystemTime::UNIX_EPOCH,
+            ino: 1,
+            nlink: 1,
+            created: None,
+        };
+        let mut model = Model::default();
+        model.apply(vec![Change::Note(
+            VaultPath::parse("a.md").unwrap(),
+            meta,
+            parsed,
+            data,
+        )]);
+        let fast = ModelPages::new(&model);
+        let read = |_: &VaultPath| Some(TEXT.to_owned());
+        let whole = ModelPages::new(&model).reading(&read);
+        let ctx = Context::new(local_now());
+        let (ev_fast, ev_whole) = (Ev::new(&fast, &ctx), Ev::new(&whole, &ctx));
+        let mut names: Vec<String> = whole
+            .note(0)
+            .unwrap()
+            .page_fields()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        names.extend(
+            [
+                "Basic Field",
+                "basic-field",
+                "bold-field",
+                "Bold Field",
+                "title",
+                "Title",
+                "rating",
+                "été-clé",
+                "due",
+                "nothing",
+                "",
+            ]
+            .map(str::to_owned),
+        );
+        assert!(fast.page_field(0, "rating").is_some(), "no fast path");
+        for name in &names {
+            assert_eq!(
+                ev_fast.page_field(0, name),
+                ev_whole.page_field(0, name),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            ev_fast.page_field(0, "rating"),
+            Some(Value::List(vec![Value::Number(4.0), Value::Number(5.0)]))
+        );
+    }
 }

@@ -92,9 +92,8 @@ impl CapvaultServer {
         self.note(move |engine| bases::query(engine, req)).await
     }
 
-    /// Run a Dataview (DQL: LIST, TABLE, TASK, CALENDAR) or Tasks query on the files, or a
-    /// note's ```dataview/```tasks block: rows and the Markdown Obsidian shows. JavaScript
-    /// (dataviewjs) is never run.
+    /// Run a Dataview (DQL) or Tasks query, or a note's ```dataview/```tasks block, on the
+    /// files: rows and the Markdown Obsidian shows. dataviewjs is never run.
     #[tool(annotations(
         title = "Run a Dataview or Tasks query",
         read_only_hint = true,

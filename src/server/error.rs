@@ -199,6 +199,7 @@ impl From<NoteError> for ToolError {
             NoteError::NotReady(m) => ToolError::new(Code::NotReady, m),
             NoteError::Refused(m) => ToolError::new(Code::Refused, m),
             NoteError::Unavailable(m) => ToolError::new(Code::Unavailable, m),
+            NoteError::Conflict(m) => ToolError::new(Code::Conflict, m),
         }
     }
 }

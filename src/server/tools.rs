@@ -66,7 +66,7 @@ pub struct ListNotesArgs {
     pub property: Option<String>,
     /// With `property`: only where it equals this (any case; a list: any element).
     pub value: Option<String>,
-    /// Only paths matching this glob: `*` within a folder, `**` across, e.g. `Projects/**/*.md`.
+    /// Paths matching this glob (`*` within a folder, `**` across).
     pub glob: Option<String>,
     /// Which files (`any`: every file).
     #[serde(default)]
@@ -97,8 +97,8 @@ pub struct SearchNotesArgs {
     /// Ranked: words (all must match), `"phrases"`, `-word` to exclude. Exact: a piece of
     /// text. Regex: a Rust regex.
     pub query: String,
-    /// `ranked` (default without a model), `exact` or `regex` (every matching line), and with
-    /// an embedding model `semantic` and `hybrid` (the default then).
+    /// `ranked` (default), `exact` or `regex` (every matching line); with an embedding model
+    /// also `semantic` and `hybrid` (then the default).
     pub mode: Option<Mode>,
     /// Most hits (default 20).
     #[schemars(range(min = 1, max = crate::notes::search::MAX_LIMIT))]

@@ -25,14 +25,14 @@ pub struct DailyNoteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PathArgs {
-    /// Vault-relative path, e.g. `Boards/Plan.canvas`, or a file name.
+    /// Vault-relative, or a file name.
     pub path: String,
 }
 
 #[tool_router(router = vault_router, vis = "pub(super)")]
 impl CapvaultServer {
-    /// The vault: counts of notes, files and tags, the Obsidian settings capvault honours, the
-    /// index and embedding state, and whether writes are enabled.
+    /// The vault: counts of notes, files and tags, the Obsidian settings honoured, the index
+    /// and embedding state, and whether writes are on.
     #[tool(annotations(
         title = "Vault information",
         read_only_hint = true,

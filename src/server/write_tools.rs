@@ -29,7 +29,6 @@ pub struct CreateNoteArgs {
     pub frontmatter: Option<Map<String, Value>>,
     /// A template's name or path.
     pub template: Option<String>,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -42,9 +41,7 @@ pub struct WriteNoteArgs {
     pub path: String,
     /// The note's whole new text.
     pub content: String,
-    /// `sha256` as read (else `conflict`).
     pub if_match: String,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -57,9 +54,7 @@ pub struct EditNoteArgs {
     pub path: String,
     /// Replacements, 1 to 100, all or none.
     pub edits: Vec<TextEdit>,
-    /// `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -72,11 +67,9 @@ pub struct AppendArgs {
     pub path: String,
     /// Text to add, on lines of its own.
     pub content: String,
-    /// At the end of this heading's own text, before its subheadings (`Parent/Child` nests).
+    /// At the end of this heading's own text (`Parent/Child` nests).
     pub heading: Option<String>,
-    /// `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -89,9 +82,7 @@ pub struct PrependArgs {
     pub path: String,
     /// Text to add.
     pub content: String,
-    /// `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -123,9 +114,35 @@ pub struct FrontmatterArgs {
     /// Property names to remove.
     #[serde(default)]
     pub remove: Vec<String>,
-    /// `sha256` as read (else `conflict`).
     pub if_match: Option<String>,
-    /// Diff only.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `rename_tag`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameTagArgs {
+    /// The tag (`#` optional).
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// A rename's `batch`.
+    pub undo: Option<String>,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `tag_note`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TagNoteArgs {
+    // Path of the note (the name says it).
+    pub path: String,
+    #[serde(default)]
+    pub add: Vec<String>,
+    #[serde(default)]
+    pub remove: Vec<String>,
+    pub if_match: Option<String>,
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -139,9 +156,7 @@ pub struct DeleteArgs {
     /// Remove for good, not to `.trash` (needs `--allow-permanent-delete`).
     #[serde(default)]
     pub permanent: bool,
-    /// A file's `sha256` from `read_note` (else `conflict`).
     pub if_match: Option<String>,
-    /// Change nothing; say what would happen.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -157,7 +172,6 @@ pub struct MoveArgs {
     /// Rewrite the links to it.
     #[serde(default = "yes")]
     pub update_links: bool,
-    /// Change nothing; return the diffs.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -181,9 +195,7 @@ pub struct RestoreArgs {
     pub path: String,
     /// The version, from `note_history`.
     pub sha256: String,
-    /// The note's current `sha256` (else `conflict`).
     pub if_match: Option<String>,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -196,7 +208,6 @@ pub struct AppendDailyArgs {
     pub text: String,
     /// `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
     pub date: Option<String>,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -209,7 +220,6 @@ pub struct CreateDailyArgs {
     pub date: Option<String>,
     /// Text after the template's.
     pub content: Option<String>,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -222,7 +232,6 @@ pub struct CreateCanvasArgs {
     pub path: String,
     /// `{"nodes": [...], "edges": [...]}` as `read_canvas` returns them.
     pub canvas: Map<String, Value>,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -235,9 +244,7 @@ pub struct EditCanvasArgs {
     pub path: String,
     /// Operations, in order, all or none.
     pub ops: Vec<CanvasOp>,
-    /// The canvas's `sha256` (else `conflict`).
     pub if_match: Option<String>,
-    /// Diff only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -383,6 +390,48 @@ impl CapvaultServer {
             .await
     }
 
+    /// Rename a tag and the tags under it in every note (merged into an existing one); `undo`
+    /// with the `batch` it returns reverses it.
+    #[tool(annotations(
+        title = "Rename tag",
+        read_only_hint = false,
+        destructive_hint = false,
+        open_world_hint = false
+    ))]
+    pub async fn rename_tag(
+        &self,
+        Parameters(a): Parameters<RenameTagArgs>,
+    ) -> Result<Json<write::TagRename>, ToolError> {
+        let req = write::RenameTagRequest::new(
+            a.from.as_deref(),
+            a.to.as_deref(),
+            a.undo.as_deref(),
+            a.dry_run,
+        )?;
+        self.write(move |w, e| write::rename_tag(w, e, &req)).await
+    }
+
+    /// Add and remove a note's frontmatter tags.
+    #[tool(annotations(
+        title = "Tag note",
+        read_only_hint = false,
+        destructive_hint = false,
+        open_world_hint = false
+    ))]
+    pub async fn tag_note(
+        &self,
+        Parameters(a): Parameters<TagNoteArgs>,
+    ) -> Result<Json<write::TagNoteResult>, ToolError> {
+        let req = write::TagNoteRequest::new(
+            NoteName::parse(&a.path)?,
+            &a.add,
+            &a.remove,
+            a.if_match,
+            a.dry_run,
+        )?;
+        self.write(move |w, e| write::tag_note(w, e, &req)).await
+    }
+
     /// Add text at the start of a note, after its frontmatter.
     #[tool(annotations(
         title = "Prepend to note",
@@ -427,8 +476,8 @@ impl CapvaultServer {
             .await
     }
 
-    /// Delete a note, attachment or folder (to the trash Obsidian's settings name);
-    /// `restore_note` brings a note back.
+    /// Delete a note, attachment or folder (to Obsidian's trash); `restore_note` brings a note
+    /// back.
     #[tool(annotations(
         title = "Delete note",
         read_only_hint = false,

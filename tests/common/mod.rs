@@ -356,6 +356,23 @@ pub fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
+/// Copies the files under `from` into `to` (symlinks left out), for tests that change a vault.
+pub fn copy_tree(from: &Path, to: &Path) {
+    for (path, bytes) in snapshot(from) {
+        let rel = path.strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        if std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+        {
+            continue;
+        }
+        std::fs::write(dest, bytes).unwrap();
+    }
+}
+
 /// Where the shared real vaults live, if present. Under `CAPVAULT_REQUIRE_SHARED_VAULTS=1`
 /// (set by CI) a missing vault fails the test instead of skipping it.
 pub fn shared_vault(name: &str) -> Option<PathBuf> {

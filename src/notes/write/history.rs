@@ -41,12 +41,19 @@ fn yes() -> bool {
 }
 
 #[derive(Debug, Deserialize)]
-struct LogLine {
+pub(super) struct LogLine {
     time: String,
     tool: String,
-    path: String,
-    sha256: String,
+    pub(super) path: String,
+    /// The version replaced.
+    pub(super) sha256: String,
     size: u64,
+    /// The batch of changes this one belongs to (a tag rename).
+    #[serde(default)]
+    pub(super) batch: Option<String>,
+    /// The version that replaced it (batch changes only).
+    #[serde(default)]
+    pub(super) new_sha256: Option<String>,
 }
 
 /// Reply of `note_history`.
@@ -61,7 +68,7 @@ pub struct NoteHistory {
     pub versions: Vec<HistoryEntry>,
 }
 
-fn read_log(writer: &Writer) -> Result<Vec<LogLine>, NoteError> {
+pub(super) fn read_log(writer: &Writer) -> Result<Vec<LogLine>, NoteError> {
     let bytes = writer
         .state
         .read_log(Log::History, MAX_LOG_READ)

@@ -18,6 +18,7 @@ mod canvas;
 mod daily;
 mod history;
 mod relink;
+mod tags;
 mod task;
 
 use std::sync::{Mutex, MutexGuard};
@@ -41,6 +42,10 @@ pub use history::{
     HistoryEntry, HistoryRequest, NoteHistory, RestoreRequest, note_history, restore_note,
 };
 pub use relink::{MoveRequest, MoveResult, MovedLinks, move_note};
+pub use tags::{
+    RenameTagRequest, RenamedNote, SkippedNote, TagNoteRequest, TagNoteResult, TagRename,
+    rename_tag, tag_note,
+};
 pub use task::{TaskStatusRequest, set_task_status};
 
 /// Largest note a write tool writes (the vault's read cap applies too).
@@ -111,6 +116,13 @@ pub(crate) struct Change<'a> {
     pub dry_run: bool,
 }
 
+/// A change's place in a batch of changes made by one call (a tag rename), for the history.
+#[derive(Debug, Clone, Copy)]
+struct Batch<'a> {
+    id: &'a str,
+    new_sha256: &'a str,
+}
+
 /// The reply of every tool that writes one note.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WriteResult {
@@ -142,7 +154,7 @@ pub struct WriteResult {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TextEdit {
-    /// Text to find; it must occur exactly once in the note.
+    /// Text that occurs exactly once in the note.
     pub old_text: String,
     /// What replaces it.
     pub new_text: String,
@@ -192,16 +204,32 @@ impl Writer {
 
     /// Keeps `old` in the history, as the version `tool` replaced or removed at `path`.
     fn keep(&self, tool: &str, path: &str, old: &Current) -> Result<(), NoteError> {
+        self.keep_in(tool, path, old, None)
+    }
+
+    /// [`Self::keep`], the line also naming the batch the change belongs to and the version
+    /// that replaces this one (so the batch can be undone only where nothing changed since).
+    fn keep_in(
+        &self,
+        tool: &str,
+        path: &str,
+        old: &Current,
+        batch: Option<Batch<'_>>,
+    ) -> Result<(), NoteError> {
         self.state
             .keep_version(&old.sha256, &old.bytes)
             .and_then(|()| {
-                let line = serde_json::json!({
+                let mut line = serde_json::json!({
                     "time": rfc3339(SystemTime::now()),
                     "tool": tool,
                     "path": path,
                     "sha256": old.sha256,
                     "size": old.bytes.len(),
                 });
+                if let Some(b) = batch {
+                    line["batch"] = b.id.into();
+                    line["new_sha256"] = b.new_sha256.into();
+                }
                 self.state.append(Log::History, &line.to_string())
             })
             .map_err(|e| {
@@ -250,6 +278,17 @@ impl Writer {
         held: &mut Held<'_>,
         change: Change<'_>,
     ) -> Result<WriteResult, NoteError> {
+        self.commit_in(engine, held, change, None)
+    }
+
+    /// [`Self::commit`] of one change of the batch `batch` (its history line says so).
+    fn commit_in(
+        &self,
+        engine: &Engine,
+        held: &mut Held<'_>,
+        change: Change<'_>,
+        batch: Option<&str>,
+    ) -> Result<WriteResult, NoteError> {
         let Change {
             tool,
             path,
@@ -296,7 +335,11 @@ impl Writer {
                     result.note = Some("the note already has this content".to_owned());
                     return Ok(result);
                 }
-                self.keep(tool, path.as_str(), b)?;
+                let batch = batch.map(|id| Batch {
+                    id,
+                    new_sha256: &sha,
+                });
+                self.keep_in(tool, path.as_str(), b, batch)?;
                 Expect::Version(b.sha256.clone())
             }
             None => {

@@ -255,6 +255,37 @@ pub fn extract_full_line_field(text: &str) -> Option<RawField> {
     })
 }
 
+/// Whether [`canonical_key`] of `key` is `name`, without building it for ASCII keys (a page
+/// lookup compares every key of a page that lacks the field asked for).
+pub fn canonical_is(key: &str, name: &str) -> bool {
+    if !key.is_ascii() {
+        return canonical_key(key) == name;
+    }
+    // ASCII: runs of letters, digits, `_` and `-` lower-cased; a run of whitespace is one `-`;
+    // anything else is dropped (what the regex of `canonical_key` keeps of ASCII text).
+    let mut want = name.bytes();
+    let mut in_space = false;
+    for b in key.bytes() {
+        let out = if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            in_space = false;
+            b.to_ascii_lowercase()
+        } else if b.is_ascii_whitespace() || b == 0x0b {
+            if in_space {
+                continue;
+            }
+            in_space = true;
+            b'-'
+        } else {
+            in_space = false;
+            continue;
+        };
+        if want.next() != Some(out) {
+            return false;
+        }
+    }
+    want.next().is_none()
+}
+
 /// Dataview's sanitised key: emoji kept, runs of letters, digits, `_` and `-` lower-cased,
 /// each run of white space one `-`, everything else (`*`, `~`, `` ` ``, `/`, `.`...) dropped.
 /// `Basic Field` → `basic-field`, `**Bold Field**` → `bold-field`.
@@ -282,4 +313,30 @@ pub fn canonical_key(key: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod canonical_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The allocation-free comparison agrees with building the key, for any ASCII key and
+        /// for names that are and are not its canonical form.
+        #[test]
+        fn canonical_is_agrees_with_canonical_key(key in "[ -~\t\n\x0b]{0,24}", other in "[a-z -]{0,8}") {
+            let c = canonical_key(&key);
+            prop_assert!(canonical_is(&key, &c));
+            prop_assert_eq!(canonical_is(&key, &other), c == other);
+            let longer = format!("{c}x");
+            prop_assert!(!canonical_is(&key, &longer));
+        }
+    }
+
+    #[test]
+    fn canonical_is_reads_unicode_keys_through_the_regex() {
+        assert!(canonical_is("Été Field", "été-field"));
+        assert!(canonical_is("**Bold Field**", "bold-field"));
+        assert!(!canonical_is("Bold Field", "Bold-Field"));
+    }
 }

@@ -82,7 +82,7 @@ use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
 use crate::markdown::{Frontmatter, LinkKind};
 
-pub use fields::{FieldSyntax, canonical_key};
+pub use fields::{FieldSyntax, canonical_is, canonical_key};
 pub use tasks::{Priority, TasksFields};
 pub use value::{DvDate, Link, Subpath, Value, Zone};
 
@@ -200,8 +200,9 @@ pub struct DataviewNote {
 }
 
 impl DataviewNote {
-    /// The page's fields as Dataview merges them: frontmatter, then inline fields outside
-    /// lists, then the fields of list items that are not tasks; a key given several times
+    /// The page's fields as Dataview merges them: frontmatter, then the fields of list items
+    /// that are not tasks, then inline fields outside lists (Dataview reads the lists first);
+    /// a key given several times
     /// becomes a list of its values; each sanitised key that differs from every raw key is
     /// added with the values of all the raw keys it sanitises.
     pub fn page_fields(&self) -> Vec<(String, Value)> {

@@ -177,7 +177,8 @@ pub struct QueryResult {
 
 struct Ctx<'a> {
     tasks: &'a [TaskRecord],
-    statuses: Vec<Status>,
+    /// Each task's status, shared by the tasks with the same symbol.
+    statuses: Vec<std::rc::Rc<Status>>,
     settings: &'a TasksSettings,
     today: NaiveDate,
     /// Ids of tasks that are not done.
@@ -252,7 +253,18 @@ pub fn run_with_budget(
     max_steps: u64,
 ) -> Result<QueryResult, EvalError> {
     let tasks = &tasks[..tasks.len().min(MAX_TASKS)];
-    let statuses: Vec<Status> = tasks.iter().map(|t| settings.status(t.status)).collect();
+    // One status per symbol (a vault has a handful), not one copy per task.
+    let mut by_symbol: std::collections::HashMap<char, std::rc::Rc<Status>> =
+        std::collections::HashMap::new();
+    let statuses: Vec<std::rc::Rc<Status>> = tasks
+        .iter()
+        .map(|t| {
+            by_symbol
+                .entry(t.status)
+                .or_insert_with(|| std::rc::Rc::new(settings.status(t.status)))
+                .clone()
+        })
+        .collect();
     let mut open_ids = HashSet::new();
     let mut awaited = HashSet::new();
     for (t, s) in tasks.iter().zip(&statuses) {

@@ -52,6 +52,12 @@ pub trait DvSource {
     fn starred(&self, _p: PageId) -> Option<bool> {
         None
     }
+    /// One page field as [`Ev::page_field`] finds it in [`Self::note`], when the source can
+    /// find it without building the page's whole [`DataviewNote`] (a `WHERE` over many pages
+    /// asks one field of each). `None`: ask [`Self::note`].
+    fn page_field(&self, _p: PageId, _name: &str) -> Option<Option<Value>> {
+        None
+    }
 }
 
 /// Most evaluation steps one query may take.
@@ -380,6 +386,9 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
     /// merged map: the values of the raw key `name`, else those of every raw key whose
     /// sanitised form is `name` (one value, or a list of several).
     pub fn page_field(&self, p: PageId, name: &str) -> Option<Value> {
+        if let Some(found) = self.src.page_field(p, name) {
+            return found;
+        }
         let note = self.src.note(p)?;
         let raw = || {
             note.frontmatter
@@ -402,7 +411,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             found = raw()
                 .filter(|(k, c, _)| match c {
                     Some(c) => *c == name,
-                    None => crate::obsidian::dataview::canonical_key(k) == name,
+                    None => crate::obsidian::dataview::canonical_is(k, name),
                 })
                 .map(|(_, _, v)| v.clone())
                 .collect();

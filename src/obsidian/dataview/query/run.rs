@@ -9,6 +9,35 @@ use super::eval::{DvSource, Ev, EvalError, PageId, Row, expand_tags, item_at, pa
 use super::render::{Output, QueryResult, TaskRow};
 use crate::obsidian::dataview::Value;
 
+/// Where each page stands in the sorted page list: a table when the ids are small numbers (a
+/// vault numbers its pages from 0), else a map.
+enum PageIndex {
+    Table(Vec<usize>),
+    Map(HashMap<PageId, usize>),
+}
+
+impl PageIndex {
+    fn new(all: &[PageId]) -> PageIndex {
+        let max = all.iter().copied().max().unwrap_or(0);
+        if max < all.len().saturating_mul(2) {
+            let mut table = vec![usize::MAX; max.saturating_add(1)];
+            for (i, &p) in all.iter().enumerate() {
+                table[p] = i;
+            }
+            PageIndex::Table(table)
+        } else {
+            PageIndex::Map(all.iter().enumerate().map(|(i, p)| (*p, i)).collect())
+        }
+    }
+
+    fn get(&self, p: PageId) -> Option<usize> {
+        match self {
+            PageIndex::Table(t) => t.get(p).copied().filter(|&i| i != usize::MAX),
+            PageIndex::Map(m) => m.get(&p).copied(),
+        }
+    }
+}
+
 /// Evaluates a parsed query.
 pub fn run<S: DvSource + ?Sized>(
     query: &Query,
@@ -22,8 +51,7 @@ pub fn run<S: DvSource + ?Sized>(
     let pages: Vec<PageId> = match &query.source {
         None => all.clone(),
         Some(s) => {
-            let index: HashMap<PageId, usize> =
-                all.iter().enumerate().map(|(i, p)| (*p, i)).collect();
+            let index = PageIndex::new(&all);
             let set = source_set(&ev, s, &all, &index)?;
             all.iter()
                 .zip(set)
@@ -364,13 +392,13 @@ fn source_set<S: DvSource + ?Sized>(
     ev: &Ev<'_, S>,
     s: &Source,
     all: &[PageId],
-    index: &HashMap<PageId, usize>,
+    index: &PageIndex,
 ) -> Result<Vec<bool>, EvalError> {
     ev.charge(all.len() as u64, 0)?;
     let src = ev.src;
     let mut set = vec![false; all.len()];
     let mut mark = |p: PageId| {
-        if let Some(&i) = index.get(&p) {
+        if let Some(i) = index.get(p) {
             set[i] = true;
         }
     };
