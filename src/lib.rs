@@ -25,14 +25,16 @@
 //!   trash and removals work the same way, inside the write scopes.
 //! - [`markdown`]: pure parsing of one note (frontmatter, aliases, tags, headings, block ids, links
 //!   with positions) as Obsidian reads it, how property values compare, and the byte-preserving
-//!   edits the write tools make ([`markdown::edit`], [`markdown::yaml_edit`]). No I/O.
+//!   edits the write tools make ([`markdown::edit`], [`markdown::yaml_edit`],
+//!   [`markdown::tag_edit`]: tags renamed and frontmatter tag lists rewritten, read back). No I/O.
 //! - [`obsidian`]: Obsidian's own formats, parsed without I/O: `.obsidian` settings, Moment.js
 //!   date formats for daily notes, JSON Canvas (and its validated edits), and Bases
 //!   ([`obsidian::bases`]: the expression language and a bounded evaluator over any
 //!   [`obsidian::bases::Source`] of files), Dataview ([`obsidian::dataview`]: inline fields,
 //!   typed values, list items and tasks; [`obsidian::dataview::query`]: DQL over any
 //!   [`obsidian::dataview::query::DvSource`]) and the Tasks plugin ([`obsidian::tasks`]: its
-//!   query language, statuses, and the line a status change writes).
+//!   query language, statuses, and the line a status change writes), with the plugins'
+//!   JavaScript regular expressions compiled once for all ([`obsidian::jsregex`]).
 //! - [`net`]: outgoing HTTPS (where capvault may connect, how its clients are built), shared
 //!   by the issuer's keys and the model download. No filesystem.
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
