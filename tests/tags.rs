@@ -78,6 +78,11 @@ async fn rename_in_real_vault(name: &str, from: &str, to: &str) {
         .await;
     assert_eq!(files(&root), before, "{name}: a dry run wrote");
     assert!(dry["batch"].is_null(), "{dry}");
+    // Every note of the dry run has its diff, or is counted as left out.
+    let listed = dry["notes"].as_array().unwrap();
+    let with_diff = listed.iter().filter(|n| n["diff"].is_string()).count() as u64;
+    let omitted = dry["diffs_omitted"].as_u64().unwrap_or(0);
+    assert_eq!(with_diff + omitted, listed.len() as u64, "{name}");
 
     let r = s.ok("rename_tag", json!({"from": from, "to": to})).await;
     assert_eq!(r["skipped_total"], 0, "{name}: {r}");
@@ -161,6 +166,8 @@ async fn rename_in_real_vault(name: &str, from: &str, to: &str) {
         "{name}: the undo did not restore every file"
     );
     assert_eq!(tag_count(&s, from).await, tagged);
+    let again = s.err("rename_tag", json!({"undo": batch})).await;
+    assert!(again.contains("already as it was"), "{again}");
     s.stop().await;
 }
 

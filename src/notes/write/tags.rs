@@ -130,11 +130,18 @@ pub struct TagRename {
     pub notes: Vec<RenamedNote>,
     /// Tags renamed in all.
     pub occurrences: usize,
+    /// Dry runs: notes whose diff was left out (the diffs of one reply share a size bound).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub diffs_omitted: usize,
     /// Notes that could not be changed (at most 100 listed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedNote>,
     pub skipped_total: usize,
     pub dry_run: bool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A new rename's id: `tag-` and 16 hex digits.
@@ -153,6 +160,7 @@ struct Report {
     skipped_total: usize,
     occurrences: usize,
     diff_bytes: usize,
+    diffs_omitted: usize,
 }
 
 impl Report {
@@ -163,6 +171,7 @@ impl Report {
             skipped_total: 0,
             occurrences: 0,
             diff_bytes: 0,
+            diffs_omitted: 0,
         }
     }
 
@@ -177,10 +186,14 @@ impl Report {
     }
 
     fn done(&mut self, w: WriteResult, tags: usize) {
+        let had_diff = w.diff.is_some();
         let diff = w.diff.filter(|d| {
             self.diff_bytes += d.len();
             self.diff_bytes <= MAX_DIFF_BYTES
         });
+        if had_diff && diff.is_none() {
+            self.diffs_omitted += 1;
+        }
         self.occurrences += tags;
         self.notes.push(RenamedNote {
             sha256: (!w.dry_run).then_some(w.sha256),
@@ -270,6 +283,7 @@ fn rename(
         to: Some(to.to_owned()),
         batch: (!dry_run && !report.notes.is_empty()).then_some(id),
         occurrences: report.occurrences,
+        diffs_omitted: report.diffs_omitted,
         notes: report.notes,
         skipped: report.skipped,
         skipped_total: report.skipped_total,
@@ -301,8 +315,13 @@ fn undo(writer: &Writer, engine: &Engine, id: &str, dry_run: bool) -> Result<Tag
     let limit = engine.vault().limits().max_read_bytes;
     let mut plan: Vec<(VaultPath, Current, Vec<u8>)> = Vec::new();
     let mut changed = Vec::new();
+    let mut back = 0;
+    let total = changes.len();
     for (path, old, new) in changes {
         let current = read_current(engine.vault(), &path)?;
+        if current.as_ref().is_some_and(|c| c.sha256 == old) {
+            back += 1;
+        }
         match current {
             Some(c) if c.sha256 == new => {
                 let bytes = writer
@@ -320,6 +339,11 @@ fn undo(writer: &Writer, engine: &Engine, id: &str, dry_run: bool) -> Result<Tag
             }
             _ => changed.push(path.to_string()),
         }
+    }
+    if back == total {
+        return Err(NoteError::Conflict(format!(
+            "every note of {id} is already as it was before it; nothing to undo"
+        )));
     }
     if !changed.is_empty() {
         let n = changed.len();
@@ -349,6 +373,7 @@ fn undo(writer: &Writer, engine: &Engine, id: &str, dry_run: bool) -> Result<Tag
         to: None,
         batch: (!dry_run && !report.notes.is_empty()).then_some(undo_id),
         occurrences: 0,
+        diffs_omitted: report.diffs_omitted,
         notes: report.notes,
         skipped: report.skipped,
         skipped_total: report.skipped_total,
