@@ -90,6 +90,33 @@ impl<'m> ModelPages<'m> {
         self.notes.binary_search_by(|(p, _)| (*p).cmp(path)).ok()
     }
 
+    /// The pages of `paths`, given in path order: each found by a search that starts where the
+    /// last one ended and doubles its step (a tag on half the vault costs a few comparisons per
+    /// note, where a search from the start costs 17 reads of scattered paths).
+    fn ids_of_sorted<'a>(&self, paths: impl Iterator<Item = &'a VaultPath>) -> Vec<PageId> {
+        let mut out = Vec::new();
+        let mut lo = 0;
+        for path in paths {
+            let rest = self.notes.get(lo..).unwrap_or_default();
+            let mut bound = 1;
+            while bound < rest.len() && rest[bound].0 < path {
+                bound *= 2;
+            }
+            let start = bound / 2;
+            let window = rest
+                .get(start..(bound + 1).min(rest.len()))
+                .unwrap_or_default();
+            match window.binary_search_by(|(p, _)| (*p).cmp(path)) {
+                Ok(i) => {
+                    out.push(lo + start + i);
+                    lo += start + i + 1;
+                }
+                Err(i) => lo += start + i,
+            }
+        }
+        out
+    }
+
     fn props(&self, p: PageId) -> Option<&'m markdown::Properties> {
         match &self.notes.get(p)?.1.parsed.frontmatter {
             markdown::Frontmatter::Valid { value, .. } => Some(value),
@@ -290,7 +317,7 @@ impl DvSource for ModelPages<'_> {
             .range(want.clone()..)
             .take_while(|(t, _)| t.starts_with(&want))
             .filter(|(t, _)| markdown::tag_matches_normalized(t, &want))
-            .flat_map(|(_, notes)| notes.iter().filter_map(|path| self.id(path)))
+            .flat_map(|(_, notes)| self.ids_of_sorted(notes.iter()))
             .collect();
         ids.sort_unstable();
         ids.dedup();
@@ -975,5 +1002,45 @@ mod tests {
             ev_fast.page_field(0, "rating"),
             Some(Value::List(vec![Value::Number(4.0), Value::Number(5.0)]))
         );
+    }
+    #[test]
+    fn pages_of_sorted_paths_are_found_as_one_by_one() {
+        let mut model = Model::default();
+        let names: Vec<String> = (0..300).map(|i| format!("n{i:04}.md")).collect();
+        model.apply(
+            names
+                .iter()
+                .map(|n| {
+                    let parsed = markdown::parse_note("x\n");
+                    let data = NoteData::extract("x\n", &parsed);
+                    let meta = FileMeta {
+                        size: 2,
+                        modified: std::time::SystemTime::UNIX_EPOCH,
+                        ino: 1,
+                        nlink: 1,
+                        created: None,
+                    };
+                    Change::Note(VaultPath::parse(n).unwrap(), meta, parsed, data)
+                })
+                .collect(),
+        );
+        let pages = ModelPages::new(&model);
+        for step in [1, 2, 3, 7, 50, 299] {
+            let mut wanted: Vec<VaultPath> = names
+                .iter()
+                .step_by(step)
+                .map(|n| VaultPath::parse(n).unwrap())
+                .collect();
+            // Paths the vault does not have, between and after the others.
+            wanted.push(VaultPath::parse("n0150x.md").unwrap());
+            wanted.push(VaultPath::parse("zzz.md").unwrap());
+            wanted.sort();
+            let one_by_one: Vec<PageId> = wanted.iter().filter_map(|p| pages.id(p)).collect();
+            assert_eq!(
+                pages.ids_of_sorted(wanted.iter()),
+                one_by_one,
+                "step {step}"
+            );
+        }
     }
 }
