@@ -12,12 +12,15 @@ use super::tags::{is_tag_char, is_valid_tag_name};
 use super::yaml_edit::{self, FrontmatterError};
 use super::{Frontmatter, TagSource, normalize_tag, parse_note, tag_matches_normalized};
 
+/// Longest tag name accepted, in bytes (a rename writes it into every note that has the tag).
+pub const MAX_TAG_BYTES: usize = 256;
+
 /// Why a tag edit was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TagEditError {
     /// Not something Obsidian reads as a tag.
     #[error(
-        "`{0}` is not a tag name: letters, digits, `_`, `-` and `/` between parts, not only digits, no spaces"
+        "`{0}` is not a tag name: letters, digits, `_`, `-` and `/` between parts, not only digits, no spaces, at most 256 bytes"
     )]
     InvalidName(String),
     /// The edited text would not read back with the tags intended.
@@ -36,7 +39,11 @@ pub fn tag_name(input: &str) -> Result<String, TagEditError> {
     let name = name.strip_prefix('#').unwrap_or(name);
     let name = name.strip_suffix('/').unwrap_or(name);
     let parts_ok = name.split('/').all(|p| !p.is_empty());
-    if !parts_ok || !name.chars().all(is_tag_char) || !is_valid_tag_name(name) {
+    if name.len() > MAX_TAG_BYTES
+        || !parts_ok
+        || !name.chars().all(is_tag_char)
+        || !is_valid_tag_name(name)
+    {
         return Err(bad());
     }
     Ok(name.to_owned())
@@ -277,6 +284,8 @@ mod tests {
             assert!(tag_name(bad).is_err(), "{bad:?}");
         }
         assert_eq!(tag_name("y1984").unwrap(), "y1984");
+        assert!(tag_name(&"a".repeat(MAX_TAG_BYTES)).is_ok());
+        assert!(tag_name(&"a".repeat(MAX_TAG_BYTES + 1)).is_err());
         assert_eq!(tag_name("été/👩‍💻").unwrap(), "été/👩‍💻");
     }
 

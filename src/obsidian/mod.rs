@@ -9,10 +9,12 @@
 //!   names and paths, and the strict parse that recognises them again.
 //! - [`jsregex`]: the plugins' JavaScript regular expressions and replacement strings, compiled
 //!   for the `regex` crate with size and nesting bounds.
+//! - [`budget`]: the steps, deadline and stop check of one Bases or Dataview query.
 //! - [`canvas`]: JSON Canvas 1.0 documents (`.canvas`), parsed with spec violations reported as
 //!   issues instead of failures.
 
 pub mod bases;
+pub mod budget;
 pub mod canvas;
 pub mod canvas_edit;
 pub mod config;

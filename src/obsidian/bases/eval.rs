@@ -7,8 +7,6 @@
 //! the vault's `.obsidian/types.json` ([`PropertyType`]) and wikilinks in them become links.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use chrono::{NaiveDateTime, Timelike};
 
@@ -22,10 +20,9 @@ mod methods;
 #[cfg(test)]
 pub(super) use methods::METHODS;
 
-/// Most evaluation steps (nodes visited, list elements walked) in one query.
-pub const MAX_STEPS: u64 = 20_000_000;
-/// Longest a query may evaluate.
-pub const MAX_QUERY_TIME: std::time::Duration = std::time::Duration::from_secs(3);
+/// Most evaluation steps (nodes visited, list elements walked) in one query, and longest a
+/// query may evaluate.
+pub use crate::obsidian::budget::{MAX_QUERY_TIME, MAX_STEPS};
 /// Largest list an expression may build.
 pub const MAX_LIST_LEN: usize = 100_000;
 /// Largest string an expression may build, in bytes.
@@ -139,100 +136,28 @@ impl EvalError {
     }
 }
 
-/// The budget of one query: steps and a deadline, shared by the evaluators of every thread
-/// (each charges it in batches of [`CHARGE_BATCH`] steps), and a check of whether the query's
-/// caller still wants the answer ([`Budget::stop_when`]), asked wherever the clock is read.
-pub struct Budget {
-    steps: AtomicU64,
-    max_steps: u64,
-    deadline: Instant,
-    stop: Option<Box<dyn Fn() -> bool + Send + Sync>>,
-}
-
-impl std::fmt::Debug for Budget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Budget")
-            .field("steps", &self.steps)
-            .field("max_steps", &self.max_steps)
-            .field("deadline", &self.deadline)
-            .field("stop", &self.stop.is_some())
-            .finish()
-    }
-}
+pub use crate::obsidian::budget::Budget;
 
 /// Steps an evaluator counts on its own before charging the shared budget (and reading the clock).
-pub const CHARGE_BATCH: u64 = 1024;
+pub const CHARGE_BATCH: u64 = crate::obsidian::budget::CHECK_EVERY;
 
-impl Budget {
-    /// The default budget ([`MAX_STEPS`], [`MAX_QUERY_TIME`]).
-    pub fn new() -> Budget {
-        Budget::with(MAX_STEPS, MAX_QUERY_TIME)
-    }
-
-    /// A budget of `steps` and `time`.
-    pub fn with(steps: u64, time: std::time::Duration) -> Budget {
-        Budget {
-            steps: AtomicU64::new(0),
-            max_steps: steps,
-            deadline: Instant::now() + time,
-            stop: None,
-        }
-    }
-
-    /// The same budget, also spent once `stop` says so (the request was cancelled: the
-    /// caller gives the check, this layer knows nothing of requests). `stop` runs on every
-    /// thread that evaluates, once per [`CHARGE_BATCH`] steps and per regex search.
-    pub fn stop_when(mut self, stop: impl Fn() -> bool + Send + Sync + 'static) -> Budget {
-        self.stop = Some(Box::new(stop));
-        self
-    }
-
-    /// Steps charged so far.
-    pub fn used(&self) -> u64 {
-        self.steps.load(Ordering::Relaxed)
-    }
-
-    fn charge(&self, n: u64, pos: u32) -> Result<(), EvalError> {
-        let s = self.steps.fetch_add(n, Ordering::Relaxed) + n;
-        if s > self.max_steps {
-            return Err(EvalError {
-                message: format!("query stopped after {} evaluation steps", self.max_steps),
-                pos,
-                fatal: true,
-            });
-        }
-        self.check_time(pos)
-    }
-
-    /// An error once the deadline has passed or the query is told to stop.
-    fn check_time(&self, pos: u32) -> Result<(), EvalError> {
-        if self.stop.as_ref().is_some_and(|stop| stop()) {
-            return Err(EvalError {
-                message: "query was cancelled".into(),
-                pos,
-                fatal: true,
-            });
-        }
-        if Instant::now() > self.deadline {
-            return Err(EvalError {
-                message: "query took too long and was stopped".into(),
-                pos,
-                fatal: true,
-            });
-        }
-        Ok(())
+/// The error a spent budget gives a Bases query.
+pub(super) fn spent(e: crate::obsidian::budget::Spent, pos: u32) -> EvalError {
+    use crate::obsidian::budget::Spent;
+    EvalError {
+        message: match e {
+            Spent::Steps(max) => format!("query stopped after {max} evaluation steps"),
+            Spent::Time(_) => "query took too long and was stopped".to_owned(),
+            Spent::Cancelled => "query was cancelled".to_owned(),
+        },
+        pos,
+        fatal: true,
     }
 }
 
 /// Bytes of string an evaluator handles for one step: string methods charge their input and
 /// output by size, so a long string is not one step.
 const BYTES_PER_STEP: u64 = 64;
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget::new()
-    }
-}
 
 /// The formulas of a base, compiled.
 pub type Formulas = [(Arc<str>, Result<Expr, ParseError>)];
@@ -265,7 +190,7 @@ const MAX_TAG_TABLES: usize = 16;
 
 impl Drop for Evaluator<'_> {
     fn drop(&mut self) {
-        self.budget.steps.fetch_add(self.pending, Ordering::Relaxed);
+        self.budget.add(self.pending);
     }
 }
 
@@ -316,7 +241,7 @@ impl<'a> Evaluator<'a> {
         self.pending += n;
         if self.pending >= CHARGE_BATCH {
             let n = std::mem::take(&mut self.pending);
-            self.budget.charge(n, pos)?;
+            self.budget.charge(n).map_err(|e| spent(e, pos))?;
         }
         Ok(())
     }

@@ -183,7 +183,7 @@ impl Evaluator<'_> {
     /// at every position), so the deadline is checked between searches.
     fn charge_search(&mut self, bytes: usize, pos: u32) -> Result<(), EvalError> {
         self.charge(1 + bytes as u64 / BYTES_PER_STEP, pos)?;
-        self.budget.check_time(pos)
+        self.budget.check().map_err(|e| super::spent(e, pos))
     }
 
     /// `s.split(re)`, at most `limit` parts, within the budget.

@@ -4,8 +4,6 @@ use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::time::Instant;
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 
@@ -60,10 +58,8 @@ pub trait DvSource {
     }
 }
 
-/// Most evaluation steps one query may take.
-pub const MAX_STEPS: u64 = 20_000_000;
-/// Longest a query may evaluate.
-pub const MAX_QUERY_TIME: std::time::Duration = std::time::Duration::from_secs(3);
+/// Most evaluation steps one query may take, and longest it may evaluate.
+pub use crate::obsidian::budget::{MAX_QUERY_TIME, MAX_STEPS};
 /// Most rows a query may hold at any step (FLATTEN multiplies them).
 pub const MAX_ROWS: usize = 200_000;
 /// Largest list or string an expression may build.
@@ -93,83 +89,24 @@ impl EvalError {
     }
 }
 
-/// The budget of one query: steps, a deadline, and a check of whether the caller still wants
-/// the answer (as Bases' budget; charged inside every loop that can run long).
-pub struct Budget {
-    steps: AtomicU64,
-    max_steps: u64,
-    deadline: Instant,
-    time: std::time::Duration,
-    stop: Option<Box<dyn Fn() -> bool + Send + Sync>>,
-}
+pub use crate::obsidian::budget::Budget;
 
-impl std::fmt::Debug for Budget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Budget")
-            .field("steps", &self.steps)
-            .field("max_steps", &self.max_steps)
-            .finish()
-    }
-}
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget::new()
-    }
-}
-
-impl Budget {
-    /// [`MAX_STEPS`] and [`MAX_QUERY_TIME`].
-    pub fn new() -> Budget {
-        Budget::with(MAX_STEPS, MAX_QUERY_TIME)
-    }
-
-    pub fn with(steps: u64, time: std::time::Duration) -> Budget {
-        Budget {
-            steps: AtomicU64::new(0),
-            max_steps: steps,
-            deadline: Instant::now() + time,
-            time,
-            stop: None,
-        }
-    }
-
-    /// Also spent once `stop` says so (the request was cancelled).
-    pub fn stop_when(mut self, stop: impl Fn() -> bool + Send + Sync + 'static) -> Budget {
-        self.stop = Some(Box::new(stop));
-        self
-    }
-
-    pub fn used(&self) -> u64 {
-        self.steps.load(AtomicOrdering::Relaxed)
-    }
-
-    pub(crate) fn charge(&self, n: u64, pos: u32) -> Result<(), EvalError> {
-        let s = self.steps.fetch_add(n, AtomicOrdering::Relaxed) + n;
-        let fatal = |message: String| EvalError {
-            message,
-            pos,
-            fatal: true,
-        };
-        if s > self.max_steps {
-            return Err(fatal(format!(
-                "stopped after {} evaluation steps; narrow its source (FROM a folder or a tag)",
-                self.max_steps
-            )));
-        }
-        // The clock and the stop flag are read once per 1024 steps.
-        if s / 1024 != (s - n) / 1024 || n >= 1024 {
-            if self.stop.as_ref().is_some_and(|stop| stop()) {
-                return Err(fatal("query was cancelled".into()));
-            }
-            if Instant::now() > self.deadline {
-                return Err(fatal(format!(
-                    "stopped at its time limit ({:.1} s); narrow its source (FROM a folder or a tag)",
-                    self.time.as_secs_f64()
-                )));
-            }
-        }
-        Ok(())
+/// The error a spent budget gives a DQL query.
+fn spent(e: crate::obsidian::budget::Spent, pos: u32) -> EvalError {
+    use crate::obsidian::budget::Spent;
+    EvalError {
+        message: match e {
+            Spent::Steps(max) => format!(
+                "stopped after {max} evaluation steps; narrow its source (FROM a folder or a tag)"
+            ),
+            Spent::Time(t) => format!(
+                "stopped at its time limit ({:.1} s); narrow its source (FROM a folder or a tag)",
+                t.as_secs_f64()
+            ),
+            Spent::Cancelled => "query was cancelled".to_owned(),
+        },
+        pos,
+        fatal: true,
     }
 }
 
@@ -364,7 +301,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
     }
 
     pub fn charge(&self, n: u64, pos: u32) -> Result<(), EvalError> {
-        self.ctx.budget.charge(n, pos)
+        self.ctx.budget.charge(n).map_err(|e| spent(e, pos))
     }
 
     /// The page's fields, merged as Dataview merges them (cached).
