@@ -37,6 +37,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use unicode_normalization::UnicodeNormalization;
 
 mod format;
+pub(crate) use format::{MONTHS, WEEKDAYS};
 mod parse;
 mod tokens;
 

@@ -261,29 +261,7 @@ pub fn duration_text(d: &Duration) -> String {
     if neg { format!("-{s}") } else { s }
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-const WEEKDAYS: [&str; 7] = [
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-];
+use crate::obsidian::moment::{MONTHS, WEEKDAYS};
 
 /// Formats a date with Luxon's tokens (the common ones: `yyyy yy y MMMM MMM MM M LLLL LLL LL
 /// L dd d EEEE EEE E cccc ccc c HH H hh h mm m ss s SSS a WW W kkkk o ooo q x X`, `'quoted
@@ -317,7 +295,8 @@ pub fn format_date(d: &DvDate, fmt: &str) -> String {
             n += 1;
         }
         let month = at.month0() as usize;
-        let wd = at.weekday().num_days_from_monday() as usize;
+        // The English names, as Moment's (whose weeks start on Sunday).
+        let wd = at.weekday().num_days_from_sunday() as usize;
         let h12 = match at.hour() % 12 {
             0 => 12,
             h => h,
@@ -332,7 +311,7 @@ pub fn format_date(d: &DvDate, fmt: &str) -> String {
             ('M' | 'L', _) => MONTHS[month].to_owned(),
             ('d', 1) => at.day().to_string(),
             ('d', _) => format!("{:02}", at.day()),
-            ('E' | 'c', 1) => (wd + 1).to_string(),
+            ('E' | 'c', 1) => at.weekday().number_from_monday().to_string(),
             ('E' | 'c', 3) => WEEKDAYS[wd][..3].to_owned(),
             ('E' | 'c', _) => WEEKDAYS[wd].to_owned(),
             ('H', 1) => at.hour().to_string(),

@@ -1125,6 +1125,10 @@ fn function_examples_of_the_docs() {
             text("Sunday 15 August, 2:05 PM"),
         ),
         (
+            "dateformat(date(2021-08-16), \"E EEE EEEE\") + dateformat(date(2021-08-15), \" E\")",
+            text("1 Mon Monday 7"),
+        ),
+        (
             "durationformat(dur(\"3 days 7 hours 43 seconds\"), \"ddd'd' hh'h' ss's'\")",
             text("003d 07h 43s"),
         ),
