@@ -51,10 +51,50 @@ async fn call(
     r.structured_content.unwrap()
 }
 
+/// Set in the child process that runs a test alone (see [`in_a_process_of_its_own`]).
+const ALONE: &str = "CAPVAULT_TEST_ALONE";
+
+/// Runs the test `name` of this module in a child process of this test binary, alone: the
+/// tests of this crate share one process, and a test that counts the process's threads would
+/// count other tests' engines.
+fn in_a_process_of_its_own(name: &str) {
+    let module = module_path!()
+        .split_once("::")
+        .map(|(_, m)| format!("{m}::"))
+        .unwrap_or_default();
+    let test = format!("{module}{name}");
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test.as_str(), "--nocapture", "--test-threads=1"])
+        .env(ALONE, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran no test: {stdout}"
+    );
+}
+
 /// Two sessions on one engine see the same model; after they end, `shutdown` joins every
 /// background thread (build, watcher, reconcile, cache saver) and the engine is dropped.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_share_one_engine_and_shutdown_drops_it_and_ends_its_threads() {
+#[test]
+fn sessions_share_one_engine_and_shutdown_drops_it_and_ends_its_threads() {
+    if std::env::var_os(ALONE).is_none() {
+        return in_a_process_of_its_own(
+            "sessions_share_one_engine_and_shutdown_drops_it_and_ends_its_threads",
+        );
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(shared_engine_then_shutdown());
+}
+
+async fn shared_engine_then_shutdown() {
     // The global rayon pool is made by the first parse; made here, its threads are not named
     // after the engine thread that would otherwise have started them.
     rayon::broadcast(|_| ());
