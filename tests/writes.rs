@@ -59,7 +59,6 @@ const WRITE_TOOLS: &[&str] = &[
     "edit_note",
     "move_note",
     "note_history",
-    "prepend_to_note",
     "restore_note",
     "update_frontmatter",
     "write_note",
@@ -200,7 +199,8 @@ async fn create_write_edit_append_prepend_and_frontmatter_work_and_search_sees_t
     let plan2 = plan.replace("intro", "INTRO");
     assert_eq!(read(v, "Plan.md"), plan2);
 
-    // append_to_note under a heading, and at the end; prepend after the frontmatter.
+    // append_to_note under a heading, and at the end; at the start: after the frontmatter, and
+    // right under a heading.
     s.ok(
         "append_to_note",
         json!({"path": "Plan.md", "content": "- two", "heading": "Plan/Tasks"}),
@@ -219,14 +219,19 @@ async fn create_write_edit_append_prepend_and_frontmatter_work_and_search_sees_t
     )
     .await;
     s.ok(
-        "prepend_to_note",
-        json!({"path": "Plan.md", "content": "top line"}),
+        "append_to_note",
+        json!({"path": "Plan.md", "content": "top line", "at_start": true}),
+    )
+    .await;
+    s.ok(
+        "append_to_note",
+        json!({"path": "Plan.md", "content": "- zero", "heading": "Tasks", "at_start": true}),
     )
     .await;
     let plan3 = read(v, "Plan.md");
     assert_eq!(
         plan3,
-        "---\n# keep this comment\ntitle: Plan\ntags:\n- a\n\nstatus: draft\n---\ntop line\n\n# Plan\nINTRO\n\n## Tasks\n- one\n- two\n\n## Notes\nnote\n\nthe end\n"
+        "---\n# keep this comment\ntitle: Plan\ntags:\n- a\n\nstatus: draft\n---\ntop line\n\n# Plan\nINTRO\n\n## Tasks\n- zero\n- one\n- two\n\n## Notes\nnote\n\nthe end\n"
     );
 
     // update_frontmatter: one key changed, one added, one removed; everything else kept.
@@ -906,8 +911,8 @@ async fn every_write_tool_refuses_without_write_a_stale_version_and_changes_noth
                 true,
             ),
             (
-                "prepend_to_note",
-                json!({"path": "a.md", "content": "x"}),
+                "append_to_note",
+                json!({"path": "a.md", "content": "x", "at_start": true}),
                 true,
             ),
             (
@@ -1083,8 +1088,8 @@ async fn write_tools_resolve_bare_names_as_read_note_does_and_misses_get_suggest
     )
     .await;
     s.ok(
-        "prepend_to_note",
-        json!({"path": "Kevin Kelly", "content": "prepended"}),
+        "append_to_note",
+        json!({"path": "Kevin Kelly", "content": "prepended", "at_start": true}),
     )
     .await;
     s.ok(
@@ -1172,8 +1177,8 @@ async fn every_write_keeps_a_crlf_notes_line_endings() {
     )
     .await;
     s.ok(
-        "prepend_to_note",
-        json!({"path": "crlf.md", "content": "first\nsecond"}),
+        "append_to_note",
+        json!({"path": "crlf.md", "content": "first\nsecond", "at_start": true}),
     )
     .await;
     s.ok(

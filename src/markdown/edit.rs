@@ -279,6 +279,75 @@ pub fn append_to_section(
 ) -> Result<String, EditError> {
     let layout = Layout::of(text);
     let body = layout.body;
+    let section = find_section(body, heading, key)?;
+    // Back over blank lines at the end of the section, never above the heading's own line.
+    let mut at = section.end;
+    while at > section.text_start {
+        let prev_start = body[..at - 1].rfind('\n').map_or(0, |p| p + 1);
+        let line = &body[prev_start..at];
+        if line.trim().is_empty() {
+            at = prev_start;
+        } else {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(body.len() + content.len() + 2);
+    out.push_str(&body[..at]);
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push_str(layout.newline);
+    }
+    let sep = separator(&out, content, layout.newline);
+    out.push_str(sep);
+    out.push_str(&as_lines(&layout, content));
+    out.push_str(&body[at..]);
+    Ok(layout.with_body(&out))
+}
+
+/// Inserts `content` at the start of the text of the section under `heading` (found as
+/// [`append_to_section`] finds it): on the lines right after the heading's, separated from a
+/// paragraph that follows by a blank line as [`prepend`] separates it.
+pub fn prepend_to_section(
+    text: &str,
+    heading: &str,
+    content: &str,
+    key: &dyn Fn(&str) -> String,
+) -> Result<String, EditError> {
+    let layout = Layout::of(text);
+    let body = layout.body;
+    let at = find_section(body, heading, key)?.text_start;
+    let mut out = String::with_capacity(body.len() + content.len() + 2);
+    out.push_str(&body[..at]);
+    if !out.ends_with('\n') {
+        out.push_str(layout.newline);
+    }
+    out.push_str(&as_lines(&layout, content));
+    let next = body[at..].split('\n').next().unwrap_or("");
+    let last = content
+        .trim_end_matches(['\n', '\r'])
+        .rsplit('\n')
+        .next()
+        .unwrap_or("");
+    if !separator(last, next, layout.newline).is_empty() && line_kind(last) != LineKind::Heading {
+        out.push_str(layout.newline);
+    }
+    out.push_str(&body[at..]);
+    Ok(layout.with_body(&out))
+}
+
+/// Where a section's own text lies in a body: from the line after its heading to the next
+/// heading of any level (or the end).
+struct Section {
+    text_start: usize,
+    end: usize,
+}
+
+/// The one section under `heading` (see [`append_to_section`]); none or several is an error
+/// that lists the note's headings.
+fn find_section(
+    body: &str,
+    heading: &str,
+    key: &dyn Fn(&str) -> String,
+) -> Result<Section, EditError> {
     let parsed = parse_note(body);
     let headings = &parsed.headings;
     let wanted = heading.trim().trim_start_matches('#').trim();
@@ -311,34 +380,14 @@ pub fn append_to_section(
             .copied()
             .unwrap_or(body.len())
     };
-    let section_end = headings
+    let end = headings
         .get(i + 1)
         .map_or(body.len(), |h| line_start(h.pos.line));
-    // Back over blank lines at the end of the section, never above the heading's own line.
-    let heading_line_end = line_starts
+    let text_start = line_starts
         .get(headings[i].pos.line as usize)
         .copied()
         .unwrap_or(body.len());
-    let mut at = section_end;
-    while at > heading_line_end {
-        let prev_start = body[..at - 1].rfind('\n').map_or(0, |p| p + 1);
-        let line = &body[prev_start..at];
-        if line.trim().is_empty() {
-            at = prev_start;
-        } else {
-            break;
-        }
-    }
-    let mut out = String::with_capacity(body.len() + content.len() + 2);
-    out.push_str(&body[..at]);
-    if !out.is_empty() && !out.ends_with('\n') {
-        out.push_str(layout.newline);
-    }
-    let sep = separator(&out, content, layout.newline);
-    out.push_str(sep);
-    out.push_str(&as_lines(&layout, content));
-    out.push_str(&body[at..]);
-    Ok(layout.with_body(&out))
+    Ok(Section { text_start, end })
 }
 
 /// Indexes of the headings that are the last of a chain matching `parts`, each nested under the
@@ -458,6 +507,36 @@ mod tests {
             prepend("\u{feff}---\r\na: 1\r\n---\r\nbody\r\n", "top"),
             "\u{feff}---\r\na: 1\r\n---\r\ntop\r\n\r\nbody\r\n"
         );
+    }
+
+    #[test]
+    fn prepend_to_a_section_goes_right_under_its_heading() {
+        let key = |s: &str| s.trim().to_lowercase();
+        let at = |t: &str, h: &str, c: &str| prepend_to_section(t, h, c, &key);
+        assert_eq!(
+            at("# A\npara\n## B\nx\n", "A", "top").unwrap(),
+            "# A\ntop\n\npara\n## B\nx\n"
+        );
+        // A list continues; an empty section keeps the next heading apart.
+        assert_eq!(at("# A\n- b\n", "a", "- a").unwrap(), "# A\n- a\n- b\n");
+        assert_eq!(at("# A\n## B\n", "A", "top").unwrap(), "# A\ntop\n\n## B\n");
+        assert_eq!(at("# A", "A", "top").unwrap(), "# A\ntop\n");
+        assert_eq!(
+            at("---\nk: 1\n---\r\n# A\r\nx\r\n", "A/", "top"),
+            Err(EditError::Count {
+                what: "heading `A/`".into(),
+                count: 0,
+                headings: vec!["A".into()],
+            })
+        );
+        assert_eq!(
+            at("# A\r\nx\r\n", "A", "one\ntwo").unwrap(),
+            "# A\r\none\r\ntwo\r\n\r\nx\r\n"
+        );
+        assert!(matches!(
+            at("# A\n# A\n", "A", "x"),
+            Err(EditError::Count { count: 2, .. })
+        ));
     }
 
     #[test]

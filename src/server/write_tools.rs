@@ -69,19 +69,9 @@ pub struct AppendArgs {
     pub content: String,
     /// At the end of this heading's own text (`Parent/Child` nests).
     pub heading: Option<String>,
-    pub if_match: Option<String>,
+    /// At the start instead, after the frontmatter or the heading's line.
     #[serde(default)]
-    pub dry_run: bool,
-}
-
-/// Arguments of `prepend_to_note`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PrependArgs {
-    // Path of the note (the name says it).
-    pub path: String,
-    /// Text to add.
-    pub content: String,
+    pub at_start: bool,
     pub if_match: Option<String>,
     #[serde(default)]
     pub dry_run: bool,
@@ -344,9 +334,10 @@ impl CapvaultServer {
         self.write(move |w, e| write::edit_note(w, e, &req)).await
     }
 
-    /// Add text at the end of a note or of one heading's own text, as a paragraph of its own.
+    /// Add text at the end (or start) of a note or of one heading's own text, as a paragraph of
+    /// its own.
     #[tool(annotations(
-        title = "Append to note",
+        title = "Add to note",
         read_only_hint = false,
         destructive_hint = false,
         open_world_hint = false
@@ -359,6 +350,7 @@ impl CapvaultServer {
             note: NoteName::parse(&a.path)?,
             content: a.content,
             heading: a.heading,
+            at_start: a.at_start,
             if_match: a.if_match,
             dry_run: a.dry_run,
         };
@@ -430,27 +422,6 @@ impl CapvaultServer {
             a.dry_run,
         )?;
         self.write(move |w, e| write::tag_note(w, e, &req)).await
-    }
-
-    /// Add text at the start of a note, after its frontmatter.
-    #[tool(annotations(
-        title = "Prepend to note",
-        read_only_hint = false,
-        destructive_hint = false,
-        open_world_hint = false
-    ))]
-    pub async fn prepend_to_note(
-        &self,
-        Parameters(a): Parameters<PrependArgs>,
-    ) -> Result<Json<WriteResult>, ToolError> {
-        let req = write::PrependRequest {
-            note: NoteName::parse(&a.path)?,
-            content: a.content,
-            if_match: a.if_match,
-            dry_run: a.dry_run,
-        };
-        self.write(move |w, e| write::prepend_to_note(w, e, &req))
-            .await
     }
 
     /// Set and remove frontmatter properties; everything else stays byte for byte.

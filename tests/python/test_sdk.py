@@ -236,7 +236,7 @@ def test_write_tools_through_the_sdk_with_schemas_versions_and_undo(vault):
             ("edit_note", {"path": "SDK/Made.md", "edits": [{"old_text": "one", "new_text": "two"}],
                            "if_match": made["sha256"]}),
             ("append_to_note", {"path": "SDK/Made.md", "content": "three"}),
-            ("prepend_to_note", {"path": "SDK/Made.md", "content": "zero"}),
+            ("append_to_note", {"path": "SDK/Made.md", "content": "zero", "at_start": True}),
             ("update_frontmatter", {"path": "SDK/Made.md", "set": {"status": "done"}}),
             ("append_daily_note", {"text": "from the SDK", "date": "2026-12-01"}),
             ("move_note", {"from": "SDK/Made.md", "to": "SDK/Moved.md"}),

@@ -769,15 +769,18 @@ pub struct AppendRequest {
     pub note: NoteName,
     /// The text to add.
     pub content: String,
-    /// The section to add it to (`Parent/Child` nests); `None`: the end of the note.
+    /// The section to add it to (`Parent/Child` nests); `None`: the note.
     pub heading: Option<String>,
+    /// At the start (after the frontmatter, or the heading's line) rather than the end.
+    pub at_start: bool,
     /// Its version as read, when given.
     pub if_match: Option<String>,
     /// Only compute the diff.
     pub dry_run: bool,
 }
 
-/// `append_to_note`: at the end of the note, or of the section under `heading`.
+/// `append_to_note`: at the end (or with `at_start` the start) of the note, or of the section
+/// under `heading`.
 pub fn append_to_note(
     writer: &Writer,
     engine: &Engine,
@@ -789,54 +792,19 @@ pub fn append_to_note(
     check_size("content", content)?;
     let mut held = writer.hold()?;
     let (current, text) = existing(engine.vault(), &path, if_match)?;
-    let new = match heading {
-        Some(h) => edit::append_to_section(&text, h, content, &heading_key)
+    let new = match (heading, req.at_start) {
+        (Some(h), false) => edit::append_to_section(&text, h, content, &heading_key)
             .map_err(|e| edit_error(&path, e))?,
-        None => edit::append(&text, content),
+        (Some(h), true) => edit::prepend_to_section(&text, h, content, &heading_key)
+            .map_err(|e| edit_error(&path, e))?,
+        (None, false) => edit::append(&text, content),
+        (None, true) => edit::prepend(&text, content),
     };
     writer.commit(
         engine,
         &mut held,
         Change {
             tool: "append_to_note",
-            path: &path,
-            before: Some(&current),
-            new: new.into_bytes(),
-            dry_run,
-        },
-    )
-}
-
-/// What `prepend_to_note` asks.
-#[derive(Debug, Clone)]
-pub struct PrependRequest {
-    /// The note.
-    pub note: NoteName,
-    /// The text to add.
-    pub content: String,
-    /// Its version as read, when given.
-    pub if_match: Option<String>,
-    /// Only compute the diff.
-    pub dry_run: bool,
-}
-
-/// `prepend_to_note`: at the start of the body, after the frontmatter.
-pub fn prepend_to_note(
-    writer: &Writer,
-    engine: &Engine,
-    req: &PrependRequest,
-) -> Result<WriteResult, NoteError> {
-    let path = existing_note(engine, &req.note)?;
-    let (content, if_match, dry_run) = (req.content.as_str(), req.if_match.as_deref(), req.dry_run);
-    check_size("content", content)?;
-    let mut held = writer.hold()?;
-    let (current, text) = existing(engine.vault(), &path, if_match)?;
-    let new = edit::prepend(&text, content);
-    writer.commit(
-        engine,
-        &mut held,
-        Change {
-            tool: "prepend_to_note",
             path: &path,
             before: Some(&current),
             new: new.into_bytes(),
