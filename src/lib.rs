@@ -35,6 +35,9 @@
 //!   [`obsidian::dataview::query::DvSource`]) and the Tasks plugin ([`obsidian::tasks`]: its
 //!   query language, statuses, and the line a status change writes), with the plugins'
 //!   JavaScript regular expressions compiled once for all ([`obsidian::jsregex`]).
+//! - [`media`]: attachments made ready for a model, without I/O: images ([`media::image`])
+//!   decoded within a pixel and allocation budget, sent as they are when they fit, else scaled
+//!   down and re-encoded.
 //! - [`net`]: outgoing HTTPS (where capvault may connect, how its clients are built), shared
 //!   by the issuer's keys and the model download. No filesystem.
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
@@ -115,6 +118,7 @@ pub mod http;
 pub mod index;
 pub mod locks;
 pub mod markdown;
+pub mod media;
 pub mod model;
 pub mod net;
 pub mod notes;

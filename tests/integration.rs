@@ -16,6 +16,7 @@ mod contract;
 mod crash;
 mod dockerfile;
 mod http;
+mod images;
 mod index_cache;
 mod install;
 mod knowledge;

@@ -8,6 +8,7 @@ use super::settings::{VaultSettings, load_settings};
 use super::view::{ViewRequest, view_note};
 use super::{NoteError, rfc3339, sha256_hex};
 use crate::engine::{Engine, IndexStatus, Phase};
+use crate::media::image;
 use crate::model::Model;
 use crate::obsidian::{canvas, moment};
 use crate::vault::{Vault, VaultError, VaultPath};
@@ -106,7 +107,8 @@ pub struct CanvasReply {
     pub sha256: String,
 }
 
-/// Structured part of `read_attachment`'s reply (the bytes come as an embedded resource).
+/// Structured part of `read_attachment`'s reply; the content is an image the model sees, SVG
+/// text, or the bytes as an embedded resource (`sent_as`).
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct AttachmentInfo {
     /// Vault-relative path.
@@ -119,6 +121,82 @@ pub struct AttachmentInfo {
     pub sha256: String,
     /// Last modification time, RFC 3339 (UTC).
     pub modified: String,
+    /// `image` (image content, scaled down to fit when needed), `text` (an SVG's markup) or
+    /// `resource` (the original bytes).
+    pub sent_as: &'static str,
+    /// For an image sent as image content: its size and what was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageFacts>,
+    /// Why an image could not be shown (damaged, over the pixel budget): its bytes were sent
+    /// instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_error: Option<String>,
+}
+
+/// An image's size and the one sent in its place.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ImageFacts {
+    /// The original's width in pixels.
+    pub width: u32,
+    /// The original's height in pixels.
+    pub height: u32,
+    /// Width of the image sent.
+    pub sent_width: u32,
+    /// Height of the image sent.
+    pub sent_height: u32,
+    /// MIME type of the image sent.
+    pub sent_mime_type: &'static str,
+    /// Bytes of the image sent.
+    pub sent_bytes: usize,
+    /// Whether it was scaled down or re-encoded (else the original's bytes were sent).
+    pub resized: bool,
+}
+
+impl ImageFacts {
+    fn of(p: &image::Prepared) -> Self {
+        ImageFacts {
+            width: p.source.0,
+            height: p.source.1,
+            sent_width: p.size.0,
+            sent_height: p.size.1,
+            sent_mime_type: p.mime,
+            sent_bytes: p.bytes.len(),
+            resized: p.resized,
+        }
+    }
+}
+
+/// How `read_attachment` sends a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachmentFormat {
+    /// Images as image content (scaled down to fit), SVG as text, anything else as bytes.
+    #[default]
+    Auto,
+    /// The original bytes, whatever the file.
+    Original,
+}
+
+/// What `read_attachment` asks.
+#[derive(Debug, Clone)]
+pub struct AttachmentRequest {
+    /// The file, as typed and parsed.
+    pub name: super::locate::Named,
+    /// How to send it.
+    pub format: AttachmentFormat,
+    /// Longest side of an image sent (default [`image::DEFAULT_MAX_SIDE`]).
+    pub max_side: Option<u32>,
+}
+
+/// The content of `read_attachment`'s reply.
+#[derive(Debug)]
+pub enum AttachmentBody {
+    /// An image to show the model: bytes and MIME type.
+    Image(Vec<u8>, &'static str),
+    /// Text (an SVG's markup).
+    Text(String),
+    /// The original bytes.
+    Bytes(Vec<u8>),
 }
 
 /// `vault_info`'s `embedding`: the model loaded, or why the one asked for is missing.
@@ -268,15 +346,185 @@ pub fn read_canvas_named(
     read_canvas(engine.vault(), &model, &path)
 }
 
-/// `read_attachment`: the file `name` means (as [`super::locate::locate`] finds it), read as
-/// [`read_attachment`] reads it; the path found comes back with the reply.
+/// `read_attachment`: the file the request names (as [`super::locate::locate`] finds it), read as
+/// [`read_attachment`] reads it and made ready to send: an image decoded within
+/// [`image::ImageBounds`] (the request's side) and sent as image content, an SVG as text,
+/// anything else, or anything with `format: original`, as its bytes. An image that cannot be
+/// decoded is sent as bytes with `image_error` saying why.
 pub fn read_attachment_named(
     engine: &crate::engine::Engine,
-    name: &super::locate::Named,
-) -> Result<(VaultPath, AttachmentInfo, Vec<u8>), NoteError> {
-    let path = super::locate::locate(engine, &name.input, name.path.clone())?;
-    let (info, bytes) = read_attachment(engine.vault(), &path)?;
-    Ok((path, info, bytes))
+    req: &AttachmentRequest,
+) -> Result<(VaultPath, AttachmentInfo, AttachmentBody), NoteError> {
+    let path = super::locate::locate(engine, &req.name.input, req.name.path.clone())?;
+    let (mut info, bytes) = read_attachment(engine.vault(), &path)?;
+    if req.format == AttachmentFormat::Original {
+        return Ok((path, info, AttachmentBody::Bytes(bytes)));
+    }
+    if info.mime_type == "image/svg+xml" {
+        return Ok(match String::from_utf8(bytes) {
+            Ok(text) => {
+                info.sent_as = "text";
+                (path, info, AttachmentBody::Text(text))
+            }
+            Err(e) => (path, info, AttachmentBody::Bytes(e.into_bytes())),
+        });
+    }
+    if !info.mime_type.starts_with("image/") && image::sniff(&bytes).is_none() {
+        return Ok((path, info, AttachmentBody::Bytes(bytes)));
+    }
+    let bounds = image::ImageBounds::with_side(req.max_side.unwrap_or(image::DEFAULT_MAX_SIDE));
+    match image::prepare(&bytes, &bounds, &super::cancel::requested) {
+        Ok(p) => {
+            info.sent_as = "image";
+            info.image = Some(ImageFacts::of(&p));
+            Ok((path, info, AttachmentBody::Image(p.bytes, p.mime)))
+        }
+        Err(image::ImageError::Cancelled) => {
+            Err(NoteError::Unavailable("the request was cancelled".into()))
+        }
+        Err(e) => {
+            info.image_error = Some(e.to_string());
+            Ok((path, info, AttachmentBody::Bytes(bytes)))
+        }
+    }
+}
+
+/// Most images `read_note` sends with a note's text.
+pub const MAX_NOTE_IMAGES: usize = 4;
+/// Most bytes of the images `read_note` sends with a note's text, in all.
+pub const MAX_NOTE_IMAGE_BYTES: usize = 4 << 20;
+/// Most image embeds `read_note` reports on (sent or not); more are counted in
+/// `images_omitted`.
+pub const MAX_NOTE_IMAGE_ENTRIES: usize = 16;
+
+/// The extensions Obsidian shows as images.
+const IMAGE_EXTENSIONS: [&str; 8] = ["avif", "bmp", "gif", "jpeg", "jpg", "png", "svg", "webp"];
+
+/// An image embedded in a note's text, as `read_note` reports it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct NoteImage {
+    /// The embed as written, e.g. `![[diagram.png]]`.
+    pub embed: String,
+    /// The file it resolves to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Its size and what was sent, when it was sent (in the order of `images`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent: Option<ImageFacts>,
+    /// Why it was not sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// An image to send as image content.
+#[derive(Debug, Clone)]
+pub struct SentImage {
+    /// The encoded image.
+    pub bytes: Vec<u8>,
+    /// Its MIME type.
+    pub mime: &'static str,
+}
+
+/// The images of a note's text, as [`note_images`] finds them.
+#[derive(Debug, Clone, Default)]
+pub struct NoteImages {
+    /// One entry per image embed, at most [`MAX_NOTE_IMAGE_ENTRIES`].
+    pub report: Vec<NoteImage>,
+    /// The images to send, in the order of `report`.
+    pub sent: Vec<SentImage>,
+    /// Image embeds past the ones reported.
+    pub omitted: usize,
+}
+
+/// The images embedded in `text` (a note's text, or the part of it read), resolved from `from`
+/// as Obsidian resolves embeds and made ready as `read_attachment` makes them: at most
+/// [`MAX_NOTE_IMAGES`] sent, [`MAX_NOTE_IMAGE_BYTES`] in all, each at the default bounds; the
+/// same file once.
+pub fn note_images(engine: &Engine, from: &VaultPath, text: &str) -> Result<NoteImages, NoteError> {
+    let model = engine.model()?;
+    let parsed = crate::markdown::parse_note(text);
+    let mut report: Vec<NoteImage> = Vec::new();
+    let mut sent = Vec::new();
+    let (mut bytes_sent, mut omitted) = (0usize, 0usize);
+    let mut seen = std::collections::HashSet::new();
+    let bounds = image::ImageBounds::default();
+    for link in &parsed.links {
+        if link.kind != crate::markdown::LinkKind::Embed
+            || crate::markdown::is_external_url(link.target())
+        {
+            continue;
+        }
+        let ext = link
+            .target()
+            .rsplit_once('.')
+            .map(|(_, e)| e.to_ascii_lowercase());
+        if !ext.is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.as_str())) {
+            continue;
+        }
+        if report.len() == MAX_NOTE_IMAGE_ENTRIES {
+            omitted += 1;
+            continue;
+        }
+        let mut entry = NoteImage {
+            embed: link.raw.to_string(),
+            path: None,
+            sent: None,
+            skipped: None,
+        };
+        let path = match model.resolve(link.target(), Some(from)) {
+            crate::model::linkres::Resolution::Found { path, .. } => path,
+            crate::model::linkres::Resolution::NotFound => {
+                entry.skipped = Some("no such file in the vault".into());
+                report.push(entry);
+                continue;
+            }
+        };
+        entry.path = Some(path.to_string());
+        if !seen.insert(path.clone()) {
+            entry.skipped = Some("sent once, above".into());
+        } else if sent.len() == MAX_NOTE_IMAGES {
+            entry.skipped = Some(format!(
+                "over the {MAX_NOTE_IMAGES} images sent with a note; `read_attachment` shows it"
+            ));
+        } else if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+        {
+            entry.skipped = Some("an SVG: `read_attachment` returns its text".into());
+        } else {
+            match read_attachment(engine.vault(), &path) {
+                Err(e) => entry.skipped = Some(e.to_string()),
+                Ok((_, bytes)) => {
+                    match image::prepare(&bytes, &bounds, &super::cancel::requested) {
+                        Err(image::ImageError::Cancelled) => {
+                            return Err(NoteError::Unavailable("the request was cancelled".into()));
+                        }
+                        Err(e) => entry.skipped = Some(format!("{path}: {e}")),
+                        Ok(p) if bytes_sent + p.bytes.len() > MAX_NOTE_IMAGE_BYTES => {
+                            entry.skipped = Some(format!(
+                                "over the {MAX_NOTE_IMAGE_BYTES} bytes of images sent with a note; \
+                             `read_attachment` shows it"
+                            ));
+                        }
+                        Ok(p) => {
+                            bytes_sent += p.bytes.len();
+                            entry.sent = Some(ImageFacts::of(&p));
+                            sent.push(SentImage {
+                                bytes: p.bytes,
+                                mime: p.mime,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        report.push(entry);
+    }
+    Ok(NoteImages {
+        report,
+        sent,
+        omitted,
+    })
 }
 
 /// The canvas at `path`, validated, with every file node resolved against the model.
@@ -342,6 +590,9 @@ pub fn read_attachment(
         size: data.meta.size,
         sha256: sha256_hex(&data.bytes),
         modified: rfc3339(data.meta.modified),
+        sent_as: "resource",
+        image: None,
+        image_error: None,
     };
     Ok((info, data.bytes))
 }

@@ -46,6 +46,8 @@ pub struct ViewRequest {
     pub max_chars: Option<u32>,
     /// Evaluate the note's Dataview inline queries (`` `= expr` ``) into [`NoteView::inline`].
     pub evaluate_inline: bool,
+    /// Send the images embedded in the text read ([`super::files::note_images`]).
+    pub include_images: bool,
 }
 
 /// A heading in the outline.
@@ -134,6 +136,17 @@ pub struct NoteView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub metadata: Option<NoteMetadata>,
+    /// The images embedded in the text read (with `include_images`); those sent follow the
+    /// text as image content, in this order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<super::files::NoteImage>>,
+    /// Image embeds past the ones reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images_omitted: Option<usize>,
+    /// The images to send, in the order of `images` (not part of the structured reply).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub image_content: Vec<super::files::SentImage>,
 }
 
 /// What `read_note` asks: the note as typed and parsed, and the view.
@@ -178,6 +191,13 @@ pub fn read(engine: &crate::engine::Engine, req: &ReadRequest) -> Result<NoteVie
         let text = String::from_utf8_lossy(&data.bytes);
         view.inline = Some(super::query::inline_values(engine, &path, &text)?);
     }
+    if req.view.include_images {
+        let text = view.content.as_deref().unwrap_or("");
+        let found = super::files::note_images(engine, &path, text)?;
+        view.images = Some(found.report);
+        view.images_omitted = (found.omitted > 0).then_some(found.omitted);
+        view.image_content = found.sent;
+    }
     Ok(view)
 }
 
@@ -204,6 +224,9 @@ pub fn view_note(
         frontmatter_error: None,
         inline: None,
         metadata: None,
+        images: None,
+        images_omitted: None,
+        image_content: Vec::new(),
     };
     if req.format != Format::Content
         && (req.section.is_some() || req.lines.is_some() || req.offset.is_some())

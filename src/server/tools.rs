@@ -43,6 +43,9 @@ pub struct ReadNoteArgs {
     /// Also evaluate Dataview inline queries (`= expr`) into `inline`.
     #[serde(default)]
     pub evaluate_inline: bool,
+    /// Also send the images the text embeds, as pictures (at most 4).
+    #[serde(default)]
+    pub include_images: bool,
 }
 
 /// Arguments of `list_notes`.
@@ -130,17 +133,20 @@ fn yes() -> bool {
 impl CapvaultServer {
     /// Read one note: its text (whole, a section or lines; long notes in pages), or its
     /// outline, frontmatter or metadata; with its size, time and `sha256` version.
-    #[tool(annotations(
-        title = "Read note",
-        read_only_hint = true,
-        destructive_hint = false,
-        idempotent_hint = true,
-        open_world_hint = false
-    ))]
+    #[tool(
+        annotations(
+            title = "Read note",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        ),
+        output_schema = rmcp::handler::server::tool::schema_for_output::<NoteView>()
+    )]
     pub async fn read_note(
         &self,
         Parameters(args): Parameters<ReadNoteArgs>,
-    ) -> Result<Json<NoteView>, ToolError> {
+    ) -> Result<rmcp::model::CallToolResult, ToolError> {
         let view = ViewRequest {
             format: args.format,
             section: args.section,
@@ -148,11 +154,22 @@ impl CapvaultServer {
             offset: args.offset,
             max_chars: args.max_chars,
             evaluate_inline: args.evaluate_inline,
+            include_images: args.include_images,
         };
         let req = ReadRequest::new(args.path, view).map_err(read_hint)?;
-        self.with_engine(move |engine| view::read(engine, &req).map_err(read_hint))
-            .await
-            .map(Json)
+        let mut view = self
+            .with_engine(move |engine| view::read(engine, &req).map_err(read_hint))
+            .await?;
+        let images = std::mem::take(&mut view.image_content);
+        let value = serde_json::to_value(&view).map_err(|e| ToolError::internal(e.to_string()))?;
+        let mut result = rmcp::model::CallToolResult::structured(value);
+        for image in images {
+            result.content.push(rmcp::model::ContentBlock::image(
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &image.bytes),
+                image.mime,
+            ));
+        }
+        Ok(result)
     }
 
     /// List notes (Markdown files) in the vault or one folder, newest first, with paging.

@@ -10,7 +10,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{CapvaultServer, Parameters, ToolError, resources::uri_for};
-use crate::notes::files::{self, AttachmentInfo, CanvasReply, DailyNote, VaultInfo, parse_date};
+use crate::notes::files::{
+    self, AttachmentBody, AttachmentFormat, AttachmentInfo, AttachmentRequest, CanvasReply,
+    DailyNote, VaultInfo, parse_date,
+};
 use crate::notes::locate::Named;
 
 /// Arguments of `get_daily_note`.
@@ -27,6 +30,20 @@ pub struct DailyNoteArgs {
 pub struct PathArgs {
     /// Vault-relative, or a file name.
     pub path: String,
+}
+
+/// Arguments of `read_attachment`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentArgs {
+    /// Vault-relative, or a file name.
+    pub path: String,
+    /// `original`: the bytes, even of an image.
+    #[serde(default)]
+    pub format: AttachmentFormat,
+    /// An image's longest side (default 1568).
+    #[schemars(range(min = 16, max = crate::media::image::MAX_MAX_SIDE))]
+    pub max_pixels: Option<u32>,
 }
 
 #[tool_router(router = vault_router, vis = "pub(super)")]
@@ -82,8 +99,8 @@ impl CapvaultServer {
             .await
     }
 
-    /// An attachment's bytes (image, PDF, audio...) as an embedded resource, with its MIME type,
-    /// size and `sha256`; over 6 MiB is refused.
+    /// An attachment: an image as a picture (scaled to fit), SVG as text, else its bytes; with
+    /// its `sha256`. Over 6 MiB is refused.
     #[tool(
         annotations(
             title = "Read an attachment",
@@ -96,19 +113,29 @@ impl CapvaultServer {
     )]
     pub async fn read_attachment(
         &self,
-        Parameters(args): Parameters<PathArgs>,
+        Parameters(args): Parameters<AttachmentArgs>,
     ) -> Result<CallToolResult, ToolError> {
-        let name = Named::parse(args.path)?;
+        let req = AttachmentRequest {
+            name: Named::parse(args.path)?,
+            format: args.format,
+            max_side: args.max_pixels,
+        };
         self.with_engine(move |engine| {
-            let (path, info, bytes) = files::read_attachment_named(engine, &name)?;
+            let (path, info, body) = files::read_attachment_named(engine, &req)?;
             let mime = info.mime_type.clone();
             let value =
                 serde_json::to_value(&info).map_err(|e| ToolError::internal(e.to_string()))?;
             let mut result = CallToolResult::structured(value);
-            result.content.push(ContentBlock::resource(
-                ResourceContents::blob(STANDARD.encode(&bytes), uri_for(&path))
-                    .with_mime_type(mime),
-            ));
+            result.content.push(match body {
+                AttachmentBody::Image(bytes, mime) => {
+                    ContentBlock::image(STANDARD.encode(&bytes), mime)
+                }
+                AttachmentBody::Text(text) => ContentBlock::text(text),
+                AttachmentBody::Bytes(bytes) => ContentBlock::resource(
+                    ResourceContents::blob(STANDARD.encode(&bytes), uri_for(&path))
+                        .with_mime_type(mime),
+                ),
+            });
             Ok(result)
         })
         .await

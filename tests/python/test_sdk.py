@@ -7,10 +7,13 @@ structured result validated against its output schema (the SDK validates too), a
 and argument contract is checked as a client sees it.
 """
 
+import base64
 import json
 import os
 import shutil
+import struct
 import tempfile
+import zlib
 from importlib.metadata import version
 
 import anyio
@@ -33,11 +36,29 @@ def dump(tool):
     return tool.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def png(width, height):
+    """An RGB PNG of a gradient, written with zlib alone."""
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(
+        b"\0" + b"".join(bytes((x * 255 // width, y * 255 // height, 90)) for x in range(width))
+        for y in range(height)
+    )
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
 @pytest.fixture(scope="module")
 def vault():
     tmp = tempfile.mkdtemp()
     dest = os.path.join(tmp, "vault")
     shutil.copytree(os.path.join(ROOT, "examples", "vault"), dest)
+    # An image larger than a client is sent: read_attachment scales it down.
+    os.makedirs(os.path.join(dest, "Attachments"))
+    with open(os.path.join(dest, "Attachments", "plot.png"), "wb") as f:
+        f.write(png(2000, 400))
     yield dest
     shutil.rmtree(tmp)
 
@@ -163,13 +184,20 @@ def test_every_read_tool_answers_and_its_result_matches_its_output_schema(vault)
             jsonschema.validate(structured, schemas[name], cls=jsonschema.Draft202012Validator)
             called.add(name)
         attachments = (await call(s, "list_notes", {"kind": "attachment"}))[2]["notes"]
-        if attachments:
-            r, is_error, structured = await call(
-                s, "read_attachment", {"path": attachments[0]["path"]}
-            )
-            assert not is_error
-            jsonschema.validate(structured, schemas["read_attachment"])
-            called.add("read_attachment")
+        assert [a["path"] for a in attachments] == ["Attachments/plot.png"]
+        r, is_error, structured = await call(
+            s, "read_attachment", {"path": "plot.png", "max_pixels": 500}
+        )
+        assert not is_error, r
+        jsonschema.validate(structured, schemas["read_attachment"])
+        assert structured["image"]["width"] == 2000
+        # The SDK parses the picture as image content: a PNG original re-encoded as JPEG.
+        images = [c for c in r.content if c.type == "image"]
+        assert len(images) == 1 and field(images[0], "mimeType", "mime_type") == "image/jpeg"
+        jpeg = base64.b64decode(images[0].data)
+        assert jpeg[:3] == b"\xff\xd8\xff"
+        assert (structured["image"]["sent_width"], structured["image"]["sent_height"]) == (500, 100)
+        called.add("read_attachment")
         return called
 
     called = run(vault, body)
