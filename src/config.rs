@@ -74,6 +74,10 @@ pub struct Config {
     /// Semantic search with the default model, as `--semantic` (`--embedding-model` wins).
     #[serde(default)]
     pub semantic: bool,
+    /// The vault folder whose notes are MCP prompts, as `--prompts-folder`.
+    pub prompts_folder: Option<String>,
+    /// Offer the built-in prompts (default true; `--no-builtin-prompts` turns them off).
+    pub builtin_prompts: Option<bool>,
     /// Per-tool name and description overrides, by tool name.
     #[serde(default)]
     pub tool: BTreeMap<String, ToolEntry>,

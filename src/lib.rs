@@ -76,7 +76,8 @@
 //!   graph and tags, vault facts, settings, paths as people write them) as plain functions over a
 //!   `Vault`, the model and the engine, with bounded, paged results and errors for the client;
 //!   [`notes::bases`]: Bases over the vault model; [`notes::query`]: Dataview and Tasks queries
-//!   over it; [`notes::tasks`]: the task list; [`notes::write`]: the write operations (locks,
+//!   over it; [`notes::tasks`]: the task list; [`notes::prompts`]: MCP prompts from the vault's
+//!   prompts folder and built in; [`notes::write`]: the write operations (locks,
 //!   history, audit, link rewrite on moves, task status).
 //! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
 //!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas) and

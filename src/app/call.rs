@@ -35,7 +35,7 @@ impl PreparedCall {
             list,
         } = args;
         let (opened, config) = options.open(host)?;
-        let engine_options = options.engine_options(&config, EngineOptions::default());
+        let engine_options = options.engine_options(&config, EngineOptions::default())?;
         let engine = Engine::open(opened.vault, engine_options, opened.cache);
         if let Some(why) = opened.embedding_off {
             engine.set_embedding_unavailable(why);

@@ -268,6 +268,14 @@ pub struct ServeOptions {
     /// as Obsidian does; they are always readable by path.
     #[arg(long)]
     pub show_obsidian_excluded: bool,
+    /// MCP prompts written in the vault: every note under this vault folder is a prompt
+    /// (name from the file, `description` and `arguments` from the frontmatter, `{{argument}}`
+    /// filled in, `![[Note]]` embeds expanded). Overrides the config file's `prompts_folder`.
+    #[arg(long, value_name = "FOLDER")]
+    pub prompts_folder: Option<String>,
+    /// Leave out the built-in prompts (daily-review, summarize-note, suggest-links).
+    #[arg(long)]
+    pub no_builtin_prompts: bool,
     #[command(flatten)]
     pub write: WriteArgs,
 }

@@ -73,7 +73,7 @@ impl Prepared {
                 build_delay: ms(index_delay),
                 ..EngineOptions::default()
             },
-        );
+        )?;
         let write = &options.write;
         let mut oauth = OAuthPrepared::default();
         let mut oauth_files = None;
@@ -160,14 +160,34 @@ pub(super) struct Opened {
 
 impl ServeOptions {
     /// `base` with what these options say about texts, scans and Obsidian's excluded files.
-    pub(super) fn engine_options(&self, config: &Config, base: EngineOptions) -> EngineOptions {
-        EngineOptions {
+    pub(super) fn engine_options(
+        &self,
+        config: &Config,
+        base: EngineOptions,
+    ) -> anyhow::Result<EngineOptions> {
+        let folder = match self
+            .prompts_folder
+            .as_ref()
+            .or(config.prompts_folder.as_ref())
+        {
+            Some(f) => Some(
+                crate::vault::VaultPath::parse_folder(f.trim().trim_matches('/'))
+                    .map_err(|e| anyhow::anyhow!("--prompts-folder {f}: {e}"))?,
+            ),
+            None => None,
+        };
+        let prompts = crate::engine::PromptOptions {
+            folder,
+            builtin: !self.no_builtin_prompts && config.builtin_prompts.unwrap_or(true),
+        };
+        Ok(EngineOptions {
+            prompts,
             scan_budget: std::time::Duration::from_millis(self.scan_budget),
             exact_scan_max_notes: self.exact_scan_max_notes,
             keep_texts: !self.no_text_cache,
             hide_obsidian_excluded: !(self.show_obsidian_excluded || config.show_obsidian_excluded),
             ..base
-        }
+        })
     }
 
     /// Opens the config file, the vault, the model (a bad folder fails before any work, and its

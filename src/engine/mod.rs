@@ -37,7 +37,7 @@ mod texts;
 pub use cache::IndexCache;
 pub use embed::{EmbeddingStatus, Semantic};
 pub use lifecycle::{FIRST_SAVE_AFTER, MAX_SCOPES, SAVE_EVERY};
-pub use options::{EXACT_SCAN_MAX_NOTES, EngineOptions, SCAN_BUDGET};
+pub use options::{EXACT_SCAN_MAX_NOTES, EngineOptions, PromptOptions, SCAN_BUDGET};
 pub use status::{IndexStatus, Phase, Progress};
 pub use texts::{Kept, NoteText, Slot, Texts};
 
@@ -62,6 +62,8 @@ pub struct Engine {
     excluded: excluded::ExcludedFiles,
     /// Semantic search, with `--embedding-model`.
     embeddings: embed::Embeddings,
+    /// Counts the reconciles that changed something, for whoever waits on a change.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Drop for Engine {
@@ -95,9 +97,21 @@ impl Engine {
             background: lifecycle::Background::new(),
             excluded: excluded::ExcludedFiles::default(),
             embeddings: embed::Embeddings::default(),
+            changes: tokio::sync::watch::Sender::new(0),
         };
         engine.set_index_cache(cache);
         Arc::new(engine)
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// A receiver that is marked each time a reconcile changed the model (a note or file
+    /// added, changed or removed). It holds no reference to the engine.
+    pub fn watch_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The vault.

@@ -12,7 +12,7 @@ pub const EXACT_SCAN_MAX_NOTES: usize = 20_000;
 
 /// The engine's options: when it brings itself up to date, how long scans may take, what it
 /// keeps and what it hides.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct EngineOptions {
     /// Reconcile before a query when the last reconcile is older than this (`None`: never at
     /// query time; the watcher and the periodic reconcile keep things fresh).
@@ -36,6 +36,26 @@ pub struct EngineOptions {
     /// Leave Obsidian's "Excluded files" (`userIgnoreFilters`) out of search, list and graph
     /// results, as Obsidian does (they stay readable by path).
     pub hide_obsidian_excluded: bool,
+    /// Where MCP prompts come from (`notes::prompts`).
+    pub prompts: PromptOptions,
+}
+
+/// Where MCP prompts come from: a vault folder whose notes are prompts, and the built-in ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptOptions {
+    /// The vault folder whose notes are prompts; `None`: none.
+    pub folder: Option<crate::vault::VaultPath>,
+    /// Offer the built-in prompts.
+    pub builtin: bool,
+}
+
+impl Default for PromptOptions {
+    fn default() -> Self {
+        PromptOptions {
+            folder: None,
+            builtin: true,
+        }
+    }
 }
 
 impl Default for EngineOptions {
@@ -49,6 +69,7 @@ impl Default for EngineOptions {
             build_delay: Duration::ZERO,
             keep_texts: true,
             hide_obsidian_excluded: true,
+            prompts: PromptOptions::default(),
         }
     }
 }

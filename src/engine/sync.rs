@@ -207,6 +207,8 @@ impl Engine {
                 "reconciled"
             );
             self.status.report().last_update = Some(SystemTime::now());
+            // Sessions waiting for changes (prompts list_changed) look again.
+            self.changes.send_modify(|n| *n = n.wrapping_add(1));
         }
         *last = Some(Instant::now());
         Ok(())

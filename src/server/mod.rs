@@ -11,6 +11,7 @@ pub mod error;
 pub mod grant;
 mod knowledge;
 pub mod policy;
+mod prompts;
 mod resources;
 mod semantic_tools;
 mod task_tools;
@@ -230,6 +231,28 @@ impl CapvaultServer {
         }
     }
 
+    /// Prompts are offered when the vault has a prompts folder or the built-in ones are on, and
+    /// notes may be read (the tool profile has `read_note`).
+    fn prompts_offered(&self) -> bool {
+        let opts = &self.engine.options().prompts;
+        self.resources && (opts.builtin || opts.folder.is_some())
+    }
+
+    fn check_prompt_grant(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        if !self.prompts_offered() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListPromptsRequestMethod,
+            >());
+        }
+        match Grant::of(context) {
+            Some(g) if !g.allows("read_note") => Err(ErrorData::invalid_request(
+                "refused: this credential may not read notes",
+                None,
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The engine (model and index).
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
@@ -332,7 +355,7 @@ impl CapvaultServer {
 
 impl ServerHandler for CapvaultServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = if self.resources {
+        let mut capabilities = if self.resources {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
@@ -340,6 +363,20 @@ impl ServerHandler for CapvaultServer {
         } else {
             ServerCapabilities::builder().enable_tools().build()
         };
+        if self.prompts_offered() {
+            // The list changes only with a prompts folder (the built-in prompts are fixed);
+            // sessions are told (`notifications/prompts/list_changed`), a stateless 2026-07-28
+            // client has no `subscriptions/listen` yet (issue 37).
+            let mut p = rmcp::model::PromptsCapability::default();
+            p.list_changed = self
+                .engine
+                .options()
+                .prompts
+                .folder
+                .is_some()
+                .then_some(true);
+            capabilities.prompts = Some(p);
+        }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 env!("CARGO_PKG_NAME"),
@@ -413,6 +450,35 @@ impl ServerHandler for CapvaultServer {
             CallToolResponse::Complete(result) => args_error(result).into(),
             other => other,
         })
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if self.prompts_offered() && self.engine.options().prompts.folder.is_some() {
+            prompts::notify_changes(&self.engine, context.peer);
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        self.check_prompt_grant(&context)?;
+        let hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        prompts::list(Arc::clone(&self.engine), hints).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        self.check_prompt_grant(&context)?;
+        prompts::get(Arc::clone(&self.engine), request.name, request.arguments)
+            .await
+            .map(Into::into)
     }
 
     async fn list_resources(

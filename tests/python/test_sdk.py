@@ -290,3 +290,32 @@ def test_write_tools_through_the_sdk_with_schemas_versions_and_undo(vault):
 
     run(vault, body, "--write", "--state-dir", state)
     shutil.rmtree(state)
+
+
+def test_prompts_from_the_vault_and_built_in_are_listed_and_filled(vault):
+    tmp = tempfile.mkdtemp()
+    try:
+        dest = os.path.join(tmp, "vault")
+        shutil.copytree(vault, dest)
+        os.makedirs(os.path.join(dest, "Prompts"))
+        with open(os.path.join(dest, "Prompts", "Greet.md"), "w") as f:
+            f.write("---\ndescription: Greet someone\narguments: [who]\n---\nHello {{who}}!\n")
+
+        async def body(s, init):
+            await wait_ready(s)
+            listed = (await s.list_prompts()).prompts
+            names = [p.name for p in listed]
+            greet = listed[names.index("Greet")]
+            assert greet.description == "Greet someone"
+            assert [(a.name, a.required) for a in greet.arguments] == [("who", True)]
+            got = await s.get_prompt("Greet", {"who": "Ada"})
+            assert got.messages[0].role == "user"
+            assert got.messages[0].content.text == "Hello Ada!\n"
+            review = await s.get_prompt("daily-review", {})
+            assert "open tasks" in review.messages[0].content.text
+            return names
+
+        names = run(dest, body, "--prompts-folder", "Prompts")
+        assert names == ["Greet", "daily-review", "summarize-note", "suggest-links"], names
+    finally:
+        shutil.rmtree(tmp)

@@ -94,6 +94,25 @@ fn nonempty(s: &str, default: &str) -> String {
     }
 }
 
+/// Fills the Templates plugin's variables in `text` as [`fill`] does, with the `{{date}}` and
+/// `{{time}}` formats of the vault's Templates settings (prompts use it).
+pub(crate) fn fill_template(
+    vault: &crate::vault::Vault,
+    text: &str,
+    path: &VaultPath,
+    when: NaiveDateTime,
+) -> Result<String, NoteError> {
+    let settings = load_settings(vault);
+    let (date_format, time_format) = match &settings.templates {
+        Some(t) => (
+            nonempty(&t.date_format, DEFAULT_DATE),
+            nonempty(&t.time_format, DEFAULT_TIME),
+        ),
+        None => (DEFAULT_DATE.to_owned(), DEFAULT_TIME.to_owned()),
+    };
+    fill(text, path, when, &date_format, &time_format)
+}
+
 /// Fills the Templates plugin's variables: `{{title}}`, `{{date}}`, `{{time}}`,
 /// `{{date:FORMAT}}` and `{{time:FORMAT}}` (Moment formats). Anything else is left as written.
 pub(crate) fn fill(

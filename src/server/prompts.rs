@@ -1,0 +1,132 @@
+//! MCP prompts (`prompts/list`, `prompts/get`, `notifications/prompts/list_changed`): the
+//! replies are built from [`crate::notes::prompts`]; this file only translates.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CacheScope, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage,
+    ResultType, Role,
+};
+use rmcp::service::Peer;
+use rmcp::{ErrorData, RoleServer};
+
+use crate::engine::Engine;
+use crate::notes::NoteError;
+use crate::notes::prompts::{self, PromptInfo};
+
+/// How long a burst of changes may run before a session looks at its prompts again.
+const SETTLE: Duration = Duration::from_millis(300);
+/// How often a session waiting for changes checks that its client is still there.
+const ALIVE_CHECK: Duration = Duration::from_secs(1);
+
+fn prompt_of(p: PromptInfo) -> Prompt {
+    let arguments = (!p.arguments.is_empty()).then(|| {
+        p.arguments
+            .into_iter()
+            .map(|a| {
+                let mut arg = PromptArgument::new(a.name);
+                arg.description = a.description;
+                arg.required = Some(a.required);
+                arg
+            })
+            .collect()
+    });
+    let mut prompt = Prompt::new(p.name, p.description, arguments);
+    prompt.title = p.title;
+    prompt
+}
+
+fn error_of(e: NoteError) -> ErrorData {
+    match e {
+        NoteError::InvalidArgument(m) => ErrorData::invalid_params(m, None),
+        other => ErrorData::internal_error(crate::server::ToolError::from(other).message, None),
+    }
+}
+
+/// `prompts/list`: every prompt, with the 2026-07-28 caching hints when `hints` (the list
+/// follows the vault, so it is never cached for long, and is this user's own).
+pub(super) async fn list(engine: Arc<Engine>, hints: bool) -> Result<ListPromptsResult, ErrorData> {
+    let found = tokio::task::spawn_blocking(move || prompts::list(&engine))
+        .await
+        .map_err(|_| ErrorData::internal_error("the listing was aborted", None))?
+        .map_err(error_of)?;
+    let mut result = ListPromptsResult::with_all_items(found.into_iter().map(prompt_of).collect());
+    result.result_type = Some(ResultType::COMPLETE);
+    if hints {
+        result.ttl_ms = Some(0);
+        result.cache_scope = Some(CacheScope::Private);
+    }
+    Ok(result)
+}
+
+/// `prompts/get`: one prompt filled in, as one user message.
+pub(super) async fn get(
+    engine: Arc<Engine>,
+    name: String,
+    arguments: Option<rmcp::model::JsonObject>,
+) -> Result<GetPromptResult, ErrorData> {
+    let mut args = BTreeMap::new();
+    for (k, v) in arguments.unwrap_or_default() {
+        let text = match v {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Null => continue,
+            other => other.to_string(),
+        };
+        args.insert(k, text);
+    }
+    let filled = tokio::task::spawn_blocking(move || prompts::get(&engine, &name, &args))
+        .await
+        .map_err(|_| ErrorData::internal_error("the prompt was aborted", None))?
+        .map_err(error_of)?;
+    let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, filled.text)]);
+    result.description = filled.description;
+    Ok(result)
+}
+
+/// Tells `peer` when the prompts offered change (a prompt note added, removed, renamed or its
+/// frontmatter edited), until its session ends or the engine is dropped: a burst of changes is
+/// one notification. Holds the engine only weakly.
+pub(super) fn notify_changes(engine: &Arc<Engine>, peer: Peer<RoleServer>) {
+    let mut changes = engine.watch_changes();
+    let weak = Arc::downgrade(engine);
+    tokio::spawn(async move {
+        let mut last = fingerprint(&weak).await;
+        loop {
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                () = tokio::time::sleep(ALIVE_CHECK) => {
+                    if peer.is_transport_closed() {
+                        return;
+                    }
+                    continue;
+                }
+            }
+            tokio::time::sleep(SETTLE).await;
+            changes.borrow_and_update();
+            if peer.is_transport_closed() {
+                return;
+            }
+            let now = fingerprint(&weak).await;
+            if now.is_some() && now != last {
+                last = now;
+                if peer.notify_prompt_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+}
+
+async fn fingerprint(engine: &Weak<Engine>) -> Option<u64> {
+    let engine = engine.clone();
+    tokio::task::spawn_blocking(move || engine.upgrade().and_then(|e| prompts::fingerprint(&e)))
+        .await
+        .ok()
+        .flatten()
+}

@@ -1,0 +1,410 @@
+//! MCP prompts through the real binary over stdio: the notes of `--prompts-folder` listed and
+//! filled in (arguments, Templates variables, embeds read as `read_note` reads them), errors
+//! for what a prompt does not take, hidden and excluded notes never prompts nor embedded, the
+//! built-in prompts gathering daily notes, tasks and links, and `list_changed` sent once for a
+//! burst of changes to the prompts folder, never for other notes.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceError;
+use rmcp::model::GetPromptRequestParams;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::common::{Server, write_tree};
+
+fn vault(dir: &Path) {
+    write_tree(
+        dir,
+        &[
+            (
+                "Prompts/Weekly plan.md",
+                "---\ndescription: Plan the week for a project\narguments:\n  - name: project\n    \
+                 description: The project's name\n  - name: focus\n    required: false\n---\n\
+                 Plan {{project}} (focus: {{ focus }}) on {{date:YYYY}}; {{other}} stays.\n\n\
+                 ![[Goals]]\n\n![[Goals#Later]]\n![[Nowhere]]\n```\n![[Goals]] in code\n```\n",
+            ),
+            ("Prompts/Plain.md", "Just text, no frontmatter.\n"),
+            (
+                "Prompts/sub/Plain.md",
+                "---\narguments: [who]\n---\nHello {{who}}\n",
+            ),
+            (
+                "Prompts/Leak.md",
+                "A: ![[Secret]] B: ![[Private/Secret]] C: ![[.hidden/Note]]\n",
+            ),
+            ("Prompts/Private/Hidden prompt.md", "never a prompt\n"),
+            ("Private/Secret.md", "TOPSECRET\n"),
+            (".hidden/Note.md", "HIDDENTEXT\n"),
+            ("Goals.md", "# Goals\nShip it.\n## Later\nRest.\n"),
+            ("Other.md", "Goals are [[Goals]] here.\n"),
+            ("Third.md", "The Goals came up today.\n"),
+        ],
+    );
+}
+
+async fn start(dir: &Path, extra: &[&str]) -> Server {
+    let mut args = vec![
+        "--prompts-folder",
+        "Prompts",
+        "--exclude",
+        "Private/**",
+        "--exclude",
+        "Prompts/Private/**",
+    ];
+    args.extend_from_slice(extra);
+    let s = Server::start_with(dir, &args).await;
+    s.wait_index_ready().await;
+    s
+}
+
+async fn get(s: &Server, name: &str, args: Value) -> Result<String, String> {
+    let mut params = GetPromptRequestParams::new(name);
+    if let Value::Object(m) = args {
+        params = params.with_arguments(m);
+    }
+    match s.client.get_prompt(params).await {
+        Ok(r) => {
+            assert_eq!(r.messages.len(), 1);
+            let content = &r.messages[0].content;
+            Ok(content
+                .as_text()
+                .unwrap_or_else(|| panic!("{content:?}"))
+                .text
+                .clone())
+        }
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code.0, -32602, "{e:?}");
+            Err(e.message.to_string())
+        }
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+#[tokio::test]
+async fn vault_prompts_are_listed_and_filled_with_arguments_templates_and_embeds() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let s = start(tmp.path(), &[]).await;
+    let list = s.client.list_all_prompts().await.unwrap();
+    let names: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Leak",
+            "Plain",
+            "Weekly plan",
+            "sub/Plain",
+            "daily-review",
+            "summarize-note",
+            "suggest-links"
+        ],
+        "the folder's notes by path (a shared name made unique), then the built-in ones"
+    );
+    let weekly = list.iter().find(|p| p.name == "Weekly plan").unwrap();
+    assert_eq!(
+        weekly.description.as_deref(),
+        Some("Plan the week for a project")
+    );
+    let args: Vec<(&str, Option<bool>)> = weekly
+        .arguments
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|a| (a.name.as_str(), a.required))
+        .collect();
+    assert_eq!(args, [("project", Some(true)), ("focus", Some(false))]);
+
+    let year = chrono::Local::now().format("%Y").to_string();
+    let text = get(
+        &s,
+        "Weekly plan",
+        json!({"project": "Apollo {{focus}} {{date}} ![[Goals]]", "focus": "tests"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "Plan Apollo {{{{focus}}}} {{{{date}}}} ![[Goals]] (focus: tests) on {year}; {{{{other}}}} stays.\n\n\
+             # Goals\nShip it.\n## Later\nRest.\n\n\n## Later\nRest.\n\n\
+             [![[Nowhere]]: no such file in the vault]\n```\n![[Goals]] in code\n```\n"
+        ),
+        "arguments and Templates variables in the prompt's own text only; embeds outside code \
+         read as read_note reads them"
+    );
+    assert_eq!(
+        get(&s, "sub/Plain", json!({"who": "Ada"})).await.unwrap(),
+        "Hello Ada\n"
+    );
+    let e = get(&s, "Weekly plan", json!({})).await.unwrap_err();
+    assert_eq!(e, "prompt `Weekly plan` needs the argument `project`");
+    let e = get(&s, "Plain", json!({"x": "1"})).await.unwrap_err();
+    assert_eq!(e, "prompt `Plain` has no argument `x`");
+    let e = get(&s, "nope", json!({})).await.unwrap_err();
+    assert!(
+        e.starts_with("no prompt `nope`; prompts: Leak, Plain,"),
+        "{e}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn hidden_and_excluded_notes_are_never_prompts_and_never_embedded() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let s = start(tmp.path(), &[]).await;
+    let names: Vec<String> = s
+        .client
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert!(!names.iter().any(|n| n.contains("Hidden")), "{names:?}");
+    let text = get(&s, "Leak", json!({})).await.unwrap();
+    assert!(
+        !text.contains("TOPSECRET") && !text.contains("HIDDENTEXT"),
+        "{text}"
+    );
+    assert_eq!(
+        text,
+        "A: [![[Secret]]: no such file in the vault] B: [![[Private/Secret]]: no such file in \
+         the vault] C: [![[.hidden/Note]]: no such file in the vault]\n"
+    );
+    s.stop().await;
+    // A hidden prompts folder is refused at startup.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .args([
+            "serve",
+            tmp.path().to_str().unwrap(),
+            "--prompts-folder",
+            ".hidden",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--prompts-folder .hidden"), "{err}");
+}
+
+#[tokio::test]
+async fn built_in_prompts_gather_daily_notes_open_tasks_and_links_and_can_be_turned_off() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let today = chrono::Local::now().date_naive();
+    let yesterday = today - chrono::Duration::days(1);
+    let day = |d: chrono::NaiveDate| d.format("%Y-%m-%d").to_string();
+    write_tree(
+        tmp.path(),
+        &[
+            (
+                format!("{}.md", day(today)).as_str(),
+                format!("Met Ada.\n- [ ] send the plan 📅 {}\n", day(yesterday)).as_str(),
+            ),
+            (
+                "Later.md",
+                "- [ ] far off 📅 2999-01-01\n- [x] done 📅 2000-01-01\n",
+            ),
+        ],
+    );
+    let s = start(tmp.path(), &[]).await;
+    let text = get(&s, "daily-review", json!({})).await.unwrap();
+    assert!(
+        text.contains(&format!(
+            "## Today ({}): {}.md\n\nMet Ada.",
+            day(today),
+            day(today)
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "## Yesterday ({}): {}.md\n\n(no daily note)",
+            day(yesterday),
+            day(yesterday)
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "## Open tasks due by today (1 in all)\n\n- send the plan ({}.md, line 2)\n",
+            day(today)
+        )),
+        "{text}"
+    );
+    let text = get(&s, "summarize-note", json!({"note": "Goals"}))
+        .await
+        .unwrap();
+    assert!(text.contains("## Goals.md\n\n# Goals\nShip it."), "{text}");
+    assert!(
+        text.contains("- Other.md (line 1): Goals are [[Goals]] here."),
+        "{text}"
+    );
+    let text = get(&s, "suggest-links", json!({"note": "Goals"}))
+        .await
+        .unwrap();
+    let mentions = text.split("without a link\n\n").nth(1).unwrap();
+    assert!(
+        mentions.contains("- Third.md (line 1): The Goals came up today."),
+        "{text}"
+    );
+    assert!(
+        !mentions.contains("Other.md"),
+        "Other.md links already: {text}"
+    );
+    let e = get(&s, "summarize-note", json!({})).await.unwrap_err();
+    assert_eq!(e, "prompt `summarize-note` needs the argument `note`");
+    s.stop().await;
+
+    let s = start(tmp.path(), &["--no-builtin-prompts"]).await;
+    let names: Vec<String> = s
+        .client
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["Leak", "Plain", "Weekly plan", "sub/Plain"]);
+    s.stop().await;
+    // No prompts at all: the capability is not offered.
+    let s = Server::start_with(tmp.path(), &["--no-builtin-prompts"]).await;
+    let info = s.client.peer_info().unwrap();
+    assert!(
+        info.capabilities.prompts.is_none(),
+        "{:?}",
+        info.capabilities
+    );
+    s.stop().await;
+}
+
+/// A raw stdio session: JSON-RPC lines in and out, notifications collected.
+struct Raw {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Raw {
+    async fn start(vault: &Path) -> Raw {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+            .arg("serve")
+            .arg(vault)
+            .args(["--prompts-folder", "Prompts", "--no-index-cache"])
+            .env("CAPVAULT_LOG", "capvault=warn")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut raw = Raw {
+            child,
+            stdin,
+            lines,
+        };
+        raw.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .await;
+        let init = raw.next(Duration::from_secs(20)).await.unwrap();
+        assert_eq!(
+            init["result"]["capabilities"]["prompts"]["listChanged"],
+            true
+        );
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        raw
+    }
+
+    async fn send(&mut self, v: Value) {
+        let mut line = v.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    async fn next(&mut self, within: Duration) -> Option<Value> {
+        match tokio::time::timeout(within, self.lines.next_line()).await {
+            Ok(Ok(Some(l))) => Some(serde_json::from_str(&l).unwrap()),
+            _ => None,
+        }
+    }
+
+    /// The messages that arrive within `window`.
+    async fn collect(&mut self, window: Duration) -> Vec<Value> {
+        let until = Instant::now() + window;
+        let mut out = Vec::new();
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            match self.next(left).await {
+                Some(v) => out.push(v),
+                None => break,
+            }
+        }
+        out
+    }
+}
+
+fn list_changed(msgs: &[Value]) -> usize {
+    msgs.iter()
+        .filter(|m| m["method"] == "notifications/prompts/list_changed")
+        .count()
+}
+
+#[tokio::test]
+async fn a_burst_of_changes_to_the_prompts_folder_is_one_list_changed_and_other_notes_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let mut raw = Raw::start(tmp.path()).await;
+    // Let the first build and the watcher settle.
+    raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}))
+        .await;
+    let first = raw.collect(Duration::from_secs(3)).await;
+    assert!(first.iter().any(|m| m["id"] == 2), "{first:?}");
+    assert_eq!(list_changed(&first), 0, "{first:?}");
+
+    // Another note changes: the prompts do not.
+    write_tree(tmp.path(), &[("Third.md", "changed\n")]);
+    let msgs = raw.collect(Duration::from_secs(4)).await;
+    assert_eq!(list_changed(&msgs), 0, "{msgs:?}");
+
+    // Three prompt notes in a burst: one notification.
+    for i in 0..3 {
+        write_tree(
+            tmp.path(),
+            &[(format!("Prompts/New {i}.md").as_str(), "new\n")],
+        );
+    }
+    let msgs = raw.collect(Duration::from_secs(5)).await;
+    assert_eq!(list_changed(&msgs), 1, "{msgs:?}");
+    // A description edited changes the list too.
+    write_tree(
+        tmp.path(),
+        &[(
+            "Prompts/Plain.md",
+            "---\ndescription: now described\n---\nJust text.\n",
+        )],
+    );
+    let msgs = raw.collect(Duration::from_secs(5)).await;
+    assert_eq!(list_changed(&msgs), 1, "{msgs:?}");
+    raw.send(json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"}))
+        .await;
+    let msgs = raw.collect(Duration::from_secs(2)).await;
+    let reply = msgs.iter().find(|m| m["id"] == 3).unwrap();
+    let plain = reply["result"]["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "Plain")
+        .unwrap();
+    assert_eq!(plain["description"], "now described");
+    drop(raw.stdin);
+    let _ = raw.child.wait().await;
+}
