@@ -79,6 +79,7 @@ fn vault(dir: &Path) {
                 "Pics/diagram.svg",
                 "<svg xmlns='http://www.w3.org/2000/svg'><rect/></svg>",
             ),
+            ("Card.md", "---\ncover: \"[[small.png]]\"\n---\nA card.\n"),
             (
                 "Board.md",
                 "# Board\n![[wide.png]] and ![small](Pics/small.png)\n![[nowhere.png]]\n\
@@ -279,6 +280,17 @@ async fn read_note_sends_the_images_its_text_embeds_each_once_and_says_what_it_l
     assert_eq!(dims(&sent[0].1), (1568, 523));
     assert_eq!(dims(&sent[1].1), (40, 30));
     assert_eq!(report[0]["sent"]["sent_width"], 1568);
+
+    // An image a property names, as a Bases card's cover.
+    let r = s
+        .call("read_note", json!({"path": "Card", "include_images": true}))
+        .await;
+    assert_eq!(
+        r.structured["images"][0]["path"], "Pics/small.png",
+        "{}",
+        r.raw
+    );
+    assert_eq!(images_of(&r.raw).len(), 1);
 
     // Only the part read: lines 1 to 1 embed nothing.
     let r = s

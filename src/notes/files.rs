@@ -436,7 +436,8 @@ pub struct NoteImages {
     pub omitted: usize,
 }
 
-/// The images embedded in `text` (a note's text, or the part of it read), resolved from `from`
+/// The images embedded in `text` (a note's text, or the part of it read) or named by its
+/// properties (`cover: "[[photo.jpg]]"`), resolved from `from`
 /// as Obsidian resolves embeds and made ready as `read_attachment` makes them: at most
 /// [`MAX_NOTE_IMAGES`] sent, [`MAX_NOTE_IMAGE_BYTES`] in all, each at the default bounds; the
 /// same file once.
@@ -449,9 +450,12 @@ pub fn note_images(engine: &Engine, from: &VaultPath, text: &str) -> Result<Note
     let mut seen = std::collections::HashSet::new();
     let bounds = image::ImageBounds::default();
     for link in &parsed.links {
-        if link.kind != crate::markdown::LinkKind::Embed
-            || crate::markdown::is_external_url(link.target())
-        {
+        // Embeds, and images a property names (a Bases card's `cover: "[[photo.jpg]]"`).
+        let shown = matches!(
+            link.kind,
+            crate::markdown::LinkKind::Embed | crate::markdown::LinkKind::Frontmatter
+        );
+        if !shown || crate::markdown::is_external_url(link.target()) {
             continue;
         }
         let ext = link
