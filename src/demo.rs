@@ -9,7 +9,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
+use rmcp::model::{
+    CallToolRequestParams, GetPromptRequestParams, PaginatedRequestParams,
+    ReadResourceRequestParams,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -140,6 +143,14 @@ pub async fn run(out: Box<dyn Write + Send>, show: Show) -> anyhow::Result<()> {
             "A daily note, located from .obsidian/daily-notes.json",
             Step::Tool("get_daily_note", json!({"date": "2026-11-30"})),
         ),
+        (
+            "The prompts (built in; a vault's own with --prompts-folder)",
+            Step::ListPrompts,
+        ),
+        (
+            "A prompt filled in: a note and the lines that link to it",
+            Step::GetPrompt("summarize-note", json!({"note": "Compost"})),
+        ),
         ("Browse the note resources", Step::ListResources),
         (
             "Read a note as a resource",
@@ -166,6 +177,7 @@ pub async fn run(out: Box<dyn Write + Send>, show: Show) -> anyhow::Result<()> {
         "Read a note",
         "Read a note by its bare name, as a wikilink resolves it",
         "Who links to a note (backlinks)",
+        "The prompts (built in; a vault's own with --prompts-folder)",
         "Try to escape the vault (refused)",
         "Try to read Obsidian's settings (refused: hidden)",
     ];
@@ -192,6 +204,18 @@ pub async fn run(out: Box<dyn Write + Send>, show: Show) -> anyhow::Result<()> {
                     .list_resources(Some(PaginatedRequestParams::default()))
                     .await?;
             }
+            Step::ListPrompts => {
+                client
+                    .list_prompts(Some(PaginatedRequestParams::default()))
+                    .await?;
+            }
+            Step::GetPrompt(name, args) => {
+                let mut params = GetPromptRequestParams::new(name);
+                if let Value::Object(map) = args {
+                    params = params.with_arguments(map);
+                }
+                client.get_prompt(params).await?;
+            }
             Step::ReadResource(uri) => {
                 client
                     .read_resource(ReadResourceRequestParams::new(uri))
@@ -217,6 +241,8 @@ enum Step {
     Tool(&'static str, Value),
     ListResources,
     ReadResource(&'static str),
+    ListPrompts,
+    GetPrompt(&'static str, Value),
 }
 
 /// Collects bytes in each direction and prints every complete line as pretty JSON.
@@ -346,6 +372,23 @@ fn brief(sent: bool, v: &Value) -> String {
                     &crate::app::first_sentence(t["description"].as_str().unwrap_or_default()),
                     BRIEF_CHARS
                 )
+            ));
+        }
+    } else if let Some(prompts) = result["prompts"].as_array() {
+        lines.push(format!("{} prompts:", prompts.len()));
+        for p in prompts {
+            let args: Vec<&str> = p["arguments"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x["name"].as_str()).collect())
+                .unwrap_or_default();
+            let name = format!(
+                "{}({})",
+                p["name"].as_str().unwrap_or_default(),
+                args.join(", ")
+            );
+            lines.push(format!(
+                "  {name:<22} {}",
+                clip(p["description"].as_str().unwrap_or_default(), BRIEF_CHARS)
             ));
         }
     } else if result["isError"] == true {

@@ -158,6 +158,8 @@ fn demo_full_prints_a_real_wire_session_over_the_embedded_vault() {
         "\"name\": \"list_folders\"",
         "[[Greenhouse Ideas]]",
         "\"source\": \"daily-notes\"",
+        "\"method\": \"prompts/get\"",
+        "Summarise the note Resources/Compost.md",
     ] {
         assert!(out.contains(want), "demo output lacks {want}");
     }

@@ -98,8 +98,8 @@ fn builtins() -> Vec<PromptInfo> {
         },
         PromptInfo {
             name: SUMMARIZE_NOTE.into(),
-            title: Some("Summarize a note".into()),
-            description: Some("Summarize a note and how the notes that link to it use it.".into()),
+            title: Some("Summarise a note".into()),
+            description: Some("Summarise a note and how the notes that link to it use it.".into()),
             arguments: vec![note_arg()],
             note: None,
         },
