@@ -21,7 +21,7 @@ fn vault(dir: &Path) {
         &[
             (
                 "Prompts/Weekly plan.md",
-                "---\ndescription: Plan the week for a project\narguments:\n  - name: project\n    \
+                "---\ntitle: Weekly planning\ndescription: Plan the week for a project\narguments:\n  - name: project\n    \
                  description: The project's name\n  - name: focus\n    required: false\n---\n\
                  Plan {{project}} (focus: {{ focus }}) on {{date:YYYY}}; {{other}} stays.\n\n\
                  ![[Goals]]\n\n![[Goals#Later]]\n![[Nowhere]]\n```\n![[Goals]] in code\n```\n",
@@ -108,6 +108,7 @@ async fn vault_prompts_are_listed_and_filled_with_arguments_templates_and_embeds
         weekly.description.as_deref(),
         Some("Plan the week for a project")
     );
+    assert_eq!(weekly.title.as_deref(), Some("Weekly planning"));
     let args: Vec<(&str, Option<bool>)> = weekly
         .arguments
         .as_ref()

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use capvault::engine::{Engine, EngineOptions, IndexCache};
 use capvault::notes::search::{Mode, SearchQuery, search};
-use capvault::vault::{Limits, Vault, VaultPath};
+use capvault::vault::{Limits, Vault};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -119,23 +119,7 @@ fn measure(model: &std::path::Path) -> Option<BTreeMap<(&'static str, String), S
         );
         for q in queries {
             for (mode_name, mode) in modes {
-                let r = search(
-                    &engine,
-                    &SearchQuery {
-                        query: q.query.clone(),
-                        mode,
-                        limit: Some(20),
-                        case_sensitive: false,
-                        folder: VaultPath::root(),
-                        tag: None,
-                        property: None,
-                        value: None,
-                        modified_after: None,
-                        modified_before: None,
-                        cursor: None,
-                    },
-                )
-                .unwrap();
+                let r = search(&engine, &SearchQuery::new(q.query.clone(), mode, 20)).unwrap();
                 let rank = r.hits.iter().position(|h| q.expect.contains(&h.path));
                 tally(scores.entry((mode_name, q.kind.clone())).or_default(), rank);
             }

@@ -243,15 +243,20 @@ pub fn append(text: &str, content: &str) -> String {
 /// Inserts `content` at the start of the body: after the frontmatter block when there is one.
 pub fn prepend(text: &str, content: &str) -> String {
     let layout = Layout::of(text);
+    let at = frontmatter::find_block(layout.body).map_or(0, |b| b.body_start);
+    layout.with_body(&insert_lines(&layout, at, content))
+}
+
+/// The body with `content` inserted as lines of its own at `at` (a line start, or the end of a
+/// last line without a newline), separated from a paragraph that follows by a blank line.
+fn insert_lines(layout: &Layout<'_>, at: usize, content: &str) -> String {
     let body = layout.body;
-    let at = frontmatter::find_block(body).map_or(0, |b| b.body_start);
     let mut out = String::with_capacity(body.len() + content.len() + 2);
     out.push_str(&body[..at]);
-    if at > 0 && !out.ends_with('\n') {
+    if !out.is_empty() && !out.ends_with('\n') {
         out.push_str(layout.newline);
     }
-    out.push_str(&as_lines(&layout, content));
-    // The same blank line between the new text and a paragraph that follows it.
+    out.push_str(&as_lines(layout, content));
     let next = body[at..].split('\n').next().unwrap_or("");
     let last = content
         .trim_end_matches(['\n', '\r'])
@@ -262,7 +267,7 @@ pub fn prepend(text: &str, content: &str) -> String {
         out.push_str(layout.newline);
     }
     out.push_str(&body[at..]);
-    layout.with_body(&out)
+    out
 }
 
 /// Appends `content` at the end of the text of the section under `heading` (`Parent/Child` for
@@ -313,25 +318,8 @@ pub fn prepend_to_section(
     key: &dyn Fn(&str) -> String,
 ) -> Result<String, EditError> {
     let layout = Layout::of(text);
-    let body = layout.body;
-    let at = find_section(body, heading, key)?.text_start;
-    let mut out = String::with_capacity(body.len() + content.len() + 2);
-    out.push_str(&body[..at]);
-    if !out.ends_with('\n') {
-        out.push_str(layout.newline);
-    }
-    out.push_str(&as_lines(&layout, content));
-    let next = body[at..].split('\n').next().unwrap_or("");
-    let last = content
-        .trim_end_matches(['\n', '\r'])
-        .rsplit('\n')
-        .next()
-        .unwrap_or("");
-    if !separator(last, next, layout.newline).is_empty() && line_kind(last) != LineKind::Heading {
-        out.push_str(layout.newline);
-    }
-    out.push_str(&body[at..]);
-    Ok(layout.with_body(&out))
+    let at = find_section(layout.body, heading, key)?.text_start;
+    Ok(layout.with_body(&insert_lines(&layout, at, content)))
 }
 
 /// Where a section's own text lies in a body: from the line after its heading to the next

@@ -174,15 +174,17 @@ pub fn prepare(
     // Each round: fit the side, encode; too many bytes scale the side by 3/4 (at most 12
     // rounds: from 8192 px to under 300).
     for _ in 0..12 {
+        let scaled;
         let small = if img.width().max(img.height()) > side {
-            img.thumbnail(side, side)
+            scaled = img.thumbnail(side, side);
+            &scaled
         } else {
-            img.clone()
+            &img
         };
         if stop() {
             return Err(ImageError::Cancelled);
         }
-        let out = encode(&small, alpha)?;
+        let out = encode(small, alpha)?;
         if out.len() <= bounds.max_bytes {
             return Ok(Prepared {
                 bytes: out,
@@ -289,6 +291,24 @@ mod tests {
         // Transparency keeps PNG.
         let p = prepare(&png(400, 100, true), &ImageBounds::with_side(100), &never).unwrap();
         assert_eq!((p.mime, p.size), ("image/png", (100, 25)));
+    }
+
+    #[test]
+    fn a_photos_orientation_is_applied_before_it_is_sent() {
+        // A 40x20 PNG with an eXIf chunk saying "rotate 90° clockwise" (orientation 6): shown
+        // upright it is 20x40, so it is re-encoded turned, though it fits the bounds.
+        let mut bytes = png(40, 20, false);
+        let mut exif = b"MM\0\x2a\0\0\0\x08\0\x01".to_vec();
+        exif.extend_from_slice(&[0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0]);
+        let mut chunk = (exif.len() as u32).to_be_bytes().to_vec();
+        chunk.extend_from_slice(b"eXIf");
+        chunk.extend_from_slice(&exif);
+        chunk.extend_from_slice(&crc32(&chunk[4..]).to_be_bytes());
+        bytes.splice(33..33, chunk);
+        let p = prepare(&bytes, &ImageBounds::default(), &never).unwrap();
+        assert_eq!((p.source, p.size, p.resized), ((40, 20), (20, 40), true));
+        let back = image::load_from_memory(&p.bytes).unwrap();
+        assert_eq!((back.width(), back.height()), (20, 40));
     }
 
     #[test]

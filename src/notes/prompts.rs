@@ -306,29 +306,32 @@ fn fill_note(
         Frontmatter::None => 0,
     };
     let model = engine.model()?;
+    let (date_format, time_format) = super::write::template_formats(engine.vault());
+    let template = Template {
+        now: Local::now().naive_local(),
+        date_format,
+        time_format,
+    };
     let mut out = String::with_capacity(text.len());
     let mut at = body_start;
     let mut expanded = 0;
     for link in &parsed.links {
         let (start, end) = (link.pos.start as usize, link.pos.end as usize);
+        if out.len() > MAX_PROMPT_BYTES {
+            return Ok(out);
+        }
         if link.kind != LinkKind::Embed || start < at || expanded == MAX_EMBEDS {
             continue;
         }
         let Some(embedded) = embed_text(engine, &model, path, link) else {
             continue;
         };
-        out.push_str(&fill_own(
-            engine.vault(),
-            &text[at..start],
-            path,
-            info,
-            args,
-        )?);
+        out.push_str(&fill_own(&template, &text[at..start], path, info, args)?);
         out.push_str(&embedded);
         at = end;
         expanded += 1;
     }
-    out.push_str(&fill_own(engine.vault(), &text[at..], path, info, args)?);
+    out.push_str(&fill_own(&template, &text[at..], path, info, args)?);
     Ok(out.trim_start_matches(['\n', '\r']).to_owned())
 }
 
@@ -353,27 +356,40 @@ fn embed_text(
         Some(Subpath::Heading(h)) => h.last().map(|s| s.to_string()),
         _ => None,
     };
+    Some(read_bounded(engine, &target, section).unwrap_or_else(|e| format!("[{}: {e}]", link.raw)))
+}
+
+/// A note's text (or its section), read as `read_note` reads it, at most [`MAX_EMBED_CHARS`]
+/// characters; a cut note says so.
+fn read_bounded(
+    engine: &Engine,
+    path: &VaultPath,
+    section: Option<String>,
+) -> Result<String, NoteError> {
     let req = ViewRequest {
         section,
         max_chars: Some(MAX_EMBED_CHARS),
         ..ViewRequest::default()
     };
-    Some(match view_note(engine.vault(), &target, &req) {
-        Ok(view) => {
-            let mut t = view.content.unwrap_or_default();
-            if view.next_offset.is_some() {
-                t.push_str(&format!("\n[cut: {target} goes on]"));
-            }
-            t
-        }
-        Err(e) => format!("[{}: {e}]", link.raw),
-    })
+    let view = view_note(engine.vault(), path, &req)?;
+    let mut text = view.content.unwrap_or_default();
+    if view.next_offset.is_some() {
+        text.push_str(&format!("\n[cut: {path} goes on]"));
+    }
+    Ok(text)
+}
+
+/// What the Templates variables are filled with: read once per prompt.
+struct Template {
+    now: chrono::NaiveDateTime,
+    date_format: String,
+    time_format: String,
 }
 
 /// The prompt's own text with `{{argument}}` and the Templates variables filled in; other
 /// `{{...}}` stay as written.
 fn fill_own(
-    vault: &crate::vault::Vault,
+    template: &Template,
     text: &str,
     path: &VaultPath,
     info: &PromptInfo,
@@ -382,6 +398,11 @@ fn fill_own(
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("{{") {
+        // Past the message's bound the rest is cut anyway ([`bounded`]): stop filling, so 40,000
+        // placeholders of a 16 KiB value never build 655 MB first.
+        if out.len() > MAX_PROMPT_BYTES {
+            return Ok(out);
+        }
         let after = &rest[start + 2..];
         let Some(end) = after.find("}}") else {
             break;
@@ -393,10 +414,11 @@ fn fill_own(
             Some(a) => out.push_str(args.get(&a.name).map_or("", String::as_str)),
             // One placeholder at a time, so a value given is never read as one.
             None => out.push_str(&super::write::fill_template(
-                vault,
                 placeholder,
                 path,
-                Local::now().naive_local(),
+                template.now,
+                &template.date_format,
+                &template.time_format,
             )?),
         }
         rest = &after[end + 2..];
@@ -453,18 +475,7 @@ fn daily_review(engine: &Engine, today: NaiveDate) -> Result<String, NoteError> 
 fn named_note(engine: &Engine, input: &str) -> Result<(VaultPath, String), NoteError> {
     let parsed = VaultPath::parse(input)?;
     let path = super::locate::locate(engine, input, parsed)?;
-    let view = view_note(
-        engine.vault(),
-        &path,
-        &ViewRequest {
-            max_chars: Some(MAX_EMBED_CHARS),
-            ..ViewRequest::default()
-        },
-    )?;
-    let mut text = view.content.unwrap_or_default();
-    if view.next_offset.is_some() {
-        text.push_str("\n[cut: the note goes on]");
-    }
+    let text = read_bounded(engine, &path, None)?;
     Ok((path, text))
 }
 
@@ -502,19 +513,7 @@ fn suggest_links(engine: &Engine, input: &str) -> Result<String, NoteError> {
     let linked_from: HashSet<String> = model.backlinks(&path).map(|p| p.to_string()).collect();
     drop(model);
     let title = path.stem().to_owned();
-    let query = super::search::SearchQuery {
-        query: title.clone(),
-        mode: super::search::Mode::Exact,
-        limit: Some(30),
-        case_sensitive: false,
-        folder: VaultPath::root(),
-        tag: None,
-        property: None,
-        value: None,
-        modified_after: None,
-        modified_before: None,
-        cursor: None,
-    };
+    let query = super::search::SearchQuery::new(title.as_str(), super::search::Mode::Exact, 30);
     let hits = super::search::search(engine, &query)?.hits;
     let mut out = format!(
         "Suggest links for the note {path} of my Obsidian vault: which [[wikilinks]] it should \

@@ -124,6 +124,25 @@ pub struct SearchQuery {
     pub cursor: Option<String>,
 }
 
+impl SearchQuery {
+    /// `query` in `mode` over the whole vault, at most `limit` hits, no other filter.
+    pub fn new(query: impl Into<String>, mode: Mode, limit: u32) -> Self {
+        SearchQuery {
+            query: query.into(),
+            mode,
+            limit: Some(limit),
+            case_sensitive: false,
+            folder: VaultPath::root(),
+            tag: None,
+            property: None,
+            value: None,
+            modified_after: None,
+            modified_before: None,
+            cursor: None,
+        }
+    }
+}
+
 /// One hit.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct SearchHit {

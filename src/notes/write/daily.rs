@@ -33,19 +33,11 @@ pub(super) fn template_text(
 /// may be left out. Returns it with the `{{date}}` and `{{time}}` formats.
 fn read_template(engine: &Engine, name: &str) -> Result<(String, String, String), NoteError> {
     let vault = engine.vault();
-    let settings = load_settings(vault);
-    let (folder, date_format, time_format) = match &settings.templates {
-        Some(t) => (
-            t.folder.trim_matches('/').to_owned(),
-            nonempty(&t.date_format, DEFAULT_DATE),
-            nonempty(&t.time_format, DEFAULT_TIME),
-        ),
-        None => (
-            String::new(),
-            DEFAULT_DATE.to_owned(),
-            DEFAULT_TIME.to_owned(),
-        ),
-    };
+    let folder = load_settings(vault)
+        .templates
+        .map(|t| t.folder.trim_matches('/').to_owned())
+        .unwrap_or_default();
+    let (date_format, time_format) = template_formats(vault);
     let name = name.trim();
     let mut tried = Vec::new();
     for candidate in [
@@ -94,23 +86,16 @@ fn nonempty(s: &str, default: &str) -> String {
     }
 }
 
-/// Fills the Templates plugin's variables in `text` as [`fill`] does, with the `{{date}}` and
-/// `{{time}}` formats of the vault's Templates settings (prompts use it).
-pub(crate) fn fill_template(
-    vault: &crate::vault::Vault,
-    text: &str,
-    path: &VaultPath,
-    when: NaiveDateTime,
-) -> Result<String, NoteError> {
-    let settings = load_settings(vault);
-    let (date_format, time_format) = match &settings.templates {
+/// The `{{date}}` and `{{time}}` formats of the vault's Templates settings (the plugin's
+/// defaults when it has none).
+pub(crate) fn template_formats(vault: &crate::vault::Vault) -> (String, String) {
+    match &load_settings(vault).templates {
         Some(t) => (
             nonempty(&t.date_format, DEFAULT_DATE),
             nonempty(&t.time_format, DEFAULT_TIME),
         ),
         None => (DEFAULT_DATE.to_owned(), DEFAULT_TIME.to_owned()),
-    };
-    fill(text, path, when, &date_format, &time_format)
+    }
 }
 
 /// Fills the Templates plugin's variables: `{{title}}`, `{{date}}`, `{{time}}`,

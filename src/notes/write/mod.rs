@@ -37,8 +37,8 @@ use crate::vault::state::{AuditFile, Log, StateDir, WritersLock};
 use crate::vault::{Entry, Expect, MAX_WRITE_DEPTH, Vault, VaultError, VaultPath};
 
 pub use canvas::{CanvasRequest, EditCanvasRequest, canvas_path, create_canvas, edit_canvas};
-pub(crate) use daily::fill_template;
 pub use daily::{AppendDailyRequest, CreateDailyRequest, append_daily_note, create_daily_note};
+pub(crate) use daily::{fill as fill_template, template_formats};
 pub use history::{
     HistoryEntry, HistoryRequest, NoteHistory, RestoreRequest, note_history, restore_note,
 };
