@@ -141,7 +141,7 @@ pub async fn run(out: Box<dyn Write + Send>, show: Show) -> anyhow::Result<()> {
         ),
         (
             "A daily note, located from .obsidian/daily-notes.json",
-            Step::Tool("get_daily_note", json!({"date": "2026-11-30"})),
+            Step::Tool("get_periodic_note", json!({"date": "2026-11-30"})),
         ),
         (
             "The prompts (built in; a vault's own with --prompts-folder)",

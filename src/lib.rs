@@ -28,7 +28,9 @@
 //!   edits the write tools make ([`markdown::edit`], [`markdown::yaml_edit`],
 //!   [`markdown::tag_edit`]: tags renamed and frontmatter tag lists rewritten, read back). No I/O.
 //! - [`obsidian`]: Obsidian's own formats, parsed without I/O: `.obsidian` settings, Moment.js
-//!   date formats for daily notes, JSON Canvas (and its validated edits), and Bases
+//!   date formats for periodic notes (with the vault's week start) and the periods themselves
+//!   ([`obsidian::periodic`]: weeks to years, the dates people name them by, the Periodic Notes
+//!   plugin's template variables), JSON Canvas (and its validated edits), and Bases
 //!   ([`obsidian::bases`]: the expression language and a bounded evaluator over any
 //!   [`obsidian::bases::Source`] of files), Dataview ([`obsidian::dataview`]: inline fields,
 //!   typed values, list items and tasks; [`obsidian::dataview::query`]: DQL over any

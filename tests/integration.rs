@@ -28,6 +28,7 @@ mod oauth_builtin;
 mod oauth_client_doc;
 mod oauth_issuer;
 mod obsidian_real_vaults;
+mod periodic;
 mod prompts;
 mod races;
 mod real_vaults;

@@ -483,7 +483,7 @@ async fn daily_notes_follow_the_vault_settings() {
     );
     let msg = s.err("get_daily_note", json!({"date": "30/11/2026"})).await;
     assert!(
-        msg.starts_with("invalid_argument: `date` must be YYYY-MM-DD"),
+        msg.starts_with("invalid_argument: `date`: the value is not a date: use YYYY-MM-DD"),
         "{msg}"
     );
     s.stop().await;

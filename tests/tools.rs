@@ -87,9 +87,9 @@ async fn tools_have_fixed_names_truthful_annotations_and_output_schemas() {
         [
             "find_broken_links",
             "find_orphans",
-            "get_daily_note",
             "get_links",
             "get_neighbors",
+            "get_periodic_note",
             "list_bases",
             "list_folders",
             "list_notes",

@@ -49,10 +49,9 @@ fn sha(text: &str) -> String {
 }
 
 const WRITE_TOOLS: &[&str] = &[
-    "append_daily_note",
+    "append_periodic_note",
     "append_to_note",
     "create_canvas",
-    "create_daily_note",
     "create_note",
     "delete_note",
     "edit_canvas",

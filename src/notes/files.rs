@@ -1,17 +1,16 @@
-//! The vault as Obsidian sees it, beyond single notes: `vault_info`, daily notes, canvases,
+//! The vault as Obsidian sees it, beyond single notes: `vault_info`, canvases,
 //! attachments. Replies are assembled here; the tool handlers only parse and call.
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::settings::{VaultSettings, load_settings};
-use super::view::{ViewRequest, view_note};
 use super::{NoteError, rfc3339, sha256_hex};
 use crate::engine::{Engine, IndexStatus, Phase};
 use crate::media::image;
 use crate::model::Model;
-use crate::obsidian::{canvas, moment};
-use crate::vault::{Vault, VaultError, VaultPath};
+use crate::obsidian::canvas;
+use crate::vault::{Vault, VaultPath};
 
 /// Default cap on attachment size (6 MiB): larger files are refused before reading.
 pub const MAX_ATTACHMENT_BYTES: u64 = 6 * 1024 * 1024;
@@ -55,31 +54,6 @@ pub struct VaultInfo {
     /// `--embedding-model` or `--semantic`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedding: Option<Embedding>,
-}
-
-/// Reply of `get_daily_note`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct DailyNote {
-    /// The day, `YYYY-MM-DD`.
-    pub date: String,
-    /// Where the vault's settings put that day's note.
-    pub path: String,
-    /// Whether the note exists.
-    pub exists: bool,
-    /// The note's text, when it exists (at most 40,000 characters; use `read_note` for more).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
-    /// True when `content` was cut.
-    pub truncated: bool,
-    /// SHA-256 of the note, when it exists.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
-    /// Which settings located it: periodic-notes, daily-notes or default.
-    pub source: String,
-    /// The folder and Moment.js format used.
-    pub format: String,
-    /// What happened, in a sentence.
-    pub message: String,
 }
 
 /// A canvas file node and where it leads.
@@ -256,83 +230,6 @@ pub fn vault_info(engine: &Engine, writes_enabled: bool) -> Result<VaultInfo, No
         info.model_build_ms = model.build_time().map(|d| d.as_millis() as u64);
     }
     Ok(info)
-}
-
-/// The day `arg` names: `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`, in the
-/// server's local time.
-pub fn parse_date(arg: Option<&str>) -> Result<chrono::NaiveDate, NoteError> {
-    let today = chrono::Local::now().date_naive();
-    match arg.map(str::trim).unwrap_or("today") {
-        "today" | "" => Ok(today),
-        "yesterday" => Ok(today - chrono::Days::new(1)),
-        "tomorrow" => Ok(today + chrono::Days::new(1)),
-        other => chrono::NaiveDate::parse_from_str(other, "%Y-%m-%d").map_err(|_| {
-            NoteError::InvalidArgument(format!(
-                "`date` must be YYYY-MM-DD, today, yesterday or tomorrow (got `{other}`)"
-            ))
-        }),
-    }
-}
-
-/// The daily note of `date`, where the vault's settings put it, read as `read_note` reads a
-/// note (the first page of its text).
-pub fn daily_note(vault: &Vault, date: chrono::NaiveDate) -> Result<DailyNote, NoteError> {
-    let (path, settings) = daily_note_path(vault, date)?;
-    let cfg = &settings.daily_notes;
-    let day = date.format("%Y-%m-%d").to_string();
-    let source = serde_json::to_value(cfg.source)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    let format = if cfg.folder.is_empty() {
-        cfg.format.clone()
-    } else {
-        format!("{}/{}", cfg.folder.trim_matches('/'), cfg.format)
-    };
-    let mut reply = DailyNote {
-        message: format!("no daily note for {day}: it would be {path}"),
-        date: day,
-        path: path.to_string(),
-        exists: false,
-        content: None,
-        truncated: false,
-        sha256: None,
-        source,
-        format,
-    };
-    match view_note(vault, &path, &ViewRequest::default()) {
-        Ok(view) => {
-            reply.message = format!("daily note for {}", reply.date);
-            reply.exists = true;
-            reply.truncated = view.next_offset.is_some();
-            reply.content = view.content;
-            reply.sha256 = Some(view.sha256);
-            Ok(reply)
-        }
-        Err(NoteError::Vault(VaultError::NotFound(_))) => Ok(reply),
-        Err(e) => Err(e),
-    }
-}
-
-/// Where the vault's settings put the daily note of `date`, with the settings read.
-pub fn daily_note_path(
-    vault: &Vault,
-    date: chrono::NaiveDate,
-) -> Result<(VaultPath, VaultSettings), NoteError> {
-    let settings = load_settings(vault);
-    let cfg = &settings.daily_notes;
-    let path_text = moment::daily_note_path(&cfg.folder, &cfg.format, date).map_err(|e| {
-        NoteError::InvalidArgument(format!(
-            "cannot build the daily note's name from format `{}`: {e}",
-            cfg.format
-        ))
-    })?;
-    let path = VaultPath::parse(&path_text).map_err(|e| {
-        NoteError::InvalidArgument(format!(
-            "the daily-note settings give `{path_text}`, which capvault cannot open: {e}"
-        ))
-    })?;
-    Ok((path, settings))
 }
 
 /// `read_canvas`: the canvas `name` means (`Board` finds `Board.canvas`), as [`read_canvas`]

@@ -14,6 +14,7 @@ pub mod knowledge;
 pub mod list;
 pub mod locate;
 pub mod paging;
+pub mod periodic;
 pub mod prompts;
 pub mod query;
 pub mod related;

@@ -24,6 +24,7 @@ use crate::engine::Engine;
 pub use crate::engine::PromptOptions;
 use crate::markdown::{Frontmatter, LinkKind, Subpath};
 use crate::model::Model;
+use crate::obsidian::periodic::Period;
 use crate::vault::{VaultError, VaultPath};
 
 /// Most prompts read from the vault's prompts folder.
@@ -436,7 +437,8 @@ fn daily_review(engine: &Engine, today: NaiveDate) -> Result<String, NoteError> 
          suggest what to do next.\n",
     );
     for (label, date) in [("Today", today), ("Yesterday", today - Duration::days(1))] {
-        let note = super::files::daily_note(engine.vault(), date)?;
+        let day = date.format("%Y-%m-%d").to_string();
+        let note = super::periodic::periodic_note(engine, Some(Period::Day), Some(&day), None)?;
         out.push_str(&format!("\n## {label} ({}): {}\n\n", note.date, note.path));
         match note.content {
             Some(text) => {

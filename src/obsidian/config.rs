@@ -106,6 +106,9 @@ pub struct AppSettings {
     pub trash_option: TrashOption,
     /// "Excluded files" (`userIgnoreFilters`): folder paths, or regexes written `/…/`.
     pub user_ignore_filters: Vec<String>,
+    /// The first day of the week (`weekStart`, set by the Periodic Notes plugin): `sunday` …
+    /// `saturday`, or `locale` (Moment's English locale: Sunday).
+    pub week_start: String,
 }
 
 impl Default for AppSettings {
@@ -119,6 +122,7 @@ impl Default for AppSettings {
             attachment_folder_path: "/".to_owned(),
             trash_option: TrashOption::System,
             user_ignore_filters: Vec::new(),
+            week_start: "locale".to_owned(),
         }
     }
 }
@@ -158,6 +162,10 @@ pub fn parse_app(bytes: &[u8]) -> Result<AppSettings, ConfigError> {
             _ => TrashOption::System,
         },
         user_ignore_filters: string_list(map.get("userIgnoreFilters")),
+        week_start: match str_key(&map, "weekStart") {
+            Some(v) if !v.trim().is_empty() => v.trim().to_ascii_lowercase(),
+            _ => d.week_start,
+        },
     })
 }
 
@@ -551,6 +559,59 @@ pub fn daily_note_location(
         },
         template: template.trim().to_owned(),
         source,
+    }
+}
+
+/// Where the notes of `period` live: for days, [`daily_note_location`]; for weeks, months,
+/// quarters and years, the Periodic Notes plugin's section for the period when the plugin is
+/// enabled and the period turned on, else the plugin's defaults (vault root, `gggg-[W]ww`,
+/// `YYYY-MM`, `YYYY-[Q]Q`, `YYYY`, no template) with `source` `default`.
+pub fn periodic_note_location(
+    period: crate::obsidian::periodic::Period,
+    enabled_plugins: &[String],
+    periodic: Option<&PeriodicNotesSettings>,
+    daily_notes: Option<&DailyNotesSettings>,
+) -> DailyNoteConfig {
+    use crate::obsidian::periodic::Period;
+    let (section, default_format) = match period {
+        Period::Day => return daily_note_location(enabled_plugins, periodic, daily_notes),
+        Period::Week => (
+            periodic.and_then(|p| p.weekly.as_ref()),
+            DEFAULT_WEEKLY_FORMAT,
+        ),
+        Period::Month => (
+            periodic.and_then(|p| p.monthly.as_ref()),
+            DEFAULT_MONTHLY_FORMAT,
+        ),
+        Period::Quarter => (
+            periodic.and_then(|p| p.quarterly.as_ref()),
+            DEFAULT_QUARTERLY_FORMAT,
+        ),
+        Period::Year => (
+            periodic.and_then(|p| p.yearly.as_ref()),
+            DEFAULT_YEARLY_FORMAT,
+        ),
+    };
+    let plugin_on = enabled_plugins
+        .iter()
+        .any(|p| p == PERIODIC_NOTES_PLUGIN_ID);
+    match section.filter(|s| plugin_on && s.enabled) {
+        Some(s) => DailyNoteConfig {
+            folder: s.folder.trim().to_owned(),
+            format: if s.format.is_empty() {
+                default_format.to_owned()
+            } else {
+                s.format.clone()
+            },
+            template: s.template.trim().to_owned(),
+            source: DailyNoteSource::PeriodicNotes,
+        },
+        None => DailyNoteConfig {
+            folder: String::new(),
+            format: default_format.to_owned(),
+            template: String::new(),
+            source: DailyNoteSource::Default,
+        },
     }
 }
 

@@ -5,8 +5,11 @@
 //!   `templates.json`, Periodic Notes' `data.json`, the plugin lists), lenient the way Obsidian
 //!   is, and [`config::daily_note_location`], which picks the settings that decide where daily
 //!   notes live.
-//! - [`moment`]: Moment.js date formats (the English locale Obsidian ships): formatting daily-note
-//!   names and paths, and the strict parse that recognises them again.
+//! - [`moment`]: Moment.js date formats (the English locale Obsidian ships, with the vault's week
+//!   start): formatting periodic-note names and paths, and the strict parse that recognises them
+//!   again.
+//! - [`periodic`]: days, weeks, months, quarters and years as the Periodic Notes plugin counts
+//!   them, the dates people name them by, and the plugin's template variables.
 //! - [`jsregex`]: the plugins' JavaScript regular expressions and replacement strings, compiled
 //!   for the `regex` crate with size and nesting bounds.
 //! - [`budget`]: the steps, deadline and stop check of one Bases or Dataview query.
@@ -21,4 +24,5 @@ pub mod config;
 pub mod dataview;
 pub mod jsregex;
 pub mod moment;
+pub mod periodic;
 pub mod tasks;

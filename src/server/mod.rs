@@ -263,15 +263,6 @@ impl CapvaultServer {
         &self.vault
     }
 
-    /// Runs `f` on the blocking pool (vault operations do synchronous I/O).
-    async fn blocking<T, F>(&self, f: F) -> Result<T, ToolError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Vault) -> Result<T, ToolError> + Send + 'static,
-    {
-        self.with_engine(move |engine| f(engine.vault())).await
-    }
-
     /// Runs `f` on the blocking pool with the engine. When the tool call is cancelled (the
     /// client's `notifications/cancelled`, or its HTTP reply timed out), the call answers at
     /// once and `f`'s [`cancel::Flag`](crate::notes::cancel::Flag) is marked, so loops that ask
@@ -418,9 +409,9 @@ impl ServerHandler for CapvaultServer {
                     "no tool `{}` on this server; tools: {}",
                     request.name,
                     self.tools
-                        .names
-                        .keys()
-                        .cloned()
+                        .listed
+                        .iter()
+                        .map(|t| t.name.as_ref())
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -441,6 +432,17 @@ impl ServerHandler for CapvaultServer {
             )
             .into_result()
             .into());
+        }
+        if let Some(alias) = policy::ALIASES
+            .iter()
+            .find(|a| a.old == request.name && a.new == internal)
+            && let Some((key, value)) = alias.implied
+        {
+            request
+                .arguments
+                .get_or_insert_with(Default::default)
+                .entry(key)
+                .or_insert_with(|| value.into());
         }
         request.name = internal.clone().into();
         let ct = context.ct.clone();

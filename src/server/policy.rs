@@ -42,6 +42,47 @@ pub enum PolicyError {
     SameName(String),
 }
 
+/// Former tool names that still answer, unlisted, as the tool that replaced them, with an
+/// argument the old name implied: a client configured with the old name, or a saved prompt
+/// that names it, keeps working with the same arguments and the same reply fields. `--tools`,
+/// the config file and token files accept them.
+pub const ALIASES: &[Alias] = &[
+    Alias {
+        old: "get_daily_note",
+        new: "get_periodic_note",
+        implied: None,
+    },
+    Alias {
+        old: "append_daily_note",
+        new: "append_periodic_note",
+        implied: None,
+    },
+    Alias {
+        old: "create_daily_note",
+        new: "create_note",
+        implied: Some(("period", "day")),
+    },
+];
+
+/// A former tool name.
+#[derive(Debug, Clone, Copy)]
+pub struct Alias {
+    /// The name clients used to call.
+    pub old: &'static str,
+    /// The tool (its name in the code) that answers it.
+    pub new: &'static str,
+    /// An argument the old name meant, added when the call leaves it out.
+    pub implied: Option<(&'static str, &'static str)>,
+}
+
+/// The current name of `name` (itself unless it is a former name).
+pub fn canonical(name: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|a| a.old == name)
+        .map_or(name, |a| a.new)
+}
+
 /// The smallest useful set.
 pub const MINIMAL_TOOLS: &[&str] = &["list_notes", "read_note", "search_notes"];
 
@@ -82,6 +123,7 @@ impl ToolPolicy {
 
     /// Also takes `name` away. Checked against `known`.
     pub fn disable(&mut self, name: &str, known: &[String]) -> Result<(), PolicyError> {
+        let name = canonical(name);
         check_known(name, known)?;
         self.disabled.insert(name.to_owned());
         Ok(())
@@ -94,6 +136,7 @@ impl ToolPolicy {
         o: Override,
         known: &[String],
     ) -> Result<(), PolicyError> {
+        let tool = canonical(tool);
         check_known(tool, known)?;
         if let Some(n) = &o.name
             && !valid_tool_name(n)
@@ -154,6 +197,12 @@ impl ToolPolicy {
             listed.push(tool);
         }
         listed.sort_by(|a, b| a.name.cmp(&b.name));
+        let offered: BTreeSet<String> = names.values().cloned().collect();
+        for a in ALIASES {
+            if offered.contains(a.new) && !names.contains_key(a.old) {
+                names.insert(a.old.to_owned(), a.new.to_owned());
+            }
+        }
         Ok((listed, names))
     }
 }
@@ -173,7 +222,7 @@ pub fn profile_tools(
                 .split(',')
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
-                .map(str::to_owned)
+                .map(|s| canonical(s).to_owned())
                 .collect();
             if names.is_empty() {
                 return Err(PolicyError::EmptyProfile);

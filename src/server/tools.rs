@@ -67,7 +67,7 @@ pub struct ListNotesArgs {
     pub tag: Option<String>,
     /// Only notes whose frontmatter has this key.
     pub property: Option<String>,
-    /// With `property`: only where it equals this (any case; a list: any element).
+    /// With `property`: equal to this (any case, any list item).
     pub value: Option<String>,
     /// Paths matching this glob (`*` within a folder, `**` across).
     pub glob: Option<String>,
@@ -115,7 +115,7 @@ pub struct SearchNotesArgs {
     pub tag: Option<String>,
     /// Only notes whose frontmatter has this key.
     pub property: Option<String>,
-    /// With `property`: only where it equals this (any case; a list: any element).
+    /// With `property`: equal to this (any case, any list item).
     pub value: Option<String>,
     /// Modified at or after: `2026-11-30` or `2026-11-30T08:00:00Z`.
     pub modified_after: Option<String>,

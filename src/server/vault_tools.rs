@@ -1,4 +1,4 @@
-//! Tools about the vault as Obsidian sees it: `vault_info`, `get_daily_note`, `read_canvas`,
+//! Tools about the vault as Obsidian sees it: `vault_info`, `get_periodic_note`, `read_canvas`,
 //! `read_attachment`. The replies are built in [`crate::notes::files`].
 
 use base64::Engine;
@@ -12,16 +12,23 @@ use serde::Deserialize;
 use super::{CapvaultServer, Parameters, ToolError, resources::uri_for};
 use crate::notes::files::{
     self, AttachmentBody, AttachmentFormat, AttachmentInfo, AttachmentRequest, CanvasReply,
-    DailyNote, VaultInfo, parse_date,
+    VaultInfo,
 };
 use crate::notes::locate::Named;
+use crate::notes::periodic::{self, PeriodicNote};
+use crate::obsidian::periodic::Period;
 
-/// Arguments of `get_daily_note`.
+/// Arguments of `get_periodic_note` (and `get_daily_note`, its former name).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DailyNoteArgs {
-    /// `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
+pub struct PeriodicNoteArgs {
+    /// Default: as `date` names it, else day.
+    pub period: Option<Period>,
+    /// today (default), yesterday, tomorrow, this/last/next week|month|quarter|year,
+    /// YYYY-MM-DD, YYYY-Www, YYYY-Qn, YYYY-MM, YYYY.
     pub date: Option<String>,
+    /// End of a range: list its notes.
+    pub to: Option<String>,
 }
 
 /// Arguments taking one file path.
@@ -64,22 +71,29 @@ impl CapvaultServer {
             .map(Json)
     }
 
-    /// Today's (or another day's) daily note, where the vault's settings put it.
+    /// A daily, weekly, monthly, quarterly or yearly note where the vault's settings put it;
+    /// with `to`, a range's notes.
     #[tool(annotations(
-        title = "Get a daily note",
+        title = "Get a periodic note",
         read_only_hint = true,
         destructive_hint = false,
         idempotent_hint = true,
         open_world_hint = false
     ))]
-    pub async fn get_daily_note(
+    pub async fn get_periodic_note(
         &self,
-        Parameters(args): Parameters<DailyNoteArgs>,
-    ) -> Result<Json<DailyNote>, ToolError> {
-        let date = parse_date(args.date.as_deref())?;
-        self.blocking(move |vault| Ok(files::daily_note(vault, date)?))
-            .await
-            .map(Json)
+        Parameters(args): Parameters<PeriodicNoteArgs>,
+    ) -> Result<Json<PeriodicNote>, ToolError> {
+        self.with_engine(move |engine| {
+            Ok(periodic::periodic_note(
+                engine,
+                args.period,
+                args.date.as_deref(),
+                args.to.as_deref(),
+            )?)
+        })
+        .await
+        .map(Json)
     }
 
     /// A canvas (JSON Canvas 1.0): its nodes and edges, issues, and file nodes' vault paths.

@@ -10,18 +10,21 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{CapvaultServer, Code, Parameters, ToolError};
-use crate::notes::files::parse_date;
 use crate::notes::write::{
     self, DeleteResult, EntryName, MoveResult, NoteHistory, NoteName, TextEdit, WriteResult, Writer,
 };
 use crate::obsidian::canvas_edit::CanvasOp;
+use crate::obsidian::periodic::Period;
 
 /// Arguments of `create_note`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateNoteArgs {
     /// Path of the new note (`.md` may be left out).
-    pub path: String,
+    pub path: Option<String>,
+    pub period: Option<Period>,
+    /// As in get_periodic_note.
+    pub date: Option<String>,
     /// The text (after the template's).
     #[serde(default)]
     pub content: String,
@@ -190,26 +193,15 @@ pub struct RestoreArgs {
     pub dry_run: bool,
 }
 
-/// Arguments of `append_daily_note`.
+/// Arguments of `append_periodic_note` (and `append_daily_note`, its former name).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AppendDailyArgs {
+pub struct AppendPeriodicArgs {
     /// The entry.
     pub text: String,
-    /// `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
+    pub period: Option<Period>,
+    /// As in get_periodic_note.
     pub date: Option<String>,
-    #[serde(default)]
-    pub dry_run: bool,
-}
-
-/// Arguments of `create_daily_note`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateDailyArgs {
-    /// `YYYY-MM-DD`, `today` (default), `yesterday` or `tomorrow`.
-    pub date: Option<String>,
-    /// Text after the template's.
-    pub content: Option<String>,
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -272,7 +264,8 @@ impl CapvaultServer {
 
 #[tool_router(router = write_router, vis = "pub(super)")]
 impl CapvaultServer {
-    /// Create a note (never over one), optionally from a template, with frontmatter.
+    /// Create a note (never over one), optionally from a template, with frontmatter; or a
+    /// periodic note (`period`, `date`) from its template.
     #[tool(annotations(
         title = "Create note",
         read_only_hint = false,
@@ -283,8 +276,25 @@ impl CapvaultServer {
         &self,
         Parameters(a): Parameters<CreateNoteArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
+        let target = match (a.path, a.period.is_some() || a.date.is_some()) {
+            (Some(path), false) => write::CreateTarget::Path(NoteName::parse(&path)?),
+            (None, true) => write::CreateTarget::Periodic(write::PeriodArgs {
+                period: a.period,
+                date: a.date,
+            }),
+            (Some(_), true) => {
+                return Err(ToolError::invalid(
+                    "give `path`, or `period` and `date` for a periodic note, not both",
+                ));
+            }
+            (None, false) => {
+                return Err(ToolError::invalid(
+                    "`path` is required (or `period` and `date` for a periodic note)",
+                ));
+            }
+        };
         let req = write::CreateRequest {
-            note: NoteName::parse(&a.path)?,
+            target,
             content: a.content,
             frontmatter: a.frontmatter,
             template: a.template,
@@ -528,40 +538,24 @@ impl CapvaultServer {
             .await
     }
 
-    /// Add `- HH:MM text` to a daily note (today's by default), created from the template if
-    /// missing.
+    /// Add `- HH:MM text` to a daily note, `- text` to another period's (today's daily note by
+    /// default); created from its template if missing.
     #[tool(annotations(
-        title = "Append to daily note",
+        title = "Append to periodic note",
         read_only_hint = false,
         destructive_hint = false,
         open_world_hint = false
     ))]
-    pub async fn append_daily_note(
+    pub async fn append_periodic_note(
         &self,
-        Parameters(a): Parameters<AppendDailyArgs>,
+        Parameters(a): Parameters<AppendPeriodicArgs>,
     ) -> Result<Json<WriteResult>, ToolError> {
-        let req = write::AppendDailyRequest::new(a.text, a.date.as_deref(), a.dry_run)?;
-        self.write(move |w, e| write::append_daily_note(w, e, &req))
-            .await
-    }
-
-    /// Create a daily note (today's by default) from the vault's daily template.
-    #[tool(annotations(
-        title = "Create daily note",
-        read_only_hint = false,
-        destructive_hint = false,
-        open_world_hint = false
-    ))]
-    pub async fn create_daily_note(
-        &self,
-        Parameters(a): Parameters<CreateDailyArgs>,
-    ) -> Result<Json<WriteResult>, ToolError> {
-        let req = write::CreateDailyRequest {
-            date: parse_date(a.date.as_deref())?,
-            content: a.content,
-            dry_run: a.dry_run,
+        let at = write::PeriodArgs {
+            period: a.period,
+            date: a.date,
         };
-        self.write(move |w, e| write::create_daily_note(w, e, &req))
+        let req = write::AppendPeriodicRequest::new(a.text, at, a.dry_run)?;
+        self.write(move |w, e| write::append_periodic_note(w, e, &req))
             .await
     }
 

@@ -180,16 +180,24 @@ fn address_failed(by: &Mutex<HashMap<IpAddr, (u32, Instant)>>, ip: IpAddr) {
 /// fewer.
 fn make_room(pending: &mut HashMap<String, Pending>, client_id: &str) {
     pending.retain(|_, p| p.created.elapsed() < PENDING_TTL);
-    let mut per_client: HashMap<&str, usize> = HashMap::new();
+    // Per client: how many pages are pending, and when the newest was opened.
+    let mut per_client: HashMap<&str, (usize, Instant)> = HashMap::new();
     for p in pending.values() {
-        *per_client.entry(p.client.id.as_str()).or_insert(0) += 1;
+        let e = per_client
+            .entry(p.client.id.as_str())
+            .or_insert((0, p.created));
+        e.0 += 1;
+        e.1 = e.1.max(p.created);
     }
-    let victim = if per_client.get(client_id).copied().unwrap_or(0) >= MAX_PENDING_PER_CLIENT {
+    let victim = if per_client.get(client_id).map_or(0, |e| e.0) >= MAX_PENDING_PER_CLIENT {
         Some(client_id.to_owned())
     } else if pending.len() >= MAX_PENDING {
+        // The client holding the most pays; among equals, the one that arrived last (a flood
+        // of new clients does not push out a person's page opened before it), never by the
+        // hash map's order.
         per_client
             .iter()
-            .max_by_key(|(_, n)| **n)
+            .max_by_key(|(c, e)| (e.0, e.1, *c))
             .map(|(c, _)| (*c).to_owned())
     } else {
         None

@@ -1,4 +1,4 @@
-//! Templates (Obsidian's core Templates plugin) and the daily-note writes.
+//! Templates (Obsidian's core Templates plugin) and the periodic-note writes.
 
 use chrono::{Local, NaiveDate, NaiveDateTime};
 
@@ -6,9 +6,11 @@ use super::{Change, WriteResult, Writer, check_size, read_current};
 use crate::engine::Engine;
 use crate::markdown::edit;
 use crate::notes::NoteError;
-use crate::notes::files::{daily_note_path, parse_date};
+use crate::notes::periodic::{self, PeriodSetup};
 use crate::notes::settings::load_settings;
+use crate::obsidian::config::DailyNoteSource;
 use crate::obsidian::moment;
+use crate::obsidian::periodic::{Period, TemplateDates, fill_period_variables};
 use crate::vault::{VaultError, VaultPath};
 
 /// Largest template read.
@@ -147,119 +149,135 @@ pub(crate) fn fill(
     Ok(out)
 }
 
-/// The text of a new daily note for `date`: the configured daily template filled in for that
-/// day, or a heading with the note's name.
-fn new_daily_text(
-    engine: &Engine,
-    path: &VaultPath,
-    date: NaiveDate,
-    template: &str,
-) -> Result<String, NoteError> {
+/// The text of a new periodic note at `path` for the period starting `start`: the period's
+/// template filled in (by the Periodic Notes plugin's rules when its settings located the note,
+/// else by the Templates plugin's), or a heading with the note's name when there is none.
+pub(super) fn new_periodic_text(engine: &Engine, at: &Located) -> Result<String, NoteError> {
+    let Located {
+        period,
+        start,
+        setup,
+        path,
+        ..
+    } = at;
+    let (period, start) = (*period, *start);
     let now = Local::now().naive_local();
-    let when = date.and_time(now.time());
+    let template = &setup.config.template;
     if template.trim().is_empty() {
         return Ok(format!("# {}\n", path.stem()));
     }
-    let (text, date_format, time_format) = read_template(engine, template)?;
-    fill(&text, path, when, &date_format, &time_format)
-}
-
-/// What `create_daily_note` asks.
-#[derive(Debug, Clone)]
-pub struct CreateDailyRequest {
-    /// The day (`parse_date` reads `today`, `yesterday`, `tomorrow` and `YYYY-MM-DD`).
-    pub date: NaiveDate,
-    /// Text after the template's.
-    pub content: Option<String>,
-    /// Only compute the diff.
-    pub dry_run: bool,
-}
-
-/// `create_daily_note`: the daily note of `date` (default today), where `get_daily_note` finds
-/// it, from the daily template, with `content` appended. Fails if it exists.
-pub fn create_daily_note(
-    writer: &Writer,
-    engine: &Engine,
-    req: &CreateDailyRequest,
-) -> Result<WriteResult, NoteError> {
-    let (date, dry_run) = (req.date, req.dry_run);
-    let content = req.content.as_deref().unwrap_or("");
-    check_size("content", content)?;
-    let mut held = writer.hold()?;
-    let (path, settings) = daily_note_path(engine.vault(), date)?;
-    if read_current(engine.vault(), &path)?.is_some() {
-        return Err(VaultError::Exists(path).into());
+    let (mut text, date_format, time_format) = read_template(engine, template)?;
+    let core_daily = period == Period::Day && setup.config.source != DailyNoteSource::PeriodicNotes;
+    if !core_daily {
+        let dates = TemplateDates {
+            period,
+            start,
+            now: now.time(),
+            format: &setup.config.format,
+            title: path.stem(),
+            week: setup.week,
+        };
+        text = fill_period_variables(&text, &dates)
+            .map_err(|e| NoteError::InvalidArgument(format!("template `{template}`: {e}")))?;
     }
-    let mut text = new_daily_text(engine, &path, date, &settings.daily_notes.template)?;
-    if !content.is_empty() {
-        text = edit::append(&text, content);
-    }
-    writer.commit(
-        engine,
-        &mut held,
-        Change {
-            tool: "create_daily_note",
-            path: &path,
-            before: None,
-            new: text.into_bytes(),
-            dry_run,
-        },
+    fill(
+        &text,
+        path,
+        start.and_time(now.time()),
+        &date_format,
+        &time_format,
     )
 }
 
-/// What `append_daily_note` asks: the entry, checked, and the day, parsed.
+/// Which period and date a periodic write names, as `get_periodic_note` reads them.
 #[derive(Debug, Clone)]
-pub struct AppendDailyRequest {
-    text: String,
-    date: NaiveDate,
-    dry_run: bool,
+pub struct PeriodArgs {
+    /// The period (`None`: the one the date words name, else a day).
+    pub period: Option<Period>,
+    /// The date words (`None`: today).
+    pub date: Option<String>,
 }
 
-impl AppendDailyRequest {
-    /// Checks the entry (not empty, within the write limit), then reads `date` as `parse_date`
-    /// does (`None`: today).
-    pub fn new(text: String, date: Option<&str>, dry_run: bool) -> Result<Self, NoteError> {
-        if text.trim().is_empty() {
-            return Err(NoteError::InvalidArgument("text is empty".to_owned()));
-        }
-        check_size("text", &text)?;
-        Ok(AppendDailyRequest {
-            date: parse_date(date)?,
-            text,
-            dry_run,
+/// A periodic note found (or where it would be created).
+#[derive(Debug, Clone)]
+pub(super) struct Located {
+    pub(super) period: Period,
+    pub(super) start: NaiveDate,
+    pub(super) setup: PeriodSetup,
+    pub(super) path: VaultPath,
+    pub(super) exists: bool,
+}
+
+impl PeriodArgs {
+    /// The period, its first day, its settings, and its note's path and whether it exists.
+    pub(super) fn locate(&self, engine: &Engine) -> Result<Located, NoteError> {
+        let settings = load_settings(engine.vault());
+        let req = periodic::read_request(&settings, self.period, self.date.as_deref(), None)?;
+        let setup = PeriodSetup::of(&settings, req.period);
+        let (path, exists) = periodic::locate(engine, &setup, req.period, req.start)?;
+        Ok(Located {
+            period: req.period,
+            start: req.start,
+            setup,
+            path,
+            exists,
         })
     }
 }
 
-/// `append_daily_note`: appends `- HH:MM text` (local time) to the daily note of `date`,
-/// creating the note first when it is missing.
-pub fn append_daily_note(
+/// What `append_periodic_note` asks: the entry, checked, and the period and date.
+#[derive(Debug, Clone)]
+pub struct AppendPeriodicRequest {
+    text: String,
+    at: PeriodArgs,
+    dry_run: bool,
+}
+
+impl AppendPeriodicRequest {
+    /// Checks the entry (not empty, within the write limit); the date is read when the vault's
+    /// settings are (`None`: today).
+    pub fn new(text: String, at: PeriodArgs, dry_run: bool) -> Result<Self, NoteError> {
+        if text.trim().is_empty() {
+            return Err(NoteError::InvalidArgument("text is empty".to_owned()));
+        }
+        check_size("text", &text)?;
+        Ok(AppendPeriodicRequest { text, at, dry_run })
+    }
+}
+
+/// `append_periodic_note`: appends `- HH:MM text` (local time) to a daily note, `- text` to
+/// the note of a longer period, creating the note from its template first when it is missing.
+pub fn append_periodic_note(
     writer: &Writer,
     engine: &Engine,
-    req: &AppendDailyRequest,
+    req: &AppendPeriodicRequest,
 ) -> Result<WriteResult, NoteError> {
-    let (text, date, dry_run) = (req.text.as_str(), req.date, req.dry_run);
     let mut held = writer.hold()?;
-    let (path, settings) = daily_note_path(engine.vault(), date)?;
-    let current = read_current(engine.vault(), &path)?;
+    let at = req.at.locate(engine)?;
+    let path = &at.path;
+    let current = read_current(engine.vault(), path)?;
     let base = match &current {
         Some(c) => {
             String::from_utf8(c.bytes.clone()).map_err(|_| VaultError::NotUtf8(path.clone()))?
         }
-        None => new_daily_text(engine, &path, date, &settings.daily_notes.template)?,
+        None => new_periodic_text(engine, &at)?,
     };
-    let stamp = Local::now().format("%H:%M");
-    let line = format!("- {stamp} {}", text.trim_end());
+    let entry = req.text.trim_end();
+    let line = if at.period == Period::Day {
+        format!("- {} {entry}", Local::now().format("%H:%M"))
+    } else {
+        format!("- {entry}")
+    };
     let new = edit::append(&base, &line);
     writer.commit(
         engine,
         &mut held,
         Change {
-            tool: "append_daily_note",
-            path: &path,
+            tool: "append_periodic_note",
+            path,
             before: current.as_ref(),
             new: new.into_bytes(),
-            dry_run,
+            dry_run: req.dry_run,
         },
     )
 }
@@ -269,16 +287,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_empty_daily_entry_is_refused_before_its_date_is_read() {
-        let e = AppendDailyRequest::new("  ".to_owned(), Some("someday"), false).unwrap_err();
+    fn an_empty_periodic_entry_is_refused_before_its_date_is_read() {
+        let at = PeriodArgs {
+            period: None,
+            date: Some("someday".to_owned()),
+        };
+        let e = AppendPeriodicRequest::new("  ".to_owned(), at.clone(), false).unwrap_err();
         assert_eq!(e.to_string(), "text is empty");
-        let e = AppendDailyRequest::new("x".to_owned(), Some("someday"), false).unwrap_err();
-        assert!(
-            e.to_string().starts_with("`date` must be YYYY-MM-DD"),
-            "{e}"
-        );
-        let r = AppendDailyRequest::new("x".to_owned(), Some("2026-12-01"), true).unwrap();
-        assert_eq!(r.date, NaiveDate::from_ymd_opt(2026, 12, 1).unwrap());
+        let big = "x".repeat(super::super::MAX_WRITE_BYTES + 1);
+        assert!(AppendPeriodicRequest::new(big, at.clone(), false).is_err());
+        assert!(AppendPeriodicRequest::new("x".to_owned(), at, false).is_ok());
     }
 
     #[test]

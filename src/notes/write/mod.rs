@@ -37,7 +37,7 @@ use crate::vault::state::{AuditFile, Log, StateDir, WritersLock};
 use crate::vault::{Entry, Expect, MAX_WRITE_DEPTH, Vault, VaultError, VaultPath};
 
 pub use canvas::{CanvasRequest, EditCanvasRequest, canvas_path, create_canvas, edit_canvas};
-pub use daily::{AppendDailyRequest, CreateDailyRequest, append_daily_note, create_daily_note};
+pub use daily::{AppendPeriodicRequest, PeriodArgs, append_periodic_note};
 pub(crate) use daily::{fill as fill_template, template_formats};
 pub use history::{
     HistoryEntry, HistoryRequest, NoteHistory, RestoreRequest, note_history, restore_note,
@@ -608,11 +608,21 @@ fn check_size(what: &str, text: &str) -> Result<(), NoteError> {
     Ok(())
 }
 
+/// Which note `create_note` creates.
+#[derive(Debug, Clone)]
+pub enum CreateTarget {
+    /// The note at this path.
+    Path(NoteName),
+    /// The note of a period, where `get_periodic_note` finds it, from the period's template
+    /// unless the request names another.
+    Periodic(PeriodArgs),
+}
+
 /// What `create_note` asks.
 #[derive(Debug, Clone)]
 pub struct CreateRequest {
     /// The new note.
-    pub note: NoteName,
+    pub target: CreateTarget,
     /// Its text (after the template's).
     pub content: String,
     /// Frontmatter properties.
@@ -624,16 +634,26 @@ pub struct CreateRequest {
 }
 
 /// `create_note`: a new note (failing if one exists), from `content`, an optional frontmatter
-/// and an optional template of the vault's templates folder.
+/// and an optional template of the vault's templates folder; or a periodic note from its
+/// period's template.
 pub fn create_note(
     writer: &Writer,
     engine: &Engine,
     req: &CreateRequest,
 ) -> Result<WriteResult, NoteError> {
-    let path = req.note.path.clone();
     let (content, dry_run) = (req.content.as_str(), req.dry_run);
     check_size("content", content)?;
     let mut held = writer.hold()?;
+    let (path, periodic) = match &req.target {
+        CreateTarget::Path(note) => (note.path.clone(), None),
+        CreateTarget::Periodic(at) => {
+            let located = at.locate(engine)?;
+            if located.exists {
+                return Err(VaultError::Exists(located.path).into());
+            }
+            (located.path.clone(), Some(located))
+        }
+    };
     let vault = engine.vault();
     if let Some(found) = vault.entry(&path)? {
         return Err(match found {
@@ -642,9 +662,13 @@ pub fn create_note(
         }
         .into());
     }
-    let mut text = match req.template.as_deref() {
-        Some(name) => {
-            let mut t = daily::template_text(engine, name, &path)?;
+    let base = match (req.template.as_deref(), &periodic) {
+        (Some(name), _) => Some(daily::template_text(engine, name, &path)?),
+        (None, Some(p)) => Some(daily::new_periodic_text(engine, p)?),
+        (None, None) => None,
+    };
+    let mut text = match base {
+        Some(mut t) => {
             if !content.is_empty() {
                 t = edit::append(&t, content);
             }

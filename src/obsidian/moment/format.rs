@@ -32,15 +32,11 @@ pub(crate) const WEEKDAYS: [&str; 7] = [
 pub(super) const WEEKDAYS_SHORT: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
 pub(super) const WEEKDAYS_MIN: [&str; 7] = ["Su", "Mo", "Tu", "We", "Th", "Fr", "Sa"];
 
-/// The English locale's week rule: weeks start on Sunday (`dow` 0) and the week holding
-/// January 1st is week 1 (`doy` 6).
-pub(super) const LOCALE_DOW: i64 = 0;
-pub(super) const LOCALE_DOY: i64 = 6;
-
 pub(super) fn format_with(
     format: &str,
     date: NaiveDate,
     time: Option<NaiveTime>,
+    week: WeekRule,
 ) -> Result<String, MomentError> {
     if format.is_empty() {
         return Err(MomentError::EmptyFormat);
@@ -68,7 +64,7 @@ pub(super) fn format_with(
                     });
                 }
             },
-            Piece::Field(field, _) => out.push_str(&date_field(field, date)),
+            Piece::Field(field, _) => out.push_str(&date_field(field, date, week)),
         }
     }
     Ok(out)
@@ -105,7 +101,7 @@ pub(super) fn ordinal(n: i64) -> String {
     format!("{n}{suffix}")
 }
 
-pub(super) fn date_field(field: Field, date: NaiveDate) -> String {
+pub(super) fn date_field(field: Field, date: NaiveDate, week: WeekRule) -> String {
     use Field::*;
     let year = i64::from(date.year());
     let month = i64::from(date.month());
@@ -131,11 +127,11 @@ pub(super) fn date_field(field: Field, date: NaiveDate) -> String {
         WeekdayMin => WEEKDAYS_MIN[weekday_index].to_owned(),
         WeekdayShort => WEEKDAYS_SHORT[weekday_index].to_owned(),
         WeekdayLong => WEEKDAYS[weekday_index].to_owned(),
-        LocaleWeekday => ((weekday + 7 - LOCALE_DOW) % 7).to_string(),
+        LocaleWeekday => ((weekday + 7 - i64::from(week.dow)) % 7).to_string(),
         IsoWeekday => date.weekday().number_from_monday().to_string(),
-        Week => locale_week(date).0.to_string(),
-        WeekOrdinal => ordinal(locale_week(date).0),
-        Week2 => zero_fill(locale_week(date).0, 2, false),
+        Week => week.week_of(date).0.to_string(),
+        WeekOrdinal => ordinal(week.week_of(date).0),
+        Week2 => zero_fill(week.week_of(date).0, 2, false),
         IsoWeek => date.iso_week().week().to_string(),
         IsoWeekOrdinal => ordinal(i64::from(date.iso_week().week())),
         IsoWeek2 => zero_fill(i64::from(date.iso_week().week()), 2, false),
@@ -145,9 +141,9 @@ pub(super) fn date_field(field: Field, date: NaiveDate) -> String {
         Year4 => zero_fill(year, 4, false),
         Year5 => zero_fill(year, 5, false),
         Year6 => zero_fill(year, 6, true),
-        WeekYear2 => zero_fill(locale_week(date).1 % 100, 2, false),
-        WeekYear4 => zero_fill(locale_week(date).1, 4, false),
-        WeekYear5 => zero_fill(locale_week(date).1, 5, false),
+        WeekYear2 => zero_fill(week.week_of(date).1 % 100, 2, false),
+        WeekYear4 => zero_fill(week.week_of(date).1, 4, false),
+        WeekYear5 => zero_fill(week.week_of(date).1, 5, false),
         IsoWeekYear2 => zero_fill(i64::from(date.iso_week().year()) % 100, 2, false),
         IsoWeekYear4 => zero_fill(i64::from(date.iso_week().year()), 4, false),
         IsoWeekYear5 => zero_fill(i64::from(date.iso_week().year()), 5, false),
@@ -239,9 +235,4 @@ pub(super) fn week_of_year(date: NaiveDate, dow: i64, doy: i64) -> (i64, i64) {
     } else {
         (week, year)
     }
-}
-
-/// The English locale week and week-year (`w`, `gggg`).
-pub(super) fn locale_week(date: NaiveDate) -> (i64, i64) {
-    week_of_year(date, LOCALE_DOW, LOCALE_DOY)
 }

@@ -100,7 +100,17 @@ pub enum MomentError {
 /// assert!(format_date("YYYY-MM-DD HH:mm", d).is_err()); // needs a time
 /// ```
 pub fn format_date(format: &str, date: NaiveDate) -> Result<String, MomentError> {
-    format_with(format, date, None)
+    format_with(format, date, None, WeekRule::ENGLISH)
+}
+
+/// [`format_date`] with the vault's week rule for the locale week tokens (`w`, `ww`, `gggg`,
+/// `e`).
+pub fn format_date_in(
+    format: &str,
+    date: NaiveDate,
+    week: WeekRule,
+) -> Result<String, MomentError> {
+    format_with(format, date, None, week)
 }
 
 /// Formats a date and time of day with a Moment.js format (for `{{time}}` and
@@ -115,7 +125,78 @@ pub fn format_date(format: &str, date: NaiveDate) -> Result<String, MomentError>
 /// assert_eq!(format_datetime("h:mm A", t).unwrap(), "2:05 PM");
 /// ```
 pub fn format_datetime(format: &str, datetime: NaiveDateTime) -> Result<String, MomentError> {
-    format_with(format, datetime.date(), Some(datetime.time()))
+    format_with(
+        format,
+        datetime.date(),
+        Some(datetime.time()),
+        WeekRule::ENGLISH,
+    )
+}
+
+/// [`format_datetime`] with the vault's week rule.
+pub fn format_datetime_in(
+    format: &str,
+    datetime: NaiveDateTime,
+    week: WeekRule,
+) -> Result<String, MomentError> {
+    format_with(format, datetime.date(), Some(datetime.time()), week)
+}
+
+/// The locale's week rule, as Moment keeps it (`_week`): the first day of the week (`dow`,
+/// 0 = Sunday) and the day of the year week 1 must hold, counted as Moment counts it (`doy`:
+/// week 1 holds January `7 + dow - doy`).
+///
+/// Obsidian's Moment uses the English locale (Sunday, week 1 holds January 1st) unless the
+/// vault says otherwise: `weekStart` in `app.json`, which the Periodic Notes and Calendar
+/// plugins set, changes `dow` and keeps `doy`, as `moment.updateLocale` merges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WeekRule {
+    /// First day of the week, 0 = Sunday.
+    pub dow: u8,
+    /// Moment's `doy`.
+    pub doy: u8,
+}
+
+impl WeekRule {
+    /// Moment's English locale.
+    pub const ENGLISH: WeekRule = WeekRule { dow: 0, doy: 6 };
+
+    /// The English rule with weeks starting on `dow` (0 = Sunday; taken modulo 7).
+    pub fn starting_on(dow: u8) -> WeekRule {
+        WeekRule {
+            dow: dow % 7,
+            ..WeekRule::ENGLISH
+        }
+    }
+
+    /// The locale week and week-year of `date` (`w`, `gggg`).
+    pub fn week_of(self, date: NaiveDate) -> (i64, i64) {
+        week_of_year(date, i64::from(self.dow), i64::from(self.doy))
+    }
+
+    /// The first day of the locale week holding `date`.
+    pub fn week_start(self, date: NaiveDate) -> NaiveDate {
+        let back = (date.weekday().num_days_from_sunday() + 7 - u32::from(self.dow)) % 7;
+        date - chrono::Days::new(u64::from(back))
+    }
+
+    /// The first day of locale week `week` of week-year `year`, if it exists.
+    pub fn week_date(self, year: i64, week: i64) -> Option<NaiveDate> {
+        let (dow, doy) = (i64::from(self.dow), i64::from(self.doy));
+        if !(1..=weeks_in_year(year, dow, doy)).contains(&week) {
+            return None;
+        }
+        // Moment's dayOfYearFromWeeks with the week's first weekday.
+        let day_of_year = 1 + 7 * (week - 1) + first_week_offset(year, dow, doy);
+        let jan1 = NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, 1, 1)?;
+        jan1.checked_add_signed(chrono::TimeDelta::days(day_of_year - 1))
+    }
+}
+
+impl Default for WeekRule {
+    fn default() -> Self {
+        WeekRule::ENGLISH
+    }
 }
 
 /// The vault path of the note for `date`: `folder/<formatted>.md`, the way Obsidian builds it.
@@ -136,7 +217,18 @@ pub fn format_datetime(format: &str, datetime: NaiveDateTime) -> Result<String, 
 /// assert_eq!(daily_note_path("", "YYYY-MM-DD", d).unwrap(), "2024-01-15.md");
 /// ```
 pub fn daily_note_path(folder: &str, format: &str, date: NaiveDate) -> Result<String, MomentError> {
-    let mut name = format_date(format, date)?;
+    note_path_in(folder, format, date, WeekRule::ENGLISH)
+}
+
+/// [`daily_note_path`] for any periodic note: `date` (the period's first day) formatted with
+/// the vault's week rule.
+pub fn note_path_in(
+    folder: &str,
+    format: &str,
+    date: NaiveDate,
+    week: WeekRule,
+) -> Result<String, MomentError> {
+    let mut name = format_date_in(format, date, week)?;
     if !name.ends_with(".md") {
         name.push_str(".md");
     }
@@ -183,24 +275,73 @@ pub fn daily_note_path(folder: &str, format: &str, date: NaiveDate) -> Result<St
 /// assert_eq!(parse_date("YYYY-MM-DD", "2024-02-30"), None);
 /// ```
 pub fn parse_date(format: &str, input: &str) -> Option<NaiveDate> {
-    if format.is_empty() || format.len() > MAX_FORMAT_BYTES || input.len() > MAX_PARSE_INPUT_BYTES {
-        return None;
+    parse_date_in(format, input, WeekRule::ENGLISH)
+}
+
+/// [`parse_date`] with week tokens too, read by `week` (`gggg`, `gg`, `w`, `ww`) or ISO's
+/// rule (`GGGG`, `GG`, `W`, `WW`), and quarters (`Q`): a weekly note's name gives the first
+/// day of its week (`2026-W49` by `GGGG-[W]WW` is Monday 30 November 2026), a quarterly
+/// note's the first day of its quarter.
+///
+/// ```
+/// use capvault::obsidian::moment::{parse_date_in, WeekRule};
+/// use chrono::NaiveDate;
+///
+/// let en = WeekRule::ENGLISH;
+/// assert_eq!(parse_date_in("GGGG-[W]WW", "2026-W49", en), NaiveDate::from_ymd_opt(2026, 11, 30));
+/// assert_eq!(parse_date_in("gggg-[W]ww", "2026-W49", en), NaiveDate::from_ymd_opt(2026, 11, 29));
+/// assert_eq!(parse_date_in("YYYY-[Q]Q", "2026-Q4", en), NaiveDate::from_ymd_opt(2026, 10, 1));
+/// ```
+pub fn parse_date_in(format: &str, input: &str, week: WeekRule) -> Option<NaiveDate> {
+    DateParser::new(format, week)?.parse(input)
+}
+
+/// A format tokenized once, to read many names with it ([`parse_date_in`] for each).
+#[derive(Debug, Clone)]
+pub struct DateParser {
+    /// Literal text, or a field.
+    pieces: Vec<(Option<Field>, String)>,
+    week: WeekRule,
+}
+
+impl DateParser {
+    /// `None` for an empty or too long format.
+    pub fn new(format: &str, week: WeekRule) -> Option<DateParser> {
+        if format.is_empty() || format.len() > MAX_FORMAT_BYTES {
+            return None;
+        }
+        let expanded = expand_locale_formats(format);
+        let pieces = tokenize(&expanded)
+            .into_iter()
+            .map(|piece| match piece {
+                Piece::Literal(text) => (None, text.into_owned()),
+                Piece::Field(field, token) => (Some(field), token.to_owned()),
+            })
+            .collect();
+        Some(DateParser { pieces, week })
     }
-    let expanded = expand_locale_formats(format);
-    let mut parsed = Parsed::default();
-    let mut rest = input;
-    for piece in tokenize(&expanded) {
-        rest = match piece {
-            // Moment's strict mode rejects a literal that matched nothing, so `[]` never parses.
-            Piece::Literal(text) if text.is_empty() => return None,
-            Piece::Literal(text) => rest.strip_prefix(&*text)?,
-            Piece::Field(field, _) => parsed.consume(field, rest)?,
-        };
+
+    /// The date `input` names by this format, strictly, as [`parse_date_in`] reads it.
+    pub fn parse(&self, input: &str) -> Option<NaiveDate> {
+        if input.len() > MAX_PARSE_INPUT_BYTES {
+            return None;
+        }
+        let mut parsed = Parsed::default();
+        let mut rest = input;
+        for (field, text) in &self.pieces {
+            rest = match field {
+                // Moment's strict mode rejects a literal that matched nothing, so `[]` never
+                // parses.
+                None if text.is_empty() => return None,
+                None => rest.strip_prefix(text.as_str())?,
+                Some(field) => parsed.consume(*field, rest)?,
+            };
+        }
+        if !rest.is_empty() {
+            return None;
+        }
+        parsed.resolve(self.week)
     }
-    if !rest.is_empty() {
-        return None;
-    }
-    parsed.resolve()
 }
 
 /// The date of a daily note, recognised the way Obsidian's daily-notes interface does: only the

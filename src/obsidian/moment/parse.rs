@@ -16,6 +16,13 @@ pub(super) struct Parsed {
     hour_is_12h: bool,
     minute: Option<u32>,
     second: Option<u32>,
+    quarter: Option<u32>,
+    /// Locale week (`w`) and week-year (`gggg`).
+    week: Option<u32>,
+    week_year: Option<i64>,
+    /// ISO week (`W`) and week-year (`GGGG`).
+    iso_week: Option<u32>,
+    iso_week_year: Option<i64>,
 }
 
 /// Stores a field, refusing a second, different value.
@@ -96,8 +103,34 @@ impl Parsed {
                 set(&mut self.year, if negative { -y } else { y })?;
                 return Some(rest);
             }
-            Month | Day | Weekday | Hour | Hour12 | Minute | Second => digits(s, 1, 2)?,
-            Month2 | Day2 | Hour2 | Hour12Padded | Minute2 | Second2 => digits(s, 2, 2)?,
+            WeekYear4 | IsoWeekYear4 => {
+                let (y, rest) = digits(s, 4, 4)?;
+                let slot = if field == WeekYear4 {
+                    &mut self.week_year
+                } else {
+                    &mut self.iso_week_year
+                };
+                set(slot, i64::from(y))?;
+                return Some(rest);
+            }
+            WeekYear2 | IsoWeekYear2 => {
+                let (y, rest) = digits(s, 2, 2)?;
+                let y = i64::from(y);
+                let slot = if field == WeekYear2 {
+                    &mut self.week_year
+                } else {
+                    &mut self.iso_week_year
+                };
+                set(slot, y + if y > 68 { 1900 } else { 2000 })?;
+                return Some(rest);
+            }
+            Quarter => digits(s, 1, 1)?,
+            Month | Day | Weekday | Hour | Hour12 | Minute | Second | Week | IsoWeek => {
+                digits(s, 1, 2)?
+            }
+            Month2 | Day2 | Hour2 | Hour12Padded | Minute2 | Second2 | Week2 | IsoWeek2 => {
+                digits(s, 2, 2)?
+            }
             DayOfYear => digits(s, 1, 3)?,
             DayOfYear3 => digits(s, 3, 3)?,
             DayOrdinal => {
@@ -147,6 +180,9 @@ impl Parsed {
             Day | Day2 => set(&mut self.day, value)?,
             DayOfYear | DayOfYear3 => set(&mut self.day_of_year, value)?,
             Weekday => set(&mut self.weekday, value)?,
+            Quarter => set(&mut self.quarter, value)?,
+            Week | Week2 => set(&mut self.week, value)?,
+            IsoWeek | IsoWeek2 => set(&mut self.iso_week, value)?,
             Hour | Hour2 => set(&mut self.hour, value)?,
             Hour12 | Hour12Padded => {
                 self.hour_is_12h = true;
@@ -159,8 +195,27 @@ impl Parsed {
         Some(rest)
     }
 
-    /// Turns the collected fields into a date, with Moment's overflow checks.
-    pub(super) fn resolve(&self) -> Option<NaiveDate> {
+    /// Turns the collected fields into a date, with Moment's overflow checks. Weeks are read
+    /// by `week`'s rule (`w`, `gggg`) or ISO's (`W`, `GGGG`); a week without a weekday is its
+    /// first day, and a week without a week-year takes the year (`YYYY-[W]ww` parses, as in
+    /// Moment). A quarter is its first month.
+    pub(super) fn resolve(&self, week: WeekRule) -> Option<NaiveDate> {
+        if self.week.is_some() || self.iso_week.is_some() {
+            return self.resolve_week(week);
+        }
+        if self.week_year.is_some() || self.iso_week_year.is_some() {
+            // A week-year alone names no day.
+            return None;
+        }
+        if let Some(q) = self.quarter {
+            if !(1..=4).contains(&q) {
+                return None;
+            }
+            let first = (q - 1) * 3 + 1;
+            if self.month.is_some_and(|m| !(first..first + 3).contains(&m)) {
+                return None;
+            }
+        }
         let year = i32::try_from(self.year?).ok()?;
         // A weekday without a month or day: Moment builds the date from the *current* week
         // (ignoring even `DDDD`), which a pure function cannot reproduce.
@@ -177,7 +232,13 @@ impl Parsed {
                 }
                 date
             }
-            None => NaiveDate::from_ymd_opt(year, self.month.unwrap_or(1), self.day.unwrap_or(1))?,
+            None => {
+                let month = self
+                    .month
+                    .or(self.quarter.map(|q| (q - 1) * 3 + 1))
+                    .unwrap_or(1);
+                NaiveDate::from_ymd_opt(year, month, self.day.unwrap_or(1))?
+            }
         };
         if self
             .weekday
@@ -198,5 +259,30 @@ impl Parsed {
             _ => {}
         }
         Some(date)
+    }
+
+    /// A date named by week fields (and perhaps a weekday); day and month fields may not be
+    /// mixed in.
+    fn resolve_week(&self, rule: WeekRule) -> Option<NaiveDate> {
+        if self.month.is_some() || self.day.is_some() || self.day_of_year.is_some() {
+            return None;
+        }
+        if self.quarter.is_some() || (self.week.is_some() && self.iso_week.is_some()) {
+            return None;
+        }
+        let start = if let Some(w) = self.iso_week {
+            let year = i32::try_from(self.iso_week_year.or(self.year)?).ok()?;
+            NaiveDate::from_isoywd_opt(year, w, chrono::Weekday::Mon)?
+        } else {
+            let year = self.week_year.or(self.year)?;
+            rule.week_date(year, i64::from(self.week?))?
+        };
+        match self.weekday {
+            None => Some(start),
+            Some(w) => {
+                let offset = (w + 7 - start.weekday().num_days_from_sunday()) % 7;
+                start.checked_add_days(chrono::Days::new(u64::from(offset)))
+            }
+        }
     }
 }

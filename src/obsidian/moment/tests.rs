@@ -160,11 +160,15 @@ fn moment_week_arithmetic_agrees_with_chrono_for_iso() {
 fn locale_week_one_always_holds_january_first() {
     for year in 1990..2040 {
         let jan1 = d(year, 1, 1);
-        assert_eq!(locale_week(jan1), (1, i64::from(year)), "{year}");
+        assert_eq!(
+            WeekRule::ENGLISH.week_of(jan1),
+            (1, i64::from(year)),
+            "{year}"
+        );
         // The week starts on Sunday: the Saturday before (if in the old year) is in the
         // previous week-year's last week.
         let sat = jan1 - chrono::Days::new(u64::from(jan1.weekday().num_days_from_sunday()) + 1);
-        let (w, y) = locale_week(sat);
+        let (w, y) = WeekRule::ENGLISH.week_of(sat);
         assert_eq!(y, i64::from(year) - 1);
         assert!(w == 52 || w == 53, "{sat}: week {w}");
     }
@@ -474,9 +478,20 @@ fn parse_checks_and_ignores_time_fields() {
 }
 
 #[test]
-fn parse_refuses_tokens_it_cannot_place() {
-    assert_eq!(parse_date("gggg-[W]ww", "2024-W01"), None);
-    assert_eq!(parse_date("YYYY-[Q]Q", "2024-Q1"), None);
+fn parse_reads_weeks_and_quarters_and_refuses_tokens_it_cannot_place() {
+    // English week 1 of 2024 holds Monday 1 January, so it starts on Sunday 31 December 2023.
+    assert_eq!(
+        parse_date("gggg-[W]ww", "2024-W01"),
+        NaiveDate::from_ymd_opt(2023, 12, 31)
+    );
+    assert_eq!(
+        parse_date("YYYY-[Q]Q", "2024-Q1"),
+        NaiveDate::from_ymd_opt(2024, 1, 1)
+    );
+    // A week-year alone, or a week mixed with a month, names no one day.
+    assert_eq!(parse_date("gggg", "2024"), None);
+    assert_eq!(parse_date("gggg-ww-MM", "2024-01-01"), None);
+    assert_eq!(parse_date("YYYY-[Q]Q-MM", "2024-Q1-04"), None);
     assert_eq!(parse_date("YYYY-MM-DD[]", "2024-01-05"), None);
     // A weekday with no month or day: Moment dates it by today's week, even over `DDDD`.
     assert_eq!(parse_date("YYYY dddd", "2024 Monday"), None);
