@@ -563,7 +563,7 @@ pub struct HttpArgs {
 /// Permission to write, and where history goes.
 #[derive(Args, Debug)]
 pub struct WriteArgs {
-    /// Offer the write tools (create, edit, append, frontmatter, daily notes, move, delete,
+    /// Offer the write tools (create, edit, append, frontmatter, periodic notes, move, delete,
     /// history and restore). Without it the server is read-only and lists no write tool.
     /// `CAPVAULT_WRITE=true` does the same (an MCP bundle's "Allow changes" setting).
     #[arg(long, env = "CAPVAULT_WRITE")]

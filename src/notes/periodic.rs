@@ -181,6 +181,29 @@ impl NameReader {
     }
 }
 
+/// The notes under `folder` (every note for the vault root), by a range of the model's sorted
+/// paths rather than a walk of all of them.
+fn in_folder<'m>(
+    model: &'m crate::model::Model,
+    folder: &'m str,
+) -> Box<dyn Iterator<Item = &'m VaultPath> + 'm> {
+    let folder = folder.trim_matches('/');
+    let bounds = VaultPath::parse(folder)
+        .ok()
+        .zip(VaultPath::parse(&format!("{folder}0")).ok());
+    match bounds {
+        // `/` sorts just before `0`: every path under `folder/` is between the two.
+        Some((lo, hi)) if !folder.is_empty() => Box::new(
+            model
+                .notes()
+                .range(lo..hi)
+                .map(|(p, _)| p)
+                .filter(move |p| p.as_str().as_bytes().get(folder.len()) == Some(&b'/')),
+        ),
+        _ => Box::new(model.notes().keys()),
+    }
+}
+
 /// Reads the arguments: `date` (default today) in the words [`parse_date_words`] reads, the
 /// period given or else the one the words name (`this week`: a week) or else a day, and `to`
 /// for a range. Returns the request with the vault's settings.
@@ -221,13 +244,15 @@ pub fn read_request(
 }
 
 /// The note of the period starting `start`: at the path the settings build, else the note
-/// under the period's folder named for the same period (the first by path). `None` for the
-/// path it would be created at when there is none.
+/// under the period's folder named for the same period (the first by path); with `false`, the
+/// path it would be created at when there is none. A read (`wait` false) during the first build
+/// does not wait for the model the search by name needs; a write does.
 pub fn locate(
     engine: &Engine,
     setup: &PeriodSetup,
     period: Period,
     start: NaiveDate,
+    wait: bool,
 ) -> Result<(VaultPath, bool), NoteError> {
     let built = setup.path(start)?;
     match engine.vault().stat_file(&built) {
@@ -235,15 +260,24 @@ pub fn locate(
         Err(VaultError::NotFound(_)) => {}
         Err(e) => return Err(e.into()),
     }
-    let model = engine.model()?;
-    let Some(reader) = setup.reader() else {
+    // The search by name needs the parsed model: a read during the first build answers with the
+    // path the settings build (where almost every periodic note is) rather than wait for it.
+    let Some(reader) = setup.reader().filter(|_| wait || engine.is_ready()) else {
         return Ok((built, false));
     };
-    let found = model
-        .notes()
-        .keys()
-        .find(|p| reader.date_of(period, p) == Some(start))
-        .cloned();
+    let model = engine.model()?;
+    // Every note with the name the settings build, wherever it is (the model's name index),
+    // then the first under the period's folder that stands for the same period.
+    let mut named: Vec<VaultPath> = match model.resolve(built.stem(), None) {
+        crate::model::linkres::Resolution::Found { path, alternatives } => {
+            std::iter::once(path).chain(alternatives).collect()
+        }
+        crate::model::linkres::Resolution::NotFound => Vec::new(),
+    };
+    named.sort();
+    let found = named
+        .into_iter()
+        .find(|p| model.note(p).is_some() && reader.date_of(period, p) == Some(start));
     Ok(match found {
         Some(p) => (p, true),
         None => (built, false),
@@ -283,7 +317,7 @@ fn one(
     req: &PeriodRequest,
 ) -> Result<PeriodicNote, NoteError> {
     let (period, start) = (req.period, req.start);
-    let (path, exists) = locate(engine, setup, period, start)?;
+    let (path, exists) = locate(engine, setup, period, start, false)?;
     let end = (period != Period::Day)
         .then(|| period.end(start, setup.week).map(|d| d.to_string()))
         .flatten();
@@ -337,9 +371,7 @@ fn range(
             setup.config.format
         ))
     })?;
-    let mut found: Vec<(NaiveDate, &VaultPath)> = model
-        .notes()
-        .keys()
+    let mut found: Vec<(NaiveDate, &VaultPath)> = in_folder(&model, &setup.config.folder)
         .filter_map(|p| {
             let d = reader.date_of(period, p)?;
             (req.start..=last).contains(&d).then_some((d, p))

@@ -30,7 +30,7 @@ pub fn manifest(platform: &str) -> Value {
         "display_name": "capvault (Obsidian vault)",
         "version": env!("CARGO_PKG_VERSION"),
         "description": "Search, read and (if you allow it) edit one Obsidian vault, and nothing else on your machine.",
-        "long_description": "capvault serves one Obsidian vault over MCP. Every file access goes through one directory handle opened on the vault, so paths and symlinks that leave it fail in the kernel. Ranked full-text search, links, backlinks, tags, daily notes and canvases, read the way Obsidian reads them. Changes are off unless you turn them on; then every change is checked against the version read, kept in a history you can restore from, and logged.",
+        "long_description": "capvault serves one Obsidian vault over MCP. Every file access goes through one directory handle opened on the vault, so paths and symlinks that leave it fail in the kernel. Ranked full-text search, links, backlinks, tags, daily and other periodic notes and canvases, read the way Obsidian reads them. Changes are off unless you turn them on; then every change is checked against the version read, kept in a history you can restore from, and logged.",
         "author": {"name": "capvault contributors"},
         "license": env!("CARGO_PKG_LICENSE"),
         "keywords": ["obsidian", "notes", "markdown", "search"],

@@ -323,7 +323,7 @@ impl DateParser {
 
     /// The date `input` names by this format, strictly, as [`parse_date_in`] reads it.
     pub fn parse(&self, input: &str) -> Option<NaiveDate> {
-        if input.len() > MAX_PARSE_INPUT_BYTES {
+        if input.len() > MAX_PARSE_INPUT_BYTES || !self.may_start(input) {
             return None;
         }
         let mut parsed = Parsed::default();
@@ -341,6 +341,19 @@ impl DateParser {
             return None;
         }
         parsed.resolve(self.week)
+    }
+
+    /// A cheap first look, for reading many names: the input must start with the format's
+    /// leading literal, or with a digit where the format starts with a number (every field but
+    /// names, meridiems and signed years reads digits first).
+    fn may_start(&self, input: &str) -> bool {
+        match self.pieces.first() {
+            Some((None, text)) => input.starts_with(text.as_str()),
+            Some((Some(field), _)) if field.starts_with_digit() => {
+                input.as_bytes().first().is_some_and(u8::is_ascii_digit)
+            }
+            _ => true,
+        }
     }
 }
 

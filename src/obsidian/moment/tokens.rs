@@ -81,6 +81,23 @@ pub(super) enum Field {
 }
 
 impl Field {
+    /// True when a strict parse of this field must begin with an ASCII digit (it reads a
+    /// number, or cannot be parsed at all): all but signed years, names and meridiems.
+    pub(super) fn starts_with_digit(self) -> bool {
+        use Field::*;
+        !matches!(
+            self,
+            YearSigned
+                | MonthShort
+                | MonthLong
+                | WeekdayMin
+                | WeekdayShort
+                | WeekdayLong
+                | MeridiemLower
+                | MeridiemUpper
+        )
+    }
+
     /// The field a complete token stands for, or `None` for text Moment prints literally.
     pub(super) fn from_token(token: &str) -> Option<Field> {
         use Field::*;
