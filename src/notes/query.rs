@@ -230,6 +230,11 @@ impl DvSource for ModelPages<'_> {
         (0..self.notes.len()).collect()
     }
 
+    fn pages_in_path_order(&self) -> bool {
+        // `notes` is taken from the model's map, which is ordered by path.
+        true
+    }
+
     fn path(&self, p: PageId) -> &str {
         self.notes.get(p).map_or("", |(path, _)| path.as_str())
     }
@@ -335,10 +340,18 @@ impl DvSource for ModelPages<'_> {
         // As the evaluator reads a page's fields: the raw key first (frontmatter, then inline
         // fields), else every key whose sanitised form is the name.
         let mut found: Vec<Value> = Vec::new();
-        if let Some(v) = props.and_then(|props| props.get(name)) {
+        let direct = props.and_then(|props| props.get(name));
+        let mut inline = fields.iter().filter(|f| f.key() == name);
+        // The common case, one frontmatter value and no inline field of that key: no list.
+        if let Some(v) = direct
+            && inline.clone().next().is_none()
+        {
+            return Some(Some(from_frontmatter(v)));
+        }
+        if let Some(v) = direct {
             found.push(from_frontmatter(v));
         }
-        found.extend(fields.iter().filter(|f| f.key() == name).map(|f| f.value()));
+        found.extend(inline.by_ref().map(|f| f.value()));
         if found.is_empty() {
             if let Some(props) = props {
                 found.extend(

@@ -20,6 +20,11 @@ pub type PageId = usize;
 pub trait DvSource {
     /// Every Markdown page.
     fn pages(&self) -> Vec<PageId>;
+    /// True when [`DvSource::pages`] gives the pages in path order already (the evaluator then
+    /// does not sort them again).
+    fn pages_in_path_order(&self) -> bool {
+        false
+    }
     /// The vault-relative path (`folder/Note.md`).
     fn path(&self, p: PageId) -> &str;
     /// Size in bytes.

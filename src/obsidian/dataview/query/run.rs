@@ -46,7 +46,9 @@ pub fn run<S: DvSource + ?Sized>(
 ) -> Result<QueryResult, EvalError> {
     let ev = Ev::new(src, ctx);
     let mut all = src.pages();
-    all.sort_by(|a, b| src.path(*a).cmp(src.path(*b)));
+    if !src.pages_in_path_order() {
+        all.sort_by(|a, b| src.path(*a).cmp(src.path(*b)));
+    }
     ev.charge(all.len() as u64, 0)?;
     let pages: Vec<PageId> = match &query.source {
         None => all.clone(),
@@ -86,7 +88,7 @@ pub fn run<S: DvSource + ?Sized>(
     }
     let mut grouped = false;
     let mut warnings = Vec::new();
-    for c in &query.commands {
+    for (ci, c) in query.commands.iter().enumerate() {
         match c {
             Command::Where(e) => {
                 let n = rows.len();
@@ -121,7 +123,9 @@ pub fn run<S: DvSource + ?Sized>(
                 }
                 let n = keyed.len() as u64;
                 ev.charge(n * (64 - n.leading_zeros() as u64) * keys.len() as u64, 0)?;
-                keyed.sort_by(|(a, _), (b, _)| {
+                // The rows' positions break ties, so the order is total and the same as
+                // Dataview's stable sort.
+                let order = |(a, ia): &(Vec<Value>, usize), (b, ib): &(Vec<Value>, usize)| {
                     for (i, (_, desc)) in keys.iter().enumerate() {
                         let o = ev.compare(&a[i], &b[i]);
                         let o = if *desc { o.reverse() } else { o };
@@ -129,9 +133,33 @@ pub fn run<S: DvSource + ?Sized>(
                             return o;
                         }
                     }
-                    Ordering::Equal
-                });
-                rows = keyed.into_iter().map(|(_, r)| r).collect();
+                    ia.cmp(ib)
+                };
+                let (mut order_keys, mut rows_by_index): (Vec<(Vec<Value>, usize)>, Vec<Row>) =
+                    keyed
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (ks, r))| ((ks, i), r))
+                        .unzip();
+                // `SORT … LIMIT k`: only the first k rows are kept, so they are selected (linear)
+                // and only they sorted, instead of sorting every row.
+                match limit_after(&ev, query.commands.get(ci + 1)) {
+                    Some(k) if k < order_keys.len() => {
+                        if k == 0 {
+                            order_keys.clear();
+                        } else {
+                            order_keys.select_nth_unstable_by(k - 1, order);
+                            order_keys.truncate(k);
+                        }
+                        order_keys.sort_unstable_by(order);
+                    }
+                    _ => order_keys.sort_unstable_by(order),
+                }
+                let mut taken: Vec<Option<Row>> = rows_by_index.drain(..).map(Some).collect();
+                rows = order_keys
+                    .into_iter()
+                    .filter_map(|(_, i)| taken[i].take())
+                    .collect();
             }
             Command::GroupBy(e, name) => {
                 let mut keyed = Vec::with_capacity(rows.len());
@@ -478,4 +506,16 @@ fn source_set<S: DvSource + ?Sized>(
         }
     }
     Ok(set)
+}
+
+/// The row count of a `LIMIT` that directly follows, when it is a number that can be read
+/// without a row (as `LIMIT` itself reads it); `None` otherwise.
+fn limit_after<S: DvSource + ?Sized>(ev: &Ev<'_, S>, next: Option<&Command>) -> Option<usize> {
+    match next {
+        Some(Command::Limit(e)) => match ev.eval(e, &Row::default()) {
+            Ok(Value::Number(n)) if n >= 0.0 && n.is_finite() => Some(n as usize),
+            _ => None,
+        },
+        _ => None,
+    }
 }

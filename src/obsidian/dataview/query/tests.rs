@@ -1522,3 +1522,32 @@ fn display_of_text_full_of_brackets_stays_linear() {
         t.elapsed()
     );
 }
+
+#[test]
+fn sort_then_limit_selects_the_same_rows_as_a_full_stable_sort() {
+    // Many ties (three ranks for 40 pages) and pages without the field: the first k rows of a
+    // full sort, in the same order, whatever k.
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| {
+            let body = if i % 7 == 0 {
+                "no rating\n".to_owned()
+            } else {
+                format!("rating:: {}\n", i % 3)
+            };
+            (format!("N{:02}.md", (i * 17) % 40), body)
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_str()))
+        .collect();
+    let v = Vault::new(&refs);
+    for dir in ["ASC", "DESC"] {
+        let full = names(&q(&v, &format!("LIST SORT rating {dir}")));
+        assert_eq!(full.len(), 40);
+        for k in [0, 1, 5, 13, 39, 40, 41] {
+            let limited = names(&q(&v, &format!("LIST SORT rating {dir} LIMIT {k}")));
+            assert_eq!(limited, full[..k.min(40)], "{dir} LIMIT {k}");
+        }
+    }
+}
