@@ -59,6 +59,9 @@ pub struct ModelPages<'m> {
     data: Vec<OnceCell<Option<Box<DataviewNote>>>>,
     /// Each page's frontmatter as one JSON object, built on first use.
     frontmatter: Vec<OnceCell<Option<Box<Json>>>>,
+    /// The model's inline fields and tasks of each page, aligned with `notes` on first use (one
+    /// walk of two path-ordered maps, instead of a tree search per field read).
+    fields: OnceCell<Vec<Option<&'m crate::model::dataview::NoteData>>>,
     /// Reads a note's text, for queries that need what the model does not keep (list items
     /// that are not tasks); `None` builds pages from the model alone.
     read: Option<&'m ReadText<'m>>,
@@ -74,6 +77,7 @@ impl<'m> ModelPages<'m> {
             notes,
             data: (0..n).map(|_| OnceCell::new()).collect(),
             frontmatter: (0..n).map(|_| OnceCell::new()).collect(),
+            fields: OnceCell::new(),
             read: None,
         }
     }
@@ -98,6 +102,13 @@ impl<'m> ModelPages<'m> {
         let mut lo = 0;
         for path in paths {
             let rest = self.notes.get(lo..).unwrap_or_default();
+            // A dense tag's next page is usually the next note or the one after: the same
+            // path object, found without reading a path.
+            if let Some(i) = rest.iter().take(2).position(|(p, _)| *p == path) {
+                out.push(lo + i);
+                lo += i + 1;
+                continue;
+            }
             let mut bound = 1;
             while bound < rest.len() && rest[bound].0 < path {
                 bound *= 2;
@@ -115,6 +126,74 @@ impl<'m> ModelPages<'m> {
             }
         }
         out
+    }
+
+    /// The model's inline fields of page `p`.
+    fn inline_fields(&self, p: PageId) -> &'m [crate::model::dataview::Field] {
+        let aligned = self.fields.get_or_init(|| {
+            // Both sequences are in path order, and the model's maps share their keys, so a
+            // page and its data are usually the same path object (compared without reading it).
+            let mut data = self.model.dataview().iter().peekable();
+            self.notes
+                .iter()
+                .map(|(path, _)| {
+                    while let Some((k, d)) = data.peek() {
+                        if *k == *path {
+                            return Some(*d);
+                        }
+                        if *k > *path {
+                            return None;
+                        }
+                        data.next();
+                    }
+                    None
+                })
+                .collect()
+        });
+        aligned.get(p).copied().flatten().map_or(&[], |d| &d.fields)
+    }
+
+    /// One page field read from the model, as [`DvSource::page_field`] answers it.
+    fn read_page_field(&self, p: PageId, name: &str) -> Option<Option<Value>> {
+        self.notes.get(p)?;
+        let props = self.props(p);
+        let fields = self.inline_fields(p);
+        // As the evaluator reads a page's fields: the raw key first (frontmatter, then inline
+        // fields), else every key whose sanitised form is the name.
+        let mut found: Vec<Value> = Vec::new();
+        let direct = props.and_then(|props| props.get(name));
+        let mut inline = fields.iter().filter(|f| f.key() == name);
+        // The common case, one frontmatter value and no inline field of that key: no list.
+        if let Some(v) = direct
+            && inline.clone().next().is_none()
+        {
+            return Some(Some(from_frontmatter(v)));
+        }
+        if let Some(v) = direct {
+            found.push(from_frontmatter(v));
+        }
+        found.extend(inline.by_ref().map(|f| f.value()));
+        if found.is_empty() {
+            if let Some(props) = props {
+                found.extend(
+                    props
+                        .iter()
+                        .filter(|(k, _)| crate::obsidian::dataview::canonical_is(k, name))
+                        .map(|(_, v)| from_frontmatter(v)),
+                );
+            }
+            found.extend(
+                fields
+                    .iter()
+                    .filter(|f| crate::obsidian::dataview::canonical_is(f.key(), name))
+                    .map(|f| f.value()),
+            );
+        }
+        Some(match found.len() {
+            0 => None,
+            1 => found.pop(),
+            _ => Some(Value::List(found)),
+        })
     }
 
     fn props(&self, p: PageId) -> Option<&'m markdown::Properties> {
@@ -334,45 +413,7 @@ impl DvSource for ModelPages<'_> {
         if self.read.is_some() {
             return None;
         }
-        let (path, _) = self.notes.get(p)?;
-        let props = self.props(p);
-        let fields = self.model.inline_fields(path);
-        // As the evaluator reads a page's fields: the raw key first (frontmatter, then inline
-        // fields), else every key whose sanitised form is the name.
-        let mut found: Vec<Value> = Vec::new();
-        let direct = props.and_then(|props| props.get(name));
-        let mut inline = fields.iter().filter(|f| f.key() == name);
-        // The common case, one frontmatter value and no inline field of that key: no list.
-        if let Some(v) = direct
-            && inline.clone().next().is_none()
-        {
-            return Some(Some(from_frontmatter(v)));
-        }
-        if let Some(v) = direct {
-            found.push(from_frontmatter(v));
-        }
-        found.extend(inline.by_ref().map(|f| f.value()));
-        if found.is_empty() {
-            if let Some(props) = props {
-                found.extend(
-                    props
-                        .iter()
-                        .filter(|(k, _)| crate::obsidian::dataview::canonical_is(k, name))
-                        .map(|(_, v)| from_frontmatter(v)),
-                );
-            }
-            found.extend(
-                fields
-                    .iter()
-                    .filter(|f| crate::obsidian::dataview::canonical_is(f.key(), name))
-                    .map(|f| f.value()),
-            );
-        }
-        Some(match found.len() {
-            0 => None,
-            1 => found.pop(),
-            _ => Some(Value::List(found)),
-        })
+        self.read_page_field(p, name)
     }
 
     fn resolve(&self, target: &str, from: Option<PageId>) -> Option<PageId> {
