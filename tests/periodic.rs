@@ -35,6 +35,8 @@ fn vault() -> (tempfile::TempDir, PathBuf) {
             ("Weekly/2026/2026-W48.md", "week 48\n"),
             // Not weekly notes: outside the folder, hidden, or not a week name.
             ("Elsewhere/2026-W47.md", "not a weekly note\n"),
+            // A folder whose name starts like the weekly folder's, sorted among its notes.
+            ("Weekly 2/2026-W45.md", "not a weekly note either\n"),
             ("Weekly/.drafts/2026-W46.md", "hidden\n"),
             ("Weekly/Review.md", "not a name the format reads\n"),
             ("Monthly/2026-11.md", "november\n"),

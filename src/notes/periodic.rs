@@ -185,7 +185,7 @@ impl NameReader {
 /// paths rather than a walk of all of them.
 fn in_folder<'m>(
     model: &'m crate::model::Model,
-    folder: &'m str,
+    folder: &str,
 ) -> Box<dyn Iterator<Item = &'m VaultPath> + 'm> {
     let folder = folder.trim_matches('/');
     let bounds = VaultPath::parse(folder)
@@ -193,13 +193,11 @@ fn in_folder<'m>(
         .zip(VaultPath::parse(&format!("{folder}0")).ok());
     match bounds {
         // `/` sorts just before `0`: every path under `folder/` is between the two.
-        Some((lo, hi)) if !folder.is_empty() => Box::new(
-            model
-                .notes()
-                .range(lo..hi)
-                .map(|(p, _)| p)
-                .filter(move |p| p.as_str().as_bytes().get(folder.len()) == Some(&b'/')),
-        ),
+        // Names like `folder 2/…` sort inside the range too; the caller's folder check
+        // (`NameReader::date_of`) leaves them out.
+        Some((lo, hi)) if !folder.is_empty() => {
+            Box::new(model.notes().range(lo..hi).map(|(p, _)| p))
+        }
         _ => Box::new(model.notes().keys()),
     }
 }

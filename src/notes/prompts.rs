@@ -25,6 +25,7 @@ pub use crate::engine::PromptOptions;
 use crate::markdown::{Frontmatter, LinkKind, Subpath};
 use crate::model::Model;
 use crate::obsidian::periodic::Period;
+use crate::obsidian::template::fill_variables;
 use crate::vault::{VaultError, VaultPath};
 
 /// Most prompts read from the vault's prompts folder.
@@ -396,36 +397,23 @@ fn fill_own(
     info: &PromptInfo,
     args: &BTreeMap<String, String>,
 ) -> Result<String, NoteError> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        // Past the message's bound the rest is cut anyway ([`bounded`]): stop filling, so 40,000
-        // placeholders of a 16 KiB value never build 655 MB first.
-        if out.len() > MAX_PROMPT_BYTES {
-            return Ok(out);
-        }
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            break;
-        };
-        let name = after[..end].trim();
-        out.push_str(&rest[..start]);
-        let placeholder = &rest[start..start + 2 + end + 2];
-        match info.arguments.iter().find(|a| a.name == name) {
-            Some(a) => out.push_str(args.get(&a.name).map_or("", String::as_str)),
+    // Past the message's bound the rest is cut anyway ([`bounded`]): filling stops there, so
+    // 40,000 placeholders of a 16 KiB value never build 655 MB first.
+    let filled = fill_variables(text, MAX_PROMPT_BYTES, |var| {
+        let name = var.trim();
+        Ok::<_, NoteError>(Some(match info.arguments.iter().find(|a| a.name == name) {
+            Some(a) => args.get(&a.name).cloned().unwrap_or_default(),
             // One placeholder at a time, so a value given is never read as one.
-            None => out.push_str(&super::write::fill_template(
-                placeholder,
+            None => super::write::fill_template(
+                &format!("{{{{{var}}}}}"),
                 path,
                 template.now,
                 &template.date_format,
                 &template.time_format,
-            )?),
-        }
-        rest = &after[end + 2..];
-    }
-    out.push_str(rest);
-    Ok(out)
+            )?,
+        }))
+    })?;
+    Ok(filled.text)
 }
 
 /// `daily-review`: today's and yesterday's daily notes and the open tasks due by today.

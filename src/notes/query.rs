@@ -62,6 +62,8 @@ pub struct ModelPages<'m> {
     /// The model's inline fields and tasks of each page, aligned with `notes` on first use (one
     /// walk of two path-ordered maps, instead of a tree search per field read).
     fields: OnceCell<Vec<Option<&'m crate::model::dataview::NoteData>>>,
+    /// Field reads before `fields` was made.
+    field_reads: std::cell::Cell<usize>,
     /// Reads a note's text, for queries that need what the model does not keep (list items
     /// that are not tasks); `None` builds pages from the model alone.
     read: Option<&'m ReadText<'m>>,
@@ -78,6 +80,7 @@ impl<'m> ModelPages<'m> {
             data: (0..n).map(|_| OnceCell::new()).collect(),
             frontmatter: (0..n).map(|_| OnceCell::new()).collect(),
             fields: OnceCell::new(),
+            field_reads: std::cell::Cell::new(0),
             read: None,
         }
     }
@@ -128,8 +131,22 @@ impl<'m> ModelPages<'m> {
         out
     }
 
-    /// The model's inline fields of page `p`.
+    /// The model's inline fields of page `p`: by a tree search on its path for the first reads,
+    /// then, once a query has read as many as a search costs comparisons for the whole vault
+    /// (one in 16 pages), from the pages' alignment with the model's data (one walk of both
+    /// maps, made then). A query over a few pages never pays for the walk; one over half the
+    /// vault stops paying a search per read.
     fn inline_fields(&self, p: PageId) -> &'m [crate::model::dataview::Field] {
+        if self.fields.get().is_none() {
+            let reads = self.field_reads.get() + 1;
+            self.field_reads.set(reads);
+            if reads < self.notes.len() / 16 {
+                return self
+                    .notes
+                    .get(p)
+                    .map_or(&[], |(path, _)| self.model.inline_fields(path));
+            }
+        }
         let aligned = self.fields.get_or_init(|| {
             // Both sequences are in path order, and the model's maps share their keys, so a
             // page and its data are usually the same path object (compared without reading it).

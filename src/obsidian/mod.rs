@@ -12,6 +12,8 @@
 //!   them, the dates people name them by, and the plugin's template variables.
 //! - [`jsregex`]: the plugins' JavaScript regular expressions and replacement strings, compiled
 //!   for the `regex` crate with size and nesting bounds.
+//! - [`template`]: the `{{variable}}` scanner the Templates plugin, Periodic Notes and prompts
+//!   share.
 //! - [`budget`]: the steps, deadline and stop check of one Bases or Dataview query.
 //! - [`canvas`]: JSON Canvas 1.0 documents (`.canvas`), parsed with spec violations reported as
 //!   issues instead of failures.
@@ -26,3 +28,4 @@ pub mod jsregex;
 pub mod moment;
 pub mod periodic;
 pub mod tasks;
+pub mod template;

@@ -11,7 +11,7 @@
 use chrono::{Datelike, Days, Months, NaiveDate};
 use serde::{Deserialize, Serialize};
 
-use super::moment::WeekRule;
+use super::moment::{WEEKDAYS, WeekRule};
 
 /// A kind of periodic note.
 #[derive(
@@ -266,16 +266,7 @@ fn has_letter(format: &str, letters: &[char]) -> bool {
 /// A week rule from the `weekStart` setting (`sunday` … `saturday`; `locale` or anything
 /// else: the English locale Obsidian ships).
 pub fn week_rule(week_start: &str) -> WeekRule {
-    const DAYS: [&str; 7] = [
-        "sunday",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-    ];
-    match DAYS
+    match WEEKDAYS
         .iter()
         .position(|d| d.eq_ignore_ascii_case(week_start.trim()))
     {
@@ -302,8 +293,7 @@ pub struct TemplateDates<'a> {
     pub week: WeekRule,
 }
 
-/// Largest text a template may grow to while its variables are filled.
-pub const MAX_FILLED_BYTES: usize = 4 * 1024 * 1024;
+pub use super::template::MAX_FILLED_BYTES;
 
 /// Fills the Periodic Notes plugin's template variables, as its documentation and code
 /// describe them, leaving every other `{{…}}` as written (for the Templates rules after):
@@ -321,35 +311,15 @@ pub fn fill_period_variables(
     template: &str,
     t: &TemplateDates<'_>,
 ) -> Result<String, super::moment::MomentError> {
-    use super::moment::format_datetime_in;
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let Some(close) = after.find("}}") else {
-            out.push_str(&rest[open..]);
-            rest = "";
-            break;
-        };
-        let var = &after[..close];
-        rest = &after[close + 2..];
-        match expand_variable(var, t, format_datetime_in)? {
-            Some(text) => out.push_str(&text),
-            None => {
-                out.push_str("{{");
-                out.push_str(var);
-                out.push_str("}}");
-            }
-        }
-        if out.len() > MAX_FILLED_BYTES {
-            return Err(super::moment::MomentError::FormatTooLong {
-                max: MAX_FILLED_BYTES,
-            });
-        }
+    let filled = super::template::fill_variables(template, MAX_FILLED_BYTES, |var| {
+        expand_variable(var, t, super::moment::format_datetime_in)
+    })?;
+    if filled.cut {
+        return Err(super::moment::MomentError::FormatTooLong {
+            max: MAX_FILLED_BYTES,
+        });
     }
-    out.push_str(rest);
-    Ok(out)
+    Ok(filled.text)
 }
 
 type FormatFn =
@@ -405,7 +375,7 @@ fn expand_variable(
         }
         day if t.period == Period::Week && offset.is_none() => {
             let Some(f) = fmt else { return Ok(None) };
-            let Some(index) = WEEKDAY_NAMES.iter().position(|d| *d == day) else {
+            let Some(index) = WEEKDAYS.iter().position(|d| d.eq_ignore_ascii_case(day)) else {
                 return Ok(None);
             };
             // index < 7
@@ -416,16 +386,6 @@ fn expand_variable(
         _ => Ok(None),
     }
 }
-
-const WEEKDAY_NAMES: [&str; 7] = [
-    "sunday",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-];
 
 /// Splits `±N<unit>` off the front (N at most 6 digits).
 fn split_offset(s: &str) -> (Option<(i64, u8)>, &str) {

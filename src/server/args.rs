@@ -149,8 +149,21 @@ fn coerce(value: &mut Value, prop: &Value) {
     }
 }
 
-/// The schema a `{"$ref": "#/$defs/X"}` names within `root` (`prop` itself otherwise).
+/// The schema a `{"$ref": "#/$defs/X"}` names within `root` (`prop` itself otherwise), seen
+/// through an optional one (`{"anyOf": [{"$ref": …}, {"type": "null"}]}`, an `Option` of an
+/// enum), so its choices can be named.
 fn deref<'a>(prop: &'a Value, root: &'a JsonObject) -> &'a Value {
+    let prop = prop
+        .get("anyOf")
+        .and_then(Value::as_array)
+        .and_then(|alts| {
+            let mut some = alts
+                .iter()
+                .filter(|a| a.get("type").and_then(Value::as_str) != Some("null"));
+            let one = some.next()?;
+            some.next().is_none().then_some(one)
+        })
+        .unwrap_or(prop);
     prop.get("$ref")
         .and_then(Value::as_str)
         .and_then(|r| r.strip_prefix("#/$defs/"))
@@ -210,6 +223,15 @@ mod tests {
         #[serde(default)]
         recursive: bool,
         ratio: Option<f64>,
+        #[serde(default)]
+        colour: Option<Colour>,
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "lowercase")]
+    enum Colour {
+        Red,
+        Blue,
     }
 
     fn run(v: Value) -> Result<Args, String> {
@@ -229,7 +251,8 @@ mod tests {
                 path: "12".into(),
                 limit: Some(2),
                 recursive: true,
-                ratio: Some(0.5)
+                ratio: Some(0.5),
+                colour: None,
             }
         );
     }
@@ -245,7 +268,13 @@ mod tests {
         assert!(e.starts_with("`recursive` must be true or false"), "{e}");
         let e = run(serde_json::json!({"limit": 2})).unwrap_err();
         assert!(e.contains("missing field `path`"), "{e}");
-        let e = run(serde_json::json!({"path": "a", "colour": 2})).unwrap_err();
-        assert!(e.contains("unknown field `colour`"), "{e}");
+        let e = run(serde_json::json!({"path": "a", "color": 2})).unwrap_err();
+        assert!(e.contains("unknown field `color`"), "{e}");
+        // An optional enum names its choices.
+        let e = run(serde_json::json!({"path": "a", "colour": "green"})).unwrap_err();
+        assert!(
+            e.starts_with("`colour` must be one of `red`, `blue`"),
+            "{e}"
+        );
     }
 }

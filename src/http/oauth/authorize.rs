@@ -590,6 +590,28 @@ mod tests {
     }
 
     #[test]
+    fn a_flood_of_new_clients_never_evicts_an_older_page_of_equal_weight() {
+        // The table full of clients with one page each, the person's the oldest: every new
+        // client's page pushes out the newest other one, never the person's. (Chosen in the
+        // hash map's order, the person's page went about once in 256 evictions.)
+        let mut pending = HashMap::new();
+        pending.insert("owner".to_owned(), pending_of("good", 500));
+        for c in 1..MAX_PENDING {
+            pending.insert(format!("f{c}"), pending_of(&format!("f{c}"), 400));
+        }
+        for c in 0..3000u64 {
+            let id = format!("n{c}");
+            make_room(&mut pending, &id);
+            pending.insert(format!("n{c}"), pending_of(&id, 300));
+            assert!(
+                pending.contains_key("owner"),
+                "evicted after {c} new clients"
+            );
+        }
+        assert_eq!(pending.len(), MAX_PENDING);
+    }
+
+    #[test]
     fn a_flood_of_consent_pages_evicts_only_the_flooding_clients_own() {
         let mut pending = HashMap::new();
         pending.insert("owner".to_owned(), pending_of("good", 500));

@@ -11,6 +11,7 @@ use crate::notes::settings::load_settings;
 use crate::obsidian::config::DailyNoteSource;
 use crate::obsidian::moment;
 use crate::obsidian::periodic::{Period, TemplateDates, fill_period_variables};
+use crate::obsidian::template::{MAX_FILLED_BYTES, fill_variables};
 use crate::vault::{VaultError, VaultPath};
 
 /// Largest template read.
@@ -109,44 +110,29 @@ pub(crate) fn fill(
     date_format: &str,
     time_format: &str,
 ) -> Result<String, NoteError> {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            out.push_str(&rest[start..]);
-            rest = "";
-            break;
-        };
-        let var = &after[..end];
+    let filled = fill_variables(template, MAX_FILLED_BYTES, |var| {
         let (name, format) = match var.split_once(':') {
             Some((n, f)) => (n.trim(), Some(f.trim())),
             None => (var.trim(), None),
         };
-        let format_error = |e: moment::MomentError| {
-            NoteError::InvalidArgument(format!("template variable `{{{{{var}}}}}`: {e}"))
+        let with = |f: &str| {
+            moment::format_datetime(f, when).map_err(|e| {
+                NoteError::InvalidArgument(format!("template variable `{{{{{var}}}}}`: {e}"))
+            })
         };
-        match name.to_ascii_lowercase().as_str() {
-            "title" if format.is_none() => out.push_str(path.stem()),
-            "date" => out.push_str(
-                &moment::format_datetime(format.unwrap_or(date_format), when)
-                    .map_err(format_error)?,
-            ),
-            "time" => out.push_str(
-                &moment::format_datetime(format.unwrap_or(time_format), when)
-                    .map_err(format_error)?,
-            ),
-            _ => {
-                out.push_str("{{");
-                out.push_str(var);
-                out.push_str("}}");
-            }
-        }
-        rest = &after[end + 2..];
+        Ok::<_, NoteError>(match name.to_ascii_lowercase().as_str() {
+            "title" if format.is_none() => Some(path.stem().to_owned()),
+            "date" => Some(with(format.unwrap_or(date_format))?),
+            "time" => Some(with(format.unwrap_or(time_format))?),
+            _ => None,
+        })
+    })?;
+    if filled.cut {
+        return Err(NoteError::TooLarge(format!(
+            "the template grows past {MAX_FILLED_BYTES} bytes as its variables are filled"
+        )));
     }
-    out.push_str(rest);
-    Ok(out)
+    Ok(filled.text)
 }
 
 /// The text of a new periodic note at `path` for the period starting `start`: the period's
@@ -297,6 +283,22 @@ mod tests {
         let big = "x".repeat(super::super::MAX_WRITE_BYTES + 1);
         assert!(AppendPeriodicRequest::new(big, at.clone(), false).is_err());
         assert!(AppendPeriodicRequest::new("x".to_owned(), at, false).is_ok());
+    }
+
+    #[test]
+    fn a_template_that_grows_past_the_bound_is_refused() {
+        let p = VaultPath::parse("a.md").unwrap();
+        let when = NaiveDate::from_ymd_opt(2026, 12, 3)
+            .unwrap()
+            .and_hms_opt(9, 5, 0)
+            .unwrap();
+        // 3 MB of template that would print about 5.4 MB.
+        let template = format!("{{{{date:{}}}}}", "dddd ".repeat(200)).repeat(3000);
+        match fill(&template, &p, when, "YYYY", "HH:mm") {
+            Err(NoteError::TooLarge(m)) => assert!(m.contains("grows past"), "{m}"),
+            Err(e) => panic!("{e}"),
+            Ok(t) => panic!("filled to {} bytes", t.len()),
+        }
     }
 
     #[test]
