@@ -892,3 +892,36 @@ fn inline_code_spans_come_with_their_lines_and_never_from_code_blocks() {
     );
     assert_eq!(super::inline_code(text, 1).len(), 1);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Keys packed into one string: every key is found with its own value (keys that are
+    /// prefixes of others, empty and non-ASCII keys included), absent keys are not, and the
+    /// keys come back in byte order with the map's values.
+    #[test]
+    fn properties_find_every_key_and_only_those(
+        keys in prop::collection::btree_set("(|a|ab|b|é|[a-c]{1,3}|Key [A-Z])", 0..12),
+        absent in "(|a|ab|b|é|[a-d]{1,4}|Key [A-Z])",
+    ) {
+        let map: serde_json::Map<String, serde_json::Value> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), json!(i)))
+            .collect();
+        let props = Properties::from(map.clone());
+        prop_assert_eq!(props.len(), keys.len());
+        for (k, v) in &map {
+            prop_assert_eq!(props.get(k), Some(v));
+        }
+        prop_assert_eq!(props.get(&absent), map.get(&absent));
+        let listed: Vec<(&str, &serde_json::Value)> = props.iter().collect();
+        let expected: Vec<(&str, &serde_json::Value)> =
+            keys.iter().map(|k| (k.as_str(), &map[k])).collect();
+        prop_assert_eq!(listed, expected);
+        prop_assert_eq!(
+            props.keys_are_plain(),
+            keys.iter().all(|k| k.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'))
+        );
+    }
+}

@@ -107,6 +107,9 @@ pub struct RefreshStats {
 }
 
 /// A change to apply to the model.
+// Most changes are notes, so boxing the large variant would add an allocation per note and
+// save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Change {
     /// A note was added or modified: its metadata, parse and Dataview data.
@@ -144,6 +147,8 @@ pub struct Model {
     /// Normalised tag → the casing first seen, for display, where it differs from the
     /// normalised form.
     tag_display: HashMap<String, String>,
+    /// Property key → how many notes have it in their frontmatter.
+    property_keys: HashMap<Box<str>, u32>,
     /// File id → ids of the notes that link to it (resolved links only), in path order.
     backlinks: Vec<Vec<u32>>,
     /// hash(key(file name a link target would match)) → ids of notes with such a link.
@@ -493,6 +498,11 @@ impl Model {
             .filter_map(|&source| self.index.path(source))
     }
 
+    /// Every property key in the notes' frontmatter, with how many notes have it.
+    pub fn property_keys(&self) -> &HashMap<Box<str>, u32> {
+        &self.property_keys
+    }
+
     /// The tag index: normalised tag → notes with exactly that tag.
     pub fn tags(&self) -> &BTreeMap<String, BTreeSet<VaultPath>> {
         &self.tags
@@ -725,6 +735,11 @@ impl Model {
             })
             .collect();
         self.notes = notes;
+        let mut property_keys: HashMap<Box<str>, u32> = HashMap::new();
+        for note in self.notes.values() {
+            count_property_keys(&mut property_keys, &note.parsed, true);
+        }
+        self.property_keys = property_keys;
         // Of several changes to one path, the last is kept (as above); empty data is not kept.
         dataview.reverse();
         dataview.sort_by(|a, b| a.0.cmp(&b.0));
@@ -936,6 +951,7 @@ impl Model {
         };
         let tags: Vec<String> = note_tags(&old.parsed).into_iter().map(|t| t.0).collect();
         let names = link_name_hashes(&self.index, &old.parsed, &mut String::new());
+        count_property_keys(&mut self.property_keys, &old.parsed, false);
         for t in tags {
             if let Some(set) = self.tags.get_mut(&t) {
                 set.remove(&path);
@@ -956,6 +972,7 @@ impl Model {
     }
 
     fn add_note_entries(&mut self, id: u32, path: &VaultPath, parsed: &ParsedNote) {
+        count_property_keys(&mut self.property_keys, parsed, true);
         for (norm, name) in note_tags(parsed) {
             let shown = shown_tag(name);
             match self.tags.get_mut(&norm) {
@@ -1210,6 +1227,31 @@ impl SubpathCache {
         SubpathKeys {
             headings: hash_all(&mut target.headings.iter().map(|h| heading_key(&h.text))),
             blocks: hash_all(&mut target.block_ids.iter().map(|b| b.id.to_lowercase())),
+        }
+    }
+}
+
+/// Counts a note's property keys in (`add`) or out of `counts`; a key no note has any more
+/// is removed.
+fn count_property_keys(counts: &mut HashMap<Box<str>, u32>, parsed: &ParsedNote, add: bool) {
+    for (k, _) in parsed
+        .frontmatter
+        .properties()
+        .into_iter()
+        .flat_map(|p| p.iter())
+    {
+        match counts.get_mut(k) {
+            Some(n) if add => *n += 1,
+            Some(n) => {
+                *n -= 1;
+                if *n == 0 {
+                    counts.remove(k);
+                }
+            }
+            None if add => {
+                counts.insert(k.into(), 1);
+            }
+            None => {}
         }
     }
 }

@@ -147,10 +147,7 @@ impl<'m> ModelSource<'m> {
     }
 
     fn props(&self, f: FileRef) -> Option<&'m markdown::Properties> {
-        match &self.note(f)?.parsed.frontmatter {
-            markdown::Frontmatter::Valid { value, .. } => Some(value),
-            _ => None,
-        }
+        self.note(f)?.parsed.frontmatter.properties()
     }
 }
 

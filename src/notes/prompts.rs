@@ -154,10 +154,7 @@ fn vault_prompts(model: &Model, folder: &VaultPath) -> Vec<PromptInfo> {
             tracing::warn!(folder = %folder, "more than {MAX_VAULT_PROMPTS} prompt notes; the rest are not offered");
             break;
         }
-        let props = match &note.parsed.frontmatter {
-            Frontmatter::Valid { value, .. } => Some(value),
-            _ => None,
-        };
+        let props = note.parsed.frontmatter.properties();
         let text = |key: &str| {
             props
                 .and_then(|p| p.get(key))

@@ -64,6 +64,10 @@ pub struct ModelPages<'m> {
     fields: OnceCell<Vec<Option<&'m crate::model::dataview::NoteData>>>,
     /// Field reads before `fields` was made.
     field_reads: std::cell::Cell<usize>,
+    /// Field names read, each with whether any note's frontmatter may hold it (a key that is
+    /// the name, or whose sanitised form is): a field no frontmatter holds is read from the
+    /// inline fields alone, without reaching each page's properties.
+    in_frontmatter: std::cell::RefCell<Vec<(Box<str>, bool)>>,
     /// Reads a note's text, for queries that need what the model does not keep (list items
     /// that are not tasks); `None` builds pages from the model alone.
     read: Option<&'m ReadText<'m>>,
@@ -81,6 +85,7 @@ impl<'m> ModelPages<'m> {
             frontmatter: (0..n).map(|_| OnceCell::new()).collect(),
             fields: OnceCell::new(),
             field_reads: std::cell::Cell::new(0),
+            in_frontmatter: std::cell::RefCell::new(Vec::new()),
             read: None,
         }
     }
@@ -170,10 +175,30 @@ impl<'m> ModelPages<'m> {
         aligned.get(p).copied().flatten().map_or(&[], |d| &d.fields)
     }
 
+    /// Whether some note's frontmatter may hold field `name` (asked of the model's key counts
+    /// once per name and query).
+    fn in_frontmatter(&self, name: &str) -> bool {
+        let mut known = self.in_frontmatter.borrow_mut();
+        if let Some((_, held)) = known.iter().find(|(n, _)| **n == *name) {
+            return *held;
+        }
+        let keys = self.model.property_keys();
+        let held = keys.contains_key(name)
+            || keys
+                .keys()
+                .any(|k| crate::obsidian::dataview::canonical_is(k, name));
+        known.push((name.into(), held));
+        held
+    }
+
     /// One page field read from the model, as [`DvSource::page_field`] answers it.
     fn read_page_field(&self, p: PageId, name: &str) -> Option<Option<Value>> {
         self.notes.get(p)?;
-        let props = self.props(p);
+        let props = if self.in_frontmatter(name) {
+            self.props(p)
+        } else {
+            None
+        };
         let fields = self.inline_fields(p);
         // As the evaluator reads a page's fields: the raw key first (frontmatter, then inline
         // fields), else every key whose sanitised form is the name.
@@ -191,7 +216,10 @@ impl<'m> ModelPages<'m> {
         }
         found.extend(inline.by_ref().map(|f| f.value()));
         if found.is_empty() {
-            if let Some(props) = props {
+            // A plain key is its own sanitised form: when every key is plain, the lookup by
+            // the raw key has already found all there is (no scan of every key of every page
+            // that lacks the field).
+            if let Some(props) = props.filter(|props| !props.keys_are_plain()) {
                 found.extend(
                     props
                         .iter()
@@ -214,10 +242,7 @@ impl<'m> ModelPages<'m> {
     }
 
     fn props(&self, p: PageId) -> Option<&'m markdown::Properties> {
-        match &self.notes.get(p)?.1.parsed.frontmatter {
-            markdown::Frontmatter::Valid { value, .. } => Some(value),
-            _ => None,
-        }
+        self.notes.get(p)?.1.parsed.frontmatter.properties()
     }
 
     fn build(&self, p: PageId) -> Option<DataviewNote> {
@@ -1074,6 +1099,57 @@ mod tests {
             Some(Value::List(vec![Value::Number(4.0), Value::Number(5.0)]))
         );
     }
+    fn note_change(path: &str, text: &str) -> Change {
+        let parsed = markdown::parse_note(text);
+        let data = NoteData::extract(text, &parsed);
+        let meta = FileMeta {
+            size: text.len() as u64,
+            modified: std::time::SystemTime::UNIX_EPOCH,
+            ino: 1,
+            nlink: 1,
+            created: None,
+        };
+        Change::Note(VaultPath::parse(path).unwrap(), meta, parsed, data)
+    }
+
+    /// A field no frontmatter holds is read from the inline fields alone: the model's key
+    /// counts must follow every edit, or a property added, renamed or removed later would be
+    /// missed (or kept) by queries.
+    #[test]
+    fn frontmatter_fields_are_found_after_the_notes_holding_them_change() {
+        let mut model = Model::default();
+        model.apply(vec![
+            note_change("a.md", "---\nDue Date: 2024-01-02\n---\nrating:: 3\n"),
+            note_change("b.md", "---\nplain: y\n---\n"),
+            note_change("c.md", "---\nplain: z\nDue Date: keep\n---\n"),
+        ]);
+        let field = |model: &Model, page: &str, name: &str| {
+            let pages = ModelPages::new(model);
+            let ctx = Context::new(local_now());
+            let id = pages.id(&VaultPath::parse(page).unwrap()).unwrap();
+            Ev::new(&pages, &ctx).page_field(id, name)
+        };
+        assert_eq!(model.property_keys().get("Due Date"), Some(&2));
+        assert!(field(&model, "a.md", "due-date").is_some());
+        assert_eq!(field(&model, "a.md", "rating"), Some(Value::Number(3.0)));
+        assert_eq!(field(&model, "b.md", "due-date"), None);
+        // The key leaves a.md, then reaches b.md under another casing.
+        model.apply(vec![note_change("a.md", "rating:: 3\n")]);
+        assert_eq!(model.property_keys().get("Due Date"), Some(&1));
+        assert_eq!(field(&model, "a.md", "due-date"), None);
+        model.apply(vec![note_change(
+            "b.md",
+            "---\nDUE date: 2025-05-05\n---\n",
+        )]);
+        assert!(field(&model, "b.md", "due-date").is_some());
+        assert!(field(&model, "b.md", "DUE date").is_some());
+        // The last note holding a key is removed: the key goes with it.
+        model.apply(vec![Change::Removed(VaultPath::parse("c.md").unwrap())]);
+        assert_eq!(model.property_keys().get("Due Date"), None);
+        assert_eq!(model.property_keys().get("plain"), None);
+        assert_eq!(model.property_keys().get("DUE date"), Some(&1));
+    }
+
     #[test]
     fn pages_of_sorted_paths_are_found_as_one_by_one() {
         let mut model = Model::default();
