@@ -3,7 +3,9 @@
 $CAPVAULT_BIN), waits until vault_info says the index is ready, then sends each case of $CASES
 (a JSON list of [label, method, params]) 7 times over raw JSON-RPC on stdio and prints the p50,
 min and max in milliseconds and the reply's size. No SDK: what a client waits for, and nothing
-the client itself adds.
+the client itself adds. $SETTLE (seconds, default 0) waits that long after the index is ready,
+for the work that follows a build (the text cache, the watcher) to finish first, and makes one
+untimed call per case before the timed ones; $RUNS (default 7) sets the calls per case.
 
   CASES='[["read", "tools/call", {"name": "read_note", "arguments": {"path": "Home"}}]]' \\
     scripts/wire.py examples/vault --no-index-cache
@@ -51,9 +53,13 @@ def main():
         if info.get("index", {}).get("state") == "ready":
             break
         time.sleep(0.2)
+    time.sleep(float(os.environ.get("SETTLE", "0")))
     for label, method, params in json.loads(os.environ["CASES"]):
         times = []
-        for _ in range(7):
+        if "SETTLE" in os.environ:
+            # Settled figures: one call first, not timed (it touches what later calls find warm).
+            rpc(method, params)
+        for _ in range(int(os.environ.get("RUNS", "7"))):
             t = time.perf_counter()
             r, size = rpc(method, params)
             times.append((time.perf_counter() - t) * 1000)

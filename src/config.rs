@@ -78,6 +78,8 @@ pub struct Config {
     pub prompts_folder: Option<String>,
     /// Offer the built-in prompts (default true; `--no-builtin-prompts` turns them off).
     pub builtin_prompts: Option<bool>,
+    /// What clients see of text a reader of the rendered note would not, as `--hidden-text`.
+    pub hidden_text: Option<crate::markdown::hidden::Policy>,
     /// Per-tool name and description overrides, by tool name.
     #[serde(default)]
     pub tool: BTreeMap<String, ToolEntry>,

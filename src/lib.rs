@@ -26,7 +26,8 @@
 //! - [`markdown`]: pure parsing of one note (frontmatter, aliases, tags, headings, block ids, links
 //!   with positions) as Obsidian reads it, how property values compare, and the byte-preserving
 //!   edits the write tools make ([`markdown::edit`], [`markdown::yaml_edit`],
-//!   [`markdown::tag_edit`]: tags renamed and frontmatter tag lists rewritten, read back). No I/O.
+//!   [`markdown::tag_edit`]: tags renamed and frontmatter tag lists rewritten, read back), and
+//!   what a reader of the rendered note never sees ([`markdown::hidden`]). No I/O.
 //! - [`obsidian`]: Obsidian's own formats, parsed without I/O: `.obsidian` settings, Moment.js
 //!   date formats for periodic notes (with the vault's week start) and the periods themselves
 //!   ([`obsidian::periodic`]: weeks to years, the dates people name them by, the Periodic Notes

@@ -15,6 +15,7 @@ mod cli;
 mod contract;
 mod crash;
 mod dockerfile;
+mod hidden_text;
 mod http;
 mod images;
 mod index_cache;

@@ -276,6 +276,13 @@ pub struct ServeOptions {
     /// Leave out the built-in prompts (daily-review, summarize-note, suggest-links).
     #[arg(long)]
     pub no_builtin_prompts: bool,
+    /// Text in a note that its reader never sees in Obsidian (zero-width, bidi and tag
+    /// characters, HTML and %% comments, elements hidden by style, long blank runs, misleading
+    /// links) is always reported in a `hidden` summary. `show` (default) leaves it in the text,
+    /// `mark` makes it visible (`⟦U+200B⟧`, `⟦hidden: html comment⟧…⟦/hidden⟧`), `strip`
+    /// removes it. Overrides the config file's `hidden_text`.
+    #[arg(long, value_name = "POLICY", value_parser = parse_hidden_text)]
+    pub hidden_text: Option<crate::markdown::hidden::Policy>,
     #[command(flatten)]
     pub write: WriteArgs,
 }
@@ -607,4 +614,15 @@ pub struct VaultArgs {
     /// Default: capvault/config.toml in your config folder, if it exists.
     #[arg(long, value_name = "FILE", value_parser = absolute_path)]
     pub config: Option<PathBuf>,
+}
+
+/// `--hidden-text`: `show`, `mark` or `strip`.
+fn parse_hidden_text(s: &str) -> Result<crate::markdown::hidden::Policy, String> {
+    use crate::markdown::hidden::Policy;
+    match s {
+        "show" => Ok(Policy::Show),
+        "mark" => Ok(Policy::Mark),
+        "strip" => Ok(Policy::Strip),
+        other => Err(format!("`{other}` is not one of show, mark, strip")),
+    }
 }

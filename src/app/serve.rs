@@ -186,6 +186,7 @@ impl ServeOptions {
             exact_scan_max_notes: self.exact_scan_max_notes,
             keep_texts: !self.no_text_cache,
             hide_obsidian_excluded: !(self.show_obsidian_excluded || config.show_obsidian_excluded),
+            hidden_text: self.hidden_text.or(config.hidden_text).unwrap_or_default(),
             ..base
         })
     }

@@ -38,6 +38,8 @@ pub struct EngineOptions {
     pub hide_obsidian_excluded: bool,
     /// Where MCP prompts come from (`notes::prompts`).
     pub prompts: PromptOptions,
+    /// What clients see of text a reader of the rendered note would not.
+    pub hidden_text: crate::markdown::hidden::Policy,
 }
 
 /// Where MCP prompts come from: a vault folder whose notes are prompts, and the built-in ones.
@@ -70,6 +72,7 @@ impl Default for EngineOptions {
             keep_texts: true,
             hide_obsidian_excluded: true,
             prompts: PromptOptions::default(),
+            hidden_text: crate::markdown::hidden::Policy::Show,
         }
     }
 }

@@ -14,6 +14,7 @@
 use pulldown_cmark::{CodeBlockKind, Event, LinkType, Options, Parser, Tag, TagEnd};
 
 use super::LinkKind;
+use super::hidden::{self, HiddenKind, Spans};
 use super::links::{LinkParts, parse_markdown_dest, parse_wikilink_inner};
 use super::tags::{InlineTag, scan_inline_tags};
 
@@ -30,6 +31,9 @@ pub(crate) struct BodyItems {
     pub links: Vec<LinkItem>,
     /// Fenced ```` ```base ```` code blocks (Obsidian Bases queries).
     pub base_blocks: u16,
+    /// What a reader of the rendered note does not see, of what structure tells: comments,
+    /// hidden HTML elements, misleading links (characters are [`hidden::scan_chars`]'s).
+    pub hidden: Spans,
 }
 
 /// A heading: level, plain text, byte range of its lines (trailing newline excluded).
@@ -152,6 +156,8 @@ pub(crate) fn scan(text: &str, body_start: usize) -> BodyItems {
         row_start: None,
         comment_marks: Vec::new(),
         pending_headings: Vec::new(),
+        html_block: None,
+        hidden_open: None,
         out: BodyItems::default(),
     };
     for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
@@ -259,6 +265,10 @@ struct Walker<'t> {
     comment_marks: Vec<usize>,
     /// Headings read, finished once comments are known.
     pending_headings: Vec<HeadingFrame>,
+    /// Start of the HTML block being read (scanned whole at its end).
+    html_block: Option<usize>,
+    /// An inline HTML element hidden by its style, still open: tag name, start, nesting.
+    hidden_open: Option<(String, usize, usize)>,
     /// Everything found so far, before comment filtering.
     out: BodyItems,
 }
@@ -284,8 +294,16 @@ impl Walker<'_> {
                 self.last_run = None;
                 self.line_start = true;
             }
+            Event::InlineHtml(_) => {
+                hidden::scan_html(
+                    &self.text[start..end],
+                    start,
+                    &mut self.hidden_open,
+                    &mut self.out.hidden,
+                );
+                self.inline();
+            }
             Event::Html(_)
-            | Event::InlineHtml(_)
             | Event::FootnoteReference(_)
             | Event::TaskListMarker(_)
             | Event::Rule
@@ -394,12 +412,16 @@ impl Walker<'_> {
             | Tag::DefinitionList
             | Tag::DefinitionListTitle
             | Tag::DefinitionListDefinition
-            | Tag::HtmlBlock
             | Tag::Table(_)
             | Tag::TableHead
             | Tag::MetadataBlock(_) => {
                 self.last_run = None;
                 self.line_start = true;
+            }
+            Tag::HtmlBlock => {
+                self.last_run = None;
+                self.line_start = true;
+                self.html_block = Some(start);
             }
             Tag::Heading { level, .. } => {
                 self.last_run = None;
@@ -456,6 +478,15 @@ impl Walker<'_> {
     }
 
     fn end(&mut self, tag: TagEnd, end: usize) {
+        // An inline element hidden by its style and never closed hides the rest of its block.
+        if matches!(
+            tag,
+            TagEnd::Paragraph | TagEnd::Item | TagEnd::Heading(_) | TagEnd::TableCell
+        ) && let Some((_, start, _)) = self.hidden_open.take()
+        {
+            let end = start + self.text[start..end.max(start)].trim_end().len();
+            self.out.hidden.push(HiddenKind::HiddenElement, start, end);
+        }
         match tag {
             TagEnd::Paragraph => {
                 self.check_block_id();
@@ -481,9 +512,31 @@ impl Walker<'_> {
                     self.deep_wiki -= usize::from(matches!(kind, FrameKind::Wiki { .. }));
                     self.deep_image -= usize::from(kind.is_image());
                 } else if let Some(frame) = self.frames.pop() {
+                    if frame.kind == (FrameKind::Markdown { image: false })
+                        && hidden::is_misleading(&frame.text, &frame.dest)
+                    {
+                        self.out
+                            .hidden
+                            .push(HiddenKind::MisleadingLink, frame.start, frame.end);
+                    }
                     self.finish_link(frame);
                 }
                 self.inline();
+            }
+            TagEnd::HtmlBlock => {
+                self.last_run = None;
+                if let Some(start) = self.html_block.take() {
+                    let mut open = None;
+                    hidden::scan_html(
+                        &self.text[start..end],
+                        start,
+                        &mut open,
+                        &mut self.out.hidden,
+                    );
+                    if let Some((_, from, _)) = open {
+                        self.out.hidden.push(HiddenKind::HiddenElement, from, end);
+                    }
+                }
             }
             TagEnd::TableRow | TagEnd::TableHead => {
                 if let Some(row_start) = self.row_start.take() {
@@ -630,6 +683,9 @@ impl Walker<'_> {
         let comments = Comments::from_marks(&self.comment_marks, self.text.len());
         let text = self.text;
         let mut out = std::mem::take(&mut self.out);
+        for &(start, end) in &comments.0 {
+            out.hidden.push(HiddenKind::ObsidianComment, start, end);
+        }
         out.tags.retain(|t| !comments.hides(t.start));
         out.block_ids.retain(|b| !comments.hides(b.start));
         out.links.retain(|l| !comments.hides(l.start));

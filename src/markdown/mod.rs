@@ -34,6 +34,7 @@
 mod body;
 pub mod edit;
 mod frontmatter;
+pub mod hidden;
 mod links;
 mod pos;
 pub mod properties;
@@ -82,6 +83,9 @@ pub struct ParsedNote {
     #[serde(skip)]
     #[schemars(skip)]
     pub omitted: u32,
+    /// What a reader of the rendered note does not see ([`hidden`]); `None` when nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Box<hidden::Hidden>>,
 }
 
 impl ParsedNote {
@@ -592,6 +596,15 @@ impl Pos {
     }
 }
 
+/// What a reader of the rendered `text` (a whole note) does not see, sorted by start.
+pub fn hidden_spans(text: &str) -> hidden::Spans {
+    let body_start = frontmatter::find_block(text).map_or(0, |b| b.body_start);
+    let mut spans = body::scan(text, body_start).hidden;
+    hidden::scan_chars(text, &mut spans);
+    spans.finish();
+    spans
+}
+
 /// Parses one note.
 ///
 /// ```
@@ -620,6 +633,7 @@ pub fn parse_note(text: &str) -> ParsedNote {
         links: Vec::new(),
         base_blocks: 0,
         omitted: 0,
+        hidden: None,
     };
     let mut body_start = 0;
     if let Some(block) = frontmatter::find_block(text) {
@@ -639,7 +653,10 @@ pub fn parse_note(text: &str) -> ParsedNote {
         };
     }
 
-    let body = body::scan(text, body_start);
+    let mut body = body::scan(text, body_start);
+    hidden::scan_chars(text, &mut body.hidden);
+    body.hidden.finish();
+    note.hidden = hidden::Hidden::of(text, &body.hidden);
     note.base_blocks = body.base_blocks;
     note.tags.extend(body.tags.into_iter().map(|t| Tag {
         name: t.name.into(),

@@ -340,7 +340,11 @@ fn one(
     if !exists {
         return Ok(reply);
     }
-    match view_note(engine.vault(), &path, &ViewRequest::default()) {
+    let req = ViewRequest {
+        hidden_text: engine.options().hidden_text,
+        ..ViewRequest::default()
+    };
+    match view_note(engine.vault(), &path, &req) {
         Ok(view) => {
             reply.message = what;
             reply.exists = true;

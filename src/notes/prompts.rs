@@ -368,6 +368,7 @@ fn read_bounded(
     let req = ViewRequest {
         section,
         max_chars: Some(MAX_EMBED_CHARS),
+        hidden_text: engine.options().hidden_text,
         ..ViewRequest::default()
     };
     let view = view_note(engine.vault(), path, &req)?;

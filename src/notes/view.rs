@@ -48,6 +48,8 @@ pub struct ViewRequest {
     pub evaluate_inline: bool,
     /// Send the images embedded in the text read ([`super::files::note_images`]).
     pub include_images: bool,
+    /// What the text shows of what a reader of the rendered note would not see.
+    pub hidden_text: markdown::hidden::Policy,
 }
 
 /// A heading in the outline.
@@ -143,6 +145,10 @@ pub struct NoteView {
     /// Image embeds past the ones reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub images_omitted: Option<usize>,
+    /// What the rendered note hides from its reader: kinds, counts, first lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub hidden: Option<Box<markdown::hidden::Hidden>>,
     /// The images to send, in the order of `images` (not part of the structured reply).
     #[serde(skip)]
     #[schemars(skip)]
@@ -178,10 +184,14 @@ impl ReadRequest {
 /// `read_note`: the typed path first (one resolve, no model); only a miss consults the model,
 /// for a bare name or a path without `.md`.
 pub fn read(engine: &crate::engine::Engine, req: &ReadRequest) -> Result<NoteView, NoteError> {
-    let (path, mut view) = match view_note(engine.vault(), &req.path, &req.view) {
+    let wanted = ViewRequest {
+        hidden_text: engine.options().hidden_text,
+        ..req.view.clone()
+    };
+    let (path, mut view) = match view_note(engine.vault(), &req.path, &wanted) {
         Err(NoteError::Vault(VaultError::NotFound(_) | VaultError::NotAFolder(_))) => {
             let path = super::locate::locate_in(&*engine.model()?, &req.input, &req.path)?;
-            let view = view_note(engine.vault(), &path, &req.view)?;
+            let view = view_note(engine.vault(), &path, &wanted)?;
             (path, view)
         }
         other => (req.path.clone(), other?),
@@ -226,8 +236,11 @@ pub fn view_note(
         metadata: None,
         images: None,
         images_omitted: None,
+        hidden: None,
         image_content: Vec::new(),
     };
+    let spans = markdown::hidden_spans(&text);
+    view.hidden = markdown::hidden::Hidden::of(&text, &spans);
     if req.format != Format::Content
         && (req.section.is_some() || req.lines.is_some() || req.offset.is_some())
     {
@@ -244,7 +257,14 @@ pub fn view_note(
         Format::Content => {
             let (selected, range) = select(&text, parsed.as_ref(), req)?;
             let max = super::check_limit(req.max_chars, DEFAULT_MAX_CHARS, MAX_MAX_CHARS)?;
-            let (slice, total, next) = cap(selected, req.offset.unwrap_or(0), max)?;
+            let start = selected.as_ptr().addr() - text.as_ptr().addr();
+            let shown = markdown::hidden::apply(
+                &text,
+                start..start + selected.len(),
+                &spans,
+                req.hidden_text,
+            );
+            let (slice, total, next) = cap(&shown, req.offset.unwrap_or(0), max)?;
             view.content = Some(slice.to_owned());
             view.line_range = range;
             view.total_chars = Some(total);

@@ -155,6 +155,7 @@ impl CapvaultServer {
             max_chars: args.max_chars,
             evaluate_inline: args.evaluate_inline,
             include_images: args.include_images,
+            hidden_text: Default::default(),
         };
         let req = ReadRequest::new(args.path, view).map_err(read_hint)?;
         let mut view = self

@@ -1,0 +1,57 @@
+//! Fuzzes the hidden-text scanner (issue 38) on hostile note text: the spans of
+//! `markdown::hidden_spans` lie on character boundaries inside the text, at most
+//! `MAX_SPANS` of them are kept, the summary's counts add up to the total and list at most
+//! `MAX_LINES_PER_KIND` lines each, and every policy applied to any part of the text returns
+//! without panicking: `show` gives that part unchanged, `mark` and `strip` leave no hidden
+//! character unmarked.
+//!
+//! The first byte chooses where the part read starts; the rest is the note.
+
+#![no_main]
+
+use capvault::markdown::hidden::{self, HiddenKind, Policy};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&cut, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let spans = capvault::markdown::hidden_spans(&text);
+    assert!(spans.spans.len() <= hidden::MAX_SPANS);
+    for s in &spans.spans {
+        assert!(s.start <= s.end && s.end <= text.len(), "{s:?}");
+        assert!(text.is_char_boundary(s.start) && text.is_char_boundary(s.end));
+    }
+    if let Some(summary) = hidden::Hidden::of(&text, &spans) {
+        let counted: usize = summary.kinds.iter().map(|k| k.count).sum();
+        assert_eq!(counted, spans.total());
+        assert!(
+            summary
+                .kinds
+                .iter()
+                .all(|k| k.lines.len() <= hidden::MAX_LINES_PER_KIND)
+        );
+    }
+    let mut from = (usize::from(cut) * text.len()) / 256;
+    while !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    assert_eq!(
+        hidden::apply(&text, from..text.len(), &spans, Policy::Show),
+        &text[from..]
+    );
+    for policy in [Policy::Mark, Policy::Strip] {
+        let out = hidden::apply(&text, from..text.len(), &spans, policy);
+        if from == 0 && spans.total() <= hidden::MAX_SPANS {
+            let again = capvault::markdown::hidden_spans(&out);
+            assert!(
+                !again.spans.iter().any(|s| matches!(
+                    s.kind,
+                    HiddenKind::Invisible | HiddenKind::Bidi | HiddenKind::TagCharacters
+                )),
+                "{policy:?}: {out:?}"
+            );
+        }
+    }
+});
