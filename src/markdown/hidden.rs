@@ -435,11 +435,24 @@ fn host_of(text: &str) -> Option<String> {
         && labels
             .iter()
             .all(|l| !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-'))
-        && labels
-            .last()
-            .is_some_and(|tld| tld.chars().count() >= 2 && tld.chars().all(char::is_alphabetic));
+        && labels.last().is_some_and(|tld| {
+            (tld.len() == 2 && tld.chars().all(|c| c.is_ascii_alphabetic()))
+                || COMMON_TLDS.contains(tld)
+        });
     plausible.then(|| host.to_owned())
 }
+
+/// Top-level domains of three letters or more that link texts name (every two-letter one, a
+/// country's, counts too): `ApprovalTests.Python` or `obsidian.vimrc` are names, not addresses.
+const COMMON_TLDS: &[&str] = &[
+    "com", "org", "net", "edu", "gov", "mil", "int", "info", "biz", "xyz", "dev", "app", "site",
+    "online", "tech", "store", "blog", "cloud", "page", "wiki", "link", "news", "live", "pro",
+    "name", "club", "shop", "design", "art", "space", "website", "email", "digital", "social",
+    "media", "studio", "network", "systems", "software", "tools", "zone", "world", "today", "life",
+    "one", "top", "work", "ink", "host", "press", "global", "mobi", "aero", "museum", "jobs",
+    "bank", "money", "finance", "login", "support", "help", "security", "icu", "cam", "fun", "run",
+    "sbs",
+];
 
 /// Extensions of files a link text often names (`README.md`, `report.pdf`): such a text is a
 /// file name, not an address, unless it is written with a scheme.
@@ -472,7 +485,22 @@ pub(crate) fn is_misleading(text: &str, dest: &str) -> bool {
     };
     let has_scheme = text.contains("://");
     let extension = shown.rsplit('.').next().unwrap_or_default();
-    if !has_scheme && (FILE_EXTENSIONS.contains(&extension) || text.contains(char::is_whitespace)) {
+    // A file's name over a link to that file (`[README.md](https://github.com/x/README.md)`).
+    let path = dest
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('/');
+    let names_the_file = path.len() > text.len()
+        && path.is_char_boundary(path.len() - text.len())
+        && path[path.len() - text.len()..].eq_ignore_ascii_case(text)
+        && path[..path.len() - text.len()].ends_with('/');
+    if !has_scheme
+        && (names_the_file
+            || (FILE_EXTENSIONS.contains(&extension) && text.chars().any(|c| c.is_uppercase()))
+            || (FILE_EXTENSIONS.contains(&extension) && extension != "md")
+            || text.contains(char::is_whitespace))
+    {
         return false;
     }
     match host_of(dest) {
@@ -656,6 +684,10 @@ mod tests {
             // Links whose text is a file name, the same site, or not an address.
             "[README.md](https://github.com/a/b/README.md) [obsidian.md](https://help.obsidian.md) \
              [docs](https://evil.example) [https://github.com/x](https://www.github.com/y)\n",
+            // Names with a dot that are not addresses (from obsidian-hub), a file's own name.
+            "[obsidian.vimrc](https://github.com/a/obsidian-vimrc.vim) \
+             [ApprovalTests.Python](https://github.com/approvals/ApprovalTests.Python) \
+             [index.md](https://example.org/docs/index.md)\n",
             // Styles that do not hide.
             "<span style=\"opacity: 0.5; font-size: 0.9em\">seen</span>\n",
         ] {
@@ -666,6 +698,7 @@ mod tests {
     #[test]
     fn misleading_links_name_another_host() {
         for (text, dest) in [
+            ("obsidian.md", "https://evil.example/obsidian"),
             ("github.com", "http://evil.example"),
             (
                 "https://github.com/login",

@@ -516,7 +516,8 @@ impl ServerHandler for CapvaultServer {
         self.check_resource_grant(&context)?;
         let vault = Arc::clone(&self.vault);
         let uri = request.uri;
-        tokio::task::spawn_blocking(move || resources::read(&vault, &uri))
+        let hidden_text = self.engine().options().hidden_text;
+        tokio::task::spawn_blocking(move || resources::read(&vault, &uri, hidden_text))
             .await
             .map_err(|_| ErrorData::internal_error("the read was aborted", None))?
             .map(Into::into)

@@ -149,17 +149,29 @@ pub(super) fn templates() -> ListResourceTemplatesResult {
     ])
 }
 
-/// Reads one note resource.
-pub(super) fn read(vault: &Vault, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+/// Reads one note resource, its hidden text shown, marked or stripped as `hidden_text` says.
+pub(super) fn read(
+    vault: &Vault,
+    uri: &str,
+    hidden_text: crate::markdown::hidden::Policy,
+) -> Result<ReadResourceResult, ErrorData> {
     // Errors name the resource asked for in their data, as SEP-2164 asks (the client's own
     // string, when it is of a sensible length).
     let data = (uri.len() <= 2048).then(|| serde_json::json!({ "uri": uri }));
     let path =
         path_from_uri(uri).map_err(|e| ErrorData::invalid_params(e.to_string(), data.clone()))?;
     match read_note(vault, &path) {
-        Ok(note) => Ok(ReadResourceResult::new(vec![
-            ResourceContents::text(note.content, uri_for(&path)).with_mime_type(MIME),
-        ])),
+        Ok(note) => {
+            let text = crate::markdown::hidden::apply(
+                &note.content,
+                0..note.content.len(),
+                &crate::markdown::hidden_spans(&note.content),
+                hidden_text,
+            );
+            Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(text, uri_for(&path)).with_mime_type(MIME),
+            ]))
+        }
         Err(NoteError::Vault(VaultError::NotFound(p))) => Err(ErrorData::resource_not_found(
             format!("{p}: not found"),
             data,
