@@ -606,6 +606,7 @@ fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Ve
             heading,
             score: 0.0,
             matched: None,
+            hidden: None,
         });
         from = line_end + 1;
         if from > text.len() {

@@ -164,6 +164,9 @@ pub struct SearchHit {
     /// is 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched: Option<&'static str>,
+    /// What the note hides from its reader (`read_note`'s `hidden` has counts and lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Vec<crate::markdown::hidden::HiddenKind>>,
 }
 
 /// What `matched` says of a hit on the note's name.
@@ -181,6 +184,7 @@ pub(crate) fn title_hit(path: &VaultPath, ranges: Vec<(usize, usize)>, score: f6
         heading: None,
         score,
         matched: Some(MATCHED_TITLE),
+        hidden: None,
     }
 }
 
@@ -210,6 +214,7 @@ pub(crate) fn keyword_hit(
             heading: None,
             score,
             matched: None,
+            hidden: None,
         };
     }
     SearchHit {
@@ -220,6 +225,7 @@ pub(crate) fn keyword_hit(
         heading: shown.heading,
         score,
         matched: None,
+        hidden: None,
     }
 }
 
@@ -397,7 +403,7 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
         before: q.modified_before,
         ignored: ignored.as_ref(),
     };
-    match q.mode {
+    let mut results = match q.mode {
         Mode::Exact => {
             let matcher = Matcher::literal(&q.query, q.case_sensitive)?;
             lines::search_lines(engine, &q.query, &matcher, &scope, page, q.mode)
@@ -409,7 +415,75 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
         Mode::Ranked => ranked::search_ranked(engine, &q.query, &scope, page),
         Mode::Semantic => semantic::search_semantic(engine, &q.query, &scope, page, false),
         Mode::Hybrid => semantic::search_semantic(engine, &q.query, &scope, page, true),
+    }?;
+    show_hidden(engine, &mut results.hits);
+    Ok(results)
+}
+
+/// Names what each hit's note hides from its reader (the summary the model made when it read
+/// the note: no work for the notes that hide nothing), and shows the excerpts of those notes
+/// as the server's hidden-text policy says: the line is marked or stripped within the whole
+/// note's spans (a comment that opened lines above still counts), and the matches are found
+/// again in what is shown.
+fn show_hidden(engine: &Engine, hits: &mut [SearchHit]) {
+    use crate::markdown::hidden::{self, Policy};
+    let policy = engine.options().hidden_text;
+    let model = engine.model_now();
+    for hit in hits.iter_mut() {
+        let Ok(path) = VaultPath::parse(&hit.path) else {
+            continue;
+        };
+        let Some(summary) = model.note(&path).and_then(|n| n.parsed.hidden.as_deref()) else {
+            continue;
+        };
+        hit.hidden = Some(summary.kinds.iter().map(|k| k.kind).collect());
+        if policy == Policy::Show || hit.matched.is_some() {
+            continue;
+        }
+        let Ok(data) = engine.vault().read_file(&path) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&data.bytes);
+        let Some(line) = line_span(&text, hit.line) else {
+            continue;
+        };
+        let spans = markdown::hidden_spans(&text);
+        if !spans
+            .spans
+            .iter()
+            .any(|s| s.end > line.start && s.start < line.end)
+        {
+            continue;
+        }
+        let shown = hidden::apply(&text, line, &spans, policy);
+        let chars: Vec<char> = hit.excerpt.chars().collect();
+        let mut ranges = Vec::new();
+        let mut from = 0;
+        for [start, end] in &hit.matches {
+            let needle: String = chars.get(*start..*end).unwrap_or_default().iter().collect();
+            if needle.is_empty() {
+                continue;
+            }
+            if let Some(at) = shown.get(from..).and_then(|rest| rest.find(&needle)) {
+                ranges.push((from + at, from + at + needle.len()));
+                from += at + needle.len();
+            }
+        }
+        let (excerpt, matches) = crate::index::text::cut_excerpt(&shown, &ranges);
+        hit.excerpt = excerpt;
+        hit.matches = matches;
     }
+}
+
+/// The byte range of 1-based line `line` of `text`, without its line break.
+fn line_span(text: &str, line: usize) -> Option<std::ops::Range<usize>> {
+    let start = if line <= 1 {
+        0
+    } else {
+        memchr::memchr_iter(b'\n', text.as_bytes()).nth(line - 2)? + 1
+    };
+    let end = memchr::memchr(b'\n', &text.as_bytes()[start..]).map_or(text.len(), |i| start + i);
+    Some(start..text[..end].trim_end_matches('\r').len().max(start))
 }
 
 /// Which page of hits a search returns.
@@ -612,6 +686,7 @@ mod tests {
             heading: None,
             score: 1.0,
             matched: None,
+            hidden: None,
         };
         assert!(b.take(&big));
         assert!(!b.take(&big));

@@ -127,6 +127,7 @@ pub(super) fn search_semantic(
                         heading: shown.heading,
                         score: round(f.score, hybrid),
                         matched: None,
+                        hidden: None,
                     }
                 } else {
                     keyword_hit(
@@ -148,6 +149,7 @@ pub(super) fn search_semantic(
                     heading: s.heading.as_deref().map(str::to_owned),
                     score: round(f.score, hybrid),
                     matched: None,
+                    hidden: None,
                 }
             }
         };
