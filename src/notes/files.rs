@@ -79,6 +79,9 @@ pub struct CanvasReply {
     pub files: Vec<CanvasFile>,
     /// SHA-256 of the file.
     pub sha256: String,
+    /// The text cards that hide text from their reader (their text follows `--hidden-text`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Vec<CanvasHidden>>,
 }
 
 /// Structured part of `read_attachment`'s reply; the content is an image the model sees, SVG
@@ -240,7 +243,37 @@ pub fn read_canvas_named(
 ) -> Result<CanvasReply, NoteError> {
     let path = super::locate::locate_kind(engine, &name.input, name.path.clone(), "canvas")?;
     let model = engine.model()?;
-    read_canvas(engine.vault(), &model, &path)
+    let mut reply = read_canvas(engine.vault(), &model, &path)?;
+    show_canvas_hidden(&mut reply, engine.options().hidden_text);
+    Ok(reply)
+}
+
+/// Reports what the canvas's text cards hide from their reader, and shows the cards as the
+/// hidden-text policy says (a card is Markdown, scanned as a note is).
+fn show_canvas_hidden(reply: &mut CanvasReply, policy: crate::markdown::hidden::Policy) {
+    let mut found = Vec::new();
+    for node in &mut reply.canvas.nodes {
+        if let canvas::NodeKind::Text { text } = &mut node.kind {
+            let spans = crate::markdown::hidden_spans(text);
+            if let Some(summary) = crate::markdown::hidden::Hidden::of(text, &spans) {
+                found.push(CanvasHidden {
+                    node: node.id.clone(),
+                    kinds: summary.kinds,
+                });
+                *text = crate::markdown::hidden::apply(text, 0..text.len(), &spans, policy);
+            }
+        }
+    }
+    reply.hidden = (!found.is_empty()).then_some(found);
+}
+
+/// What one text card of a canvas hides.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CanvasHidden {
+    /// The card's node id.
+    pub node: String,
+    /// Kinds, counts and lines (of the card's text), as `read_note` reports them.
+    pub kinds: Vec<crate::markdown::hidden::KindCount>,
 }
 
 /// `read_attachment`: the file the request names (as [`super::locate::locate`] finds it), read as
@@ -458,6 +491,7 @@ pub fn read_canvas(
         sha256: sha256_hex(&data.bytes),
         canvas: doc,
         files,
+        hidden: None,
     })
 }
 
