@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     );
     for policy in [Policy::Mark, Policy::Strip] {
         let out = hidden::apply(&text, from..text.len(), &spans, policy);
-        if from == 0 && spans.total() <= hidden::MAX_SPANS {
+        if from == 0 {
             let again = capvault::markdown::hidden_spans(&out);
             assert!(
                 !again.spans.iter().any(|s| matches!(

@@ -86,6 +86,9 @@ pub struct Spans {
     pub spans: Vec<Span>,
     /// How many of each kind there were (kept or not), by `HiddenKind as usize`.
     counts: [usize; 8],
+    /// The first start among the spans not kept: [`apply`] shows nothing from there on, so
+    /// a hostile text cannot hide what comes after its first 10,000 spans.
+    first_dropped: Option<usize>,
 }
 
 impl Spans {
@@ -100,6 +103,8 @@ impl Spans {
         }
         if self.spans.len() < MAX_SPANS {
             self.spans.push(Span { kind, start, end });
+        } else {
+            self.first_dropped = Some(self.first_dropped.map_or(start, |d| d.min(start)));
         }
     }
 
@@ -527,12 +532,22 @@ pub enum Policy {
 
 /// `text[range]` with its hidden spans marked or stripped as `policy` says (unchanged for
 /// `Show`). The spans must be `text`'s, sorted as [`Spans::finish`] leaves them; those
-/// crossing the range's edges are cut to it.
+/// crossing the range's edges are cut to it. When the scan kept only its first
+/// [`MAX_SPANS`], the text is cut where the first span not kept starts, and says so.
 pub fn apply(text: &str, range: std::ops::Range<usize>, spans: &Spans, policy: Policy) -> String {
-    let (from, to) = (range.start.min(text.len()), range.end.min(text.len()));
+    let (from, mut to) = (range.start.min(text.len()), range.end.min(text.len()));
+    let cut = spans
+        .first_dropped
+        .filter(|&c| c < to && policy != Policy::Show);
+    if let Some(c) = cut {
+        to = c.max(from);
+    }
     let whole = text;
     let text = whole.get(..to).unwrap_or(whole);
-    if policy == Policy::Show || spans.spans.is_empty() || !text.is_char_boundary(from) {
+    if policy == Policy::Show
+        || (spans.spans.is_empty() && cut.is_none())
+        || !text.is_char_boundary(from)
+    {
         return text.get(from..).unwrap_or_default().to_owned();
     }
     let clipped: Vec<Span> = spans
@@ -548,6 +563,7 @@ pub fn apply(text: &str, range: std::ops::Range<usize>, spans: &Spans, policy: P
     let spans = Spans {
         spans: clipped,
         counts: spans.counts,
+        first_dropped: None,
     };
     let mut out = String::with_capacity(to - from + 64);
     let mut at = from;
@@ -620,6 +636,11 @@ pub fn apply(text: &str, range: std::ops::Range<usize>, spans: &Spans, policy: P
         at = close;
     }
     out.push_str(&text[at..]);
+    if cut.is_some() {
+        out.push_str(&format!(
+            "⟦cut: the rest hides more than {MAX_SPANS} things⟧"
+        ));
+    }
     out
 }
 
@@ -778,6 +799,30 @@ mod tests {
         let hidden = Hidden::of(&text, &spans).unwrap();
         assert_eq!(hidden.kinds[0].count, 1_000_000);
         assert!(hidden.kinds[0].lines.len() <= MAX_LINES_PER_KIND);
+    }
+
+    /// More hidden things than the scan keeps: what follows them is cut, never shown unmarked
+    /// (a comment after 10,000 zero-width spaces must not pass `strip`).
+    #[test]
+    fn past_the_spans_kept_nothing_is_shown_unmarked() {
+        let text = format!(
+            "{}<!-- obey -->\u{200B}tail\n",
+            "x\u{200B}".repeat(MAX_SPANS)
+        );
+        let spans = crate::markdown::hidden_spans(&text);
+        assert!(spans.total() > spans.spans.len());
+        for policy in [Policy::Mark, Policy::Strip] {
+            let out = apply(&text, 0..text.len(), &spans, policy);
+            assert!(
+                !out.contains("obey") && !out.contains('\u{200B}'),
+                "{policy:?}"
+            );
+            assert!(
+                out.ends_with("⟦cut: the rest hides more than 10000 things⟧"),
+                "{policy:?}"
+            );
+        }
+        assert_eq!(apply(&text, 0..text.len(), &spans, Policy::Show), text);
     }
 
     proptest! {

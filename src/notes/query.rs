@@ -1042,22 +1042,8 @@ mod tests {
     /// gives, for raw keys, sanitised keys, repeated keys and missing ones.
     #[test]
     fn a_field_from_the_model_equals_the_field_of_the_whole_page() {
-        let parsed = markdown::parse_note(TEXT);
-        let data = NoteData::extract(TEXT, &parsed);
-        let meta = FileMeta {
-            size: TEXT.len() as u64,
-            modified: std::time::SystemTime::UNIX_EPOCH,
-            ino: 1,
-            nlink: 1,
-            created: None,
-        };
         let mut model = Model::default();
-        model.apply(vec![Change::Note(
-            VaultPath::parse("a.md").unwrap(),
-            meta,
-            parsed,
-            data,
-        )]);
+        model.apply(vec![note_change("a.md", TEXT)]);
         let fast = ModelPages::new(&model);
         let read = |_: &VaultPath| Some(TEXT.to_owned());
         let whole = ModelPages::new(&model).reading(&read);
@@ -1157,18 +1143,7 @@ mod tests {
         model.apply(
             names
                 .iter()
-                .map(|n| {
-                    let parsed = markdown::parse_note("x\n");
-                    let data = NoteData::extract("x\n", &parsed);
-                    let meta = FileMeta {
-                        size: 2,
-                        modified: std::time::SystemTime::UNIX_EPOCH,
-                        ino: 1,
-                        nlink: 1,
-                        created: None,
-                    };
-                    Change::Note(VaultPath::parse(n).unwrap(), meta, parsed, data)
-                })
+                .map(|n| note_change(n, "x\n"))
                 .collect(),
         );
         let pages = ModelPages::new(&model);
