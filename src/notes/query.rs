@@ -1140,12 +1140,7 @@ mod tests {
     fn pages_of_sorted_paths_are_found_as_one_by_one() {
         let mut model = Model::default();
         let names: Vec<String> = (0..300).map(|i| format!("n{i:04}.md")).collect();
-        model.apply(
-            names
-                .iter()
-                .map(|n| note_change(n, "x\n"))
-                .collect(),
-        );
+        model.apply(names.iter().map(|n| note_change(n, "x\n")).collect());
         let pages = ModelPages::new(&model);
         for step in [1, 2, 3, 7, 50, 299] {
             let mut wanted: Vec<VaultPath> = names
