@@ -80,9 +80,24 @@ pub struct Config {
     pub builtin_prompts: Option<bool>,
     /// What clients see of text a reader of the rendered note would not, as `--hidden-text`.
     pub hidden_text: Option<crate::markdown::hidden::Policy>,
+    /// Which changes wait for the person's yes, as `--confirm`.
+    pub confirm: Option<Confirm>,
+    /// Every change must carry `if_match`, as `--require-if-match` (default: over HTTP only).
+    pub require_if_match: Option<bool>,
     /// Per-tool name and description overrides, by tool name.
     #[serde(default)]
     pub tool: BTreeMap<String, ToolEntry>,
+}
+
+/// Which changes wait for the person's yes (`--confirm`, `confirm = "..."`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Confirm {
+    /// None.
+    #[default]
+    Off,
+    /// Deletes, whole-note replacements, folder moves, tag renames and restores.
+    Destructive,
 }
 
 /// One `[tool.NAME]` table.

@@ -81,14 +81,17 @@
 //!   [`notes::bases`]: Bases over the vault model; [`notes::query`]: Dataview and Tasks queries
 //!   over it; [`notes::tasks`]: the task list; [`notes::prompts`]: MCP prompts from the vault's
 //!   prompts folder and built in; [`notes::write`]: the write operations (locks,
-//!   history, audit, link rewrite on moves, task status).
+//!   history, audit, link rewrite on moves, task status) and [`notes::write::confirm`], what
+//!   `--confirm destructive` keeps between a question to the person and the answer.
 //! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
-//!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas) and
-//!   [`server::ToolError`], the stable error codes.
+//!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas),
+//!   the person in the loop (`--confirm destructive` through elicitation, `--require-if-match`,
+//!   who made each change) and [`server::ToolError`], the stable error codes.
 //! - [`app`]: the command line ([`app::cli`], clap) and what each subcommand does, one module
 //!   each: [`app::serve`] (set up before the runtime, sandbox last; then over stdio until EOF or a
 //!   signal, or over HTTP), [`app::call`] (one tool in-process), [`app::oauth`] (OAuth set-up,
-//!   `passwd`), [`app::tokens`], [`app::state`], [`app::model`], [`app::install`] (`install`,
+//!   `passwd`), [`app::tokens`], [`app::state`], [`app::confirm`] (the person's yes from a
+//!   terminal), [`app::model`], [`app::install`] (`install`,
 //!   `uninstall`, `bundle`, `doctor`); [`http`]: the Streamable HTTP transport behind one gate (Host
 //!   and Origin checks, bearer tokens with scopes passed to the server as a
 //!   [`server::Grant`], limits, TLS, access log) and [`http::oauth`]: OAuth (RFC 9728 resource

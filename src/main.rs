@@ -176,6 +176,13 @@ fn job(host: Host, command: Command) -> anyhow::Result<Job> {
         Command::Passwd { vault, state_dir } => {
             Box::pin(async move { oauth::passwd(&vault, state_dir.as_deref()) })
         }
+        Command::Confirm {
+            vault,
+            code,
+            state_dir,
+        } => Box::pin(async move {
+            capvault::app::confirm::run(&vault, code.as_deref(), state_dir.as_deref())
+        }),
         Command::State {
             vault,
             adopt,

@@ -12,6 +12,7 @@ mod bases;
 mod bundle;
 mod cancel;
 mod cli;
+mod confirm;
 mod contract;
 mod crash;
 mod dockerfile;

@@ -34,7 +34,7 @@ impl PreparedCall {
             json_args,
             list,
         } = args;
-        let (opened, config) = options.open(host)?;
+        let (opened, config) = options.open(host, false)?;
         let engine_options = options.engine_options(&config, EngineOptions::default())?;
         let engine = Engine::open(opened.vault, engine_options, opened.cache);
         if let Some(why) = opened.embedding_off {

@@ -112,6 +112,18 @@ pub enum Command {
         #[arg(long, value_name = "DIR", value_parser = absolute_path)]
         state_dir: Option<PathBuf>,
     },
+    /// Say yes (or no) to changes held by `serve --confirm destructive` that the client could
+    /// not ask you about: lists each with what it changes and asks in the terminal. The
+    /// assistant's same call, made again, then goes ahead once.
+    Confirm {
+        /// The vault folder.
+        vault: PathBuf,
+        /// Only the change with this code (from the server's log).
+        code: Option<String>,
+        /// The state folder (default: the user's state folder).
+        #[arg(long, value_name = "DIR", value_parser = absolute_path)]
+        state_dir: Option<PathBuf>,
+    },
     /// Which state folder (history, passphrase, grants, audit log, writers' lock) a vault uses,
     /// how it was recognised, and every other state; `--adopt ID` gives the vault an earlier
     /// one (after a copy to another disk, say).
@@ -591,6 +603,17 @@ pub struct WriteArgs {
     /// instead of the state folder. It must be outside the vault.
     #[arg(long, value_name = "FILE", requires = "write", value_parser = absolute_path)]
     pub audit_log: Option<PathBuf>,
+    /// `destructive`: deletes, whole-note replacements (`write_note`), folder moves, tag renames
+    /// and restores wait for the person's yes, asked through the client (MCP elicitation) or,
+    /// for a client that cannot ask, given with `capvault confirm`. `off` (the default) asks
+    /// nothing. Overrides the config file's `confirm`.
+    #[arg(long, value_name = "WHAT", value_enum, requires = "write")]
+    pub confirm: Option<crate::config::Confirm>,
+    /// Refuse a change to an existing note that does not carry `if_match` (the version the client
+    /// read). The default over HTTP; `--require-if-match=false` turns it off there. Overrides
+    /// the config file's `require_if_match`.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", requires = "write")]
+    pub require_if_match: Option<bool>,
     /// Keep at most this many MiB of earlier note versions (oldest pruned first).
     #[arg(long, value_name = "MIB", default_value_t = 512)]
     pub history_max_mb: u64,

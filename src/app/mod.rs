@@ -10,6 +10,8 @@
 //! - [`tokens`]: `token new` (bearer tokens and token files) and `tokens list|revoke` (the
 //!   built-in authorization server's grants).
 //! - [`state`]: `state`, the vault's state folder and the others.
+//! - [`confirm`]: `confirm`, the person's yes for held changes (`serve --confirm destructive`)
+//!   a client could not ask about.
 //! - [`model`]: `model import|fetch|check`.
 //! - [`install`]: `install`, `uninstall`, `bundle` and `doctor`, on top of [`crate::setup`].
 //!
@@ -18,6 +20,7 @@
 
 pub mod call;
 pub mod cli;
+pub mod confirm;
 pub mod install;
 pub mod model;
 pub mod oauth;

@@ -63,7 +63,7 @@ impl Prepared {
                 embedding_off,
             },
             config,
-        ) = options.open(host)?;
+        ) = options.open(host, http.is_some())?;
         let engine_options = options.engine_options(
             &config,
             EngineOptions {
@@ -195,7 +195,7 @@ impl ServeOptions {
     /// files are read, or downloaded, before the sandbox closes the filesystem and the network;
     /// a folder given wins over the config file's `semantic`), the state folder and the index
     /// cache.
-    pub(super) fn open(&self, host: &Host) -> anyhow::Result<(Opened, Config)> {
+    pub(super) fn open(&self, host: &Host, http: bool) -> anyhow::Result<(Opened, Config)> {
         let (vault, config) = self.vault.open(host)?;
         let semantic = &self.semantic;
         let mut embedding_off = None;
@@ -217,7 +217,7 @@ impl ServeOptions {
             None => None,
         };
         let vault = vault.with_write_scopes(self.write.scopes()?);
-        let writer = self.write.writer(&vault)?;
+        let writer = self.write.writer(&vault, &config, http)?;
         let policy = config
             .policy(
                 self.tools.as_deref(),
@@ -286,8 +286,14 @@ impl WriteArgs {
             .collect()
     }
 
-    /// The writer, when `--write` is given.
-    fn writer(&self, vault: &Vault) -> anyhow::Result<Option<Arc<Writer>>> {
+    /// The writer, when `--write` is given; `http`: served over HTTP (where `if_match` is
+    /// required unless the flag or the config file say otherwise).
+    fn writer(
+        &self,
+        vault: &Vault,
+        config: &Config,
+        http: bool,
+    ) -> anyhow::Result<Option<Arc<Writer>>> {
         if !self.write {
             return Ok(None);
         }
@@ -304,6 +310,12 @@ impl WriteArgs {
             history_max_age: std::time::Duration::from_secs(
                 self.history_max_days.saturating_mul(24 * 3600),
             ),
+            confirm: self.confirm.or(config.confirm).unwrap_or_default()
+                == crate::config::Confirm::Destructive,
+            require_if_match: self
+                .require_if_match
+                .or(config.require_if_match)
+                .unwrap_or(http),
         };
         Ok(Some(Arc::new(Writer::new(state, audit, options))))
     }

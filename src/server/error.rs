@@ -41,6 +41,11 @@ pub enum Code {
     Conflict,
     /// The operating system failed or the server is shutting down; retry.
     Unavailable,
+    /// The change waits for the person's yes (`--confirm destructive`), and this client cannot
+    /// ask them: the message says what the person can do.
+    ConfirmationRequired,
+    /// The person said no to the change (or dismissed the question): nothing changed.
+    Declined,
     /// A bug in capvault.
     Internal,
 }
@@ -58,6 +63,8 @@ impl Code {
             Code::NotReady => "not_ready",
             Code::Conflict => "conflict",
             Code::Unavailable => "unavailable",
+            Code::ConfirmationRequired => "confirmation_required",
+            Code::Declined => "declined",
             Code::Internal => "internal",
         }
     }

@@ -7,6 +7,7 @@
 
 mod args;
 mod base_tools;
+mod confirm;
 pub mod error;
 pub mod grant;
 mod knowledge;
@@ -33,6 +34,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
+use serde_json::Value;
+
 use crate::engine::Engine;
 use crate::notes::NoteError;
 use crate::notes::write::Writer;
@@ -41,7 +44,18 @@ use crate::vault::Vault;
 tokio::task_local! {
     /// The cancellation token of the tool call running in this task (rmcp's request context).
     static CANCEL: tokio_util::sync::CancellationToken;
+    /// Who makes the tool call running in this task, for the audit log.
+    static ACTOR: crate::notes::write::confirm::Actor;
 }
+
+/// The tools whose reply is one file's content, named by the reply's `path`: what a client read
+/// before a change (the audit log names them).
+const READS: &[&str] = &[
+    "read_note",
+    "read_canvas",
+    "read_attachment",
+    "get_periodic_note",
+];
 
 pub use args::Parameters;
 pub use error::{Code, ToolError};
@@ -314,14 +328,170 @@ impl CapvaultServer {
             .map(rmcp::handler::server::wrapper::Json)
     }
 
+    /// The name clients call `internal` by.
+    fn public_name<'a>(&'a self, internal: &'a str) -> &'a str {
+        self.tools
+            .names
+            .iter()
+            .find(|(_, v)| v.as_str() == internal)
+            .map_or(internal, |(k, _)| k.as_str())
+    }
+
+    /// Who makes this request's calls: the client's name and version, the credential, and what
+    /// they read lately.
+    fn actor(&self, context: &RequestContext<RoleServer>) -> crate::notes::write::confirm::Actor {
+        let client = context
+            .client_info()
+            .map(|c| format!("{} {}", c.name, c.version));
+        let credential = Grant::of(context).map(|g| g.id.clone());
+        let read_before = match &self.writer {
+            Some(w) => w.reads().recent(&format!(
+                "{}|{}",
+                client.as_deref().unwrap_or(""),
+                credential.as_deref().unwrap_or("")
+            )),
+            None => Vec::new(),
+        };
+        crate::notes::write::confirm::Actor {
+            client,
+            credential,
+            read_before,
+        }
+    }
+
+    /// `--confirm destructive`: asks the person about a held call. `None`: they said yes (go
+    /// on); otherwise the reply to send instead (the question, or a refusal).
+    async fn confirm(
+        &self,
+        writer: &Arc<Writer>,
+        request: &CallToolRequestParams,
+        args: &rmcp::model::JsonObject,
+        credential: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<CallToolResponse> {
+        let internal = request.name.as_ref();
+        let digest = confirm::digest(internal, args, credential);
+        let refuse = |e: ToolError| Some(CallToolResponse::from(e.into_result()));
+        // A 2026-07-28 retry: the answer to the question its `requestState` names.
+        if let Some(id) = request.request_state.as_deref() {
+            let Some(summary) = writer.confirmations().answer(id, &digest) else {
+                return refuse(ToolError::invalid(
+                    "this confirmation is unknown, expired, used, or for another call: call \
+                     the tool again without it",
+                ));
+            };
+            return match confirm::answer_of(request) {
+                Some(confirm::Answer::Yes) => None,
+                Some(confirm::Answer::No(why)) => refuse(confirm::declined(why, &summary)),
+                None => refuse(confirm::declined(
+                    "the client brought back no answer",
+                    &summary,
+                )),
+            };
+        }
+        // What will change: the same call as a dry run (its failure is the reply).
+        let mut dry = request.clone();
+        dry.arguments
+            .get_or_insert_with(Default::default)
+            .insert("dry_run".to_owned(), Value::Bool(true));
+        dry.input_responses = None;
+        dry.request_state = None;
+        let tcc = ToolCallContext::new(self, dry, context.clone());
+        let dry_reply = match CANCEL
+            .scope(context.ct.clone(), self.tool_router.call(tcc))
+            .await
+        {
+            Ok(CallToolResponse::Complete(result)) => result,
+            Ok(other) => return Some(other),
+            Err(e) => return refuse(ToolError::internal(e.message.to_string())),
+        };
+        if dry_reply.is_error == Some(true) {
+            return Some(args_error(dry_reply).into());
+        }
+        let dry_value = dry_reply.structured_content.unwrap_or(Value::Null);
+        let summary = confirm::summary(internal, args, &dry_value);
+        let vault = self.vault.name().to_owned();
+        match confirm::channel(context) {
+            confirm::Channel::InputRequired => {
+                match writer.confirmations().ask(&digest, &summary) {
+                    Ok(id) => Some(confirm::input_required(&vault, &summary, id)),
+                    Err(e) => refuse(ToolError::new(Code::Unavailable, e.to_string())),
+                }
+            }
+            confirm::Channel::Request => match confirm::ask(context, &vault, &summary).await {
+                confirm::Answer::Yes => None,
+                confirm::Answer::No(why) => refuse(confirm::declined(why, &summary)),
+            },
+            confirm::Channel::None => {
+                let w = Arc::clone(writer);
+                let s = summary.clone();
+                let taken = tokio::task::spawn_blocking(move || {
+                    w.confirmations().take_approved(w.state(), &digest, &s)
+                })
+                .await;
+                match taken {
+                    Ok(Ok(Ok(()))) => {
+                        tracing::info!(
+                            tool = internal,
+                            "a change confirmed with `capvault confirm` goes ahead"
+                        );
+                        None
+                    }
+                    Ok(Ok(Err(code))) => {
+                        tracing::warn!(
+                            code = %code,
+                            change = %summary,
+                            "a change waits for your yes: run `capvault confirm {}` in a \
+                             terminal (with this server's --state-dir, if it has one)",
+                            self.vault.host_path().display()
+                        );
+                        refuse(ToolError::new(
+                            Code::ConfirmationRequired,
+                            format!(
+                                "this change needs the person's yes, and this client cannot ask \
+                                 them (it declares no elicitation). Nothing was changed. Ask the \
+                                 person to run `capvault confirm <vault folder>` in a terminal on \
+                                 the machine running capvault, then make the same call again. \
+                                 The change: {summary}"
+                            ),
+                        ))
+                    }
+                    Ok(Err(e)) => refuse(ToolError::new(
+                        Code::Unavailable,
+                        format!(
+                            "the confirmation could not be kept ({}); nothing was changed",
+                            e.kind()
+                        ),
+                    )),
+                    Err(_) => refuse(ToolError::internal("the confirmation was aborted")),
+                }
+            }
+        }
+    }
+
     fn instructions(&self) -> String {
-        let mode = if self.writer.is_some() {
-            "read and write: `write_note` needs the note's `sha256` from `read_note` as \
-             `if_match`; the other tools check it when given (pass it: a note changed since is \
-             a `conflict`, not overwritten); `dry_run` previews a change, and `note_history` / \
-             `restore_note` undo one"
+        let options = self.writer.as_ref().map(|w| w.options());
+        let mode = match options {
+            Some(o) if o.require_if_match => {
+                "read and write: every change to an existing note needs the note's `sha256` \
+                 from `read_note` as `if_match` (a note changed since is a `conflict`, not \
+                 overwritten); `dry_run` previews a change, and `note_history` / \
+                 `restore_note` undo one"
+            }
+            Some(_) => {
+                "read and write: `write_note` needs the note's `sha256` from `read_note` as \
+                 `if_match`; the other tools check it when given (pass it: a note changed since \
+                 is a `conflict`, not overwritten); `dry_run` previews a change, and \
+                 `note_history` / `restore_note` undo one"
+            }
+            None => "read-only",
+        };
+        let confirm = if options.is_some_and(|o| o.confirm) {
+            " Deletes, whole-note replacements, folder moves, tag renames and restores first \
+             ask the person (`declined`: they said no; `confirmation_required`: tell them what \
+             the message says)."
         } else {
-            "read-only"
+            ""
         };
         format!(
             "capvault serves the Obsidian vault \"{name}\" ({mode}). Notes are Markdown files \
@@ -333,7 +503,7 @@ impl CapvaultServer {
              (`.obsidian`, `.git`, `.trash`) and anything outside the vault are not accessible. \
              Failures start with a stable code: `not_found`, `ambiguous`, `refused`, \
              `invalid_argument`, `too_large`, `not_utf8`, `not_ready`, `conflict`, \
-             `unavailable`.",
+             `unavailable`.{confirm}",
             name = self.vault.name(),
             resources = if self.resources {
                 format!(" Notes are also resources under `{URI_PREFIX}<path>`.")
@@ -445,9 +615,64 @@ impl ServerHandler for CapvaultServer {
                 .or_insert_with(|| value.into());
         }
         request.name = internal.clone().into();
+        let actor = self.actor(&context);
+        if let Some(writer) = &self.writer {
+            let args = request.arguments.clone().unwrap_or_default();
+            let takes_if_match = self.tool_router.get(internal).is_some_and(|t| {
+                t.input_schema
+                    .get("properties")
+                    .and_then(|p| p.get("if_match"))
+                    .is_some()
+            });
+            if writer.options().require_if_match && confirm::lacks_if_match(takes_if_match, &args) {
+                return Ok(ToolError::invalid(format!(
+                    "this server requires `if_match` on every change: pass the note's `sha256` \
+                     from `read_note` to `{}`",
+                    self.public_name(internal)
+                ))
+                .into_result()
+                .into());
+            }
+            if writer.options().confirm && confirm::held(&self.vault, internal, &args) {
+                let credential = Grant::of(&context).map(|g| g.id.clone());
+                if let Some(stop) = self
+                    .confirm(writer, &request, &args, credential.as_deref(), &context)
+                    .await
+                {
+                    return Ok(stop);
+                }
+                // The retry's answer is spent: the tool sees a plain call.
+                request.input_responses = None;
+                request.request_state = None;
+            }
+        }
+        let read_path = self
+            .writer
+            .as_ref()
+            .filter(|_| READS.contains(&internal.as_str()))
+            .map(|w| {
+                (
+                    Arc::clone(w),
+                    actor.client.clone().unwrap_or_default()
+                        + "|"
+                        + actor.credential.as_deref().unwrap_or(""),
+                )
+            });
         let ct = context.ct.clone();
         let tcc = ToolCallContext::new(self, request, context);
-        let response = CANCEL.scope(ct, self.tool_router.call(tcc)).await?;
+        let response = ACTOR
+            .scope(actor, CANCEL.scope(ct, self.tool_router.call(tcc)))
+            .await?;
+        if let (Some((writer, who)), CallToolResponse::Complete(result)) = (read_path, &response)
+            && result.is_error != Some(true)
+            && let Some(path) = result
+                .structured_content
+                .as_ref()
+                .and_then(|s| s.get("path"))
+                .and_then(Value::as_str)
+        {
+            writer.reads().record(&who, path);
+        }
         Ok(match response {
             CallToolResponse::Complete(result) => args_error(result).into(),
             other => other,

@@ -256,9 +256,12 @@ impl CapvaultServer {
             + 'static,
     {
         let writer = self.writer()?;
-        self.with_engine(move |engine| f(&writer, engine).map_err(ToolError::from))
-            .await
-            .map(Json)
+        let actor = super::ACTOR.try_with(Clone::clone).ok();
+        self.with_engine(move |engine| {
+            write::confirm::as_actor(actor, || f(&writer, engine)).map_err(ToolError::from)
+        })
+        .await
+        .map(Json)
     }
 }
 

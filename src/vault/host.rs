@@ -441,6 +441,18 @@ fn create_folders(folder: &Path) -> Result<Dir, HostError> {
     Ok(dir)
 }
 
+/// True when stdin is a terminal (a person typing, not a pipe or a program).
+pub fn stdin_is_terminal() -> bool {
+    rustix::termios::isatty(std::io::stdin())
+}
+
+/// One line from stdin, without its line end.
+pub fn read_line() -> std::io::Result<String> {
+    let mut s = String::new();
+    std::io::stdin().read_line(&mut s)?;
+    Ok(s.trim_end_matches(['\n', '\r']).to_owned())
+}
+
 /// Reads a passphrase: from the terminal without echo, asked twice (`prompt`, then `again`)
 /// and compared, or one line from stdin when stdin is not a terminal (scripts, tests).
 pub fn read_passphrase(prompt: &str, again: &str) -> Result<String, PassphraseError> {

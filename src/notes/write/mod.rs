@@ -15,6 +15,7 @@
 //! `dry_run` stops before step 1 and returns the unified diff instead.
 
 mod canvas;
+pub mod confirm;
 mod daily;
 mod history;
 mod relink;
@@ -67,6 +68,11 @@ pub struct WriteOptions {
     pub history_max_bytes: u64,
     /// Kept versions older than this are pruned.
     pub history_max_age: Duration,
+    /// `--confirm destructive`: deletes, whole-note replacements, folder moves, tag renames and
+    /// restores wait for the person's yes.
+    pub confirm: bool,
+    /// `--require-if-match`: a change to an existing note must name the version it read.
+    pub require_if_match: bool,
 }
 
 impl Default for WriteOptions {
@@ -75,6 +81,8 @@ impl Default for WriteOptions {
             permanent_delete: false,
             history_max_bytes: 512 * 1024 * 1024,
             history_max_age: Duration::from_secs(90 * 24 * 3600),
+            confirm: false,
+            require_if_match: false,
         }
     }
 }
@@ -88,6 +96,10 @@ pub struct Writer {
     options: WriteOptions,
     /// Serialises this process's writes (the state folder's lock serialises processes).
     local: Mutex<u64>,
+    /// The questions to the person open under `--confirm destructive`.
+    confirmations: confirm::Confirmations,
+    /// What each client read lately (the audit log names it beside a change).
+    reads: confirm::Reads,
 }
 
 /// Both locks, held for one operation.
@@ -174,6 +186,8 @@ impl Writer {
             audit,
             options,
             local: Mutex::new(0),
+            confirmations: confirm::Confirmations::default(),
+            reads: confirm::Reads::default(),
         };
         let pruned = w
             .state
@@ -188,6 +202,26 @@ impl Writer {
     /// Whether permanent deletion is allowed.
     pub fn permanent_delete(&self) -> bool {
         self.options.permanent_delete
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> &WriteOptions {
+        &self.options
+    }
+
+    /// The questions to the person open under `--confirm destructive`.
+    pub fn confirmations(&self) -> &confirm::Confirmations {
+        &self.confirmations
+    }
+
+    /// What each client read lately.
+    pub fn reads(&self) -> &confirm::Reads {
+        &self.reads
+    }
+
+    /// The state folder.
+    pub fn state(&self) -> &StateDir {
+        &self.state
     }
 
     fn hold(&self) -> Result<Held<'_>, NoteError> {
@@ -259,6 +293,17 @@ impl Writer {
         });
         if let Some(to) = to {
             line["to"] = Value::String(to.to_owned());
+        }
+        if let Some(actor) = confirm::current_actor() {
+            if let Some(c) = actor.client {
+                line["client"] = Value::String(c);
+            }
+            if let Some(c) = actor.credential {
+                line["credential"] = Value::String(c);
+            }
+            if !actor.read_before.is_empty() {
+                line["read_before"] = actor.read_before.into();
+            }
         }
         let line = line.to_string();
         let written = match &self.audit {
