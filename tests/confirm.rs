@@ -198,7 +198,7 @@ async fn the_audit_log_names_the_client_and_the_notes_it_read_before_a_change() 
     let f = fixture();
     let s = serve(&f, &[]).await;
     s.ok("read_note", json!({"path": "a.md"})).await;
-    s.ok("read_note", json!({"path": "Folder/c.md"})).await;
+    s.read_resource("capvault:///Folder/c.md").await.unwrap();
     s.ok(
         "edit_note",
         json!({"path": "b.md", "edits": [{"old_text": "body", "new_text": "text"}]}),

@@ -61,9 +61,16 @@ pub(super) fn lacks_if_match(takes_if_match: bool, args: &JsonObject) -> bool {
             .is_none_or(str::is_empty)
 }
 
-/// The call's identity for its confirmation: the tool, its arguments (key order aside) and the
-/// credential, hashed. Another call, or the same call by another credential, is another digest.
-pub(super) fn digest(tool: &str, args: &JsonObject, credential: Option<&str>) -> String {
+/// The call's identity for its confirmation: the tool, its arguments (key order aside), the
+/// credential and what its dry run found, hashed. Another call, the same call by another
+/// credential, or the same call once the vault changed under it (another version to delete,
+/// another diff) is another digest: a yes is for the change the person was shown.
+pub(super) fn digest(
+    tool: &str,
+    args: &JsonObject,
+    credential: Option<&str>,
+    dry: &Value,
+) -> String {
     fn canonical(v: &Value) -> Value {
         match v {
             Value::Object(m) => Value::Object(
@@ -79,7 +86,12 @@ pub(super) fn digest(tool: &str, args: &JsonObject, credential: Option<&str>) ->
     }
     let mut args = args.clone();
     args.remove("dry_run");
-    let key = serde_json::json!([tool, canonical(&Value::Object(args)), credential]);
+    let key = serde_json::json!([
+        tool,
+        canonical(&Value::Object(args)),
+        credential,
+        canonical(dry)
+    ]);
     crate::vault::sha256_hex(key.to_string().as_bytes())
 }
 
@@ -297,21 +309,29 @@ mod tests {
         let a = obj(serde_json::json!({"path": "A.md", "permanent": true}));
         let b = obj(serde_json::json!({"permanent": true, "path": "A.md", "dry_run": true}));
         let c = obj(serde_json::json!({"path": "B.md", "permanent": true}));
+        let dry = serde_json::json!({"path": "A.md", "sha256": "1"});
+        let d = |tool, args, cred, dry| digest(tool, args, cred, dry);
         assert_eq!(
-            digest("delete_note", &a, None),
-            digest("delete_note", &b, None)
+            d("delete_note", &a, None, &dry),
+            d("delete_note", &b, None, &dry)
         );
         assert_ne!(
-            digest("delete_note", &a, None),
-            digest("delete_note", &c, None)
+            d("delete_note", &a, None, &dry),
+            d("delete_note", &c, None, &dry)
         );
         assert_ne!(
-            digest("delete_note", &a, None),
-            digest("delete_note", &a, Some("token-1"))
+            d("delete_note", &a, None, &dry),
+            d("delete_note", &a, Some("token-1"), &dry)
         );
         assert_ne!(
-            digest("delete_note", &a, None),
-            digest("write_note", &a, None)
+            d("delete_note", &a, None, &dry),
+            d("write_note", &a, None, &dry)
+        );
+        let changed = serde_json::json!({"path": "A.md", "sha256": "2"});
+        assert_ne!(
+            d("delete_note", &a, None, &dry),
+            d("delete_note", &a, None, &changed),
+            "the note changed since the person was asked"
         );
     }
 

@@ -344,19 +344,46 @@ impl CapvaultServer {
             .client_info()
             .map(|c| format!("{} {}", c.name, c.version));
         let credential = Grant::of(context).map(|g| g.id.clone());
-        let read_before = match &self.writer {
-            Some(w) => w.reads().recent(&format!(
-                "{}|{}",
-                client.as_deref().unwrap_or(""),
-                credential.as_deref().unwrap_or("")
-            )),
-            None => Vec::new(),
-        };
-        crate::notes::write::confirm::Actor {
+        let mut actor = crate::notes::write::confirm::Actor {
             client,
             credential,
-            read_before,
+            read_before: Vec::new(),
+        };
+        if let Some(w) = &self.writer {
+            actor.read_before = w.reads().recent(&actor_key(&actor));
         }
+        actor
+    }
+
+    /// The held call as a dry run: its structured reply, or the reply to send (its failure).
+    async fn dry_run(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, CallToolResponse> {
+        let mut dry = request.clone();
+        dry.arguments
+            .get_or_insert_with(Default::default)
+            .insert("dry_run".to_owned(), Value::Bool(true));
+        dry.input_responses = None;
+        dry.request_state = None;
+        let tcc = ToolCallContext::new(self, dry, context.clone());
+        let reply = match CANCEL
+            .scope(context.ct.clone(), self.tool_router.call(tcc))
+            .await
+        {
+            Ok(CallToolResponse::Complete(result)) => result,
+            Ok(other) => return Err(other),
+            Err(e) => {
+                return Err(ToolError::internal(e.message.to_string())
+                    .into_result()
+                    .into());
+            }
+        };
+        if reply.is_error == Some(true) {
+            return Err(args_error(reply).into());
+        }
+        Ok(reply.structured_content.unwrap_or(Value::Null))
     }
 
     /// `--confirm destructive`: asks the person about a held call. `None`: they said yes (go
@@ -369,47 +396,47 @@ impl CapvaultServer {
         credential: Option<&str>,
         context: &RequestContext<RoleServer>,
     ) -> Option<CallToolResponse> {
+        use crate::notes::write::confirm::NotAsked;
         let internal = request.name.as_ref();
-        let digest = confirm::digest(internal, args, credential);
         let refuse = |e: ToolError| Some(CallToolResponse::from(e.into_result()));
+        // What will change: the same call as a dry run (its failure is the reply). A retry runs
+        // it again: the yes is for what the person was shown, not for what the vault holds now.
+        let dry_value = match self.dry_run(request, context).await {
+            Ok(v) => v,
+            Err(reply) => return Some(reply),
+        };
+        let digest = confirm::digest(internal, args, credential, &dry_value);
+        let summary = confirm::summary(internal, args, &dry_value);
         // A 2026-07-28 retry: the answer to the question its `requestState` names.
         if let Some(id) = request.request_state.as_deref() {
-            let Some(summary) = writer.confirmations().answer(id, &digest) else {
-                return refuse(ToolError::invalid(
-                    "this confirmation is unknown, expired, used, or for another call: call \
-                     the tool again without it",
-                ));
+            let asked = match writer.confirmations().answer(id, &digest) {
+                Ok(asked) => asked,
+                Err(NotAsked::Unknown) => {
+                    return refuse(ToolError::invalid(
+                        "this answer is for no open question (unknown, expired or used): make \
+                         the call again without it to ask anew",
+                    ));
+                }
+                Err(NotAsked::Changed(asked)) => {
+                    return refuse(ToolError::new(
+                        Code::Conflict,
+                        format!(
+                            "this change is not the one the person was asked about (the vault \
+                             changed since, or the call differs); nothing was changed: make the \
+                             call again to ask anew. (The change shown: {asked})"
+                        ),
+                    ));
+                }
             };
             return match confirm::answer_of(request) {
                 Some(confirm::Answer::Yes) => None,
-                Some(confirm::Answer::No(why)) => refuse(confirm::declined(why, &summary)),
+                Some(confirm::Answer::No(why)) => refuse(confirm::declined(why, &asked)),
                 None => refuse(confirm::declined(
                     "the client brought back no answer",
-                    &summary,
+                    &asked,
                 )),
             };
         }
-        // What will change: the same call as a dry run (its failure is the reply).
-        let mut dry = request.clone();
-        dry.arguments
-            .get_or_insert_with(Default::default)
-            .insert("dry_run".to_owned(), Value::Bool(true));
-        dry.input_responses = None;
-        dry.request_state = None;
-        let tcc = ToolCallContext::new(self, dry, context.clone());
-        let dry_reply = match CANCEL
-            .scope(context.ct.clone(), self.tool_router.call(tcc))
-            .await
-        {
-            Ok(CallToolResponse::Complete(result)) => result,
-            Ok(other) => return Some(other),
-            Err(e) => return refuse(ToolError::internal(e.message.to_string())),
-        };
-        if dry_reply.is_error == Some(true) {
-            return Some(args_error(dry_reply).into());
-        }
-        let dry_value = dry_reply.structured_content.unwrap_or(Value::Null);
-        let summary = confirm::summary(internal, args, &dry_value);
         let vault = self.vault.name().to_owned();
         match confirm::channel(context) {
             confirm::Channel::InputRequired => {
@@ -419,7 +446,23 @@ impl CapvaultServer {
                 }
             }
             confirm::Channel::Request => match confirm::ask(context, &vault, &summary).await {
-                confirm::Answer::Yes => None,
+                confirm::Answer::Yes => {
+                    // The person may have taken a while: the change must still be the one shown.
+                    match self.dry_run(request, context).await {
+                        Ok(now) if confirm::digest(internal, args, credential, &now) == digest => {
+                            None
+                        }
+                        Ok(_) => refuse(ToolError::new(
+                            Code::Conflict,
+                            format!(
+                                "the vault changed while the person was asked; nothing was \
+                                 changed: make the call again to ask anew. (The change shown: \
+                                 {summary})"
+                            ),
+                        )),
+                        Err(reply) => Some(reply),
+                    }
+                }
                 confirm::Answer::No(why) => refuse(confirm::declined(why, &summary)),
             },
             confirm::Channel::None => {
@@ -650,14 +693,7 @@ impl ServerHandler for CapvaultServer {
             .writer
             .as_ref()
             .filter(|_| READS.contains(&internal.as_str()))
-            .map(|w| {
-                (
-                    Arc::clone(w),
-                    actor.client.clone().unwrap_or_default()
-                        + "|"
-                        + actor.credential.as_deref().unwrap_or(""),
-                )
-            });
+            .map(|w| (Arc::clone(w), actor_key(&actor)));
         let ct = context.ct.clone();
         let tcc = ToolCallContext::new(self, request, context);
         let response = ACTOR
@@ -742,11 +778,31 @@ impl ServerHandler for CapvaultServer {
         let vault = Arc::clone(&self.vault);
         let uri = request.uri;
         let hidden_text = self.engine().options().hidden_text;
-        tokio::task::spawn_blocking(move || resources::read(&vault, &uri, hidden_text))
-            .await
-            .map_err(|_| ErrorData::internal_error("the read was aborted", None))?
-            .map(Into::into)
+        let read = self.writer.as_ref().map(|w| {
+            let actor = self.actor(&context);
+            (Arc::clone(w), actor_key(&actor), uri.clone())
+        });
+        let result =
+            tokio::task::spawn_blocking(move || resources::read(&vault, &uri, hidden_text))
+                .await
+                .map_err(|_| ErrorData::internal_error("the read was aborted", None))??;
+        // A note read as a resource counts as read before a change, as read_note does.
+        if let Some((writer, who, uri)) = read
+            && let Ok(path) = path_from_uri(&uri)
+        {
+            writer.reads().record(&who, path.as_str());
+        }
+        Ok(result.into())
     }
+}
+
+/// Whose reads these are: the client's name and the credential.
+fn actor_key(actor: &crate::notes::write::confirm::Actor) -> String {
+    format!(
+        "{}|{}",
+        actor.client.as_deref().unwrap_or(""),
+        actor.credential.as_deref().unwrap_or("")
+    )
 }
 
 /// Rewrites rmcp's argument-error result (plain text) as an `invalid_argument` [`ToolError`].

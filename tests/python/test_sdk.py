@@ -472,3 +472,33 @@ def test_a_client_without_elicitation_is_refused_until_the_person_runs_capvault_
         assert err and error_of(r)["code"] == "confirmation_required", r
     finally:
         shutil.rmtree(tmp)
+
+
+def test_a_yes_given_after_the_note_changed_does_not_delete_the_new_text(vault):
+    """The person is shown the change, and the note is edited (by Obsidian, say) before they
+    answer: their yes was for the old note, so the delete is a `conflict` and the new text stays
+    (2.x: the retry's dry run differs from the one asked about; 1.x: checked after the answer)."""
+    tmp = tempfile.mkdtemp()
+    try:
+        dest = os.path.join(tmp, "vault")
+        shutil.copytree(vault, dest)
+        inbox = os.path.join(dest, "Inbox.md")
+
+        async def callback(context, params):
+            with open(inbox, "a") as f:
+                f.write("\nWritten while the question was open.\n")
+            return elicit_result("accept", {"allow": True})
+
+        async def body(s, init):
+            await wait_ready(s)
+            return await call(s, "delete_note", {"path": "Inbox.md"})
+
+        r, err, _ = run(
+            dest, body, "--write", "--state-dir", os.path.join(tmp, "state"),
+            "--confirm", "destructive", elicit=callback,
+        )
+        assert err and error_of(r)["code"] == "conflict", r
+        with open(inbox) as f:
+            assert "Written while the question was open." in f.read()
+    finally:
+        shutil.rmtree(tmp)

@@ -40,6 +40,16 @@ const LOCK: &str = "pending.lock";
 /// A call's identity: the tool, its arguments and the credential, hashed (`sha256` hex).
 pub type Digest = String;
 
+/// Why an answer is not taken ([`Confirmations::answer`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum NotAsked {
+    /// No open question by that id: made up, expired or used.
+    Unknown,
+    /// The question was about another call, or about this one before the vault changed: what
+    /// the person was shown (the summary).
+    Changed(String),
+}
+
 /// One open question to a client.
 #[derive(Debug)]
 struct Asked {
@@ -120,11 +130,20 @@ impl Confirmations {
 
     /// Closes the question `id`: its summary when it was open, fresh, and asked for the call
     /// `digest`. Whatever the result, `id` cannot be used again.
-    pub fn answer(&self, id: &str, digest: &str) -> Option<String> {
+    pub fn answer(&self, id: &str, digest: &str) -> Result<String, NotAsked> {
         let mut asked = crate::locks::lock(&self.asked);
-        let i = asked.iter().position(|a| a.id == id)?;
-        let a = asked.remove(i)?;
-        (a.digest == digest && a.at.elapsed() < ASK_TTL).then_some(a.summary)
+        let i = asked
+            .iter()
+            .position(|a| a.id == id)
+            .ok_or(NotAsked::Unknown)?;
+        let a = asked.remove(i).ok_or(NotAsked::Unknown)?;
+        if a.at.elapsed() >= ASK_TTL {
+            Err(NotAsked::Unknown)
+        } else if a.digest != digest {
+            Err(NotAsked::Changed(a.summary))
+        } else {
+            Ok(a.summary)
+        }
     }
 
     fn files<'a>(&'a self, state: &StateDir) -> io::Result<&'a PrivateFiles> {
@@ -290,16 +309,20 @@ mod tests {
     fn an_answer_is_taken_once_and_only_for_the_call_it_was_asked_for() {
         let c = Confirmations::default();
         let id = c.ask("call-a", "A").unwrap();
-        assert_eq!(c.answer(&id, "call-b"), None, "another call's answer");
+        assert_eq!(
+            c.answer(&id, "call-b"),
+            Err(NotAsked::Changed("A".to_owned())),
+            "another call's answer"
+        );
         assert_eq!(
             c.answer(&id, "call-a"),
-            None,
+            Err(NotAsked::Unknown),
             "a wrong try closes the question"
         );
         let id = c.ask("call-a", "A").unwrap();
-        assert_eq!(c.answer(&id, "call-a").as_deref(), Some("A"));
-        assert_eq!(c.answer(&id, "call-a"), None, "an answer is used once");
-        assert_eq!(c.answer("made-up", "call-a"), None);
+        assert_eq!(c.answer(&id, "call-a"), Ok("A".to_owned()));
+        assert_eq!(c.answer(&id, "call-a"), Err(NotAsked::Unknown), "used once");
+        assert_eq!(c.answer("made-up", "call-a"), Err(NotAsked::Unknown));
     }
 
     #[test]
