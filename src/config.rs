@@ -80,6 +80,12 @@ pub struct Config {
     pub builtin_prompts: Option<bool>,
     /// What clients see of text a reader of the rendered note would not, as `--hidden-text`.
     pub hidden_text: Option<crate::markdown::hidden::Policy>,
+    /// Folders whose notes are untrusted, like web clippings (globs, as `--untrusted`).
+    #[serde(default)]
+    pub untrusted: Vec<String>,
+    /// Folders whose notes are shared, written by others (globs, as `--shared`).
+    #[serde(default)]
+    pub shared: Vec<String>,
     /// Which changes wait for the person's yes, as `--confirm`.
     pub confirm: Option<Confirm>,
     /// Every change must carry `if_match`, as `--require-if-match` (default: over HTTP only).

@@ -32,6 +32,7 @@ mod oauth_issuer;
 mod obsidian_real_vaults;
 mod periodic;
 mod prompts;
+mod provenance;
 mod races;
 mod real_vaults;
 mod run_query;

@@ -295,6 +295,14 @@ pub struct ServeOptions {
     /// removes it. Overrides the config file's `hidden_text`.
     #[arg(long, value_name = "POLICY", value_parser = parse_hidden_text)]
     pub hidden_text: Option<crate::markdown::hidden::Policy>,
+    /// Notes under this folder (a glob, as --exclude takes) count as `clipped`, like web
+    /// clippings: untrusted text (repeatable; added to the config file's `untrusted`).
+    #[arg(long, value_name = "GLOB")]
+    pub untrusted: Vec<String>,
+    /// Notes under this folder count as `shared`: written by someone else (repeatable; added to
+    /// the config file's `shared`).
+    #[arg(long, value_name = "GLOB")]
+    pub shared: Vec<String>,
     #[command(flatten)]
     pub write: WriteArgs,
 }

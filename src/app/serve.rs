@@ -180,8 +180,18 @@ impl ServeOptions {
             folder,
             builtin: !self.no_builtin_prompts && config.builtin_prompts.unwrap_or(true),
         };
+        let untrusted: Vec<String> = config
+            .untrusted
+            .iter()
+            .chain(&self.untrusted)
+            .cloned()
+            .collect();
+        let shared: Vec<String> = config.shared.iter().chain(&self.shared).cloned().collect();
+        let trust = crate::obsidian::provenance::TrustRules::new(&untrusted, &shared)
+            .map_err(|e| anyhow::anyhow!("untrusted or shared folders: {e}"))?;
         Ok(EngineOptions {
             prompts,
+            trust,
             scan_budget: std::time::Duration::from_millis(self.scan_budget),
             exact_scan_max_notes: self.exact_scan_max_notes,
             keep_texts: !self.no_text_cache,

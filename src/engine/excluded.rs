@@ -1,5 +1,6 @@
 //! Obsidian's "Excluded files" (`userIgnoreFilters` in `.obsidian/app.json`): left out of search,
-//! list and graph results as Obsidian leaves them out, unless `--show-obsidian-excluded`.
+//! list and graph results as Obsidian leaves them out, unless `--show-obsidian-excluded`. And the
+//! files a `trust` filter leaves out (clippings, shared notes: [`crate::obsidian::provenance`]).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -9,6 +10,7 @@ use super::Engine;
 use crate::locks::lock;
 use crate::model::Model;
 use crate::obsidian::config::IgnoreFilters;
+use crate::obsidian::provenance::{Provenance, Trust};
 use crate::vault::VaultPath;
 
 /// How long `app.json`'s Excluded files are used before the file is read again.
@@ -102,6 +104,64 @@ impl Engine {
                 .collect(),
         );
         *slot = Some((Arc::clone(filters), Arc::clone(&files)));
+        files
+    }
+}
+
+crate::model::memo_key!(
+    /// The files of one state of the model each `trust` filter leaves out (`own`, `shared`).
+    Distrusted: Mutex<[Option<Arc<HashSet<VaultPath>>>; 2]>);
+
+impl Engine {
+    /// Where the text of `path` came from, as the model has it (a file the model has not
+    /// parsed counts by its folder alone).
+    pub fn provenance(&self, model: &Model, path: &VaultPath) -> Provenance {
+        let props = model
+            .note(path)
+            .and_then(|n| n.parsed.frontmatter.properties());
+        self.options.trust.of(path.as_str(), props)
+    }
+
+    /// Where the text of `path` came from now: from the model's parse, or, for a note the model
+    /// has not parsed yet (the first build is running), from its frontmatter read now.
+    pub fn provenance_now(&self, path: &VaultPath) -> Provenance {
+        {
+            let model = self.model_now();
+            if model.note(path).is_some() || !crate::vault::is_note_name(path.as_str()) {
+                return self.provenance(&model, path);
+            }
+        }
+        let parsed = self
+            .vault
+            .read_file(path)
+            .ok()
+            .map(|d| crate::markdown::parse_note(&String::from_utf8_lossy(&d.bytes)));
+        self.options.trust.of(
+            path.as_str(),
+            parsed.as_ref().and_then(|p| p.frontmatter.properties()),
+        )
+    }
+
+    /// The files of `model` that `trust` leaves out, computed once per state of the model.
+    pub fn distrusted(&self, model: &Model, trust: Trust) -> Arc<HashSet<VaultPath>> {
+        let slot = model.memo::<Distrusted>(|| Mutex::new([None, None]));
+        let mut slot = lock(&slot);
+        let i = match trust {
+            Trust::Own => 0,
+            Trust::Shared => 1,
+        };
+        if let Some(files) = &slot[i] {
+            return Arc::clone(files);
+        }
+        let files: Arc<HashSet<VaultPath>> = Arc::new(
+            model
+                .files()
+                .keys()
+                .filter(|p| !trust.admits(self.provenance(model, p)))
+                .cloned()
+                .collect(),
+        );
+        slot[i] = Some(Arc::clone(&files));
         files
     }
 }

@@ -40,6 +40,8 @@ pub struct EngineOptions {
     pub prompts: PromptOptions,
     /// What clients see of text a reader of the rendered note would not.
     pub hidden_text: crate::markdown::hidden::Policy,
+    /// Which notes count as clipped or shared ([`crate::obsidian::provenance`]).
+    pub trust: crate::obsidian::provenance::TrustRules,
 }
 
 /// Where MCP prompts come from: a vault folder whose notes are prompts, and the built-in ones.
@@ -73,6 +75,7 @@ impl Default for EngineOptions {
             hide_obsidian_excluded: true,
             prompts: PromptOptions::default(),
             hidden_text: crate::markdown::hidden::Policy::Show,
+            trust: crate::obsidian::provenance::TrustRules::default(),
         }
     }
 }

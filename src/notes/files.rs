@@ -82,6 +82,9 @@ pub struct CanvasReply {
     /// The text cards that hide text from their reader (their text follows `--hidden-text`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hidden: Option<Vec<CanvasHidden>>,
+    /// Where the text came from, when not the vault's own (`clipped`, `shared`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::obsidian::provenance::Provenance>,
 }
 
 /// Structured part of `read_attachment`'s reply; the content is an image the model sees, SVG
@@ -245,6 +248,7 @@ pub fn read_canvas_named(
     let model = engine.model()?;
     let mut reply = read_canvas(engine.vault(), &model, &path)?;
     show_canvas_hidden(&mut reply, engine.options().hidden_text);
+    reply.provenance = Some(engine.provenance(&model, &path)).filter(|p| !p.is_own());
     Ok(reply)
 }
 
@@ -492,6 +496,7 @@ pub fn read_canvas(
         canvas: doc,
         files,
         hidden: None,
+        provenance: None,
     })
 }
 

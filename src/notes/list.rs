@@ -231,6 +231,7 @@ fn candidates<'m>(
 pub struct ListRequest {
     query: ListQuery,
     filter: super::filter::NoteFilter,
+    trust: Option<crate::obsidian::provenance::Trust>,
 }
 
 impl ListRequest {
@@ -238,7 +239,20 @@ impl ListRequest {
     /// cursor cannot cross filters).
     pub fn new(mut query: ListQuery, filter: super::filter::NoteFilter) -> Self {
         query.filter_id = filter.id();
-        ListRequest { query, filter }
+        ListRequest {
+            query,
+            filter,
+            trust: None,
+        }
+    }
+
+    /// The same request, leaving out what `trust` does not admit (clippings, shared notes).
+    pub fn with_trust(mut self, trust: Option<crate::obsidian::provenance::Trust>) -> Self {
+        if trust.is_some() {
+            self.query.filter_id = fingerprint(&(self.query.filter_id, trust));
+        }
+        self.trust = trust;
+        self
     }
 }
 
@@ -247,7 +261,7 @@ impl ListRequest {
 /// Excluded files are left out either way.
 pub fn list(engine: &crate::engine::Engine, req: &ListRequest) -> Result<ListPage, NoteError> {
     let (query, filter) = (&req.query, &req.filter);
-    if filter.is_empty() && !engine.is_ready() {
+    if filter.is_empty() && req.trust.is_none() && !engine.is_ready() {
         let ignored = engine.user_ignored();
         return list_notes_walk(engine.vault(), query, ignored.as_deref());
     }
@@ -260,6 +274,11 @@ pub fn list(engine: &crate::engine::Engine, req: &ListRequest) -> Result<ListPag
     let ignored = engine
         .user_ignored()
         .map(|f| engine.user_ignored_files(&model, &f));
+    // What the trust filter leaves out is left out as Excluded files are.
+    let ignored = match (ignored, req.trust.map(|t| engine.distrusted(&model, t))) {
+        (Some(a), Some(b)) => Some(std::sync::Arc::new(a.union(&b).cloned().collect())),
+        (a, b) => a.or(b),
+    };
     list_notes(
         engine.vault(),
         &model,

@@ -54,6 +54,9 @@ pub struct PeriodicNote {
     /// With `to`: the existing notes of the range, oldest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<PeriodEntry>>,
+    /// Where the text came from, when not the vault's own (`clipped`, `shared`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::obsidian::provenance::Provenance>,
     /// What happened, in a sentence.
     pub message: String,
 }
@@ -336,6 +339,7 @@ fn one(
         source: setup.source(),
         format: setup.shown_format(),
         notes: None,
+        provenance: None,
     };
     if !exists {
         return Ok(reply);
@@ -351,6 +355,7 @@ fn one(
             reply.truncated = view.next_offset.is_some();
             reply.content = view.content;
             reply.sha256 = Some(view.sha256);
+            reply.provenance = Some(engine.provenance_now(&path)).filter(|p| !p.is_own());
             Ok(reply)
         }
         Err(NoteError::Vault(VaultError::NotFound(_))) => Ok(reply),
@@ -414,6 +419,7 @@ fn range(
         source: setup.source(),
         format: setup.shown_format(),
         notes: Some(notes),
+        provenance: None,
         message,
     })
 }

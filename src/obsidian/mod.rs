@@ -27,5 +27,6 @@ pub mod dataview;
 pub mod jsregex;
 pub mod moment;
 pub mod periodic;
+pub mod provenance;
 pub mod tasks;
 pub mod template;

@@ -65,7 +65,7 @@ pub struct ListNotesArgs {
     pub cursor: Option<String>,
     /// Only notes with this tag or one nested under it.
     pub tag: Option<String>,
-    /// Only notes whose frontmatter has this key.
+    /// Notes whose frontmatter has this key.
     pub property: Option<String>,
     /// With `property`: equal to this (any case, any list item).
     pub value: Option<String>,
@@ -74,6 +74,8 @@ pub struct ListNotesArgs {
     /// Which files (`any`: every file).
     #[serde(default)]
     pub kind: KindFilter,
+    // As in search_notes.
+    pub trust: Option<crate::obsidian::provenance::Trust>,
 }
 
 /// Arguments of `list_folders`.
@@ -100,8 +102,8 @@ pub struct SearchNotesArgs {
     /// Ranked: words (all must match), `"phrases"`, `-word` to exclude. Exact: a piece of
     /// text. Regex: a Rust regex.
     pub query: String,
-    /// `ranked` (default), `exact` or `regex` (every matching line); with an embedding model
-    /// also `semantic` and `hybrid` (then the default).
+    /// `ranked` (default), `exact` or `regex` (every matching line); with a model also
+    /// `semantic`, `hybrid` (then the default).
     pub mode: Option<Mode>,
     /// Most hits (default 20).
     #[schemars(range(min = 1, max = crate::notes::search::MAX_LIMIT))]
@@ -113,7 +115,7 @@ pub struct SearchNotesArgs {
     pub folder: Option<String>,
     /// Only notes with this tag or one nested under it.
     pub tag: Option<String>,
-    /// Only notes whose frontmatter has this key.
+    /// Notes whose frontmatter has this key.
     pub property: Option<String>,
     /// With `property`: equal to this (any case, any list item).
     pub value: Option<String>,
@@ -121,6 +123,8 @@ pub struct SearchNotesArgs {
     pub modified_after: Option<String>,
     /// Modified before this date or time.
     pub modified_before: Option<String>,
+    /// No clippings; `own`: no shared either.
+    pub trust: Option<crate::obsidian::provenance::Trust>,
     // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
 }
@@ -173,7 +177,7 @@ impl CapvaultServer {
         Ok(result)
     }
 
-    /// List notes (Markdown files) in the vault or one folder, newest first, with paging.
+    /// Notes (Markdown files) in the vault or a folder, newest first, paged.
     #[tool(annotations(
         title = "List notes",
         read_only_hint = true,
@@ -195,11 +199,11 @@ impl CapvaultServer {
             filter_id: 0,
             kind: args.kind,
         };
-        let req = ListRequest::new(query, filter);
+        let req = ListRequest::new(query, filter).with_trust(args.trust);
         self.note(move |engine| list::list(engine, &req)).await
     }
 
-    /// The folder tree a few levels deep, with the notes and files in each folder and below.
+    /// The folder tree, with the notes and files in each folder and below.
     #[tool(annotations(
         title = "List folders",
         read_only_hint = true,
@@ -236,6 +240,7 @@ impl CapvaultServer {
             value: args.value,
             modified_after: args.modified_after,
             modified_before: args.modified_before,
+            trust: args.trust,
         };
         let req = SearchRequest::new(
             args.query,

@@ -114,7 +114,7 @@ impl CapvaultServer {
     }
 
     /// An attachment: an image as a picture (scaled to fit), SVG as text, else its bytes; with
-    /// its `sha256`. Over 6 MiB is refused.
+    /// its `sha256`.
     #[tool(
         annotations(
             title = "Read an attachment",

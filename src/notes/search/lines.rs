@@ -182,7 +182,8 @@ pub(super) fn search_lines(
         && scope.after.is_none()
         && scope.before.is_none()
         && scope.filter.is_empty()
-        && scope.ignored.is_none();
+        && scope.ignored.is_none()
+        && scope.distrusted.is_none();
     let listed = candidates(engine, query, scope, mode, texts.is_some() && unfiltered);
     let in_memory = texts.as_ref().filter(|_| unfiltered && listed.is_none());
     let by_index = listed.as_ref().is_some_and(|l| l.1);
@@ -607,6 +608,7 @@ fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Ve
             score: 0.0,
             matched: None,
             hidden: None,
+            provenance: None,
         });
         from = line_end + 1;
         if from > text.len() {

@@ -17,6 +17,7 @@ mod lines;
 mod ranked;
 mod semantic;
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +34,7 @@ use crate::index::query;
 use crate::index::{IndexFilter, millis};
 use crate::markdown;
 use crate::obsidian::config::IgnoreFilters;
+use crate::obsidian::provenance::Trust;
 use crate::vault::{Vault, VaultPath, is_note_name};
 
 pub use lines::{Matcher, excerpt};
@@ -120,6 +122,8 @@ pub struct SearchQuery {
     pub modified_after: Option<i64>,
     /// Only notes modified before this time (ms since the epoch).
     pub modified_before: Option<i64>,
+    /// Only notes this trust admits (no clippings; no shared notes either for `own`).
+    pub trust: Option<Trust>,
     /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
 }
@@ -138,6 +142,7 @@ impl SearchQuery {
             value: None,
             modified_after: None,
             modified_before: None,
+            trust: None,
             cursor: None,
         }
     }
@@ -167,6 +172,9 @@ pub struct SearchHit {
     /// What the note hides from its reader (`read_note`'s `hidden` has counts and lines).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hidden: Option<Vec<crate::markdown::hidden::HiddenKind>>,
+    /// Where the text came from, when not the vault's own (`clipped`, `shared`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::obsidian::provenance::Provenance>,
 }
 
 /// What `matched` says of a hit on the note's name.
@@ -185,6 +193,7 @@ pub(crate) fn title_hit(path: &VaultPath, ranges: Vec<(usize, usize)>, score: f6
         score,
         matched: Some(MATCHED_TITLE),
         hidden: None,
+        provenance: None,
     }
 }
 
@@ -215,6 +224,7 @@ pub(crate) fn keyword_hit(
             score,
             matched: None,
             hidden: None,
+            provenance: None,
         };
     }
     SearchHit {
@@ -226,6 +236,7 @@ pub(crate) fn keyword_hit(
         score,
         matched: None,
         hidden: None,
+        provenance: None,
     }
 }
 
@@ -297,6 +308,8 @@ pub struct SearchScope {
     pub modified_after: Option<String>,
     /// Modified before: a date or an RFC 3339 time.
     pub modified_before: Option<String>,
+    /// Leave out clippings (`shared`), and shared notes too (`own`).
+    pub trust: Option<Trust>,
 }
 
 /// What `search_notes` asks: the query with its folder and times parsed, and the mode if the
@@ -331,6 +344,7 @@ impl SearchRequest {
             value: scope.value,
             modified_after: time("modified_after", scope.modified_after)?,
             modified_before: time("modified_before", scope.modified_before)?,
+            trust: scope.trust,
             cursor,
         };
         Ok(SearchRequest { query, mode })
@@ -388,6 +402,7 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
         filter.id(),
         q.modified_after,
         q.modified_before,
+        q.trust,
     ));
     let page = Page {
         offset: decode_offset(q.cursor.as_deref(), query_id)?,
@@ -395,7 +410,9 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
         query_id,
     };
     let ignored = engine.user_ignored();
+    let distrusted = q.trust.map(|t| engine.distrusted(&engine.model_now(), t));
     let scope = Scope {
+        distrusted,
         budget: engine.scan_budget(),
         folder: &q.folder,
         filter: &filter,
@@ -420,7 +437,8 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
     Ok(results)
 }
 
-/// Names what each hit's note hides from its reader (the summary the model made when it read
+/// Names where each hit's text came from when it is not the vault's own, and what each hit's
+/// note hides from its reader (the summary the model made when it read
 /// the note: no work for the notes that hide nothing), and shows the excerpts of those notes
 /// as the server's hidden-text policy says: the line is marked or stripped within the whole
 /// note's spans (a comment that opened lines above still counts), and the matches are found
@@ -433,6 +451,7 @@ fn show_hidden(engine: &Engine, hits: &mut [SearchHit]) {
         let Ok(path) = VaultPath::parse(&hit.path) else {
             continue;
         };
+        hit.provenance = Some(engine.provenance(&model, &path)).filter(|p| !p.is_own());
         let Some(summary) = model.note(&path).and_then(|n| n.parsed.hidden.as_deref()) else {
             continue;
         };
@@ -506,6 +525,8 @@ struct Scope<'a> {
     before: Option<i64>,
     /// Obsidian's Excluded files, left out.
     ignored: Option<&'a Arc<IgnoreFilters>>,
+    /// The files the `trust` filter leaves out.
+    distrusted: Option<Arc<HashSet<VaultPath>>>,
 }
 
 impl Scope<'_> {
@@ -520,15 +541,22 @@ impl Scope<'_> {
                 .map(|(k, v)| (k.to_owned(), v.map(str::to_owned))),
             modified_after: self.after,
             modified_before: self.before,
-            exclude: self
-                .ignored
-                .map(|f| engine.user_ignored_files(&engine.model_now(), f)),
+            exclude: {
+                let ignored = self
+                    .ignored
+                    .map(|f| engine.user_ignored_files(&engine.model_now(), f));
+                match (ignored, &self.distrusted) {
+                    (Some(a), Some(b)) => Some(Arc::new(a.union(b).cloned().collect())),
+                    (a, b) => a.or_else(|| b.clone()),
+                }
+            },
         }
     }
 
     /// False for a note Obsidian's Excluded files name.
     fn shown(&self, p: &VaultPath) -> bool {
         self.ignored.is_none_or(|f| !f.matches(p.as_str()))
+            && self.distrusted.as_ref().is_none_or(|d| !d.contains(p))
     }
 
     fn time_ok(&self, modified: std::time::SystemTime) -> bool {
@@ -687,6 +715,7 @@ mod tests {
             score: 1.0,
             matched: None,
             hidden: None,
+            provenance: None,
         };
         assert!(b.take(&big));
         assert!(!b.take(&big));

@@ -36,7 +36,7 @@ pub(super) fn search_ranked(
     // (unless Excluded files must be left out: the model that lists them is not built yet).
     let (ix, provisional) = match (engine.index(), engine.cached_index()) {
         (Some(ix), _) => (ix, false),
-        (None, Some(ix)) if scope.ignored.is_none() => (ix, true),
+        (None, Some(ix)) if scope.ignored.is_none() && scope.distrusted.is_none() => (ix, true),
         _ => return ranked_by_scan(engine, &parsed, scope, page),
     };
     let found = ix

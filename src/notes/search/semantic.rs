@@ -128,6 +128,7 @@ pub(super) fn search_semantic(
                         score: round(f.score, hybrid),
                         matched: None,
                         hidden: None,
+                        provenance: None,
                     }
                 } else {
                     keyword_hit(
@@ -150,6 +151,7 @@ pub(super) fn search_semantic(
                     score: round(f.score, hybrid),
                     matched: None,
                     hidden: None,
+                    provenance: None,
                 }
             }
         };

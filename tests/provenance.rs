@@ -1,0 +1,159 @@
+//! Where a note's text came from, through the binary: web clippings (a `source`/`url`
+//! property holding a web address, or a folder named untrusted) and shared folders are named in
+//! every reply that carries their text, and the `trust` filter of search and list leaves them
+//! out, in every search mode and after the notes change.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use crate::common::{Server, write_tree};
+use serde_json::{Value, json};
+
+fn vault() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            ("Own.md", "# Own\nmy garden plan\n"),
+            (
+                "Inbox/Clip.md",
+                "---\nsource: https://example.com/garden\n---\n# Clip\ngarden tips\n",
+            ),
+            ("Clippings/Article.md", "# Article\ngarden article\n"),
+            ("Team/Plan.md", "# Plan\nshared garden plan\n"),
+            (
+                "Clippings/Board.canvas",
+                r#"{"nodes":[{"id":"a","type":"text","text":"garden","x":0,"y":0,"width":10,"height":10}],"edges":[]}"#,
+            ),
+        ],
+    );
+    std::fs::create_dir_all(tmp.path().join(".obsidian")).unwrap();
+    tmp
+}
+
+fn provenance_by_path(hits: &Value, key: &str) -> Vec<(String, Option<String>)> {
+    let mut v: Vec<_> = hits[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap().to_owned(),
+                h["provenance"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    // Exact and regex searches give one hit per line: one entry per note.
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn p(path: &str, prov: Option<&str>) -> (String, Option<String>) {
+    (path.to_owned(), prov.map(str::to_owned))
+}
+
+#[tokio::test]
+async fn clippings_and_shared_notes_are_named_and_the_trust_filter_leaves_them_out() {
+    let tmp = vault();
+    let config = tmp.path().join("..").join("capvault-provenance.toml");
+    std::fs::write(&config, "untrusted = [\"Clippings\"]\n").unwrap();
+    let s = Server::start_with(
+        tmp.path(),
+        &[
+            "--no-index-cache",
+            "--config",
+            config.to_str().unwrap(),
+            "--shared",
+            "Team/**",
+        ],
+    )
+    .await;
+    s.wait_index_ready().await;
+    for (path, want) in [
+        ("Own.md", None),
+        ("Inbox/Clip.md", Some("clipped")),
+        ("Clippings/Article.md", Some("clipped")),
+        ("Team/Plan.md", Some("shared")),
+    ] {
+        let r = s.ok("read_note", json!({"path": path})).await;
+        assert_eq!(r["provenance"].as_str(), want, "{path}: {r}");
+    }
+    let canvas = s
+        .ok("read_canvas", json!({"path": "Clippings/Board.canvas"}))
+        .await;
+    assert_eq!(canvas["provenance"], "clipped", "{canvas}");
+
+    let all = vec![
+        p("Clippings/Article.md", Some("clipped")),
+        p("Inbox/Clip.md", Some("clipped")),
+        p("Own.md", None),
+        p("Team/Plan.md", Some("shared")),
+    ];
+    for mode in ["ranked", "exact", "regex"] {
+        let r = s
+            .ok("search_notes", json!({"query": "garden", "mode": mode}))
+            .await;
+        assert_eq!(provenance_by_path(&r, "hits"), all, "{mode}");
+        let r = s
+            .ok(
+                "search_notes",
+                json!({"query": "garden", "mode": mode, "trust": "own"}),
+            )
+            .await;
+        assert_eq!(
+            provenance_by_path(&r, "hits"),
+            vec![p("Own.md", None)],
+            "{mode}"
+        );
+        assert_eq!(r["total"], 1, "{mode}: {r}");
+        let r = s
+            .ok(
+                "search_notes",
+                json!({"query": "garden", "mode": mode, "trust": "shared"}),
+            )
+            .await;
+        assert_eq!(
+            provenance_by_path(&r, "hits"),
+            vec![p("Own.md", None), p("Team/Plan.md", Some("shared"))],
+            "{mode}"
+        );
+    }
+    let r = s.ok("list_notes", json!({"trust": "own"})).await;
+    let paths: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, vec!["Own.md"], "{r}");
+    assert_eq!(r["total"], 1, "{r}");
+    let r = s
+        .ok("list_notes", json!({"trust": "shared", "kind": "any"}))
+        .await;
+    let mut paths: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(paths, vec!["Own.md", "Team/Plan.md"], "{r}");
+    let r = s
+        .call("search_notes", json!({"query": "garden", "trust": "mine"}))
+        .await;
+    assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
+
+    // A note that gains a web clipper's `source` is a clipping from then on.
+    std::fs::write(
+        tmp.path().join("Own.md"),
+        "---\nurl: https://example.org/x\n---\n# Own\nmy garden plan\n",
+    )
+    .unwrap();
+    s.eventually(
+        10,
+        "search_notes",
+        json!({"query": "garden", "trust": "shared"}),
+        |r| provenance_by_path(r, "hits") == vec![p("Team/Plan.md", Some("shared"))],
+    )
+    .await;
+    let _ = std::fs::remove_file(config);
+}
