@@ -605,6 +605,55 @@ pub fn hidden_spans(text: &str) -> hidden::Spans {
     spans
 }
 
+/// What the strings of a reply built from notes' text (query rows, task descriptions, property
+/// values) hide from a reader, counted by kind into `counts`; under `mark` and `strip` each such
+/// string is rewritten as `policy` says. Strings under the keys in `skip` (paths, versions) are
+/// left alone. Each string is scanned as the Markdown it came from; one with nothing that can
+/// hide text (no `<`, `%`, `[`, non-ASCII or blank line) is passed over, so the work is linear
+/// in the reply's size and near nothing for plain text.
+pub fn hidden_in_json(
+    value: &mut serde_json::Value,
+    policy: hidden::Policy,
+    skip: &[&str],
+    counts: &mut std::collections::BTreeMap<hidden::HiddenKind, usize>,
+) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            let suspect = s
+                .bytes()
+                .any(|b| b >= 0x80 || matches!(b, b'<' | b'%' | b'['))
+                || s.contains("\n\n");
+            if !suspect {
+                return;
+            }
+            let spans = hidden_spans(s);
+            let Some(found) = hidden::Hidden::of(s, &spans) else {
+                return;
+            };
+            for k in &found.kinds {
+                *counts.entry(k.kind).or_default() += k.count;
+            }
+            if policy != hidden::Policy::Show {
+                *s = hidden::apply(s, 0..s.len(), &spans, policy);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                hidden_in_json(v, policy, skip, counts);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if !skip.contains(&k.as_str()) {
+                    hidden_in_json(v, policy, skip, counts);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Parses one note.
 ///
 /// ```

@@ -355,6 +355,63 @@ impl CapvaultServer {
         actor
     }
 
+    /// Text from notes in replies that are not a note's text (query rows, task descriptions,
+    /// frontmatter values, headings): what it hides is counted into the reply's `hidden` (kinds
+    /// and counts) and shown as `--hidden-text` says. `read_note` already reports the whole
+    /// note's `hidden`: its other formats only follow the policy.
+    fn show_hidden_in_reply(
+        &self,
+        tool: &str,
+        format: Option<&str>,
+        result: &mut rmcp::model::CallToolResult,
+    ) {
+        let summary = match tool {
+            "run_query" | "query_base" | "list_tasks" => true,
+            "read_note" if format.is_some_and(|f| f != "content") => false,
+            _ => return,
+        };
+        if result.is_error == Some(true) {
+            return;
+        }
+        let Some(mut value) = result.structured_content.take() else {
+            return;
+        };
+        let policy = self.engine.options().hidden_text;
+        let mut counts = std::collections::BTreeMap::new();
+        crate::markdown::hidden_in_json(
+            &mut value,
+            policy,
+            &[
+                "path",
+                "file",
+                "sha256",
+                "hidden",
+                "next_cursor",
+                "modified",
+                "content",
+            ],
+            &mut counts,
+        );
+        if counts.is_empty() {
+            result.structured_content = Some(value);
+            return;
+        }
+        if summary && let Value::Object(map) = &mut value {
+            map.insert(
+                "hidden".to_owned(),
+                counts
+                    .iter()
+                    .map(|(kind, count)| serde_json::json!({"kind": kind, "count": count}))
+                    .collect(),
+            );
+        }
+        let mut rebuilt = rmcp::model::CallToolResult::structured(value);
+        rebuilt.meta = result.meta.take();
+        // Pictures sent with the reply stay, after its JSON.
+        rebuilt.content.extend(result.content.drain(..).skip(1));
+        *result = rebuilt;
+    }
+
     /// The held call as a dry run: its structured reply, or the reply to send (its failure).
     async fn dry_run(
         &self,
@@ -697,11 +754,22 @@ impl ServerHandler for CapvaultServer {
             .as_ref()
             .filter(|_| READS.contains(&internal.as_str()))
             .map(|w| (Arc::clone(w), actor_key(&actor)));
+        let internal_name = internal.clone();
+        let format = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("format"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let ct = context.ct.clone();
         let tcc = ToolCallContext::new(self, request, context);
         let response = ACTOR
             .scope(actor, CANCEL.scope(ct, self.tool_router.call(tcc)))
             .await?;
+        let mut response = response;
+        if let CallToolResponse::Complete(result) = &mut response {
+            self.show_hidden_in_reply(internal_name.as_str(), format.as_deref(), result);
+        }
         if let (Some((writer, who)), CallToolResponse::Complete(result)) = (read_path, &response)
             && result.is_error != Some(true)
             && let Some(path) = result
