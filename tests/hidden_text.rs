@@ -432,3 +432,170 @@ async fn frontmatter_values_follow_the_policy_and_show_leaves_them_but_reports()
         "{tasks}"
     );
 }
+
+/// The corpus in `tests/hostile/`: one file per kind in notes, properties and canvas cards.
+const KINDS: &[&str] = &[
+    "invisible",
+    "bidi",
+    "tag_characters",
+    "html_comment",
+    "obsidian_comment",
+    "hidden_element",
+    "blank_lines",
+    "misleading_link",
+];
+
+/// What of each kind must not reach a client under `strip` (and must under `show`).
+fn secret(kind: &str) -> &'static str {
+    match kind {
+        "invisible" => "\u{200B}",
+        "bidi" => "\u{202E}",
+        "tag_characters" => "\u{E0045}",
+        "html_comment" => "EXFIL-COMMENT",
+        "obsidian_comment" => "EXFIL-OBS",
+        "hidden_element" => "EXFIL-SPAN",
+        // A blank run is hidden by distance, not removed: `strip` closes the gap.
+        "blank_lines" => "\n\n\n\n\n\n\n\n\n\n",
+        // A misleading link stays (its target is in plain view in the source).
+        "misleading_link" => "EXFIL-LINK",
+        _ => unreachable!(),
+    }
+}
+
+fn kind_names(summary: &Value) -> Vec<String> {
+    let mut v: Vec<String> = summary
+        .as_array()
+        .unwrap_or_else(|| panic!("no kinds: {summary}"))
+        .iter()
+        .map(|k| k["kind"].as_str().unwrap().to_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+async fn serve_corpus(policy: &str) -> (tempfile::TempDir, Server) {
+    let tmp = tempfile::tempdir().unwrap();
+    crate::common::copy_tree(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile"),
+        tmp.path(),
+    );
+    let s = Server::start_with(tmp.path(), &["--no-index-cache", "--hidden-text", policy]).await;
+    s.wait_index_ready().await;
+    (tmp, s)
+}
+
+#[tokio::test]
+async fn every_kind_of_the_hostile_corpus_is_reported_and_shown_as_each_policy_says() {
+    for policy in ["show", "mark", "strip"] {
+        let (_tmp, s) = serve_corpus(policy).await;
+        for &kind in KINDS {
+            // In a note's text.
+            let r = s
+                .ok("read_note", json!({"path": format!("notes/{kind}.md")}))
+                .await;
+            assert_eq!(
+                kind_names(&r["hidden"]["kinds"]),
+                vec![kind],
+                "{policy} {kind}: {r}"
+            );
+            let text = r["content"].as_str().unwrap();
+            // `mark` keeps what a comment or element says, between markers; characters and
+            // blank runs become markers.
+            let kept = match policy {
+                "show" => true,
+                "mark" => matches!(
+                    kind,
+                    "html_comment" | "obsidian_comment" | "hidden_element" | "misleading_link"
+                ),
+                _ => kind == "misleading_link",
+            };
+            assert_eq!(
+                text.contains(secret(kind)),
+                kept,
+                "{policy} {kind}: {text:?}"
+            );
+            if policy == "mark" {
+                assert!(text.contains('⟦'), "{kind}: nothing marked: {text:?}");
+            }
+            // In a canvas's text card (the other card hides nothing).
+            let c = s
+                .ok(
+                    "read_canvas",
+                    json!({"path": format!("canvas/{kind}.canvas")}),
+                )
+                .await;
+            let cards = c["hidden"].as_array().unwrap_or_else(|| panic!("{c}"));
+            assert_eq!(cards.len(), 1, "{policy} {kind}: {c}");
+            assert_eq!(cards[0]["node"], "card");
+            assert_eq!(
+                kind_names(&cards[0]["kinds"]),
+                vec![kind],
+                "{policy} {kind}"
+            );
+            let card = c["canvas"]["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| n["id"] == "card")
+                .unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert_eq!(
+                card.contains(secret(kind)),
+                kept,
+                "{policy} {kind}: {card:?}"
+            );
+            // In a property's value (a blank run cannot be one).
+            if kind == "blank_lines" {
+                continue;
+            }
+            let f = s
+                .ok(
+                    "read_note",
+                    json!({"path": format!("frontmatter/{kind}.md"), "format": "frontmatter"}),
+                )
+                .await;
+            let value = f["frontmatter"]["note"].as_str().unwrap();
+            assert_eq!(
+                value.contains(secret(kind)),
+                kept,
+                "{policy} {kind}: {value:?}"
+            );
+        }
+        // All at once, as a tool reply and as a resource (whose `_meta` has the summary).
+        let r = s
+            .ok("read_note", json!({"path": "notes/combined.md"}))
+            .await;
+        let res: Value = serde_json::from_str(
+            &s.read_resource("capvault:///notes/combined.md")
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            res["contents"][0]["_meta"]["capvault/hidden"], r["hidden"],
+            "{policy}: {res}"
+        );
+        let mut all: Vec<String> = KINDS.iter().map(|k| (*k).to_owned()).collect();
+        all.sort();
+        assert_eq!(kind_names(&r["hidden"]["kinds"]), all, "{policy}");
+        if policy == "strip" {
+            let text = r["content"].as_str().unwrap();
+            for &kind in KINDS.iter().filter(|k| **k != "misleading_link") {
+                assert!(!text.contains(secret(kind)), "{kind} left in: {text:?}");
+            }
+        }
+        // The properties as a Bases table: every kind a value hides is counted.
+        let base = s
+            .ok("query_base", json!({"path": "frontmatter.base"}))
+            .await;
+        let mut want: Vec<String> = KINDS
+            .iter()
+            .filter(|k| **k != "blank_lines")
+            .map(|k| (*k).to_owned())
+            .collect();
+        want.sort();
+        assert_eq!(kind_names(&base["hidden"]), want, "{policy}: {base}");
+    }
+}

@@ -77,6 +77,16 @@ async fn clippings_and_shared_notes_are_named_and_the_trust_filter_leaves_them_o
         let r = s.ok("read_note", json!({"path": path})).await;
         assert_eq!(r["provenance"].as_str(), want, "{path}: {r}");
     }
+    // A note read as a resource says so in its `_meta`.
+    let res: Value =
+        serde_json::from_str(&s.read_resource("capvault:///Inbox/Clip.md").await.unwrap()).unwrap();
+    assert_eq!(
+        res["contents"][0]["_meta"]["capvault/provenance"], "clipped",
+        "{res}"
+    );
+    let res: Value =
+        serde_json::from_str(&s.read_resource("capvault:///Own.md").await.unwrap()).unwrap();
+    assert!(res["contents"][0].get("_meta").is_none(), "{res}");
     let canvas = s
         .ok("read_canvas", json!({"path": "Clippings/Board.canvas"}))
         .await;

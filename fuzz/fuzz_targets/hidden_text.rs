@@ -5,6 +5,9 @@
 //! without panicking: `show` gives that part unchanged, `mark` and `strip` leave no hidden
 //! character unmarked.
 //!
+//! The same text as a string of a reply (`markdown::hidden_in_json`) is shown exactly as
+//! `apply` shows the whole text, and counted the same.
+//!
 //! The first byte chooses where the part read starts; the rest is the note.
 
 #![no_main]
@@ -53,5 +56,16 @@ fuzz_target!(|data: &[u8]| {
                 "{policy:?}: {out:?}"
             );
         }
+    }
+    // The same text as strings of a reply (a query row, a property): each is shown as the
+    // policy says, the keys skipped are left alone, and the counts are the text's own.
+    for policy in [Policy::Show, Policy::Mark, Policy::Strip] {
+        let mut reply = serde_json::json!({"rows": [[text.as_ref()]], "path": text.as_ref()});
+        let mut counts = std::collections::BTreeMap::new();
+        capvault::markdown::hidden_in_json(&mut reply, policy, &["path"], &mut counts);
+        assert_eq!(reply["path"].as_str(), Some(text.as_ref()));
+        let want = hidden::apply(&text, 0..text.len(), &spans, policy);
+        assert_eq!(reply["rows"][0][0].as_str(), Some(want.as_str()), "{policy:?}");
+        assert_eq!(counts.values().sum::<usize>(), spans.total());
     }
 });

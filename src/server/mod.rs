@@ -846,17 +846,15 @@ impl ServerHandler for CapvaultServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         self.check_resource_grant(&context)?;
-        let vault = Arc::clone(&self.vault);
+        let engine = Arc::clone(&self.engine);
         let uri = request.uri;
-        let hidden_text = self.engine().options().hidden_text;
         let read = self.writer.as_ref().map(|w| {
             let actor = self.actor(&context);
             (Arc::clone(w), actor_key(&actor), uri.clone())
         });
-        let result =
-            tokio::task::spawn_blocking(move || resources::read(&vault, &uri, hidden_text))
-                .await
-                .map_err(|_| ErrorData::internal_error("the read was aborted", None))??;
+        let result = tokio::task::spawn_blocking(move || resources::read(&engine, &uri))
+            .await
+            .map_err(|_| ErrorData::internal_error("the read was aborted", None))??;
         // A note read as a resource counts as read before a change, as read_note does.
         if let Some((writer, who, uri)) = read
             && let Ok(path) = path_from_uri(&uri)

@@ -149,12 +149,16 @@ pub(super) fn templates() -> ListResourceTemplatesResult {
     ])
 }
 
-/// Reads one note resource, its hidden text shown, marked or stripped as `hidden_text` says.
+/// Reads one note resource, its hidden text shown, marked or stripped as the server's
+/// `--hidden-text` says. Its `_meta` says what the note hides (`capvault/hidden`, as
+/// `read_note`'s `hidden`) and where a clipping or shared note came from
+/// (`capvault/provenance`).
 pub(super) fn read(
-    vault: &Vault,
+    engine: &crate::engine::Engine,
     uri: &str,
-    hidden_text: crate::markdown::hidden::Policy,
 ) -> Result<ReadResourceResult, ErrorData> {
+    let vault = engine.vault();
+    let hidden_text = engine.options().hidden_text;
     // Errors name the resource asked for in their data, as SEP-2164 asks (the client's own
     // string, when it is of a sensible length).
     let data = (uri.len() <= 2048).then(|| serde_json::json!({ "uri": uri }));
@@ -162,15 +166,32 @@ pub(super) fn read(
         path_from_uri(uri).map_err(|e| ErrorData::invalid_params(e.to_string(), data.clone()))?;
     match read_note(vault, &path) {
         Ok(note) => {
+            let spans = crate::markdown::hidden_spans(&note.content);
             let text = crate::markdown::hidden::apply(
                 &note.content,
                 0..note.content.len(),
-                &crate::markdown::hidden_spans(&note.content),
+                &spans,
                 hidden_text,
             );
-            Ok(ReadResourceResult::new(vec![
-                ResourceContents::text(text, uri_for(&path)).with_mime_type(MIME),
-            ]))
+            let mut meta = rmcp::model::JsonObject::new();
+            if let Some(h) = crate::markdown::hidden::Hidden::of(&note.content, &spans)
+                && let Ok(v) = serde_json::to_value(h)
+            {
+                meta.insert("capvault/hidden".to_owned(), v);
+            }
+            let provenance = engine.provenance_now(&path);
+            if !provenance.is_own()
+                && let Ok(v) = serde_json::to_value(provenance)
+            {
+                meta.insert("capvault/provenance".to_owned(), v);
+            }
+            let mut contents = ResourceContents::text(text, uri_for(&path)).with_mime_type(MIME);
+            if !meta.is_empty()
+                && let ResourceContents::TextResourceContents { meta: m, .. } = &mut contents
+            {
+                *m = Some(rmcp::model::MetaObject(meta));
+            }
+            Ok(ReadResourceResult::new(vec![contents]))
         }
         Err(NoteError::Vault(VaultError::NotFound(p))) => Err(ErrorData::resource_not_found(
             format!("{p}: not found"),

@@ -502,3 +502,47 @@ def test_a_yes_given_after_the_note_changed_does_not_delete_the_new_text(vault):
             assert "Written while the question was open." in f.read()
     finally:
         shutil.rmtree(tmp)
+
+
+def test_the_hostile_corpus_is_reported_and_stripped_for_the_sdk():
+    """tests/hostile: every note, card and property that hides text is reported with its kind,
+    and under `--hidden-text strip` none of what it hides reaches the client (a misleading link
+    stays: its target shows in the source). The structured replies validate against their
+    output schemas (the SDK checks them)."""
+    corpus = os.path.join(ROOT, "tests", "hostile")
+    secrets = {
+        "invisible": "\u200b", "bidi": "\u202e", "tag_characters": "\U000E0045",
+        "html_comment": "EXFIL-COMMENT", "obsidian_comment": "EXFIL-OBS",
+        "hidden_element": "EXFIL-SPAN", "blank_lines": "\n\n\n\n\n\n\n\n\n\n",
+    }
+    kinds = sorted(n[:-3] for n in os.listdir(os.path.join(corpus, "notes")) if n != "combined.md")
+    assert len(kinds) == 8, kinds
+
+    async def body(s, init):
+        await wait_ready(s)
+        out = {}
+        for kind in kinds:
+            r, err, note = await call(s, "read_note", {"path": f"notes/{kind}.md"})
+            assert not err, r
+            r, err, canvas = await call(s, "read_canvas", {"path": f"canvas/{kind}.canvas"})
+            assert not err, r
+            out[kind] = (note, canvas)
+        r, err, base = await call(s, "query_base", {"path": "frontmatter.base"})
+        assert not err, r
+        return out, base
+
+    tmp = tempfile.mkdtemp()
+    try:
+        dest = os.path.join(tmp, "vault")
+        shutil.copytree(corpus, dest)
+        out, base = run(dest, body, "--hidden-text", "strip")
+    finally:
+        shutil.rmtree(tmp)
+    for kind, (note, canvas) in out.items():
+        assert [k["kind"] for k in note["hidden"]["kinds"]] == [kind], note
+        assert [k["kind"] for c in canvas["hidden"] for k in c["kinds"]] == [kind], canvas
+        card = next(n["text"] for n in canvas["canvas"]["nodes"] if n["id"] == "card")
+        if kind in secrets:
+            assert secrets[kind] not in note["content"], (kind, note["content"])
+            assert secrets[kind] not in card, (kind, card)
+    assert sorted(k["kind"] for k in base["hidden"]) == sorted(k for k in kinds if k != "blank_lines")
