@@ -599,3 +599,52 @@ async fn every_kind_of_the_hostile_corpus_is_reported_and_shown_as_each_policy_s
         assert_eq!(kind_names(&base["hidden"]), want, "{policy}: {base}");
     }
 }
+
+#[tokio::test]
+async fn text_read_under_mark_is_not_written_back_with_its_markers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("vault");
+    write_tree(&vault, &[("Clip.md", "Read me.\u{200B}\n<!-- x -->\n")]);
+    let state = tmp.path().join("state");
+    let s = Server::start_with(
+        &vault,
+        &[
+            "--no-index-cache",
+            "--hidden-text",
+            "mark",
+            "--write",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    )
+    .await;
+    s.wait_index_ready().await;
+    let read = s.ok("read_note", json!({"path": "Clip.md"})).await;
+    let marked = read["content"].as_str().unwrap().to_owned();
+    assert!(marked.contains("⟦U+200B⟧"), "{marked}");
+    let r = s
+        .call(
+            "write_note",
+            json!({"path": "Clip.md", "content": format!("{marked}More.\n"), "if_match": read["sha256"]}),
+        )
+        .await;
+    assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
+    assert!(r.text.contains("⟦U+200B⟧"), "{}", r.text);
+    let r = s
+        .call(
+            "edit_note",
+            json!({"path": "Clip.md", "edits": [{"old_text": "Read me.", "new_text": "⟦hidden: html comment⟧"}]}),
+        )
+        .await;
+    assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
+    assert_eq!(
+        std::fs::read_to_string(vault.join("Clip.md")).unwrap(),
+        "Read me.\u{200B}\n<!-- x -->\n"
+    );
+    // Plain text (brackets and all) is written.
+    s.ok(
+        "append_to_note",
+        json!({"path": "Clip.md", "content": "A ⟦note⟧ of mine."}),
+    )
+    .await;
+}

@@ -515,6 +515,38 @@ pub(crate) fn is_misleading(text: &str, dest: &str) -> bool {
     }
 }
 
+/// The first marker [`apply`] writes under `mark` found in `text`, if any: what a client that
+/// read a note under `--hidden-text mark` and writes its text back whole would write into it.
+pub fn first_marker(text: &str) -> Option<&str> {
+    const FIXED: &[&str] = &[
+        "⟦/hidden⟧",
+        "⟦hidden: ",
+        "⟦tag characters: ",
+        "⟦misleading link: the text is not where it goes⟧",
+        "⟦cut: the rest hides more than ",
+    ];
+    let mut rest = text;
+    while let Some(at) = rest.find('⟦') {
+        let here = &rest[at..];
+        if let Some(m) = FIXED.iter().find(|m| here.starts_with(**m)) {
+            return Some(&here[..m.len()]);
+        }
+        // `⟦U+200B⟧` and `⟦30 blank lines⟧`.
+        let inner = here['⟦'.len_utf8()..].split('⟧').next().unwrap_or("");
+        let code = inner.strip_prefix("U+").is_some_and(|h| {
+            (4..=6).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+        let blank = inner
+            .strip_suffix(" blank lines")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if (code || blank) && here.len() > inner.len() + '⟦'.len_utf8() {
+            return Some(&here[..inner.len() + '⟦'.len_utf8() + '⟧'.len_utf8()]);
+        }
+        rest = &here['⟦'.len_utf8()..];
+    }
+    None
+}
+
 /// What to do with hidden text in what a client sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -859,5 +891,34 @@ mod tests {
                 let _ = apply(&text, from..text.len(), &spans, policy);
             }
         }
+    }
+
+    #[test]
+    fn every_marker_mark_writes_is_found_again_and_plain_brackets_are_not() {
+        let text = "a\u{200B}b <!-- c --> %%d%% e\u{E0068}\u{E0069} [github.com](https://x.example)\n\
+                    Top\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\nUnder.\n";
+        let spans = crate::markdown::hidden_spans(text);
+        let marked = apply(text, 0..text.len(), &spans, Policy::Mark);
+        assert!(first_marker(&marked).is_some(), "{marked}");
+        for kind_marker in ["⟦U+200B⟧", "⟦/hidden⟧", "⟦22 blank lines⟧", "⟦U+1F600⟧"]
+        {
+            assert_eq!(
+                first_marker(&format!("x {kind_marker} y")),
+                Some(kind_marker)
+            );
+        }
+        for plain in [
+            "⟦",
+            "⟦⟧",
+            "⟦U+⟧",
+            "⟦U+12⟧",
+            "⟦U+200B",
+            "⟦blank lines⟧",
+            "⟦note⟧ text",
+            "a ⟦x⟧ ⟦",
+        ] {
+            assert_eq!(first_marker(plain), None, "{plain}");
+        }
+        assert_eq!(first_marker(text), None);
     }
 }

@@ -736,6 +736,20 @@ impl ServerHandler for CapvaultServer {
                 .into_result()
                 .into());
             }
+            // Text read under `--hidden-text mark` carries markers; written back, they would
+            // land in the note.
+            if self.engine.options().hidden_text == crate::markdown::hidden::Policy::Mark
+                && !grant::is_read_tool(internal)
+                && let Some(marker) = first_marker_in(&Value::Object(args.clone()))
+            {
+                return Ok(ToolError::invalid(format!(
+                    "the text carries `{marker}`, a marker capvault added when the note was read \
+                     (--hidden-text mark), not the note's own text: write without the markers, \
+                     or use edit_note to change only what you mean to"
+                ))
+                .into_result()
+                .into());
+            }
             if writer.options().confirm && confirm::held(&self.vault, internal, &args) {
                 let credential = Grant::of(&context).map(|g| g.id.clone());
                 if let Some(stop) = self
@@ -862,6 +876,16 @@ impl ServerHandler for CapvaultServer {
             writer.reads().record(&who, path.as_str());
         }
         Ok(result.into())
+    }
+}
+
+/// The first hidden-text marker in any string of `value`.
+fn first_marker_in(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => crate::markdown::hidden::first_marker(s).map(str::to_owned),
+        Value::Array(items) => items.iter().find_map(first_marker_in),
+        Value::Object(map) => map.values().find_map(first_marker_in),
+        _ => None,
     }
 }
 
