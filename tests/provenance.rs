@@ -17,6 +17,7 @@ fn vault() -> tempfile::TempDir {
                 "Inbox/Clip.md",
                 "---\nsource: https://example.com/garden\n---\n# Clip\ngarden tips\n",
             ),
+            ("Inbox/Todo.md", "# Todo\nwater the plants\n"),
             ("Clippings/Article.md", "# Article\ngarden article\n"),
             ("Team/Plan.md", "# Plan\nshared garden plan\n"),
             (
@@ -128,14 +129,15 @@ async fn clippings_and_shared_notes_are_named_and_the_trust_filter_leaves_them_o
         );
     }
     let r = s.ok("list_notes", json!({"trust": "own"})).await;
-    let paths: Vec<&str> = r["notes"]
+    let mut paths: Vec<&str> = r["notes"]
         .as_array()
         .unwrap()
         .iter()
         .map(|n| n["path"].as_str().unwrap())
         .collect();
-    assert_eq!(paths, vec!["Own.md"], "{r}");
-    assert_eq!(r["total"], 1, "{r}");
+    paths.sort();
+    assert_eq!(paths, vec!["Inbox/Todo.md", "Own.md"], "{r}");
+    assert_eq!(r["total"], 2, "{r}");
     let r = s
         .ok("list_notes", json!({"trust": "shared", "kind": "any"}))
         .await;
@@ -146,7 +148,7 @@ async fn clippings_and_shared_notes_are_named_and_the_trust_filter_leaves_them_o
         .map(|n| n["path"].as_str().unwrap())
         .collect();
     paths.sort();
-    assert_eq!(paths, vec!["Own.md", "Team/Plan.md"], "{r}");
+    assert_eq!(paths, vec!["Inbox/Todo.md", "Own.md", "Team/Plan.md"], "{r}");
     let r = s
         .call("search_notes", json!({"query": "garden", "trust": "mine"}))
         .await;

@@ -110,7 +110,58 @@ impl Engine {
 
 crate::model::memo_key!(
     /// The files of one state of the model each `trust` filter leaves out (`own`, `shared`).
-    Distrusted: Mutex<[Option<Arc<HashSet<VaultPath>>>; 2]>);
+    DistrustedMemo: Mutex<[Option<Arc<Distrusted>>; 2]>);
+
+/// The files a `trust` filter leaves out: every one (for the scans' checks), and the same as the
+/// search index best excludes them: whole folders (one term each) and the files outside them.
+#[derive(Debug, Default)]
+pub struct Distrusted {
+    /// Every file left out.
+    pub files: Arc<HashSet<VaultPath>>,
+    /// The topmost folders whose every file is left out.
+    pub folders: Vec<VaultPath>,
+    /// The files left out that are not under one of `folders`.
+    pub loose: Arc<HashSet<VaultPath>>,
+}
+
+impl Distrusted {
+    /// Splits `files` (left out, of all the model's `paths`) into whole folders and the rest.
+    fn new(files: HashSet<VaultPath>, paths: &[&VaultPath]) -> Distrusted {
+        use std::collections::HashMap;
+        // Per folder: its files, and how many of them are left out.
+        let mut counts: HashMap<&str, (u32, u32)> = HashMap::new();
+        for p in paths {
+            let out = files.contains(*p);
+            let s = p.as_str();
+            for (i, _) in s.match_indices('/') {
+                let c = counts.entry(&s[..i]).or_default();
+                c.0 += 1;
+                c.1 += u32::from(out);
+            }
+        }
+        let whole = |f: &str| counts.get(f).is_some_and(|(all, out)| all == out);
+        let topmost = |f: &str| !f.match_indices('/').any(|(i, _)| whole(&f[..i]));
+        let mut folders: Vec<VaultPath> = counts
+            .keys()
+            .filter(|f| whole(f) && topmost(f))
+            .filter_map(|f| VaultPath::parse_folder(f).ok())
+            .collect();
+        folders.sort();
+        let loose: HashSet<VaultPath> = files
+            .iter()
+            .filter(|p| {
+                let s = p.as_str();
+                !s.match_indices('/').any(|(i, _)| whole(&s[..i]))
+            })
+            .cloned()
+            .collect();
+        Distrusted {
+            files: Arc::new(files),
+            folders,
+            loose: Arc::new(loose),
+        }
+    }
+}
 
 impl Engine {
     /// Where the text of `path` came from, as the model has it (a file the model has not
@@ -143,25 +194,62 @@ impl Engine {
     }
 
     /// The files of `model` that `trust` leaves out, computed once per state of the model.
-    pub fn distrusted(&self, model: &Model, trust: Trust) -> Arc<HashSet<VaultPath>> {
-        let slot = model.memo::<Distrusted>(|| Mutex::new([None, None]));
+    pub fn distrusted(&self, model: &Model, trust: Trust) -> Arc<Distrusted> {
+        let slot = model.memo::<DistrustedMemo>(|| Mutex::new([None, None]));
         let mut slot = lock(&slot);
         let i = match trust {
             Trust::Own => 0,
             Trust::Shared => 1,
         };
-        if let Some(files) = &slot[i] {
-            return Arc::clone(files);
+        if let Some(d) = &slot[i] {
+            return Arc::clone(d);
         }
-        let files: Arc<HashSet<VaultPath>> = Arc::new(
-            model
-                .files()
-                .keys()
-                .filter(|p| !trust.admits(self.provenance(model, p)))
-                .cloned()
-                .collect(),
-        );
-        slot[i] = Some(Arc::clone(&files));
-        files
+        let paths: Vec<&VaultPath> = model.files().keys().collect();
+        let files: HashSet<VaultPath> = paths
+            .iter()
+            .filter(|p| !trust.admits(self.provenance(model, p)))
+            .map(|p| (*p).clone())
+            .collect();
+        let d = Arc::new(Distrusted::new(files, &paths));
+        slot[i] = Some(Arc::clone(&d));
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_folders_are_found_and_the_rest_is_loose() {
+        let all: Vec<VaultPath> = [
+            "Clip/a.md",
+            "Clip/b.md",
+            "Clip/Deep/c.md",
+            "Mixed/own.md",
+            "Mixed/clip.md",
+            "top.md",
+            "Team/Sub/x.md",
+        ]
+        .iter()
+        .map(|p| VaultPath::parse(p).unwrap())
+        .collect();
+        let out: HashSet<VaultPath> = [
+            "Clip/a.md",
+            "Clip/b.md",
+            "Clip/Deep/c.md",
+            "Mixed/clip.md",
+            "Team/Sub/x.md",
+        ]
+        .iter()
+        .map(|p| VaultPath::parse(p).unwrap())
+        .collect();
+        let refs: Vec<&VaultPath> = all.iter().collect();
+        let d = Distrusted::new(out.clone(), &refs);
+        let folders: Vec<&str> = d.folders.iter().map(VaultPath::as_str).collect();
+        assert_eq!(folders, vec!["Clip", "Team"]);
+        let loose: Vec<&str> = d.loose.iter().map(VaultPath::as_str).collect();
+        assert_eq!(loose, vec!["Mixed/clip.md"]);
+        assert_eq!(*d.files, out);
     }
 }

@@ -28,6 +28,7 @@ use crate::vault::Vault;
 mod cache;
 mod embed;
 mod excluded;
+pub use excluded::Distrusted;
 mod lifecycle;
 mod options;
 mod status;

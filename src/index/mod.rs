@@ -157,8 +157,10 @@ pub struct IndexFilter {
     pub modified_after: Option<i64>,
     /// Only notes modified at or before this time (ms since the epoch).
     pub modified_before: Option<i64>,
-    /// Never these notes (Obsidian's Excluded files).
+    /// Never these notes (Obsidian's Excluded files, what a `trust` filter leaves out).
     pub exclude: Option<std::sync::Arc<std::collections::HashSet<VaultPath>>>,
+    /// Nothing under these folders (a `trust` filter's whole folders: one term each).
+    pub exclude_folders: Vec<VaultPath>,
 }
 
 /// One page of ranked hits.
@@ -944,6 +946,16 @@ impl SearchIndex {
                 )
             })
             .collect();
+        if !filter.exclude_folders.is_empty() {
+            let terms = filter
+                .exclude_folders
+                .iter()
+                .map(|p| Term::from_field_text(f.folder, p.as_str()));
+            clauses.push((
+                Occur::MustNot,
+                Box::new(tantivy::query::TermSetQuery::new(terms)),
+            ));
+        }
         if let Some(exclude) = filter.exclude.as_ref().filter(|e| !e.is_empty()) {
             let terms = exclude
                 .iter()

@@ -276,8 +276,9 @@ pub fn list(engine: &crate::engine::Engine, req: &ListRequest) -> Result<ListPag
         .map(|f| engine.user_ignored_files(&model, &f));
     // What the trust filter leaves out is left out as Excluded files are.
     let ignored = match (ignored, req.trust.map(|t| engine.distrusted(&model, t))) {
-        (Some(a), Some(b)) => Some(std::sync::Arc::new(a.union(&b).cloned().collect())),
-        (a, b) => a.or(b),
+        (Some(a), Some(d)) => Some(std::sync::Arc::new(a.union(&d.files).cloned().collect())),
+        (None, Some(d)) => Some(std::sync::Arc::clone(&d.files)),
+        (a, None) => a,
     };
     list_notes(
         engine.vault(),

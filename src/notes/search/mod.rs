@@ -17,7 +17,6 @@ mod lines;
 mod ranked;
 mod semantic;
 
-use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -526,7 +525,7 @@ struct Scope<'a> {
     /// Obsidian's Excluded files, left out.
     ignored: Option<&'a Arc<IgnoreFilters>>,
     /// The files the `trust` filter leaves out.
-    distrusted: Option<Arc<HashSet<VaultPath>>>,
+    distrusted: Option<Arc<crate::engine::Distrusted>>,
 }
 
 impl Scope<'_> {
@@ -546,17 +545,26 @@ impl Scope<'_> {
                     .ignored
                     .map(|f| engine.user_ignored_files(&engine.model_now(), f));
                 match (ignored, &self.distrusted) {
-                    (Some(a), Some(b)) => Some(Arc::new(a.union(b).cloned().collect())),
-                    (a, b) => a.or_else(|| b.clone()),
+                    (Some(a), Some(d)) => Some(Arc::new(a.union(&d.loose).cloned().collect())),
+                    (None, Some(d)) => Some(Arc::clone(&d.loose)),
+                    (a, None) => a,
                 }
             },
+            exclude_folders: self
+                .distrusted
+                .as_ref()
+                .map(|d| d.folders.clone())
+                .unwrap_or_default(),
         }
     }
 
     /// False for a note Obsidian's Excluded files name.
     fn shown(&self, p: &VaultPath) -> bool {
         self.ignored.is_none_or(|f| !f.matches(p.as_str()))
-            && self.distrusted.as_ref().is_none_or(|d| !d.contains(p))
+            && self
+                .distrusted
+                .as_ref()
+                .is_none_or(|d| !d.files.contains(p))
     }
 
     fn time_ok(&self, modified: std::time::SystemTime) -> bool {
