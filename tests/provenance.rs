@@ -148,7 +148,11 @@ async fn clippings_and_shared_notes_are_named_and_the_trust_filter_leaves_them_o
         .map(|n| n["path"].as_str().unwrap())
         .collect();
     paths.sort();
-    assert_eq!(paths, vec!["Inbox/Todo.md", "Own.md", "Team/Plan.md"], "{r}");
+    assert_eq!(
+        paths,
+        vec!["Inbox/Todo.md", "Own.md", "Team/Plan.md"],
+        "{r}"
+    );
     let r = s
         .call("search_notes", json!({"query": "garden", "trust": "mine"}))
         .await;

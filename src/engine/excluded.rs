@@ -10,7 +10,7 @@ use super::Engine;
 use crate::locks::lock;
 use crate::model::Model;
 use crate::obsidian::config::IgnoreFilters;
-use crate::obsidian::provenance::{Provenance, Trust};
+use crate::obsidian::provenance::{Provenance, Trust, clipped, is_source_key};
 use crate::vault::VaultPath;
 
 /// How long `app.json`'s Excluded files are used before the file is read again.
@@ -127,9 +127,11 @@ pub struct Distrusted {
 impl Distrusted {
     /// Splits `files` (left out, of all the model's `paths`) into whole folders and the rest.
     fn new(files: HashSet<VaultPath>, paths: &[&VaultPath]) -> Distrusted {
-        use std::collections::HashMap;
+        if files.is_empty() {
+            return Distrusted::default();
+        }
         // Per folder: its files, and how many of them are left out.
-        let mut counts: HashMap<&str, (u32, u32)> = HashMap::new();
+        let mut counts: foldhash::HashMap<&str, (u32, u32)> = foldhash::HashMap::default();
         for p in paths {
             let out = files.contains(*p);
             let s = p.as_str();
@@ -205,11 +207,32 @@ impl Engine {
             return Arc::clone(d);
         }
         let paths: Vec<&VaultPath> = model.files().keys().collect();
-        let files: HashSet<VaultPath> = paths
-            .iter()
-            .filter(|p| !trust.admits(self.provenance(model, p)))
-            .map(|p| (*p).clone())
-            .collect();
+        let mut files: HashSet<VaultPath> = HashSet::new();
+        // Clippings by their frontmatter: only when some note has a `source` or `url` key.
+        let rules = &self.options.trust;
+        if model.property_keys().keys().any(|k| is_source_key(k)) {
+            files.extend(
+                model
+                    .notes()
+                    .iter()
+                    .filter(|(_, n)| n.parsed.frontmatter.properties().is_some_and(clipped))
+                    .map(|(p, _)| p.clone()),
+            );
+        }
+        // The folders the config names: each folder matched once, then each file by itself.
+        if !rules.is_empty() {
+            let mut by_folder: foldhash::HashMap<&str, Provenance> = foldhash::HashMap::default();
+            for p in &paths {
+                let s = p.as_str();
+                let folder = match s.rsplit_once('/') {
+                    Some((f, _)) => *by_folder.entry(f).or_insert_with(|| rules.by_path(f)),
+                    None => Provenance::Own,
+                };
+                if !trust.admits(rules.by_path_in(folder, s)) {
+                    files.insert((*p).clone());
+                }
+            }
+        }
         let d = Arc::new(Distrusted::new(files, &paths));
         slot[i] = Some(Arc::clone(&d));
         d

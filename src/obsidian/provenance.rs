@@ -71,9 +71,36 @@ impl TrustRules {
 
     /// The provenance of the note at `path` (vault-relative) with frontmatter `props`.
     pub fn of(&self, path: &str, props: Option<&Properties>) -> Provenance {
-        if self.untrusted.excludes(path) || props.is_some_and(clipped) {
+        if props.is_some_and(clipped) {
+            Provenance::Clipped
+        } else {
+            self.by_path(path)
+        }
+    }
+
+    /// True when no folder is named untrusted or shared.
+    pub fn is_empty(&self) -> bool {
+        self.untrusted.is_empty() && self.shared.is_empty()
+    }
+
+    /// What the folders the config names make of `path` (the frontmatter aside).
+    pub fn by_path(&self, path: &str) -> Provenance {
+        if self.untrusted.excludes(path) {
             Provenance::Clipped
         } else if self.shared.excludes(path) {
+            Provenance::Shared
+        } else {
+            Provenance::Own
+        }
+    }
+
+    /// [`Self::by_path`] of `path` given what it is for the folder holding it (`folder`, from
+    /// [`Self::by_path`] of that folder): one match of the path itself instead of one per
+    /// folder above it, for a walk of every file.
+    pub fn by_path_in(&self, folder: Provenance, path: &str) -> Provenance {
+        if folder == Provenance::Clipped || self.untrusted.matches_itself(path) {
+            Provenance::Clipped
+        } else if folder == Provenance::Shared || self.shared.matches_itself(path) {
             Provenance::Shared
         } else {
             Provenance::Own
@@ -84,11 +111,16 @@ impl TrustRules {
 /// Most bytes of a `source` value looked at.
 const MAX_SOURCE: usize = 2048;
 
+/// True when a frontmatter key named `key` can mark a clipping (`source` or `url`, any case).
+pub fn is_source_key(key: &str) -> bool {
+    key.eq_ignore_ascii_case("source") || key.eq_ignore_ascii_case("url")
+}
+
 /// True when a `source` or `url` property (any case) holds a web address, as Obsidian Web
 /// Clipper writes it (a string, or the first item of a list).
-fn clipped(props: &Properties) -> bool {
+pub fn clipped(props: &Properties) -> bool {
     props.iter().any(|(k, v)| {
-        (k.eq_ignore_ascii_case("source") || k.eq_ignore_ascii_case("url")) && {
+        is_source_key(k) && {
             let first = match v {
                 Value::Array(items) => items.first(),
                 other => Some(other),
@@ -181,5 +213,29 @@ mod tests {
         assert!(Trust::Shared.admits(Own));
         assert!(Trust::Shared.admits(Shared));
         assert!(!Trust::Shared.admits(Clipped));
+    }
+
+    #[test]
+    fn a_files_provenance_from_its_folders_equals_the_whole_check() {
+        let r = TrustRules::new(
+            &["Clippings".to_owned(), "**/*.clip.md".to_owned()],
+            &["Team/**".to_owned()],
+        )
+        .unwrap();
+        for path in [
+            "Clippings/a.md",
+            "Clippings/Deep/b.md",
+            "Team/x.clip.md",
+            "Team/y.md",
+            "Own/z.md",
+            "Own/z.clip.md",
+            "top.md",
+            "CLIPPINGS/c.md",
+        ] {
+            let folder = path
+                .rsplit_once('/')
+                .map_or(Provenance::Own, |(f, _)| r.by_path(f));
+            assert_eq!(r.by_path_in(folder, path), r.by_path(path), "{path}");
+        }
     }
 }

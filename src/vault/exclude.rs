@@ -85,6 +85,11 @@ impl Exclusions {
         &self.patterns
     }
 
+    /// True when a pattern matches `path` itself (not one of its folders).
+    pub fn matches_itself(&self, path: &str) -> bool {
+        self.set.as_ref().is_some_and(|set| set.is_match(path))
+    }
+
     /// True when `path` (vault-relative, `/`-separated) or one of its folders is excluded.
     pub fn excludes(&self, path: &str) -> bool {
         let Some(set) = &self.set else {
