@@ -99,7 +99,7 @@ pub struct Config {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Confirm {
-    /// None.
+    /// Nothing waits (the default).
     #[default]
     Off,
     /// Deletes, whole-note replacements, folder moves, tag renames and restores.

@@ -354,7 +354,9 @@ fn created_beside(
             json!({"from": made, "to": r.structured["from"]}),
         )
     } else {
-        ("delete_note", json!({"path": made}))
+        // With the version just written: over HTTP every change must name it.
+        let version = crate::common::sha256_hex(std::fs::read(&file).unwrap());
+        ("delete_note", json!({"path": made, "if_match": version}))
     })
 }
 

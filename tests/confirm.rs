@@ -172,6 +172,9 @@ async fn require_if_match_refuses_a_change_that_does_not_name_the_version_it_rea
     s.ok("edit_note", given).await;
     let r = s.call("delete_note", json!({"path": "b.md"})).await;
     assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
+    // A folder has no version to name: its delete needs none.
+    s.ok("delete_note", json!({"path": "Folder"})).await;
+    assert!(!f.vault.join("Folder").exists());
 }
 
 #[tokio::test]

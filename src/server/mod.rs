@@ -392,18 +392,38 @@ impl CapvaultServer {
             ],
             &mut counts,
         );
-        if counts.is_empty() {
+        // The notes the rows come from that are not the vault's own, by path.
+        let mut provenance = serde_json::Map::new();
+        if summary {
+            let mut paths = std::collections::BTreeSet::new();
+            paths_in(&value, &mut paths);
+            let model = self.engine.model_now();
+            for p in paths {
+                if let Ok(path) = crate::vault::VaultPath::parse(&p) {
+                    let kind = self.engine.provenance(&model, &path);
+                    if !kind.is_own() {
+                        provenance.insert(p, serde_json::json!(kind));
+                    }
+                }
+            }
+        }
+        if counts.is_empty() && provenance.is_empty() {
             result.structured_content = Some(value);
             return;
         }
         if summary && let Value::Object(map) = &mut value {
-            map.insert(
-                "hidden".to_owned(),
-                counts
-                    .iter()
-                    .map(|(kind, count)| serde_json::json!({"kind": kind, "count": count}))
-                    .collect(),
-            );
+            if !counts.is_empty() {
+                map.insert(
+                    "hidden".to_owned(),
+                    counts
+                        .iter()
+                        .map(|(kind, count)| serde_json::json!({"kind": kind, "count": count}))
+                        .collect(),
+                );
+            }
+            if !provenance.is_empty() {
+                map.insert("provenance".to_owned(), Value::Object(provenance));
+            }
         }
         let mut rebuilt = rmcp::model::CallToolResult::structured(value);
         rebuilt.meta = result.meta.take();
@@ -727,7 +747,17 @@ impl ServerHandler for CapvaultServer {
                     .and_then(|p| p.get("if_match"))
                     .is_some()
             });
-            if writer.options().require_if_match && confirm::lacks_if_match(takes_if_match, &args) {
+            // A folder has no version to name (delete_note of a folder).
+            let folder = || {
+                args.get("path")
+                    .and_then(Value::as_str)
+                    .and_then(|p| crate::vault::VaultPath::parse_folder(p).ok())
+                    .is_some_and(|p| !p.is_root() && self.vault.check_folder(&p).is_ok())
+            };
+            if writer.options().require_if_match
+                && confirm::lacks_if_match(takes_if_match, &args)
+                && !folder()
+            {
                 return Ok(ToolError::invalid(format!(
                     "this server requires `if_match` on every change: pass the note's `sha256` \
                      from `read_note` to `{}`",
@@ -876,6 +906,25 @@ impl ServerHandler for CapvaultServer {
             writer.reads().record(&who, path.as_str());
         }
         Ok(result.into())
+    }
+}
+
+/// Every string under a `path` key in `value` (the notes a query's rows come from), at most
+/// 10,000.
+fn paths_in(value: &Value, out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| paths_in(v, out)),
+        Value::Object(map) => {
+            for (k, v) in map {
+                match v {
+                    Value::String(s) if k == "path" && out.len() < 10_000 => {
+                        out.insert(s.clone());
+                    }
+                    other => paths_in(other, out),
+                }
+            }
+        }
+        _ => {}
     }
 }
 
