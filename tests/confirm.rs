@@ -207,10 +207,7 @@ async fn the_audit_log_names_the_client_and_the_notes_it_read_before_a_change() 
         json!({"path": "b.md", "edits": [{"old_text": "body", "new_text": "text"}]}),
     )
     .await;
-    let audit = walk(&f.state)
-        .into_iter()
-        .find(|p| p.ends_with("audit.jsonl"))
-        .expect("an audit log");
+    let audit = crate::common::find_file(&f.state, "audit.jsonl");
     let log = std::fs::read_to_string(audit).unwrap();
     let line: Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
     assert_eq!(line["tool"], "edit_note", "{line}");
@@ -225,17 +222,4 @@ async fn the_audit_log_names_the_client_and_the_notes_it_read_before_a_change() 
         json!(["a.md", "Folder/c.md"]),
         "{line}"
     );
-}
-
-fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

@@ -49,6 +49,18 @@ fn provenance_by_path(hits: &Value, key: &str) -> Vec<(String, Option<String>)> 
     v
 }
 
+/// The paths of a `list_notes` page, sorted.
+fn listed(page: &Value) -> Vec<String> {
+    let mut v: Vec<String> = page["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["path"].as_str().unwrap().to_owned())
+        .collect();
+    v.sort();
+    v
+}
+
 fn p(path: &str, prov: Option<&str>) -> (String, Option<String>) {
     (path.to_owned(), prov.map(str::to_owned))
 }
@@ -167,13 +179,7 @@ async fn clippings_and_shared_notes_are_named_and_the_trust_filter_leaves_them_o
         );
     }
     let r = s.ok("list_notes", json!({"trust": "own"})).await;
-    let mut paths: Vec<&str> = r["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["path"].as_str().unwrap())
-        .collect();
-    paths.sort();
+    let paths = listed(&r);
     assert_eq!(
         paths,
         vec!["Inbox/Todo.md", "Own.md", "Prompts/Digest.md"],
@@ -183,13 +189,7 @@ async fn clippings_and_shared_notes_are_named_and_the_trust_filter_leaves_them_o
     let r = s
         .ok("list_notes", json!({"trust": "shared", "kind": "any"}))
         .await;
-    let mut paths: Vec<&str> = r["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["path"].as_str().unwrap())
-        .collect();
-    paths.sort();
+    let paths = listed(&r);
     assert_eq!(
         paths,
         vec![

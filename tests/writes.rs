@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Server, snapshot, symlink, write_tree};
+use crate::common::{Server, find_file, snapshot, symlink, write_tree};
 use serde_json::{Value, json};
 
 /// A vault beside an `outside` folder and a state folder, all in one temporary folder.
@@ -395,14 +395,6 @@ async fn delete_goes_to_the_trash_and_history_restores_every_version() {
         .await;
     assert_eq!(h["versions"][0]["sha256"], sha("inner\n"));
     s.stop().await;
-}
-
-fn find_file(root: &Path, name: &str) -> PathBuf {
-    snapshot(root)
-        .into_iter()
-        .map(|(p, _)| p)
-        .find(|p| p.file_name().is_some_and(|n| n == name))
-        .unwrap_or_else(|| panic!("no {name} under {}", root.display()))
 }
 
 #[tokio::test]

@@ -36,6 +36,11 @@ fuzz_target!(|data: &[u8]| {
                 .all(|k| k.lines.len() <= hidden::MAX_LINES_PER_KIND)
         );
     }
+    // The marker check a write under `mark` runs on any text: it ends, and what it finds is
+    // in the text.
+    if let Some(m) = hidden::first_marker(&text) {
+        assert!(text.contains(m));
+    }
     let mut from = (usize::from(cut) * text.len()) / 256;
     while !text.is_char_boundary(from) {
         from -= 1;

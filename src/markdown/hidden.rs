@@ -531,18 +531,28 @@ pub fn first_marker(text: &str) -> Option<&str> {
         if let Some(m) = FIXED.iter().find(|m| here.starts_with(**m)) {
             return Some(&here[..m.len()]);
         }
-        // `⟦U+200B⟧` and `⟦30 blank lines⟧`.
-        let inner = here['⟦'.len_utf8()..].split('⟧').next().unwrap_or("");
+        // `⟦U+200B⟧` and `⟦30 blank lines⟧`: short, so the closing bracket is looked for in the
+        // next 32 bytes only (a text of brackets alone stays linear).
+        let after = &here['⟦'.len_utf8()..];
+        let mut end = after.len().min(32);
+        while !after.is_char_boundary(end) {
+            end -= 1;
+        }
+        let Some(close) = after[..end].find('⟧') else {
+            rest = after;
+            continue;
+        };
+        let inner = &after[..close];
         let code = inner.strip_prefix("U+").is_some_and(|h| {
             (4..=6).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit())
         });
         let blank = inner
             .strip_suffix(" blank lines")
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if (code || blank) && here.len() > inner.len() + '⟦'.len_utf8() {
+        if code || blank {
             return Some(&here[..inner.len() + '⟦'.len_utf8() + '⟧'.len_utf8()]);
         }
-        rest = &here['⟦'.len_utf8()..];
+        rest = after;
     }
     None
 }
@@ -920,5 +930,13 @@ mod tests {
             assert_eq!(first_marker(plain), None, "{plain}");
         }
         assert_eq!(first_marker(text), None);
+        // Eight MiB of opening brackets (a write's largest text): one pass, not one per bracket
+        // (rescanning to the end after each ran for hours).
+        let hostile = "⟦".repeat((8 << 20) / 3);
+        assert_eq!(first_marker(&hostile), None);
+        assert_eq!(
+            first_marker(&format!("{hostile}⟦U+200B⟧")),
+            Some("⟦U+200B⟧")
+        );
     }
 }

@@ -357,6 +357,15 @@ pub fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 }
 
 /// Copies the files under `from` into `to` (symlinks left out), for tests that change a vault.
+/// The first file named `name` under `root` (a state folder's `audit.jsonl`, say).
+pub fn find_file(root: &Path, name: &str) -> PathBuf {
+    snapshot(root)
+        .into_iter()
+        .map(|(p, _)| p)
+        .find(|p| p.file_name().is_some_and(|n| n == name))
+        .unwrap_or_else(|| panic!("no {name} under {}", root.display()))
+}
+
 pub fn copy_tree(from: &Path, to: &Path) {
     for (path, bytes) in snapshot(from) {
         let rel = path.strip_prefix(from).unwrap();
