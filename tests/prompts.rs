@@ -65,7 +65,8 @@ async fn get(s: &Server, name: &str, args: Value) -> Result<String, String> {
     if let Value::Object(m) = args {
         params = params.with_arguments(m);
     }
-    match s.client.get_prompt(params).await {
+    let answer = tokio::time::timeout(crate::common::CALL_TIMEOUT, s.client.get_prompt(params));
+    match answer.await.expect("prompts/get: no answer (a hang)") {
         Ok(r) => {
             assert_eq!(r.messages.len(), 1);
             let content = &r.messages[0].content;

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::index::SearchIndex;
 use crate::locks::read;
-use crate::model::{Model, SharedModel};
+use crate::model::{ModelRead, SharedModel};
 use crate::vault::Vault;
 
 mod cache;
@@ -163,7 +163,7 @@ impl Engine {
 
     /// The model as it is now, without reconciling or waiting (see [`Engine::model`] for the
     /// model brought up to date first).
-    pub fn model_now(&self) -> RwLockReadGuard<'_, Model> {
+    pub fn model_now(&self) -> ModelRead<'_> {
         self.model.current()
     }
 }

@@ -5,8 +5,8 @@
 //! takes the write lock only to apply it, and commits the index once per batch.
 
 use std::collections::HashSet;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, RwLockReadGuard};
 use std::time::{Instant, SystemTime};
 
 use super::Engine;
@@ -14,7 +14,7 @@ use super::lifecycle::release_free_memory;
 use super::texts::Slot;
 use crate::index::Stamp;
 use crate::locks::{lock, read, recover, write};
-use crate::model::{Change, Model, NoteRead};
+use crate::model::{Change, ModelRead, NoteRead};
 use crate::vault::{VaultError, VaultPath, is_note_name};
 
 /// What serialises reconciles and what they remember between them.
@@ -41,7 +41,7 @@ impl Reconciles {
 
 impl Engine {
     /// The model, reconciled first if the query-time policy asks for it.
-    pub fn model(&self) -> Result<RwLockReadGuard<'_, Model>, VaultError> {
+    pub fn model(&self) -> Result<ModelRead<'_>, VaultError> {
         // A query that arrives during the first build waits for it (or runs it).
         self.ensure_built();
         if let Some(max_age) = self.options.query_max_age {

@@ -1309,6 +1309,7 @@ impl SharedModel {
     /// Applies changes computed from [`Model::changes_under`] (by a caller that serialises its
     /// reconciles), recording a refresh that began at `started`.
     pub fn apply_changes(&self, changes: Vec<Change>, started: Instant) {
+        held::check("to apply changes");
         let mut model = write(&self.model);
         if !changes.is_empty() {
             model.apply(changes);
@@ -1316,15 +1317,92 @@ impl SharedModel {
         model.mark_refreshed(started);
     }
 
-    /// The model as it is, without refreshing.
-    pub fn current(&self) -> RwLockReadGuard<'_, Model> {
-        read(&self.model)
+    /// The model as it is, without refreshing. A thread takes one at a time: a second read
+    /// while the first is held waits behind any writer that queued in between, which waits for
+    /// the first (a deadlock); debug builds panic on the second take instead.
+    pub fn current(&self) -> ModelRead<'_> {
+        held::check("for a second read");
+        let guard = read(&self.model);
+        held::enter();
+        ModelRead { guard }
+    }
+}
+
+/// A read of the model ([`SharedModel::current`]): the model as it was when taken, until
+/// dropped.
+#[derive(Debug)]
+pub struct ModelRead<'a> {
+    guard: RwLockReadGuard<'a, Model>,
+}
+
+impl std::ops::Deref for ModelRead<'_> {
+    type Target = Model;
+    fn deref(&self) -> &Model {
+        &self.guard
+    }
+}
+
+impl Drop for ModelRead<'_> {
+    fn drop(&mut self) {
+        held::leave();
+    }
+}
+
+/// How many reads of the model this thread holds (debug builds count; release builds do
+/// nothing): the check that catches a second lock on one thread in tests, every time, rather
+/// than the rare run where a writer comes between the two.
+mod held {
+    #[cfg(debug_assertions)]
+    thread_local! {
+        static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Panics (debug builds) when this thread holds a read of the model already.
+    pub(super) fn check(why: &str) {
+        #[cfg(debug_assertions)]
+        HELD.with(|h| {
+            assert!(
+                h.get() == 0,
+                "the model's lock taken {why} while this thread holds a read of it: a writer \
+                 queued in between would deadlock"
+            )
+        });
+        let _ = why;
+    }
+
+    pub(super) fn enter() {
+        #[cfg(debug_assertions)]
+        HELD.with(|h| h.set(h.get() + 1));
+    }
+
+    pub(super) fn leave() {
+        #[cfg(debug_assertions)]
+        HELD.with(|h| h.set(h.get() - 1));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "while this thread holds a read of it")]
+    fn a_second_read_of_the_model_on_one_thread_panics_in_debug_builds() {
+        let shared = SharedModel::new();
+        let _first = shared.current();
+        let _second = shared.current();
+    }
+
+    #[test]
+    fn reads_of_the_model_one_after_another_and_on_other_threads_are_fine() {
+        let shared = SharedModel::new();
+        drop(shared.current());
+        let _held = shared.current();
+        std::thread::scope(|s| {
+            s.spawn(|| drop(shared.current()));
+        });
+    }
 
     #[test]
     fn notes_scanned_together_share_one_copy_of_each_tag_name() {

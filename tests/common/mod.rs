@@ -44,6 +44,8 @@ impl HttpChild {
         cmd.env("CAPVAULT_LOG", "capvault=info");
         cmd.env("XDG_CACHE_HOME", test_cache_home());
         cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+        // Nor the developer's (or CI machine's) own state folder: history and grants stay here.
+        cmd.env("XDG_STATE_HOME", test_cache_home().join("state"));
         cmd.env_remove("CAPVAULT_TOKEN");
         for (k, v) in env {
             cmd.env(k, v);
@@ -138,8 +140,10 @@ impl Server {
         cmd.env("XDG_CACHE_HOME", test_cache_home());
         // A developer's own ~/.config/capvault/config.toml must not change what tests see.
         cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+        // Nor the developer's (or CI machine's) own state folder: history and grants stay here.
+        cmd.env("XDG_STATE_HOME", test_cache_home().join("state"));
         let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
-        let client = ().serve(transport).await.expect("MCP handshake");
+        let client = handshake(transport).await;
         Server { client, http: None }
     }
 
@@ -162,7 +166,7 @@ impl Server {
 
     /// Connects over a child process transport already spawned.
     pub async fn from_transport(transport: TokioChildProcess) -> Server {
-        let client = ().serve(transport).await.expect("MCP handshake");
+        let client = handshake(transport).await;
         Server { client, http: None }
     }
 
@@ -174,6 +178,8 @@ impl Server {
         cmd.env("CAPVAULT_LOG", "capvault=warn");
         cmd.env("XDG_CACHE_HOME", test_cache_home());
         cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+        // Nor the developer's (or CI machine's) own state folder: history and grants stay here.
+        cmd.env("XDG_STATE_HOME", test_cache_home().join("state"));
         deny_openat2(cmd.as_std_mut());
         Self::from_command(cmd).await
     }
@@ -227,10 +233,12 @@ impl Server {
 
     /// Reads a resource; Err is the JSON-RPC error's message and code.
     pub async fn read_resource(&self, uri: &str) -> Result<String, (i32, String)> {
-        match self
+        let read = self
             .client
-            .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+            .read_resource(ReadResourceRequestParams::new(uri.to_owned()));
+        match tokio::time::timeout(CALL_TIMEOUT, read)
             .await
+            .unwrap_or_else(|_| panic!("resources/read {uri}: no answer (a hang)"))
         {
             Ok(r) => Ok(serde_json::to_string(&r).unwrap()),
             Err(ServiceError::McpError(e)) => Err((e.code.0, e.message.to_string())),
@@ -503,10 +511,32 @@ pub async fn call_tool(
         Value::Object(m) => m,
         _ => panic!("arguments must be an object"),
     };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+    let call = client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args));
+    tokio::time::timeout(CALL_TIMEOUT, call)
         .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "{tool}: no answer within {} s (a hang)",
+                CALL_TIMEOUT.as_secs()
+            )
+        })
         .unwrap_or_else(|e| panic!("{tool}: protocol error {e:?}"))
+}
+
+/// The longest a test waits for one answer of the server: a hang fails the test that met it,
+/// named, instead of stalling the whole run until CI gives up.
+pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// The MCP handshake with a server, bounded by [`CALL_TIMEOUT`].
+pub async fn handshake<T, E, A>(transport: T) -> RunningService<RoleClient, ()>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    tokio::time::timeout(CALL_TIMEOUT, ().serve(transport))
+        .await
+        .expect("no answer to initialize within the timeout (a hang)")
+        .expect("MCP handshake")
 }
 
 /// The lower-case hex SHA-256 of `bytes`: a note's version as `read_note` gives it.
