@@ -969,3 +969,124 @@ async fn equal_scores_are_ordered_by_path_whatever_order_notes_were_indexed_in()
     assert_eq!(paged, names);
     s.stop().await;
 }
+
+/// Every `(path, line)` of an exact search, page after page of `limit`, and the first page.
+async fn every_page(s: &Server, args: Value, limit: u64) -> Vec<(String, u64)> {
+    let mut args = args;
+    args["limit"] = json!(limit);
+    let mut out = Vec::new();
+    for page in s.pages("search_notes", args).await {
+        for h in page["hits"].as_array().unwrap() {
+            out.push((
+                h["path"].as_str().unwrap().to_owned(),
+                h["line"].as_u64().unwrap(),
+            ));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn phrase_pages_hold_exactly_the_lines_a_scan_finds_in_a_folder_with_a_tag_and_by_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Many notes with both words apart, a few with the phrase in its forms: the index narrows
+    // a phrase to the notes holding its words side by side, and the scan decides.
+    let mut files: Vec<(String, String)> = (0..240)
+        .map(|i| {
+            (
+                format!("{}/filler {i:03}.md", ["A", "B", "C"][i % 3]),
+                format!("daily life\nsome notes on it\nnotes then daily {i}\n"),
+            )
+        })
+        .collect();
+    let forms = [
+        "my daily notes here",
+        "Daily Notes in title case",
+        "mydaily notesy inside words",
+        "daily  notes with two spaces",
+        "daily\nnotes across a line",
+        "---\ntopic: daily notes\n---\nbody",
+        "#t tagged: daily notes, and daily notes again\nDAILY NOTES",
+    ];
+    for (i, form) in forms.iter().enumerate() {
+        for folder in ["A", "B"] {
+            files.push((format!("{folder}/form {i}.md"), (*form).to_owned()));
+        }
+    }
+    files.push(("Daily notes.md".to_owned(), "a name with it".to_owned()));
+    write_tree(tmp.path(), &files);
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let variants = [
+        json!({}),
+        json!({"folder": "A"}),
+        json!({"tag": "t"}),
+        json!({"case_sensitive": true}),
+        json!({"folder": "B", "case_sensitive": true}),
+    ];
+    for (i, extra) in variants.iter().enumerate() {
+        for query in ["daily notes", "Daily Notes", "daily notes,", "ly notes ag"] {
+            let mut exact = json!({"query": query, "mode": "exact"});
+            let mut scan = json!({"query": regex::escape(query), "mode": "regex", "limit": 200});
+            for (k, v) in extra.as_object().unwrap() {
+                exact[k] = v.clone();
+                scan[k] = v.clone();
+            }
+            let first = s.ok("search_notes", exact.clone()).await;
+            assert_eq!(first["served_by"], "index+scan", "{exact}");
+            let want = s.ok("search_notes", scan).await;
+            let mut want: Vec<(String, u64)> = want["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| {
+                    (
+                        h["path"].as_str().unwrap().to_owned(),
+                        h["line"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            want.sort();
+            assert!(want.len() < 200, "the oracle holds every line");
+            let mut got = every_page(&s, exact.clone(), 2).await;
+            assert_eq!(
+                got.len(),
+                first["total"].as_u64().unwrap() as usize,
+                "{exact}"
+            );
+            got.sort();
+            assert_eq!(got, want, "{exact}");
+            if i == 0 && query == "daily notes" {
+                // Lines of `daily notes` everywhere it is, and nowhere else.
+                assert!(want.len() >= 8, "{want:?}");
+                assert!(!want.iter().any(|(p, _)| p.contains("filler")), "{want:?}");
+            }
+        }
+    }
+
+    // An edit between pages elsewhere in the vault leaves the pages whole.
+    let mut args = json!({"query": "daily notes", "mode": "exact", "limit": 3});
+    let first = s.ok("search_notes", args.clone()).await;
+    let total = first["total"].as_u64().unwrap() as usize;
+    let mut got: Vec<String> = paths(&first);
+    write_tree(
+        tmp.path(),
+        &[
+            ("C/filler 002.md", "rewritten, nothing to find\n"),
+            ("C/new.md", "a new note\n"),
+        ],
+    );
+    s.eventually(
+        10,
+        "search_notes",
+        json!({"query": "a new note", "mode": "exact"}),
+        |r| r["total"] == 1,
+    )
+    .await;
+    args["cursor"] = first["next_cursor"].clone();
+    for page in s.pages("search_notes", args).await {
+        got.extend(paths(&page));
+    }
+    assert_eq!(got.len(), total);
+    s.stop().await;
+}

@@ -690,7 +690,7 @@ impl SearchIndex {
     /// walked all of it through an automaton.
     pub fn candidates(
         &self,
-        words: &[text::PrefilterWord],
+        words: &text::Prefilter,
         max: usize,
     ) -> Result<Option<Vec<VaultPath>>, IndexError> {
         let searcher = self.reader.searcher();
@@ -717,7 +717,7 @@ impl SearchIndex {
     /// qualify too, and rank last.
     pub fn ranked_candidates(
         &self,
-        words: &[text::PrefilterWord],
+        words: &text::Prefilter,
         filter: &IndexFilter,
         limit: usize,
     ) -> Result<Option<RankedCandidates>, IndexError> {
@@ -739,20 +739,27 @@ impl SearchIndex {
     }
 
     /// The query behind [`SearchIndex::candidates`]: for each word, any indexed word fitting it (in the
-    /// name, aliases, frontmatter or body); every word; or a word too long to index. `None` when a
+    /// name, aliases, frontmatter or body); every word, and for a query of several words, all of
+    /// them side by side in one of those fields, in the query's order (a phrase of common words
+    /// is then as narrow as a rare word); or a word too long to index. `None` when a
     /// word stands for too many indexed words, or (with `max`, one word) when one of its words
     /// alone is in more than `max` notes. `scored`: the words' terms are scored (BM25) where they
     /// are few enough to score cheaply, so the notes can be ranked.
     fn prefilter_query(
         &self,
         searcher: &tantivy::Searcher,
-        words: &[text::PrefilterWord],
+        prefilter: &text::Prefilter,
         max: Option<usize>,
         scored: bool,
     ) -> Result<Option<Box<dyn TQuery>>, IndexError> {
         /// Most terms of one word scored one by one; beyond, the word's terms match unscored.
         const MAX_SCORED_TERMS: usize = 64;
+        /// Most indexed words one word of a phrase stands for; beyond, its words are only
+        /// required somewhere in the note.
+        const MAX_PHRASE_TERMS: usize = 256;
         let f = &self.fields;
+        let words = &prefilter.words[..];
+        let mut fitting: HashMap<&text::PrefilterWord, Vec<String>> = HashMap::new();
         let lists = if words.iter().all(|w| w.anchor == text::Anchor::Whole) {
             Vec::new()
         } else {
@@ -770,6 +777,15 @@ impl SearchIndex {
                         return Ok(None);
                     }
                 }
+            }
+            if prefilter.phrase.is_some() && found.len() <= MAX_PHRASE_TERMS {
+                let mut each: Vec<String> = found
+                    .iter()
+                    .filter_map(|t| std::str::from_utf8(t).ok())
+                    .map(regex::escape)
+                    .collect();
+                each.sort_unstable();
+                fitting.insert(w, each);
             }
             let mut terms = Vec::with_capacity(found.len() * 3);
             for t in found {
@@ -800,6 +816,32 @@ impl SearchIndex {
                 all.push(Box::new(BooleanQuery::union(each)));
             } else {
                 all.push(Box::new(tantivy::query::TermSetQuery::new(terms)));
+            }
+        }
+        if let Some(phrase) = &prefilter.phrase {
+            // Each word of the phrase as any of its indexed words, at its place.
+            let places: Option<Vec<(usize, String)>> = phrase
+                .iter()
+                .map(|(at, w)| {
+                    let each = fitting.get(w)?;
+                    Some((*at, format!("(?:{})", each.join("|"))))
+                })
+                .collect();
+            if let Some(places) = places.filter(|p| p.iter().all(|(_, r)| r.len() > 4)) {
+                let fields: Vec<Box<dyn TQuery>> = [f.title, f.props, f.body]
+                    .into_iter()
+                    .map(|field| {
+                        Box::new(tantivy::query::RegexPhraseQuery::new_with_offset(
+                            field,
+                            places.clone(),
+                        )) as Box<dyn TQuery>
+                    })
+                    .collect();
+                // Unscored: the words' own scores rank the notes.
+                all.push(Box::new(tantivy::query::ConstScoreQuery::new(
+                    Box::new(BooleanQuery::union(fields)),
+                    0.0,
+                )));
             }
         }
         Ok(Some(Box::new(BooleanQuery::union(vec![

@@ -433,7 +433,7 @@ mod prefilter {
         assert_eq!(word.len(), text::MAX_TOKEN_BYTES);
         let ix = index_of(&[("n0.md", word), ("n1.md", "other words")]);
         let found = ix
-            .candidates(&text::prefilter_words("VZ"), usize::MAX)
+            .candidates(&text::Prefilter::of("VZ"), usize::MAX)
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -443,7 +443,7 @@ mod prefilter {
     }
 
     fn candidate_paths(ix: &SearchIndex, query: &str, max: usize) -> Option<Vec<String>> {
-        let found = ix.candidates(&text::prefilter_words(query), max).unwrap()?;
+        let found = ix.candidates(&text::Prefilter::of(query), max).unwrap()?;
         let mut paths: Vec<String> = found.iter().map(|p| p.as_str().to_owned()).collect();
         paths.sort();
         Some(paths)
@@ -485,6 +485,35 @@ mod prefilter {
     }
 
     #[test]
+    fn a_query_of_several_words_narrows_to_notes_holding_them_side_by_side_in_order() {
+        let ix = index_of(&[
+            ("side.md", "my daily notes here"),
+            ("parts.md", "xdaily notesy"),
+            ("apart.md", "daily life, and notes"),
+            ("reversed.md", "notes daily"),
+            ("one letter.md", "daily a notes"),
+            ("lines.md", "daily\nnotes"),
+            ("Daily notes.md", "nothing"),
+            ("fm.md", "---\ntopic: daily notes\n---\nbody"),
+        ]);
+        let got = |q: &str| candidate_paths(&ix, q, usize::MAX).unwrap();
+        // The words side by side, in order, in the body, the frontmatter or the name; the first
+        // may end a word and the last start one. Across a line break is kept (the prefilter
+        // only narrows; the scan decides).
+        assert_eq!(
+            got("daily notes"),
+            ["Daily notes.md", "fm.md", "lines.md", "parts.md", "side.md"]
+        );
+        // A one-letter word keeps its place between the others.
+        assert_eq!(got("daily a notes"), ["one letter.md"]);
+        assert_eq!(
+            got(" daily notes "),
+            ["Daily notes.md", "fm.md", "lines.md", "side.md"]
+        );
+        assert_eq!(got("notes daily"), ["reversed.md"]);
+    }
+
+    #[test]
     fn a_word_standing_for_too_many_indexed_words_gives_up() {
         let many: String = (0..=MAX_PREFILTER_TERMS)
             .map(|i| format!("qq{i} "))
@@ -522,7 +551,7 @@ mod prefilter {
                 stage(&ix, path, text, SystemTime::UNIX_EPOCH, i as u64);
             }
             ix.commit().unwrap();
-            let words = text::prefilter_words(&query);
+            let words = text::Prefilter::of(&query);
             prop_assume!(!words.is_empty());
             let found = ix.candidates(&words, usize::MAX).unwrap().unwrap();
             let re = regex::RegexBuilder::new(&regex::escape(&query))

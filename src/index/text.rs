@@ -71,7 +71,7 @@ pub fn has_long_word(text: &str) -> bool {
 }
 
 /// Where a word of an exact query must sit inside a word of a matching note.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Anchor {
     /// Bounded on both sides within the query (`my garden plan`): the note has it as a word.
     Whole,
@@ -96,7 +96,7 @@ impl Anchor {
 }
 
 /// One word the exact-search prefilter can look up in the index.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PrefilterWord {
     /// Lower-cased ASCII letters and digits.
     pub text: String,
@@ -145,6 +145,77 @@ pub fn prefilter_words(query: &str) -> Vec<PrefilterWord> {
     words.sort();
     words.dedup();
     words
+}
+
+/// What the exact-search prefilter looks up for a query: its words, and for a query of
+/// several words their order ([`phrase_words`]), so that only notes holding them side by side
+/// qualify.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prefilter {
+    /// [`prefilter_words`].
+    pub words: Vec<PrefilterWord>,
+    /// [`phrase_words`].
+    pub phrase: Option<Vec<(usize, PrefilterWord)>>,
+}
+
+impl Prefilter {
+    /// The prefilter of `query`.
+    pub fn of(query: &str) -> Prefilter {
+        Prefilter {
+            words: prefilter_words(query),
+            phrase: phrase_words(query),
+        }
+    }
+
+    /// True when the query has no word the index can look up.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+}
+
+/// The words of a query of several words, in order, each with its place in the run of the
+/// query's words (counting the one-letter runs the prefilter leaves out): a note that contains
+/// the query has them at exactly those places relative to each other in one field, since
+/// nothing but separators lies between them there too. `None` for a query of fewer than two
+/// such words, or with a word too long to index (those notes are found by their flag anyway, but
+/// the words around the long one would not be adjacent).
+pub fn phrase_words(query: &str) -> Option<Vec<(usize, PrefilterWord)>> {
+    if !query.is_ascii() {
+        return None;
+    }
+    let bytes = query.as_bytes();
+    let mut out = Vec::new();
+    let (mut i, mut place) = (0, 0);
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        if i - start >= MAX_TOKEN_BYTES {
+            return None;
+        }
+        if i - start >= 2 {
+            let anchor = match (start > 0, i < bytes.len()) {
+                (true, true) => Anchor::Whole,
+                (true, false) => Anchor::Start,
+                (false, true) => Anchor::End,
+                (false, false) => Anchor::Inside,
+            };
+            out.push((
+                place,
+                PrefilterWord {
+                    text: query[start..i].to_ascii_lowercase(),
+                    anchor,
+                },
+            ));
+        }
+        place += 1;
+    }
+    (out.len() >= 2).then_some(out)
 }
 
 /// True for characters of scripts written without spaces between words (Han, Hiragana,
@@ -494,6 +565,26 @@ mod tests {
             .map(|t| t.text)
             .collect();
         assert_eq!(t, ["cafe", "menu", "naive", "x", "2026"]);
+    }
+
+    #[test]
+    fn phrase_words_keep_their_places_counting_one_letter_words() {
+        let w = |text: &str, anchor| PrefilterWord {
+            text: text.to_owned(),
+            anchor,
+        };
+        assert_eq!(
+            phrase_words("Daily a Notes!"),
+            Some(vec![
+                (0, w("daily", Anchor::End)),
+                (2, w("notes", Anchor::Whole))
+            ])
+        );
+        assert_eq!(phrase_words("garden"), None);
+        assert_eq!(phrase_words("a garden"), None);
+        assert_eq!(phrase_words("café notes"), None);
+        let long = format!("notes {}", "x".repeat(MAX_TOKEN_BYTES));
+        assert_eq!(phrase_words(&long), None);
     }
 
     #[test]

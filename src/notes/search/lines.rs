@@ -326,7 +326,7 @@ fn search_lines_by_rank(
     let Some(index) = engine.index() else {
         return Ok(None);
     };
-    let words = text::prefilter_words(query);
+    let words = text::Prefilter::of(query);
     if words.is_empty() || !engine.is_ready() {
         return Ok(None);
     }
@@ -478,7 +478,7 @@ fn candidates(
             && scope.time_ok(n.meta.modified)
             && (scope.filter.is_empty() || scope.filter.matches(&model, p))
     };
-    let words = text::prefilter_words(query);
+    let words = text::Prefilter::of(query);
     if mode == Mode::Exact && !words.is_empty() {
         // Reading a note's text from memory costs about as much as looking up a few of the
         // prefilter's paths; from disk, much more.
