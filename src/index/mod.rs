@@ -697,7 +697,9 @@ impl SearchIndex {
         let Some(q) = self.prefilter_query(&searcher, words, Some(max), false)? else {
             return Ok(None);
         };
-        if searcher.search(&q, &Count)? > max {
+        let count = searcher.search(&q, &Count)?;
+        tracing::debug!(count, max, "exact-search prefilter");
+        if count > max {
             return Ok(None);
         }
         let docs = searcher.search(&q, &tantivy::collector::DocSetCollector)?;
@@ -774,6 +776,7 @@ impl SearchIndex {
                 for list in &lists {
                     list.fitting(w, &mut found);
                     if found.len() > MAX_PREFILTER_TERMS {
+                        tracing::debug!(word = %w.text, "exact-search prefilter: too many words fit");
                         return Ok(None);
                     }
                 }
