@@ -18,6 +18,21 @@ fn paths(r: &Value) -> Vec<String> {
     crate::common::paths_at(r, "hits")
 }
 
+/// Each hit's `(path, line)`, in the reply's order.
+fn hit_lines(r: &Value) -> Vec<(String, u64)> {
+    r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap().to_owned(),
+                h["line"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v
@@ -236,17 +251,7 @@ async fn exact_search_narrowed_by_the_index_finds_exactly_what_a_scan_finds() {
         let s = Server::start_with(tmp.path(), flags).await;
         s.wait_index_ready().await;
         let lines = |r: &Value| {
-            let mut v: Vec<(String, u64)> = r["hits"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|h| {
-                    (
-                        h["path"].as_str().unwrap().to_owned(),
-                        h["line"].as_u64().unwrap(),
-                    )
-                })
-                .collect();
+            let mut v = hit_lines(r);
             v.sort();
             v
         };
@@ -970,18 +975,13 @@ async fn equal_scores_are_ordered_by_path_whatever_order_notes_were_indexed_in()
     s.stop().await;
 }
 
-/// Every `(path, line)` of an exact search, page after page of `limit`, and the first page.
+/// Every `(path, line)` of an exact search, page after page of `limit`.
 async fn every_page(s: &Server, args: Value, limit: u64) -> Vec<(String, u64)> {
     let mut args = args;
     args["limit"] = json!(limit);
     let mut out = Vec::new();
     for page in s.pages("search_notes", args).await {
-        for h in page["hits"].as_array().unwrap() {
-            out.push((
-                h["path"].as_str().unwrap().to_owned(),
-                h["line"].as_u64().unwrap(),
-            ));
-        }
+        out.extend(hit_lines(&page));
     }
     out
 }
@@ -1034,18 +1034,7 @@ async fn phrase_pages_hold_exactly_the_lines_a_scan_finds_in_a_folder_with_a_tag
             }
             let first = s.ok("search_notes", exact.clone()).await;
             assert_eq!(first["served_by"], "index+scan", "{exact}");
-            let want = s.ok("search_notes", scan).await;
-            let mut want: Vec<(String, u64)> = want["hits"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|h| {
-                    (
-                        h["path"].as_str().unwrap().to_owned(),
-                        h["line"].as_u64().unwrap(),
-                    )
-                })
-                .collect();
+            let mut want = hit_lines(&s.ok("search_notes", scan).await);
             want.sort();
             assert!(want.len() < 200, "the oracle holds every line");
             let mut got = every_page(&s, exact.clone(), 2).await;
