@@ -113,23 +113,42 @@ pub struct PrefilterWord {
 /// note that contains the query: the same characters surround it there, and the index splits
 /// words exactly at them.
 pub fn prefilter_words(query: &str) -> Vec<PrefilterWord> {
-    if !query.is_ascii() {
-        return Vec::new();
-    }
-    let bytes = query.as_bytes();
-    let mut words = Vec::new();
+    let mut words: Vec<PrefilterWord> = query_runs(query)
+        .filter(|r| r.len >= 2)
+        .map(|r| r.word)
+        .collect();
+    words.sort();
+    words.dedup();
+    words
+}
+
+/// One run of ASCII letters and digits of a query: the word it is (with where the query bounds
+/// it), its place among the query's runs, and its length.
+struct Run {
+    word: PrefilterWord,
+    place: usize,
+    len: usize,
+}
+
+/// The runs of an ASCII query, in order; none for a query with other characters.
+fn query_runs(query: &str) -> impl Iterator<Item = Run> + '_ {
+    let bytes = if query.is_ascii() {
+        query.as_bytes()
+    } else {
+        &[]
+    };
     let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_alphanumeric() {
+    let mut place = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() && !bytes[i].is_ascii_alphanumeric() {
             i += 1;
-            continue;
+        }
+        if i == bytes.len() {
+            return None;
         }
         let start = i;
         while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
             i += 1;
-        }
-        if i - start < 2 {
-            continue;
         }
         let anchor = match (start > 0, i < bytes.len()) {
             (true, true) => Anchor::Whole,
@@ -137,14 +156,16 @@ pub fn prefilter_words(query: &str) -> Vec<PrefilterWord> {
             (false, true) => Anchor::End,
             (false, false) => Anchor::Inside,
         };
-        words.push(PrefilterWord {
-            text: query[start..i].to_ascii_lowercase(),
-            anchor,
-        });
-    }
-    words.sort();
-    words.dedup();
-    words
+        place += 1;
+        Some(Run {
+            word: PrefilterWord {
+                text: query[start..i].to_ascii_lowercase(),
+                anchor,
+            },
+            place: place - 1,
+            len: i - start,
+        })
+    })
 }
 
 /// What the exact-search prefilter looks up for a query: its words, and for a query of
@@ -180,40 +201,14 @@ impl Prefilter {
 /// such words, or with a word too long to index (those notes are found by their flag anyway, but
 /// the words around the long one would not be adjacent).
 pub fn phrase_words(query: &str) -> Option<Vec<(usize, PrefilterWord)>> {
-    if !query.is_ascii() {
-        return None;
-    }
-    let bytes = query.as_bytes();
     let mut out = Vec::new();
-    let (mut i, mut place) = (0, 0);
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_alphanumeric() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
-            i += 1;
-        }
-        if i - start >= MAX_TOKEN_BYTES {
+    for run in query_runs(query) {
+        if run.len >= MAX_TOKEN_BYTES {
             return None;
         }
-        if i - start >= 2 {
-            let anchor = match (start > 0, i < bytes.len()) {
-                (true, true) => Anchor::Whole,
-                (true, false) => Anchor::Start,
-                (false, true) => Anchor::End,
-                (false, false) => Anchor::Inside,
-            };
-            out.push((
-                place,
-                PrefilterWord {
-                    text: query[start..i].to_ascii_lowercase(),
-                    anchor,
-                },
-            ));
+        if run.len >= 2 {
+            out.push((run.place, run.word));
         }
-        place += 1;
     }
     (out.len() >= 2).then_some(out)
 }
