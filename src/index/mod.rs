@@ -246,6 +246,34 @@ impl TermList {
     }
 }
 
+/// The ways `phrase` can be written in indexed words: for each of its words (at its place), one
+/// of the indexed words `fitting` it, every combination; `None` when a word has no list or
+/// there are more than `max` ways.
+fn phrase_ways<'a>(
+    phrase: &[(usize, text::PrefilterWord)],
+    fitting: &'a HashMap<&text::PrefilterWord, Vec<String>>,
+    max: usize,
+) -> Option<Vec<Vec<(usize, &'a str)>>> {
+    let mut ways: Vec<Vec<(usize, &str)>> = vec![Vec::new()];
+    for (at, w) in phrase {
+        let each = fitting.get(w)?;
+        if each.is_empty() || ways.len() * each.len() > max {
+            return None;
+        }
+        ways = ways
+            .iter()
+            .flat_map(|way| {
+                each.iter().map(move |t| {
+                    let mut longer = way.clone();
+                    longer.push((*at, t.as_str()));
+                    longer
+                })
+            })
+            .collect();
+    }
+    Some(ways)
+}
+
 impl std::fmt::Debug for SearchIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SearchIndex")
@@ -756,11 +784,12 @@ impl SearchIndex {
     ) -> Result<Option<Box<dyn TQuery>>, IndexError> {
         /// Most terms of one word scored one by one; beyond, the word's terms match unscored.
         const MAX_SCORED_TERMS: usize = 64;
-        /// Most indexed words one word of a phrase stands for; beyond, the words are only
-        /// required somewhere in the note. Each note holding them all merges the positions of
-        /// every such word at that place: with `and` ending a query (every word ending in
-        /// `and`), that merge took longer than reading the notes (40 ms where 16 ms).
-        const MAX_PHRASE_TERMS: usize = 16;
+        /// Most ways a phrase can be written in indexed words (the product, over its words, of
+        /// the indexed words each fits); beyond, the words are only required somewhere in the
+        /// note. Each way is a phrase query of its own: with `and` ending a query (every word
+        /// ending in `and`), merging the positions of all of them took longer than reading the
+        /// notes (40 ms where 16 ms).
+        const MAX_PHRASE_WAYS: usize = 16;
         let f = &self.fields;
         let words = &prefilter.words[..];
         let mut fitting: HashMap<&text::PrefilterWord, Vec<String>> = HashMap::new();
@@ -783,11 +812,11 @@ impl SearchIndex {
                     }
                 }
             }
-            if prefilter.phrase.is_some() && found.len() <= MAX_PHRASE_TERMS {
+            if prefilter.phrase.is_some() && found.len() <= MAX_PHRASE_WAYS {
                 let mut each: Vec<String> = found
                     .iter()
                     .filter_map(|t| std::str::from_utf8(t).ok())
-                    .map(regex::escape)
+                    .map(str::to_owned)
                     .collect();
                 each.sort_unstable();
                 fitting.insert(w, each);
@@ -823,31 +852,25 @@ impl SearchIndex {
                 all.push(Box::new(tantivy::query::TermSetQuery::new(terms)));
             }
         }
-        if let Some(phrase) = &prefilter.phrase {
-            // Each word of the phrase as any of its indexed words, at its place.
-            let places: Option<Vec<(usize, String)>> = phrase
-                .iter()
-                .map(|(at, w)| {
-                    let each = fitting.get(w)?;
-                    Some((*at, format!("(?:{})", each.join("|"))))
-                })
-                .collect();
-            if let Some(places) = places.filter(|p| p.iter().all(|(_, r)| r.len() > 4)) {
-                let fields: Vec<Box<dyn TQuery>> = [f.title, f.props, f.body]
-                    .into_iter()
-                    .map(|field| {
-                        Box::new(tantivy::query::RegexPhraseQuery::new_with_offset(
-                            field,
-                            places.clone(),
-                        )) as Box<dyn TQuery>
-                    })
-                    .collect();
-                // Unscored: the words' own scores rank the notes.
-                all.push(Box::new(tantivy::query::ConstScoreQuery::new(
-                    Box::new(BooleanQuery::union(fields)),
-                    0.0,
-                )));
+        if let Some(phrase) = &prefilter.phrase
+            && let Some(ways) = phrase_ways(phrase, &fitting, MAX_PHRASE_WAYS)
+        {
+            // Each way in each field, side by side at the words' places.
+            let mut each: Vec<Box<dyn TQuery>> = Vec::with_capacity(ways.len() * 3);
+            for way in &ways {
+                for field in [f.title, f.props, f.body] {
+                    let terms: Vec<(usize, Term)> = way
+                        .iter()
+                        .map(|(at, t)| (*at, Term::from_field_text(field, t)))
+                        .collect();
+                    each.push(Box::new(PhraseQuery::new_with_offset(terms)));
+                }
             }
+            // Unscored: the words' own scores rank the notes.
+            all.push(Box::new(tantivy::query::ConstScoreQuery::new(
+                Box::new(BooleanQuery::union(each)),
+                0.0,
+            )));
         }
         Ok(Some(Box::new(BooleanQuery::union(vec![
             Box::new(BooleanQuery::intersection(all)) as Box<dyn TQuery>,
