@@ -3,7 +3,7 @@
 //! it changes and at shutdown.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime};
 
 use super::{Engine, Texts};
@@ -31,18 +31,23 @@ pub(super) type Stamps = HashMap<VaultPath, Stamp>;
 pub(super) struct IndexStore {
     /// Set by the first build (created empty, or loaded from the cache).
     index: OnceLock<SearchIndex>,
-    /// The cache folder, if any.
-    folder: Mutex<IndexCache>,
+    /// The cache folder, if any: fixed when the engine opens, so reading it takes no lock (a
+    /// lock around it, held while the first build loaded the index, once made `Engine::start`
+    /// and with it the first answer wait about 150 ms for the load at 100,000 notes).
+    folder: IndexCache,
+    /// Held while the index is saved to the folder: one save at a time.
+    saving: Mutex<()>,
     /// Notes of the loaded cache and their stamps, until the first build has compared them with
     /// the vault.
     cached: Mutex<Option<Stamps>>,
 }
 
 impl IndexStore {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(folder: IndexCache) -> Self {
         IndexStore {
             index: OnceLock::new(),
-            folder: Mutex::new(IndexCache::Off),
+            folder,
+            saving: Mutex::new(()),
             cached: Mutex::new(None),
         }
     }
@@ -52,9 +57,12 @@ impl IndexStore {
         self.index.get()
     }
 
-    /// The cache folder setting, locked.
-    pub(super) fn folder(&self) -> MutexGuard<'_, IndexCache> {
-        lock(&self.folder)
+    /// The cache folder, when there is one.
+    pub(super) fn dir(&self) -> Option<&Arc<IndexCacheDir>> {
+        match &self.folder {
+            IndexCache::Dir(d) => Some(d),
+            _ => None,
+        }
     }
 
     /// The loaded cache's notes, for the first reconcile to compare with the vault.
@@ -69,10 +77,12 @@ impl IndexStore {
 }
 
 impl Engine {
-    /// Keeps the search index in `cache` between runs. Called before [`Engine::start`] (by
-    /// [`Engine::open`]); the first build loads it.
-    pub(super) fn set_index_cache(&self, cache: IndexCache) {
-        if let (IndexCache::Dir(dir), true) = (&cache, self.options.keep_texts) {
+    /// Sets up what keeping the search index in its cache folder between runs needs (the
+    /// notes' texts there too, the status). Called by [`Engine::open`], before
+    /// [`Engine::start`]; the first build loads the index.
+    pub(super) fn init_index_cache(&self) {
+        let cache = &self.index.folder;
+        if let (IndexCache::Dir(dir), true) = (cache, self.options.keep_texts) {
             // The notes' texts go to the same private folder (see `texts`).
             match Texts::in_folder(Arc::clone(dir)) {
                 Ok(t) => *write(&self.texts) = t,
@@ -81,17 +91,16 @@ impl Engine {
                 }
             }
         }
-        self.status.report().cache = match &cache {
+        self.status.report().cache = match cache {
             IndexCache::Off => "off".to_owned(),
             IndexCache::Dir(_) => "building".to_owned(),
             IndexCache::Unavailable(why) => format!("unavailable: {why}"),
         };
-        *self.index.folder() = cache;
     }
 
     /// True when the index is kept in a cache folder.
     pub(super) fn has_index_cache(&self) -> bool {
-        matches!(*self.index.folder(), IndexCache::Dir(_))
+        self.index.dir().is_some()
     }
 
     /// Saves the index to its cache folder if there is one and the index changed since the last
@@ -101,10 +110,10 @@ impl Engine {
         let (Some(ix), true) = (self.index.get(), self.is_ready()) else {
             return;
         };
-        let cache = self.index.folder();
-        let IndexCache::Dir(dir) = &*cache else {
+        let Some(dir) = self.index.dir() else {
             return;
         };
+        let _one_at_a_time = lock(&self.index.saving);
         let started = Instant::now();
         match ix.save(dir, saved) {
             Ok(true) => {
@@ -140,8 +149,7 @@ impl Engine {
 
     fn open_index(&self) -> Result<SearchIndex, IndexError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let cache = self.index.folder();
-        let IndexCache::Dir(dir) = &*cache else {
+        let Some(dir) = self.index.dir() else {
             return SearchIndex::new(threads);
         };
         let fresh = || SearchIndex::new_in(Arc::clone(dir), threads);

@@ -16,8 +16,8 @@ use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::Engine;
 use super::lifecycle::Stop;
-use super::{Engine, IndexCache};
 use crate::locks::{lock, read, write};
 use crate::semantic::store::Section;
 use crate::semantic::{Embedder, VectorStore, chunk, saved};
@@ -379,10 +379,7 @@ impl Engine {
 impl Engine {
     /// The folder the vectors are saved in: the index cache folder, when there is one.
     fn embeddings_dir(&self) -> Option<Arc<IndexCacheDir>> {
-        match &*self.index.folder() {
-            IndexCache::Dir(d) => Some(Arc::clone(d)),
-            _ => None,
-        }
+        self.index.dir().cloned()
     }
 
     /// Loads the saved vectors, if any were saved by this model. A file that fails a check is

@@ -91,7 +91,7 @@ impl Engine {
             vault: Arc::new(vault),
             options,
             model: SharedModel::new(),
-            index: cache::IndexStore::new(),
+            index: cache::IndexStore::new(cache),
             texts: RwLock::new(Texts::in_memory()),
             reconciles: sync::Reconciles::new(),
             status: status::Status::new(),
@@ -100,7 +100,7 @@ impl Engine {
             embeddings: embed::Embeddings::default(),
             changes: tokio::sync::watch::Sender::new(0),
         };
-        engine.set_index_cache(cache);
+        engine.init_index_cache();
         Arc::new(engine)
     }
 
