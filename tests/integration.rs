@@ -31,6 +31,7 @@ mod oauth_client_doc;
 mod oauth_issuer;
 mod obsidian_real_vaults;
 mod periodic;
+mod priority;
 mod prompts;
 mod provenance;
 mod races;

@@ -205,6 +205,10 @@ impl Engine {
     /// Starts `f` on a background thread called `name`, which [`Engine::shutdown`] joins. A
     /// thread that cannot be started is logged and shown by `vault_info` (`index.last_error`).
     fn spawn(&self, name: &str, builder: std::thread::Builder, f: impl FnOnce() + Send + 'static) {
+        let f = move || {
+            yield_to_requests();
+            f()
+        };
         match builder.name(format!("capvault-{name}")).spawn(f) {
             Ok(t) => lock(&self.background.threads).push(t),
             Err(e) => {
@@ -326,3 +330,19 @@ pub(super) fn release_free_memory() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub(super) fn release_free_memory() {}
+
+/// The nice value of the engine's background threads (and of the threads they start, which
+/// inherit it: tantivy's indexing and merging threads, the watcher's): a request, served on
+/// threads at the process's own priority, takes a core from them at once. On two cores a
+/// start that loads a large index cache left the first `initialize` waiting for a time slice.
+pub const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority to [`BACKGROUND_NICE`]. On Linux the nice
+/// value belongs to a thread; elsewhere it belongs to the process, so nothing is changed there.
+/// Raising a nice value needs no privilege; a failure is only logged.
+fn yield_to_requests() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::setpriority_process(None, BACKGROUND_NICE) {
+        tracing::debug!(error = %e, "background thread's priority unchanged");
+    }
+}
