@@ -21,7 +21,7 @@ mod vault_tools;
 mod write_tools;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -100,6 +100,23 @@ impl std::fmt::Debug for CapvaultServer {
     }
 }
 
+/// The tool routers, built once per process. Building one makes every tool's input schema
+/// (schemars on a thread's first build, a copy of each schema on every build after it: rmcp
+/// caches schemas per thread), which the start did twice before its first answer (the tool
+/// policy's names, then the session) and each HTTP session again. A route's schema is an
+/// `Arc`, so a copy of a router costs a few allocations.
+struct Routers {
+    read: ToolRouter<CapvaultServer>,
+    semantic: ToolRouter<CapvaultServer>,
+    write: ToolRouter<CapvaultServer>,
+}
+
+static ROUTERS: LazyLock<Routers> = LazyLock::new(|| Routers {
+    read: CapvaultServer::all_tools(),
+    semantic: CapvaultServer::semantic_router(),
+    write: CapvaultServer::write_router(),
+});
+
 impl CapvaultServer {
     /// A session on `engine`, offering the tools `policy` allows. Fails only when the policy
     /// renames two tools to one name.
@@ -122,12 +139,12 @@ impl CapvaultServer {
         writer: Option<Arc<Writer>>,
         policy: &ToolPolicy,
     ) -> Result<Self, PolicyError> {
-        let mut tool_router = Self::all_tools();
+        let mut tool_router = ROUTERS.read.clone();
         if engine.semantic().is_some() {
-            tool_router += Self::semantic_router();
+            tool_router += ROUTERS.semantic.clone();
         }
         if writer.is_some() {
-            tool_router += Self::write_router();
+            tool_router += ROUTERS.write.clone();
         }
         let (listed, names) = policy.apply(tool_router.list_all())?;
         let resources = policy.allows("read_note");
@@ -165,14 +182,14 @@ impl CapvaultServer {
 
     /// Every tool in the code, read and write.
     fn every_tool() -> ToolRouter<Self> {
-        Self::all_tools() + Self::semantic_router() + Self::write_router()
+        ROUTERS.read.clone() + ROUTERS.semantic.clone() + ROUTERS.write.clone()
     }
 
     /// The names of the reading tools, sorted: those served without `--write` (the write
     /// router holds the rest, `note_history` among them). The `read` profile, and all a
     /// read-only credential may call.
     pub fn read_tool_names() -> Vec<String> {
-        (Self::all_tools() + Self::semantic_router())
+        (ROUTERS.read.clone() + ROUTERS.semantic.clone())
             .list_all()
             .into_iter()
             .map(|t| t.name.to_string())
