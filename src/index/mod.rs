@@ -697,7 +697,7 @@ impl SearchIndex {
         if single_word {
             return Ok(q);
         }
-        let docs = searcher.search(&*q, &tantivy::collector::DocSetCollector)?;
+        let docs = in_store_order(searcher.search(&*q, &tantivy::collector::DocSetCollector)?);
         let mut terms = Vec::with_capacity(docs.len());
         for addr in docs {
             if let Some(p) = self.path_of(searcher, addr)? {
@@ -721,23 +721,53 @@ impl SearchIndex {
         words: &text::Prefilter,
         max: usize,
     ) -> Result<Option<Vec<VaultPath>>, IndexError> {
+        match self.prefilter(words, &IndexFilter::default(), max)? {
+            Some(found) if found.docs.is_some() => found.paths(self).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// The notes within `filter` that can contain an exact query made of `words` (as
+    /// [`SearchIndex::candidates`]), found with one run of the query: how many in all, and
+    /// which, when at most `keep`. An exact search decides from the count whether to rank
+    /// (too many to read), read these notes, or read every note, and reads them without a
+    /// second run (a phrase's positions are the costly part: three runs took 100 ms of a
+    /// 104 ms search). `None` when a word stands for too many indexed words.
+    pub fn prefilter(
+        &self,
+        words: &text::Prefilter,
+        filter: &IndexFilter,
+        keep: usize,
+    ) -> Result<Option<Prefiltered>, IndexError> {
         let searcher = self.reader.searcher();
-        let Some(q) = self.prefilter_query(&searcher, words, Some(max), false)? else {
+        let clauses = self.filter_clauses(filter);
+        // One word and no filter: a single indexed word of it in more than `keep` notes
+        // settles it without running the query.
+        let max = clauses.is_empty().then_some(keep);
+        let Some(q) = self.prefilter_query(&searcher, words, max, false)? else {
+            if max.is_some() && words.words.len() == 1 && words.phrase.is_none() {
+                return Ok(Some(Prefiltered {
+                    searcher,
+                    docs: None,
+                    total: keep.saturating_add(1),
+                }));
+            }
             return Ok(None);
         };
-        let count = searcher.search(&q, &Count)?;
-        tracing::debug!(count, max, "exact-search prefilter");
-        if count > max {
-            return Ok(None);
-        }
-        let docs = searcher.search(&q, &tantivy::collector::DocSetCollector)?;
-        let mut out = Vec::with_capacity(docs.len());
-        for addr in docs {
-            if let Some(p) = self.path_of(&searcher, addr)? {
-                out.push(p);
-            }
-        }
-        Ok(Some(out))
+        let q: Box<dyn TQuery> = if clauses.is_empty() {
+            q
+        } else {
+            let mut all = vec![(Occur::Must, q)];
+            all.extend(clauses);
+            Box::new(BooleanQuery::new(all))
+        };
+        let (total, docs) = searcher.search(&*q, &KeepUpTo(keep))?;
+        tracing::debug!(count = total, keep, "exact-search prefilter");
+        Ok(Some(Prefiltered {
+            searcher,
+            docs: (total <= keep).then_some(docs),
+            total,
+        }))
     }
 
     /// The same notes as [`SearchIndex::candidates`] within `filter`, for a query whose words are in
@@ -908,6 +938,9 @@ impl SearchIndex {
         Ok(out)
     }
 
+    /// Reads a note's path from the document store, where documents lie compressed in blocks
+    /// of a few hundred paths (a block decompressed is kept for the next read, among the last
+    /// hundred). Many notes are read in document order ([`in_store_order`]).
     fn path_of(
         &self,
         searcher: &tantivy::Searcher,
@@ -1065,6 +1098,106 @@ pub fn millis(t: std::time::SystemTime) -> i64 {
         Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
         Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
     }
+}
+
+/// What [`SearchIndex::prefilter`] found.
+pub struct Prefiltered {
+    searcher: tantivy::Searcher,
+    /// The notes, in the document store's order; `None` when there are more than asked for.
+    docs: Option<Vec<DocAddress>>,
+    /// How many notes qualify (more than asked for, when a single word settled it).
+    pub total: usize,
+}
+
+impl Prefiltered {
+    /// True when the notes themselves are known (not only how many).
+    pub fn listed(&self) -> bool {
+        self.docs.is_some()
+    }
+
+    /// The notes' paths (none when there were more than asked for).
+    pub fn paths(&self, index: &SearchIndex) -> Result<Vec<VaultPath>, IndexError> {
+        let docs = self.docs.as_deref().unwrap_or_default();
+        let mut out = Vec::with_capacity(docs.len());
+        for &addr in docs {
+            if let Some(p) = index.path_of(&self.searcher, addr)? {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Counts the documents a query matches and keeps the first `.0` of them, in the document
+/// store's order (segment by segment, each in document order).
+struct KeepUpTo(usize);
+
+struct KeepUpToSegment {
+    segment: u32,
+    keep: usize,
+    count: usize,
+    docs: Vec<DocAddress>,
+}
+
+impl tantivy::collector::Collector for KeepUpTo {
+    type Fruit = (usize, Vec<DocAddress>);
+    type Child = KeepUpToSegment;
+
+    fn for_segment(
+        &self,
+        segment: tantivy::SegmentOrdinal,
+        _reader: &tantivy::SegmentReader,
+    ) -> tantivy::Result<KeepUpToSegment> {
+        Ok(KeepUpToSegment {
+            segment,
+            keep: self.0,
+            count: 0,
+            docs: Vec::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(
+        &self,
+        fruits: Vec<(usize, Vec<DocAddress>)>,
+    ) -> tantivy::Result<(usize, Vec<DocAddress>)> {
+        let total = fruits.iter().map(|f| f.0).sum();
+        let mut docs: Vec<DocAddress> = Vec::new();
+        if total <= self.0 {
+            for (_, mut d) in fruits {
+                docs.append(&mut d);
+            }
+            docs.sort_unstable();
+        }
+        Ok((total, docs))
+    }
+}
+
+impl tantivy::collector::SegmentCollector for KeepUpToSegment {
+    type Fruit = (usize, Vec<DocAddress>);
+
+    fn collect(&mut self, doc: tantivy::DocId, _score: tantivy::Score) {
+        self.count += 1;
+        if self.count <= self.keep {
+            self.docs.push(DocAddress::new(self.segment, doc));
+        }
+    }
+
+    fn harvest(self) -> (usize, Vec<DocAddress>) {
+        (self.count, self.docs)
+    }
+}
+
+/// `docs` in the order the document store keeps them, so the paths of many notes are read a
+/// block at a time. A set's own order is random: 10,542 notes of 100,000 read that way
+/// decompressed a block for nearly every note (about 4 µs each, 45 of an exact search's 52 ms).
+fn in_store_order(docs: std::collections::HashSet<DocAddress>) -> Vec<DocAddress> {
+    let mut docs: Vec<DocAddress> = docs.into_iter().collect();
+    docs.sort_unstable();
+    docs
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::index::Prefiltered;
 use crate::index::text::{self, HeadingTracker};
 
 /// Most match ranges reported for one line.
@@ -148,8 +149,13 @@ pub(super) fn search_lines(
     page: Page,
     mode: Mode,
 ) -> Result<SearchResults, NoteError> {
-    if mode == Mode::Exact
-        && let Some(found) = search_lines_by_rank(engine, query, matcher, scope, page)?
+    // The index's notes that can hold the query, found once for both paths below.
+    let prefiltered = match mode {
+        Mode::Exact => prefilter(engine, query, scope),
+        _ => None,
+    };
+    if let Some(pre) = &prefiltered
+        && let Some(found) = search_lines_by_rank(engine, query, matcher, scope, page, pre)?
     {
         return Ok(found);
     }
@@ -184,7 +190,13 @@ pub(super) fn search_lines(
         && scope.filter.is_empty()
         && scope.ignored.is_none()
         && scope.distrusted.is_none();
-    let listed = candidates(engine, query, scope, mode, texts.is_some() && unfiltered);
+    let listed = candidates(
+        engine,
+        scope,
+        prefiltered.as_ref(),
+        texts.is_some() && unfiltered,
+        unfiltered,
+    );
     let in_memory = texts.as_ref().filter(|_| unfiltered && listed.is_none());
     let by_index = listed.as_ref().is_some_and(|l| l.1);
     let listed = listed.map(|l| l.0);
@@ -316,6 +328,7 @@ fn search_lines_by_rank(
     matcher: &Matcher,
     scope: &Scope<'_>,
     page: Page,
+    prefiltered: &Prefiltered,
 ) -> Result<Option<SearchResults>, NoteError> {
     let Page {
         offset,
@@ -323,13 +336,13 @@ fn search_lines_by_rank(
         query_id,
     } = page;
     let max_notes = engine.exact_scan_max_notes();
+    if prefiltered.total <= max_notes {
+        return Ok(None);
+    }
     let Some(index) = engine.index() else {
         return Ok(None);
     };
     let words = text::Prefilter::of(query);
-    if words.is_empty() || !engine.is_ready() {
-        return Ok(None);
-    }
     let model = engine.model_now();
     if model.notes().len() <= max_notes {
         return Ok(None);
@@ -454,17 +467,42 @@ fn search_lines_by_rank(
     }
 }
 
+/// The index's notes within `scope` that can hold an exact `query` ([`SearchIndex::prefilter`]),
+/// counted and, up to [`Engine::exact_scan_max_notes`], listed. `None` before the first build,
+/// for a query with no word to look up, and when the index cannot narrow it.
+fn prefilter(engine: &Engine, query: &str, scope: &Scope<'_>) -> Option<Prefiltered> {
+    let index = engine.index()?;
+    // The index is committed before the model is applied; the note list needs the model.
+    if !engine.is_ready() {
+        return None;
+    }
+    let words = text::Prefilter::of(query);
+    if words.is_empty() {
+        return None;
+    }
+    let filter = scope.index_filter(engine);
+    match index.prefilter(&words, &filter, engine.exact_scan_max_notes()) {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(error = %e, "exact-search prefilter failed; scanning all");
+            None
+        }
+    }
+}
+
 /// The notes an exact or regex search must read, from the model once it is built (folder, time,
-/// tag and property filters applied from memory), narrowed for an exact search by the index's
-/// prefilter when it rules out enough notes to beat reading them all. `None` before the first
-/// build (scan the disk), and when the search is over every note and their texts are kept
-/// (the caller scans those directly). The flag is true when the index picked the notes.
+/// tag and property filters applied from memory): for an exact search, the index's notes that
+/// can hold the query (`prefiltered`) when they are listed and either the search is filtered
+/// (every note in scope would be more to read) or they are few enough to beat reading every
+/// note in file order. `None` before the first build (scan the disk), and when the search is
+/// over every note and their texts are kept (the caller scans those directly). The flag is
+/// true when the index picked the notes.
 fn candidates(
     engine: &Engine,
-    query: &str,
     scope: &Scope<'_>,
-    mode: Mode,
+    prefiltered: Option<&Prefiltered>,
     everything_in_memory: bool,
+    unfiltered: bool,
 ) -> Option<(Vec<VaultPath>, bool)> {
     let index = engine.index()?;
     if !engine.is_ready() {
@@ -478,26 +516,28 @@ fn candidates(
             && scope.time_ok(n.meta.modified)
             && (scope.filter.is_empty() || scope.filter.matches(&model, p))
     };
-    let words = text::Prefilter::of(query);
-    if mode == Mode::Exact && !words.is_empty() {
-        // Reading a note's text from memory costs about as much as looking up a few of the
-        // prefilter's paths; from disk, much more.
+    if let Some(pre) = prefiltered.filter(|p| p.listed()) {
+        // Reading a note's text from memory or its map costs about as much as looking up a
+        // few of the prefilter's paths; from disk, much more.
         let notes = model.notes().len();
         let max = if engine.keeps_texts() {
             notes / 8
         } else {
             notes / 2
         };
-        match index.candidates(&words, max) {
-            Ok(Some(found)) => {
-                let found = found
-                    .into_iter()
-                    .filter(|p| model.notes().get(p).is_some_and(|n| in_scope(p, n)))
-                    .collect();
-                return Some((found, true));
+        if !unfiltered || pre.total <= max {
+            match pre.paths(index) {
+                Ok(found) => {
+                    let found = found
+                        .into_iter()
+                        .filter(|p| model.notes().get(p).is_some_and(|n| in_scope(p, n)))
+                        .collect();
+                    return Some((found, true));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "exact-search prefilter failed; scanning all");
+                }
             }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "exact-search prefilter failed; scanning all"),
         }
     }
     if everything_in_memory {
