@@ -167,7 +167,17 @@ fn main() {
 
     let bin =
         std::env::var("CAPVAULT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_capvault").into());
-    let mut pipe = spawn(&bin, &root, &["--no-index-cache"]);
+    // As users run it: with an index cache folder, where the notes' texts are kept in a file
+    // (CAPVAULT_BENCH_NO_CACHE=1: without one, the texts in memory).
+    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-cache");
+    let cache_arg = cache.to_string_lossy().into_owned();
+    let args: Vec<&str> = if std::env::var_os("CAPVAULT_BENCH_NO_CACHE").is_some() {
+        vec!["--no-index-cache"]
+    } else {
+        vec!["--index-cache", &cache_arg]
+    };
+    println!("server: {bin} {}", args.join(" "));
+    let mut pipe = spawn(&bin, &root, &args);
     loop {
         let info = pipe.call("vault_info", &json!({}));
         if info["index"]["state"] == "ready" && !info["notes"].is_null() {

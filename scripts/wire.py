@@ -5,7 +5,8 @@ $CAPVAULT_BIN), waits until vault_info says the index is ready, then sends each 
 min and max in milliseconds and the reply's size. No SDK: what a client waits for, and nothing
 the client itself adds. $SETTLE (seconds, default 0) waits that long after the index is ready,
 for the work that follows a build (the text cache, the watcher) to finish first, and makes one
-untimed call per case before the timed ones; $RUNS (default 7) sets the calls per case.
+untimed call per case before the timed ones; $RUNS (default 7) sets the calls per case;
+$WIRE_LOG names a file for the server's log (with CAPVAULT_LOG=capvault=debug, say).
 
   CASES='[["read", "tools/call", {"name": "read_note", "arguments": {"path": "Home"}}]]' \\
     scripts/wire.py examples/vault --no-index-cache
@@ -24,7 +25,7 @@ BIN = os.environ.get("CAPVAULT_BIN", os.path.join(ROOT, "target", "release", "ca
 def main():
     vault, extra = sys.argv[1], sys.argv[2:]
     p = subprocess.Popen([BIN, "serve", vault, *extra], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                         stdout=subprocess.PIPE, stderr=open(os.environ["WIRE_LOG"], "w") if os.environ.get("WIRE_LOG") else subprocess.DEVNULL)
     n = 0
 
     def rpc(method, params=None):
