@@ -467,7 +467,8 @@ fn search_lines_by_rank(
     }
 }
 
-/// The index's notes within `scope` that can hold an exact `query` ([`SearchIndex::prefilter`]),
+/// The index's notes within `scope` that can hold an exact `query`
+/// ([`SearchIndex::prefilter`](crate::index::SearchIndex::prefilter)),
 /// counted and, up to [`Engine::exact_scan_max_notes`], listed. `None` before the first build,
 /// for a query with no word to look up, and when the index cannot narrow it.
 fn prefilter(engine: &Engine, query: &str, scope: &Scope<'_>) -> Option<Prefiltered> {
