@@ -1,10 +1,9 @@
 //! The notes' texts, kept for exact and regex search, excerpts and embedding.
 //!
 //! With an index cache folder they live in a scratch file there ([`TEXTS_FILE`], made anew at
-//! each start, removed at the end), appended as notes are read and read back in place through a
-//! read-only map of the file: the kernel's page cache holds them rather than the process's own
-//! memory, which at 100,000 notes is 257 MB less anonymous memory (the map's pages count as
-//! the file's, and the kernel can drop them). Without one (`--no-index-cache`, or
+//! each start, removed at the end), appended as notes are read and read back at offsets: the
+//! kernel's page cache holds them rather than the process, which at 100,000 notes is 257 MB less
+//! resident memory for a few milliseconds more per full scan. Without one (`--no-index-cache`, or
 //! a second process on the same vault) they stay in memory. Replaced and removed texts leave dead
 //! bytes in the file; once they outweigh the live ones (and 64 MB), the file is rewritten.
 
@@ -14,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::vault::VaultPath;
-use crate::vault::cache::{IndexCacheDir, ScratchFile, ScratchMap, TEXTS_FILE};
+use crate::vault::cache::{IndexCacheDir, ScratchFile, TEXTS_FILE};
 
 /// Dead bytes tolerated in the scratch file before it is rewritten (and never more than the
 /// live ones).
@@ -24,8 +23,6 @@ const MAX_DEAD_BYTES: u64 = 64 << 20;
 const GROUP: usize = 128;
 /// Largest span read at once for a group; a group spread wider is read note by note.
 const MAX_GROUP_BYTES: u64 = 8 << 20;
-/// The smallest map of the scratch file; a map grows by half again when the file outgrows it.
-const MIN_MAP_BYTES: u64 = 64 << 20;
 
 /// A note's text kept in memory, with its name (the file name without extension) in the same
 /// allocation, just before the text: an exact search matches both, and reading the name from the
@@ -182,11 +179,6 @@ pub struct Texts {
     dead: u64,
     /// Bytes of the scratch file slots point at.
     live: u64,
-    /// The scratch file mapped into memory, past its end (the file grows into it): texts are
-    /// read from it in place. A note read this way at 100,000 notes cost a read call, a copy
-    /// and an allocation, about half of an exact search of a word in a tenth of the notes.
-    /// Remade when the file outgrows it or is rewritten; texts past it are read with a call.
-    view: Option<ScratchMap>,
 }
 
 impl Texts {
@@ -250,48 +242,6 @@ impl Texts {
         if self.dead > MAX_DEAD_BYTES.max(self.live) {
             self.compact();
         }
-        self.extend_view();
-    }
-
-    /// Maps the scratch file again when it outgrew its map (or has none yet), with room to
-    /// grow by half; a map that fails leaves texts read with calls.
-    fn extend_view(&mut self) {
-        let Some(pack) = &self.pack else {
-            return;
-        };
-        let end = pack.end.load(Ordering::Acquire);
-        if self.view.as_ref().is_some_and(|v| v.capacity() >= end) {
-            return;
-        }
-        let capacity = end.saturating_add(end / 2).max(MIN_MAP_BYTES);
-        self.view = usize::try_from(capacity)
-            .ok()
-            .and_then(|c| match pack.file.map(c) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    tracing::debug!(error = %e, "texts scratch file not mapped; read by calls");
-                    None
-                }
-            });
-    }
-
-    /// The `len` bytes at `at` of the scratch file: in place from the map when it covers
-    /// them, else read. Only slots' bytes are asked for, and every slot points at bytes
-    /// written to the current file before it was applied (a reconcile stages and applies under
-    /// its own lock, and a rewrite makes a new file and drops the map of the old one), so a
-    /// read through the map never reaches past the file's end.
-    fn packed(&self, at: u64, len: usize) -> Option<Cow<'_, [u8]>> {
-        if let Some(bytes) = self.view.as_ref().and_then(|v| v.get(at, len)) {
-            return Some(Cow::Borrowed(bytes));
-        }
-        let pack = self.pack.as_ref()?;
-        match pack.read(at, len) {
-            Ok(bytes) => Some(Cow::Owned(bytes)),
-            Err(e) => {
-                tracing::warn!(error = %e, "a kept text could not be read");
-                None
-            }
-        }
     }
 
     fn forget(&mut self, slot: &Slot) {
@@ -336,8 +286,6 @@ impl Texts {
                     "texts scratch file rewritten"
                 );
                 self.pack = Some(Arc::new(new));
-                // The map is of the old file.
-                self.view = None;
                 self.dead = 0;
             }
             Err(e) => {
@@ -369,13 +317,19 @@ impl Texts {
                 name: t.name(),
                 text: Cow::Borrowed(t.text()),
             }),
-            Slot::Packed { at, len } => Some(Kept {
-                name: path.stem(),
-                text: match self.packed(*at, *len as usize)? {
-                    Cow::Borrowed(bytes) => String::from_utf8_lossy(bytes),
-                    Cow::Owned(bytes) => Cow::Owned(into_text(bytes)),
-                },
-            }),
+            Slot::Packed { at, len } => {
+                let pack = self.pack.as_ref()?;
+                match pack.read(*at, *len as usize) {
+                    Ok(bytes) => Some(Kept {
+                        name: path.stem(),
+                        text: Cow::Owned(into_text(bytes)),
+                    }),
+                    Err(e) => {
+                        tracing::warn!(path = %path, error = %e, "a kept text could not be read");
+                        None
+                    }
+                }
+            }
         }
     }
 
@@ -442,16 +396,9 @@ impl Texts {
                 }
                 let (first, last) = (group[0], group[group.len() - 1]);
                 let span = last.0 + u64::from(last.1) - first.0;
-                let whole: Option<Cow<'_, [u8]>> = match self
-                    .view
-                    .as_ref()
-                    .and_then(|v| v.get(first.0, span as usize))
-                {
-                    Some(mapped) => Some(Cow::Borrowed(mapped)),
-                    None => (span <= MAX_GROUP_BYTES)
-                        .then(|| pack.read(first.0, span as usize).ok().map(Cow::Owned))
-                        .flatten(),
-                };
+                let whole = (span <= MAX_GROUP_BYTES)
+                    .then(|| pack.read(first.0, span as usize).ok())
+                    .flatten();
                 for &(at, len, path) in group {
                     let bytes: Cow<'_, [u8]> = match &whole {
                         Some(w) => {
@@ -573,13 +520,6 @@ mod tests {
         let p = path("F/n599.md");
         let kept = in_file.get(&p).unwrap();
         assert_eq!((kept.name, &*kept.text), ("n599", body(599, 2).as_str()));
-        // Read in place: the map, remade after the rewrite, covers every text.
-        assert!(
-            matches!(kept.text, Cow::Borrowed(_)),
-            "not read from the map"
-        );
-        let view = in_file.view.as_ref().expect("the scratch file is mapped");
-        assert!(view.capacity() >= in_file.live + in_file.dead);
         assert!(in_file.get(&path("F/n1.md")).is_none());
         // Rewritten: the file holds the live texts and what died since, not all ever written.
         let written: u64 = (0..3)
@@ -595,50 +535,6 @@ mod tests {
             dir.open_file(TEXTS_FILE).is_err(),
             "the texts file is removed with the store"
         );
-    }
-
-    #[test]
-    fn texts_past_the_map_are_read_by_calls_and_the_map_grows_with_the_file() {
-        let (_tmp, dir) = cache_dir();
-        let mut texts = Texts::in_folder(Arc::clone(&dir)).unwrap();
-        let notes: Vec<(String, String)> = (0..50)
-            .map(|i| {
-                (
-                    format!("n{i}.md"),
-                    format!("note {i} {}\n", "é".repeat(i * 37)),
-                )
-            })
-            .collect();
-        let refs: Vec<(&str, String)> =
-            notes.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
-        put(&mut texts, &refs[..25], &[]);
-        // A map of the first 100 bytes only: the texts past it are read with a call, whole.
-        texts.view = Some(texts.pack.as_ref().unwrap().file.map(100).unwrap());
-        for (p, t) in &notes[..25] {
-            assert_eq!(&*texts.get(&path(p)).unwrap().text, t.as_str(), "{p}");
-        }
-        let (all, partial) = texts.scan(Duration::from_secs(60), &|p, _, text| {
-            Some((p.to_string(), text.to_owned()))
-        });
-        assert!(!partial);
-        assert_eq!(all.len(), 25);
-        assert!(
-            all.iter()
-                .all(|(p, t)| notes.iter().any(|n| &n.0 == p && &n.1 == t))
-        );
-        // The file outgrew that map: the next apply maps it again, past its end.
-        put(&mut texts, &refs[25..], &[]);
-        let view = texts.view.as_ref().unwrap();
-        assert!(view.capacity() >= MIN_MAP_BYTES, "{}", view.capacity());
-        for (p, t) in &notes {
-            let p = path(p);
-            let kept = texts.get(&p).unwrap();
-            assert_eq!(&*kept.text, t.as_str(), "{p}");
-            assert!(
-                matches!(kept.text, Cow::Borrowed(_)),
-                "{p} not read in place"
-            );
-        }
     }
 
     #[test]

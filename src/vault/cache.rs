@@ -362,53 +362,9 @@ impl ScratchFile {
         cap_std::fs::FileExt::write_all_at(&self.file, buf, offset)
     }
 
-    /// Maps the file's first `capacity` bytes (it may be shorter: it grows into the map),
-    /// read-only and shared, so what was written can be read with no system call and no copy.
-    ///
-    /// Only bytes already written may be read through the map ([`ScratchMap::get`] is given
-    /// ranges this process wrote before): a page wholly past the end of the file faults. This
-    /// process only appends to a scratch file, never shortens it, and the folder is this
-    /// user's alone (0700) and locked by this process; only another program of the same user
-    /// cutting the file short could make a read fault, and such a program can end this
-    /// process anyway.
-    pub fn map(&self, capacity: usize) -> io::Result<ScratchMap> {
-        // SAFETY: a read-only shared map of a file this process appends to and never shortens
-        // (see above); the map is read only where this process wrote, and it stays valid for
-        // its own lifetime (it holds the mapping, not the file handle).
-        let map = unsafe { memmap2::MmapOptions::new().len(capacity).map(&self.file)? };
-        Ok(ScratchMap { map })
-    }
-
     /// Fills `buf` from `offset`; a file shorter than that is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         cap_std::fs::FileExt::read_exact_at(&self.file, buf, offset)
-    }
-}
-
-/// A read-only map of a scratch file (see [`ScratchFile::map`]).
-pub struct ScratchMap {
-    map: memmap2::Mmap,
-}
-
-impl std::fmt::Debug for ScratchMap {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ScratchMap")
-            .field("capacity", &self.map.len())
-            .finish()
-    }
-}
-
-impl ScratchMap {
-    /// How many bytes from the file's start the map covers.
-    pub fn capacity(&self) -> u64 {
-        self.map.len() as u64
-    }
-
-    /// The `len` bytes at `at`, when the map covers them. The caller must have written them
-    /// (see [`ScratchFile::map`]).
-    pub fn get(&self, at: u64, len: usize) -> Option<&[u8]> {
-        let start = usize::try_from(at).ok()?;
-        self.map.get(start..start.checked_add(len)?)
     }
 }
 
