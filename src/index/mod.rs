@@ -743,7 +743,9 @@ impl SearchIndex {
         let searcher = self.reader.searcher();
         let clauses = self.filter_clauses(filter);
         // One word and no filter: a single indexed word of it in more than `keep` notes
-        // settles it without running the query.
+        // settles it without running the query. Such a word that stands for too many indexed
+        // words ends here the same way: either way the search does not read a list of notes
+        // (it ranks, or reads every note when ranking cannot narrow either).
         let max = clauses.is_empty().then_some(keep);
         let Some(q) = self.prefilter_query(&searcher, words, max, false)? else {
             if max.is_some() && words.words.len() == 1 && words.phrase.is_none() {
