@@ -89,12 +89,21 @@ async fn without_write_no_write_tool_is_listed_and_vault_info_says_read_only() {
     for w in WRITE_TOOLS {
         assert!(names.contains(w), "{w} missing from {names:?}");
     }
-    let delete = tools.iter().find(|t| t.name == "delete_note").unwrap();
-    let a = delete.annotations.as_ref().unwrap();
-    assert_eq!(
-        (a.read_only_hint, a.destructive_hint),
-        (Some(false), Some(true))
-    );
+    // Hints equal to the spec's defaults are left out (readOnlyHint false, destructiveHint
+    // true); the others are sent.
+    let hints = |name: &str| {
+        let t = tools.iter().find(|t| t.name == name).unwrap();
+        let a = t.annotations.clone().unwrap();
+        (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint,
+        )
+    };
+    assert_eq!(hints("delete_note"), (None, None, None, Some(false)));
+    assert_eq!(hints("create_note"), (None, Some(false), None, Some(false)));
+    assert_eq!(hints("write_note"), (None, None, Some(true), Some(false)));
     assert_eq!(s.ok("vault_info", json!({})).await["writes_enabled"], true);
     s.stop().await;
     // The read profile leaves the write tools out even with --write.

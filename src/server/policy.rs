@@ -181,12 +181,8 @@ impl ToolPolicy {
             if let Some(out) = &tool.output_schema {
                 tool.output_schema = Some(std::sync::Arc::new(outline(out)));
             }
-            if let Some(a) = tool.annotations.as_mut()
-                && a.read_only_hint == Some(true)
-            {
-                // The spec gives these meaning only when `readOnlyHint` is false.
-                a.destructive_hint = None;
-                a.idempotent_hint = None;
+            if let Some(a) = tool.annotations.as_mut() {
+                spec_defaults_left_out(a);
             }
             if names
                 .insert(tool.name.to_string(), internal.clone())
@@ -369,6 +365,29 @@ fn compact_input(v: &mut Value) {
         }
         Value::Array(a) => a.iter_mut().for_each(compact_input),
         _ => {}
+    }
+}
+
+/// Leaves out the hints that say what the spec's defaults say (`readOnlyHint` false,
+/// `destructiveHint` true, `idempotentHint` false, `openWorldHint` true), and the two the spec
+/// gives meaning only when `readOnlyHint` is false: about 500 bytes of every `tools/list` with
+/// `--write`, and nothing a client reads differently.
+fn spec_defaults_left_out(a: &mut rmcp::model::ToolAnnotations) {
+    if a.read_only_hint == Some(true) {
+        a.destructive_hint = None;
+        a.idempotent_hint = None;
+    }
+    if a.read_only_hint == Some(false) {
+        a.read_only_hint = None;
+    }
+    if a.destructive_hint == Some(true) {
+        a.destructive_hint = None;
+    }
+    if a.idempotent_hint == Some(false) {
+        a.idempotent_hint = None;
+    }
+    if a.open_world_hint == Some(true) {
+        a.open_world_hint = None;
     }
 }
 

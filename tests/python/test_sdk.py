@@ -246,8 +246,12 @@ def test_write_tools_through_the_sdk_with_schemas_versions_and_undo(vault):
         for d in tools.values():
             jsonschema.Draft202012Validator.check_schema(d["inputSchema"])
             jsonschema.Draft202012Validator.check_schema(d["outputSchema"])
-        assert tools["delete_note"]["annotations"]["destructiveHint"] is True
-        assert tools["create_note"]["annotations"]["readOnlyHint"] is False
+        # Hints equal to the spec's defaults (readOnlyHint false, destructiveHint true) are
+        # left out: the SDK reads them as those defaults.
+        delete = tools["delete_note"]["annotations"]
+        assert delete.get("destructiveHint") is None and delete.get("readOnlyHint") is None, delete
+        assert tools["create_note"]["annotations"]["destructiveHint"] is False
+        assert tools["create_note"]["annotations"]["openWorldHint"] is False
 
         def check(name, structured):
             jsonschema.validate(
