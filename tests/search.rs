@@ -878,6 +878,41 @@ async fn exact_search_for_a_word_in_too_many_notes_reads_them_in_ranked_order_an
         .await;
     assert_eq!(r["total"], lines_with, "{r}");
     assert!(r.get("total_estimated").is_none(), "{r}");
+    // A client that asks for an estimate gets the first page in ranked order without every
+    // line counted, and paging still reaches every line, a phrase's and a folder's too.
+    let estimated = json!({"query": "garden", "mode": "exact", "limit": 4, "estimate": true});
+    let first = s.ok("search_notes", estimated.clone()).await;
+    assert_eq!(first["total_estimated"], true, "{first}");
+    assert_eq!(first["total"], notes_with, "{first}");
+    assert!(
+        first["notes"][0].as_str().unwrap().contains("`estimate`"),
+        "{first}"
+    );
+    let pages = s.pages("search_notes", estimated).await;
+    assert_eq!(every_line(&pages), every_line(&scan));
+    for q in [
+        json!({"query": "a garden line", "mode": "exact", "limit": 3}),
+        in_odd(json!({"query": "garden", "mode": "exact", "limit": 3})),
+        json!({"query": "Garden", "mode": "exact", "limit": 3, "case_sensitive": true}),
+    ] {
+        let mut asked = q.clone();
+        asked["estimate"] = json!(true);
+        let estimated = s.pages("search_notes", asked).await;
+        assert_eq!(estimated[0]["total_estimated"], true, "{q}");
+        let counted = s.pages("search_notes", q.clone()).await;
+        assert!(counted[0].get("total_estimated").is_none(), "{q}");
+        assert!(!every_line(&counted).is_empty(), "{q}");
+        assert_eq!(every_line(&estimated), every_line(&counted), "{q}");
+    }
+    // A cursor of one way does not page the other.
+    let cursor = first["next_cursor"].as_str().unwrap();
+    let e = s
+        .err(
+            "search_notes",
+            json!({"query": "garden", "mode": "exact", "limit": 4, "cursor": cursor}),
+        )
+        .await;
+    assert!(e.contains("other arguments"), "{e}");
     s.stop().await;
 }
 

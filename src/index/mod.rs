@@ -189,11 +189,22 @@ pub struct SearchIndex {
     analyzer: TextAnalyzer,
     /// Every word of the text fields, per segment, for the exact-search prefilter.
     term_lists: std::sync::Mutex<HashMap<tantivy::index::SegmentId, std::sync::Arc<TermList>>>,
+    /// [`PHRASE_CHECK_OVER_NOTES`] (tests of the places' check on a few notes lower it).
+    phrase_check_over: std::sync::atomic::AtomicU64,
 }
 
 /// Most distinct indexed words one word of an exact query may stand for (`garden` for
 /// `gardens`, `gardening`...) before the prefilter gives up and the notes are read instead.
 pub const MAX_PREFILTER_TERMS: usize = 4_096;
+
+/// The exact-search prefilter narrows a query of several words to the notes holding them side
+/// by side only when each word is in more than this many notes (or an eighth of the notes, if
+/// fewer); below, the notes holding them all are few enough to read (3,000 notes of 100,000 are
+/// read and counted in about 7 ms).
+const PHRASE_CHECK_OVER_NOTES: u64 = 3_000;
+
+/// The exact-search prefilter's query, and whether it scores the notes it finds.
+type PrefilterQuery = (Box<dyn TQuery>, bool);
 
 /// [`SearchIndex::ranked_candidates`]: notes with their scores, best first, and how many qualify.
 pub type RankedCandidates = (Vec<(f32, VaultPath)>, usize);
@@ -386,6 +397,7 @@ impl SearchIndex {
             fields,
             analyzer: text::analyzer(),
             term_lists: std::sync::Mutex::new(HashMap::new()),
+            phrase_check_over: std::sync::atomic::AtomicU64::new(PHRASE_CHECK_OVER_NOTES),
         })
     }
 
@@ -721,7 +733,7 @@ impl SearchIndex {
         words: &text::Prefilter,
         max: usize,
     ) -> Result<Option<Vec<VaultPath>>, IndexError> {
-        match self.prefilter(words, &IndexFilter::default(), max)? {
+        match self.prefilter(words, &IndexFilter::default(), max, 0)? {
             Some(found) if found.docs.is_some() => found.paths(self).map(Some),
             _ => Ok(None),
         }
@@ -734,11 +746,17 @@ impl SearchIndex {
     /// second run: a phrase's positions are the costly part, and `orqu the` (3,034 notes of
     /// 100,000) took 104 ms with three runs, 43 with one. `None` when a word stands for too
     /// many indexed words.
+    ///
+    /// When the words' own counts say the notes may be more than `keep`, the same run also
+    /// ranks them and keeps the best `rank` ([`Prefiltered::ranked`]), so a search that then
+    /// reads them in ranked order needs no second run: a phrase of two common words took two
+    /// runs of 20 ms each.
     pub fn prefilter(
         &self,
         words: &text::Prefilter,
         filter: &IndexFilter,
         keep: usize,
+        rank: usize,
     ) -> Result<Option<Prefiltered>, IndexError> {
         let searcher = self.reader.searcher();
         let clauses = self.filter_clauses(filter);
@@ -747,11 +765,19 @@ impl SearchIndex {
         // words ends here the same way: either way the search does not read a list of notes
         // (it ranks, or reads every note when ranking cannot narrow either).
         let max = clauses.is_empty().then_some(keep);
-        let Some(q) = self.prefilter_query(&searcher, words, max, false)? else {
+        // A filter narrows the notes by an amount the words' counts do not tell: scoring them
+        // all for a ranking that is then not needed cost more than the second run it saves.
+        let scoring = if rank > 0 && clauses.is_empty() {
+            Scoring::Over(keep)
+        } else {
+            Scoring::Off
+        };
+        let Some((q, scored)) = self.prefilter_query(&searcher, words, max, scoring)? else {
             if max.is_some() && words.words.len() == 1 && words.phrase.is_none() {
                 return Ok(Some(Prefiltered {
                     searcher,
                     docs: None,
+                    ranked: None,
                     total: keep.saturating_add(1),
                 }));
             }
@@ -764,13 +790,28 @@ impl SearchIndex {
             all.extend(clauses);
             Box::new(BooleanQuery::new(all))
         };
-        let (total, docs) = searcher.search(&*q, &KeepUpTo(keep))?;
-        tracing::debug!(count = total, keep, "exact-search prefilter");
+        let ((total, docs), ranked) = if scored {
+            let top = TopDocs::with_limit(rank).order_by_score();
+            let (kept, top) = searcher.search(&*q, &(KeepUpTo(keep), top))?;
+            (kept, Some(top))
+        } else {
+            (searcher.search(&*q, &KeepUpTo(keep))?, None)
+        };
+        tracing::debug!(count = total, keep, scored, "exact-search prefilter");
         Ok(Some(Prefiltered {
             searcher,
             docs: (total <= keep).then_some(docs),
+            ranked: ranked.filter(|_| total > keep),
             total,
         }))
+    }
+
+    /// Checks a phrase's places in the prefilter when each of its words is in more than `notes`
+    /// notes (a test of the check on a few notes sets 0).
+    #[cfg(test)]
+    pub(crate) fn check_phrases_over(&self, notes: u64) {
+        self.phrase_check_over
+            .store(notes, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The same notes as [`SearchIndex::candidates`] within `filter`, for a query whose words are in
@@ -785,7 +826,7 @@ impl SearchIndex {
         limit: usize,
     ) -> Result<Option<RankedCandidates>, IndexError> {
         let searcher = self.reader.searcher();
-        let Some(q) = self.prefilter_query(&searcher, words, None, true)? else {
+        let Some((q, _)) = self.prefilter_query(&searcher, words, None, Scoring::On)? else {
             return Ok(None);
         };
         let mut clauses = vec![(Occur::Must, q)];
@@ -806,15 +847,16 @@ impl SearchIndex {
     /// them side by side in one of those fields, in the query's order (a phrase of common words
     /// is then as narrow as a rare word); or a word too long to index. `None` when a
     /// word stands for too many indexed words, or (with `max`, one word) when one of its words
-    /// alone is in more than `max` notes. `scored`: the words' terms are scored (BM25) where they
-    /// are few enough to score cheaply, so the notes can be ranked.
+    /// alone is in more than `max` notes. With `scoring`, the words' terms are scored (BM25)
+    /// where they are few enough to score cheaply, so the notes can be ranked; the second value
+    /// says whether they are.
     fn prefilter_query(
         &self,
         searcher: &tantivy::Searcher,
         prefilter: &text::Prefilter,
         max: Option<usize>,
-        scored: bool,
-    ) -> Result<Option<Box<dyn TQuery>>, IndexError> {
+        scoring: Scoring,
+    ) -> Result<Option<PrefilterQuery>, IndexError> {
         /// Most terms of one word scored one by one; beyond, the word's terms match unscored.
         const MAX_SCORED_TERMS: usize = 64;
         /// Most ways a phrase can be written in indexed words (the product, over its words, of
@@ -831,7 +873,8 @@ impl SearchIndex {
         } else {
             self.term_lists(searcher)?
         };
-        let mut all: Vec<Box<dyn TQuery>> = Vec::with_capacity(words.len());
+        // Each word's terms, in every text field.
+        let mut each_word: Vec<Vec<Term>> = Vec::with_capacity(words.len());
         for w in words {
             let mut found: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
             if w.anchor == text::Anchor::Whole {
@@ -873,6 +916,49 @@ impl SearchIndex {
                     }
                 }
             }
+            each_word.push(terms);
+        }
+        // At most as many notes as hold the rarest word's terms (a note counted once per field
+        // and term that it holds; words of many terms are not counted): unknown until needed.
+        let mut fewest: Option<u64> = None;
+        let mut fewest_notes = || -> Result<u64, IndexError> {
+            if let Some(n) = fewest {
+                return Ok(n);
+            }
+            let mut least = u64::MAX;
+            for terms in &each_word {
+                if terms.len() > 3 * MAX_SCORED_TERMS {
+                    continue;
+                }
+                let mut notes = 0u64;
+                for t in terms {
+                    notes = notes.saturating_add(searcher.doc_freq(t)?);
+                }
+                least = least.min(notes);
+            }
+            fewest = Some(least);
+            Ok(least)
+        };
+        let scored = match scoring {
+            Scoring::Off => false,
+            Scoring::On => true,
+            Scoring::Over(limit) => {
+                let n = fewest_notes()?;
+                n > limit as u64 && n != u64::MAX
+            }
+        };
+        // Checking the words' places reads every position of each word (tantivy reads a term's
+        // whole list: `the`'s is megabytes) and costs more than reading the few notes a rare
+        // word is in: `orqu the` (2,873 notes of 100,000) took 30 to 55 ms that way.
+        // ...and a word in an eighth of the notes or fewer leaves a list short enough to read
+        // (more, and the search would read every note instead: then the places narrow it).
+        let over = self
+            .phrase_check_over
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .min(searcher.num_docs() / 8);
+        let by_place = prefilter.phrase.is_some() && fewest_notes()? > over;
+        let mut all: Vec<Box<dyn TQuery>> = Vec::with_capacity(words.len() + 1);
+        for terms in each_word {
             if scored && terms.len() <= 3 * MAX_SCORED_TERMS {
                 let each: Vec<Box<dyn TQuery>> = terms
                     .into_iter()
@@ -885,7 +971,7 @@ impl SearchIndex {
                 all.push(Box::new(tantivy::query::TermSetQuery::new(terms)));
             }
         }
-        if let Some(phrase) = &prefilter.phrase
+        if let Some(phrase) = prefilter.phrase.as_ref().filter(|_| by_place)
             && let Some(ways) = phrase_ways(phrase, &fitting, MAX_PHRASE_WAYS)
         {
             // Each way in each field, side by side at the words' places.
@@ -905,7 +991,7 @@ impl SearchIndex {
                 0.0,
             )));
         }
-        Ok(Some(Box::new(BooleanQuery::union(vec![
+        let q = BooleanQuery::union(vec![
             Box::new(BooleanQuery::intersection(all)) as Box<dyn TQuery>,
             // A note with a word too long to index may hold the query anywhere: it qualifies,
             // scored 0 (ranked last).
@@ -913,7 +999,8 @@ impl SearchIndex {
                 term_query(f.long, "1"),
                 0.0,
             )),
-        ]))))
+        ]);
+        Ok(Some((Box::new(q), scored)))
     }
 
     /// The word lists of the searcher's segments, made for the ones not seen before; lists of
@@ -1108,6 +1195,8 @@ pub struct Prefiltered {
     searcher: tantivy::Searcher,
     /// The notes, in the document store's order; `None` when there are more than asked for.
     docs: Option<Vec<DocAddress>>,
+    /// When there are more than asked for and the run ranked them: the best, best first.
+    ranked: Option<Vec<(f32, DocAddress)>>,
     /// How many notes qualify (more than asked for, when a single word settled it).
     pub total: usize,
 }
@@ -1116,6 +1205,22 @@ impl Prefiltered {
     /// True when the notes themselves are known (not only how many).
     pub fn listed(&self) -> bool {
         self.docs.is_some()
+    }
+
+    /// The best notes by the index's ranking, best first, with how many qualify in all (as
+    /// [`SearchIndex::ranked_candidates`] gives them), when the run ranked them: at most the
+    /// `rank` asked for.
+    pub fn ranked(&self, index: &SearchIndex) -> Result<Option<RankedCandidates>, IndexError> {
+        let Some(ranked) = &self.ranked else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(ranked.len());
+        for &(score, addr) in ranked {
+            if let Some(p) = index.path_of(&self.searcher, addr)? {
+                out.push((score, p));
+            }
+        }
+        Ok(Some((out, self.total)))
     }
 
     /// The notes' paths (none when there were more than asked for).
@@ -1129,6 +1234,15 @@ impl Prefiltered {
         }
         Ok(out)
     }
+}
+
+/// Whether the exact-search prefilter's query scores the notes it finds.
+#[derive(Debug, Clone, Copy)]
+enum Scoring {
+    Off,
+    On,
+    /// When the words' own counts say more than this many notes may qualify.
+    Over(usize),
 }
 
 /// Counts the documents a query matches and keeps the first `.0` of them, in the document

@@ -12,6 +12,8 @@ fn index_of(notes: &[(&str, &str)]) -> SearchIndex {
 
 fn index_with_threads(notes: &[(&str, &str)], threads: usize) -> SearchIndex {
     let ix = SearchIndex::new(threads).unwrap();
+    // Every phrase checked by its words' places, however few notes hold them.
+    ix.check_phrases_over(0);
     for (i, (path, text)) in notes.iter().enumerate() {
         let modified = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000 * (i as u64 + 1));
         stage(&ix, path, text, modified, i as u64);
@@ -511,6 +513,71 @@ mod prefilter {
             ["Daily notes.md", "fm.md", "lines.md", "side.md"]
         );
         assert_eq!(got("notes daily"), ["reversed.md"]);
+    }
+
+    #[test]
+    fn a_prefilter_over_its_bound_ranks_the_notes_as_the_ranked_path_would_in_the_same_run() {
+        let mut notes: Vec<(String, String)> = (0..12)
+            .map(|i| {
+                let body = "daily notes ".repeat(i % 4 + 1);
+                (format!("n{i:02}.md"), format!("{body}\nfiller {i}\n"))
+            })
+            .collect();
+        notes.push(("apart.md".into(), "daily life, and notes".into()));
+        notes.push(("Daily notes.md".into(), "title only".into()));
+        let refs: Vec<(&str, &str)> = notes
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let ix = index_of(&refs);
+        let names = |r: &[(f32, VaultPath)]| -> Vec<(String, u32)> {
+            r.iter()
+                .map(|(s, p)| (p.to_string(), s.to_bits()))
+                .collect()
+        };
+        for query in ["daily notes", "aily note", "ly no"] {
+            let words = text::Prefilter::of(query);
+            let filter = IndexFilter::default();
+            // 13 notes qualify: over a bound of 5, ranked in the same run.
+            let pre = ix.prefilter(&words, &filter, 5, 4).unwrap().unwrap();
+            assert!(pre.total > 5, "{query}: {}", pre.total);
+            assert!(!pre.listed(), "{query}");
+            let (ranked, total) = pre.ranked(&ix).unwrap().expect("ranked in the run");
+            let (expected, expected_total) =
+                ix.ranked_candidates(&words, &filter, 4).unwrap().unwrap();
+            assert_eq!(total, expected_total, "{query}");
+            assert_eq!(names(&ranked), names(&expected), "{query}");
+            assert_eq!(ranked.len(), 4, "{query}");
+            // Under the bound: listed, not ranked.
+            let pre = ix.prefilter(&words, &filter, 100, 4).unwrap().unwrap();
+            assert!(pre.listed(), "{query}");
+            assert!(pre.ranked(&ix).unwrap().is_none(), "{query}");
+        }
+    }
+
+    #[test]
+    fn a_phrase_with_a_word_in_few_notes_is_narrowed_by_its_words_alone() {
+        let mut notes: Vec<(String, String)> = (0..40)
+            .map(|i| (format!("filler {i}.md"), "nothing here".to_owned()))
+            .collect();
+        notes.push(("side.md".into(), "my daily notes here".into()));
+        notes.push(("apart.md".into(), "daily life, and notes".into()));
+        notes.push(("reversed.md".into(), "notes daily".into()));
+        let refs: Vec<(&str, &str)> = notes
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let ix = index_of(&refs);
+        let got = |ix: &SearchIndex| candidate_paths(ix, "daily notes", usize::MAX).unwrap();
+        assert_eq!(got(&ix), ["side.md"]);
+        // Each word in 3 notes of 43: over 2, the places are checked; at 3 or more, not.
+        ix.check_phrases_over(2);
+        assert_eq!(got(&ix), ["side.md"]);
+        ix.check_phrases_over(3);
+        assert_eq!(got(&ix), ["apart.md", "reversed.md", "side.md"]);
+        // An eighth of the notes bounds it too: with 43 notes, at 5 or fewer, not checked.
+        ix.check_phrases_over(1_000);
+        assert_eq!(got(&ix), ["apart.md", "reversed.md", "side.md"]);
     }
 
     #[test]

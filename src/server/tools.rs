@@ -125,6 +125,9 @@ pub struct SearchNotesArgs {
     pub modified_before: Option<String>,
     /// No clippings; `own`: no shared either.
     pub trust: Option<crate::obsidian::provenance::Trust>,
+    /// Exact: the first hits at once, `total` estimated.
+    #[serde(default)]
+    pub estimate: bool,
     // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
 }
@@ -249,7 +252,8 @@ impl CapvaultServer {
             args.case_sensitive,
             scope,
             args.cursor,
-        )?;
+        )?
+        .estimating(args.estimate);
         let engine = Arc::clone(self.engine());
         // While the index builds, a client that asked for progress hears how the build goes.
         let progress = match context.meta.get_progress_token() {

@@ -140,7 +140,9 @@ fn next_boundary(text: &str, i: usize) -> usize {
     j
 }
 
-/// Exact or regex search: one hit per matching line.
+/// Exact or regex search: one hit per matching line. `estimate` (exact mode): the first page
+/// in the index's ranked order, without counting every hit, wherever the index can rank the
+/// query's notes.
 pub(super) fn search_lines(
     engine: &Engine,
     query: &str,
@@ -148,14 +150,16 @@ pub(super) fn search_lines(
     scope: &Scope<'_>,
     page: Page,
     mode: Mode,
+    estimate: bool,
 ) -> Result<SearchResults, NoteError> {
     // The index's notes that can hold the query, found once for both paths below.
     let prefiltered = match mode {
-        Mode::Exact => prefilter(engine, query, scope),
+        Mode::Exact => prefilter(engine, query, scope, page, estimate),
         _ => None,
     };
     if let Some(pre) = &prefiltered
-        && let Some(found) = search_lines_by_rank(engine, query, matcher, scope, page, pre)?
+        && let Some(found) =
+            search_lines_by_rank(engine, query, matcher, scope, page, pre, estimate)?
     {
         return Ok(found);
     }
@@ -321,7 +325,8 @@ pub(super) fn search_lines(
 /// and read only until the page is full, since counting every matching line would mean reading
 /// them all (a word in most notes of 100,000 took 124 ms that way; the page alone takes a few).
 /// The hits' score is the index's; `total` is the number of notes that may hold the words, with
-/// `total_estimated`. `None` when the search is narrow enough to read every note.
+/// `total_estimated`. `None` when the search is narrow enough to read every note, unless the
+/// client asked for an `estimate` (then the page is found the same way, whatever the count).
 fn search_lines_by_rank(
     engine: &Engine,
     query: &str,
@@ -329,13 +334,19 @@ fn search_lines_by_rank(
     scope: &Scope<'_>,
     page: Page,
     prefiltered: &Prefiltered,
+    estimate: bool,
 ) -> Result<Option<SearchResults>, NoteError> {
     let Page {
         offset,
         limit,
         query_id,
     } = page;
-    let max_notes = engine.exact_scan_max_notes();
+    // Below this many notes, every matching line is counted.
+    let max_notes = if estimate {
+        0
+    } else {
+        engine.exact_scan_max_notes()
+    };
     if prefiltered.total <= max_notes {
         return Ok(None);
     }
@@ -353,11 +364,21 @@ fn search_lines_by_rank(
     let started = Instant::now();
     let limited = matcher.until(started + scope.budget);
     let matcher = &limited;
-    // Enough notes for the page if most of them hold the query (each has one hit at least),
-    // four times more on each round that falls short.
-    let mut want = offset.saturating_add(limit).saturating_mul(2).max(64);
+    let mut want = first_round(page);
+    // The prefilter's run ranked the notes for the first round when it found them many.
+    let mut first = match prefiltered.ranked(index) {
+        Ok(ranked) => ranked,
+        Err(e) => {
+            tracing::warn!(error = %e, "exact search's ranked prefilter failed; scanning all");
+            return Ok(None);
+        }
+    };
     loop {
-        let (found, total) = match index.ranked_candidates(&words, &filter, want) {
+        let ranked = match first.take() {
+            Some(found) => Ok(Some(found)),
+            None => index.ranked_candidates(&words, &filter, want),
+        };
+        let (found, total) = match ranked {
             Ok(Some(f)) => f,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -388,7 +409,7 @@ fn search_lines_by_rank(
             };
             if !(scope.shown(path)
                 && scope.time_ok(note.meta.modified)
-                && (scope.filter.is_empty() || scope.filter.matches(&model, path)))
+                && (scope.filter.is_empty() || scope.filter.matches_note(path, note)))
             {
                 continue;
             }
@@ -441,11 +462,19 @@ fn search_lines_by_rank(
         let end = offset + hits.len();
         let next_cursor =
             ((more || budget.full()) && !hits.is_empty()).then(|| encode_offset(end, query_id));
-        let mut notes = vec![format!(
-            "`{query}` may be in {total} notes, too many to read them all: they were read in the \
-             index's ranked order until the page was full, so `total` counts notes, not lines, \
-             and scores are the index's; narrow the search to get every line counted"
-        )];
+        let mut notes = vec![if estimate {
+            format!(
+                "`{query}` may be in {total} notes: as asked (`estimate`), they were read in the \
+                 index's ranked order until the page was full, so `total` counts notes, not \
+                 lines, and scores are the index's"
+            )
+        } else {
+            format!(
+                "`{query}` may be in {total} notes, too many to read them all: they were read in \
+                 the index's ranked order until the page was full, so `total` counts notes, not \
+                 lines, and scores are the index's; narrow the search to get every line counted"
+            )
+        }];
         if partial {
             notes.push(partial_note(scope.budget));
         }
@@ -467,11 +496,27 @@ fn search_lines_by_rank(
     }
 }
 
+/// How many notes the ranked path reads on its first round: enough for the page if most of them
+/// hold the query (each has one hit at least); four times more on each round that falls short.
+fn first_round(page: Page) -> usize {
+    page.offset
+        .saturating_add(page.limit)
+        .saturating_mul(2)
+        .max(64)
+}
+
 /// The index's notes within `scope` that can hold an exact `query`
 /// ([`SearchIndex::prefilter`](crate::index::SearchIndex::prefilter)),
-/// counted and, up to [`Engine::exact_scan_max_notes`], listed. `None` before the first build,
+/// counted and, up to [`Engine::exact_scan_max_notes`] (none for an `estimate`), listed, and
+/// the first round of the ranked path when they may be more. `None` before the first build,
 /// for a query with no word to look up, and when the index cannot narrow it.
-fn prefilter(engine: &Engine, query: &str, scope: &Scope<'_>) -> Option<Prefiltered> {
+fn prefilter(
+    engine: &Engine,
+    query: &str,
+    scope: &Scope<'_>,
+    page: Page,
+    estimate: bool,
+) -> Option<Prefiltered> {
     let index = engine.index()?;
     // The index is committed before the model is applied; the note list needs the model.
     if !engine.is_ready() {
@@ -482,7 +527,12 @@ fn prefilter(engine: &Engine, query: &str, scope: &Scope<'_>) -> Option<Prefilte
         return None;
     }
     let filter = scope.index_filter(engine);
-    match index.prefilter(&words, &filter, engine.exact_scan_max_notes()) {
+    let keep = if estimate {
+        0
+    } else {
+        engine.exact_scan_max_notes()
+    };
+    match index.prefilter(&words, &filter, keep, first_round(page)) {
         Ok(found) => found,
         Err(e) => {
             tracing::warn!(error = %e, "exact-search prefilter failed; scanning all");
@@ -515,7 +565,7 @@ fn candidates(
         p.starts_with(scope.folder)
             && scope.shown(p)
             && scope.time_ok(n.meta.modified)
-            && (scope.filter.is_empty() || scope.filter.matches(&model, p))
+            && (scope.filter.is_empty() || scope.filter.matches_note(p, n))
     };
     if let Some(pre) = prefiltered.filter(|p| p.listed()) {
         // Reading a note's text from memory or its map costs about as much as looking up a
@@ -528,6 +578,10 @@ fn candidates(
         };
         if !unfiltered || pre.total <= max {
             match pre.paths(index) {
+                // Over every note, with their texts kept: each is in scope, and one the model
+                // no longer has has no kept text either (the scan skips it). Looking each up in
+                // the model (a tree of paths) was a tenth of the search.
+                Ok(found) if unfiltered && engine.keeps_texts() => return Some((found, true)),
                 Ok(found) => {
                     let found = found
                         .into_iter()

@@ -123,6 +123,9 @@ pub struct SearchQuery {
     pub modified_before: Option<i64>,
     /// Only notes this trust admits (no clippings; no shared notes either for `own`).
     pub trust: Option<Trust>,
+    /// Exact mode: answer with the first page without counting every hit (`total` is then the
+    /// index's count of notes that may match, `total_estimated`).
+    pub estimate: bool,
     /// The `next_cursor` of the previous page.
     pub cursor: Option<String>,
 }
@@ -142,6 +145,7 @@ impl SearchQuery {
             modified_after: None,
             modified_before: None,
             trust: None,
+            estimate: false,
             cursor: None,
         }
     }
@@ -344,9 +348,17 @@ impl SearchRequest {
             modified_after: time("modified_after", scope.modified_after)?,
             modified_before: time("modified_before", scope.modified_before)?,
             trust: scope.trust,
+            estimate: false,
             cursor,
         };
         Ok(SearchRequest { query, mode })
+    }
+
+    /// The same request answering with the first page before every hit is counted (exact
+    /// mode; see [`SearchQuery::estimate`]).
+    pub fn estimating(mut self, estimate: bool) -> Self {
+        self.query.estimate = estimate;
+        self
     }
 
     /// The mode this request runs in on `engine`.
@@ -402,6 +414,7 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
         q.modified_after,
         q.modified_before,
         q.trust,
+        q.estimate,
     ));
     let page = Page {
         offset: decode_offset(q.cursor.as_deref(), query_id)?,
@@ -422,11 +435,12 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
     let mut results = match q.mode {
         Mode::Exact => {
             let matcher = Matcher::literal(&q.query, q.case_sensitive)?;
-            lines::search_lines(engine, &q.query, &matcher, &scope, page, q.mode)
+            let estimate = q.estimate;
+            lines::search_lines(engine, &q.query, &matcher, &scope, page, q.mode, estimate)
         }
         Mode::Regex => {
             let matcher = Matcher::regex(&q.query, q.case_sensitive)?;
-            lines::search_lines(engine, &q.query, &matcher, &scope, page, q.mode)
+            lines::search_lines(engine, &q.query, &matcher, &scope, page, q.mode, false)
         }
         Mode::Ranked => ranked::search_ranked(engine, &q.query, &scope, page),
         Mode::Semantic => semantic::search_semantic(engine, &q.query, &scope, page, false),

@@ -251,10 +251,10 @@ fn nearest(
     let keep = |p: &VaultPath| {
         p.starts_with(scope.folder)
             && scope.shown(p)
-            && model
-                .note(p)
-                .is_some_and(|n| scope.time_ok(n.meta.modified))
-            && (scope.filter.is_empty() || scope.filter.matches(&model, p))
+            && model.note(p).is_some_and(|n| {
+                scope.time_ok(n.meta.modified)
+                    && (scope.filter.is_empty() || scope.filter.matches_note(p, n))
+            })
     };
     sem.store().nearest(&q, depth, keep)
 }
