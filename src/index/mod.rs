@@ -948,15 +948,17 @@ impl SearchIndex {
             }
         };
         // Checking the words' places reads every position of each word (tantivy reads a term's
-        // whole list: `the`'s is megabytes) and costs more than reading the few notes a rare
-        // word is in: `orqu the` (2,873 notes of 100,000) took 30 to 55 ms that way.
+        // whole list: `the`'s is megabytes, 30 to 55 ms for `orqu the` at 100,000 notes) and
+        // costs more than reading the notes of a word in a few thousand of them...
         // ...and a word in an eighth of the notes or fewer leaves a list short enough to read
         // (more, and the search would read every note instead: then the places narrow it).
         let over = self
             .phrase_check_over
             .load(std::sync::atomic::Ordering::Relaxed)
             .min(searcher.num_docs() / 8);
-        let by_place = prefilter.phrase.is_some() && fewest_notes()? > over;
+        // Notes read in ranked order until a page is full need the places checked: without,
+        // a rare phrase of words each in a few thousand notes read them all in rounds.
+        let by_place = prefilter.phrase.is_some() && (scored || fewest_notes()? > over);
         let mut all: Vec<Box<dyn TQuery>> = Vec::with_capacity(words.len() + 1);
         for terms in each_word {
             if scored && terms.len() <= 3 * MAX_SCORED_TERMS {

@@ -578,6 +578,15 @@ mod prefilter {
         // An eighth of the notes bounds it too: with 43 notes, at 5 or fewer, not checked.
         ix.check_phrases_over(1_000);
         assert_eq!(got(&ix), ["apart.md", "reversed.md", "side.md"]);
+        // Notes to be read in ranked order (an estimate: no bound) are always checked.
+        let words = text::Prefilter::of("daily notes");
+        let pre = ix
+            .prefilter(&words, &IndexFilter::default(), 0, 4)
+            .unwrap()
+            .unwrap();
+        let (ranked, total) = pre.ranked(&ix).unwrap().expect("ranked");
+        let ranked: Vec<String> = ranked.iter().map(|(_, p)| p.to_string()).collect();
+        assert_eq!((ranked, total), (vec!["side.md".to_owned()], 1));
     }
 
     #[test]
