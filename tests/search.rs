@@ -761,6 +761,53 @@ async fn a_search_during_the_build_is_answered_by_a_scan_with_progress() {
 }
 
 #[tokio::test]
+async fn an_estimate_whose_candidates_rarely_match_pages_over_several_rounds_to_every_line_once() {
+    // 300 notes hold `garden` in lower case (the index's candidates for `Garden` whatever the
+    // case); 5 spread among them hold `Garden`: a case-sensitive estimate reads past its first
+    // round of 64 notes, and every round goes on from the last.
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<(String, String)> = (0..300)
+        .map(|i| {
+            let text = if i % 61 == 7 {
+                format!("# Note {i}\nthe Garden gate\nthe garden path\n")
+            } else {
+                format!("# Note {i}\na garden line {i}\n")
+            };
+            (format!("n{i:03}.md"), text)
+        })
+        .collect();
+    write_tree(tmp.path(), &files);
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let lines = |pages: &[Value]| {
+        let mut v: Vec<(String, u64)> = pages
+            .iter()
+            .flat_map(|r| r["hits"].as_array().unwrap().clone())
+            .map(|h| {
+                (
+                    h["path"].as_str().unwrap().to_owned(),
+                    h["line"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let n = v.len();
+        v.sort();
+        v.dedup();
+        assert_eq!(v.len(), n, "no line twice");
+        v
+    };
+    let q = json!({"query": "Garden", "mode": "exact", "limit": 2, "case_sensitive": true});
+    let counted = s.pages("search_notes", q.clone()).await;
+    let mut asked = q.clone();
+    asked["estimate"] = json!(true);
+    let estimated = s.pages("search_notes", asked).await;
+    assert_eq!(estimated[0]["total_estimated"], true, "{}", estimated[0]);
+    assert_eq!(lines(&counted).len(), 5);
+    assert_eq!(lines(&estimated), lines(&counted));
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn exact_search_for_a_word_in_too_many_notes_reads_them_in_ranked_order_and_pages_to_every_line()
  {
     let tmp = tempfile::tempdir().unwrap();

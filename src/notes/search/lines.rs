@@ -373,6 +373,15 @@ fn search_lines_by_rank(
             return Ok(None);
         }
     };
+    // What the rounds found so far: each round reads on from the notes the last one read (a
+    // round restarting from the best read a rare phrase's thousands of notes several times).
+    let mut read: std::collections::HashSet<VaultPath> = std::collections::HashSet::new();
+    let mut to_skip = offset;
+    let mut hits: Vec<SearchHit> = Vec::with_capacity(limit);
+    let mut budget = Budget::new();
+    let mut partial = false;
+    // Whether a hit exists past the page (then the reply carries a cursor).
+    let mut more = false;
     loop {
         let ranked = match first.take() {
             Some(found) => Ok(Some(found)),
@@ -390,13 +399,11 @@ fn search_lines_by_rank(
             return Ok(None);
         }
         let exhausted = found.len() < want;
-        let mut to_skip = offset;
-        let mut hits: Vec<SearchHit> = Vec::with_capacity(limit);
-        let mut budget = Budget::new();
-        let mut partial = false;
-        // Whether a hit exists past the page (then the reply carries a cursor).
-        let mut more = false;
         for (score, path) in &found {
+            if read.contains(path) {
+                continue;
+            }
+            read.insert(path.clone());
             if matcher.cancelled() {
                 return Err(crate::notes::cancel::cancelled());
             }
