@@ -780,16 +780,7 @@ async fn an_estimate_whose_candidates_rarely_match_pages_over_several_rounds_to_
     let s = Server::start(tmp.path()).await;
     s.wait_index_ready().await;
     let lines = |pages: &[Value]| {
-        let mut v: Vec<(String, u64)> = pages
-            .iter()
-            .flat_map(|r| r["hits"].as_array().unwrap().clone())
-            .map(|h| {
-                (
-                    h["path"].as_str().unwrap().to_owned(),
-                    h["line"].as_u64().unwrap(),
-                )
-            })
-            .collect();
+        let mut v: Vec<(String, u64)> = pages.iter().flat_map(hit_lines).collect();
         let n = v.len();
         v.sort();
         v.dedup();
@@ -838,16 +829,7 @@ async fn exact_search_for_a_word_in_too_many_notes_reads_them_in_ranked_order_an
         .map(|(_, t)| t.to_lowercase().matches("garden").count())
         .sum();
     let every_line = |pages: &[Value]| {
-        let mut v: Vec<(String, u64)> = pages
-            .iter()
-            .flat_map(|r| r["hits"].as_array().unwrap().clone())
-            .map(|h| {
-                (
-                    h["path"].as_str().unwrap().to_owned(),
-                    h["line"].as_u64().unwrap(),
-                )
-            })
-            .collect();
+        let mut v: Vec<(String, u64)> = pages.iter().flat_map(hit_lines).collect();
         v.sort();
         v
     };

@@ -948,10 +948,10 @@ impl SearchIndex {
             }
         };
         // Checking the words' places reads every position of each word (tantivy reads a term's
-        // whole list: `the`'s is megabytes, 30 to 55 ms for `orqu the` at 100,000 notes) and
-        // costs more than reading the notes of a word in a few thousand of them...
-        // ...and a word in an eighth of the notes or fewer leaves a list short enough to read
-        // (more, and the search would read every note instead: then the places narrow it).
+        // whole list: `the`'s is megabytes, 30 to 55 ms for `orqu the` at 100,000 notes). Notes
+        // that will be counted skip it when a word is in few enough of them that reading
+        // them costs less: a few thousand, and at most an eighth of the vault (more, and the
+        // search would read every note instead, so the places must narrow it).
         let over = self
             .phrase_check_over
             .load(std::sync::atomic::Ordering::Relaxed)

@@ -10,6 +10,15 @@ fn index_of(notes: &[(&str, &str)]) -> SearchIndex {
     index_with_threads(notes, 1)
 }
 
+/// [`index_of`] for notes made at run time.
+fn index_of_owned(notes: &[(String, String)]) -> SearchIndex {
+    let refs: Vec<(&str, &str)> = notes
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    index_of(&refs)
+}
+
 fn index_with_threads(notes: &[(&str, &str)], threads: usize) -> SearchIndex {
     let ix = SearchIndex::new(threads).unwrap();
     // Every phrase checked by its words' places, however few notes hold them.
@@ -525,11 +534,7 @@ mod prefilter {
             .collect();
         notes.push(("apart.md".into(), "daily life, and notes".into()));
         notes.push(("Daily notes.md".into(), "title only".into()));
-        let refs: Vec<(&str, &str)> = notes
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let ix = index_of(&refs);
+        let ix = index_of_owned(&notes);
         let names = |r: &[(f32, VaultPath)]| -> Vec<(String, u32)> {
             r.iter()
                 .map(|(s, p)| (p.to_string(), s.to_bits()))
@@ -563,11 +568,7 @@ mod prefilter {
         notes.push(("side.md".into(), "my daily notes here".into()));
         notes.push(("apart.md".into(), "daily life, and notes".into()));
         notes.push(("reversed.md".into(), "notes daily".into()));
-        let refs: Vec<(&str, &str)> = notes
-            .iter()
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-            .collect();
-        let ix = index_of(&refs);
+        let ix = index_of_owned(&notes);
         let got = |ix: &SearchIndex| candidate_paths(ix, "daily notes", usize::MAX).unwrap();
         assert_eq!(got(&ix), ["side.md"]);
         // Each word in 3 notes of 43: over 2, the places are checked; at 3 or more, not.

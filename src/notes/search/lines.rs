@@ -400,10 +400,9 @@ fn search_lines_by_rank(
         }
         let exhausted = found.len() < want;
         for (score, path) in &found {
-            if read.contains(path) {
+            if !read.insert(path.clone()) {
                 continue;
             }
-            read.insert(path.clone());
             if matcher.cancelled() {
                 return Err(crate::notes::cancel::cancelled());
             }
