@@ -6,6 +6,7 @@
 //! exclude = ["Private", "**/*.secret.md"]   # added to every --exclude
 //! disabled_tools = ["find_orphans"]
 //! show_obsidian_excluded = true       # as --show-obsidian-excluded
+//! index_pdfs = true                   # as --index-pdfs
 //! semantic = true                     # as --semantic (--embedding-model DIR wins)
 //!
 //! [tool.search_notes]                 # how one tool is shown
@@ -71,6 +72,9 @@ pub struct Config {
     /// Include Obsidian's Excluded files in results, as `--show-obsidian-excluded`.
     #[serde(default)]
     pub show_obsidian_excluded: bool,
+    /// Search the text of the vault's PDFs too, as `--index-pdfs`.
+    #[serde(default)]
+    pub index_pdfs: bool,
     /// Semantic search with the default model, as `--semantic` (`--embedding-model` wins).
     #[serde(default)]
     pub semantic: bool,

@@ -35,6 +35,10 @@ fn main() -> ExitCode {
     // name it too).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse_checked();
+    if matches!(cli.command, Command::PdfWorker) {
+        // Before anything starts a thread: the worker forks.
+        return capvault::engine::pdf::worker_main();
+    }
     if prints_to_a_reader(&cli.command) {
         end_quietly_on_a_closed_pipe();
     }
@@ -193,5 +197,6 @@ fn job(host: Host, command: Command) -> anyhow::Result<Job> {
         ),
         Command::Model { command } => Box::pin(model::run(host, command)),
         Command::Doctor { vault } => Box::pin(async move { install::doctor(&host, &vault).await }),
+        Command::PdfWorker => anyhow::bail!("pdf-worker runs before the runtime starts"),
     })
 }

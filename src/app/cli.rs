@@ -159,6 +159,9 @@ pub enum Command {
         /// The vault folder.
         vault: PathBuf,
     },
+    /// Internal: the PDF worker `serve` starts (reads PDFs from stdin in confined children).
+    #[command(hide = true)]
+    PdfWorker,
 }
 
 // The structs below have no doc comment of their own: clap would take it for the subcommand's
@@ -280,6 +283,10 @@ pub struct ServeOptions {
     /// as Obsidian does; they are always readable by path.
     #[arg(long)]
     pub show_obsidian_excluded: bool,
+    /// Search covers the text of the vault's PDFs too (hits name the page). Their text is read
+    /// in the background, in a confined worker process, and kept with the index cache.
+    #[arg(long)]
+    pub index_pdfs: bool,
     /// MCP prompts written in the vault: every note under this vault folder is a prompt
     /// (name from the file, `description` and `arguments` from the frontmatter, `{{argument}}`
     /// filled in, `![[Note]]` embeds expanded). Overrides the config file's `prompts_folder`.

@@ -37,7 +37,7 @@ impl Stop {
         self.wake.notify_all();
     }
 
-    fn is_set(&self) -> bool {
+    pub(super) fn is_set(&self) -> bool {
         self.flag.load(Ordering::SeqCst)
     }
 
@@ -177,6 +177,13 @@ impl Engine {
                     let Some(e) = weak.upgrade() else { return };
                     e.save_index(&mut saved);
                 }
+            });
+        }
+        if self.pdfs().is_some() {
+            let weak = Arc::downgrade(self);
+            let stop = Arc::clone(&self.background.stop);
+            self.spawn("pdfs", builder(), move || {
+                super::pdfs::run_pdf_indexer(&weak, &stop)
             });
         }
         if self.semantic().is_some() {

@@ -31,6 +31,8 @@ mod excluded;
 pub use excluded::Distrusted;
 mod lifecycle;
 mod options;
+pub mod pdf;
+pub mod pdfs;
 mod status;
 mod sync;
 mod texts;
@@ -65,6 +67,10 @@ pub struct Engine {
     embeddings: embed::Embeddings,
     /// Counts the reconciles that changed something, for whoever waits on a change.
     changes: tokio::sync::watch::Sender<u64>,
+    /// The text of PDFs read lately.
+    pdf_texts: pdf::TextCache,
+    /// Every PDF's text, with `--index-pdfs`.
+    pdf_store: std::sync::OnceLock<Arc<pdfs::PdfStore>>,
 }
 
 impl Drop for Engine {
@@ -99,7 +105,17 @@ impl Engine {
             excluded: excluded::ExcludedFiles::default(),
             embeddings: embed::Embeddings::default(),
             changes: tokio::sync::watch::Sender::new(0),
+            pdf_texts: pdf::TextCache::default(),
+            pdf_store: std::sync::OnceLock::new(),
         };
+        if engine.options.index_pdfs {
+            match pdfs::PdfStore::new() {
+                Ok(store) => {
+                    let _ = engine.pdf_store.set(Arc::new(store));
+                }
+                Err(e) => tracing::warn!(error = %e, "PDFs will not be searched"),
+            }
+        }
         engine.init_index_cache();
         Arc::new(engine)
     }
@@ -159,6 +175,16 @@ impl Engine {
     /// The notes' kept texts (see [`Texts`]), once the first build is complete and if kept at all.
     pub fn texts(&self) -> Option<RwLockReadGuard<'_, Texts>> {
         (self.options.keep_texts && self.is_ready()).then(|| read(&self.texts))
+    }
+
+    /// The text of the PDF whose bytes are `bytes` (hashing to `sha256`), read by the PDF
+    /// worker, or kept from an earlier read.
+    pub fn pdf_text(
+        &self,
+        sha256: &str,
+        bytes: &[u8],
+    ) -> Arc<Result<crate::media::pdf::PdfText, crate::media::pdf::PdfError>> {
+        self.pdf_texts.get_or_read(&self.options.pdf, sha256, bytes)
     }
 
     /// The model as it is now, without reconciling or waiting (see [`Engine::model`] for the

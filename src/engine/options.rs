@@ -43,6 +43,10 @@ pub struct EngineOptions {
     pub hidden_text: crate::markdown::hidden::Policy,
     /// Which notes count as clipped or shared ([`crate::obsidian::provenance`]).
     pub trust: crate::obsidian::provenance::TrustRules,
+    /// Reads PDFs' text (the worker `serve` starts; none by default).
+    pub pdf: std::sync::Arc<super::pdf::PdfReader>,
+    /// Keep the text of every PDF in the vault, so that search covers it (`--index-pdfs`).
+    pub index_pdfs: bool,
 }
 
 /// Where MCP prompts come from: a vault folder whose notes are prompts, and the built-in ones.
@@ -77,6 +81,8 @@ impl Default for EngineOptions {
             prompts: PromptOptions::default(),
             hidden_text: crate::markdown::hidden::Policy::Show,
             trust: crate::obsidian::provenance::TrustRules::default(),
+            pdf: std::sync::Arc::new(super::pdf::PdfReader::none("no PDF worker was started")),
+            index_pdfs: false,
         }
     }
 }

@@ -54,6 +54,9 @@ pub struct VaultInfo {
     /// `--embedding-model` or `--semantic`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedding: Option<Embedding>,
+    /// With `--index-pdfs`: PDFs and pages whose text search covers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pdfs: Option<crate::engine::pdfs::PdfStatus>,
 }
 
 /// A canvas file node and where it leads.
@@ -111,6 +114,36 @@ pub struct AttachmentInfo {
     /// instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_error: Option<String>,
+    /// For a PDF sent as text: its pages and which were sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pdf: Option<PdfFacts>,
+    /// Why a PDF's text could not be read (damaged, encrypted, over a bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pdf_error: Option<String>,
+}
+
+/// A PDF's pages and the ones sent as text.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PdfFacts {
+    /// Pages in the document.
+    pub page_count: u32,
+    /// The pages sent, e.g. `1-12` (each marked `[page N of M]` in the text).
+    pub pages_sent: String,
+    /// The next page to ask for (`pages`), when the reply stopped at its bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page: Option<u32>,
+    /// False for a PDF without a text layer (scanned pages): nothing to read.
+    pub has_text: bool,
+    /// Pages whose text could not be read.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unreadable_pages: u32,
+    /// The document's text was cut at the reader's bounds (pages, bytes).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// An image's size and the one sent in its place.
@@ -166,6 +199,8 @@ pub struct AttachmentRequest {
     pub format: AttachmentFormat,
     /// Longest side of an image sent (default [`image::DEFAULT_MAX_SIDE`]).
     pub max_side: Option<u32>,
+    /// A PDF's pages to send (`3`, `2-5`, `1,4,7-9`); all, to the reply's bound, by default.
+    pub pages: Option<String>,
 }
 
 /// The content of `read_attachment`'s reply.
@@ -224,6 +259,7 @@ pub fn vault_info(engine: &Engine, writes_enabled: bool) -> Result<VaultInfo, No
             }),
             (None, None) => None,
         },
+        pdfs: engine.pdfs().map(|s| s.status()),
     };
     if !building {
         let model = engine.model()?;
@@ -290,6 +326,14 @@ pub fn read_attachment_named(
     req: &AttachmentRequest,
 ) -> Result<(VaultPath, AttachmentInfo, AttachmentBody), NoteError> {
     let path = super::locate::locate(engine, &req.name.input, req.name.path.clone())?;
+    if req.format == AttachmentFormat::Auto && is_pdf_name(path.file_name()) {
+        return read_pdf(engine, path, req.pages.as_deref());
+    }
+    if req.pages.is_some() {
+        return Err(NoteError::InvalidArgument(
+            "`pages` is for a PDF's text; this is not a PDF (or `format` is original)".into(),
+        ));
+    }
     let (mut info, bytes) = read_attachment(engine.vault(), &path)?;
     if req.format == AttachmentFormat::Original {
         return Ok((path, info, AttachmentBody::Bytes(bytes)));
@@ -506,8 +550,18 @@ pub fn read_attachment(
     vault: &Vault,
     path: &VaultPath,
 ) -> Result<(AttachmentInfo, Vec<u8>), NoteError> {
+    read_attachment_within(vault, path, MAX_ATTACHMENT_BYTES)
+}
+
+/// [`read_attachment`] with another size bound (never over the vault's read limit): a PDF
+/// whose text is read, not sent, may be as large as a note may.
+fn read_attachment_within(
+    vault: &Vault,
+    path: &VaultPath,
+    bound: u64,
+) -> Result<(AttachmentInfo, Vec<u8>), NoteError> {
     let meta = vault.stat_file(path)?;
-    let limit = MAX_ATTACHMENT_BYTES.min(vault.limits().max_read_bytes);
+    let limit = bound.min(vault.limits().max_read_bytes);
     if meta.size > limit {
         return Err(NoteError::TooLarge(format!(
             "{path}: is {} bytes, over the {limit}-byte limit for attachments; refused",
@@ -533,6 +587,158 @@ pub fn read_attachment(
         sent_as: "resource",
         image: None,
         image_error: None,
+        pdf: None,
+        pdf_error: None,
     };
     Ok((info, data.bytes))
+}
+
+/// Most bytes of a PDF's text one `read_attachment` reply carries; `next_page` says where to
+/// go on.
+pub const MAX_PDF_REPLY_BYTES: usize = 64 * 1024;
+use crate::media::pdf::{MAX_PDF_BYTES, is_pdf_name};
+
+/// `read_attachment` for a PDF: its text, page by page, the pages `pages` names (all by
+/// default), to [`MAX_PDF_REPLY_BYTES`]. A PDF whose text cannot be read is sent as bytes
+/// (when within the attachment bound) with `pdf_error` saying why.
+fn read_pdf(
+    engine: &Engine,
+    path: VaultPath,
+    pages: Option<&str>,
+) -> Result<(VaultPath, AttachmentInfo, AttachmentBody), NoteError> {
+    let wanted = pages.map(parse_pages).transpose()?;
+    let (mut info, bytes) = read_attachment_within(engine.vault(), &path, MAX_PDF_BYTES)?;
+    info.mime_type = "application/pdf".to_owned();
+    let answer = engine.pdf_text(&info.sha256, &bytes);
+    let text = match &*answer {
+        Ok(text) => text,
+        Err(e) => {
+            info.pdf_error = Some(e.to_string());
+            if bytes.len() as u64 > MAX_ATTACHMENT_BYTES {
+                return Err(NoteError::TooLarge(format!(
+                    "{path}: its text could not be read ({e}), and at {} bytes it is over the \
+                     {MAX_ATTACHMENT_BYTES}-byte limit for sending a file",
+                    bytes.len()
+                )));
+            }
+            return Ok((path, info, AttachmentBody::Bytes(bytes)));
+        }
+    };
+    let (body, facts) = pdf_pages_text(text, wanted.as_deref());
+    info.sent_as = "text";
+    info.pdf = Some(facts);
+    Ok((path, info, AttachmentBody::Text(body)))
+}
+
+/// The text of the pages `wanted` names (every page by default), each after a `[page N of M]`
+/// line, to [`MAX_PDF_REPLY_BYTES`]; and what was sent.
+fn pdf_pages_text(
+    text: &crate::media::pdf::PdfText,
+    wanted: Option<&[(u32, u32)]>,
+) -> (String, PdfFacts) {
+    let count = text.page_count;
+    let in_range = |n: u32| wanted.is_none_or(|w| w.iter().any(|&(a, b)| a <= n && n <= b));
+    let mut body = String::new();
+    let mut sent: Vec<u32> = Vec::new();
+    let mut next_page = None;
+    let mut unread = 0u32;
+    for n in (1..=count).filter(|&n| in_range(n)) {
+        let Some(page) = text.pages.get(n as usize - 1) else {
+            unread += 1;
+            continue;
+        };
+        let head = format!("[page {n} of {count}]\n");
+        let room = MAX_PDF_REPLY_BYTES.saturating_sub(body.len());
+        if !sent.is_empty() && head.len() + page.len() + 2 > room {
+            next_page = Some(n);
+            break;
+        }
+        if !body.is_empty() {
+            body.push_str("\n\n");
+        }
+        body.push_str(&head);
+        let cut = char_floor(page, room.saturating_sub(head.len()));
+        body.push_str(&page[..cut]);
+        if cut < page.len() {
+            body.push_str("\n[... the rest of this page is over the reply's bound]");
+        }
+        sent.push(n);
+    }
+    if !text.has_text() {
+        body = format!(
+            "This PDF has no text layer ({count} pages, probably scanned images): there is no \
+             text to read. `format: original` returns its bytes."
+        );
+    } else if sent.is_empty() {
+        body = format!("No page of this PDF is in `pages` (it has {count}).");
+    }
+    if unread > 0 && body.len() < MAX_PDF_REPLY_BYTES {
+        body.push_str(&format!(
+            "\n\n[{unread} pages past the first {} are not read]",
+            text.pages.len()
+        ));
+    }
+    let facts = PdfFacts {
+        page_count: count,
+        pages_sent: ranges_text(&sent),
+        next_page,
+        has_text: text.has_text(),
+        unreadable_pages: text.unreadable_pages,
+        truncated: text.truncated,
+    };
+    (body, facts)
+}
+
+/// Most ranges `pages` may list.
+const MAX_PAGE_RANGES: usize = 64;
+
+/// `pages` as ranges of page numbers: `3`, `2-5`, `1,4,7-9` (1-based, inclusive).
+fn parse_pages(spec: &str) -> Result<Vec<(u32, u32)>, NoteError> {
+    let bad = || {
+        NoteError::InvalidArgument(format!(
+            "`pages` must be page numbers and ranges such as `3`, `2-5` or `1,4,7-9`, not `{}`",
+            spec.chars().take(40).collect::<String>()
+        ))
+    };
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let a: u32 = a.trim().parse().map_err(|_| bad())?;
+        let b: u32 = b.trim().parse().map_err(|_| bad())?;
+        if a == 0 || b < a || out.len() == MAX_PAGE_RANGES {
+            return Err(bad());
+        }
+        out.push((a, b));
+    }
+    Ok(out)
+}
+
+/// Page numbers in order as ranges: `1-3,7`.
+fn ranges_text(pages: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < pages.len() {
+        let start = pages[i];
+        let mut end = start;
+        while i + 1 < pages.len() && pages[i + 1] == end + 1 {
+            i += 1;
+            end = pages[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// The largest character boundary of `s` at or before `at`.
+fn char_floor(s: &str, at: usize) -> usize {
+    let mut at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }

@@ -51,6 +51,8 @@ pub struct AttachmentArgs {
     /// An image's longest side (default 1568).
     #[schemars(range(min = 16, max = crate::media::image::MAX_MAX_SIDE))]
     pub max_pixels: Option<u32>,
+    /// A PDF's pages: `3`, `2-5`, `1,4-6`.
+    pub pages: Option<String>,
 }
 
 #[tool_router(router = vault_router, vis = "pub(super)")]
@@ -113,8 +115,8 @@ impl CapvaultServer {
             .await
     }
 
-    /// An attachment: an image as a picture (scaled to fit), SVG as text, else its bytes; with
-    /// its `sha256`.
+    /// An attachment: an image as a picture (scaled to fit), SVG and PDF as text, else its
+    /// bytes; with its `sha256`.
     #[tool(
         annotations(
             title = "Read an attachment",
@@ -133,6 +135,7 @@ impl CapvaultServer {
             name: Named::parse(args.path)?,
             format: args.format,
             max_side: args.max_pixels,
+            pages: args.pages,
         };
         self.with_engine(move |engine| {
             let (path, info, body) = files::read_attachment_named(engine, &req)?;

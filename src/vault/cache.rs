@@ -40,9 +40,16 @@ pub const EMBEDDINGS_FILE: &str = "embeddings.bin";
 /// each start, that the index's saves and clears leave alone.
 pub const TEXTS_FILE: &str = "texts.bin";
 
+/// The PDFs' texts (`--index-pdfs`, `crate::engine::pdfs`): the search index's saves and
+/// clears leave it alone.
+pub const PDF_TEXTS_FILE: &str = "pdf-texts.json";
+
 /// True for the files kept beside the index that its saves and clears must leave alone.
 pub fn is_side_file(name: &str) -> bool {
-    name == EMBEDDINGS_FILE || name == TEXTS_FILE || name == format!("{TEXTS_FILE}.tmp")
+    name == EMBEDDINGS_FILE
+        || name == TEXTS_FILE
+        || name == format!("{TEXTS_FILE}.tmp")
+        || name == PDF_TEXTS_FILE
 }
 
 /// Longest file name accepted in the cache folder.

@@ -274,6 +274,36 @@ mod landlock_rules {
 #[cfg(target_os = "linux")]
 use landlock_rules::enforce;
 
+/// Takes every file and network right from this process and the children it forks (the PDF
+/// worker, which reads only the bytes its pipe brings): a Landlock ruleset that handles every
+/// right and grants none. The state that holds (`Enforced`, `Partial` on an older ABI,
+/// `Unavailable` without Landlock).
+pub fn confine_to_nothing() -> State {
+    #[cfg(target_os = "linux")]
+    {
+        use landlock::{
+            ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+            RulesetStatus,
+        };
+        const TARGET_ABI: ABI = ABI::V5;
+        let made = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(TARGET_ABI))
+            .and_then(|r| r.handle_access(AccessNet::from_all(TARGET_ABI)))
+            .and_then(|r| r.create())
+            .and_then(|r| r.restrict_self());
+        match made.map(|s| s.ruleset) {
+            Ok(RulesetStatus::FullyEnforced) => State::Enforced,
+            Ok(RulesetStatus::PartiallyEnforced) => State::Partial,
+            _ => State::Unavailable,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        State::Unavailable
+    }
+}
+
 /// No Landlock outside Linux: reported, and refused in `Require` mode.
 #[cfg(not(target_os = "linux"))]
 fn enforce(_plan: &Plan<'_>, mode: Mode) -> Result<Report, SandboxError> {

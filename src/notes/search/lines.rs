@@ -661,7 +661,12 @@ pub(super) fn count_matching_lines(text: &str, matcher: &Matcher) -> usize {
 
 /// The first `want` hits of one note: one per matching line, with every match range on the
 /// line and the heading above it.
-fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Vec<SearchHit> {
+pub(super) fn line_hits(
+    path: &VaultPath,
+    text: &str,
+    matcher: &Matcher,
+    want: usize,
+) -> Vec<SearchHit> {
     let bytes = text.as_bytes();
     let mut hits = Vec::new();
     let mut line_no = 1usize;
@@ -710,6 +715,7 @@ fn line_hits(path: &VaultPath, text: &str, matcher: &Matcher, want: usize) -> Ve
             matched: None,
             hidden: None,
             provenance: None,
+            page: None,
         });
         from = line_end + 1;
         if from > text.len() {

@@ -14,6 +14,7 @@
 //! mark the reply `partial`.
 
 mod lines;
+mod pdfs;
 mod ranked;
 mod semantic;
 
@@ -178,6 +179,9 @@ pub struct SearchHit {
     /// Where the text came from, when not the vault's own (`clipped`, `shared`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<crate::obsidian::provenance::Provenance>,
+    /// In a PDF (`--index-pdfs`): the page; `line` counts from its top.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
 }
 
 /// What `matched` says of a hit on the note's name.
@@ -197,6 +201,7 @@ pub(crate) fn title_hit(path: &VaultPath, ranges: Vec<(usize, usize)>, score: f6
         matched: Some(MATCHED_TITLE),
         hidden: None,
         provenance: None,
+        page: None,
     }
 }
 
@@ -228,6 +233,7 @@ pub(crate) fn keyword_hit(
             matched: None,
             hidden: None,
             provenance: None,
+            page: None,
         };
     }
     SearchHit {
@@ -240,6 +246,7 @@ pub(crate) fn keyword_hit(
         matched: None,
         hidden: None,
         provenance: None,
+        page: None,
     }
 }
 
@@ -416,8 +423,19 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
         q.trust,
         q.estimate,
     ));
+    let with_pdfs = pdfs::applies(engine, q, &filter);
+    let pdfs_after_notes = with_pdfs && q.mode != Mode::Ranked;
+    // A cursor past the notes, into the PDFs' hits.
+    let pdf_offset = q
+        .cursor
+        .as_deref()
+        .filter(|_| pdfs_after_notes)
+        .and_then(|c| decode_offset(Some(c), pdfs::cursor_id(query_id)).ok());
     let page = Page {
-        offset: decode_offset(q.cursor.as_deref(), query_id)?,
+        offset: match pdf_offset {
+            Some(_) => 0,
+            None => decode_offset(q.cursor.as_deref(), query_id)?,
+        },
         limit,
         query_id,
     };
@@ -432,6 +450,11 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
         before: q.modified_before,
         ignored: ignored.as_ref(),
     };
+    if let Some(offset) = pdf_offset {
+        let mut results = pdfs::page_of_pdfs(engine, q, &scope, page, offset)?;
+        show_hidden(engine, &mut results.hits);
+        return Ok(results);
+    }
     let mut results = match q.mode {
         Mode::Exact => {
             let matcher = Matcher::literal(&q.query, q.case_sensitive)?;
@@ -442,10 +465,13 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
             let matcher = Matcher::regex(&q.query, q.case_sensitive)?;
             lines::search_lines(engine, &q.query, &matcher, &scope, page, q.mode, false)
         }
-        Mode::Ranked => ranked::search_ranked(engine, &q.query, &scope, page),
+        Mode::Ranked => ranked::search_ranked(engine, &q.query, &scope, page, with_pdfs),
         Mode::Semantic => semantic::search_semantic(engine, &q.query, &scope, page, false),
         Mode::Hybrid => semantic::search_semantic(engine, &q.query, &scope, page, true),
     }?;
+    if pdfs_after_notes {
+        pdfs::after_notes(engine, q, &scope, page, &mut results)?;
+    }
     show_hidden(engine, &mut results.hits);
     Ok(results)
 }
@@ -738,6 +764,7 @@ mod tests {
             matched: None,
             hidden: None,
             provenance: None,
+            page: None,
         };
         assert!(b.take(&big));
         assert!(!b.take(&big));

@@ -10,8 +10,8 @@ use crate::index::text::{self, Needles};
 
 /// Ranked notes to show as one page, and how they were found.
 struct Ranked<'n> {
-    /// The page's notes, best first, with their scores.
-    hits: Vec<(f64, VaultPath)>,
+    /// The page's notes, best first, with their scores (and, for a PDF's page, its number).
+    hits: Vec<(f64, VaultPath, Option<u32>)>,
     /// Matching notes in all.
     total: usize,
     /// What to highlight.
@@ -29,6 +29,7 @@ pub(super) fn search_ranked(
     query_text: &str,
     scope: &Scope<'_>,
     page: Page,
+    with_pdfs: bool,
 ) -> Result<SearchResults, NoteError> {
     let parsed = query::parse(query_text).map_err(|e| NoteError::InvalidArgument(e.to_string()))?;
     engine.refresh_if_stale()?;
@@ -39,13 +40,22 @@ pub(super) fn search_ranked(
         (None, Some(ix)) if scope.ignored.is_none() && scope.distrusted.is_none() => (ix, true),
         _ => return ranked_by_scan(engine, &parsed, scope, page),
     };
-    let found = ix
-        .search(
+    // With PDFs, both lists from the top to the page's end, merged by score.
+    let pdf_pages = match engine.pdfs() {
+        Some(store) if with_pdfs && !provisional => Some(super::pdfs::ranked_pages(
+            store,
             &parsed,
-            &scope.index_filter(engine),
-            page.offset,
-            page.limit,
-        )
+            scope,
+            page.offset + page.limit,
+        )?),
+        _ => None,
+    };
+    let (from, count) = match &pdf_pages {
+        Some(_) => (0, page.offset + page.limit),
+        None => (page.offset, page.limit),
+    };
+    let found = ix
+        .search(&parsed, &scope.index_filter(engine), from, count)
         .map_err(|e| NoteError::Unavailable(e.to_string()))?;
     let mut notes = Vec::new();
     let mut index = None;
@@ -62,14 +72,35 @@ pub(super) fn search_ranked(
     if !found.matched_all {
         notes.push("no note has every word: notes with some of them are ranked".to_owned());
     }
-    let shown = Ranked {
-        hits: found
-            .hits
+    let mut hits: Vec<(f64, VaultPath, Option<u32>)> = found
+        .hits
+        .into_iter()
+        .map(|(s, p)| (f64::from(s), p, None))
+        .collect();
+    let mut total = found.total;
+    let mut needles = found.needles;
+    if let Some(pdf) = pdf_pages {
+        total += pdf.total;
+        hits.extend(pdf.hits);
+        // Best first; equal scores by path, then page.
+        hits.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| a.1.cmp(&b.1))
+                .then_with(|| a.2.cmp(&b.2))
+        });
+        hits = hits
             .into_iter()
-            .map(|(s, p)| (f64::from(s), p))
-            .collect(),
-        total: found.total,
-        needles: &found.needles,
+            .skip(page.offset)
+            .take(page.limit)
+            .collect();
+        if needles.terms.is_empty() {
+            needles = pdf.needles;
+        }
+    }
+    let shown = Ranked {
+        hits,
+        total,
+        needles: &needles,
         served_by: if provisional { "cached_index" } else { "index" },
         partial: false,
         notes,
@@ -125,7 +156,12 @@ fn ranked_by_scan(
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let total = ranked.len();
-    let page_hits: Vec<(f64, VaultPath)> = ranked.into_iter().skip(offset).take(limit).collect();
+    let page_hits: Vec<(f64, VaultPath, Option<u32>)> = ranked
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(|(s, p)| (s, p, None))
+        .collect();
     let mut needles = Needles::default();
     let mut analyzer = text::analyzer();
     for c in parsed.positive() {
@@ -182,7 +218,24 @@ fn note_page(engine: &Engine, shown: Ranked<'_>, page: Page) -> SearchResults {
     let mut consumed = 0;
     let mut budget = Budget::new();
     let texts = engine.texts();
-    for (score, path) in ranked {
+    for (score, path, pdf_page) in ranked {
+        if let Some(n) = pdf_page {
+            // A PDF's page: its kept text (gone since it was found: skipped, as a note is).
+            let text = engine.pdfs().and_then(|s| s.text(&path));
+            let Some(page_text) = text.as_ref().and_then(|t| t.pages.get(n as usize - 1)) else {
+                consumed += 1;
+                continue;
+            };
+            let score = (score * 1000.0).round() / 1000.0;
+            let mut hit = keyword_hit(&mut analyzer, &path, page_text, needles, score);
+            hit.page = Some(n);
+            if !budget.take(&hit) {
+                break;
+            }
+            consumed += 1;
+            hits.push(hit);
+            continue;
+        }
         let kept = texts.as_ref().and_then(|t| t.get(&path));
         let text: std::borrow::Cow<'_, str> = match kept {
             Some(t) => t.text,

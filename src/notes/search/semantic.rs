@@ -129,6 +129,7 @@ pub(super) fn search_semantic(
                         matched: None,
                         hidden: None,
                         provenance: None,
+                        page: None,
                     }
                 } else {
                     keyword_hit(
@@ -152,6 +153,7 @@ pub(super) fn search_semantic(
                     matched: None,
                     hidden: None,
                     provenance: None,
+                    page: None,
                 }
             }
         };
