@@ -30,6 +30,7 @@ mod oauth_builtin;
 mod oauth_client_doc;
 mod oauth_issuer;
 mod obsidian_real_vaults;
+mod pdfs;
 mod periodic;
 mod priority;
 mod prompts;

@@ -25,7 +25,7 @@ use crate::media::pdf::{PdfBounds, PdfError, PdfText};
 /// Longest the worker lets one PDF be read.
 pub const TIME_LIMIT: Duration = Duration::from_secs(15);
 /// Most memory (address space) a child reading one PDF may map, in MiB.
-pub const MEMORY_LIMIT_MIB: u64 = 1024;
+pub const MEMORY_LIMIT_MIB: u64 = 512;
 /// Largest PDF the worker takes (the vault's read limit is smaller by default).
 const MAX_JOB_BYTES: u64 = 512 << 20;
 /// Largest answer read back: the text bound with room for JSON escapes.
@@ -305,8 +305,10 @@ fn read_in_child(job: &[u8]) -> Answer {
         return Err(PdfError::TooSlow(TIME_LIMIT.as_secs()));
     }
     if signal == Some(libc::SIGABRT) {
-        // A failed allocation aborts (panics are caught above and answered).
-        return Err(PdfError::TooBig(MEMORY_LIMIT_MIB));
+        // A failed allocation aborts, as does a stack overflow (panics are caught above).
+        return Err(PdfError::Crashed(format!(
+            "it ran out of memory (the limit is {MEMORY_LIMIT_MIB} MiB) or of stack"
+        )));
     }
     if let Some(sig) = signal {
         return Err(PdfError::Crashed(format!("stopped by signal {sig}")));

@@ -114,6 +114,8 @@ pub struct PdfStatus {
     pub without_text: usize,
     /// Pages indexed.
     pub pages: usize,
+    /// PDFs read by this run (the others' texts came from the index cache folder).
+    pub read_this_run: u64,
     /// How long the first pass over the vault's PDFs took (absent until it is done).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_pass_ms: Option<u64>,
@@ -159,6 +161,7 @@ impl PdfStore {
                 .filter(|d| d.text.as_ref().map_or(true, |t| !t.has_text()))
                 .count(),
             pages: docs.values().map(PdfDoc::pages).sum(),
+            read_this_run: self.read_count.load(Ordering::Relaxed),
             first_pass_ms: (ms > 0).then_some(ms),
         }
     }

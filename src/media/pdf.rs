@@ -84,11 +84,8 @@ pub enum PdfError {
     /// The reader ran past its time bound.
     #[error("reading the PDF took longer than {0} s")]
     TooSlow(u64),
-    /// The reader ran past its memory bound.
-    #[error("reading the PDF needed more than {0} MiB")]
-    TooBig(u64),
     /// The reader stopped without an answer (a crash on a damaged file).
-    #[error("the PDF reader stopped on this file ({0})")]
+    #[error("the PDF reader stopped on this file: {0}")]
     Crashed(String),
     /// No PDF reader runs in this process (tests in-process; a platform without one).
     #[error("PDFs cannot be read here: {0}")]

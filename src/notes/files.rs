@@ -616,8 +616,8 @@ fn read_pdf(
             info.pdf_error = Some(e.to_string());
             if bytes.len() as u64 > MAX_ATTACHMENT_BYTES {
                 return Err(NoteError::TooLarge(format!(
-                    "{path}: its text could not be read ({e}), and at {} bytes it is over the \
-                     {MAX_ATTACHMENT_BYTES}-byte limit for sending a file",
+                    "{path}: its text could not be read ({e}); at {} bytes it is over the \
+                     {MAX_ATTACHMENT_BYTES}-byte limit for sending the file itself",
                     bytes.len()
                 )));
             }
@@ -665,9 +665,10 @@ fn pdf_pages_text(
         sent.push(n);
     }
     if !text.has_text() {
+        let pages = if count == 1 { "page" } else { "pages" };
         body = format!(
-            "This PDF has no text layer ({count} pages, probably scanned images): there is no \
-             text to read. `format: original` returns its bytes."
+            "This PDF has no text layer ({count} {pages}, probably scanned images): there is \
+             no text to read. `format: original` returns its bytes."
         );
     } else if sent.is_empty() {
         body = format!("No page of this PDF is in `pages` (it has {count}).");
