@@ -227,6 +227,14 @@ disabled = true
     }
 
     #[test]
+    fn index_pdfs_is_off_unless_the_file_turns_it_on() {
+        assert!(!parse(b"tools = \"read\"\n").unwrap().index_pdfs);
+        assert!(parse(b"index_pdfs = true\n").unwrap().index_pdfs);
+        let e = parse(b"index_pdfs = \"yes\"\n").unwrap_err().to_string();
+        assert!(e.starts_with("line 1"), "{e}");
+    }
+
+    #[test]
     fn a_bad_file_names_the_line() {
         let e = parse(b"tools = \"read\"\nexclude = [\"a\"\n")
             .unwrap_err()

@@ -40,7 +40,8 @@
 //!   JavaScript regular expressions compiled once for all ([`obsidian::jsregex`]).
 //! - [`media`]: attachments made ready for a model, without I/O: images ([`media::image`])
 //!   decoded within a pixel and allocation budget, sent as they are when they fit, else scaled
-//!   down and re-encoded.
+//!   down and re-encoded; a PDF's text by page ([`media::pdf`]), within bounds, run only in the
+//!   PDF worker's confined child.
 //! - [`net`]: outgoing HTTPS (where capvault may connect, how its clients are built), shared
 //!   by the issuer's keys and the model download. No filesystem.
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
@@ -70,7 +71,10 @@
 //!   vault, shared by every session; [`engine::Engine::shutdown`] stops and joins its threads.
 //!   With an embedding model it also embeds every note in the background once the index is
 //!   ready (after loading the vectors saved in the index cache folder, so only changed notes
-//!   are embedded again), and re-embeds the notes each reconcile changed.
+//!   are embedded again), and re-embeds the notes each reconcile changed. PDFs are read by a
+//!   worker process ([`engine::pdf`]: started before the sandbox, confined to nothing, one
+//!   forked child with memory and CPU limits per PDF); with `--index-pdfs` every PDF's pages
+//!   are indexed in a second index ([`engine::pdfs`]) that search merges with the notes'.
 //!   In parts by concern: options ([`engine::EngineOptions`]), status and phases
 //!   ([`engine::Phase`], [`engine::IndexStatus`]), lifecycle (first build, start, watcher,
 //!   shutdown), reconciles ([`engine::Engine::sync_all`]), the index cache, Obsidian's Excluded

@@ -50,6 +50,30 @@ def png(width, height):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
+def pdf(pages):
+    """A PDF with one page of Helvetica text per entry of `pages`, offsets computed."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>"]
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(len(pages)))
+    objects.append(b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(pages)))
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    for i, text in enumerate(pages):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i)
+        )
+        stream = b"BT /F1 12 Tf 72 720 Td (%s) Tj ET" % text.encode()
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+    out, offsets = b"%PDF-1.4\n", []
+    for i, body in enumerate(objects):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (i + 1, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return out
+
+
 @pytest.fixture(scope="module")
 def vault():
     tmp = tempfile.mkdtemp()
@@ -59,6 +83,8 @@ def vault():
     os.makedirs(os.path.join(dest, "Attachments"))
     with open(os.path.join(dest, "Attachments", "plot.png"), "wb") as f:
         f.write(png(2000, 400))
+    with open(os.path.join(dest, "Attachments", "minutes.pdf"), "wb") as f:
+        f.write(pdf(["Minutes of the garden meeting", "Action: order the seeds"]))
     yield dest
     shutil.rmtree(tmp)
 
@@ -186,7 +212,14 @@ def test_every_read_tool_answers_and_its_result_matches_its_output_schema(vault)
             jsonschema.validate(structured, schemas[name], cls=jsonschema.Draft202012Validator)
             called.add(name)
         attachments = (await call(s, "list_notes", {"kind": "attachment"}))[2]["notes"]
-        assert [a["path"] for a in attachments] == ["Attachments/plot.png"]
+        assert sorted(a["path"] for a in attachments) == ["Attachments/minutes.pdf", "Attachments/plot.png"]
+        # A PDF as text, page by page, the structured part valid against the declared schema.
+        r, is_error, structured = await call(s, "read_attachment", {"path": "minutes.pdf", "pages": "2"})
+        assert not is_error, r
+        jsonschema.validate(structured, schemas["read_attachment"])
+        assert structured["pdf"]["page_count"] == 2 and structured["pdf"]["pages_sent"] == "2"
+        texts = [c.text for c in r.content if c.type == "text"]
+        assert any("[page 2 of 2]" in t and "order the seeds" in t for t in texts), texts
         r, is_error, structured = await call(
             s, "read_attachment", {"path": "plot.png", "max_pixels": 500}
         )
