@@ -181,6 +181,10 @@ pub(super) fn after_notes(
     let (hits, total, partial) = pdf_hits(engine, q, scope, 0, if notes_done { room } else { 0 })?;
     results.total += total;
     results.partial |= partial;
+    if total >= MAX_PDF_HITS {
+        results.total_estimated = true;
+        results.notes.push(capped_note());
+    }
     if !notes_done || total == 0 {
         if total > 0 {
             results.notes.push(format!(
@@ -210,16 +214,28 @@ pub(super) fn page_of_pdfs(
     let end = offset + hits.len();
     let next_cursor =
         (end < total && !hits.is_empty()).then(|| encode_offset(end, cursor_id(page.query_id)));
+    let mut notes = vec!["hits in PDFs (past the notes'): `total` counts these".to_owned()];
+    if total >= MAX_PDF_HITS {
+        notes.push(capped_note());
+    }
     Ok(SearchResults {
         truncated: next_cursor.is_some(),
         next_cursor,
         hits,
         total,
-        total_estimated: false,
+        total_estimated: total >= MAX_PDF_HITS,
         mode: q.mode.name(),
         served_by: "pdf_index",
         partial,
-        notes: vec!["hits in PDFs (past the notes'): `total` counts these".to_owned()],
+        notes,
         index: None,
     })
+}
+
+/// Said when the PDFs hold more hits than are collected.
+fn capped_note() -> String {
+    format!(
+        "the PDFs hold more than {MAX_PDF_HITS} hits: only the first {MAX_PDF_HITS} are counted \
+         and paged; narrow the query or give a `folder`"
+    )
 }
