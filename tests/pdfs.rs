@@ -511,3 +511,42 @@ async fn pdf_texts_are_kept_with_the_index_cache_across_a_restart() {
     );
     s.stop().await;
 }
+
+#[test]
+fn the_pdf_worker_is_one_confined_thread_that_answers_down_its_pipe() {
+    use std::io::{Read, Write};
+    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .arg("pdf-worker")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pdf = sample_pdf(&["over the pipe"]);
+    let mut stdin = worker.stdin.take().unwrap();
+    stdin.write_all(&(pdf.len() as u64).to_le_bytes()).unwrap();
+    stdin.write_all(&pdf).unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = worker.stdout.take().unwrap();
+    let mut len = [0u8; 8];
+    stdout.read_exact(&mut len).unwrap();
+    let mut answer = vec![0u8; u64::from_le_bytes(len) as usize];
+    stdout.read_exact(&mut answer).unwrap();
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answer["Ok"]["page_count"], 1, "{answer}");
+    assert!(
+        answer["Ok"]["pages"][0]
+            .as_str()
+            .unwrap()
+            .contains("over the pipe")
+    );
+
+    // It confined itself before reading (Landlock's restriction sets no_new_privs), and it has
+    // one thread, so its fork per PDF is safe.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", worker.id())).unwrap();
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    assert!(status.contains("Threads:\t1\n"), "{status}");
+
+    // The end of its input ends it.
+    drop(stdin);
+    assert!(worker.wait().unwrap().success());
+}
