@@ -163,6 +163,23 @@ pub struct IndexFilter {
     pub exclude_folders: Vec<VaultPath>,
 }
 
+/// BM25's statistics of two searchers of the same schema, summed.
+struct SummedStatistics<'a>(&'a tantivy::Searcher, &'a tantivy::Searcher);
+
+impl tantivy::query::Bm25StatisticsProvider for SummedStatistics<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        Ok(self.0.total_num_tokens(field)? + self.1.total_num_tokens(field)?)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.0.total_num_docs()? + self.1.total_num_docs()?)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        Ok(self.0.doc_freq(term)? + self.1.doc_freq(term)?)
+    }
+}
+
 /// One page of ranked hits.
 #[derive(Debug, Clone)]
 pub struct RankedHits {
@@ -585,6 +602,21 @@ impl SearchIndex {
         offset: usize,
         limit: usize,
     ) -> Result<RankedHits, IndexError> {
+        self.search_beside(query, filter, offset, limit, None)
+    }
+
+    /// [`Self::search`], scored as if the documents of `beside` (an index of the same schema:
+    /// the PDFs' pages beside the notes) were in this index too: BM25's document count, field
+    /// lengths and each word's document frequency are the two indexes' sums, so the scores of a
+    /// search of each, made this way, can be merged.
+    pub fn search_beside(
+        &self,
+        query: &Query,
+        filter: &IndexFilter,
+        offset: usize,
+        limit: usize,
+        beside: Option<&SearchIndex>,
+    ) -> Result<RankedHits, IndexError> {
         if offset > MAX_OFFSET {
             return Err(IndexError::PastOffset);
         }
@@ -601,6 +633,10 @@ impl SearchIndex {
         }
         let mut musts: Vec<(Occur, Box<dyn TQuery>)> = self.filter_clauses(filter);
         let searcher = self.reader.searcher();
+        let other = beside.map(|b| b.reader.searcher());
+        let stats = other.as_ref().map(|o| SummedStatistics(&searcher, o));
+        let stats: Option<&dyn tantivy::query::Bm25StatisticsProvider> =
+            stats.as_ref().map(|s| s as _);
         for c in query.negative() {
             if let Some(q) = self.clause_query(&mut analyzer, c, None) {
                 musts.push((
@@ -616,7 +652,7 @@ impl SearchIndex {
             .chain(musts.iter().map(|(o, q)| (*o, q.box_clone())))
             .collect();
         let (mut hits, mut total) =
-            self.ranked_page(&searcher, &BooleanQuery::new(all), offset, limit)?;
+            self.ranked_page(&searcher, &BooleanQuery::new(all), offset, limit, stats)?;
         let mut matched_all = true;
         if total == 0 && many {
             // No note has every word: rank the notes with any of them.
@@ -625,7 +661,7 @@ impl SearchIndex {
             let mut clauses = vec![(Occur::Must, any)];
             clauses.extend(musts);
             (hits, total) =
-                self.ranked_page(&searcher, &BooleanQuery::new(clauses), offset, limit)?;
+                self.ranked_page(&searcher, &BooleanQuery::new(clauses), offset, limit, stats)?;
         }
         needles.terms.sort();
         needles.terms.dedup();
@@ -647,12 +683,18 @@ impl SearchIndex {
         query: &dyn TQuery,
         offset: usize,
         limit: usize,
+        stats: Option<&dyn tantivy::query::Bm25StatisticsProvider>,
     ) -> Result<(Vec<(f32, VaultPath)>, usize), IndexError> {
         let end = offset + limit.max(1);
         let mut fetch = end + 1;
         loop {
             let top = TopDocs::with_limit(fetch).order_by_score();
-            let (found, total) = searcher.search(query, &(top, Count))?;
+            let (found, total) = match stats {
+                Some(stats) => {
+                    searcher.search_with_statistics_provider(query, &(top, Count), stats)?
+                }
+                None => searcher.search(query, &(top, Count))?,
+            };
             // The score the page ends on, when the page is full.
             let cutoff = found.get(end - 1).map(|(s, _)| *s);
             let seen_all_ties = found.len() < fetch

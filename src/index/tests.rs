@@ -810,3 +810,36 @@ fn a_query_of_punctuation_or_a_page_past_the_ranked_hits_is_refused_by_kind() {
     assert!(matches!(e, IndexError::NoWords), "{e}");
     assert!(e.to_string().contains("no words to search for"), "{e}");
 }
+
+#[test]
+fn a_search_beside_another_index_scores_as_one_index_holding_both() {
+    let notes = [
+        ("a.md", "zebra crossing near the park"),
+        ("b.md", "the park has a pond and a zebra zebra"),
+        ("c.md", "nothing to see here at all"),
+    ];
+    let pages = [
+        ("r.pdf#1", "zebra migration in the park"),
+        ("r.pdf#2", "appendix with tables"),
+    ];
+    let one = index_of(&[&notes[..], &pages[..]].concat());
+    let (left, right) = (index_of(&notes), index_of(&pages));
+    let q = query::parse("zebra park").unwrap();
+    let all = IndexFilter::default();
+    let whole = one.search(&q, &all, 0, 10).unwrap();
+    let mut split: Vec<(f32, VaultPath)> = left
+        .search_beside(&q, &all, 0, 10, Some(&right))
+        .unwrap()
+        .hits;
+    split.extend(right.search_beside(&q, &all, 0, 10, Some(&left)).unwrap().hits);
+    split.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    assert_eq!(split.len(), whole.hits.len());
+    for ((s1, p1), (s2, p2)) in whole.hits.iter().zip(&split) {
+        assert_eq!(p1, p2, "{whole:?} / {split:?}");
+        assert!((s1 - s2).abs() < 1e-4, "{p1}: {s1} as one, {s2} beside");
+    }
+    // Alone, the pages' index counts only its own two pages: another scale.
+    let alone = right.search(&q, &all, 0, 10).unwrap().hits;
+    let beside = right.search_beside(&q, &all, 0, 10, Some(&left)).unwrap().hits;
+    assert!((alone[0].0 - beside[0].0).abs() > 1e-3, "{alone:?} {beside:?}");
+}

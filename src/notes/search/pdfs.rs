@@ -1,8 +1,10 @@
 //! Hits in PDFs (`--index-pdfs`): the pages' own index for ranked search, their kept texts for
-//! exact and regex search. Ranked hits are merged with the notes' by score (the two indexes
-//! score alike: same analyzer, fields and boosts; each counts its own words' rarity). Exact and
-//! regex hits follow the notes' hits: the page where the notes run out is filled with PDF hits,
-//! and its cursor goes on through them (a cursor of its own, tied to the same query).
+//! exact and regex search. Ranked hits are merged with the notes' by score: the two indexes
+//! share analyzer, fields and boosts, and each is searched with the other's statistics added
+//! (document count, field lengths, each word's document frequency), so one BM25 scale covers
+//! both. Exact and regex hits follow the notes' hits: the page where the notes run out is
+//! filled with PDF hits, and its cursor goes on through them (a cursor of its own, tied to the
+//! same query).
 
 use std::time::Instant;
 
@@ -63,9 +65,11 @@ pub(super) struct RankedPages {
 }
 
 /// Ranked: BM25 over the pages' index (the notes' analyzer, fields and boosts; each page a
-/// document named after its PDF), the top `want` pages.
+/// document named after its PDF), scored with the notes' index `notes` counted in (as the
+/// notes are scored with the pages counted in), the top `want` pages.
 pub(super) fn ranked_pages(
     store: &PdfStore,
+    notes: &crate::index::SearchIndex,
     parsed: &query::Query,
     scope: &Scope<'_>,
     want: usize,
@@ -79,20 +83,21 @@ pub(super) fn ranked_pages(
         exclude: None,
         exclude_folders: Vec::new(),
     };
-    let found = match store
-        .index()
-        .search(parsed, &filter, 0, want.min(MAX_PDF_HITS))
-    {
-        Ok(f) => f,
-        Err(crate::index::IndexError::NoWords) => {
-            return Ok(RankedPages {
-                hits: Vec::new(),
-                total: 0,
-                needles: text::Needles::default(),
-            });
-        }
-        Err(e) => return Err(NoteError::Unavailable(e.to_string())),
-    };
+    let found =
+        match store
+            .index()
+            .search_beside(parsed, &filter, 0, want.min(MAX_PDF_HITS), Some(notes))
+        {
+            Ok(f) => f,
+            Err(crate::index::IndexError::NoWords) => {
+                return Ok(RankedPages {
+                    hits: Vec::new(),
+                    total: 0,
+                    needles: text::Needles::default(),
+                });
+            }
+            Err(e) => return Err(NoteError::Unavailable(e.to_string())),
+        };
     let hits = found
         .hits
         .into_iter()

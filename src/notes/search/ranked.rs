@@ -44,6 +44,7 @@ pub(super) fn search_ranked(
     let pdf_pages = match engine.pdfs() {
         Some(store) if with_pdfs && !provisional => Some(super::pdfs::ranked_pages(
             store,
+            ix,
             &parsed,
             scope,
             page.offset + page.limit,
@@ -54,8 +55,12 @@ pub(super) fn search_ranked(
         Some(_) => (0, page.offset + page.limit),
         None => (page.offset, page.limit),
     };
+    let beside = pdf_pages
+        .as_ref()
+        .and_then(|_| engine.pdfs())
+        .map(|s| s.index());
     let found = ix
-        .search(&parsed, &scope.index_filter(engine), from, count)
+        .search_beside(&parsed, &scope.index_filter(engine), from, count, beside)
         .map_err(|e| NoteError::Unavailable(e.to_string()))?;
     let mut notes = Vec::new();
     let mut index = None;
