@@ -77,6 +77,25 @@ fn call_prints_the_structured_result_as_json() {
     let o = capvault(&["call", vault, "list_notes"]);
     assert!(o.status.success());
     assert!(stdout(&o).contains("a/Note.md"));
+
+    // A reply with text beside its structured part (a PDF's pages): the JSON, then the text.
+    std::fs::write(
+        tmp.path().join("a/minutes.pdf"),
+        capvault::media::pdf::sample_pdf(&["first page", "second page text"]),
+    )
+    .unwrap();
+    let o = capvault(&[
+        "call",
+        vault,
+        "read_attachment",
+        r#"{"path": "minutes.pdf", "pages": "2"}"#,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let (json, text) = out.split_at(out.find("\n}\n").expect("a JSON object first") + 3);
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(v["pdf"]["pages_sent"], "2");
+    assert_eq!(text, "[page 2 of 2]\nsecond page text\n");
 }
 
 #[test]

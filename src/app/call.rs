@@ -139,8 +139,21 @@ pub async fn call_tool(
     if result.is_error == Some(true) {
         bail!("{tool} failed: {text}");
     }
-    let shown = match result.structured_content {
-        Some(v) => serde_json::to_string_pretty(&v)?,
+    let shown = match &result.structured_content {
+        Some(v) => {
+            // The structured part, then any other text the reply carries (a PDF's pages, an
+            // SVG's markup); the text block that repeats the structured part is left out.
+            let mut shown = serde_json::to_string_pretty(v)?;
+            for t in result.content.iter().filter_map(|c| c.as_text()) {
+                let repeats = serde_json::from_str::<serde_json::Value>(&t.text)
+                    .is_ok_and(|parsed| &parsed == v);
+                if !repeats {
+                    shown.push('\n');
+                    shown.push_str(&t.text);
+                }
+            }
+            shown
+        }
         None => text,
     };
     writeln!(out, "{shown}")?;

@@ -831,7 +831,12 @@ fn a_search_beside_another_index_scores_as_one_index_holding_both() {
         .search_beside(&q, &all, 0, 10, Some(&right))
         .unwrap()
         .hits;
-    split.extend(right.search_beside(&q, &all, 0, 10, Some(&left)).unwrap().hits);
+    split.extend(
+        right
+            .search_beside(&q, &all, 0, 10, Some(&left))
+            .unwrap()
+            .hits,
+    );
     split.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     assert_eq!(split.len(), whole.hits.len());
     for ((s1, p1), (s2, p2)) in whole.hits.iter().zip(&split) {
@@ -840,6 +845,12 @@ fn a_search_beside_another_index_scores_as_one_index_holding_both() {
     }
     // Alone, the pages' index counts only its own two pages: another scale.
     let alone = right.search(&q, &all, 0, 10).unwrap().hits;
-    let beside = right.search_beside(&q, &all, 0, 10, Some(&left)).unwrap().hits;
-    assert!((alone[0].0 - beside[0].0).abs() > 1e-3, "{alone:?} {beside:?}");
+    let beside = right
+        .search_beside(&q, &all, 0, 10, Some(&left))
+        .unwrap()
+        .hits;
+    assert!(
+        (alone[0].0 - beside[0].0).abs() > 1e-3,
+        "{alone:?} {beside:?}"
+    );
 }
