@@ -277,6 +277,9 @@ fn read_in_child(job: &[u8]) -> Answer {
     let deadline = Instant::now() + TIME_LIMIT;
     let mut reply = Vec::new();
     let mut timed_out = false;
+    // Whether the child's answer was read to its end (else it is killed before the wait, so
+    // that a child still writing can never keep the worker waiting).
+    let mut ended = false;
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         if wait_readable(&from_child, deadline).is_err() {
@@ -284,7 +287,10 @@ fn read_in_child(job: &[u8]) -> Answer {
             break;
         }
         match rustix::io::read(&from_child, &mut chunk) {
-            Ok(0) => break,
+            Ok(0) => {
+                ended = true;
+                break;
+            }
             Ok(n) if (reply.len() + n) as u64 <= MAX_REPLY_BYTES => {
                 reply.extend_from_slice(&chunk[..n])
             }
@@ -293,7 +299,7 @@ fn read_in_child(job: &[u8]) -> Answer {
             Err(_) => break,
         }
     }
-    if timed_out {
+    if !ended {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
     let status = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
@@ -301,7 +307,14 @@ fn read_in_child(job: &[u8]) -> Answer {
         .ok()
         .flatten()
         .and_then(|(_, s)| s.terminating_signal());
-    if timed_out || signal == Some(libc::SIGXCPU) || signal == Some(libc::SIGKILL) {
+    if timed_out || signal == Some(libc::SIGXCPU) {
+        return Err(PdfError::TooSlow(TIME_LIMIT.as_secs()));
+    }
+    if !ended {
+        return Err(PdfError::Crashed("its answer was cut short or over its bound".into()));
+    }
+    if signal == Some(libc::SIGKILL) {
+        // The kernel's kill at the CPU limit's hard bound.
         return Err(PdfError::TooSlow(TIME_LIMIT.as_secs()));
     }
     if signal == Some(libc::SIGABRT) {
