@@ -311,7 +311,9 @@ fn read_in_child(job: &[u8]) -> Answer {
         return Err(PdfError::TooSlow(TIME_LIMIT.as_secs()));
     }
     if !ended {
-        return Err(PdfError::Crashed("its answer was cut short or over its bound".into()));
+        return Err(PdfError::Crashed(
+            "its answer was cut short or over its bound".into(),
+        ));
     }
     if signal == Some(libc::SIGKILL) {
         // The kernel's kill at the CPU limit's hard bound.
