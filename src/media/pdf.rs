@@ -101,7 +101,16 @@ pub fn extract(bytes: &[u8], bounds: &PdfBounds) -> Result<PdfText, PdfError> {
     if doc.is_encrypted() && doc.decrypt("").is_err() {
         return Err(PdfError::Encrypted);
     }
-    let numbers: Vec<u32> = doc.get_pages().keys().copied().collect();
+    let pages = doc.get_pages();
+    // pdf-extract looks up inherited page attributes (MediaBox...) by following `/Parent`
+    // recursively, without a bound: a chain that loops would overflow the stack.
+    if let Some(&id) = pages.values().find(|&&id| !parents_end(&doc, id)) {
+        return Err(PdfError::Damaged(format!(
+            "the page tree loops or is deeper than {MAX_TREE_DEPTH} (object {})",
+            id.0
+        )));
+    }
+    let numbers: Vec<u32> = pages.keys().copied().collect();
     let mut text = PdfText {
         page_count: u32::try_from(numbers.len()).unwrap_or(u32::MAX),
         pages: Vec::with_capacity(numbers.len().min(bounds.max_pages)),
@@ -131,6 +140,25 @@ pub fn extract(bytes: &[u8], bounds: &PdfBounds) -> Result<PdfText, PdfError> {
         }
     }
     Ok(text)
+}
+
+/// Deepest page tree accepted (a page's `/Parent` chain).
+const MAX_TREE_DEPTH: usize = 64;
+
+/// Whether the `/Parent` chain from object `id` ends within [`MAX_TREE_DEPTH`] steps.
+fn parents_end(doc: &pdf_extract::Document, mut id: pdf_extract::ObjectId) -> bool {
+    for _ in 0..MAX_TREE_DEPTH {
+        let parent = doc
+            .get_dictionary(id)
+            .ok()
+            .and_then(|d| d.get(b"Parent").ok())
+            .and_then(|p| p.as_reference().ok());
+        match parent {
+            Some(next) => id = next,
+            None => return true,
+        }
+    }
+    false
 }
 
 /// An error's text cut to a line a client can show.
@@ -338,6 +366,19 @@ mod tests {
             // The parser may recover a cut file or refuse it; it must answer either way
             // (a panic here would fail the test, as it would kill only the worker's child).
             let _ = extract(&pdf[..cut], &PdfBounds::default());
+        }
+    }
+
+    #[test]
+    fn a_page_tree_that_loops_is_damaged_not_a_stack_overflow() {
+        // The fuzzer's find: the pages' node names itself as its parent.
+        let pdf = String::from_utf8(sample_pdf(&["hello"])).unwrap();
+        // (Same length, so the cross-reference table's offsets still hold.)
+        let looped = pdf.replacen("/Type /Pages ", "/Parent 2 0 R", 1);
+        assert_ne!(looped, pdf);
+        match extract(looped.as_bytes(), &PdfBounds::default()) {
+            Err(PdfError::Damaged(why)) => assert!(why.contains("page tree loops"), "{why}"),
+            other => panic!("{other:?}"),
         }
     }
 
