@@ -258,9 +258,7 @@ fn read_in_child(job: &[u8]) -> Answer {
         child_limits();
         let answer =
             std::panic::catch_unwind(|| crate::media::pdf::extract(job, &PdfBounds::default()))
-                .unwrap_or_else(|_| {
-                    Err(PdfError::Crashed("the reader failed on this file".into()))
-                });
+                .unwrap_or_else(|_| Err(PdfError::Crashed("it panicked".into())));
         let reply = serde_json::to_vec(&answer).unwrap_or_default();
         let mut rest = &reply[..];
         while !rest.is_empty() {
