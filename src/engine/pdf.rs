@@ -271,6 +271,7 @@ fn read_in_child(job: &[u8]) -> Answer {
         unsafe { libc::_exit(0) }
     }
     drop(to_child);
+    // Infallible: `fork` returned neither an error (< 0, answered above) nor 0 (the child).
     let pid = rustix::process::Pid::from_raw(pid).expect("a forked child's pid is positive");
     let deadline = Instant::now() + TIME_LIMIT;
     let mut reply = Vec::new();

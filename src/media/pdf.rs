@@ -164,11 +164,16 @@ fn parents_end(doc: &pdf_extract::Document, mut id: pdf_extract::ObjectId) -> bo
 /// An error's text cut to a line a client can show.
 fn short(s: &str) -> String {
     let line = s.lines().next().unwrap_or("").trim();
-    let mut end = line.len().min(120);
-    while !line.is_char_boundary(end) {
-        end -= 1;
+    line[..char_floor(line, 120)].to_owned()
+}
+
+/// The largest character boundary of `s` at or before `at`.
+pub fn char_floor(s: &str, at: usize) -> usize {
+    let mut at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
     }
-    line[..end].to_owned()
+    at
 }
 
 /// A page's text as the extractor lays it out, made plain: no trailing spaces, no run of more

@@ -596,7 +596,7 @@ fn read_attachment_within(
 /// Most bytes of a PDF's text one `read_attachment` reply carries; `next_page` says where to
 /// go on.
 pub const MAX_PDF_REPLY_BYTES: usize = 64 * 1024;
-use crate::media::pdf::{MAX_PDF_BYTES, is_pdf_name};
+use crate::media::pdf::{MAX_PDF_BYTES, char_floor, is_pdf_name};
 
 /// `read_attachment` for a PDF: its text, page by page, the pages `pages` names (all by
 /// default), to [`MAX_PDF_REPLY_BYTES`]. A PDF whose text cannot be read is sent as bytes
@@ -733,13 +733,4 @@ fn ranges_text(pages: &[u32]) -> String {
         i += 1;
     }
     out.join(",")
-}
-
-/// The largest character boundary of `s` at or before `at`.
-fn char_floor(s: &str, at: usize) -> usize {
-    let mut at = at.min(s.len());
-    while !s.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
 }
