@@ -12,7 +12,23 @@
 //! [tool.search_notes]                 # how one tool is shown
 //! name = "work_search"
 //! description = "Search my work notes."
+//!
+//! [[vault]]                           # several vaults in one server (`capvault serve` alone)
+//! path = "~/Work"
+//! name = "work"                       # what clients pass as `vault` (default: the folder's name)
+//! write = true                        # as --write, for this vault only
+//! write_scope = ["Inbox"]             # as --write-scope
+//! exclude = ["Private"]               # added to the other exclusions
+//! tools = "read"                      # this vault's tool profile (wins over --tools)
+//! disabled_tools = ["delete_note"]
+//! semantic = false                    # as --semantic, for this vault only
+//!
+//! [[vault]]
+//! path = "~/Personal"
 //! ```
+//!
+//! Vault folders named on the command line are served instead of the `[[vault]]` tables; a
+//! table whose `path` is one of them still gives that vault its settings.
 //!
 //! A file that does not parse, names an unknown key or an unknown tool, is a startup error
 //! naming the file and the line.
@@ -97,6 +113,53 @@ pub struct Config {
     /// Per-tool name and description overrides, by tool name.
     #[serde(default)]
     pub tool: BTreeMap<String, ToolEntry>,
+    /// The vaults to serve, each with its own settings (`[[vault]]` tables).
+    #[serde(default)]
+    pub vault: Vec<VaultEntry>,
+}
+
+/// One `[[vault]]` table: a vault to serve and what differs for it.
+#[derive(Debug, Default, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct VaultEntry {
+    /// The vault folder: absolute, or starting with `~/`.
+    pub path: PathBuf,
+    /// The name clients pass as `vault` (default: from the folder's name).
+    pub name: Option<String>,
+    /// Writes on or off for this vault (default: `--write`).
+    pub write: Option<bool>,
+    /// Folders writes are confined to, added to `--write-scope`.
+    #[serde(default)]
+    pub write_scope: Vec<String>,
+    /// Exclusion globs, added to the others.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// This vault's tool profile or list (wins over `--tools` and the file's `tools`).
+    pub tools: Option<String>,
+    /// Tools taken away from this vault.
+    #[serde(default)]
+    pub disabled_tools: Vec<String>,
+    /// Semantic search for this vault (default: `--semantic` or the file's `semantic`).
+    pub semantic: Option<bool>,
+}
+
+impl VaultEntry {
+    /// The folder as a host path: `~/` expanded; a relative path is refused (relative to what?).
+    pub fn folder(&self) -> Result<PathBuf, String> {
+        let shown = self.path.display();
+        if let Ok(rest) = self.path.strip_prefix("~") {
+            return dirs::home_dir()
+                .map(|h| h.join(rest))
+                .ok_or_else(|| format!("[[vault]] path {shown}: no home folder for this user"));
+        }
+        if self.path.is_absolute() {
+            Ok(self.path.clone())
+        } else {
+            Err(format!(
+                "[[vault]] path {shown}: give an absolute path or one starting with ~/"
+            ))
+        }
+    }
 }
 
 /// Which changes wait for the person's yes (`--confirm`, `confirm = "..."`).
@@ -232,6 +295,42 @@ disabled = true
         assert!(parse(b"index_pdfs = true\n").unwrap().index_pdfs);
         let e = parse(b"index_pdfs = \"yes\"\n").unwrap_err().to_string();
         assert!(e.starts_with("line 1"), "{e}");
+    }
+
+    #[test]
+    fn vault_tables_give_each_vault_its_settings() {
+        let c = parse(
+            br#"
+[[vault]]
+path = "~/Work"
+name = "work"
+write = true
+write_scope = ["Inbox"]
+tools = "read"
+[[vault]]
+path = "/srv/notes"
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.vault.len(), 2);
+        assert_eq!(c.vault[0].name.as_deref(), Some("work"));
+        assert_eq!(c.vault[0].write, Some(true));
+        assert_eq!(c.vault[1].write, None);
+        assert_eq!(
+            c.vault[1].folder().unwrap(),
+            std::path::PathBuf::from("/srv/notes")
+        );
+        if let Some(home) = dirs::home_dir() {
+            assert_eq!(c.vault[0].folder().unwrap(), home.join("Work"));
+        }
+        let e = parse(b"[[vault]]\npath = \"rel\"\n").unwrap().vault[0]
+            .folder()
+            .unwrap_err();
+        assert!(e.contains("absolute"), "{e}");
+        let e = parse(b"[[vault]]\npath = \"/x\"\ncolour = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("line 3") && e.contains("colour"), "{e}");
     }
 
     #[test]

@@ -47,4 +47,5 @@ mod state;
 mod tags;
 mod tasks;
 mod tools;
+mod vaults;
 mod writes;

@@ -41,7 +41,7 @@ impl PreparedCall {
             engine.set_embedding_unavailable(why);
         }
         if let Some(m) = opened.embedding {
-            engine.set_embedding_model(m);
+            engine.share_embedding_model(m);
         }
         let tool = match (list, tool) {
             (true, _) | (false, None) => None,

@@ -171,6 +171,10 @@ pub enum Command {
 pub struct ServeArgs {
     #[command(flatten)]
     pub options: Box<ServeOptions>,
+    /// More vault folders: one server for all of them, each vault separate (tools then take
+    /// `vault`, its name). Without any folder, the config file's `[[vault]]` tables.
+    #[arg(value_name = "MORE_VAULTS")]
+    pub more_vaults: Vec<PathBuf>,
     /// How clients connect: `stdio` (the client starts capvault; what client
     /// configurations run) or `http` (Streamable HTTP at `/mcp`, for many clients and
     /// remote access; see the README's "Remote access").
@@ -640,7 +644,7 @@ pub struct WriteArgs {
 #[derive(Args, Debug)]
 pub struct VaultArgs {
     /// The vault folder (an Obsidian vault or any folder of Markdown notes).
-    pub vault: PathBuf,
+    pub vault: Option<PathBuf>,
     /// Largest file, in bytes, that capvault will read; larger files are refused unread.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_READ_BYTES)]
     pub max_file_size: u64,

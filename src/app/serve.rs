@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rmcp::ServiceExt;
 
 use super::cli::{
-    HttpArgs, SandboxMode, SemanticArgs, ServeArgs, ServeOptions, Transport, VaultArgs, WriteArgs,
+    HttpArgs, SandboxMode, SemanticArgs, ServeArgs, ServeOptions, Transport, WriteArgs,
 };
 use super::oauth::OAuthPrepared;
 use super::{build_server, state_root};
@@ -21,12 +21,18 @@ use crate::vault::host::Host;
 use crate::vault::state::{AuditFile, StateDir};
 use crate::vault::{Limits, Vault, sandbox};
 
-/// A server ready to run: every folder open, credentials read, the listener bound, the sandbox
-/// applied.
-pub struct Prepared {
+/// One vault of a server ready to run: its name, engine, writer and tool profile.
+pub struct ServedVault {
+    name: String,
     engine: Arc<Engine>,
     writer: Option<Arc<Writer>>,
     policy: ToolPolicy,
+}
+
+/// A server ready to run: every folder open, credentials read, the listener bound, the sandbox
+/// applied.
+pub struct Prepared {
+    vaults: Vec<ServedVault>,
     http: Option<(crate::http::HttpOptions, std::net::TcpListener)>,
 }
 
@@ -37,6 +43,7 @@ impl Prepared {
     pub fn new(host: &Host, args: ServeArgs) -> anyhow::Result<Prepared> {
         let ServeArgs {
             options,
+            more_vaults,
             transport,
             http,
             rescan_after,
@@ -53,17 +60,22 @@ impl Prepared {
             Transport::Http => Some(http_args.options(host)?),
             Transport::Stdio => None,
         };
-        let (
-            Opened {
-                vault,
-                embedding,
-                writer,
-                policy,
-                cache,
-                embedding_off,
-            },
-            config,
-        ) = options.open(host, http.is_some())?;
+        let (opened, config) = options.open_all(host, http.is_some(), &more_vaults)?;
+        if let Some(h) = &http {
+            for name in h.tokens.vault_names() {
+                if !opened.iter().any(|o| o.name == name) {
+                    anyhow::bail!(
+                        "--token-file: `vaults={name}` names no vault this server serves (its \
+                         vaults: {})",
+                        opened
+                            .iter()
+                            .map(|o| o.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+            }
+        }
         let engine_options = options.engine_options(
             &config,
             EngineOptions {
@@ -75,29 +87,42 @@ impl Prepared {
             },
         )?;
         let write = &options.write;
+        let first = &opened[0];
         let mut oauth = OAuthPrepared::default();
         let mut oauth_files = None;
         let http = match http {
             Some(mut options) => {
                 let listener = crate::http::bind(&options)?;
                 let state = if http_args.oauth.is_some() {
-                    let files = match &writer {
+                    // The authorization server's store lives in the first vault's state folder.
+                    let files = match &first.writer {
                         Some(w) => w.folders().0.private_files("oauth"),
-                        None => StateDir::open(&state_root(write.state_dir.as_deref())?, &vault)
-                            .map_err(|e| anyhow::anyhow!("{e}"))?
-                            .private_files("oauth"),
+                        None => {
+                            StateDir::open(&state_root(write.state_dir.as_deref())?, &first.vault)
+                                .map_err(|e| anyhow::anyhow!("{e}"))?
+                                .private_files("oauth")
+                        }
                     };
                     Some(files.map_err(|e| anyhow::anyhow!("state folder: {e}"))?)
                 } else {
                     None
+                };
+                let shown = if opened.len() == 1 {
+                    first.vault.name().to_owned()
+                } else {
+                    opened
+                        .iter()
+                        .map(|o| o.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
                 oauth = http_args.oauth(
                     host,
                     &mut options,
                     listener.local_addr()?,
                     state,
-                    vault.name(),
-                    writer.is_some(),
+                    &shown,
+                    opened.iter().any(|o| o.writer.is_some()),
                 )?;
                 options.check().map_err(anyhow::Error::msg)?;
                 Some((options, listener))
@@ -110,9 +135,7 @@ impl Prepared {
             oauth_files = Some(auth.store_files());
         }
         apply_sandbox(
-            &vault,
-            writer.as_deref(),
-            &cache,
+            &opened,
             oauth_files,
             (oauth.connect_ports.clone(), oauth.name_lookups),
             sandbox,
@@ -120,42 +143,54 @@ impl Prepared {
         if let Some(path) = sandbox_probe {
             eprintln!("capvault: sandbox probe: {}", sandbox::probe(&path));
         }
-        let engine = Engine::open(vault, engine_options, cache);
-        if let Some(m) = embedding {
-            engine.set_embedding_model(m);
-        }
-        if let Some(why) = embedding_off {
-            engine.set_embedding_unavailable(why);
-        }
-        Ok(Prepared {
-            engine,
-            writer,
-            policy,
-            http,
-        })
+        let vaults = opened
+            .into_iter()
+            .map(|o| {
+                let engine = Engine::open(o.vault, engine_options.clone(), o.cache);
+                if let Some(m) = o.embedding {
+                    engine.share_embedding_model(m);
+                }
+                if let Some(why) = o.embedding_off {
+                    engine.set_embedding_unavailable(why);
+                }
+                ServedVault {
+                    name: o.name,
+                    engine,
+                    writer: o.writer,
+                    policy: o.policy,
+                }
+            })
+            .collect();
+        Ok(Prepared { vaults, http })
     }
 
     /// Serves until the client leaves (stdio) or a signal arrives.
     pub async fn serve(self) -> anyhow::Result<()> {
         match self.http {
-            Some((options, listener)) => {
-                serve_http(self.engine, self.writer, &self.policy, options, listener).await
-            }
-            None => serve_stdio(self.engine, self.writer, &self.policy).await,
+            Some((options, listener)) => serve_http(self.vaults, options, listener).await,
+            None => serve_stdio(self.vaults).await,
         }
     }
 }
 
-/// What [`ServeOptions`] open: the vault (with its write scopes), the model, the writer, the
-/// tool policy and the index cache.
+/// What [`ServeOptions`] open for one vault: the vault (with its write scopes), the model, the
+/// writer, the tool policy and the index cache.
 pub(super) struct Opened {
+    /// The name clients pass as `vault` when the server has several.
+    pub(super) name: String,
     pub(super) vault: Vault,
-    pub(super) embedding: Option<crate::semantic::Embedder>,
+    pub(super) embedding: Option<Arc<crate::semantic::Embedder>>,
     pub(super) writer: Option<Arc<Writer>>,
     pub(super) policy: ToolPolicy,
     pub(super) cache: IndexCache,
     /// Why `--semantic` has no model (the download failed, say), for `vault_info` and refusals.
     pub(super) embedding_off: Option<String>,
+}
+
+/// One vault to serve: its folder, and its `[[vault]]` table when the config file has one.
+struct VaultSpec {
+    folder: std::path::PathBuf,
+    entry: Option<crate::config::VaultEntry>,
 }
 
 impl ServeOptions {
@@ -203,39 +238,182 @@ impl ServeOptions {
         })
     }
 
-    /// Opens the config file, the vault, the model (a bad folder fails before any work, and its
-    /// files are read, or downloaded, before the sandbox closes the filesystem and the network;
-    /// a folder given wins over the config file's `semantic`), the state folder and the index
-    /// cache.
+    /// Opens the config file and the one vault these options name (`call`).
     pub(super) fn open(&self, host: &Host, http: bool) -> anyhow::Result<(Opened, Config)> {
-        let (vault, config) = self.vault.open(host)?;
+        let Some(folder) = &self.vault.vault else {
+            anyhow::bail!("name the vault folder: capvault call ~/Notes TOOL '{{...}}'");
+        };
+        let config = crate::config::load(host, self.vault.config.as_deref())?;
+        let spec = VaultSpec {
+            folder: folder.clone(),
+            entry: entry_for(&config, folder),
+        };
+        let (embedding, embedding_off) =
+            self.embedding(host, &config, std::slice::from_ref(&spec))?;
+        let opened = self.open_one(&config, &spec, http, (embedding, embedding_off))?;
+        Ok((opened, config))
+    }
+
+    /// Opens the config file and every vault to serve: those on the command line (`first` and
+    /// `more`), else the config file's `[[vault]]` tables. Each gets its own name (distinct),
+    /// writer, state, index cache and tool profile; the embedding model is loaded once.
+    pub(super) fn open_all(
+        &self,
+        host: &Host,
+        http: bool,
+        more: &[std::path::PathBuf],
+    ) -> anyhow::Result<(Vec<Opened>, Config)> {
+        let config = crate::config::load(host, self.vault.config.as_deref())?;
+        let named: Vec<&std::path::PathBuf> = self.vault.vault.iter().chain(more).collect();
+        let specs: Vec<VaultSpec> = if named.is_empty() {
+            config
+                .vault
+                .iter()
+                .map(|e| {
+                    Ok(VaultSpec {
+                        folder: e.folder().map_err(anyhow::Error::msg)?,
+                        entry: Some(e.clone()),
+                    })
+                })
+                .collect::<anyhow::Result<_>>()?
+        } else {
+            named
+                .into_iter()
+                .map(|f| VaultSpec {
+                    folder: f.clone(),
+                    entry: entry_for(&config, f),
+                })
+                .collect()
+        };
+        if specs.is_empty() {
+            anyhow::bail!(
+                "name the vault folder: `capvault serve ~/Notes` (several: `capvault serve \
+                 ~/Work ~/Personal`, or [[vault]] tables in the config file)"
+            );
+        }
+        if specs.len() > crate::server::vaults::MAX_VAULTS {
+            anyhow::bail!(
+                "at most {} vaults in one server",
+                crate::server::vaults::MAX_VAULTS
+            );
+        }
+        let model = self.embedding(host, &config, &specs)?;
+        let mut opened: Vec<Opened> = Vec::new();
+        for spec in &specs {
+            let mut one = self.open_one(&config, spec, http, model.clone())?;
+            // Two folders of one name: the later one gets a number.
+            if opened.iter().any(|o| o.name == one.name) {
+                if spec.entry.as_ref().is_some_and(|e| e.name.is_some()) {
+                    anyhow::bail!("two vaults are named `{}`: give one another name", one.name);
+                }
+                let base = one.name.clone();
+                let mut n = 2;
+                while opened.iter().any(|o| o.name == one.name) {
+                    one.name = format!("{base}-{n}");
+                    n += 1;
+                }
+            }
+            opened.push(one);
+        }
+        if opened.len() > 1 {
+            let list: Vec<&str> = opened.iter().map(|o| o.name.as_str()).collect();
+            tracing::info!(vaults = %list.join(", "), "serving several vaults");
+        }
+        Ok((opened, config))
+    }
+
+    /// The embedding model, when any of `specs` asks for semantic search: loaded (or
+    /// downloaded) once, before the sandbox; or why it could not be had.
+    fn embedding(
+        &self,
+        host: &Host,
+        config: &Config,
+        specs: &[VaultSpec],
+    ) -> anyhow::Result<(Option<Arc<crate::semantic::Embedder>>, Option<String>)> {
         let semantic = &self.semantic;
-        let mut embedding_off = None;
-        let embedding = match &semantic.embedding_model {
+        let wanted = specs.iter().any(|s| self.wants_semantic(config, s));
+        if !wanted {
+            return Ok((None, None));
+        }
+        Ok(match &semantic.embedding_model {
             Some(dir) => {
                 let started = std::time::Instant::now();
                 let m = crate::semantic::load_model(host, dir)?;
                 tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
                     ms = started.elapsed().as_millis() as u64, "embedding model loaded");
-                Some(m)
+                (Some(Arc::new(m)), None)
             }
-            None if semantic.semantic || config.semantic => match semantic_model(host, semantic)? {
-                Ok(m) => Some(m),
-                Err(why) => {
-                    embedding_off = Some(why);
-                    None
-                }
+            None => match semantic_model(host, semantic)? {
+                Ok(m) => (Some(Arc::new(m)), None),
+                Err(why) => (None, Some(why)),
             },
-            None => None,
+        })
+    }
+
+    /// True when the vault of `spec` has semantic search: its table's `semantic`, else a
+    /// model folder given, `--semantic` or the file's `semantic`.
+    fn wants_semantic(&self, config: &Config, spec: &VaultSpec) -> bool {
+        let default =
+            self.semantic.embedding_model.is_some() || self.semantic.semantic || config.semantic;
+        spec.entry
+            .as_ref()
+            .and_then(|e| e.semantic)
+            .unwrap_or(default)
+    }
+
+    /// Opens one vault with every exclusion, its write scopes, writer, tool policy and index
+    /// cache (a bad folder fails before any work).
+    fn open_one(
+        &self,
+        config: &Config,
+        spec: &VaultSpec,
+        http: bool,
+        (embedding, embedding_off): (Option<Arc<crate::semantic::Embedder>>, Option<String>),
+    ) -> anyhow::Result<Opened> {
+        let entry = spec.entry.clone().unwrap_or_default();
+        let mut patterns = self.vault.exclude.clone();
+        patterns.extend(config.exclude.iter().cloned());
+        patterns.extend(entry.exclude.iter().cloned());
+        let excluded = crate::vault::Exclusions::new(&patterns).map_err(anyhow::Error::msg)?;
+        let vault = Vault::open(
+            &spec.folder,
+            Limits {
+                max_read_bytes: self.vault.max_file_size,
+            },
+        )?
+        .with_exclusions(excluded);
+        let name = match &entry.name {
+            Some(n) if crate::server::vaults::valid_name(n) => n.clone(),
+            Some(n) => anyhow::bail!(
+                "[[vault]] name `{n}`: use 1 to {} letters, digits, `-`, `_` or `.`",
+                crate::server::vaults::MAX_NAME
+            ),
+            None => crate::server::vaults::name_from_folder(vault.name()),
         };
-        let vault = vault.with_write_scopes(self.write.scopes()?);
-        let writer = self.write.writer(&vault, &config, http)?;
-        let policy = config
-            .policy(
-                self.tools.as_deref(),
-                &crate::server::CapvaultServer::tool_names(),
-            )
+        let (embedding, embedding_off) = if self.wants_semantic(config, spec) {
+            (embedding, embedding_off)
+        } else {
+            (None, None)
+        };
+        let mut scopes = self.write.scopes()?;
+        for s in &entry.write_scope {
+            scopes.push(
+                crate::vault::VaultPath::parse_folder(s)
+                    .map_err(|e| anyhow::anyhow!("[[vault]] write_scope {s}: {e}"))?,
+            );
+        }
+        let vault = vault.with_write_scopes(scopes);
+        let write = entry.write.unwrap_or(self.write.write);
+        let writer = self.write.writer(&vault, config, http, write)?;
+        let known = crate::server::CapvaultServer::tool_names();
+        let mut policy = config
+            .policy(entry.tools.as_deref().or(self.tools.as_deref()), &known)
             .map_err(|e| anyhow::anyhow!("tools: {e}"))?;
+        for t in &entry.disabled_tools {
+            policy
+                .disable(t, &known)
+                .map_err(|e| anyhow::anyhow!("[[vault]] disabled_tools: {e}"))?;
+        }
         let cache = if self.no_index_cache {
             IndexCache::Off
         } else {
@@ -254,36 +432,27 @@ impl ServeOptions {
                 },
             }
         };
-        Ok((
-            Opened {
-                vault,
-                embedding,
-                writer,
-                policy,
-                cache,
-                embedding_off,
-            },
-            config,
-        ))
+        Ok(Opened {
+            name,
+            vault,
+            embedding,
+            writer,
+            policy,
+            cache,
+            embedding_off,
+        })
     }
 }
 
-impl VaultArgs {
-    /// The config file, then the vault with every exclusion (flags and file).
-    fn open(&self, host: &Host) -> anyhow::Result<(Vault, Config)> {
-        let config = crate::config::load(host, self.config.as_deref())?;
-        let mut patterns = self.exclude.clone();
-        patterns.extend(config.exclude.iter().cloned());
-        let excluded = crate::vault::Exclusions::new(&patterns).map_err(anyhow::Error::msg)?;
-        let vault = Vault::open(
-            &self.vault,
-            Limits {
-                max_read_bytes: self.max_file_size,
-            },
-        )?
-        .with_exclusions(excluded);
-        Ok((vault, config))
-    }
+/// The config file's `[[vault]]` table for the folder `folder` names, if one has its path.
+fn entry_for(config: &Config, folder: &std::path::Path) -> Option<crate::config::VaultEntry> {
+    let want = std::path::absolute(folder).ok()?;
+    let trim = |p: &std::path::Path| p.components().collect::<std::path::PathBuf>();
+    config
+        .vault
+        .iter()
+        .find(|e| e.folder().is_ok_and(|f| trim(&f) == trim(&want)))
+        .cloned()
 }
 
 impl WriteArgs {
@@ -298,15 +467,16 @@ impl WriteArgs {
             .collect()
     }
 
-    /// The writer, when `--write` is given; `http`: served over HTTP (where `if_match` is
-    /// required unless the flag or the config file say otherwise).
+    /// The writer, when `write` (`--write`, or the vault's table); `http`: served over HTTP
+    /// (where `if_match` is required unless the flag or the config file say otherwise).
     fn writer(
         &self,
         vault: &Vault,
         config: &Config,
         http: bool,
+        write: bool,
     ) -> anyhow::Result<Option<Arc<Writer>>> {
-        if !self.write {
+        if !write {
             return Ok(None);
         }
         let root = state_root(self.state_dir.as_deref())?;
@@ -459,32 +629,33 @@ fn semantic_model(
     }
 }
 
-/// Confines this process (and every thread it will start) to what `serve` needs.
+/// Confines this process (and every thread it will start) to what `serve` needs: the vaults,
+/// their caches, state folders and audit logs, the authorization server's files.
 fn apply_sandbox(
-    vault: &Vault,
-    writer: Option<&Writer>,
-    cache: &IndexCache,
+    opened: &[Opened],
     oauth: Option<&crate::vault::state::PrivateFiles>,
     (connect_ports, name_lookups): (Vec<u16>, bool),
     mode: SandboxMode,
 ) -> anyhow::Result<()> {
-    let (state, audit) = match writer.map(Writer::folders) {
-        Some((s, a)) => (Some(s), a),
-        None => (None, None),
-    };
-    let plan = sandbox::Plan {
-        vault,
-        vault_writable: writer.is_some(),
-        cache: match cache {
-            IndexCache::Dir(d) => Some(d),
-            _ => None,
-        },
-        state,
-        audit,
+    let mut plan = sandbox::Plan {
+        vaults: Vec::new(),
+        caches: Vec::new(),
+        states: Vec::new(),
+        audits: Vec::new(),
         oauth,
         connect_ports,
         name_lookups,
     };
+    for o in opened {
+        plan.vaults.push((&o.vault, o.writer.is_some()));
+        if let IndexCache::Dir(d) = &o.cache {
+            plan.caches.push(d);
+        }
+        if let Some((state, audit)) = o.writer.as_deref().map(Writer::folders) {
+            plan.states.push(state);
+            plan.audits.extend(audit);
+        }
+    }
     let mode = match mode {
         SandboxMode::BestEffort => sandbox::Mode::BestEffort,
         SandboxMode::Require => sandbox::Mode::Require,
@@ -507,21 +678,46 @@ fn apply_sandbox(
     }
     Ok(())
 }
-/// Serves `engine`'s vault over stdin/stdout until the client disconnects (stdin closes) or
-/// SIGINT or SIGTERM arrives, then shuts the engine down: background work stopped, threads
-/// joined, the index cache saved a last time.
-pub async fn serve_stdio(
-    engine: Arc<Engine>,
-    writer: Option<Arc<Writer>>,
-    policy: &ToolPolicy,
-) -> anyhow::Result<()> {
-    tracing::info!(
-        vault = engine.vault().name(),
-        writes = writer.is_some(),
-        "serving over stdio"
-    );
-    engine.start();
-    let server = build_server(&engine, writer, policy)?;
+/// The server of `vaults` (one vault's, or one over several), after removing what interrupted
+/// writes left behind.
+fn server_of(vaults: &[ServedVault]) -> anyhow::Result<crate::server::CapvaultServer> {
+    let mut members = Vec::new();
+    for v in vaults {
+        members.push(crate::server::vaults::Member {
+            name: v.name.clone(),
+            server: build_server(&v.engine, v.writer.clone(), &v.policy)?,
+        });
+    }
+    if members.len() == 1 {
+        return Ok(members.remove(0).server);
+    }
+    crate::server::CapvaultServer::several(members).map_err(anyhow::Error::msg)
+}
+
+/// Shuts every vault's engine down: background work stopped, threads joined, index caches saved.
+async fn shutdown(vaults: Vec<ServedVault>) -> anyhow::Result<()> {
+    tokio::task::spawn_blocking(move || {
+        for v in vaults {
+            v.engine.shutdown();
+        }
+    })
+    .await?;
+    Ok(())
+}
+
+/// Serves `vaults` over stdin/stdout until the client disconnects (stdin closes) or
+/// SIGINT or SIGTERM arrives, then shuts the engines down: background work stopped, threads
+/// joined, the index caches saved a last time.
+pub async fn serve_stdio(vaults: Vec<ServedVault>) -> anyhow::Result<()> {
+    for v in &vaults {
+        tracing::info!(
+            vault = v.engine.vault().name(),
+            writes = v.writer.is_some(),
+            "serving over stdio"
+        );
+        v.engine.start();
+    }
+    let server = server_of(&vaults)?;
     let served = tokio::select! {
         service = server.serve(rmcp::transport::stdio()) => match service {
             Ok(service) => {
@@ -545,25 +741,26 @@ pub async fn serve_stdio(
             Ok(())
         }
     };
-    tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+    shutdown(vaults).await?;
     served
 }
 
-/// Serves `engine`'s vault over Streamable HTTP (`options`, on `listener`) until SIGINT or SIGTERM, every
-/// session on the one engine; then lets requests in flight finish and shuts the engine down.
+/// Serves `vaults` over Streamable HTTP (`options`, on `listener`) until SIGINT or SIGTERM,
+/// every session on the same engines; then lets requests in flight finish and shuts the
+/// engines down.
 pub async fn serve_http(
-    engine: Arc<Engine>,
-    writer: Option<Arc<Writer>>,
-    policy: &ToolPolicy,
+    vaults: Vec<ServedVault>,
     options: crate::http::HttpOptions,
     listener: std::net::TcpListener,
 ) -> anyhow::Result<()> {
-    let server = build_server(&engine, writer, policy)?;
-    engine.start();
+    let server = server_of(&vaults)?;
+    for v in &vaults {
+        v.engine.start();
+    }
     let served = crate::http::serve(server, options, listener, shutdown_signal())
         .await
         .map_err(anyhow::Error::from);
-    tokio::task::spawn_blocking(move || engine.shutdown()).await?;
+    shutdown(vaults).await?;
     served
 }
 

@@ -150,10 +150,15 @@ impl Engine {
     /// Turns on semantic search with `model`. Call before [`Engine::start`]; the first call
     /// wins.
     pub fn set_embedding_model(&self, model: impl Into<Embedder>) {
-        let model: Embedder = model.into();
+        self.share_embedding_model(Arc::new(model.into()));
+    }
+
+    /// [`Engine::set_embedding_model`] with a model other engines use too (a server of several
+    /// vaults loads it once).
+    pub fn share_embedding_model(&self, model: Arc<Embedder>) {
         let dims = model.dimensions();
         let _ = self.embeddings.semantic.set(Arc::new(Semantic {
-            model: Arc::new(model),
+            model,
             store: RwLock::new(VectorStore::new(dims)),
             dirty: Mutex::new(HashSet::new()),
             complete: AtomicBool::new(false),

@@ -59,7 +59,7 @@ pub enum LineError {
     #[error(transparent)]
     Profile(#[from] PolicyError),
     /// A word after the profile.
-    #[error("unexpected `{0}` (a line is TOKEN [read|write] [PROFILE] [name=NAME])")]
+    #[error("unexpected `{0}` (a line is TOKEN [read|write] [PROFILE] [name=NAME] [vaults=A,B])")]
     Unexpected(String),
     /// A token an earlier line already gave.
     #[error("the same token is listed twice")]
@@ -67,6 +67,9 @@ pub enum LineError {
     /// A bad `name=`.
     #[error(transparent)]
     Name(#[from] NameError),
+    /// `vaults=` with no name in it.
+    #[error("`vaults=` needs vault names separated by commas")]
+    NoVaults,
 }
 
 /// A refused token name.
@@ -141,11 +144,24 @@ impl Tokens {
         Ok(())
     }
 
-    /// Adds the tokens of a token file. Each line is `TOKEN [read|write] [PROFILE] [name=NAME]`, where
+    /// The vault names the tokens are limited to (`vaults=`), each once, sorted: the server checks
+    /// them against the vaults it serves.
+    pub fn vault_names(&self) -> std::collections::BTreeSet<String> {
+        self.entries
+            .iter()
+            .filter_map(|e| e.grant.vaults.as_deref())
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// Adds the tokens of a token file. Each line is `TOKEN [read|write] [PROFILE] [name=NAME]
+    /// [vaults=A,B]`, where
     /// TOKEN is the token itself or `sha256:` and its digest in hex (what `capvault token new`
     /// prints, so the file holds no secret), the scope defaults to `read`, PROFILE (`all`,
     /// `read`, `minimal` or tool names separated by commas) narrows the tools further, and NAME
-    /// names the token in the access log (beside its digest's first digits). Blank
+    /// names the token in the access log (beside its digest's first digits), and `vaults=`
+    /// limits it to those vaults of a server of several (by name). Blank
     /// lines and lines starting with `#` are skipped.
     pub fn add_file(&mut self, text: &str, known_tools: &[String]) -> Result<(), TokenError> {
         for (n, line) in text.lines().enumerate() {
@@ -157,17 +173,21 @@ impl Tokens {
                 line: n + 1,
                 error: e,
             };
-            // `name=NAME` may stand anywhere after the token; the other words keep their order.
+            // `name=NAME` and `vaults=A,B` may stand anywhere after the token; the other words
+            // keep their order.
             let mut name = None;
-            let mut words = line
-                .split_whitespace()
-                .filter(|w| match w.strip_prefix("name=") {
-                    Some(n) => {
-                        name = Some(n);
-                        false
-                    }
-                    None => true,
-                });
+            let mut vaults = None;
+            let mut words = line.split_whitespace().filter(|w| {
+                if let Some(n) = w.strip_prefix("name=") {
+                    name = Some(n);
+                    false
+                } else if let Some(v) = w.strip_prefix("vaults=") {
+                    vaults = Some(v);
+                    false
+                } else {
+                    true
+                }
+            });
             let secret = words.next().unwrap_or_default();
             let digest = match secret.strip_prefix("sha256:") {
                 Some(hex) => parse_digest(hex).map_err(at)?,
@@ -196,6 +216,21 @@ impl Tokens {
             if self.entries.iter().any(|e| e.digest == digest) {
                 return Err(at(LineError::Twice));
             }
+            let vaults = match vaults {
+                None => None,
+                Some(list) => {
+                    let set: std::collections::BTreeSet<String> = list
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|v| !v.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                    if set.is_empty() {
+                        return Err(at(LineError::NoVaults));
+                    }
+                    Some(Arc::new(set))
+                }
+            };
             let id = match name {
                 Some(n) => {
                     check_name(n).map_err(|e| at(e.into()))?;
@@ -205,7 +240,12 @@ impl Tokens {
             };
             self.entries.push(Entry {
                 digest,
-                grant: Grant { id, write, tools },
+                grant: Grant {
+                    id,
+                    write,
+                    tools,
+                    vaults,
+                },
             });
         }
         Ok(())

@@ -20,6 +20,9 @@ pub struct Grant {
     pub write: bool,
     /// Only these tools (names in the code), when set.
     pub tools: Option<Arc<BTreeSet<String>>>,
+    /// Only these vaults (by name), when set: a server of several vaults shows and serves it
+    /// no other (a token file's `vaults=`).
+    pub vaults: Option<Arc<BTreeSet<String>>>,
 }
 
 impl Grant {
@@ -29,7 +32,13 @@ impl Grant {
             id: id.into(),
             write: true,
             tools: None,
+            vaults: None,
         }
+    }
+
+    /// True when the vault named `name` may be used with this grant.
+    pub fn allows_vault(&self, name: &str) -> bool {
+        self.vaults.as_ref().is_none_or(|v| v.contains(name))
     }
 
     /// True when `tool` (its name in the code) may be listed and called. A tool that is not a
@@ -74,6 +83,7 @@ mod tests {
             id: "t".into(),
             write: false,
             tools: None,
+            vaults: None,
         };
         assert!(g.allows("read_note"));
         assert!(g.allows("related_notes"));
@@ -91,6 +101,7 @@ mod tests {
             id: "t".into(),
             write: true,
             tools: Some(Arc::new(["read_note".to_owned()].into_iter().collect())),
+            vaults: None,
         };
         assert!(g.allows("read_note"));
         assert!(!g.allows("search_notes"));

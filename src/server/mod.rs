@@ -18,6 +18,7 @@ mod semantic_tools;
 mod task_tools;
 mod tools;
 mod vault_tools;
+pub mod vaults;
 mod write_tools;
 
 use std::collections::BTreeMap;
@@ -90,6 +91,9 @@ pub struct CapvaultServer {
     /// Notes are served as resources: only when the tool profile offers `read_note` (as a
     /// token's scope decides over HTTP).
     resources: bool,
+    /// A server of several vaults: each vault's own server, chosen by the `vault` argument
+    /// ([`vaults`]); this one's engine and writer are then the first vault's.
+    set: Option<Arc<vaults::VaultSet>>,
 }
 
 impl std::fmt::Debug for CapvaultServer {
@@ -155,6 +159,7 @@ impl CapvaultServer {
             tools: Arc::new(ToolTable { listed, names }),
             writer,
             resources,
+            set: None,
         })
     }
 
@@ -646,7 +651,7 @@ impl CapvaultServer {
              `unavailable`.{confirm}",
             name = self.vault.name(),
             resources = if self.resources {
-                format!(" Notes are also resources under `{URI_PREFIX}<path>`.")
+                resources_sentence()
             } else {
                 String::new()
             }
@@ -656,6 +661,28 @@ impl CapvaultServer {
 
 impl ServerHandler for CapvaultServer {
     fn get_info(&self) -> ServerConfig {
+        if let Some(set) = &self.set {
+            let mut capabilities = if self.resources {
+                ServerCapabilities::builder()
+                    .enable_tools()
+                    .enable_resources()
+                    .build()
+            } else {
+                ServerCapabilities::builder().enable_tools().build()
+            };
+            let (offered, changes) = set.prompts_offered();
+            if offered {
+                let mut p = rmcp::model::PromptsCapability::default();
+                p.list_changed = changes.then_some(true);
+                capabilities.prompts = Some(p);
+            }
+            return ServerConfig::new(capabilities)
+                .with_server_info(Implementation::new(
+                    env!("CARGO_PKG_NAME"),
+                    env!("CARGO_PKG_VERSION"),
+                ))
+                .with_instructions(set.instructions());
+        }
         let mut capabilities = if self.resources {
             ServerCapabilities::builder()
                 .enable_tools()
@@ -694,7 +721,11 @@ impl ServerHandler for CapvaultServer {
         let hints = context
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        let mut result = ListToolsResult::with_all_items(self.tools_for(Grant::of(&context)));
+        let tools = match &self.set {
+            Some(set) => set.list_tools(self, Grant::of(&context)),
+            None => self.tools_for(Grant::of(&context)),
+        };
+        let mut result = ListToolsResult::with_all_items(tools);
         result.result_type = Some(ResultType::COMPLETE);
         if hints {
             result.ttl_ms = Some(0);
@@ -708,6 +739,84 @@ impl ServerHandler for CapvaultServer {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match &self.set {
+            Some(set) => set.call_tool(self, request, context).await,
+            None => self.one_call_tool(request, context).await,
+        }
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        match &self.set {
+            Some(set) => set.on_initialized(context).await,
+            None => self.one_on_initialized(context).await,
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        match &self.set {
+            Some(set) => set.list_prompts(context).await,
+            None => self.one_list_prompts(request, context).await,
+        }
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        match &self.set {
+            Some(set) => set.get_prompt(request, context).await,
+            None => self.one_get_prompt(request, context).await,
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        match &self.set {
+            Some(set) => set.list_resources(request, context).await,
+            None => self.one_list_resources(request, context).await,
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        match &self.set {
+            Some(set) => Ok(set.resource_templates(Grant::of(&context))),
+            None => self.one_list_resource_templates(request, context).await,
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match &self.set {
+            Some(set) => set.read_resource(request, context).await,
+            None => self.one_read_resource(request, context).await,
+        }
+    }
+}
+
+impl CapvaultServer {
+    // One vault's answers: what the handler below gives a server of one vault, and what a
+    // server of several ([`vaults`]) asks each vault's server for.
+
+    async fn one_call_tool(
         &self,
         mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -847,13 +956,13 @@ impl ServerHandler for CapvaultServer {
         })
     }
 
-    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+    async fn one_on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
         if self.prompts_offered() && self.engine.options().prompts.folder.is_some() {
             prompts::notify_changes(&self.engine, context.peer);
         }
     }
 
-    async fn list_prompts(
+    async fn one_list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
@@ -865,7 +974,7 @@ impl ServerHandler for CapvaultServer {
         prompts::list(Arc::clone(&self.engine), hints).await
     }
 
-    async fn get_prompt(
+    async fn one_get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
@@ -876,7 +985,7 @@ impl ServerHandler for CapvaultServer {
             .map(Into::into)
     }
 
-    async fn list_resources(
+    async fn one_list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
@@ -889,7 +998,7 @@ impl ServerHandler for CapvaultServer {
             .map_err(|_| ErrorData::internal_error("the listing was aborted", None))?
     }
 
-    async fn list_resource_templates(
+    async fn one_list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
@@ -901,7 +1010,7 @@ impl ServerHandler for CapvaultServer {
         })
     }
 
-    async fn read_resource(
+    async fn one_read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
@@ -924,6 +1033,11 @@ impl ServerHandler for CapvaultServer {
         }
         Ok(result.into())
     }
+}
+
+/// What the instructions say of notes as resources (one vault's URIs).
+fn resources_sentence() -> String {
+    format!(" Notes are also resources under `{URI_PREFIX}<path>`.")
 }
 
 /// Every string under a `path` key in `value` (the notes a query's rows come from), at most

@@ -84,12 +84,12 @@ pub fn report() -> Option<&'static Report> {
 
 /// The handles the sandboxed server needs, and how.
 pub struct Plan<'a> {
-    /// The vault, writable with `--write`.
-    pub vault: &'a Vault,
-    pub vault_writable: bool,
-    pub cache: Option<&'a IndexCacheDir>,
-    pub state: Option<&'a StateDir>,
-    pub audit: Option<&'a AuditFile>,
+    /// The vaults served, each writable when `true` (`--write`).
+    pub vaults: Vec<(&'a Vault, bool)>,
+    /// Their index cache folders, state folders and audit logs' folders.
+    pub caches: Vec<&'a IndexCacheDir>,
+    pub states: Vec<&'a StateDir>,
+    pub audits: Vec<&'a AuditFile>,
     /// The authorization server's files (`--oauth builtin`), inside the state folder.
     pub oauth: Option<&'a PrivateFiles>,
     /// TCP ports this process may still connect to (the external issuer's JWKS, refreshed on
@@ -184,21 +184,25 @@ mod landlock_rules {
             .handle_access(AccessNet::from_all(TARGET_ABI))?
             .create()?;
         let mut reach = Vec::new();
-        let vault_access = if plan.vault_writable { all } else { read };
-        ruleset = ruleset.add_rule(PathBeneath::new(plan.vault.root.as_fd(), vault_access))?;
-        reach.push(if plan.vault_writable {
-            "the vault (read-write)"
-        } else {
-            "the vault (read-only)"
-        });
+        let several = plan.vaults.len() > 1;
+        for (vault, writable) in &plan.vaults {
+            let vault_access = if *writable { all } else { read };
+            ruleset = ruleset.add_rule(PathBeneath::new(vault.root.as_fd(), vault_access))?;
+            reach.push(match (several, *writable) {
+                (false, true) => "the vault (read-write)",
+                (false, false) => "the vault (read-only)",
+                (true, true) => "the vaults served read-write",
+                (true, false) => "the vaults served read-only",
+            });
+        }
         let mut rw: Vec<(&Dir, &'static str)> = Vec::new();
-        if let Some(c) = plan.cache {
+        for c in &plan.caches {
             rw.push((c.dir(), "the index cache folder"));
         }
-        if let Some(s) = plan.state {
+        for s in &plan.states {
             rw.push((s.dir(), "the state folder"));
         }
-        if let Some(a) = plan.audit {
+        for a in &plan.audits {
             rw.push((a.dir(), "the audit log's folder"));
         }
         if let Some(o) = plan.oauth {
@@ -244,7 +248,14 @@ mod landlock_rules {
         let filesystem = if state == State::Unavailable {
             "not restricted (no Landlock in this kernel)".to_owned()
         } else {
-            let mut s = format!("only {}", reach.join(", "));
+            // Several vaults: each kind of folder once.
+            let mut shown: Vec<&str> = Vec::new();
+            for r in &reach {
+                if !shown.contains(r) {
+                    shown.push(r);
+                }
+            }
+            let mut s = format!("only {}", shown.join(", "));
             if abi < 3 {
                 s.push_str("; truncating files is not restricted before Landlock ABI 3");
             }

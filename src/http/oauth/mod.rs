@@ -147,6 +147,7 @@ impl ResourceServer {
                         id: format!("oauth-{}", a.grant),
                         write: a.write,
                         tools: None,
+                        vaults: None,
                     },
                     format!("oauth-client {}", a.client),
                 )),
@@ -166,6 +167,7 @@ impl ResourceServer {
                             id: format!("jwt-{id}"),
                             write: c.write,
                             tools: None,
+                            vaults: None,
                         },
                         format!("jwt {holder}"),
                     ))
