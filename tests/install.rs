@@ -451,3 +451,41 @@ fn install_of_dot_or_dot_dot_stores_the_folders_own_path() {
         "{stored}"
     );
 }
+
+#[test]
+fn one_entry_serves_several_vaults_and_doctor_knows_each() {
+    let h = home();
+    let a = h.vault.to_str().unwrap().to_owned();
+    let second = h._tmp.path().join("Work Notes");
+    crate::common::write_tree(&second, &[("w.md", "# W\n")]);
+    let b = second.to_str().unwrap().to_owned();
+    let file = h.home.join(".cursor/mcp.json");
+    let o = capvault(&h, &["install", "cursor", &a, &b, "--write"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("adds the server `capvault` for these vaults"),
+        "{}",
+        text(&o)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        v["mcpServers"]["capvault"]["args"],
+        json!(["serve", a, b, "--write"])
+    );
+    // doctor finds the entry from either vault.
+    for vault in [&a, &b] {
+        let t = text(&capvault(&h, &["doctor", vault]));
+        assert!(t.contains("runs this binary on this vault"), "{t}");
+    }
+    // A folder named twice, or one that does not open, changes nothing.
+    let before = std::fs::read(&file).unwrap();
+    let o = capvault(&h, &["install", "cursor", &a, &a]);
+    assert!(
+        !o.status.success() && text(&o).contains("named twice"),
+        "{}",
+        text(&o)
+    );
+    let o = capvault(&h, &["install", "cursor", &a, "/no/such/vault"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}

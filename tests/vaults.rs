@@ -480,9 +480,11 @@ async fn vault_tables_give_each_vault_its_name_and_settings() {
     )
     .unwrap();
     let state = tmp.path().join("state");
+    let audit = tmp.path().join("audit.jsonl");
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
     cmd.args(["serve", "--config", config.to_str().unwrap()])
-        .args(["--state-dir", state.to_str().unwrap()]);
+        .args(["--state-dir", state.to_str().unwrap()])
+        .args(["--audit-log", audit.to_str().unwrap()]);
     cmd.env("CAPVAULT_LOG", "capvault=warn");
     cmd.env("XDG_CACHE_HOME", crate::common::test_cache_home());
     let s = Server::from_command(cmd).await;
@@ -508,6 +510,14 @@ async fn vault_tables_give_each_vault_its_name_and_settings() {
     )
     .await;
     assert!(work.join("New.md").is_file());
+    // The audit log names the vault of each change.
+    let log = std::fs::read_to_string(&audit).unwrap();
+    let line: Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (line["vault"].as_str(), line["path"].as_str()),
+        (Some("office"), Some("New.md")),
+        "{log}"
+    );
     // Home's own exclusion.
     let e = s
         .err(

@@ -35,6 +35,11 @@ impl PreparedCall {
             list,
         } = args;
         let (opened, config) = options.open(host, false)?;
+        if opened.writer.is_none()
+            && let Some(flag) = options.write.write_only_flag()
+        {
+            anyhow::bail!("{flag} needs --write");
+        }
         let engine_options = options.engine_options(&config, EngineOptions::default())?;
         let engine = Engine::open(opened.vault, engine_options, opened.cache);
         if let Some(why) = opened.embedding_off {

@@ -232,6 +232,9 @@ pub struct InstallArgs {
     /// The vault folder.
     #[arg(required_unless_present = "list")]
     pub vault: Option<PathBuf>,
+    /// More vault folders: one entry serves them all (`capvault serve A B`).
+    #[arg(value_name = "MORE_VAULTS", conflicts_with = "list")]
+    pub more_vaults: Vec<PathBuf>,
     /// The server's name in the client. Default: the entry that serves this vault already,
     /// else `capvault`, else (another vault has it) `capvault-<folder name>`.
     #[arg(long)]
@@ -608,11 +611,11 @@ pub struct WriteArgs {
     pub write: bool,
     /// Allow writes only inside this folder (repeatable; checked where a path really leads,
     /// through symlinks). Default: the whole vault (hidden and excluded places never).
-    #[arg(long, value_name = "FOLDER", requires = "write")]
+    #[arg(long, value_name = "FOLDER")]
     pub write_scope: Vec<String>,
     /// Let `delete_note(permanent = true)` remove files for good (otherwise deletes go to the
     /// vault's `.trash`).
-    #[arg(long, requires = "write")]
+    #[arg(long)]
     pub allow_permanent_delete: bool,
     /// Folder for the note history, audit log and writers' lock (default: the user's state
     /// folder, `~/.local/state/capvault` on Linux). It must be outside the vault.
@@ -620,18 +623,18 @@ pub struct WriteArgs {
     pub state_dir: Option<PathBuf>,
     /// Write the audit log (one JSON line per change, never note content) to this file
     /// instead of the state folder. It must be outside the vault.
-    #[arg(long, value_name = "FILE", requires = "write", value_parser = absolute_path)]
+    #[arg(long, value_name = "FILE", value_parser = absolute_path)]
     pub audit_log: Option<PathBuf>,
     /// `destructive`: deletes, whole-note replacements (`write_note`), folder moves, tag renames
     /// and restores wait for the person's yes, asked through the client (MCP elicitation) or,
     /// for a client that cannot ask, given with `capvault confirm`. `off` (the default) asks
     /// nothing. Overrides the config file's `confirm`.
-    #[arg(long, value_name = "WHAT", value_enum, requires = "write")]
+    #[arg(long, value_name = "WHAT", value_enum)]
     pub confirm: Option<crate::config::Confirm>,
     /// Refuse a change to an existing note that does not carry `if_match` (the version the client
     /// read). The default over HTTP; `--require-if-match=false` turns it off there. Overrides
     /// the config file's `require_if_match`.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", requires = "write")]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub require_if_match: Option<bool>,
     /// Keep at most this many MiB of earlier note versions (oldest pruned first).
     #[arg(long, value_name = "MIB", default_value_t = 512)]

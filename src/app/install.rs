@@ -12,6 +12,7 @@ pub fn install(host: &Host, args: InstallArgs) -> anyhow::Result<()> {
     let InstallArgs {
         client,
         vault,
+        more_vaults,
         name,
         write,
         tools,
@@ -28,6 +29,7 @@ pub fn install(host: &Host, args: InstallArgs) -> anyhow::Result<()> {
     let req = InstallRequest {
         client,
         vault,
+        more: more_vaults,
         name,
         write,
         tools,

@@ -315,7 +315,19 @@ impl ServeOptions {
             }
             opened.push(one);
         }
+        if !opened.iter().any(|o| o.writer.is_some())
+            && let Some(flag) = self.write.write_only_flag()
+        {
+            anyhow::bail!(
+                "{flag} needs --write (or `write = true` in a [[vault]] table of the config file)"
+            );
+        }
         if opened.len() > 1 {
+            for o in &opened {
+                if let Some(w) = &o.writer {
+                    w.set_vault_name(&o.name);
+                }
+            }
             let list: Vec<&str> = opened.iter().map(|o| o.name.as_str()).collect();
             tracing::info!(vaults = %list.join(", "), "serving several vaults");
         }
@@ -456,6 +468,19 @@ fn entry_for(config: &Config, folder: &std::path::Path) -> Option<crate::config:
 }
 
 impl WriteArgs {
+    /// The first flag given that only means something with writes on.
+    pub(super) fn write_only_flag(&self) -> Option<&'static str> {
+        [
+            (!self.write_scope.is_empty(), "--write-scope"),
+            (self.allow_permanent_delete, "--allow-permanent-delete"),
+            (self.audit_log.is_some(), "--audit-log"),
+            (self.confirm.is_some(), "--confirm"),
+            (self.require_if_match.is_some(), "--require-if-match"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
     /// The write scopes, as vault paths.
     fn scopes(&self) -> anyhow::Result<Vec<crate::vault::VaultPath>> {
         self.write_scope

@@ -284,16 +284,16 @@ fn check_clients(host: &Host, vault: &Vault, root: &Path, r: &mut Report<'_>) {
             let binary_ok = host
                 .file(Path::new(&entry.command))
                 .is_ok_and(|f| f.is_file());
-            let vault_arg = entry
-                .args
+            let vaults = super::entry_vaults(&entry.args);
+            // The first vault of the entry that does not open, if any.
+            let broken = vaults
                 .iter()
-                .position(|a| a == "serve")
-                .and_then(|i| entry.args.get(i + 1));
-            let vault_ok =
-                vault_arg.is_some_and(|v| Vault::open(Path::new(v), Limits::default()).is_ok());
+                .find(|v| Vault::open(Path::new(v), Limits::default()).is_err());
+            let vault_ok = !vaults.is_empty() && broken.is_none();
             let this_vault = vault_abs
                 .as_ref()
-                .is_some_and(|v| vault_arg.is_some_and(|a| Path::new(a) == v));
+                .is_some_and(|v| vaults.iter().any(|a| Path::new(a) == v));
+            let vault_arg = vaults.first();
             serves_this |= this_vault && binary_ok;
             if !binary_ok {
                 r.line(
@@ -306,7 +306,7 @@ fn check_clients(host: &Host, vault: &Vault, root: &Path, r: &mut Report<'_>) {
                     Outcome::Fail,
                     &format!(
                         "{what}: its vault {} does not open",
-                        vault_arg.map_or("(none)", String::as_str)
+                        broken.or(vault_arg).copied().unwrap_or("(none)")
                     ),
                     Some(&format!("capvault install {} <VAULT> --name {name}", c.id)),
                 );
@@ -330,7 +330,7 @@ fn check_clients(host: &Host, vault: &Vault, root: &Path, r: &mut Report<'_>) {
                     } else {
                         format!(
                             "{what}: runs this binary on another vault ({})",
-                            vault_arg.map_or("(none)", String::as_str)
+                            vaults.join(", ")
                         )
                     },
                     None,

@@ -44,6 +44,9 @@ pub enum SetupError {
     /// This binary could not be read for the bundle.
     #[error("this binary cannot be read")]
     BinaryUnreadable,
+    /// `install` names one vault folder twice.
+    #[error("{path}: named twice")]
+    SameVaultTwice { path: String },
     /// The vault's path is not UTF-8 (a client's entry is text).
     #[error("the vault's path is not UTF-8")]
     VaultNotUtf8,
@@ -106,6 +109,8 @@ pub struct InstallRequest {
     pub client: String,
     /// The vault folder.
     pub vault: PathBuf,
+    /// More vault folders the same entry serves (`capvault serve A B`).
+    pub more: Vec<PathBuf>,
     /// The server's name in the client; `None`: the entry that already serves this vault, or
     /// `capvault` when free, or `capvault-<folder name>` (see [`entry_name`]).
     pub name: Option<String>,
@@ -188,6 +193,20 @@ pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result
         .ok_or(SetupError::VaultNotUtf8)?
         .to_owned();
     let mut args = vec!["serve".to_owned(), vault_text];
+    for more in &req.more {
+        let v = Vault::open(more, Limits::default()).map_err(|e| SetupError::Vault(e.into()))?;
+        let abs = entry_path(&v, more)?;
+        let text = abs.to_str().ok_or(SetupError::VaultNotUtf8)?.to_owned();
+        if args.contains(&text) {
+            return Err(SetupError::SameVaultTwice { path: text });
+        }
+        args.push(text);
+    }
+    let these = if req.more.is_empty() {
+        "this vault"
+    } else {
+        "these vaults"
+    };
     if req.write {
         args.push("--write".to_owned());
     }
@@ -227,7 +246,7 @@ pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result
         return Ok(());
     }
     match &before {
-        Before::Nothing => writeln!(out, "adds the server `{name}` for this vault"),
+        Before::Nothing => writeln!(out, "adds the server `{name}` for {these}"),
         Before::SameVault(e) => writeln!(
             out,
             "updates the server `{name}`, which serves this vault (it ran: {})",
@@ -240,7 +259,7 @@ pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result
         ),
         Before::Beside(others) => writeln!(
             out,
-            "adds the server `{name}` for this vault, beside {} for another vault \
+            "adds the server `{name}` for {these}, beside {} for another vault \
              (--name chooses the name)",
             others
                 .iter()
@@ -286,10 +305,21 @@ enum Before {
     Beside(Vec<String>),
 }
 
-/// The vault an entry serves (the argument after `serve`).
+/// The vaults an entry serves: the arguments after `serve`, up to the first option.
+pub(crate) fn entry_vaults(args: &[String]) -> Vec<&str> {
+    let Some(at) = args.iter().position(|a| a == "serve") else {
+        return Vec::new();
+    };
+    args[at + 1..]
+        .iter()
+        .take_while(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        .collect()
+}
+
+/// The first vault an entry serves (the one `install` matches entries by).
 fn entry_vault(e: &Entry) -> Option<&str> {
-    let at = e.args.iter().position(|a| a == "serve")?;
-    e.args.get(at + 1).map(String::as_str)
+    entry_vaults(&e.args).first().copied()
 }
 
 /// An entry as a command line, for messages.

@@ -100,6 +100,9 @@ pub struct Writer {
     confirmations: confirm::Confirmations,
     /// What each client read lately (the audit log names it beside a change).
     reads: confirm::Reads,
+    /// The vault's name in a server of several: the audit log's lines carry it (one
+    /// `--audit-log` file may take every vault's changes).
+    vault_name: std::sync::OnceLock<String>,
 }
 
 /// Both locks, held for one operation.
@@ -188,6 +191,7 @@ impl Writer {
             local: Mutex::new(0),
             confirmations: confirm::Confirmations::default(),
             reads: confirm::Reads::default(),
+            vault_name: std::sync::OnceLock::new(),
         };
         let pruned = w
             .state
@@ -197,6 +201,12 @@ impl Writer {
             tracing::warn!(error = %e, "note history not pruned");
         }
         w
+    }
+
+    /// Names the vault in the audit log's lines (a server of several vaults; the first call
+    /// wins).
+    pub fn set_vault_name(&self, name: &str) {
+        let _ = self.vault_name.set(name.to_owned());
     }
 
     /// Whether permanent deletion is allowed.
@@ -293,6 +303,9 @@ impl Writer {
         });
         if let Some(to) = to {
             line["to"] = Value::String(to.to_owned());
+        }
+        if let Some(v) = self.vault_name.get() {
+            line["vault"] = Value::String(v.clone());
         }
         if let Some(actor) = confirm::current_actor() {
             if let Some(c) = actor.client {
