@@ -528,3 +528,89 @@ async fn vault_tables_give_each_vault_its_name_and_settings() {
     no_leak("excluded", &e, tmp.path());
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consent_page_lets_the_owner_choose_the_vaults_a_client_may_use() {
+    use crate::common::oauth::*;
+    let (tmp, vault, state) = fixture();
+    let other = tmp.path().join("Other");
+    write_tree(&other, &[("Secret.md", &format!("# S\n{HOME_SECRET}\n"))]);
+    let server = HttpChild::spawn(
+        &vault,
+        &[
+            other.to_str().unwrap(),
+            "--no-index-cache",
+            "--oauth",
+            "builtin",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    let base = base_url(&server);
+    // The page offers both vaults, ticked; unticking both is refused.
+    let client = register(&base, "Test client", "none").await;
+    let id = client["client_id"].as_str().unwrap();
+    let (_, challenge) = pkce();
+    let url = authorize_url(&base, id, &challenge, "vault:read");
+    let page = get(&url).await;
+    assert!(
+        page.body.contains("name=\"vault.vault\"") && page.body.contains("name=\"vault.Other\""),
+        "{}",
+        page.body
+    );
+    let (request, csrf) = (field(&page.body, "request"), field(&page.body, "csrf"));
+    let none = post_form(
+        &format!("{base}/oauth/authorize"),
+        &[
+            ("request", &request),
+            ("csrf", &csrf),
+            ("passphrase", PASSPHRASE),
+            ("decision", "allow"),
+        ],
+    )
+    .await;
+    assert_eq!(none.status, 400, "{}", none.body);
+    assert!(
+        none.body.contains("Tick at least one vault"),
+        "{}",
+        none.body
+    );
+    // Only `vault` ticked: the token sees and uses that vault alone.
+    let t = tokens(&base, "vault:read", &[("vault.vault", "on")]).await;
+    let access = t["access_token"].as_str().unwrap();
+    let (status, _, list) = mcp(&server, access, "tools/list", json!({})).await;
+    assert_eq!(status, 200);
+    let read = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "read_note")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        read["inputSchema"]["properties"]["vault"]["enum"],
+        json!(["vault"])
+    );
+    let (_, _, r) = mcp(
+        &server,
+        access,
+        "tools/call",
+        json!({"name": "read_note", "arguments": {"vault": "Other", "path": "Secret.md"}}),
+    )
+    .await;
+    assert!(!r.to_string().contains(HOME_SECRET), "{r}");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    // `capvault tokens list` (on the first vault, whose state holds the grants) says which.
+    let out = cli(&[
+        "tokens",
+        "list",
+        vault.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("(vaults: vault)"), "{text}");
+    assert!(server.terminate().await.success());
+}

@@ -24,7 +24,7 @@ impl HttpArgs {
         options: &mut HttpOptions,
         local: std::net::SocketAddr,
         state: Option<PrivateFiles>,
-        vault_name: &str,
+        vaults: &[String],
         write: bool,
     ) -> anyhow::Result<OAuthPrepared> {
         use crate::http::oauth::{self, Issuer};
@@ -93,7 +93,7 @@ impl HttpArgs {
             Issuer::Builtin(Arc::new(oauth::AuthServer::new(
                 base.clone(),
                 resource.clone(),
-                vault_name.to_owned(),
+                vaults.to_vec(),
                 write,
                 store,
                 docs,

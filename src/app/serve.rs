@@ -107,14 +107,11 @@ impl Prepared {
                 } else {
                     None
                 };
-                let shown = if opened.len() == 1 {
-                    first.vault.name().to_owned()
+                // The consent page names the vault (one), or lets the owner choose (several).
+                let shown: Vec<String> = if opened.len() == 1 {
+                    vec![first.vault.name().to_owned()]
                 } else {
-                    opened
-                        .iter()
-                        .map(|o| o.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    opened.iter().map(|o| o.name.clone()).collect()
                 };
                 oauth = http_args.oauth(
                     host,

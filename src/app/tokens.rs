@@ -94,7 +94,11 @@ fn list(
                 day(g.created),
                 day(g.last_refresh),
                 day(g.expires()),
-                g.client_name
+                match &g.vaults {
+                    // A server of several vaults: the ones the owner allowed.
+                    Some(v) => format!("{} (vaults: {})", g.client_name, v.join(", ")),
+                    None => g.client_name.clone(),
+                }
             );
         }
     }

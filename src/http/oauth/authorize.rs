@@ -79,7 +79,9 @@ const MAX_NAME_CHARS: usize = 80;
 pub struct AuthServer {
     pub(super) issuer: String,
     resource: String,
-    vault: String,
+    /// The vault's name, or the names of the vaults a server of several serves (the owner
+    /// chooses which a client may use).
+    vaults: Vec<String>,
     write_allowed: bool,
     pub(super) store: Arc<Store>,
     pending: Mutex<HashMap<String, Pending>>,
@@ -123,6 +125,8 @@ struct Code {
     redirect_uri: String,
     challenge: String,
     write: bool,
+    /// The vaults the owner allowed (a server of several), else `None`.
+    vaults: Option<Vec<String>>,
     created: Instant,
 }
 
@@ -225,7 +229,7 @@ impl AuthServer {
     pub fn new(
         issuer: String,
         resource: String,
-        vault: String,
+        vaults: Vec<String>,
         write_allowed: bool,
         store: Arc<Store>,
         docs: Option<ClientDocs>,
@@ -233,7 +237,7 @@ impl AuthServer {
         AuthServer {
             issuer,
             resource,
-            vault,
+            vaults,
             write_allowed,
             store,
             pending: Mutex::new(HashMap::new()),

@@ -147,7 +147,7 @@ impl ResourceServer {
                         id: format!("oauth-{}", a.grant),
                         write: a.write,
                         tools: None,
-                        vaults: None,
+                        vaults: a.vaults.map(|v| Arc::new(v.into_iter().collect())),
                     },
                     format!("oauth-client {}", a.client),
                 )),

@@ -124,7 +124,9 @@ fn page(title: &str, body: &str) -> String {
 
 /// What the consent page shows.
 pub struct Consent<'a> {
-    pub vault: &'a str,
+    /// The vault's name, or a server of several's vault names (the owner ticks those the
+    /// application may use).
+    pub vaults: &'a [String],
     pub client_name: &'a str,
     /// The host that published the client's metadata document, when it has one (otherwise
     /// the name is only what the client said of itself).
@@ -153,13 +155,37 @@ pub fn consent(c: &Consent<'_>) -> String {
     } else {
         ""
     };
+    // Several vaults: one box each, all ticked; the owner unticks those it may not use.
+    let choose = if c.vaults.len() > 1 {
+        let boxes: String = c
+            .vaults
+            .iter()
+            .map(|v| {
+                format!(
+                    "<label class=\"check\"><input type=\"checkbox\" name=\"vault.{v}\" \
+                     class=\"vault\" checked>{shown}</label>",
+                    v = escape(v),
+                    shown = shown(v)
+                )
+            })
+            .collect();
+        format!("<fieldset id=\"vaults\"><legend>Vaults it may use</legend>{boxes}</fieldset>")
+    } else {
+        String::new()
+    };
+    let whose = match c.vaults {
+        [one] => format!(
+            "your vault \u{201c}<span id=\"vault\">{}</span>\u{201d}",
+            shown(one)
+        ),
+        _ => "<span id=\"vault\">your vaults</span>".to_owned(),
+    };
     let error = match c.error {
         Some(e) => format!("<p id=\"error\" role=\"alert\">{}</p>", escape(e)),
         None => String::new(),
     };
     let body = format!(
-        "<h1>Allow <span id=\"client\">{client}</span> to use your vault \
-         \u{201c}<span id=\"vault\">{vault}</span>\u{201d}?</h1>\
+        "<h1>Allow <span id=\"client\">{client}</span> to use {whose}?</h1>\
          <dl><dt>Application</dt><dd>{client} <small id=\"publisher\">{publisher}</small></dd>\
          <dt>Returns to</dt><dd id=\"redirect\">{redirect}</dd>\
          <dt>Access</dt><dd id=\"scope\">{scope}</dd></dl>\
@@ -167,7 +193,7 @@ pub fn consent(c: &Consent<'_>) -> String {
          <form method=\"post\" action=\"/oauth/authorize\" id=\"consent\">\
          <input type=\"hidden\" name=\"request\" value=\"{request}\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         {read_only}\
+         {choose}{read_only}\
          <label for=\"passphrase\">Your capvault passphrase</label>\
          <input type=\"password\" name=\"passphrase\" id=\"passphrase\" autocomplete=\"off\" \
          required autofocus>\
@@ -184,7 +210,6 @@ pub fn consent(c: &Consent<'_>) -> String {
             Some(host) => format!("(published by {})", shown(host)),
             None => "(the name it gave itself)".to_owned(),
         },
-        vault = shown(c.vault),
         redirect = shown(c.redirect_to),
         days = super::store::REFRESH_TTL.as_secs() / 86_400,
         scope = if c.write {
@@ -217,7 +242,7 @@ mod tests {
     #[test]
     fn client_values_are_escaped_and_the_page_has_no_script() {
         let html = consent(&Consent {
-            vault: "Notes",
+            vaults: &["Notes".to_owned()],
             client_name: "<script>alert(1)</script>\"'",
             publisher: None,
             redirect_to: "evil.example\"><img src=x>",
@@ -236,7 +261,7 @@ mod tests {
     #[test]
     fn a_bidi_override_in_a_client_name_is_isolated_and_shown_not_obeyed() {
         let html = consent(&Consent {
-            vault: "Notes",
+            vaults: &["Notes".to_owned()],
             client_name: "<b>Evil</b>\u{202e}abc\u{2066}\u{200b}\u{e0041}",
             publisher: Some("app\u{202e}.example"),
             redirect_to: "cb\u{feff}.example",
@@ -264,7 +289,7 @@ mod tests {
     #[test]
     fn the_footer_names_the_vault_argument_and_the_real_lifetime() {
         let html = consent(&Consent {
-            vault: "Notes",
+            vaults: &["Notes".to_owned()],
             client_name: "App",
             publisher: None,
             redirect_to: "app.example",

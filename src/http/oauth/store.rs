@@ -72,6 +72,9 @@ pub struct GrantRecord {
     pub client_name: String,
     /// May call the write tools (`vault:write`).
     pub write: bool,
+    /// Only these vaults of a server of several (the owner's choice on the consent page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vaults: Option<Vec<String>>,
     pub created: u64,
     pub last_refresh: u64,
     refresh: Option<Token>,
@@ -101,6 +104,8 @@ struct Data {
 pub struct Access {
     pub grant: String,
     pub write: bool,
+    /// Only these vaults, when set.
+    pub vaults: Option<Vec<String>>,
     /// The client the grant was given to.
     pub client: String,
 }
@@ -145,8 +150,8 @@ pub struct Store {
 #[derive(Default)]
 struct Cached {
     stamp: Option<Stamp>,
-    /// Access token digest -> (grant, write, expires, client).
-    access: HashMap<[u8; 32], (String, bool, u64, String)>,
+    /// Access token digest -> what it gives, and when it expires.
+    access: HashMap<[u8; 32], (Access, u64)>,
     clients: Arc<Vec<Client>>,
 }
 
@@ -286,12 +291,8 @@ impl Store {
         Ok(cache
             .access
             .get(&d)
-            .filter(|(_, _, expires, _)| *expires > t)
-            .map(|(grant, write, _, client)| Access {
-                grant: grant.clone(),
-                write: *write,
-                client: client.clone(),
-            }))
+            .filter(|(_, expires)| *expires > t)
+            .map(|(a, _)| a.clone()))
     }
 
     /// A registered client.
@@ -319,7 +320,13 @@ impl Store {
     }
 
     /// A new grant for `client` with its first tokens.
-    pub fn grant(&self, client: &Client, write: bool) -> io::Result<Option<Issued>> {
+    /// `vaults`: only those vaults of a server of several.
+    pub fn grant(
+        &self,
+        client: &Client,
+        write: bool,
+        vaults: Option<Vec<String>>,
+    ) -> io::Result<Option<Issued>> {
         let access = random_secret("cva_")?;
         let refresh = random_secret("cvr_")?;
         let id = format!(
@@ -335,6 +342,7 @@ impl Store {
                 client_id: client.id.clone(),
                 client_name: client.name.clone(),
                 write,
+                vaults: vaults.clone(),
                 created: t,
                 last_refresh: t,
                 refresh: Some(Token {
@@ -482,7 +490,13 @@ impl Cached {
         for g in &data.grants {
             for a in &g.access {
                 if let Some(d) = unhex(&a.digest) {
-                    access.insert(d, (g.id.clone(), g.write, a.expires, g.client_id.clone()));
+                    let given = Access {
+                        grant: g.id.clone(),
+                        write: g.write,
+                        vaults: g.vaults.clone(),
+                        client: g.client_id.clone(),
+                    };
+                    access.insert(d, (given, a.expires));
                 }
             }
         }
@@ -544,11 +558,38 @@ mod tests {
     }
 
     #[test]
+    fn a_grant_limited_to_some_vaults_stays_limited_across_a_refresh() {
+        let (_t, s) = store();
+        let c = client("c1");
+        s.register(c.clone()).unwrap();
+        let first = s
+            .grant(&c, false, Some(vec!["Work".to_owned()]))
+            .unwrap()
+            .unwrap();
+        let limited = Some(vec!["Work".to_owned()]);
+        assert_eq!(
+            s.check_access(&first.access).unwrap().unwrap().vaults,
+            limited
+        );
+        let next = s
+            .refresh_grant("c1", &first.refresh, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            s.check_access(&next.access).unwrap().unwrap().vaults,
+            limited
+        );
+        assert_eq!(s.grants().unwrap()[0].vaults, limited);
+        let open = s.grant(&c, false, None).unwrap().unwrap();
+        assert_eq!(s.check_access(&open.access).unwrap().unwrap().vaults, None);
+    }
+
+    #[test]
     fn refresh_rotates_and_a_spent_refresh_token_revokes_the_family() {
         let (_t, s) = store();
         let c = client("c1");
         s.register(c.clone()).unwrap();
-        let first = s.grant(&c, true).unwrap().unwrap();
+        let first = s.grant(&c, true, None).unwrap().unwrap();
         assert_eq!(
             s.check_access(&first.access).unwrap().unwrap().grant,
             first.grant
@@ -591,7 +632,7 @@ mod tests {
         let (a, b) = (client("ca"), client("cb"));
         s.register(a.clone()).unwrap();
         s.register(b.clone()).unwrap();
-        let ga = s.grant(&a, false).unwrap().unwrap();
+        let ga = s.grant(&a, false, None).unwrap().unwrap();
         assert_eq!(
             s.revoke_token("cb", &ga.access).unwrap(),
             Revoked::OtherClient
@@ -614,7 +655,7 @@ mod tests {
         let (tmp, s) = store();
         let c = client("c2");
         s.register(c.clone()).unwrap();
-        let g = s.grant(&c, false).unwrap().unwrap();
+        let g = s.grant(&c, false, None).unwrap().unwrap();
         assert_eq!(
             s.refresh_grant("c2", &g.refresh, Some(true))
                 .unwrap()

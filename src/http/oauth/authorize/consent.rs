@@ -153,7 +153,7 @@ pub async fn authorize_page(State(auth): State<Arc<AuthServer>>, uri: http::Uri)
     };
     let (shown, source) = redirect_target(&redirect_uri);
     let body = page::consent(&page::Consent {
-        vault: &auth.vault,
+        vaults: &auth.vaults,
         client_name: &client.name,
         publisher: publisher(&client.id).as_deref(),
         redirect_to: &shown,
@@ -236,7 +236,7 @@ pub async fn authorize_answer(
         let csrf = store::random_secret("").unwrap_or_default();
         p.csrf = csrf.clone();
         let body = page::consent(&page::Consent {
-            vault: &auth.vault,
+            vaults: &auth.vaults,
             client_name: &p.client.name,
             publisher: publisher(&p.client.id).as_deref(),
             redirect_to: &shown,
@@ -302,6 +302,23 @@ pub async fn authorize_answer(
     }
     lock(&auth.by_address).remove(&peer.ip());
     let write = p.write && !form.contains_key("read_only");
+    // A server of several vaults: those the owner left ticked (at least one).
+    let vaults = (auth.vaults.len() > 1).then(|| {
+        auth.vaults
+            .iter()
+            .filter(|v| form.contains_key(&format!("vault.{v}")))
+            .cloned()
+            .collect::<Vec<_>>()
+    });
+    if vaults.as_ref().is_some_and(Vec::is_empty) {
+        let r = rerender(
+            &mut p,
+            StatusCode::BAD_REQUEST,
+            "Tick at least one vault, or deny.",
+        );
+        lock(&auth.pending).insert(request.clone(), p);
+        return r;
+    }
     let code = match store::random_secret("cvo_") {
         Ok(c) => c,
         Err(_) => return expired(),
@@ -316,11 +333,12 @@ pub async fn authorize_answer(
                 redirect_uri: p.redirect_uri.clone(),
                 challenge: p.challenge.clone(),
                 write,
+                vaults: vaults.clone(),
                 created: Instant::now(),
             },
         );
     }
-    tracing::info!(client = %p.client.name, write, "the owner allowed access");
+    tracing::info!(client = %p.client.name, write, vaults = ?vaults, "the owner allowed access");
     let mut pairs = vec![("code", code.as_str())];
     if let Some(s) = &p.state {
         pairs.push(("state", s));

@@ -104,7 +104,7 @@ pub async fn token(
             if !well_formed || !bool::from(computed.as_bytes().ct_eq(c.challenge.as_bytes())) {
                 return grant("code_verifier does not match the code_challenge");
             }
-            match auth.store.grant(&client, c.write) {
+            match auth.store.grant(&client, c.write, c.vaults.clone()) {
                 Ok(Some(issued)) => {
                     lock(&auth.spent).insert(d, (issued.grant.clone(), Instant::now()));
                     tracing::info!(grant = %issued.grant, client = %client.name, "tokens issued");
