@@ -361,6 +361,48 @@ def test_prompts_from_the_vault_and_built_in_are_listed_and_filled(vault):
         shutil.rmtree(tmp)
 
 
+def test_several_vaults_take_a_vault_argument_and_searches_cover_them_all(vault):
+    tmp = tempfile.mkdtemp()
+    try:
+        other = os.path.join(tmp, "Field Notes")
+        os.makedirs(other)
+        with open(os.path.join(other, "Otters.md"), "w") as f:
+            f.write("# Otters\n\nThe garden pond had otters today.\n")
+
+        async def body(s, init):
+            tools = {t.name: dump(t) for t in (await s.list_tools()).tools}
+            for name, t in tools.items():
+                jsonschema.Draft202012Validator.check_schema(t["inputSchema"])
+                assert t["inputSchema"]["properties"]["vault"]["enum"] == ["vault", "Field-Notes"], name
+            assert "vault" in tools["read_note"]["inputSchema"]["required"]
+            assert "vault" not in tools["search_notes"]["inputSchema"].get("required", [])
+            for _ in range(600):
+                _, _, info = await call(s, "vault_info", {})
+                if all(v["index"] == "ready" for v in info["vaults"]):
+                    break
+                await anyio.sleep(0.05)
+            assert [v["vault"] for v in info["vaults"]] == ["vault", "Field-Notes"]
+            r, is_error, found = await call(s, "search_notes", {"query": "garden"})
+            assert not is_error, r
+            jsonschema.validate(found, tools["search_notes"]["outputSchema"])
+            assert {h["vault"] for h in found["hits"]} == {"vault", "Field-Notes"}, found
+            r, is_error, note = await call(s, "read_note", {"vault": "Field-Notes", "path": "Otters"})
+            assert not is_error, r
+            jsonschema.validate(note, tools["read_note"]["outputSchema"])
+            assert note["vault"] == "Field-Notes" and "otters today" in note["content"]
+            r, is_error, _ = await call(s, "read_note", {"path": "Otters"})
+            assert is_error and error_of(r)["code"] == "invalid_argument"
+            assert "pass `vault`" in error_of(r)["message"]
+            text = (await s.read_resource("capvault://Field-Notes/Otters.md")).contents[0].text
+            assert "otters today" in text
+            prompts = [p.name for p in (await s.list_prompts()).prompts]
+            assert "Field-Notes/daily-review" in prompts and "vault/daily-review" in prompts
+
+        run(vault, body, other)
+    finally:
+        shutil.rmtree(tmp)
+
+
 def test_hidden_text_is_reported_and_marked_for_the_sdk(vault):
     """A clipping's HTML comment and zero-width space: reported in `hidden` with their lines, and
     made visible in the text under `--hidden-text mark`; the structured reply still validates
