@@ -614,3 +614,55 @@ async fn the_consent_page_lets_the_owner_choose_the_vaults_a_client_may_use() {
     assert!(text.contains("(vaults: vault)"), "{text}");
     assert!(server.terminate().await.success());
 }
+
+#[tokio::test]
+async fn tools_list_grows_only_by_the_vault_enum() {
+    let tmp = two_vaults();
+    let (work, home) = (tmp.path().join("Work"), tmp.path().join("Home"));
+    let state = tmp.path().join("state");
+    let flags = [
+        "--write",
+        "--no-index-cache",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    let one = Server::start_with(&work, &flags).await;
+    let mut with_home = vec![home.to_str().unwrap()];
+    with_home.extend(flags);
+    let two = Server::start_with(&work, &with_home).await;
+    let single = one.client.list_all_tools().await.unwrap();
+    let several = two.client.list_all_tools().await.unwrap();
+    assert_eq!(single.len(), several.len());
+    let size =
+        |t: &[rmcp::model::Tool]| serde_json::to_string(&json!({ "tools": t })).unwrap().len();
+    for t in &several {
+        let mut stripped = t.clone();
+        let mut schema = (*stripped.input_schema).clone();
+        let vault = schema["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("vault");
+        assert!(vault.is_some(), "{}: no `vault`", t.name);
+        if let Some(Value::Array(r)) = schema.get_mut("required") {
+            r.retain(|n| n != "vault");
+            if r.is_empty() {
+                schema.remove("required");
+            }
+        }
+        stripped.input_schema = std::sync::Arc::new(schema);
+        let same = single.iter().find(|s| s.name == t.name).unwrap();
+        assert_eq!(
+            serde_json::to_value(&stripped).unwrap(),
+            serde_json::to_value(same).unwrap(),
+            "{}: differs beyond `vault`",
+            t.name
+        );
+    }
+    let (a, b) = (size(&single), size(&several));
+    println!(
+        "tools/list --write: one vault {a} bytes, two vaults {b} bytes (+{})",
+        b - a
+    );
+    one.stop().await;
+    two.stop().await;
+}
