@@ -140,10 +140,21 @@ impl Prepared {
         if let Some(path) = sandbox_probe {
             eprintln!("capvault: sandbox probe: {}", sandbox::probe(&path));
         }
+        let several = opened.len() > 1;
         let vaults = opened
             .into_iter()
             .map(|o| {
-                let engine = Engine::open(o.vault, engine_options.clone(), o.cache);
+                let mut engine_options = engine_options.clone();
+                if several {
+                    // Each vault parses on its own pool: a large vault's first build never
+                    // queues a small one's work behind its own.
+                    engine_options.pool = rayon::ThreadPoolBuilder::new()
+                        .thread_name(|i| format!("capvault-parse-{i}"))
+                        .build()
+                        .ok()
+                        .map(Arc::new);
+                }
+                let engine = Engine::open(o.vault, engine_options, o.cache);
                 if let Some(m) = o.embedding {
                     engine.share_embedding_model(m);
                 }

@@ -81,7 +81,18 @@ impl Background {
 impl Engine {
     /// Runs the first build if it has not run yet; returns when it is complete.
     pub fn ensure_built(&self) {
-        self.background.built.call_once(|| self.build());
+        self.background
+            .built
+            .call_once(|| self.in_pool(|| self.build()));
+    }
+
+    /// Runs `f` on this engine's thread pool (its own in a server of several vaults), so the
+    /// parallel work inside uses it.
+    pub(crate) fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.options.pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
     }
 
     /// The first build: reads every note once, feeding model and index.

@@ -47,6 +47,11 @@ pub struct EngineOptions {
     pub pdf: std::sync::Arc<super::pdf::PdfReader>,
     /// Keep the text of every PDF in the vault, so that search covers it (`--index-pdfs`).
     pub index_pdfs: bool,
+    /// The thread pool this engine's builds and reconciles parse notes on (`None`: rayon's
+    /// global pool). A server of several vaults gives each engine its own, so a large vault's
+    /// first build does not hold up a small one's (both pools share the cores, none waits in
+    /// the other's queue).
+    pub pool: Option<std::sync::Arc<rayon::ThreadPool>>,
 }
 
 /// Where MCP prompts come from: a vault folder whose notes are prompts, and the built-in ones.
@@ -83,6 +88,7 @@ impl Default for EngineOptions {
             trust: crate::obsidian::provenance::TrustRules::default(),
             pdf: std::sync::Arc::new(super::pdf::PdfReader::none("no PDF worker was started")),
             index_pdfs: false,
+            pool: None,
         }
     }
 }

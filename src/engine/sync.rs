@@ -69,6 +69,10 @@ impl Engine {
 
     /// Reconciles several scopes in one batch (one index commit).
     pub fn sync_all(&self, scopes: &[VaultPath]) -> Result<(), VaultError> {
+        self.in_pool(|| self.sync_all_here(scopes))
+    }
+
+    fn sync_all_here(&self, scopes: &[VaultPath]) -> Result<(), VaultError> {
         let mut last = lock(&self.reconciles.last);
         let started = Instant::now();
         let first = self.model.current().refreshed_at().is_none();
