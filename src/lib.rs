@@ -88,7 +88,9 @@
 //!   history, audit, link rewrite on moves, task status) and [`notes::write::confirm`], what
 //!   `--confirm destructive` keeps between a question to the person and the answer.
 //! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
-//!   handlers, the resources API, the tool policy (profiles, renames, lean standard schemas),
+//!   handlers, the resources API, several vaults behind one server ([`server::vaults`]: each
+//!   vault its own server, chosen by a `vault` argument, a URI's authority or a prompt's
+//!   prefix), the tool policy (profiles, renames, lean standard schemas),
 //!   the person in the loop (`--confirm destructive` through elicitation, `--require-if-match`,
 //!   who made each change) and [`server::ToolError`], the stable error codes.
 //! - [`app`]: the command line ([`app::cli`], clap) and what each subcommand does, one module
