@@ -10,6 +10,9 @@ $WIRE_LOG names a file for the server's log (with CAPVAULT_LOG=capvault=debug, s
 
   CASES='[["read", "tools/call", {"name": "read_note", "arguments": {"path": "Home"}}]]' \\
     scripts/wire.py examples/vault --no-index-cache
+
+Several vaults: more folders after the first (`scripts/wire.py A B --no-index-cache`); the calls
+then name `vault` where they need one.
 """
 import json
 import os
@@ -51,7 +54,10 @@ def main():
     while True:
         r, _ = rpc("tools/call", {"name": "vault_info", "arguments": {}})
         info = json.loads(r["result"]["content"][0]["text"])
-        if info.get("index", {}).get("state") == "ready":
+        # Several vaults (VAULT names the first; more follow as arguments): every one ready.
+        states = [v["index"] for v in info["vaults"]] if "vaults" in info else [
+            info.get("index", {}).get("state")]
+        if all(s == "ready" for s in states):
             break
         time.sleep(0.2)
     time.sleep(float(os.environ.get("SETTLE", "0")))

@@ -22,6 +22,7 @@
 //! tools = "read"                      # this vault's tool profile (wins over --tools)
 //! disabled_tools = ["delete_note"]
 //! semantic = false                    # as --semantic, for this vault only
+//! embedding_model = "~/models/work"   # this vault's own model (wins over --embedding-model)
 //!
 //! [[vault]]
 //! path = "~/Personal"
@@ -141,24 +142,40 @@ pub struct VaultEntry {
     pub disabled_tools: Vec<String>,
     /// Semantic search for this vault (default: `--semantic` or the file's `semantic`).
     pub semantic: Option<bool>,
+    /// This vault's embedding model folder (absolute or `~/`; turns semantic search on; wins
+    /// over `--embedding-model`).
+    pub embedding_model: Option<PathBuf>,
 }
 
 impl VaultEntry {
     /// The folder as a host path: `~/` expanded; a relative path is refused (relative to what?).
     pub fn folder(&self) -> Result<PathBuf, String> {
-        let shown = self.path.display();
-        if let Ok(rest) = self.path.strip_prefix("~") {
-            return dirs::home_dir()
-                .map(|h| h.join(rest))
-                .ok_or_else(|| format!("[[vault]] path {shown}: no home folder for this user"));
-        }
-        if self.path.is_absolute() {
-            Ok(self.path.clone())
-        } else {
-            Err(format!(
-                "[[vault]] path {shown}: give an absolute path or one starting with ~/"
-            ))
-        }
+        host_path("path", &self.path)
+    }
+
+    /// The embedding model folder, when the table names one, as a host path.
+    pub fn embedding_folder(&self) -> Result<Option<PathBuf>, String> {
+        self.embedding_model
+            .as_deref()
+            .map(|p| host_path("embedding_model", p))
+            .transpose()
+    }
+}
+
+/// A `[[vault]]` table's path `key` as a host path: `~/` expanded, else absolute.
+fn host_path(key: &str, path: &Path) -> Result<PathBuf, String> {
+    let shown = path.display();
+    if let Ok(rest) = path.strip_prefix("~") {
+        return dirs::home_dir()
+            .map(|h| h.join(rest))
+            .ok_or_else(|| format!("[[vault]] {key} {shown}: no home folder for this user"));
+    }
+    if path.is_absolute() {
+        Ok(path.to_path_buf())
+    } else {
+        Err(format!(
+            "[[vault]] {key} {shown}: give an absolute path or one starting with ~/"
+        ))
     }
 }
 

@@ -304,6 +304,21 @@ async fn searches_cover_every_vault_and_each_tool_names_one() {
         .map(|(v, p)| ((*v).into(), (*p).into()))
         .collect();
     assert_eq!(paged, whole);
+    // A forged cursor naming one vault 300 times is one search of it; garbage is refused.
+    use base64::Engine as _;
+    let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(json!({"v": vec![json!(["Home", null]); 300], "t": 0, "e": false}).to_string());
+    let r = s
+        .ok(
+            "search_notes",
+            json!({"query": "lantern", "cursor": forged}),
+        )
+        .await;
+    assert_eq!(r["hits"].as_array().unwrap().len(), 1, "{r}");
+    let e = s
+        .err("search_notes", json!({"query": "lantern", "cursor": "!!"}))
+        .await;
+    assert!(e.starts_with("invalid_argument"), "{e}");
     // With `vault`: that vault only, and the reply says which.
     let one = s
         .ok(
@@ -469,13 +484,18 @@ async fn vault_tables_give_each_vault_its_name_and_settings() {
     let tmp = two_vaults();
     let (work, home) = (tmp.path().join("Work"), tmp.path().join("Home"));
     let config = tmp.path().join("config.toml");
+    // Home's own embedding model: semantic search there only.
+    let model = tmp.path().join("model");
+    crate::common::write_model(&model);
     std::fs::write(
         &config,
         format!(
             "[[vault]]\npath = \"{}\"\nname = \"office\"\nwrite = true\n\n[[vault]]\npath = \
-             \"{}\"\nexclude = [\"Private\"]\ntools = \"minimal\"\n",
+             \"{}\"\nexclude = [\"Private\"]\ntools = \"read\"\ndisabled_tools = \
+             [\"get_links\"]\nembedding_model = \"{}\"\n",
             work.display(),
-            home.display()
+            home.display(),
+            model.display()
         ),
     )
     .unwrap();
@@ -493,10 +513,19 @@ async fn vault_tables_give_each_vault_its_name_and_settings() {
         let t = tools.iter().find(|t| t.name == name).unwrap();
         Value::Object((*t.input_schema).clone())["properties"]["vault"]["enum"].clone()
     };
-    // Writes are on for `office` only; Home offers the minimal profile.
+    // Writes are on for `office` only; Home's profile leaves out get_links; Home alone has a
+    // model, so related_notes and a semantic search are Home's.
     assert_eq!(enum_of("edit_note"), json!(["office"]));
     assert_eq!(enum_of("read_note"), json!(["office", "Home"]));
     assert_eq!(enum_of("get_links"), json!(["office"]));
+    assert_eq!(enum_of("related_notes"), json!(["Home"]));
+    let e = s
+        .err(
+            "search_notes",
+            json!({"vault": "office", "query": "lantern", "mode": "semantic"}),
+        )
+        .await;
+    assert!(e.contains("model"), "{e}");
     let e = s
         .err(
             "write_note",

@@ -195,6 +195,9 @@ pub(super) struct Opened {
     pub(super) embedding_off: Option<String>,
 }
 
+/// A vault's embedding model, or why the one asked for could not be had.
+type EmbeddingChoice = (Option<Arc<crate::semantic::Embedder>>, Option<String>);
+
 /// One vault to serve: its folder, and its `[[vault]]` table when the config file has one.
 struct VaultSpec {
     folder: std::path::PathBuf,
@@ -256,9 +259,10 @@ impl ServeOptions {
             folder: folder.clone(),
             entry: entry_for(&config, folder),
         };
-        let (embedding, embedding_off) =
-            self.embedding(host, &config, std::slice::from_ref(&spec))?;
-        let opened = self.open_one(&config, &spec, http, (embedding, embedding_off))?;
+        let model = self
+            .embedding(host, &config, std::slice::from_ref(&spec))?
+            .remove(0);
+        let opened = self.open_one(&config, &spec, http, model)?;
         Ok((opened, config))
     }
 
@@ -305,10 +309,10 @@ impl ServeOptions {
                 crate::server::vaults::MAX_VAULTS
             );
         }
-        let model = self.embedding(host, &config, &specs)?;
+        let models = self.embedding(host, &config, &specs)?;
         let mut opened: Vec<Opened> = Vec::new();
-        for spec in &specs {
-            let mut one = self.open_one(&config, spec, http, model.clone())?;
+        for (spec, model) in specs.iter().zip(models) {
+            let mut one = self.open_one(&config, spec, http, model)?;
             // Two folders of one name: the later one gets a number.
             if opened.iter().any(|o| o.name == one.name) {
                 if spec.entry.as_ref().is_some_and(|e| e.name.is_some()) {
@@ -342,43 +346,63 @@ impl ServeOptions {
         Ok((opened, config))
     }
 
-    /// The embedding model, when any of `specs` asks for semantic search: loaded (or
-    /// downloaded) once, before the sandbox; or why it could not be had.
+    /// Each of `specs`' embedding model (or why it could not be had), in order: none without
+    /// semantic search; else its `[[vault]]` table's `embedding_model`, `--embedding-model`, or
+    /// the default model (downloaded when missing). Every model is loaded once, before the
+    /// sandbox, and shared by the vaults that name it.
     fn embedding(
         &self,
         host: &Host,
         config: &Config,
         specs: &[VaultSpec],
-    ) -> anyhow::Result<(Option<Arc<crate::semantic::Embedder>>, Option<String>)> {
-        let semantic = &self.semantic;
-        let wanted = specs.iter().any(|s| self.wants_semantic(config, s));
-        if !wanted {
-            return Ok((None, None));
-        }
-        Ok(match &semantic.embedding_model {
-            Some(dir) => {
-                let started = std::time::Instant::now();
-                let m = crate::semantic::load_model(host, dir)?;
-                tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
-                    ms = started.elapsed().as_millis() as u64, "embedding model loaded");
-                (Some(Arc::new(m)), None)
+    ) -> anyhow::Result<Vec<EmbeddingChoice>> {
+        let mut loaded: Vec<(Option<std::path::PathBuf>, EmbeddingChoice)> = Vec::new();
+        let mut out = Vec::new();
+        for spec in specs {
+            if !self.wants_semantic(config, spec) {
+                out.push((None, None));
+                continue;
             }
-            None => match semantic_model(host, semantic)? {
-                Ok(m) => (Some(Arc::new(m)), None),
-                Err(why) => (None, Some(why)),
-            },
-        })
+            let table_dir = spec
+                .entry
+                .as_ref()
+                .map(crate::config::VaultEntry::embedding_folder)
+                .transpose()
+                .map_err(anyhow::Error::msg)?
+                .flatten();
+            let dir = table_dir.or_else(|| self.semantic.embedding_model.clone());
+            if let Some((_, choice)) = loaded.iter().find(|(d, _)| *d == dir) {
+                out.push(choice.clone());
+                continue;
+            }
+            let choice = match &dir {
+                Some(dir) => {
+                    let started = std::time::Instant::now();
+                    let m = crate::semantic::load_model(host, dir)?;
+                    tracing::info!(model = %m.info().name, dimensions = m.dimensions(),
+                        ms = started.elapsed().as_millis() as u64, "embedding model loaded");
+                    (Some(Arc::new(m)), None)
+                }
+                None => match semantic_model(host, &self.semantic)? {
+                    Ok(m) => (Some(Arc::new(m)), None),
+                    Err(why) => (None, Some(why)),
+                },
+            };
+            loaded.push((dir, choice.clone()));
+            out.push(choice);
+        }
+        Ok(out)
     }
 
-    /// True when the vault of `spec` has semantic search: its table's `semantic`, else a
-    /// model folder given, `--semantic` or the file's `semantic`.
+    /// True when the vault of `spec` has semantic search: its table's `semantic` (or a model
+    /// folder it names), else a model folder given, `--semantic` or the file's `semantic`.
     fn wants_semantic(&self, config: &Config, spec: &VaultSpec) -> bool {
         let default =
             self.semantic.embedding_model.is_some() || self.semantic.semantic || config.semantic;
-        spec.entry
-            .as_ref()
+        let entry = spec.entry.as_ref();
+        entry
             .and_then(|e| e.semantic)
-            .unwrap_or(default)
+            .unwrap_or(default || entry.is_some_and(|e| e.embedding_model.is_some()))
     }
 
     /// Opens one vault with every exclusion, its write scopes, writer, tool policy and index
@@ -388,7 +412,7 @@ impl ServeOptions {
         config: &Config,
         spec: &VaultSpec,
         http: bool,
-        (embedding, embedding_off): (Option<Arc<crate::semantic::Embedder>>, Option<String>),
+        (embedding, embedding_off): EmbeddingChoice,
     ) -> anyhow::Result<Opened> {
         let entry = spec.entry.clone().unwrap_or_default();
         let mut patterns = self.vault.exclude.clone();
@@ -409,11 +433,6 @@ impl ServeOptions {
                 crate::server::vaults::MAX_NAME
             ),
             None => crate::server::vaults::name_from_folder(vault.name()),
-        };
-        let (embedding, embedding_off) = if self.wants_semantic(config, spec) {
-            (embedding, embedding_off)
-        } else {
-            (None, None)
         };
         let mut scopes = self.write.scopes()?;
         for s in &entry.write_scope {

@@ -95,7 +95,10 @@ impl Engine {
         }
     }
 
-    /// The first build: reads every note once, feeding model and index.
+    /// The first build: reads every note once, feeding model and index. (Never inlined: it is
+    /// called both on the engine's own pool and directly, and inlined it would be compiled
+    /// into each path.)
+    #[inline(never)]
     fn build(&self) {
         let started = Instant::now();
         if let Err(e) = self.create_index() {

@@ -72,6 +72,8 @@ impl Engine {
         self.in_pool(|| self.sync_all_here(scopes))
     }
 
+    /// (Never inlined: called on the engine's own pool and directly, see [`Engine::build`].)
+    #[inline(never)]
     fn sync_all_here(&self, scopes: &[VaultPath]) -> Result<(), VaultError> {
         let mut last = lock(&self.reconciles.last);
         let started = Instant::now();

@@ -738,20 +738,22 @@ impl ServerHandler for CapvaultServer {
         self.tools.listed.iter().find(|t| t.name == name).cloned()
     }
 
+    // A server of several vaults answers through boxed futures: their state machines stay out
+    // of the one-vault path's, which rmcp's transports each instantiate.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         match &self.set {
-            Some(set) => set.call_tool(self, request, context).await,
+            Some(set) => boxed(set.call_tool(self, request, context)).await,
             None => self.one_call_tool(request, context).await,
         }
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
         match &self.set {
-            Some(set) => set.on_initialized(context).await,
+            Some(set) => boxed(set.on_initialized(context)).await,
             None => self.one_on_initialized(context).await,
         }
     }
@@ -762,7 +764,7 @@ impl ServerHandler for CapvaultServer {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
         match &self.set {
-            Some(set) => set.list_prompts(context).await,
+            Some(set) => boxed(set.list_prompts(context)).await,
             None => self.one_list_prompts(request, context).await,
         }
     }
@@ -773,7 +775,7 @@ impl ServerHandler for CapvaultServer {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
         match &self.set {
-            Some(set) => set.get_prompt(request, context).await,
+            Some(set) => boxed(set.get_prompt(request, context)).await,
             None => self.one_get_prompt(request, context).await,
         }
     }
@@ -784,7 +786,7 @@ impl ServerHandler for CapvaultServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         match &self.set {
-            Some(set) => set.list_resources(request, context).await,
+            Some(set) => boxed(set.list_resources(request, context)).await,
             None => self.one_list_resources(request, context).await,
         }
     }
@@ -806,7 +808,7 @@ impl ServerHandler for CapvaultServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         match &self.set {
-            Some(set) => set.read_resource(request, context).await,
+            Some(set) => boxed(set.read_resource(request, context)).await,
             None => self.one_read_resource(request, context).await,
         }
     }
@@ -1033,6 +1035,13 @@ impl CapvaultServer {
         }
         Ok(result.into())
     }
+}
+
+/// `f` as a boxed trait object: polled through one shared function wherever it is awaited.
+fn boxed<'a, T>(
+    f: impl std::future::Future<Output = T> + Send + 'a,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>> {
+    Box::pin(f)
 }
 
 /// What the instructions say of notes as resources (one vault's URIs).

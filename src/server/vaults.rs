@@ -293,7 +293,7 @@ impl VaultSet {
             ));
         }
         let name = member.name.clone();
-        let reply = member.server.one_call_tool(request, context).await?;
+        let reply = call_one(&member.server, request, context).await?;
         Ok(match reply {
             CallToolResponse::Complete(r) => tagged(r, &name).into(),
             other => other,
@@ -310,10 +310,7 @@ impl VaultSet {
         let mut first: Option<Value> = None;
         let mut vaults = Vec::new();
         for m in members {
-            let reply = m
-                .server
-                .one_call_tool(request.clone(), context.clone())
-                .await?;
+            let reply = call_one(&m.server, request.clone(), context.clone()).await?;
             let CallToolResponse::Complete(r) = reply else {
                 return Ok(reply);
             };
@@ -391,17 +388,21 @@ impl VaultSet {
         let mut partial = false;
         let mut notes: Vec<Value> = Vec::new();
         for (name, from) in todo {
-            // A vault this request may not use (the cursor came from another grant) is skipped.
+            // A vault this request may not use (the cursor came from another grant) is skipped,
+            // and a vault named twice (a forged cursor) is searched once.
             let Some(member) = members.iter().find(|m| m.name == name) else {
                 continue;
             };
+            if pages.iter().any(|p| p.member.name == name) {
+                continue;
+            }
             let mut call = request.clone();
             let a = call.arguments.get_or_insert_with(Default::default);
             a.insert("limit".to_owned(), json!(limit));
             if let Some(c) = &from {
                 a.insert("cursor".to_owned(), json!(c));
             }
-            let reply = member.server.one_call_tool(call, context.clone()).await?;
+            let reply = call_one(&member.server, call, context.clone()).await?;
             let CallToolResponse::Complete(r) = reply else {
                 return Ok(reply);
             };
@@ -488,7 +489,7 @@ impl VaultSet {
                     a.insert("cursor".to_owned(), json!(c));
                 }
                 if let CallToolResponse::Complete(r) =
-                    p.member.server.one_call_tool(call, context.clone()).await?
+                    call_one(&p.member.server, call, context.clone()).await?
                     && let Some(n) = r
                         .structured_content
                         .as_ref()
@@ -737,6 +738,18 @@ impl VaultSet {
         });
         (offered, changes)
     }
+}
+
+/// One vault's answer to a tool call, as a boxed future: the call is made from several places
+/// here, and one shared, boxed state machine keeps each of them small.
+fn call_one<'a>(
+    server: &'a CapvaultServer,
+    request: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'a>,
+> {
+    Box::pin(server.one_call_tool(request, context))
 }
 
 /// The URI `uri` of a one-vault server (`capvault:///path`) as the vault `name`'s.
