@@ -585,6 +585,11 @@ impl VaultSet {
             for mut t in super::resources::templates().resource_templates {
                 t.uri_template = uri_in(&m.name, &t.uri_template);
                 t.name = format!("{} note", m.name);
+                t.description = Some(format!(
+                    "A note of the vault `{0}` by its path relative to that vault's root, e.g. \
+                     `{SCHEME}{0}/Projects/Plan.md`.",
+                    m.name
+                ));
                 all.push(t);
             }
         }
