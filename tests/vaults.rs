@@ -319,6 +319,20 @@ async fn searches_cover_every_vault_and_each_tool_names_one() {
         .err("search_notes", json!({"query": "lantern", "cursor": "!!"}))
         .await;
     assert!(e.starts_with("invalid_argument"), "{e}");
+    // A limit is taken as one vault takes it: a number in a string, a range refused the same.
+    let r = s
+        .ok("search_notes", json!({"query": "lantern", "limit": "2"}))
+        .await;
+    assert_eq!(r["hits"].as_array().unwrap().len(), 2, "{r}");
+    for bad in [json!(0), json!(500), json!("lots")] {
+        let e = s
+            .err("search_notes", json!({"query": "lantern", "limit": bad}))
+            .await;
+        assert!(
+            e.starts_with("invalid_argument") && e.contains("`limit`"),
+            "{bad}: {e}"
+        );
+    }
     // With `vault`: that vault only, and the reply says which.
     let one = s
         .ok(

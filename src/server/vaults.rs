@@ -355,9 +355,20 @@ impl VaultSet {
         members: Vec<&Member>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.get_or_insert_with(Default::default);
-        let limit = match args.get("limit").and_then(Value::as_u64) {
-            Some(l) => l.clamp(1, u64::from(MAX_LIMIT)),
-            None => u64::from(DEFAULT_LIMIT),
+        // A limit as one vault takes it (a number, or a number in a string); one out of range,
+        // or not a number, gets one vault's own refusal.
+        let limit = match args.get("limit") {
+            None | Some(Value::Null) => Some(u64::from(DEFAULT_LIMIT)),
+            Some(Value::Number(n)) => n.as_u64(),
+            Some(Value::String(t)) => t.trim().parse().ok(),
+            Some(_) => None,
+        };
+        let limit = match limit.filter(|l| (1..=u64::from(MAX_LIMIT)).contains(l)) {
+            Some(l) => l,
+            None => match members.first() {
+                Some(m) => return call_one(&m.server, request, context).await,
+                None => return refuse(ToolError::invalid("no vault to search")),
+            },
         };
         // Where each vault stands: its own cursor (`None`: from its start).
         let (todo, mut total, mut estimated, first_page) =
