@@ -494,3 +494,72 @@ fn http_options_without_the_http_transport_are_refused_by_name() {
         "{err}"
     );
 }
+
+#[test]
+fn serve_refuses_at_start_what_several_vaults_make_possible_to_get_wrong() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("A"), tmp.path().join("B"));
+    crate::common::write_tree(&a, &[("n.md", "x\n")]);
+    crate::common::write_tree(&b, &[("n.md", "y\n")]);
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    // No folder and no [[vault]] table.
+    let o = capvault(&["serve"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("name the vault folder"),
+        "{}",
+        stderr(&o)
+    );
+    // A flag that only means something with writes, and no vault writes (flag or table).
+    let log = tmp.path().join("audit.jsonl");
+    for (flag, value) in [
+        ("--audit-log", Some(log.to_str().unwrap())),
+        ("--write-scope", Some("Inbox")),
+        ("--confirm", Some("destructive")),
+        ("--allow-permanent-delete", None),
+    ] {
+        let mut args = vec!["serve", a, b, flag];
+        args.extend(value);
+        let o = capvault(&args);
+        assert!(!o.status.success(), "{flag}");
+        assert!(
+            stderr(&o).contains(&format!("{flag} needs --write")),
+            "{flag}: {}",
+            stderr(&o)
+        );
+        let mut args = vec!["call", a, "vault_info", flag];
+        args.extend(value);
+        let o = capvault(&args);
+        assert!(
+            stderr(&o).contains(&format!("{flag} needs --write")),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // A token limited to a vault this server does not serve.
+    let tokens = tmp.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        "vault-token-0123456789abcdef0123456789ab read vaults=A,Nope\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = capvault(&[
+        "serve",
+        a,
+        b,
+        "--transport",
+        "http",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        tokens.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("`vaults=Nope` names no vault") && stderr(&o).contains("A, B"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -709,3 +709,26 @@ async fn tools_list_grows_only_by_the_vault_enum() {
     one.stop().await;
     two.stop().await;
 }
+
+#[tokio::test]
+async fn two_folders_of_one_name_get_distinct_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        tmp.path().join("Notes"),
+        tmp.path().join("old").join("Notes"),
+    );
+    write_tree(&a, &[("a.md", "new\n")]);
+    write_tree(&b, &[("b.md", "old\n")]);
+    let s = Server::start_with(&a, &[b.to_str().unwrap()]).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let read = tools.iter().find(|t| t.name == "read_note").unwrap();
+    assert_eq!(
+        Value::Object((*read.input_schema).clone())["properties"]["vault"]["enum"],
+        json!(["Notes", "Notes-2"])
+    );
+    let r = s
+        .ok("read_note", json!({"vault": "Notes-2", "path": "b.md"}))
+        .await;
+    assert_eq!(r["content"], "old\n");
+    s.stop().await;
+}

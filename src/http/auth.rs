@@ -282,11 +282,7 @@ pub fn bearer(header: &str) -> Option<&str> {
 /// A name safe in a log line and a config file: 1 to `max` letters, digits, `-`, `_` or `.`
 /// (token names here; `capvault install --name` with its own `max`).
 pub fn check_name_within(name: &str, max: usize) -> Result<(), BadName> {
-    if (1..=max).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
+    if crate::server::vaults::is_plain_name(name, max) {
         Ok(())
     } else {
         Err(BadName { max })

@@ -52,15 +52,19 @@ pub(super) struct VaultSet {
     members: Vec<Member>,
 }
 
-/// True for a name a vault may have: 1 to [`MAX_NAME`] letters, digits, `-`, `_` or `.`, not
-/// starting with a dot (it stands in URIs, prompt names and token files).
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME
-        && !name.starts_with('.')
+/// True for 1 to `max` letters, digits, `-`, `_` or `.`: a name safe in a URI, a token file's
+/// line, a log line or a client's config (vaults', tokens' and client entries' names).
+pub fn is_plain_name(name: &str, max: usize) -> bool {
+    (1..=max).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// True for a name a vault may have: a plain name of at most [`MAX_NAME`] bytes, not starting
+/// with a dot (it stands in URIs, prompt names and token files).
+pub fn valid_name(name: &str) -> bool {
+    is_plain_name(name, MAX_NAME) && !name.starts_with('.')
 }
 
 /// The name a vault gets from its folder's name: every other character becomes `-`.
@@ -220,6 +224,10 @@ impl VaultSet {
     }
 
     pub(super) fn list_tools(&self, top: &CapvaultServer, grant: Option<&Grant>) -> Vec<Tool> {
+        if grant.is_none_or(|g| g.vaults.is_none()) {
+            // Every vault: the enums as built.
+            return top.tools_for(grant);
+        }
         top.tools_for(grant)
             .iter()
             .filter_map(|t| narrowed(t, &|n| grant.is_none_or(|g| g.allows_vault(n))))
