@@ -11,6 +11,7 @@ mod attacks;
 mod bases;
 mod bundle;
 mod cancel;
+mod changes;
 mod cli;
 mod confirm;
 mod contract;

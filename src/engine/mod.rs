@@ -26,6 +26,7 @@ use crate::model::{ModelRead, SharedModel};
 use crate::vault::Vault;
 
 mod cache;
+pub mod changes;
 mod embed;
 mod excluded;
 pub use excluded::Distrusted;
@@ -71,6 +72,8 @@ pub struct Engine {
     pdf_texts: pdf::TextCache,
     /// Every PDF's text, with `--index-pdfs`.
     pdf_store: std::sync::OnceLock<Arc<pdfs::PdfStore>>,
+    /// Every note created, changed, moved or deleted, numbered (`changes_since`).
+    change_log: changes::ChangeLog,
 }
 
 impl Drop for Engine {
@@ -93,7 +96,12 @@ impl Engine {
     /// An engine for `vault` with its index cache, shared from the start. Call
     /// [`Engine::start`] to build in the background; otherwise the first query builds.
     pub fn open(vault: Vault, options: EngineOptions, cache: IndexCache) -> Arc<Engine> {
+        let change_log = match &cache {
+            IndexCache::Dir(dir) => changes::ChangeLog::open(Arc::clone(dir)),
+            _ => changes::ChangeLog::in_memory(),
+        };
         let engine = Engine {
+            change_log,
             vault: Arc::new(vault),
             options,
             model: SharedModel::new(),
@@ -129,6 +137,11 @@ impl Engine {
     /// added, changed or removed). It holds no reference to the engine.
     pub fn watch_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// The change log (see [`changes`]).
+    pub fn change_log(&self) -> &changes::ChangeLog {
+        &self.change_log
     }
 
     /// The vault.

@@ -4,12 +4,13 @@
 //! Every reconcile is serialised; it computes the difference without holding the model, then
 //! takes the write lock only to apply it, and commits the index once per batch.
 
-use std::collections::HashSet;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use super::Engine;
+use super::changes;
 use super::lifecycle::release_free_memory;
 use super::texts::Slot;
 use crate::index::Stamp;
@@ -91,6 +92,11 @@ impl Engine {
         let reused = AtomicU64::new(0);
         let stager = read(&self.texts).stager();
         let fresh_texts: Mutex<Vec<(VaultPath, Slot)>> = Mutex::new(Vec::new());
+        // What the change log needs: every note read that is not as the index cache had it
+        // (none on a first build with no cache to compare with: nothing tells what changed).
+        let logging = !first || cached.is_some();
+        let hashed: Mutex<changes::Hashed> = Mutex::new(HashMap::new());
+        let kept_bytes = AtomicUsize::new(0);
         let stage = |n: NoteRead<'_>| {
             if first {
                 self.status.note_read();
@@ -105,12 +111,22 @@ impl Engine {
             {
                 // Indexed as it is now: the cached document stands.
                 reused.fetch_add(1, Ordering::Relaxed);
-            } else if let Some(ix) = index {
+                return;
+            }
+            if let Some(ix) = index {
                 let held = !unstaged || matches!(in_cache, Some(Some(_)));
                 let staged = if held { ix.stage(n) } else { ix.stage_new(n) };
                 if let Err(e) = staged {
                     tracing::warn!(path = %n.path, error = %e, "could not index a note");
                 }
+            }
+            if logging {
+                let len = n.text.len();
+                let text = (len <= changes::MAX_ONE_TEXT
+                    && kept_bytes.fetch_add(len, Ordering::Relaxed) + len
+                        <= changes::MAX_BATCH_TEXT_BYTES)
+                    .then(|| Arc::<str>::from(n.text));
+                lock(&hashed).insert(n.path.clone(), (changes::sha_of(n.text), len as u64, text));
             }
         };
         let mut changes: Vec<Change> = Vec::new();
@@ -163,6 +179,26 @@ impl Engine {
                 );
             }
         }
+        // What the change log will say, found against the model and texts before this batch;
+        // logged once the model has it (whoever reads an entry finds the note as it says).
+        let mut logged = None;
+        if logging {
+            let model = self.model.current();
+            let texts = read(&self.texts);
+            let found = changes::Found {
+                first,
+                cached: cached.as_ref(),
+                model: &model,
+                texts: self.options.keep_texts.then_some(&*texts),
+                hashed: recover(hashed.into_inner()),
+            };
+            let (observed, versions) = changes::observe(&self.change_log, &changes, found);
+            drop(texts);
+            drop(model);
+            logged = Some((observed, versions));
+        } else if first {
+            self.change_log.gap();
+        }
         if self.options.keep_texts {
             let mut texts = write(&self.texts);
             let removed = changes.iter().filter_map(|c| match c {
@@ -203,6 +239,9 @@ impl Engine {
             Vec::new()
         };
         self.model.apply_changes(changes, started);
+        if let Some((observed, versions)) = logged {
+            self.change_log.record(observed, versions);
+        }
         self.mark_dirty(dirty.iter());
         if changed {
             tracing::debug!(

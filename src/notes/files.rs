@@ -31,6 +31,8 @@ pub struct VaultInfo {
     pub tags: Option<usize>,
     /// The search index and what keeps it fresh: state, documents, build progress, watcher.
     pub index: IndexStatus,
+    /// `changes_since`'s cursor for "from now on".
+    pub changes_cursor: String,
     /// Settings read from the vault's `.obsidian` folder.
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub settings: VaultSettings,
@@ -243,6 +245,7 @@ pub fn vault_info(engine: &Engine, writes_enabled: bool) -> Result<VaultInfo, No
         attachments: None,
         tags: None,
         index: engine.status(),
+        changes_cursor: engine.change_log().cursor(),
         settings: load_settings(vault),
         writes_enabled,
         write_scopes: vault.write_scopes().iter().map(|p| p.to_string()).collect(),

@@ -6,6 +6,7 @@
 
 pub mod bases;
 pub mod cancel;
+pub mod changes;
 pub mod cursor;
 pub mod files;
 pub mod filter;
@@ -66,6 +67,10 @@ pub enum NoteError {
     /// The search index or the disk failed; a retry may succeed.
     #[error("{0}")]
     Unavailable(String),
+    /// A `changes_since` cursor whose changes are no longer kept (the message names the
+    /// oldest cursor kept).
+    #[error("{0}")]
+    CursorExpired(String),
     /// Files changed since a call's plan was made (several of them: one file's change is a
     /// [`VaultError::Changed`]).
     #[error("{0}")]

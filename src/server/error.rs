@@ -46,6 +46,9 @@ pub enum Code {
     ConfirmationRequired,
     /// The person said no to the change (or dismissed the question): nothing changed.
     Declined,
+    /// A `changes_since` cursor older than the change log keeps: the message names the oldest
+    /// cursor kept.
+    CursorExpired,
     /// A bug in capvault.
     Internal,
 }
@@ -65,6 +68,7 @@ impl Code {
             Code::Unavailable => "unavailable",
             Code::ConfirmationRequired => "confirmation_required",
             Code::Declined => "declined",
+            Code::CursorExpired => "cursor_expired",
             Code::Internal => "internal",
         }
     }
@@ -207,6 +211,7 @@ impl From<NoteError> for ToolError {
             NoteError::Refused(m) => ToolError::new(Code::Refused, m),
             NoteError::Unavailable(m) => ToolError::new(Code::Unavailable, m),
             NoteError::Conflict(m) => ToolError::new(Code::Conflict, m),
+            NoteError::CursorExpired(m) => ToolError::new(Code::CursorExpired, m),
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::notes::knowledge::{
 pub struct GetLinksArgs {
     /// The note (any file, for backlinks).
     pub path: String,
-    /// `out`, `in` (backlinks) or `both` (default).
+    /// `in`: backlinks; default `both`.
     #[serde(default = "both")]
     pub direction: Direction,
     /// Links per direction (default 100).
@@ -70,7 +70,7 @@ pub struct NeighborsArgs {
     /// Links away (default 1).
     #[schemars(range(min = 1, max = 5))]
     pub depth: Option<u32>,
-    /// `out`, `in` (backlinks) or `both` (default).
+    /// `in`: backlinks; default `both`.
     #[serde(default = "both")]
     pub direction: Direction,
     /// Notes per page (default 100).
@@ -114,7 +114,7 @@ fn paging(limit: Option<u32>, cursor: Option<String>) -> Paging {
 impl CapvaultServer {
     /// A note's outgoing links (target, resolved path, line, status) and backlinks.
     #[tool(annotations(
-        title = "Get links and backlinks",
+        title = "Links and backlinks",
         read_only_hint = true,
         destructive_hint = false,
         idempotent_hint = true,
@@ -166,9 +166,9 @@ impl CapvaultServer {
             .await
     }
 
-    /// Notes within a few links of a note (breadth-first), nearest first.
+    /// Notes within a few links of a note nearest first.
     #[tool(annotations(
-        title = "Get neighbouring notes",
+        title = "Neighbouring notes",
         read_only_hint = true,
         destructive_hint = false,
         idempotent_hint = true,

@@ -15,6 +15,7 @@ pub mod policy;
 mod prompts;
 mod resources;
 mod semantic_tools;
+mod subscriptions;
 mod task_tools;
 mod tools;
 mod vault_tools;
@@ -74,8 +75,8 @@ struct ToolTable {
 }
 
 /// One MCP session's server: cheap to clone, and every session of a vault shares one
-/// [`Engine`] (`CapvaultServer::new(Arc::clone(&engine), policy)` per session).
-#[derive(Clone)]
+/// [`Engine`] (`CapvaultServer::new(Arc::clone(&engine), policy)` per session). A clone is a new
+/// session: it shares everything but the notes subscribed to.
 pub struct CapvaultServer {
     /// The vault every request is served from.
     vault: Arc<Vault>,
@@ -94,6 +95,23 @@ pub struct CapvaultServer {
     /// A server of several vaults: each vault's own server, chosen by the `vault` argument
     /// ([`vaults`]); this one's engine and writer are then the first vault's.
     set: Option<Arc<vaults::VaultSet>>,
+    /// This session's `resources/subscribe` subscriptions.
+    subscribed: Arc<subscriptions::Subscribed>,
+}
+
+impl Clone for CapvaultServer {
+    fn clone(&self) -> Self {
+        CapvaultServer {
+            vault: Arc::clone(&self.vault),
+            engine: Arc::clone(&self.engine),
+            tool_router: self.tool_router.clone(),
+            tools: Arc::clone(&self.tools),
+            writer: self.writer.clone(),
+            resources: self.resources,
+            set: self.set.clone(),
+            subscribed: Arc::default(),
+        }
+    }
 }
 
 impl std::fmt::Debug for CapvaultServer {
@@ -121,7 +139,27 @@ static ROUTERS: LazyLock<Routers> = LazyLock::new(|| Routers {
     write: CapvaultServer::write_router(),
 });
 
+/// The error for a resource URI that names no note this request may see.
+fn unknown_uri(uri: &str) -> ErrorData {
+    let data = (uri.len() <= 2048).then(|| serde_json::json!({ "uri": uri }));
+    ErrorData::invalid_params(
+        "unknown resource URI: subscribe to a note's URI as resources/list gives it",
+        data,
+    )
+}
+
 impl CapvaultServer {
+    /// The vaults this request may see, as change notifications watch them.
+    fn watched(&self, grant: Option<&Grant>) -> Vec<subscriptions::Watched> {
+        match &self.set {
+            Some(set) => set.watched(grant),
+            None => vec![subscriptions::Watched {
+                engine: Arc::clone(&self.engine),
+                vault: None,
+            }],
+        }
+    }
+
     /// A session on `engine`, offering the tools `policy` allows. Fails only when the policy
     /// renames two tools to one name.
     pub fn new(engine: Arc<Engine>, policy: &ToolPolicy) -> Result<Self, PolicyError> {
@@ -160,6 +198,7 @@ impl CapvaultServer {
             writer,
             resources,
             set: None,
+            subscribed: Arc::default(),
         })
     }
 
@@ -666,6 +705,8 @@ impl ServerHandler for CapvaultServer {
                 ServerCapabilities::builder()
                     .enable_tools()
                     .enable_resources()
+                    .enable_resources_subscribe()
+                    .enable_resources_list_changed()
                     .build()
             } else {
                 ServerCapabilities::builder().enable_tools().build()
@@ -687,14 +728,16 @@ impl ServerHandler for CapvaultServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
                 .build()
         } else {
             ServerCapabilities::builder().enable_tools().build()
         };
         if self.prompts_offered() {
-            // The list changes only with a prompts folder (the built-in prompts are fixed);
-            // sessions are told (`notifications/prompts/list_changed`), a stateless 2026-07-28
-            // client has no `subscriptions/listen` yet (issue 37).
+            // The list changes only with a prompts folder (the built-in prompts are fixed):
+            // sessions are told (`notifications/prompts/list_changed`); a 2026-07-28 client's
+            // `subscriptions/listen` carries the resources' notifications only.
             let mut p = rmcp::model::PromptsCapability::default();
             p.list_changed = self
                 .engine
@@ -752,10 +795,71 @@ impl ServerHandler for CapvaultServer {
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if self.resources && self.subscribed.start() {
+            subscriptions::spawn_session(
+                self.watched(None),
+                context.peer.clone(),
+                Arc::clone(&self.subscribed),
+            );
+        }
         match &self.set {
             Some(set) => boxed(set.on_initialized(context)).await,
             None => self.one_on_initialized(context).await,
         }
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.check_resource_grant(&context)?;
+        let watched = self.watched(Grant::of(&context));
+        let (_, canonical) = subscriptions::canonical(&watched, &request.uri)
+            .ok_or_else(|| unknown_uri(&request.uri))?;
+        self.subscribed.add(canonical, request.uri)
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.check_resource_grant(&context)?;
+        let watched = self.watched(Grant::of(&context));
+        if let Some((_, canonical)) = subscriptions::canonical(&watched, &request.uri) {
+            self.subscribed.remove(&canonical);
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let mut f = rmcp::model::SubscriptionFilter::new();
+        if self.resources {
+            f.resources_list_changed = requested.resources_list_changed.filter(|b| *b);
+            let watched = self.watched(None);
+            f.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+                uris.iter()
+                    .filter(|u| subscriptions::canonical(&watched, u).is_some())
+                    .take(subscriptions::MAX_SUBSCRIPTIONS)
+                    .cloned()
+                    .collect()
+            });
+        }
+        Some(f)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.check_resource_grant(context.request_context())?;
+        let watched = self.watched(Grant::of(context.request_context()));
+        let stop = context.request_context().ct.clone();
+        subscriptions::listen(watched, context.sink().clone(), context.accepted(), stop).await;
+        Ok(())
     }
 
     async fn list_prompts(

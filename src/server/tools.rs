@@ -27,8 +27,7 @@ use crate::vault::VaultPath;
 pub struct ReadNoteArgs {
     /// Vault-relative path, e.g. `Projects/Plan.md`, or a note name.
     pub path: String,
-    /// `content` (default), `outline` (headings, line numbers), `frontmatter`, or `metadata`
-    /// (aliases, tags, links, headings, block ids).
+    /// `outline`: headings, line numbers; `metadata`: aliases, tags, links, headings, block ids.
     #[serde(default)]
     pub format: Format,
     /// Only the section under this heading.
@@ -52,7 +51,7 @@ pub struct ReadNoteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListNotesArgs {
-    /// Folder to list (default: the whole vault).
+    /// Default: the whole vault.
     #[serde(default)]
     pub folder: String,
     /// Include subfolders.
@@ -63,7 +62,7 @@ pub struct ListNotesArgs {
     pub limit: Option<u32>,
     // A `next_cursor` (the name says it).
     pub cursor: Option<String>,
-    /// Only notes with this tag or one nested under it.
+    /// This tag or one under it.
     pub tag: Option<String>,
     /// Notes whose frontmatter has this key.
     pub property: Option<String>,
@@ -82,7 +81,7 @@ pub struct ListNotesArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListFoldersArgs {
-    /// Folder whose subfolders to list (default: the vault root).
+    /// Default: the vault root.
     #[serde(default)]
     pub folder: String,
     /// Levels down (default 2).
@@ -102,8 +101,8 @@ pub struct SearchNotesArgs {
     /// Ranked: words (all must match), `"phrases"`, `-word` to exclude. Exact: a piece of
     /// text. Regex: a Rust regex.
     pub query: String,
-    /// `ranked` (default), `exact` or `regex` (every matching line); with a model also
-    /// `semantic`, `hybrid` (then the default).
+    /// `exact`, `regex`: every matching line; `semantic`, `hybrid` need a model (then
+    /// `hybrid` is the default, else `ranked`).
     pub mode: Option<Mode>,
     /// Most hits (default 20).
     #[schemars(range(min = 1, max = crate::notes::search::MAX_LIMIT))]
@@ -113,7 +112,7 @@ pub struct SearchNotesArgs {
     pub case_sensitive: bool,
     /// Only notes under this folder.
     pub folder: Option<String>,
-    /// Only notes with this tag or one nested under it.
+    /// This tag or one under it.
     pub tag: Option<String>,
     /// Notes whose frontmatter has this key.
     pub property: Option<String>,
@@ -138,8 +137,8 @@ fn yes() -> bool {
 
 #[tool_router(vis = "pub(super)")]
 impl CapvaultServer {
-    /// Read one note: its text (whole, a section or lines; long notes in pages), or its
-    /// outline, frontmatter or metadata; with its size, time and `sha256` version.
+    /// One note's text (whole, a section or lines; long notes in pages), outline, frontmatter
+    /// or metadata, with its size, time and `sha256` version.
     #[tool(
         annotations(
             title = "Read note",
@@ -222,8 +221,8 @@ impl CapvaultServer {
         self.note(move |engine| list::folders(engine, &req)).await
     }
 
-    /// Search notes by words, exact text or a regex. `ranked`: by relevance (title, headings,
-    /// tags, body), one hit per note at its best line.
+    /// Search notes by words (ranked by relevance, one hit per note at its best line), exact
+    /// text or a regex.
     #[tool(annotations(
         title = "Search notes",
         read_only_hint = true,

@@ -1,5 +1,5 @@
-//! Tools about the vault as Obsidian sees it: `vault_info`, `get_periodic_note`, `read_canvas`,
-//! `read_attachment`. The replies are built in [`crate::notes::files`].
+//! Tools about the vault as Obsidian sees it: `vault_info`, `changes_since`, `get_periodic_note`,
+//! `read_canvas`, `read_attachment`. The replies are built in [`crate::notes::files`].
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -10,6 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{CapvaultServer, Parameters, ToolError, resources::uri_for};
+use crate::engine::changes::ChangeKind;
+use crate::notes::changes::{self, ChangesReply, ChangesRequest};
 use crate::notes::files::{
     self, AttachmentBody, AttachmentFormat, AttachmentInfo, AttachmentRequest, CanvasReply,
     VaultInfo,
@@ -17,6 +19,7 @@ use crate::notes::files::{
 use crate::notes::locate::Named;
 use crate::notes::periodic::{self, PeriodicNote};
 use crate::obsidian::periodic::Period;
+use crate::vault::VaultPath;
 
 /// Arguments of `get_periodic_note` (and `get_daily_note`, its former name).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -55,10 +58,56 @@ pub struct AttachmentArgs {
     pub pages: Option<String>,
 }
 
+/// Arguments of `changes_since`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangesArgs {
+    pub cursor: Option<String>,
+    /// Or: RFC 3339, YYYY-MM-DD, an age (24h, 7d).
+    pub since: Option<String>,
+    pub folder: Option<String>,
+    pub tag: Option<String>,
+    pub kinds: Option<Vec<ChangeKind>>,
+    /// Notes per page (default 50).
+    #[schemars(range(min = 1, max = 200))]
+    pub limit: Option<u32>,
+    pub diffs: Option<bool>,
+}
+
 #[tool_router(router = vault_router, vis = "pub(super)")]
 impl CapvaultServer {
-    /// The vault: counts of notes, files and tags, the Obsidian settings honoured, the index
-    /// and embedding state, and whether writes are on.
+    /// Notes created, changed (with a diff), moved or deleted since `cursor` (from vault_info or
+    /// a reply) or `since`, oldest first.
+    #[tool(annotations(
+        title = "Changes since",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    pub async fn changes_since(
+        &self,
+        Parameters(args): Parameters<ChangesArgs>,
+    ) -> Result<Json<ChangesReply>, ToolError> {
+        let req = ChangesRequest {
+            cursor: args.cursor,
+            since: args.since,
+            folder: match args.folder.as_deref() {
+                Some(f) => Some(VaultPath::parse_folder(f)?),
+                None => None,
+            },
+            tag: args.tag,
+            kinds: args.kinds.unwrap_or_default(),
+            limit: args.limit.map(|l| l as usize),
+            no_diffs: args.diffs == Some(false),
+        };
+        self.with_engine(move |engine| Ok(changes::changes_since(engine, &req)?))
+            .await
+            .map(Json)
+    }
+
+    /// Counts of notes, files and tags, the Obsidian settings honoured, index and embedding
+    /// state, whether writes are on.
     #[tool(annotations(
         title = "Vault information",
         read_only_hint = true,
@@ -76,7 +125,7 @@ impl CapvaultServer {
     /// A daily, weekly, monthly, quarterly or yearly note where the vault's settings put it;
     /// with `to`, a range's notes.
     #[tool(annotations(
-        title = "Get a periodic note",
+        title = "Periodic note",
         read_only_hint = true,
         destructive_hint = false,
         idempotent_hint = true,

@@ -205,6 +205,17 @@ impl VaultSet {
             .filter(move |m| grant.is_none_or(|g| g.allows_vault(&m.name)))
     }
 
+    /// The vaults `grant` may use, as change notifications watch them.
+    pub(super) fn watched(&self, grant: Option<&Grant>) -> Vec<super::subscriptions::Watched> {
+        self.allowed(grant)
+            .filter(|m| m.server.resources)
+            .map(|m| super::subscriptions::Watched {
+                engine: std::sync::Arc::clone(&m.server.engine),
+                vault: Some(m.name.clone()),
+            })
+            .collect()
+    }
+
     fn names(&self, grant: Option<&Grant>) -> String {
         self.allowed(grant)
             .map(|m| m.name.as_str())

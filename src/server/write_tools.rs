@@ -28,7 +28,6 @@ pub struct CreateNoteArgs {
     /// The text (after the template's).
     #[serde(default)]
     pub content: String,
-    /// Frontmatter properties.
     pub frontmatter: Option<Map<String, Value>>,
     /// A template's name or path.
     pub template: Option<String>,
@@ -101,10 +100,8 @@ pub struct TaskStatusArgs {
 pub struct FrontmatterArgs {
     // Path of the note (the name says it).
     pub path: String,
-    /// Properties to set.
     #[serde(default)]
     pub set: Map<String, Value>,
-    /// Property names to remove.
     #[serde(default)]
     pub remove: Vec<String>,
     pub if_match: Option<String>,
@@ -144,7 +141,6 @@ pub struct TagNoteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteArgs {
-    /// Path of the note, attachment or folder.
     pub path: String,
     /// Remove for good, not to `.trash` (needs `--allow-permanent-delete`).
     #[serde(default)]
@@ -197,7 +193,6 @@ pub struct RestoreArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppendPeriodicArgs {
-    /// The entry.
     pub text: String,
     pub period: Option<Period>,
     /// As in get_periodic_note.
@@ -210,7 +205,6 @@ pub struct AppendPeriodicArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateCanvasArgs {
-    /// Path of the new canvas.
     pub path: String,
     /// `{"nodes": [...], "edges": [...]}` as `read_canvas` returns them.
     pub canvas: Map<String, Value>,
@@ -222,7 +216,6 @@ pub struct CreateCanvasArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditCanvasArgs {
-    /// Path of the canvas.
     pub path: String,
     /// Operations, in order, all or none.
     pub ops: Vec<CanvasOp>,
@@ -395,8 +388,8 @@ impl CapvaultServer {
             .await
     }
 
-    /// Rename a tag and the tags under it in every note (merged into an existing one); `undo`
-    /// with the `batch` it returns reverses it.
+    /// Rename a tag and those under it in every note (merging into an existing one); `undo`
+    /// with the returned `batch` reverses it.
     #[tool(annotations(
         title = "Rename tag",
         read_only_hint = false,

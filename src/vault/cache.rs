@@ -44,9 +44,19 @@ pub const TEXTS_FILE: &str = "texts.bin";
 /// clears leave it alone.
 pub const PDF_TEXTS_FILE: &str = "pdf-texts.json";
 
+/// The change log (`crate::engine::changes`): entries, and the note versions diffs need. The
+/// search index's saves and clears leave them alone.
+pub const CHANGES_LOG_FILE: &str = "changes.log";
+/// See [`CHANGES_LOG_FILE`].
+pub const CHANGES_TEXTS_FILE: &str = "changes.texts";
+
 /// True for the files kept beside the index that its saves and clears must leave alone.
 pub fn is_side_file(name: &str) -> bool {
     name == EMBEDDINGS_FILE
+        || name == CHANGES_LOG_FILE
+        || name == CHANGES_TEXTS_FILE
+        || name == format!("{CHANGES_LOG_FILE}.tmp")
+        || name == format!("{CHANGES_TEXTS_FILE}.tmp")
         || name == TEXTS_FILE
         || name == format!("{TEXTS_FILE}.tmp")
         || name == PDF_TEXTS_FILE
@@ -285,6 +295,31 @@ impl IndexCacheDir {
             return Err(e);
         }
         self.dir.rename(&tmp, &self.dir, name)
+    }
+
+    /// Appends `bytes` to file `name` (created `0600` when missing, never through a symlink)
+    /// and makes them durable. Returns the offset they were written at (the file's length
+    /// before). One writer at a time: the caller serialises appends to one file.
+    pub fn append(&self, name: &str, bytes: &[u8]) -> io::Result<u64> {
+        check_name(name)?;
+        let mut file = self.dir.open_with(
+            name,
+            OpenOptions::new()
+                .append(true)
+                .create(true)
+                .follow(FollowSymlinks::No)
+                .mode(0o600),
+        )?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{name} is not a regular file"),
+            ));
+        }
+        file.write_all(bytes)?;
+        file.sync_data()?;
+        Ok(meta.len())
     }
 
     /// Creates `name` empty, for reads and writes at offsets while this process runs: whatever

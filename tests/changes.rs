@@ -1,0 +1,536 @@
+//! The change feed on the real binary: `changes_since` (each kind, diffs, moves, paging,
+//! filters, every exclusion, restarts, expired cursors) and the notifications of
+//! `resources/subscribe` through rmcp's client, the notes edited by another program.
+#![allow(clippy::disallowed_methods)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    ResourceUpdatedNotificationParam, SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::common::{Server, sha256_hex, test_cache_home, write_tree};
+
+fn vault(root: &Path) {
+    write_tree(
+        root,
+        &[
+            ("Inbox/Idea.md", "# Idea\nfirst line\nsecond line\n"),
+            ("Projects/Plan.md", "# Plan\n#project\nstep one\n"),
+            ("Old.md", "# Old\nto be deleted\n"),
+            ("Private/Secret.md", "# Secret\nnever shown\n"),
+            (".obsidian/app.json", "{}"),
+        ],
+    );
+}
+
+fn args(cache: &Path) -> Vec<String> {
+    vec![
+        "--exclude".into(),
+        "Private/**".into(),
+        "--index-cache".into(),
+        cache.to_str().unwrap().into(),
+    ]
+}
+
+async fn start(root: &Path, cache: &Path) -> Server {
+    let a = args(cache);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let s = Server::start_with(root, &a).await;
+    s.wait_index_ready().await;
+    s
+}
+
+/// The changes after `cursor` once they include at least `n` notes (the watcher runs behind
+/// the edits by its quiet time).
+async fn changes(s: &Server, cursor: &str, n: usize) -> Value {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = s.ok("changes_since", json!({"cursor": cursor})).await;
+        if r["changes"].as_array().unwrap().len() >= n || Instant::now() > until {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn kinds(r: &Value) -> Vec<(String, String, String)> {
+    r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().to_owned(),
+                c["path"].as_str().unwrap().to_owned(),
+                c["from"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn k(kind: &str, path: &str, from: &str) -> (String, String, String) {
+    (kind.into(), path.into(), from.into())
+}
+
+#[tokio::test]
+async fn every_kind_of_change_by_another_program_is_reported_once_per_note_with_a_diff() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let s = start(tmp.path(), cache.path()).await;
+    let cursor = s.ok("vault_info", json!({})).await["changes_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let root = tmp.path();
+    // Edited twice: one item, its diff from the version the cursor saw.
+    std::fs::write(
+        root.join("Inbox/Idea.md"),
+        "# Idea\nfirst line\nsecond line\nthird\n",
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    std::fs::write(
+        root.join("Inbox/Idea.md"),
+        "# Idea\nfirst line CHANGED\nsecond line\nthird\n",
+    )
+    .unwrap();
+    // Renamed (Obsidian's way), deleted, created.
+    std::fs::rename(
+        root.join("Projects/Plan.md"),
+        root.join("Projects/Roadmap.md"),
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("Old.md")).unwrap();
+    write_tree(root, &[("New.md", "# New\n#project\n")]);
+    let r = changes(&s, &cursor, 4).await;
+    let got = kinds(&r);
+    assert_eq!(got.len(), 4, "{r}");
+    for want in [
+        k("changed", "Inbox/Idea.md", ""),
+        k("moved", "Projects/Roadmap.md", "Projects/Plan.md"),
+        k("deleted", "Old.md", ""),
+        k("created", "New.md", ""),
+    ] {
+        assert!(got.contains(&want), "{want:?} missing from {r}");
+    }
+    let idea = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["path"] == "Inbox/Idea.md")
+        .unwrap();
+    let diff = idea["diff"].as_str().expect("a diff");
+    assert!(diff.contains("-first line\n"), "{diff}");
+    assert!(diff.contains("+first line CHANGED\n"), "{diff}");
+    assert!(diff.contains("+third\n"), "{diff}");
+    assert_eq!(
+        idea["sha256"],
+        sha256_hex("# Idea\nfirst line CHANGED\nsecond line\nthird\n")
+    );
+    // The reply's cursor: nothing after it.
+    let next = r["cursor"].as_str().unwrap();
+    let after = s.ok("changes_since", json!({"cursor": next})).await;
+    assert_eq!(after["changes"], json!([]), "{after}");
+    assert_eq!(after["more"], false);
+
+    // Paged one note at a time: the same notes, in the same order.
+    let mut paged = Vec::new();
+    let mut c = cursor.clone();
+    loop {
+        let page = s
+            .ok("changes_since", json!({"cursor": c, "limit": 1}))
+            .await;
+        paged.extend(kinds(&page));
+        c = page["cursor"].as_str().unwrap().to_owned();
+        if page["more"] == false {
+            break;
+        }
+        assert!(paged.len() <= 8, "paging does not end: {paged:?}");
+    }
+    assert_eq!(paged, got);
+
+    // Filters: kinds, folder (either end of a move), tag (as the note is now).
+    let only = s
+        .ok(
+            "changes_since",
+            json!({"cursor": cursor, "kinds": ["deleted", "created"]}),
+        )
+        .await;
+    let mut only = kinds(&only);
+    only.sort();
+    assert_eq!(
+        only,
+        vec![k("created", "New.md", ""), k("deleted", "Old.md", "")]
+    );
+    let projects = s
+        .ok(
+            "changes_since",
+            json!({"cursor": cursor, "folder": "Projects"}),
+        )
+        .await;
+    assert_eq!(
+        kinds(&projects),
+        vec![k("moved", "Projects/Roadmap.md", "Projects/Plan.md")]
+    );
+    let tagged = s
+        .ok(
+            "changes_since",
+            json!({"cursor": cursor, "tag": "project", "diffs": false}),
+        )
+        .await;
+    let mut t = kinds(&tagged);
+    t.sort();
+    assert_eq!(
+        t,
+        vec![
+            k("created", "New.md", ""),
+            k("moved", "Projects/Roadmap.md", "Projects/Plan.md")
+        ]
+    );
+    // `since`: an age covers them all.
+    let since = s.ok("changes_since", json!({"since": "1h"})).await;
+    assert_eq!(kinds(&since).len(), 4, "{since}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_note_deleted_and_another_created_with_its_content_is_a_move() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let s = start(tmp.path(), cache.path()).await;
+    let cursor = s.ok("vault_info", json!({})).await["changes_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A sync tool's way: the old file removed, a new file (new inode) written, apart in time.
+    let text = std::fs::read(tmp.path().join("Inbox/Idea.md")).unwrap();
+    std::fs::remove_file(tmp.path().join("Inbox/Idea.md")).unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    std::fs::create_dir_all(tmp.path().join("Archive")).unwrap();
+    std::fs::write(tmp.path().join("Archive/Idea.md"), &text).unwrap();
+    let r = changes(&s, &cursor, 1).await;
+    let r = if kinds(&r).len() == 1 && r["changes"][0]["kind"] == "deleted" {
+        changes(&s, &cursor, 2).await
+    } else {
+        r
+    };
+    assert_eq!(
+        kinds(&r),
+        vec![k("moved", "Archive/Idea.md", "Inbox/Idea.md")],
+        "{r}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn excluded_and_hidden_notes_never_appear_in_any_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    write_tree(
+        tmp.path(),
+        &[(
+            ".obsidian/app.json",
+            r#"{"userIgnoreFilters": ["Clippings/"]}"#,
+        )],
+    );
+    let s = start(tmp.path(), cache.path()).await;
+    let cursor = s.ok("vault_info", json!({})).await["changes_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let root = tmp.path();
+    write_tree(
+        root,
+        &[
+            ("Private/More.md", "# More secret\n"),
+            ("Clippings/Web.md", "# Clipped\n"),
+            (".obsidian/workspace.json", "{}"),
+            (".trash/Gone.md", "# gone\n"),
+            ("Visible.md", "# Visible\n"),
+        ],
+    );
+    std::fs::write(root.join("Private/Secret.md"), "# Secret\nchanged\n").unwrap();
+    // Out of sight: reads as a deletion; into sight: as a creation.
+    std::fs::rename(root.join("Old.md"), root.join("Private/Old.md")).unwrap();
+    std::fs::create_dir_all(root.join("Shown")).unwrap();
+    std::fs::rename(root.join("Private/Secret.md"), root.join("Shown/Secret.md")).unwrap();
+    let r = changes(&s, &cursor, 3).await;
+    let text = r.to_string();
+    for hidden in ["Private", "Clippings", ".obsidian", ".trash", "More secret"] {
+        assert!(!text.contains(hidden), "{hidden} in {text}");
+    }
+    let mut got = kinds(&r);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            k("created", "Shown/Secret.md", ""),
+            k("created", "Visible.md", ""),
+            k("deleted", "Old.md", ""),
+        ],
+        "{r}"
+    );
+    s.stop().await;
+}
+
+/// The cache folder's files of the one vault cached under `cache`.
+fn cache_folder(cache: &Path) -> PathBuf {
+    let index = cache.join("index-1");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&index)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("changes.log").exists())
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.pop().unwrap()
+}
+
+#[tokio::test]
+async fn a_cursor_survives_a_restart_and_what_changed_while_stopped_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let root = tmp.path();
+    let s = start(root, cache.path()).await;
+    let cursor = s.ok("vault_info", json!({})).await["changes_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Seen while running: its text is kept for the next diff.
+    std::fs::write(root.join("Inbox/Idea.md"), "# Idea\nrunning edit\n").unwrap();
+    let r = changes(&s, &cursor, 1).await;
+    assert_eq!(kinds(&r), vec![k("changed", "Inbox/Idea.md", "")]);
+    let seen = r["cursor"].as_str().unwrap().to_owned();
+    s.stop().await;
+    // Give the server its shutdown (the index and the log saved).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    // While stopped: an edit, a new note, a deletion, a rename.
+    std::fs::write(root.join("Inbox/Idea.md"), "# Idea\nedit while stopped\n").unwrap();
+    write_tree(root, &[("Stopped.md", "# Written while stopped\n")]);
+    std::fs::remove_file(root.join("Old.md")).unwrap();
+    std::fs::rename(
+        root.join("Projects/Plan.md"),
+        root.join("Projects/Renamed.md"),
+    )
+    .unwrap();
+
+    let s = start(root, cache.path()).await;
+    let r = s.ok("changes_since", json!({"cursor": seen})).await;
+    let mut got = kinds(&r);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            k("changed", "Inbox/Idea.md", ""),
+            k("created", "Stopped.md", ""),
+            k("deleted", "Old.md", ""),
+            k("moved", "Projects/Renamed.md", "Projects/Plan.md"),
+        ],
+        "{r}"
+    );
+    let idea = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["path"] == "Inbox/Idea.md")
+        .unwrap();
+    let diff = idea["diff"]
+        .as_str()
+        .expect("the version seen before the restart is kept");
+    assert!(
+        diff.contains("-running edit\n+edit while stopped\n"),
+        "{diff}"
+    );
+    // The very first cursor still answers: the run's edit and the stopped ones.
+    let all = s.ok("changes_since", json!({"cursor": cursor})).await;
+    assert_eq!(kinds(&all).len(), 4, "{all}");
+    // Nothing logged twice: a restart with no change adds nothing.
+    let now = s.ok("vault_info", json!({})).await["changes_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.stop().await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let s = start(root, cache.path()).await;
+    let r = s.ok("changes_since", json!({"cursor": now})).await;
+    assert_eq!(r["changes"], json!([]), "{r}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_cursor_the_log_no_longer_covers_is_expired_and_names_the_oldest_cursor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let root = tmp.path();
+    let s = start(root, cache.path()).await;
+    let cursor = s.ok("vault_info", json!({})).await["changes_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(root.join("Inbox/Idea.md"), "# Idea\nedited\n").unwrap();
+    changes(&s, &cursor, 1).await;
+    // Malformed, or another vault's: invalid, naming the current cursor.
+    let bad = s
+        .call("changes_since", json!({"cursor": "c1.0000000000000001.5"}))
+        .await;
+    assert_eq!(bad.error["code"], "invalid_argument", "{}", bad.text);
+    assert!(bad.text.contains("the current one is `c1."), "{}", bad.text);
+    let none = s.call("changes_since", json!({})).await;
+    assert_eq!(none.error["code"], "invalid_argument", "{}", none.text);
+    s.stop().await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    // The index cache lost while stopped: nothing tells what changed meanwhile.
+    let folder = cache_folder(cache.path());
+    for e in std::fs::read_dir(&folder).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+        if !name.starts_with("changes") && name != "lock" && name != "vault-birth" {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    std::fs::write(root.join("Old.md"), "# Old\nedited while stopped\n").unwrap();
+    let s = start(root, cache.path()).await;
+    let r = s.call("changes_since", json!({"cursor": cursor})).await;
+    assert_eq!(r.error["code"], "cursor_expired", "{}", r.text);
+    let oldest = r
+        .text
+        .split('`')
+        .find(|p| p.starts_with("c1."))
+        .expect("the oldest cursor named")
+        .to_owned();
+    let from_oldest = s.ok("changes_since", json!({"cursor": oldest})).await;
+    assert_eq!(from_oldest["changes"], json!([]), "{from_oldest}");
+    s.stop().await;
+}
+
+/// A client that keeps the notifications it gets.
+#[derive(Clone, Default)]
+struct Collect {
+    got: Arc<Mutex<Vec<String>>>,
+}
+
+impl Collect {
+    fn taken(&self) -> Vec<String> {
+        std::mem::take(&mut *self.got.lock().unwrap())
+    }
+}
+
+impl ClientHandler for Collect {
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.got
+            .lock()
+            .unwrap()
+            .push(format!("updated {}", params.uri));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.got.lock().unwrap().push("list_changed".to_owned());
+    }
+}
+
+async fn session(root: &Path) -> (RunningService<RoleClient, Collect>, Collect) {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+    cmd.arg("serve")
+        .arg(root)
+        .args(["--exclude", "Private/**", "--no-index-cache"]);
+    cmd.env("CAPVAULT_LOG", "capvault=warn");
+    cmd.env("XDG_CACHE_HOME", test_cache_home());
+    cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+    let collect = Collect::default();
+    let client = collect
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    (client, collect)
+}
+
+/// Waits for the notifications of the next `window`.
+async fn within(c: &Collect, window: Duration) -> Vec<String> {
+    tokio::time::sleep(window).await;
+    c.taken()
+}
+
+// `resources/subscribe`: what sessions of 2025-11-25 (and rmcp's client over stdio) use.
+#[allow(deprecated)]
+#[tokio::test]
+async fn a_subscribed_note_edited_elsewhere_is_one_notification_per_burst_and_new_notes_change_the_list()
+ {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let root = tmp.path();
+    let (client, got) = session(root).await;
+    // Ready: the first build done.
+    let _ = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("vault_info"))
+        .await
+        .unwrap();
+    let idea = "capvault:///Inbox/Idea.md";
+    client
+        .subscribe(SubscribeRequestParams::new(idea))
+        .await
+        .unwrap();
+    // Hidden, excluded or outside: refused.
+    for bad in [
+        "capvault:///.obsidian/app.json",
+        "capvault:///Private/Secret.md",
+        "capvault:///../etc/passwd",
+        "file:///etc/passwd",
+    ] {
+        assert!(
+            client
+                .subscribe(SubscribeRequestParams::new(bad))
+                .await
+                .is_err(),
+            "{bad}"
+        );
+    }
+    within(&got, Duration::from_millis(500)).await;
+
+    // A burst of saves (as an editor's autosave): one notification.
+    for i in 0..10 {
+        std::fs::write(root.join("Inbox/Idea.md"), format!("# Idea\nsave {i}\n")).unwrap();
+    }
+    let msgs = within(&got, Duration::from_secs(2)).await;
+    assert_eq!(msgs, vec![format!("updated {idea}")]);
+
+    // Another note's edit: nothing for this session.
+    std::fs::write(root.join("Projects/Plan.md"), "# Plan\nedited\n").unwrap();
+    let msgs = within(&got, Duration::from_secs(2)).await;
+    assert_eq!(msgs, Vec::<String>::new());
+
+    // A new note: the list changed. An excluded one: nothing.
+    write_tree(root, &[("Fresh.md", "# Fresh\n")]);
+    let msgs = within(&got, Duration::from_secs(2)).await;
+    assert_eq!(msgs, vec!["list_changed".to_owned()]);
+    write_tree(root, &[("Private/Hidden.md", "# Hidden\n")]);
+    let msgs = within(&got, Duration::from_secs(2)).await;
+    assert_eq!(msgs, Vec::<String>::new());
+
+    // Unsubscribed: nothing more about it.
+    client
+        .unsubscribe(UnsubscribeRequestParams::new(idea))
+        .await
+        .unwrap();
+    std::fs::write(root.join("Inbox/Idea.md"), "# Idea\nafter\n").unwrap();
+    let msgs = within(&got, Duration::from_secs(2)).await;
+    assert_eq!(msgs, Vec::<String>::new());
+    let _ = client.cancel().await;
+}
