@@ -534,3 +534,184 @@ async fn a_subscribed_note_edited_elsewhere_is_one_notification_per_burst_and_ne
     assert_eq!(msgs, Vec::<String>::new());
     let _ = client.cancel().await;
 }
+
+/// The server's resident memory, from `/proc`.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_gets_coalesced_notifications_not_a_backlog() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    const NOTES: usize = 300;
+    const ROUNDS: usize = 20;
+    let files: Vec<(String, String)> = (0..NOTES)
+        .map(|i| (format!("Notes/n{i:03}.md"), "# start\n".to_owned()))
+        .collect();
+    write_tree(root, &files);
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .arg("serve")
+        .arg(root)
+        .arg("--no-index-cache")
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .env("XDG_CONFIG_HOME", test_cache_home().join("no-config"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = async |v: Value| {
+        let mut line = v.to_string();
+        line.push('\n');
+        stdin.write_all(line.as_bytes()).await.unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    )
+    .await;
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    for i in 0..NOTES {
+        send(
+            json!({"jsonrpc": "2.0", "id": i + 1, "method": "resources/subscribe",
+            "params": {"uri": format!("capvault:///Notes/n{i:03}.md")}}),
+        )
+        .await;
+    }
+    // Read the answers (the subscriptions made), then stop reading.
+    let mut answered = 0;
+    while answered < NOTES + 1 {
+        let l = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if serde_json::from_str::<Value>(&l).unwrap()["id"].is_number() {
+            answered += 1;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = rss_kib(pid);
+    // Every note rewritten, ROUNDS times: NOTES * ROUNDS notifications if nothing coalesced.
+    for round in 0..ROUNDS {
+        for (path, _) in &files {
+            std::fs::write(root.join(path), format!("# round {round}\n")).unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let stalled = rss_kib(pid);
+    // Reading again: what was waiting, then the rounds not yet told, once per note.
+    let mut updated = 0usize;
+    let mut notes = std::collections::HashSet::new();
+    while let Ok(Ok(Some(l))) =
+        tokio::time::timeout(Duration::from_secs(3), lines.next_line()).await
+    {
+        let v: Value = serde_json::from_str(&l).unwrap();
+        if v["method"] == "notifications/resources/updated" {
+            updated += 1;
+            notes.insert(v["params"]["uri"].as_str().unwrap().to_owned());
+        }
+    }
+    println!(
+        "{} rewrites while not reading: {updated} notifications waiting or sent after; server \
+         memory {before} KiB before, {stalled} KiB stalled",
+        NOTES * ROUNDS
+    );
+    assert_eq!(notes.len(), NOTES, "every note's last change is told");
+    assert!(
+        updated < NOTES * ROUNDS / 2,
+        "{updated} notifications: a backlog, not coalesced"
+    );
+    // Still alive: the next edit is told.
+    std::fs::write(root.join("Notes/n000.md"), "# after\n").unwrap();
+    let mut told = false;
+    while let Ok(Ok(Some(l))) =
+        tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await
+    {
+        let v: Value = serde_json::from_str(&l).unwrap();
+        if v["params"]["uri"] == "capvault:///Notes/n000.md" {
+            told = true;
+            break;
+        }
+    }
+    assert!(told);
+    drop(stdin);
+    let _ = child.wait().await;
+}
+
+// `resources/subscribe`: what sessions of 2025-11-25 use.
+#[allow(deprecated)]
+#[tokio::test]
+async fn with_several_vaults_a_notification_names_the_vault_of_the_note_subscribed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (work, home) = (tmp.path().join("Work"), tmp.path().join("Home"));
+    write_tree(&work, &[("Plan.md", "# Work plan\n")]);
+    write_tree(&home, &[("Plan.md", "# Home plan\n")]);
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+    cmd.arg("serve")
+        .arg(&work)
+        .arg(&home)
+        .arg("--no-index-cache")
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+    let got = Collect::default();
+    let client = got
+        .clone()
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    let info = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("changes_since").with_arguments(
+                json!({"vault": "Home", "since": "1h"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    let info = info.structured_content.unwrap();
+    let cursor = info["cursor"].as_str().unwrap().to_owned();
+    client
+        .subscribe(SubscribeRequestParams::new("capvault://Work/Plan.md"))
+        .await
+        .unwrap();
+    within(&got, Duration::from_millis(500)).await;
+    // Home's note of the same name: not this subscription.
+    std::fs::write(home.join("Plan.md"), "# Home plan\nedited\n").unwrap();
+    let msgs = within(&got, Duration::from_secs(2)).await;
+    assert_eq!(msgs, Vec::<String>::new());
+    std::fs::write(work.join("Plan.md"), "# Work plan\nedited\n").unwrap();
+    let msgs = within(&got, Duration::from_secs(2)).await;
+    assert_eq!(msgs, vec!["updated capvault://Work/Plan.md".to_owned()]);
+    // Each vault's feed is its own.
+    let home_changes = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("changes_since").with_arguments(
+                json!({"vault": "Home", "cursor": cursor})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(home_changes["vault"], "Home");
+    assert_eq!(kinds(&home_changes), vec![k("changed", "Plan.md", "")]);
+    let _ = client.cancel().await;
+}

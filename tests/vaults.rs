@@ -479,6 +479,27 @@ async fn a_token_limited_to_one_vault_sees_and_uses_only_it() {
             .await
             .is_err()
     );
+    // Nor is it told of Home's notes, nor of its changes.
+    #[allow(deprecated)]
+    {
+        use rmcp::model::SubscribeRequestParams;
+        assert!(
+            limited
+                .client
+                .subscribe(SubscribeRequestParams::new("capvault://Home/diary.md"))
+                .await
+                .is_err()
+        );
+        limited
+            .client
+            .subscribe(SubscribeRequestParams::new("capvault://Work/ok.md"))
+            .await
+            .unwrap();
+    }
+    let e = limited
+        .err("changes_since", json!({"vault": "Home", "since": "1d"}))
+        .await;
+    assert!(e.contains("no vault `Home`"), "{e}");
     // Another token sees both.
     let all = Server {
         client: child.connect(Some(ALL_TOKEN)).await,

@@ -146,3 +146,69 @@ def test_no_or_a_wrong_token_is_refused_with_401(server):
 
     anyio.run(main)
     assert not any(READ in line or WRITE in line for line in log), "a token in the log"
+
+
+def test_a_note_changed_on_disk_is_notified_over_http(server):
+    """2.x: `subscriptions/listen` on a stateless 2026-07-28 connection (the request's stream
+    carries the notifications); 1.x: `resources/subscribe` in a 2025-11-25 session (its GET
+    stream carries them)."""
+    url, vault, _ = server
+    note = os.path.join(vault, "Live over HTTP.md")
+    with open(note, "w") as f:
+        f.write("# Live\n")
+    uri = "capvault:///Live%20over%20HTTP.md"
+    headers = {"Authorization": f"Bearer {READ}"}
+
+    def edit():
+        with open(note, "w") as f:
+            f.write("# Live\nedited\n")
+
+    async def ready(s):
+        await wait_ready(s)
+        for _ in range(200):
+            r, err, _ = await call(s, "read_note", {"path": "Live over HTTP.md"})
+            if not err:
+                return
+            await anyio.sleep(0.05)
+        raise AssertionError("the new note never appeared")
+
+    async def main():
+        from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+        transport = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+        if SDK_MAJOR >= 2:
+            from mcp import Client
+            from mcp.client.subscriptions import ResourceUpdated
+
+            async with Client(transport) as c:
+                assert c.protocol_version == "2026-07-28"
+                await ready(c)
+                async with c.listen(resource_subscriptions=[uri]) as sub:
+                    assert list(sub.honored.resource_subscriptions or []) == [uri]
+                    edit()
+                    with anyio.fail_after(10):
+                        event = await sub.__anext__()
+                    assert isinstance(event, ResourceUpdated) and event.uri == uri, event
+            return
+        from mcp import ClientSession
+
+        got = []
+        arrived = anyio.Event()
+
+        async def handler(message):
+            m = getattr(message, "root", None)
+            if getattr(m, "method", None) == "notifications/resources/updated":
+                got.append(str(m.params.uri))
+                arrived.set()
+
+        async with transport as (r, w, _):
+            async with ClientSession(r, w, message_handler=handler) as s:
+                await s.initialize()
+                await ready(s)
+                await s.subscribe_resource(uri)
+                edit()
+                with anyio.fail_after(10):
+                    await arrived.wait()
+                assert got == [uri], got
+
+    anyio.run(main)

@@ -625,3 +625,98 @@ def test_the_hostile_corpus_is_reported_and_stripped_for_the_sdk():
             assert secrets[kind] not in note["content"], (kind, note["content"])
             assert secrets[kind] not in card, (kind, card)
     assert sorted(k["kind"] for k in base["hidden"]) == sorted(k for k in kinds if k != "blank_lines")
+
+
+def test_a_note_edited_by_another_program_is_one_notification_and_a_new_note_changes_the_list():
+    """2.x: `subscriptions/listen` (2026-07-28); 1.x: `resources/subscribe` in a 2025-11-25
+    session. A burst of saves to the subscribed note is one `resources/updated`; a note added is
+    a `resources/list_changed`; `changes_since` then lists both. Prints the edit-to-notification
+    time as the SDK sees it."""
+    tmp = tempfile.mkdtemp()
+    root = os.path.join(tmp, "Live")
+    os.makedirs(os.path.join(root, "Inbox"))
+    with open(os.path.join(root, "Inbox", "Today.md"), "w") as f:
+        f.write("# Today\nfirst\n")
+    uri = "capvault:///Inbox/Today.md"
+    params = StdioServerParameters(
+        command=BIN,
+        args=["serve", root, "--no-index-cache"],
+        env={"CAPVAULT_LOG": "capvault=warn", "PATH": os.environ.get("PATH", "")},
+    )
+
+    def burst():
+        for i in range(5):
+            with open(os.path.join(root, "Inbox", "Today.md"), "w") as f:
+                f.write(f"# Today\nsave {i}\n")
+        return anyio.current_time()
+
+    def add():
+        with open(os.path.join(root, "Inbox", "New.md"), "w") as f:
+            f.write("# New\n")
+
+    async def after(s, cursor):
+        _, err, got = await call(s, "changes_since", {"cursor": cursor})
+        assert not err
+        return sorted((c["kind"], c["path"]) for c in got["changes"])
+
+    async def main():
+        if SDK_MAJOR >= 2:
+            from mcp import Client
+            from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
+
+            async with Client(params) as c:
+                info = await wait_ready(c)
+                async with c.listen(resources_list_changed=True, resource_subscriptions=[uri]) as sub:
+                    assert list(sub.honored.resource_subscriptions or []) == [uri]
+                    assert sub.honored.resources_list_changed
+                    edited = burst()
+                    with anyio.fail_after(10):
+                        event = await sub.__anext__()
+                    print(f"2.x listen: updated {1000 * (anyio.current_time() - edited):.0f} ms after the edit")
+                    assert isinstance(event, ResourceUpdated) and event.uri == uri, event
+                    add()
+                    with anyio.fail_after(10):
+                        event = await sub.__anext__()
+                    assert isinstance(event, ResourcesListChanged), event
+                    # Nothing more: the burst was one notification.
+                    with anyio.move_on_after(1.5) as waited:
+                        extra = await sub.__anext__()
+                    assert waited.cancel_called, f"unexpected {extra}"
+                assert await after(c, info["changes_cursor"]) == [("changed", "Inbox/Today.md"), ("created", "Inbox/New.md")]
+            return
+        got = []
+        arrived = anyio.Event()
+
+        async def handler(message):
+            if isinstance(message, Exception):
+                return
+            root_msg = getattr(message, "root", None)
+            method = getattr(root_msg, "method", None)
+            if method == "notifications/resources/updated":
+                got.append(("updated", str(root_msg.params.uri), anyio.current_time()))
+                arrived.set()
+            elif method == "notifications/resources/list_changed":
+                got.append(("list_changed", None, anyio.current_time()))
+                arrived.set()
+
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w, message_handler=handler) as s:
+                await s.initialize()
+                info = await wait_ready(s)
+                await s.subscribe_resource(uri)
+                edited = burst()
+                with anyio.fail_after(10):
+                    await arrived.wait()
+                await anyio.sleep(1.5)
+                assert [(k, u) for k, u, _ in got] == [("updated", uri)], got
+                print(f"1.x subscribe: updated {1000 * (got[0][2] - edited):.0f} ms after the edit")
+                got.clear()
+                add()
+                await anyio.sleep(1.5)
+                assert [(k, u) for k, u, _ in got] == [("list_changed", None)], got
+                assert await after(s, info["changes_cursor"]) == [("changed", "Inbox/Today.md"), ("created", "Inbox/New.md")]
+
+    try:
+        anyio.run(main)
+    finally:
+        shutil.rmtree(tmp)
