@@ -38,6 +38,8 @@ pub const MAX_ONE_TEXT: usize = 256 * 1024;
 /// Most bytes of note versions one reconcile keeps (a sync or a checkout that rewrote thousands
 /// of notes logs their hashes, not their texts).
 pub const MAX_BATCH_TEXT_BYTES: usize = 8 * 1024 * 1024;
+/// Entry numbers stay below this (a file read back naming larger ones is not this format's).
+const MAX_SEQ: u64 = 1 << 62;
 /// Largest log file read back.
 const MAX_LOG_FILE: u64 = 128 * 1024 * 1024;
 
@@ -469,6 +471,67 @@ impl ChangeLog {
     }
 }
 
+/// A log file as read back: what [`parse_log`] found.
+#[derive(Debug)]
+pub struct LogRead {
+    /// The log's epoch.
+    pub epoch: u64,
+    /// Its floor (see [`ChangeLog::oldest_cursor`]).
+    pub floor: u64,
+    /// The next entry's number.
+    pub next: u64,
+    /// The entries, numbers strictly increasing.
+    pub entries: VecDeque<ChangeEntry>,
+    /// Lines in the file.
+    pub lines: usize,
+}
+
+/// Reads a log file's bytes: `None` when its header is not this format's. A damaged line (a
+/// write cut short by a crash) is skipped, as is an entry whose number does not follow the one
+/// before; every path is parsed as a client's path is.
+pub fn parse_log(bytes: &[u8]) -> Option<LogRead> {
+    let mut lines = bytes.split(|b| *b == b'\n');
+    let header = serde_json::from_slice::<Header>(lines.next()?).ok()?;
+    let epoch = u64::from_str_radix(&header.epoch, 16).ok()?;
+    if header.capvault_changes != 1 || header.floor >= MAX_SEQ {
+        return None;
+    }
+    let mut read = LogRead {
+        epoch,
+        floor: header.floor,
+        next: header.floor + 1,
+        entries: VecDeque::new(),
+        lines: 1,
+    };
+    for line in lines {
+        if line.is_empty() {
+            continue;
+        }
+        read.lines += 1;
+        if let Ok(f) = serde_json::from_slice::<FloorLine>(line)
+            && f.floor >= read.floor
+            && f.floor < MAX_SEQ
+        {
+            read.floor = f.floor;
+            read.next = read.next.max(f.floor + 1);
+            read.entries.clear();
+            continue;
+        }
+        let Some(e) = serde_json::from_slice::<Line>(line)
+            .ok()
+            .and_then(Line::entry)
+        else {
+            continue;
+        };
+        if e.seq < read.next || e.seq >= MAX_SEQ {
+            continue;
+        }
+        read.next = e.seq + 1;
+        read.entries.push_back(e);
+    }
+    Some(read)
+}
+
 fn cursor_of(epoch: u64, seq: u64) -> String {
     format!("c1.{epoch:016x}.{seq}")
 }
@@ -512,48 +575,15 @@ impl State {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let mut lines = bytes.split(|b| *b == b'\n');
-        let Some(Ok(header)) = lines.next().map(serde_json::from_slice::<Header>) else {
+        let Some(read) = parse_log(&bytes) else {
             return Ok(None);
         };
-        let Ok(epoch) = u64::from_str_radix(&header.epoch, 16) else {
-            return Ok(None);
-        };
-        if header.capvault_changes != 1 {
-            return Ok(None);
-        }
         let mut s = State::empty(Some(Arc::clone(dir)));
-        s.epoch = epoch;
-        s.floor = header.floor;
-        s.next = header.floor + 1;
-        s.file_lines = 1;
-        for line in lines {
-            if line.is_empty() {
-                continue;
-            }
-            s.file_lines += 1;
-            if let Ok(f) = serde_json::from_slice::<FloorLine>(line)
-                && f.floor >= s.floor
-                && !line.starts_with(b"{\"s\"")
-            {
-                s.floor = f.floor;
-                s.next = s.next.max(f.floor + 1);
-                s.entries.clear();
-                continue;
-            }
-            // A line cut short by a crash, or damaged: skipped (its entry is lost).
-            let Some(e) = serde_json::from_slice::<Line>(line)
-                .ok()
-                .and_then(Line::entry)
-            else {
-                continue;
-            };
-            if e.seq < s.next {
-                continue;
-            }
-            s.next = e.seq + 1;
-            s.entries.push_back(e);
-        }
+        s.epoch = read.epoch;
+        s.floor = read.floor;
+        s.next = read.next;
+        s.file_lines = read.lines;
+        s.entries = read.entries;
         s.rebuild_last();
         s.texts.load(dir, &s.entries);
         s.trim(now_ms());
@@ -1159,6 +1189,41 @@ mod tests {
             Err(CursorError::Expired { .. })
         ));
         assert_eq!(log.resolve(&log.oldest_cursor()), Ok(5));
+    }
+
+    #[test]
+    fn a_log_file_read_back_skips_damaged_lines_and_refuses_hidden_paths() {
+        let e = |s: u64, p: &str| format!(r#"{{"s":{s},"t":1,"k":"m","p":"{p}","z":1}}"#);
+        let file = [
+            r#"{"capvault_changes":1,"epoch":"00000000000000ab","floor":3}"#.to_owned(),
+            e(4, "a.md"),
+            "{\"s\":5,\"t\":1,\"k\":\"m\",\"p\":\"cut".to_owned(),
+            e(5, ".obsidian/app.json"),
+            e(6, "../x.md"),
+            e(7, "b.md"),
+            e(7, "again.md"),
+            r#"{"s":8,"t":1,"k":"x","p":"c.md","z":1}"#.to_owned(),
+            e(9, "Folder/c.md"),
+        ]
+        .join("\n");
+        let read = parse_log(file.as_bytes()).unwrap();
+        assert_eq!(read.epoch, 0xab);
+        assert_eq!(read.floor, 3);
+        let kept: Vec<(u64, &str)> = read
+            .entries
+            .iter()
+            .map(|e| (e.seq, e.path.as_str()))
+            .collect();
+        assert_eq!(kept, vec![(4, "a.md"), (7, "b.md"), (9, "Folder/c.md")]);
+        assert_eq!(read.next, 10);
+        // Not this format: a new log.
+        assert!(parse_log(b"").is_none());
+        assert!(parse_log(b"{\"capvault_changes\":2,\"epoch\":\"1\",\"floor\":0}").is_none());
+        let huge = format!(
+            "{{\"capvault_changes\":1,\"epoch\":\"1\",\"floor\":0}}\n{}",
+            e(u64::MAX, "a.md")
+        );
+        assert!(parse_log(huge.as_bytes()).unwrap().entries.is_empty());
     }
 
     #[test]
