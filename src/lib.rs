@@ -78,17 +78,23 @@
 //!   In parts by concern: options ([`engine::EngineOptions`]), status and phases
 //!   ([`engine::Phase`], [`engine::IndexStatus`]), lifecycle (first build, start, watcher,
 //!   shutdown), reconciles ([`engine::Engine::sync_all`]), the index cache, Obsidian's Excluded
-//!   files, kept texts and embeddings.
+//!   files, kept texts, embeddings, and the change log ([`engine::changes`]: every note created,
+//!   changed, moved or deleted as the reconciles found it, numbered, kept in the cache folder
+//!   across restarts with the versions diffs need).
 //! - [`notes`]: the operations behind the tools (read views, list with filters, search, the link
 //!   graph and tags, vault facts, settings, paths as people write them) as plain functions over a
 //!   `Vault`, the model and the engine, with bounded, paged results and errors for the client;
 //!   [`notes::bases`]: Bases over the vault model; [`notes::query`]: Dataview and Tasks queries
-//!   over it; [`notes::tasks`]: the task list; [`notes::prompts`]: MCP prompts from the vault's
+//!   over it; [`notes::tasks`]: the task list; [`notes::changes`]: `changes_since` over the
+//!   change log (folded per note, paged, diffs, every exclusion on every field);
+//!   [`notes::prompts`]: MCP prompts from the vault's
 //!   prompts folder and built in; [`notes::write`]: the write operations (locks,
 //!   history, audit, link rewrite on moves, task status) and [`notes::write::confirm`], what
 //!   `--confirm destructive` keeps between a question to the person and the answer.
 //! - [`server`]: the MCP server (rmcp): one session per client on a shared engine, thin tool
-//!   handlers, the resources API, several vaults behind one server ([`server::vaults`]: each
+//!   handlers, the resources API and its change notifications (`resources/subscribe`,
+//!   `subscriptions/listen`, from the change log), several vaults behind one server
+//!   ([`server::vaults`]: each
 //!   vault its own server, chosen by a `vault` argument, a URI's authority or a prompt's
 //!   prefix), the tool policy (profiles, renames, lean standard schemas),
 //!   the person in the loop (`--confirm destructive` through elicitation, `--require-if-match`,

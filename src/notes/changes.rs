@@ -416,7 +416,8 @@ impl Fold {
 }
 
 /// The diff of a changed or moved note from the version the page began with, when both
-/// versions are known and differ.
+/// versions are known and differ; the hidden text of both marked or stripped as `read_note`
+/// does.
 fn diff_of(engine: &Engine, it: &Item) -> Option<String> {
     if !matches!(it.kind, ChangeKind::Changed | ChangeKind::Moved) {
         return None;
@@ -431,11 +432,20 @@ fn diff_of(engine: &Engine, it: &Item) -> Option<String> {
         let text = engine.texts()?.get(&it.path)?.text.into_owned();
         (sha_of(&text) == after).then_some(text)
     })?;
+    // What a reader of the note never sees is sent as `read_note` sends it (`--hidden-text`).
+    let policy = engine.options().hidden_text;
+    let shown = |t: String| {
+        if policy == crate::markdown::hidden::Policy::Show {
+            return t;
+        }
+        let spans = crate::markdown::hidden_spans(&t);
+        crate::markdown::hidden::apply(&t, 0..t.len(), &spans, policy)
+    };
     Some(unified(
         it.from.as_ref().unwrap_or(&it.path),
         &it.path,
-        &old,
-        &new,
+        &shown(old),
+        &shown(new),
     ))
 }
 

@@ -156,6 +156,8 @@ impl CapvaultServer {
             None => vec![subscriptions::Watched {
                 engine: Arc::clone(&self.engine),
                 vault: None,
+                prompts_change: self.prompts_offered()
+                    && self.engine.options().prompts.folder.is_some(),
             }],
         }
     }
@@ -736,8 +738,8 @@ impl ServerHandler for CapvaultServer {
         };
         if self.prompts_offered() {
             // The list changes only with a prompts folder (the built-in prompts are fixed):
-            // sessions are told (`notifications/prompts/list_changed`); a 2026-07-28 client's
-            // `subscriptions/listen` carries the resources' notifications only.
+            // sessions are told (`notifications/prompts/list_changed`), a 2026-07-28 client
+            // through `subscriptions/listen`.
             let mut p = rmcp::model::PromptsCapability::default();
             p.list_changed = self
                 .engine
@@ -840,6 +842,9 @@ impl ServerHandler for CapvaultServer {
         requested: &rmcp::model::SubscriptionFilter,
     ) -> Option<rmcp::model::SubscriptionFilter> {
         let mut f = rmcp::model::SubscriptionFilter::new();
+        if self.watched(None).iter().any(|w| w.prompts_change) {
+            f.prompts_list_changed = requested.prompts_list_changed.filter(|b| *b);
+        }
         if self.resources {
             f.resources_list_changed = requested.resources_list_changed.filter(|b| *b);
             let watched = self.watched(None);

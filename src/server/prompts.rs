@@ -17,9 +17,7 @@ use crate::notes::NoteError;
 use crate::notes::prompts::{self, PromptInfo};
 
 /// How long a burst of changes may run before a session looks at its prompts again.
-const SETTLE: Duration = Duration::from_millis(300);
-/// How often a session waiting for changes checks that its client is still there.
-const ALIVE_CHECK: Duration = Duration::from_secs(1);
+pub(super) const SETTLE: Duration = Duration::from_millis(300);
 
 fn prompt_of(p: PromptInfo) -> Prompt {
     let arguments = (!p.arguments.is_empty()).then(|| {
@@ -89,41 +87,11 @@ pub(super) async fn get(
 /// frontmatter edited), until its session ends or the engine is dropped: a burst of changes is
 /// one notification. Holds the engine only weakly.
 pub(super) fn notify_changes(engine: &Arc<Engine>, peer: Peer<RoleServer>) {
-    let mut changes = engine.watch_changes();
-    let weak = Arc::downgrade(engine);
-    tokio::spawn(async move {
-        let mut last = fingerprint(&weak).await;
-        loop {
-            tokio::select! {
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                }
-                () = tokio::time::sleep(ALIVE_CHECK) => {
-                    if peer.is_transport_closed() {
-                        return;
-                    }
-                    continue;
-                }
-            }
-            tokio::time::sleep(SETTLE).await;
-            changes.borrow_and_update();
-            if peer.is_transport_closed() {
-                return;
-            }
-            let now = fingerprint(&weak).await;
-            if now.is_some() && now != last {
-                last = now;
-                if peer.notify_prompt_list_changed().await.is_err() {
-                    return;
-                }
-            }
-        }
-    });
+    super::subscriptions::spawn_prompts(engine, peer);
 }
 
-async fn fingerprint(engine: &Weak<Engine>) -> Option<u64> {
+/// What the prompts offered look like now (compared to tell a change), if the engine is there.
+pub(super) async fn fingerprint(engine: &Weak<Engine>) -> Option<u64> {
     let engine = engine.clone();
     tokio::task::spawn_blocking(move || engine.upgrade().and_then(|e| prompts::fingerprint(&e)))
         .await

@@ -2,7 +2,8 @@
 //! `notifications/resources/updated` for the notes a session subscribed to and
 //! `notifications/resources/list_changed` when notes are added, removed or moved; through
 //! `resources/subscribe` in sessions (2025-11-25 and before) and through a
-//! `subscriptions/listen` request (2026-07-28, for stateless clients too).
+//! `subscriptions/listen` request (2026-07-28, for stateless clients too), which may also ask
+//! for `notifications/prompts/list_changed` ([`super::prompts::watch_changes`]).
 //!
 //! One task per session and vault waits for the engine's reconciles (a burst of saves is one
 //! reconcile after the watcher's quiet time, and the task settles briefly again), reads the log
@@ -45,6 +46,8 @@ pub(super) struct Watched {
     pub engine: Arc<Engine>,
     /// The vault's name in a server of several (`capvault://NAME/path`), else `None`.
     pub vault: Option<String>,
+    /// Its prompts are offered and change with its prompts folder.
+    pub prompts_change: bool,
 }
 
 impl Watched {
@@ -127,6 +130,13 @@ impl Sink {
         }
     }
 
+    async fn prompts_changed(&self) -> bool {
+        match self {
+            Sink::Session(p) => p.notify_prompt_list_changed().await.is_ok(),
+            Sink::Listen(s) => s.notify_prompt_list_changed().await.is_ok(),
+        }
+    }
+
     fn closed(&self) -> bool {
         match self {
             Sink::Session(p) => p.is_transport_closed(),
@@ -160,21 +170,89 @@ pub(super) async fn listen(
             per_vault[i].push((canonical, uri.clone()));
         }
     }
-    let mut tasks = tokio::task::JoinSet::new();
+    // Spawned as a session's are (the same tasks), and aborted when the request ends.
+    let mut tasks: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    if accepted.prompts_list_changed == Some(true) {
+        for w in watched.iter().filter(|w| w.prompts_change) {
+            tasks.push(tokio::spawn(watch_prompts(
+                Arc::downgrade(&w.engine),
+                w.engine.watch_changes(),
+                Sink::Listen(sink.clone()),
+                stop.clone(),
+            )));
+        }
+    }
     for (w, uris) in watched.into_iter().zip(per_vault) {
         let subs = Arc::new(Subscribed::of(uris));
-        tasks.spawn(watch(
+        tasks.push(tokio::spawn(watch(
             w,
             Sink::Listen(sink.clone()),
             subs,
             list_changed,
             stop.clone(),
-        ));
+        )));
     }
-    // Dropping the set (the request cancelled) aborts the tasks.
+    let aborts: Vec<tokio::task::AbortHandle> = tasks.iter().map(|t| t.abort_handle()).collect();
     tokio::select! {
         () = stop.cancelled() => {}
-        _ = async { while tasks.join_next().await.is_some() {} } => {}
+        () = async {
+            for t in tasks {
+                let _ = t.await;
+            }
+        } => {}
+    }
+    for a in aborts {
+        a.abort();
+    }
+}
+
+/// Starts a session's task telling it when the prompts offered change.
+pub(super) fn spawn_prompts(engine: &Arc<Engine>, peer: Peer<RoleServer>) {
+    tokio::spawn(watch_prompts(
+        Arc::downgrade(engine),
+        engine.watch_changes(),
+        Sink::Session(peer),
+        CancellationToken::new(),
+    ));
+}
+
+/// Sends `prompts/list_changed` each time the prompts offered change (a prompt note added,
+/// removed, renamed or its frontmatter edited; a burst is one), until the session, `stop` or
+/// the engine ends.
+async fn watch_prompts(
+    weak: Weak<Engine>,
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    sink: Sink,
+    stop: CancellationToken,
+) {
+    let mut last = super::prompts::fingerprint(&weak).await;
+    loop {
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(ALIVE_CHECK) => {
+                if sink.closed() {
+                    return;
+                }
+                continue;
+            }
+        }
+        tokio::time::sleep(super::prompts::SETTLE).await;
+        changes.borrow_and_update();
+        if sink.closed() || stop.is_cancelled() {
+            return;
+        }
+        let now = super::prompts::fingerprint(&weak).await;
+        if now.is_some() && now != last {
+            last = now;
+            if !sink.prompts_changed().await {
+                return;
+            }
+        }
     }
 }
 
@@ -245,6 +323,7 @@ async fn watch(
         let w = Watched {
             engine,
             vault: vault.clone(),
+            prompts_change: false,
         };
         let (updated, listed) = round(&w, &mut after, &subs);
         drop(w);

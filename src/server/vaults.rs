@@ -212,6 +212,8 @@ impl VaultSet {
             .map(|m| super::subscriptions::Watched {
                 engine: std::sync::Arc::clone(&m.server.engine),
                 vault: Some(m.name.clone()),
+                prompts_change: m.server.prompts_offered()
+                    && m.server.engine.options().prompts.folder.is_some(),
             })
             .collect()
     }

@@ -353,6 +353,19 @@ def test_prompts_from_the_vault_and_built_in_are_listed_and_filled(vault):
             assert got.messages[0].content.text == "Hello Ada!\n"
             review = await s.get_prompt("daily-review", {})
             assert "open tasks" in review.messages[0].content.text
+            if SDK_MAJOR >= 2:
+                # 2026-07-28: the prompts' list_changed through `subscriptions/listen`.
+                from mcp.client.subscriptions import PromptsListChanged
+
+                async with s.listen(prompts_list_changed=True) as sub:
+                    assert sub.honored.prompts_list_changed
+                    with open(os.path.join(dest, "Prompts", "Second.md"), "w") as f:
+                        f.write("A second prompt.\n")
+                    with anyio.fail_after(10):
+                        event = await sub.__anext__()
+                    assert isinstance(event, PromptsListChanged), event
+                names = [p.name for p in (await s.list_prompts()).prompts]
+                names.remove("Second")
             return names
 
         names = run(dest, body, "--prompts-folder", "Prompts")
