@@ -18,6 +18,7 @@ use serde::Serialize;
 use super::NoteError;
 use crate::engine::Engine;
 use crate::engine::changes::{ChangeEntry, ChangeKind, CursorError, Sha, sha_hex, sha_of};
+use crate::obsidian::periodic;
 use crate::vault::VaultPath;
 
 /// Items per page when `limit` is not given.
@@ -476,14 +477,16 @@ fn rfc3339_ms(ms: i64) -> String {
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// `since` as milliseconds since the epoch: an RFC 3339 time, a date (its start, local
-/// time), a date and time without an offset (local), or an age (`45m`, `24h`, `7d`).
+/// `since` as milliseconds since the epoch: an RFC 3339 time, date words as
+/// `get_periodic_note` reads them (the start of the day or period: `yesterday`, `this week`,
+/// `2026-12-01`; local time, weeks as Obsidian's default locale counts them), a date and time
+/// without an offset (local), or an age (`45m`, `24h`, `7d`).
 pub fn parse_since(s: &str) -> Result<i64, NoteError> {
     let s = s.trim();
     let bad = || {
         NoteError::InvalidArgument(
-            "`since` must be an RFC 3339 time, a date like `2026-12-01`, or an age like `90m`, \
-             `24h`, `7d`"
+            "`since` must be an RFC 3339 time, a date (`2026-12-01`, `yesterday`, `this week`, \
+             `last month`), or an age like `90m`, `24h`, `7d`"
                 .to_owned(),
         )
     };
@@ -515,8 +518,15 @@ pub fn parse_since(s: &str) -> Result<i64, NoteError> {
             .earliest()
             .map(|t| t.timestamp_millis())
     };
-    if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        return d.and_hms_opt(0, 0, 0).and_then(local).ok_or_else(bad);
+    // Date words as get_periodic_note reads them: the start of the day or period they name
+    // (`yesterday`, `this week`, `last month`, `2026-12-01`, `2026-W48`, `2026-Q4`, `2026-12`).
+    let week = periodic::week_rule("");
+    let today = chrono::Local::now().date_naive();
+    if let Ok(named) = periodic::parse_date_words(s, today, week, true) {
+        let start = named
+            .period
+            .map_or(named.date, |p| p.start(named.date, week));
+        return start.and_hms_opt(0, 0, 0).and_then(local).ok_or_else(bad);
     }
     for f in ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
         if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s, f) {
@@ -639,6 +649,12 @@ mod tests {
             1_796_119_200_000
         );
         assert!(parse_since("2026-12-01").is_ok());
+        // Date words: the start of the day or period, local time.
+        let yesterday = parse_since("yesterday").unwrap();
+        assert!(now - yesterday > 86_400_000 && now - yesterday <= 2 * 86_400_000);
+        let month = parse_since("this month").unwrap();
+        assert!(month <= now && now - month <= 32 * 86_400_000);
+        assert!(parse_since("last week").unwrap() < parse_since("this week").unwrap());
         for bad in ["", "yesterday-ish", "12x", "2026-13-01", &"9".repeat(100)] {
             assert!(parse_since(bad).is_err(), "{bad}");
         }

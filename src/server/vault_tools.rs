@@ -63,7 +63,7 @@ pub struct AttachmentArgs {
 #[serde(deny_unknown_fields)]
 pub struct ChangesArgs {
     pub cursor: Option<String>,
-    /// Or: RFC 3339, YYYY-MM-DD, an age (24h, 7d).
+    /// Or: RFC 3339, a date (YYYY-MM-DD, yesterday, this week), an age (24h, 7d).
     pub since: Option<String>,
     pub folder: Option<String>,
     pub tag: Option<String>,
