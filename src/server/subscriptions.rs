@@ -3,7 +3,7 @@
 //! `notifications/resources/list_changed` when notes are added, removed or moved; through
 //! `resources/subscribe` in sessions (2025-11-25 and before) and through a
 //! `subscriptions/listen` request (2026-07-28, for stateless clients too), which may also ask
-//! for `notifications/prompts/list_changed` ([`super::prompts::watch_changes`]).
+//! for `notifications/prompts/list_changed` (`watch_prompts`).
 //!
 //! One task per session and vault waits for the engine's reconciles (a burst of saves is one
 //! reconcile after the watcher's quiet time, and the task settles briefly again), reads the log
