@@ -820,7 +820,16 @@ impl ServerHandler for CapvaultServer {
         let watched = self.watched(Grant::of(&context));
         let (_, canonical) = subscriptions::canonical(&watched, &request.uri)
             .ok_or_else(|| unknown_uri(&request.uri))?;
-        self.subscribed.add(canonical, request.uri)
+        self.subscribed.add(canonical, request.uri)?;
+        // A client that subscribes without having sent `initialized` is told all the same.
+        if self.subscribed.start() {
+            subscriptions::spawn_session(
+                self.watched(None),
+                context.peer,
+                Arc::clone(&self.subscribed),
+            );
+        }
+        Ok(())
     }
 
     #[allow(deprecated)]
