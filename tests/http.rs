@@ -154,7 +154,7 @@ async fn rmcp_client_over_http_lists_and_calls_the_tools_and_the_log_keeps_no_co
     let s = crate::common::Server::start_http(&tmp.path().join("vault"), &[]).await;
     let tools = s.client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names.len(), 18, "{names:?}");
+    assert_eq!(names.len(), 19, "{names:?}");
     assert!(!names.contains(&"edit_note"), "read-only server: {names:?}");
     s.wait_index_ready().await;
     let found = s.ok("search_notes", json!({"query": "otter7"})).await;
@@ -716,7 +716,7 @@ async fn the_environment_token_works_and_a_token_file_others_can_read_is_refused
     .await;
     assert_eq!(raw(&child.authority(), "POST", &[], INIT).await.status, 401);
     let client = child.connect(Some(WRITE_TOKEN)).await;
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 18);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 19);
 
     let open = token_file(tmp.path(), &[READ_TOKEN], 0o644);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))

@@ -85,6 +85,7 @@ async fn tools_have_fixed_names_truthful_annotations_and_output_schemas() {
     assert_eq!(
         names,
         [
+            "changes_since",
             "find_broken_links",
             "find_orphans",
             "get_links",

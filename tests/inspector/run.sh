@@ -24,7 +24,7 @@ check() { # name, command...; the command's exit status decides
 }
 run() { timeout 60 "$inspector" --cli "$bin" serve "$vault" --no-index-cache "$@"; }
 run --method tools/list > "$dir/list.out" 2> "$dir/list.err" || true
-check "tools/list lists 18 tools" test "$(grep -c '"name": "' "$dir/list.out" | tr -d ' ')" -ge 18
+check "tools/list lists 19 tools" test "$(grep -c '"name": "' "$dir/list.out" | tr -d ' ')" -ge 19
 check "no schema warnings" bash -c "! grep -qi 'unknown format' '$dir/list.out' '$dir/list.err'"
 run --method tools/call --tool-name list_notes --tool-arg limit=2 > "$dir/call.out" 2> "$dir/call.err" || true
 check "limit=2 sent as a string lists two notes" \

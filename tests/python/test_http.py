@@ -97,7 +97,7 @@ def test_every_read_tool_over_http_matches_its_output_schema(server):
 
     n = run_http(url, READ, body)
     print(f"HTTP: {n} tools for a read token")
-    assert n == 18
+    assert n == 19
 
 
 def test_a_read_token_lists_no_write_tool_and_a_write_token_writes(server):

@@ -153,7 +153,7 @@ def test_the_sdk_connects_at_its_newest_protocol_version(vault):
 def test_every_schema_is_standard_json_schema_2020_12_and_the_list_is_small(vault):
     async def body(s, init):
         tools = (await s.list_tools()).tools
-        assert len(tools) == 18
+        assert len(tools) == 19
         size = len(json.dumps([dump(t) for t in tools], separators=(",", ":")))
         print(f"tools/list: {len(tools)} tools, {size} bytes as the SDK re-encodes them")
         assert size < 27_000
@@ -198,6 +198,7 @@ CALLS = [
     ("list_tasks", {"status": "any"}),
     ("run_query", {"query": "TABLE file.size FROM \"\" SORT file.name"}),
     ("run_query", {"language": "tasks", "query": "not done"}),
+    ("changes_since", {"since": "this week"}),
 ]
 
 
