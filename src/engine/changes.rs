@@ -16,8 +16,8 @@
 //! client path is (no hidden component), texts are checked against their sha256 when read.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, Read};
-use std::sync::{Arc, Mutex};
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -147,7 +147,11 @@ pub enum CursorError {
 /// The log: its entries, the versions kept, and where they are saved.
 #[derive(Debug)]
 pub struct ChangeLog {
-    state: Mutex<State>,
+    /// Read from the folder on first use (the first reconcile, on the build's thread), not
+    /// when the engine is opened: a long log is not read before the first answer.
+    state: OnceLock<Mutex<State>>,
+    /// Where it is saved, if anywhere.
+    dir: Option<Arc<IndexCacheDir>>,
 }
 
 #[derive(Debug)]
@@ -300,52 +304,63 @@ impl ChangeLog {
     /// A log kept in memory only (no cache folder): it starts empty at each start.
     pub fn in_memory() -> ChangeLog {
         ChangeLog {
-            state: Mutex::new(State::empty(None)),
+            state: OnceLock::new(),
+            dir: None,
         }
     }
 
-    /// The log saved in `dir`, read back if there is one (a damaged or missing file starts a
+    /// The log saved in `dir`, read back when first used (a damaged or missing file starts a
     /// new log: older cursors are then answered as unknown).
     pub fn open(dir: Arc<IndexCacheDir>) -> ChangeLog {
-        let state = match State::load(&dir) {
-            Ok(Some(s)) => s,
-            Ok(None) => State::start(dir),
-            Err(e) => {
-                tracing::warn!(error = %e, "the change log could not be read; starting a new one");
-                State::start(dir)
-            }
-        };
         ChangeLog {
-            state: Mutex::new(state),
+            state: OnceLock::new(),
+            dir: Some(dir),
         }
+    }
+
+    /// The log's state, read back from the folder the first time.
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(self.state.get_or_init(|| {
+            Mutex::new(match &self.dir {
+                None => State::empty(None),
+                Some(dir) => match State::load(dir) {
+                    Ok(Some(s)) => s,
+                    Ok(None) => State::start(Arc::clone(dir)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the change log could not be read; starting a new one");
+                        State::start(Arc::clone(dir))
+                    }
+                },
+            })
+        }))
     }
 
     /// The cursor that means "everything up to now".
     pub fn cursor(&self) -> String {
-        let s = lock(&self.state);
+        let s = self.state();
         cursor_of(s.epoch, s.next - 1)
     }
 
     /// The oldest cursor still answered.
     pub fn oldest_cursor(&self) -> String {
-        let s = lock(&self.state);
+        let s = self.state();
         cursor_of(s.epoch, s.floor)
     }
 
     /// The number of the last entry, and of the oldest cursor answered.
     pub fn bounds(&self) -> (u64, u64) {
-        let s = lock(&self.state);
+        let s = self.state();
         (s.next - 1, s.floor)
     }
 
     /// When the oldest kept entry was logged (ms since the epoch), if any.
     pub fn oldest_time(&self) -> Option<i64> {
-        lock(&self.state).entries.front().map(|e| e.at_ms)
+        self.state().entries.front().map(|e| e.at_ms)
     }
 
     /// The entry number a cursor names, if it is this log's and not expired.
     pub fn resolve(&self, cursor: &str) -> Result<u64, CursorError> {
-        let s = lock(&self.state);
+        let s = self.state();
         let (epoch, seq) = parse_cursor(cursor).ok_or(CursorError::Unknown)?;
         if epoch != s.epoch || seq >= s.next {
             return Err(CursorError::Unknown);
@@ -361,7 +376,7 @@ impl ChangeLog {
     /// The number just before the first entry logged at or after `ms` (the last entry's when
     /// none is), and whether entries before that moment may have been dropped.
     pub fn seq_at(&self, ms: i64) -> (u64, bool) {
-        let s = lock(&self.state);
+        let s = self.state();
         let i = s.entries.partition_point(|e| e.at_ms < ms);
         let seq = s.entries.get(i).map_or(s.next - 1, |e| e.seq - 1);
         let dropped = s.floor > 0 && s.entries.front().is_none_or(|e| e.at_ms > ms);
@@ -370,24 +385,24 @@ impl ChangeLog {
 
     /// Up to `max` entries after number `after`, oldest first.
     pub fn entries_after(&self, after: u64, max: usize) -> Vec<ChangeEntry> {
-        let s = lock(&self.state);
+        let s = self.state();
         let i = s.entries.partition_point(|e| e.seq <= after);
         s.entries.range(i..).take(max).cloned().collect()
     }
 
     /// The cursor for entry number `seq`.
     pub fn cursor_at(&self, seq: u64) -> String {
-        cursor_of(lock(&self.state).epoch, seq)
+        cursor_of(self.state().epoch, seq)
     }
 
     /// The content the log last saw at `path`: `Some(None)` deleted, `None` never logged.
     pub fn last_known(&self, path: &VaultPath) -> Option<Option<Sha>> {
-        lock(&self.state).last.get(path).copied()
+        self.state().last.get(path).copied()
     }
 
     /// A kept version's text, checked against its hash.
     pub fn text(&self, sha: &Sha) -> Option<String> {
-        let s = lock(&self.state);
+        let s = self.state();
         if let Some(t) = s.texts.memory.get(sha) {
             return Some(t.to_string());
         }
@@ -405,14 +420,14 @@ impl ChangeLog {
 
     /// True when the version is kept.
     pub fn has_text(&self, sha: &Sha) -> bool {
-        let s = lock(&self.state);
+        let s = self.state();
         s.texts.at.contains_key(sha) || s.texts.memory.contains_key(sha)
     }
 
     /// Entries up to now can no longer be completed (a start with no index cache to compare
     /// with): every older cursor expires.
     pub fn gap(&self) {
-        let mut s = lock(&self.state);
+        let mut s = self.state();
         if s.next == 1 && s.floor == 0 {
             // A new log: nothing to expire.
             return;
@@ -431,7 +446,7 @@ impl ChangeLog {
         if observed.is_empty() {
             return 0;
         }
-        let mut s = lock(&self.state);
+        let mut s = self.state();
         let at_ms = now_ms();
         let mut lines = Vec::with_capacity(observed.len());
         let n = observed.len();
@@ -466,7 +481,7 @@ impl ChangeLog {
 
     /// Entries and bytes kept (for `vault_info` and the benchmarks).
     pub fn size(&self) -> (usize, u64) {
-        let s = lock(&self.state);
+        let s = self.state();
         (s.entries.len(), s.texts.bytes)
     }
 }
@@ -797,20 +812,17 @@ impl TextStore {
             return;
         };
         let mut found: HashMap<Sha, (u64, u32)> = HashMap::new();
+        // Each record's header only, read where it is: the texts are not read at all.
         let mut pos = 0u64;
-        let mut reader = io::BufReader::new(file.reader());
         let mut header = [0u8; HEADER];
         while pos + HEADER as u64 <= file.len() {
-            if reader.read_exact(&mut header).is_err() || header[0] != MARKER {
+            if file.read_exact_at(&mut header, pos).is_err() || header[0] != MARKER {
                 break;
             }
             let mut sha = [0u8; 32];
             sha.copy_from_slice(&header[1..33]);
             let len = u32::from_le_bytes([header[33], header[34], header[35], header[36]]);
             if len as usize > MAX_ONE_TEXT || pos + (HEADER as u64) + u64::from(len) > file.len() {
-                break;
-            }
-            if io::copy(&mut (&mut reader).take(u64::from(len)), &mut io::sink()).is_err() {
                 break;
             }
             found.insert(sha, (pos, len));
@@ -829,7 +841,8 @@ impl TextStore {
             }
         }
         if pos < file.len() {
-            // A record cut short: later appends go after what was read.
+            // A record cut short (a crash): the next append finds the file longer than what
+            // was read, and the versions start again (`keep_texts`).
             tracing::debug!("the change log's texts file ends with a partial record");
         }
     }

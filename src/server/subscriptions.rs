@@ -226,26 +226,7 @@ async fn watch_prompts(
     stop: CancellationToken,
 ) {
     let mut last = super::prompts::fingerprint(&weak).await;
-    loop {
-        tokio::select! {
-            changed = changes.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-            }
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(ALIVE_CHECK) => {
-                if sink.closed() {
-                    return;
-                }
-                continue;
-            }
-        }
-        tokio::time::sleep(super::prompts::SETTLE).await;
-        changes.borrow_and_update();
-        if sink.closed() || stop.is_cancelled() {
-            return;
-        }
+    while next_round(&mut changes, &sink, &stop, super::prompts::SETTLE).await {
         let now = super::prompts::fingerprint(&weak).await;
         if now.is_some() && now != last {
             last = now;
@@ -286,6 +267,35 @@ pub(super) fn canonical(watched: &[Watched], uri: &str) -> Option<(usize, String
     None
 }
 
+/// Waits for the engine's next reconcile that changed something, then `settle` more (a burst is
+/// one round); false once the session, `stop` or the engine has ended.
+async fn next_round(
+    changes: &mut tokio::sync::watch::Receiver<u64>,
+    sink: &Sink,
+    stop: &CancellationToken,
+    settle: Duration,
+) -> bool {
+    loop {
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return false;
+                }
+                break;
+            }
+            () = stop.cancelled() => return false,
+            () = tokio::time::sleep(ALIVE_CHECK) => {
+                if sink.closed() {
+                    return false;
+                }
+            }
+        }
+    }
+    tokio::time::sleep(settle).await;
+    changes.borrow_and_update();
+    !(sink.closed() || stop.is_cancelled())
+}
+
 /// Sends what each reconcile of `w`'s engine means for `subs`, until the session or `stop` ends.
 async fn watch(
     w: Watched,
@@ -299,26 +309,7 @@ async fn watch(
     let vault = w.vault.clone();
     let weak: Weak<Engine> = Arc::downgrade(&w.engine);
     drop(w);
-    loop {
-        tokio::select! {
-            changed = changes.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-            }
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(ALIVE_CHECK) => {
-                if sink.closed() {
-                    return;
-                }
-                continue;
-            }
-        }
-        tokio::time::sleep(SETTLE).await;
-        changes.borrow_and_update();
-        if sink.closed() || stop.is_cancelled() {
-            return;
-        }
+    while next_round(&mut changes, &sink, &stop, SETTLE).await {
         let Some(engine) = weak.upgrade() else { return };
         let w = Watched {
             engine,

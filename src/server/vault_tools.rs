@@ -97,7 +97,13 @@ impl CapvaultServer {
                 None => None,
             },
             tag: args.tag,
-            kinds: args.kinds.unwrap_or_default(),
+            // At most the four kinds, however long the list sent.
+            kinds: {
+                let mut k = args.kinds.unwrap_or_default();
+                k.sort_by_key(|k| *k as u8);
+                k.dedup();
+                k
+            },
             limit: args.limit.map(|l| l as usize),
             no_diffs: args.diffs == Some(false),
         };
