@@ -1,6 +1,8 @@
-# capvault serving a vault over Streamable HTTP, as a non-root user.
+# capvault serving a vault over Streamable HTTP, as a non-root user: the way to run it on a NAS
+# or a server for remote clients.
 #
-#   docker build -t capvault .
+#   docker build -t capvault .                                   # the full build
+#   docker build --build-arg BUILD=minimal -t capvault:minimal .  # stdio only (see below)
 #   docker run -d --name capvault -p 127.0.0.1:8000:8000 \
 #     -e CAPVAULT_TOKEN="$(capvault token new --scope read 2>/dev/null)" \
 #     -v ~/Notes:/vault:ro -v capvault-state:/state capvault
@@ -13,11 +15,21 @@
 # loopback only, as above, and put a TLS-terminating proxy in front for remote clients (then add
 # `--allowed-host` with the name it forwards). tests/dockerfile.rs runs this file's command and
 # health check against the binary, so they stay in step with its flags.
+#
+# The minimal build (`--no-default-features`: no HTTP, no OAuth, no model runtime) serves over
+# stdio only; a local client starts it itself, the vault mounted read-only:
+#   docker run -i --rm --read-only -v ~/Notes:/vault:ro capvault:minimal serve /vault --no-index-cache
 
 FROM rust:1-slim-bookworm AS build
+# "full" (the default features) or "minimal" (`--no-default-features`).
+ARG BUILD=full
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --bin capvault
+RUN case "$BUILD" in \
+      full) cargo build --release --locked --bin capvault ;; \
+      minimal) cargo build --release --locked --bin capvault --no-default-features ;; \
+      *) echo "BUILD is full or minimal, not $BUILD" >&2; exit 1 ;; \
+    esac
 
 FROM debian:bookworm-slim
 RUN useradd --system --uid 10001 --home-dir /state --shell /usr/sbin/nologin capvault \

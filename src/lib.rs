@@ -22,7 +22,10 @@
 //!   Paths the configuration excludes ([`vault::Exclusions`]) are refused by the same walk. The
 //!   one way a file is written, [`vault::Vault::write_file`], acts on a name in a folder handle
 //!   that walk checked: atomic, durable, version-checked; folders, moves that never replace, the
-//!   trash and removals work the same way, inside the write scopes.
+//!   trash and removals work the same way, inside the write scopes. The few system calls that
+//!   differ by platform (no-replace renames, durability, the watcher's path, birth times) are
+//!   behind [`vault::sys`], one implementation for Linux and macOS and a portable one (cap-std
+//!   only) for Windows, which the `portable-fs` feature runs on Linux for the tests.
 //! - [`markdown`]: pure parsing of one note (frontmatter, aliases, tags, headings, block ids, links
 //!   with positions) as Obsidian reads it, how property values compare, and the byte-preserving
 //!   edits the write tools make ([`markdown::edit`], [`markdown::yaml_edit`],
@@ -133,12 +136,14 @@ pub mod app;
 pub mod config;
 pub mod demo;
 pub mod engine;
+#[cfg(feature = "http")]
 pub mod http;
 pub mod index;
 pub mod locks;
 pub mod markdown;
 pub mod media;
 pub mod model;
+#[cfg(feature = "net")]
 pub mod net;
 pub mod notes;
 pub mod obsidian;

@@ -33,6 +33,7 @@ fn main() -> ExitCode {
     limit_malloc_arenas();
     // rustls's `ring` provider for every TLS use (the HTTPS listener and the issuer's keys
     // name it too).
+    #[cfg(any(feature = "http", feature = "net"))]
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse_checked();
     if matches!(cli.command, Command::PdfWorker) {
@@ -154,7 +155,9 @@ type Job = Pin<Box<dyn Future<Output = anyhow::Result<()>>>>;
 /// listener and apply the sandbox, which then confines every thread the runtime starts. The
 /// others start when the runtime runs them.
 fn job(host: Host, command: Command) -> anyhow::Result<Job> {
-    use capvault::app::{install, model, oauth, state, tokens};
+    #[cfg(feature = "http")]
+    use capvault::app::tokens;
+    use capvault::app::{install, model, state};
     Ok(match command {
         Command::Serve(args) => Box::pin(Prepared::new(&host, args)?.serve()),
         Command::Call(args) => Box::pin(PreparedCall::new(&host, args)?.run()),
@@ -175,11 +178,20 @@ fn job(host: Host, command: Command) -> anyhow::Result<Job> {
         Command::Bundle { out, level } => {
             Box::pin(async move { install::bundle(&host, &out, level) })
         }
+        #[cfg(feature = "http")]
         Command::Token { command } => Box::pin(async move { tokens::token(&host, command) }),
+        #[cfg(feature = "oauth")]
         Command::Tokens { command } => Box::pin(async move { tokens::tokens(&host, command) }),
+        #[cfg(feature = "oauth")]
         Command::Passwd { vault, state_dir } => {
-            Box::pin(async move { oauth::passwd(&vault, state_dir.as_deref()) })
+            Box::pin(async move { capvault::app::oauth::passwd(&vault, state_dir.as_deref()) })
         }
+        #[cfg(not(feature = "http"))]
+        Command::Token { .. } => return Err(capvault::app::not_built("http", "capvault token")),
+        #[cfg(not(feature = "oauth"))]
+        Command::Tokens { .. } => return Err(capvault::app::not_built("oauth", "capvault tokens")),
+        #[cfg(not(feature = "oauth"))]
+        Command::Passwd { .. } => return Err(capvault::app::not_built("oauth", "capvault passwd")),
         Command::Confirm {
             vault,
             code,

@@ -371,6 +371,7 @@ async fn with_deadline<T>(what: &str, f: impl std::future::Future<Output = T>) -
 enum Via {
     Stdio,
     /// The Streamable HTTP transport: the gate in front changes nothing.
+    #[cfg(feature = "http")]
     Http,
     /// Over stdio, with `openat2` failing with ENOSYS in the server (cap-std's fallback).
     StdioWithoutOpenat2,
@@ -381,6 +382,7 @@ async fn every_attack_row_fails_on_every_path_tool_without_leaking() {
     attack_table(Via::Stdio).await;
 }
 
+#[cfg(feature = "http")]
 #[tokio::test]
 async fn every_attack_row_fails_over_http_too() {
     attack_table(Via::Http).await;
@@ -400,15 +402,20 @@ async fn attack_table(via: Via) {
     let before_hidden: Vec<_> = hidden.iter().map(|h| snapshot(h)).collect();
     // With --write: the write tools take every row too.
     let state = tmp.path().join("state");
-    // With an embedding model: `related_notes` is listed and takes every row as well.
-    let model = tmp.path().join("model");
-    crate::common::write_model(&model);
     let mut flags: Vec<&str> = EXCLUDE_FLAGS.to_vec();
     flags.extend(["--write", "--state-dir", state.to_str().unwrap()]);
-    flags.extend(["--embedding-model", model.to_str().unwrap()]);
+    // With an embedding model: `related_notes` is listed and takes every row as well.
+    #[cfg(feature = "semantic")]
+    let model = tmp.path().join("model");
+    #[cfg(feature = "semantic")]
+    {
+        crate::common::write_model(&model);
+        flags.extend(["--embedding-model", model.to_str().unwrap()]);
+    }
     let v = tmp.path().join("vault");
     let s = match via {
         Via::Stdio => Server::start_with(&v, &flags).await,
+        #[cfg(feature = "http")]
         Via::Http => Server::start_http(&v, &flags).await,
         Via::StdioWithoutOpenat2 => Server::start_without_openat2(&v, &flags).await,
     };
@@ -435,6 +442,7 @@ async fn attack_table(via: Via) {
         "edit_canvas",
         "query_base",
         "list_bases",
+        #[cfg(feature = "semantic")]
         "related_notes",
     ] {
         assert!(

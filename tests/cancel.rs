@@ -10,7 +10,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{HttpChild, Server, test_cache_home, write_tree};
+#[cfg(feature = "http")]
+use crate::common::HttpChild;
+use crate::common::{Server, test_cache_home, write_tree};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use rmcp::transport::TokioChildProcess;
@@ -126,6 +128,7 @@ async fn a_search_cancelled_over_stdio_stops_its_scan_inside_the_note() {
 
 /// One raw HTTP/1.1 POST to `/mcp` (`Connection: close`): the status, the head (lower case)
 /// and the body.
+#[cfg(feature = "http")]
 async fn post(authority: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(authority).await.unwrap();
@@ -154,6 +157,7 @@ async fn post(authority: &str, headers: &[(&str, &str)], body: &str) -> (u16, St
     (status, head, body)
 }
 
+#[cfg(feature = "http")]
 #[tokio::test]
 async fn a_search_whose_streamed_http_reply_times_out_is_cancelled_in_its_session_and_stops() {
     let tmp = hostile_vault();
@@ -213,6 +217,7 @@ async fn a_search_whose_streamed_http_reply_times_out_is_cancelled_in_its_sessio
     child.terminate().await;
 }
 
+#[cfg(feature = "http")]
 #[tokio::test]
 async fn a_stateless_http_search_that_times_out_gets_503_and_stops() {
     let tmp = hostile_vault();

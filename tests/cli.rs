@@ -226,6 +226,7 @@ fn a_missing_vault_names_the_os_error_once() {
     }
 }
 
+#[cfg(feature = "http")]
 #[test]
 fn path_flags_are_relative_to_the_current_folder() {
     use std::os::unix::fs::PermissionsExt;
@@ -308,13 +309,14 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
     let tmp = tempfile::tempdir().unwrap();
     crate::common::write_tree(tmp.path(), &[("a.md", "# A\n")]);
     let v = tmp.path().to_str().unwrap();
-    let cases: [&[&str]; 4] = [
+    let cases: &[&[&str]] = &[
         &["install", "--list"],
         &["demo"],
         &["call", v, "--list"],
+        #[cfg(feature = "http")]
         &["token", "new"],
     ];
-    for args in cases {
+    for &args in cases {
         let o = with_a_closed_stdout(args);
         let quiet = o.status.success() || o.status.signal() == Some(13);
         assert!(quiet, "{args:?}: {:?}", o.status);
@@ -375,6 +377,7 @@ fn call_lists_the_tools_and_takes_the_serve_options_that_change_answers() {
     );
 }
 
+#[cfg(feature = "http")]
 #[test]
 fn token_new_prints_only_the_token_and_appends_a_named_line_to_a_private_file() {
     use std::os::unix::fs::PermissionsExt;
@@ -441,6 +444,7 @@ fn token_new_prints_only_the_token_and_appends_a_named_line_to_a_private_file() 
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 2);
 }
 
+#[cfg(feature = "http")]
 #[tokio::test]
 async fn a_named_token_is_named_in_the_access_log() {
     use std::os::unix::fs::PermissionsExt;
@@ -495,6 +499,7 @@ fn http_options_without_the_http_transport_are_refused_by_name() {
     );
 }
 
+#[cfg(feature = "http")]
 #[test]
 fn serve_refuses_at_start_what_several_vaults_make_possible_to_get_wrong() {
     let tmp = tempfile::tempdir().unwrap();
@@ -562,4 +567,58 @@ fn serve_refuses_at_start_what_several_vaults_make_possible_to_get_wrong() {
         "{}",
         stderr(&o)
     );
+}
+
+/// A build without a feature (`--no-default-features`, or one feature left out) refuses each
+/// command and option of that feature at once, in one line that names the feature and where
+/// the full build is; nothing is served, downloaded or written.
+#[cfg(not(all(
+    feature = "http",
+    feature = "oauth",
+    feature = "semantic",
+    feature = "import"
+)))]
+#[test]
+fn a_build_without_a_feature_names_it_for_each_command_and_option_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    crate::common::write_tree(tmp.path(), &[("a.md", "# A\n")]);
+    let v = tmp.path().to_str().unwrap();
+    let mut cases: Vec<(Vec<&str>, &str)> = Vec::new();
+    if cfg!(not(feature = "http")) {
+        cases.push((vec!["serve", v, "--transport", "http"], "http"));
+        cases.push((vec!["token", "new"], "http"));
+    }
+    if cfg!(not(feature = "oauth")) {
+        cases.push((vec!["passwd", v], "oauth"));
+        cases.push((vec!["tokens", "list", v], "oauth"));
+    }
+    if cfg!(all(feature = "http", not(feature = "oauth"))) {
+        cases.push((
+            vec!["serve", v, "--transport", "http", "--oauth", "builtin"],
+            "oauth",
+        ));
+    }
+    if cfg!(not(feature = "semantic")) {
+        cases.push((vec!["serve", v, "--semantic"], "semantic"));
+        cases.push((vec!["model", "check", v], "semantic"));
+        cases.push((vec!["call", v, "--list", "--semantic"], "semantic"));
+    }
+    if cfg!(all(feature = "semantic", not(feature = "import"))) {
+        cases.push((vec!["model", "import", v, "--out", v], "import"));
+    }
+    assert!(!cases.is_empty());
+    let before = crate::common::snapshot(tmp.path());
+    for (args, feature) in cases {
+        let o = capvault(&args);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{args:?} succeeded: {err}");
+        assert!(
+            err.contains(&format!("built without the `{feature}` feature"))
+                && err.contains("install the full build"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(stdout(&o).is_empty(), "{args:?}");
+    }
+    assert_eq!(crate::common::snapshot(tmp.path()), before);
 }

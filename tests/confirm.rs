@@ -177,6 +177,7 @@ async fn require_if_match_refuses_a_change_that_does_not_name_the_version_it_rea
     assert!(!f.vault.join("Folder").exists());
 }
 
+#[cfg(feature = "http")]
 #[tokio::test]
 async fn over_http_if_match_is_required_by_default_and_can_be_turned_off() {
     let f = fixture();

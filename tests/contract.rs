@@ -383,6 +383,7 @@ async fn a_tool_profile_without_read_note_serves_no_resources() {
     s.stop().await;
 }
 
+#[cfg(feature = "semantic")]
 #[tokio::test]
 async fn semantic_with_no_network_says_what_happened_and_both_ways_out() {
     let tmp = fixture();

@@ -4,7 +4,9 @@
 //! against the real binary, and checks the user is not root and the state folder is a volume.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+#[cfg(feature = "http")]
 use std::io::{BufRead, BufReader};
+#[cfg(feature = "http")]
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -58,6 +60,7 @@ fn the_image_runs_as_a_non_root_user_with_the_state_folder_as_a_volume() {
     );
 }
 
+#[cfg(feature = "http")]
 #[tokio::test]
 async fn the_images_command_and_health_check_work_against_the_binary() {
     let text = dockerfile();

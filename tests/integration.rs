@@ -18,17 +18,23 @@ mod contract;
 mod crash;
 mod dockerfile;
 mod hidden_text;
+#[cfg(feature = "http")]
 mod http;
 mod images;
 mod index_cache;
 mod install;
 mod knowledge;
 mod layers;
+#[cfg(feature = "semantic")]
 mod model_fetch;
+#[cfg(feature = "import")]
 mod model_import;
 mod move_real_vaults;
+#[cfg(feature = "oauth")]
 mod oauth_builtin;
+#[cfg(feature = "oauth")]
 mod oauth_client_doc;
+#[cfg(feature = "oauth")]
 mod oauth_issuer;
 mod obsidian_real_vaults;
 mod pdfs;
@@ -41,7 +47,9 @@ mod real_vaults;
 mod run_query;
 mod sandbox;
 mod search;
+#[cfg(feature = "semantic")]
 mod semantic;
+#[cfg(feature = "semantic")]
 mod semantic_quality;
 mod sessions;
 mod state;

@@ -10,7 +10,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{HttpChild, Server, snapshot, symlink, write_tree};
+#[cfg(feature = "http")]
+use crate::common::HttpChild;
+use crate::common::{Server, snapshot, symlink, write_tree};
 
 const WORK_SECRET: &str = "WORK-ONLY-SECRET-51c0de";
 const HOME_SECRET: &str = "HOME-ONLY-SECRET-a9f3e2";
@@ -403,6 +405,7 @@ async fn one_vault_is_served_as_before() {
     s.stop().await;
 }
 
+#[cfg(feature = "http")]
 #[tokio::test]
 async fn a_token_limited_to_one_vault_sees_and_uses_only_it() {
     use std::os::unix::fs::PermissionsExt;
@@ -514,6 +517,7 @@ async fn a_token_limited_to_one_vault_sees_and_uses_only_it() {
     child.terminate().await;
 }
 
+#[cfg(feature = "semantic")]
 #[tokio::test]
 async fn vault_tables_give_each_vault_its_name_and_settings() {
     let tmp = two_vaults();
@@ -593,6 +597,7 @@ async fn vault_tables_give_each_vault_its_name_and_settings() {
     s.stop().await;
 }
 
+#[cfg(feature = "oauth")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_consent_page_lets_the_owner_choose_the_vaults_a_client_may_use() {
     use crate::common::oauth::*;

@@ -23,9 +23,11 @@ pub mod cli;
 pub mod confirm;
 pub mod install;
 pub mod model;
+#[cfg(feature = "oauth")]
 pub mod oauth;
 pub mod serve;
 pub mod state;
+#[cfg(feature = "http")]
 pub mod tokens;
 
 use std::path::{Path, PathBuf};
@@ -38,6 +40,15 @@ use crate::engine::{Engine, EngineOptions, IndexCache};
 use crate::notes::write::Writer;
 use crate::server::{CapvaultServer, ToolPolicy};
 use crate::vault::Vault;
+
+/// The error for a command or option this build left out: which feature has it, and where the
+/// full build is.
+pub fn not_built(feature: &str, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{what} is not in this build of capvault (built without the `{feature}` feature): install \
+         the full build (README, Install), or build with `--features {feature}`"
+    )
+}
 
 /// The state folder root: `--state-dir` or the user's state folder.
 fn state_root(arg: Option<&Path>) -> anyhow::Result<PathBuf> {

@@ -1,5 +1,6 @@
 //! `capvault model import|fetch|check`: embedding models for semantic search.
 
+#[cfg(feature = "semantic")]
 use std::io::Write;
 
 use super::cli::ModelCommand;
@@ -7,6 +8,12 @@ use crate::vault::host::Host;
 
 /// `capvault model ...`.
 pub async fn run(host: Host, command: ModelCommand) -> anyhow::Result<()> {
+    #[cfg(not(feature = "semantic"))]
+    {
+        let _ = (host, command);
+        Err(super::not_built("semantic", "capvault model"))
+    }
+    #[cfg(feature = "semantic")]
     match command {
         ModelCommand::Fetch {
             repo,
@@ -124,7 +131,7 @@ pub async fn run(host: Host, command: ModelCommand) -> anyhow::Result<()> {
             #[cfg(not(feature = "import"))]
             {
                 let _ = (source, out, dimensions, corpus);
-                anyhow::bail!("this capvault was built without the `import` feature")
+                Err(super::not_built("import", "capvault model import"))
             }
         }
         ModelCommand::Check { dir, text } => {

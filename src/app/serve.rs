@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 
-use super::cli::{
-    HttpArgs, SandboxMode, SemanticArgs, ServeArgs, ServeOptions, Transport, WriteArgs,
-};
-use super::oauth::OAuthPrepared;
+#[cfg(feature = "http")]
+use super::cli::HttpArgs;
+#[cfg(feature = "semantic")]
+use super::cli::SemanticArgs;
+use super::cli::{SandboxMode, ServeArgs, ServeOptions, Transport, WriteArgs};
 use super::{build_server, state_root};
 use crate::config::Config;
 use crate::engine::{Engine, EngineOptions, IndexCache};
@@ -33,8 +34,15 @@ pub struct ServedVault {
 /// applied.
 pub struct Prepared {
     vaults: Vec<ServedVault>,
-    http: Option<(crate::http::HttpOptions, std::net::TcpListener)>,
+    http: Option<Listening>,
 }
+
+/// The HTTP transport's options and bound listener.
+#[cfg(feature = "http")]
+type Listening = (crate::http::HttpOptions, std::net::TcpListener);
+/// Without the HTTP transport there is none.
+#[cfg(not(feature = "http"))]
+type Listening = std::convert::Infallible;
 
 impl Prepared {
     /// Everything `serve` does before the runtime starts, synchronous and single-threaded:
@@ -57,25 +65,13 @@ impl Prepared {
         // Credentials and certificates first: a bad flag fails before any work.
         let http_args = http;
         let http = match transport {
+            #[cfg(feature = "http")]
             Transport::Http => Some(http_args.options(host)?),
+            #[cfg(not(feature = "http"))]
+            Transport::Http => return Err(super::not_built("http", "--transport http")),
             Transport::Stdio => None,
         };
         let (opened, config) = options.open_all(host, http.is_some(), &more_vaults)?;
-        if let Some(h) = &http {
-            for name in h.tokens.vault_names() {
-                if !opened.iter().any(|o| o.name == name) {
-                    anyhow::bail!(
-                        "--token-file: `vaults={name}` names no vault this server serves (its \
-                         vaults: {})",
-                        opened
-                            .iter()
-                            .map(|o| o.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                }
-            }
-        }
         let engine_options = options.engine_options(
             &config,
             EngineOptions {
@@ -86,51 +82,20 @@ impl Prepared {
                 ..EngineOptions::default()
             },
         )?;
-        let write = &options.write;
-        let first = &opened[0];
-        let mut oauth = OAuthPrepared::default();
-        let mut oauth_files = None;
-        let http = match http {
-            Some(mut options) => {
-                let listener = crate::http::bind(&options)?;
-                let state = if http_args.oauth.is_some() {
-                    // The authorization server's store lives in the first vault's state folder.
-                    let files = match &first.writer {
-                        Some(w) => w.folders().0.private_files("oauth"),
-                        None => {
-                            StateDir::open(&state_root(write.state_dir.as_deref())?, &first.vault)
-                                .map_err(|e| anyhow::anyhow!("{e}"))?
-                                .private_files("oauth")
-                        }
-                    };
-                    Some(files.map_err(|e| anyhow::anyhow!("state folder: {e}"))?)
-                } else {
-                    None
-                };
-                // The consent page names the vault (one), or lets the owner choose (several).
-                let shown: Vec<String> = if opened.len() == 1 {
-                    vec![first.vault.name().to_owned()]
-                } else {
-                    opened.iter().map(|o| o.name.clone()).collect()
-                };
-                oauth = http_args.oauth(
-                    host,
-                    &mut options,
-                    listener.local_addr()?,
-                    state,
-                    &shown,
-                    opened.iter().any(|o| o.writer.is_some()),
-                )?;
-                options.check().map_err(anyhow::Error::msg)?;
-                Some((options, listener))
-            }
-            None => None,
+        #[cfg(feature = "http")]
+        let (http, oauth) = listen(host, &http_args, http, &opened, &options.write)?;
+        #[cfg(not(feature = "http"))]
+        let (http, oauth) = {
+            let _ = http_args;
+            (http, Network::default())
         };
-        if let Some(rs) = &oauth.server
-            && let crate::http::oauth::Issuer::Builtin(auth) = &rs.issuer
-        {
-            oauth_files = Some(auth.store_files());
-        }
+        #[cfg(feature = "oauth")]
+        let oauth_files = oauth.server.as_ref().and_then(|rs| match &rs.issuer {
+            crate::http::oauth::Issuer::Builtin(auth) => Some(auth.store_files()),
+            _ => None,
+        });
+        #[cfg(not(feature = "oauth"))]
+        let oauth_files = None;
         apply_sandbox(
             &opened,
             oauth_files,
@@ -175,10 +140,94 @@ impl Prepared {
     /// Serves until the client leaves (stdio) or a signal arrives.
     pub async fn serve(self) -> anyhow::Result<()> {
         match self.http {
+            #[cfg(feature = "http")]
             Some((options, listener)) => serve_http(self.vaults, options, listener).await,
+            #[cfg(not(feature = "http"))]
+            Some(never) => match never {},
             None => serve_stdio(self.vaults).await,
         }
     }
+}
+
+/// What the network needs from the sandbox: OAuth's outgoing connections.
+#[cfg(not(feature = "oauth"))]
+#[derive(Default)]
+struct Network {
+    connect_ports: Vec<u16>,
+    name_lookups: bool,
+}
+
+#[cfg(feature = "oauth")]
+use super::oauth::OAuthPrepared as Network;
+
+/// The HTTP listener bound, its options checked and OAuth set up (when on), for the vaults
+/// `opened`.
+#[cfg(feature = "http")]
+fn listen(
+    host: &Host,
+    http_args: &HttpArgs,
+    http: Option<crate::http::HttpOptions>,
+    opened: &[Opened],
+    write: &WriteArgs,
+) -> anyhow::Result<(Option<Listening>, Network)> {
+    #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+    let Some(mut options) = http else {
+        return Ok((None, Network::default()));
+    };
+    for name in options.tokens.vault_names() {
+        if !opened.iter().any(|o| o.name == name) {
+            anyhow::bail!(
+                "--token-file: `vaults={name}` names no vault this server serves (its \
+                 vaults: {})",
+                opened
+                    .iter()
+                    .map(|o| o.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let listener = crate::http::bind(&options)?;
+    #[cfg(feature = "oauth")]
+    let oauth = {
+        let first = &opened[0];
+        let state = if http_args.oauth.is_some() {
+            // The authorization server's store lives in the first vault's state folder.
+            let files = match &first.writer {
+                Some(w) => w.folders().0.private_files("oauth"),
+                None => StateDir::open(&state_root(write.state_dir.as_deref())?, &first.vault)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?
+                    .private_files("oauth"),
+            };
+            Some(files.map_err(|e| anyhow::anyhow!("state folder: {e}"))?)
+        } else {
+            None
+        };
+        // The consent page names the vault (one), or lets the owner choose (several).
+        let shown: Vec<String> = if opened.len() == 1 {
+            vec![first.vault.name().to_owned()]
+        } else {
+            opened.iter().map(|o| o.name.clone()).collect()
+        };
+        http_args.oauth(
+            host,
+            &mut options,
+            listener.local_addr()?,
+            state,
+            &shown,
+            opened.iter().any(|o| o.writer.is_some()),
+        )?
+    };
+    #[cfg(not(feature = "oauth"))]
+    let oauth = {
+        let _ = (host, write);
+        if http_args.oauth.is_some() || http_args.oauth_issuer.is_some() {
+            return Err(super::not_built("oauth", "OAuth (--oauth, --oauth-issuer)"));
+        }
+        Network::default()
+    };
+    options.check().map_err(anyhow::Error::msg)?;
+    Ok((Some((options, listener)), oauth))
 }
 
 /// What [`ServeOptions`] open for one vault: the vault (with its write scopes), the model, the
@@ -383,10 +432,18 @@ impl ServeOptions {
                         ms = started.elapsed().as_millis() as u64, "embedding model loaded");
                     (Some(Arc::new(m)), None)
                 }
+                #[cfg(feature = "semantic")]
                 None => match semantic_model(host, &self.semantic)? {
                     Ok(m) => (Some(Arc::new(m)), None),
                     Err(why) => (None, Some(why)),
                 },
+                #[cfg(not(feature = "semantic"))]
+                None => {
+                    return Err(super::not_built(
+                        "semantic",
+                        "semantic search (--semantic, `semantic = true`)",
+                    ));
+                }
             };
             loaded.push((dir, choice.clone()));
             out.push(choice);
@@ -555,6 +612,7 @@ impl WriteArgs {
     }
 }
 
+#[cfg(feature = "http")]
 impl HttpArgs {
     /// The HTTP options; reads the token file, `CAPVAULT_TOKEN` and the TLS files now.
     fn options(&self, host: &Host) -> anyhow::Result<crate::http::HttpOptions> {
@@ -624,6 +682,7 @@ impl HttpArgs {
 /// folder, downloaded there first when missing. A model that cannot be had is a warning, not
 /// an error: the server then serves keyword search only, and says why (the `Err`, naming no
 /// host path).
+#[cfg(feature = "semantic")]
 fn semantic_model(
     host: &Host,
     test: &SemanticArgs,
@@ -797,6 +856,7 @@ pub async fn serve_stdio(vaults: Vec<ServedVault>) -> anyhow::Result<()> {
     served
 }
 
+#[cfg(feature = "http")]
 /// Serves `vaults` over Streamable HTTP (`options`, on `listener`) until SIGINT or SIGTERM,
 /// every session on the same engines; then lets requests in flight finish and shuts the
 /// engines down.

@@ -3,7 +3,10 @@
 
 use std::path::Path;
 
-use super::cli::{Scope, TokenCommand, TokensCommand};
+#[cfg(feature = "oauth")]
+use super::cli::TokensCommand;
+use super::cli::{Scope, TokenCommand};
+#[cfg(feature = "oauth")]
 use super::oauth::oauth_store;
 use crate::server::CapvaultServer;
 use crate::vault::host::Host;
@@ -45,6 +48,7 @@ pub fn token(host: &Host, command: TokenCommand) -> anyhow::Result<()> {
 }
 
 /// `capvault tokens ...`.
+#[cfg(feature = "oauth")]
 pub fn tokens(host: &Host, command: TokensCommand) -> anyhow::Result<()> {
     match command {
         TokensCommand::List {
@@ -63,6 +67,7 @@ pub fn tokens(host: &Host, command: TokensCommand) -> anyhow::Result<()> {
 
 /// `tokens list`: the grants of the built-in authorization server, after the tokens of
 /// `--token-file` when given.
+#[cfg(feature = "oauth")]
 fn list(
     host: &Host,
     vault: &Path,
@@ -106,6 +111,7 @@ fn list(
 }
 
 /// `tokens revoke`: one grant (by id or its first characters), or all of them.
+#[cfg(feature = "oauth")]
 fn revoke(
     vault: &Path,
     id: Option<String>,
@@ -132,6 +138,7 @@ fn revoke(
 const MAX_TOKEN_FILE: u64 = 1024 * 1024;
 
 /// `tokens list --token-file`: each token of the file, by name, with its scope and tools.
+#[cfg(feature = "oauth")]
 fn list_token_file(host: &Host, path: &Path) -> anyhow::Result<()> {
     let file = host.file(path)?;
     let bytes = file

@@ -149,11 +149,12 @@ impl Semantic {
 impl Engine {
     /// Turns on semantic search with `model`. Call before [`Engine::start`]; the first call
     /// wins.
+    #[cfg(feature = "semantic")]
     pub fn set_embedding_model(&self, model: impl Into<Embedder>) {
         self.share_embedding_model(Arc::new(model.into()));
     }
 
-    /// [`Engine::set_embedding_model`] with a model other engines use too (a server of several
+    /// `set_embedding_model` with a model other engines use too (a server of several
     /// vaults loads it once).
     pub fn share_embedding_model(&self, model: Arc<Embedder>) {
         let dims = model.dimensions();

@@ -23,14 +23,7 @@ pub const TOKEN_PREFIX: &str = "cvt_";
 /// The longest token name (`name=` in a token file).
 pub const MAX_TOKEN_NAME: usize = 32;
 
-/// A name (a token's, a client config entry's) that is not 1 to `max` letters, digits, `-`,
-/// `_` or `.`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("use 1 to {max} letters, digits, `-`, `_` or `.`")]
-pub struct BadName {
-    /// The longest name allowed there.
-    pub max: usize,
-}
+pub use crate::server::vaults::{BadName, check_name_within};
 
 /// A token too weak to accept.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -277,16 +270,6 @@ pub fn bearer(header: &str) -> Option<&str> {
         .eq_ignore_ascii_case("bearer")
         .then(|| token.trim())
         .filter(|t| !t.is_empty())
-}
-
-/// A name safe in a log line and a config file: 1 to `max` letters, digits, `-`, `_` or `.`
-/// (token names here; `capvault install --name` with its own `max`).
-pub fn check_name_within(name: &str, max: usize) -> Result<(), BadName> {
-    if crate::server::vaults::is_plain_name(name, max) {
-        Ok(())
-    } else {
-        Err(BadName { max })
-    }
 }
 
 /// A token's name (`name=laptop` in the token file, shown in the access log): 1 to

@@ -24,6 +24,10 @@ mod admit;
 pub mod auth;
 pub mod conn;
 pub mod guard;
+#[cfg(feature = "oauth")]
+pub mod oauth;
+#[cfg(not(feature = "oauth"))]
+#[path = "oauth_off.rs"]
 pub mod oauth;
 
 use std::collections::HashMap;

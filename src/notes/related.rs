@@ -158,5 +158,5 @@ fn mean(vectors: &[&[f32]]) -> Option<Vec<f32>> {
             *s += x;
         }
     }
-    crate::semantic::model::normalise(&mut sum).then_some(sum)
+    crate::semantic::normalise(&mut sum).then_some(sum)
 }

@@ -5,19 +5,24 @@
 //! `serve --semantic`), writing through [`crate::vault::download`].
 
 pub mod chunk;
+#[cfg(feature = "semantic")]
 pub mod fetch;
 #[cfg(feature = "import")]
 pub mod import;
+#[cfg(feature = "semantic")]
 pub mod model;
 pub mod saved;
 pub mod store;
 #[cfg(feature = "import")]
 pub mod tune;
+pub mod vector;
 
 use std::path::Path;
 
-pub use model::{ModelInfo, StaticModel};
+#[cfg(feature = "semantic")]
+pub use model::StaticModel;
 pub use store::VectorStore;
+pub use vector::{ModelInfo, normalise};
 
 use crate::vault::host::{Host, HostError};
 
@@ -37,8 +42,15 @@ pub enum LoadError {
         dir: String,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// This build has no model runtime.
+    #[error(
+        "semantic search is not in this build of capvault (built without the `semantic` \
+         feature): install the full build (README, Install)"
+    )]
+    NotBuilt,
 }
 
+#[cfg(feature = "semantic")]
 /// The three files of a model folder (`config.json`, `tokenizer.json`, `model.safetensors`),
 /// each read through a folder handle without following a symlink and capped at its size limit.
 /// Errors start with `what`.
@@ -61,10 +73,12 @@ pub(crate) fn read_model_files(
 
 /// The model that embeds sections and queries: a static model (the default, fast enough for any
 /// vault), or, for a small vault, the sentence-transformers encoder itself (tens of sections a
-/// second on two cores; much closer meaning matches).
+/// second on two cores; much closer meaning matches). A build without the `semantic` feature
+/// has neither: the type has no value, and the engine never has a model.
 #[derive(Debug)]
 pub enum Embedder {
     /// A static model ([`StaticModel`]).
+    #[cfg(feature = "semantic")]
     Static(Box<StaticModel>),
     /// A BERT sentence transformer run in-process ([`import::Transformer`]).
     #[cfg(feature = "import")]
@@ -74,20 +88,22 @@ pub enum Embedder {
 impl Embedder {
     /// What the model is.
     pub fn info(&self) -> &ModelInfo {
-        match self {
-            Embedder::Static(m) => m.info(),
+        match *self {
+            #[cfg(feature = "semantic")]
+            Embedder::Static(ref m) => m.info(),
             #[cfg(feature = "import")]
-            Embedder::Transformer(t) => t.info(),
+            Embedder::Transformer(ref t) => t.info(),
         }
     }
 
     /// sha256 of what the model was loaded from: vectors of another fingerprint are another
     /// space.
     pub fn fingerprint(&self) -> &[u8; 32] {
-        match self {
-            Embedder::Static(m) => m.fingerprint(),
+        match *self {
+            #[cfg(feature = "semantic")]
+            Embedder::Static(ref m) => m.fingerprint(),
             #[cfg(feature = "import")]
-            Embedder::Transformer(t) => t.fingerprint(),
+            Embedder::Transformer(ref t) => t.fingerprint(),
         }
     }
 
@@ -98,24 +114,33 @@ impl Embedder {
 
     /// True for a transformer (slow: meant for small vaults).
     pub fn is_transformer(&self) -> bool {
-        !matches!(self, Embedder::Static(_))
+        match *self {
+            #[cfg(feature = "semantic")]
+            Embedder::Static(_) => false,
+            #[cfg(feature = "import")]
+            Embedder::Transformer(_) => true,
+        }
     }
 
     /// The embedding of `text`, unit length; `None` when the model makes none of it.
+    #[cfg_attr(not(feature = "semantic"), allow(unused_variables))]
     pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
-        match self {
-            Embedder::Static(m) => m.embed(text),
+        match *self {
+            #[cfg(feature = "semantic")]
+            Embedder::Static(ref m) => m.embed(text),
             #[cfg(feature = "import")]
-            Embedder::Transformer(t) => t.embed(&[text]).ok()?.pop(),
+            Embedder::Transformer(ref t) => t.embed(&[text]).ok()?.pop(),
         }
     }
 
     /// The embeddings of `texts`, in order (a transformer runs them as one batch).
+    #[cfg_attr(not(feature = "semantic"), allow(unused_variables))]
     pub fn embed_many(&self, texts: &[&str]) -> Vec<Option<Vec<f32>>> {
-        match self {
-            Embedder::Static(m) => texts.iter().map(|t| m.embed(t)).collect(),
+        match *self {
+            #[cfg(feature = "semantic")]
+            Embedder::Static(ref m) => texts.iter().map(|t| m.embed(t)).collect(),
             #[cfg(feature = "import")]
-            Embedder::Transformer(t) => match t.embed(texts) {
+            Embedder::Transformer(ref t) => match t.embed(texts) {
                 Ok(v) => v.into_iter().map(Some).collect(),
                 Err(e) => {
                     tracing::warn!(error = %e, "the transformer failed on a note");
@@ -126,6 +151,7 @@ impl Embedder {
     }
 }
 
+#[cfg(feature = "semantic")]
 impl From<StaticModel> for Embedder {
     fn from(m: StaticModel) -> Self {
         Embedder::Static(Box::new(m))
@@ -135,6 +161,7 @@ impl From<StaticModel> for Embedder {
 /// Loads the model in the folder `dir` (`config.json`, `tokenizer.json`, `model.safetensors`):
 /// a static model, or a sentence-transformers BERT folder (its `config.json` says
 /// `"model_type": "bert"`), run as a transformer. Errors name the folder as the user typed it.
+#[cfg(feature = "semantic")]
 pub fn load_model(host: &Host, dir: &Path) -> Result<Embedder, LoadError> {
     let bad = |e: Box<dyn std::error::Error + Send + Sync>| LoadError::Model {
         dir: dir.display().to_string(),
@@ -158,6 +185,13 @@ pub fn load_model(host: &Host, dir: &Path) -> Result<Embedder, LoadError> {
     Ok(Embedder::Static(Box::new(m)))
 }
 
+/// Without the `semantic` feature: no model loads.
+#[cfg(not(feature = "semantic"))]
+pub fn load_model(_host: &Host, _dir: &Path) -> Result<Embedder, LoadError> {
+    Err(LoadError::NotBuilt)
+}
+
+#[cfg(feature = "semantic")]
 /// The name (and revision) a model's folder gives it when its config names none: a downloaded
 /// model's folder (`<owner>--<name>/<commit>`, see [`fetch::ModelSpec::folder_under`]) gives
 /// `owner/name` at that commit; any other folder its own name.

@@ -19,18 +19,7 @@ pub const MAX_DIMENSIONS: usize = 4096;
 /// Most tokens of one text that count towards its embedding (the rest are ignored).
 pub const MAX_TOKENS: usize = 2048;
 
-/// What a model is, as reported to clients.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelInfo {
-    /// Its name (the config's `name`, else the folder's name).
-    pub name: String,
-    /// The revision it was made from or downloaded at, when known.
-    pub revision: Option<String>,
-    /// Dimensions of each vector.
-    pub dimensions: usize,
-    /// Rows of its table.
-    pub vocabulary: usize,
-}
+pub use super::vector::{ModelInfo, normalise};
 
 /// Why a model could not be loaded. Messages name the model folder's files, never host paths.
 #[derive(Debug, thiserror::Error)]
@@ -357,18 +346,6 @@ pub(crate) fn fingerprint(parts: &[&[u8]]) -> [u8; 32] {
         h.update(p);
     }
     h.finalize().into()
-}
-
-/// Scales `v` to unit length; false when it is zero (or not finite).
-pub fn normalise(v: &mut [f32]) -> bool {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if !norm.is_finite() || norm == 0.0 {
-        return false;
-    }
-    for x in v.iter_mut() {
-        *x /= norm;
-    }
-    true
 }
 
 /// Little-endian floats of a tensor (F32, or F16/BF16 widened), checked finite.

@@ -412,7 +412,7 @@ impl VectorStore {
                 *s += f32::from(c) * scale;
             }
         }
-        super::model::normalise(&mut sum).then_some(sum)
+        super::normalise(&mut sum).then_some(sum)
     }
 
     /// The `k` notes nearest `query`, best first (ties by path), among those `keep` accepts. A
@@ -558,7 +558,7 @@ pub(crate) mod tests {
         for i in 0..200u32 {
             let x = ((i * 37) % 101) as f32 / 101.0;
             let mut v = vec![x, 1.0 - x, 0.5];
-            crate::semantic::model::normalise(&mut v);
+            crate::semantic::normalise(&mut v);
             let path = p(&format!("n{i:03}.md"));
             s.insert(path.clone(), 1, vec![(sec(1), v.clone())]);
             // The store ranks by the quantised vectors: the full sort does too.
@@ -581,8 +581,8 @@ pub(crate) mod tests {
         for _ in 0..50 {
             let mut a: Vec<f32> = (0..256).map(|_| next()).collect();
             let mut b: Vec<f32> = (0..256).map(|_| next() + a[0]).collect();
-            crate::semantic::model::normalise(&mut a);
-            crate::semantic::model::normalise(&mut b);
+            crate::semantic::normalise(&mut a);
+            crate::semantic::normalise(&mut b);
             let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
             let (mut qa, mut qb) = (Vec::new(), Vec::new());
             let scale = quantise(&a, &mut qa) * quantise(&b, &mut qb);
@@ -610,7 +610,7 @@ pub(crate) mod tests {
             let mut v: Vec<f32> = (0..4)
                 .map(|i| ((r >> (i * 8)) & 0xff) as f32 - 127.5)
                 .collect();
-            crate::semantic::model::normalise(&mut v);
+            crate::semantic::normalise(&mut v);
             v
         };
         let mut s = VectorStore::new(4);

@@ -60,11 +60,18 @@ impl Grant {
     }
 
     /// The grant the transport attached to this request, if any.
+    #[cfg(feature = "http")]
     pub fn of(context: &RequestContext<RoleServer>) -> Option<&Grant> {
         context
             .extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Grant>())
+    }
+
+    /// The grant the transport attached to this request: none without the HTTP transport.
+    #[cfg(not(feature = "http"))]
+    pub fn of(_context: &RequestContext<RoleServer>) -> Option<&Grant> {
+        None
     }
 }
 

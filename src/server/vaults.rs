@@ -61,6 +61,25 @@ pub fn is_plain_name(name: &str, max: usize) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
+/// A name that is not 1 to `max` letters, digits, `-`, `_` or `.` (token names, client
+/// entries' names).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("use 1 to {max} letters, digits, `-`, `_` or `.`")]
+pub struct BadName {
+    /// The longest name allowed there.
+    pub max: usize,
+}
+
+/// A name safe in a log line and a config file: 1 to `max` letters, digits, `-`, `_` or `.`
+/// (token names; `capvault install --name` with its own `max`).
+pub fn check_name_within(name: &str, max: usize) -> Result<(), BadName> {
+    if is_plain_name(name, max) {
+        Ok(())
+    } else {
+        Err(BadName { max })
+    }
+}
+
 /// True for a name a vault may have: a plain name of at most [`MAX_NAME`] bytes, not starting
 /// with a dot (it stands in URIs, prompt names and token files).
 pub fn valid_name(name: &str) -> bool {

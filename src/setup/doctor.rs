@@ -101,6 +101,7 @@ pub async fn run(host: &Host, root: &Path, out: &mut dyn Write) -> Result<(), Se
 
 /// The default embedding model (`serve --semantic`): downloaded already, or how to get it
 /// with a network and without one. Semantic search is optional: never a warning.
+#[cfg(feature = "semantic")]
 fn check_model(host: &Host, r: &mut Report<'_>) {
     let spec = crate::semantic::fetch::ModelSpec::default_model();
     let have = spec
@@ -121,6 +122,16 @@ fn check_model(host: &Host, r: &mut Report<'_>) {
             Some(crate::notes::search::MODEL_WAYS_OUT),
         );
     }
+}
+
+/// A build without the `semantic` feature: says so (semantic search is optional).
+#[cfg(not(feature = "semantic"))]
+fn check_model(_host: &Host, r: &mut Report<'_>) {
+    r.line(
+        Outcome::Ok,
+        "semantic search (optional): not in this build (built without the `semantic` feature)",
+        None,
+    );
 }
 
 /// The user's config file (`capvault/config.toml`): a server started without `--config` reads it,

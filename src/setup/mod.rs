@@ -63,7 +63,7 @@ pub enum SetupError {
     #[error("--name `{name}`: {source}")]
     BadName {
         name: String,
-        source: crate::http::auth::BadName,
+        source: crate::server::vaults::BadName,
     },
     /// Every `capvault-<folder>-<n>` name is taken.
     #[error("{path}: no free server name; give one with --name")]
@@ -179,7 +179,7 @@ pub(crate) fn entry_path(vault: &Vault, given: &Path) -> Result<PathBuf, SetupEr
 pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result<(), SetupError> {
     let c = client(&req.client)?;
     if let Some(n) = &req.name {
-        crate::http::auth::check_name_within(n, 64).map_err(|source| SetupError::BadName {
+        crate::server::vaults::check_name_within(n, 64).map_err(|source| SetupError::BadName {
             name: n.clone(),
             source,
         })?;
@@ -516,7 +516,7 @@ mod tests {
         assert_eq!(folder_slug(Path::new("/")), "vault");
         assert_eq!(folder_slug(Path::new(&"a".repeat(100))).len(), 40);
         for n in ["my-vault", "work-2026", "vault"] {
-            crate::http::auth::check_name_within(&format!("capvault-{n}"), 64).unwrap();
+            crate::server::vaults::check_name_within(&format!("capvault-{n}"), 64).unwrap();
         }
     }
 }

@@ -538,7 +538,7 @@ pub(super) fn open_private(root: &Path, vault: &Vault, kind: &str) -> Result<Dir
 pub(super) fn private_sub_dir(dir: &Dir, name: &str) -> Result<Dir, CacheError> {
     let dir = sub_dir(dir, Path::new(name))?;
     let meta = dir.dir_metadata()?;
-    if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+    if !super::sys::private_to_owner(&meta) {
         return Err(CacheError::NotPrivate);
     }
     Ok(dir)
@@ -577,21 +577,19 @@ pub(super) fn open_private_base(root: &Path, vault: &Vault, kind: &str) -> Resul
     }
     let dir = sub_dir(&dir, Path::new(kind))?;
     let meta = dir.dir_metadata()?;
-    if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+    if !super::sys::private_to_owner(&meta) {
         return Err(CacheError::NotPrivate);
     }
     Ok(dir)
 }
 
-/// Takes an exclusive lock on the open file, without waiting (`flock`; released when the
-/// process ends, however it ends).
+/// Takes an exclusive lock on the open file, without waiting (released when the process ends,
+/// however it ends).
 fn lock_exclusive(file: cap_std::fs::File) -> Result<cap_std::fs::File, CacheError> {
-    use rustix::fs::{FlockOperation, flock};
-    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => Ok(file),
-        Err(rustix::io::Errno::WOULDBLOCK) => Err(CacheError::Busy),
-        Err(e) => Err(CacheError::Io(e.into())),
-    }
+    super::sys::try_lock(file).map_err(|(_, why)| match why {
+        super::sys::LockFailed::Busy => CacheError::Busy,
+        super::sys::LockFailed::Io(e) => CacheError::Io(e),
+    })
 }
 
 #[cfg(test)]

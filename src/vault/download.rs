@@ -13,7 +13,7 @@ use std::path::{Component, Path};
 use std::time::{Duration, Instant};
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, MetadataExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, OpenOptions, OpenOptionsExt};
 
 use super::{Ambient, ambient};
 
@@ -131,7 +131,7 @@ impl DownloadDir {
             dir = dir.open_dir_nofollow(name).map_err(err)?;
         }
         let meta = dir.dir_metadata().map_err(err)?;
-        if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+        if !super::sys::private_to_owner(&meta) {
             return Err(DownloadError::NotPrivate { path: shown });
         }
         Ok(DownloadDir { dir, shown })
@@ -145,24 +145,25 @@ impl DownloadDir {
     /// Waits (at most `wait`) until no other process downloads into this folder, and keeps it
     /// so until the lock is dropped.
     pub fn lock(&self, wait: Duration) -> Result<DownloadLock, DownloadError> {
-        use rustix::fs::{FlockOperation, flock};
-        let folder = self
+        use super::sys::{LockFailed, try_lock};
+        let mut folder = self
             .dir
             .open_with(".", OpenOptions::new().read(true))
             .map_err(io_err(self.shown.clone()))?;
         let until = Instant::now() + wait;
         loop {
-            match flock(&folder, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => return Ok(DownloadLock { _folder: folder }),
-                Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < until => {
+            match try_lock(folder) {
+                Ok(folder) => return Ok(DownloadLock { _folder: folder }),
+                Err((again, LockFailed::Busy)) if Instant::now() < until => {
+                    folder = again;
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                Err(rustix::io::Errno::WOULDBLOCK) => {
+                Err((_, LockFailed::Busy)) => {
                     return Err(DownloadError::Busy {
                         path: self.shown.clone(),
                     });
                 }
-                Err(e) => return Err(io_err(self.shown.clone())(io::Error::from(e))),
+                Err((_, LockFailed::Io(e))) => return Err(io_err(self.shown.clone())(e)),
             }
         }
     }
@@ -177,7 +178,7 @@ impl DownloadDir {
             OpenOptions::new()
                 .read(true)
                 .follow(FollowSymlinks::No)
-                .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32),
+                .custom_flags(libc::O_NONBLOCK),
         );
         let file = match opened {
             Ok(f) => f,
@@ -209,7 +210,7 @@ impl DownloadDir {
                     .append(true)
                     .create(true)
                     .follow(FollowSymlinks::No)
-                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                    .custom_flags(libc::O_NONBLOCK)
                     .mode(0o644),
             )
             .map_err(|source| DownloadError::NoFollow {

@@ -42,6 +42,7 @@ mod resolve;
 pub mod sandbox;
 pub mod scan;
 pub mod state;
+pub mod sys;
 pub mod watch;
 pub mod write;
 
@@ -321,14 +322,11 @@ impl Vault {
         Ok((meta.dev(), meta.ino()))
     }
 
-    /// When the root folder was created (`statx` birth time, as `secs.nanos`), where the
+    /// When the root folder was created (its birth time, as `secs.nanos`), where the
     /// filesystem records it: with the device and inode numbers, it tells a vault from a later
     /// folder that reuses the inode of a deleted one.
     pub(crate) fn birth_time(&self) -> Option<String> {
-        use rustix::fs::{AtFlags, StatxFlags, statx};
-        let st = statx(&self.root, "", AtFlags::EMPTY_PATH, StatxFlags::BTIME).ok()?;
-        (st.stx_mask & StatxFlags::BTIME.bits() != 0)
-            .then(|| format!("{}.{:09}", st.stx_btime.tv_sec, st.stx_btime.tv_nsec))
+        sys::birth_time(&self.root)
     }
 
     /// The absolute path the vault was opened at, for the state folder's record only.

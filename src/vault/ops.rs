@@ -7,13 +7,12 @@
 
 use cap_fs_ext::DirExt;
 use cap_std::fs::{Dir, DirBuilder, DirBuilderExt};
-use rustix::fs::RenameFlags;
-use rustix::io::Errno;
 
 use super::error::VaultError;
 use super::path::{VaultPath, check_component};
 use super::resolve;
-use super::write::{sha256_hex, sync_folder};
+use super::sys::sync_folder;
+use super::write::sha256_hex;
 use super::{FileMeta, Vault};
 
 /// Obsidian's trash folder at the vault root (`trashOption: "local"`).
@@ -350,7 +349,8 @@ fn check_entry(
     Ok(false)
 }
 
-/// Renames `from` in `src` to `to` in `dst` unless `to` exists. Errors name `path`.
+/// Renames `from` in `src` to `to` in `dst` unless `to` exists ([`super::sys`]). Errors name
+/// `path`.
 fn rename_between(
     src: &Dir,
     from: &str,
@@ -359,26 +359,14 @@ fn rename_between(
     is_dir: bool,
     path: &VaultPath,
 ) -> Result<(), VaultError> {
-    let fail = |e: Errno| match e {
-        Errno::EXIST | Errno::NOTEMPTY => VaultError::Exists(path.clone()),
-        Errno::INVAL => VaultError::Io {
+    super::sys::rename_no_replace(src, from, dst, to, is_dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::DirectoryNotEmpty => {
+            VaultError::Exists(path.clone())
+        }
+        std::io::ErrorKind::InvalidInput => VaultError::Io {
             path: path.clone(),
             kind: std::io::ErrorKind::InvalidInput,
         },
-        e => VaultError::from_io(path, &std::io::Error::from(e)),
-    };
-    match rustix::fs::renameat_with(src, from, dst, to, RenameFlags::NOREPLACE) {
-        Ok(()) => Ok(()),
-        Err(Errno::INVAL | Errno::NOSYS) if !is_dir && supports_fallback(src, from) => {
-            rustix::fs::linkat(src, from, dst, to, rustix::fs::AtFlags::empty()).map_err(fail)?;
-            src.remove_file(from)
-                .map_err(|e| VaultError::from_io(path, &e))
-        }
-        Err(e) => Err(fail(e)),
-    }
-}
-
-/// A file can be moved by link then unlink (it is still there to link).
-fn supports_fallback(src: &Dir, from: &str) -> bool {
-    src.symlink_metadata(from).is_ok_and(|m| m.is_file())
+        _ => VaultError::from_io(path, &e),
+    })
 }

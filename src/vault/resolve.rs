@@ -13,11 +13,10 @@
 //! just as it would be in the client's own path.
 
 use std::collections::VecDeque;
-use std::io::{self, Read};
+use std::io::Read;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, File, Metadata, OpenOptions, OpenOptionsExt};
-use rustix::fs::OFlags;
+use cap_std::fs::{Dir, File, Metadata, OpenOptions};
 
 use super::error::VaultError;
 use super::exclude::Exclusions;
@@ -150,11 +149,11 @@ fn walk(
             if hops > MAX_SYMLINK_HOPS {
                 return Err(VaultError::SymlinkLoop(requested.clone()));
             }
-            let target = rustix::fs::readlinkat(current, name.as_str(), Vec::new())
-                .map_err(|e| VaultError::from_io(requested, &io::Error::from(e)))?;
+            let target = super::sys::read_link(current, name.as_str())
+                .map_err(|e| VaultError::from_io(requested, &e))?;
             let target = target
                 .to_str()
-                .map_err(|_| VaultError::NotFound(requested.clone()))?;
+                .ok_or_else(|| VaultError::NotFound(requested.clone()))?;
             if target.starts_with('/') {
                 return Err(VaultError::Escapes(requested.clone()));
             }
@@ -173,7 +172,7 @@ fn walk(
                     });
                     stack.push(dir);
                 }
-                Err(e) if raced_into_symlink(&e) => {
+                Err(e) if super::sys::raced_into_symlink(&e) => {
                     // Replaced by a symlink since the fstatat: look at it again.
                     hops += 1;
                     if hops > MAX_SYMLINK_HOPS {
@@ -244,10 +243,7 @@ pub(crate) fn open_regular_nofollow(
     path: &VaultPath,
 ) -> Result<(File, Metadata), OpenOutcome> {
     let mut options = OpenOptions::new();
-    options
-        .read(true)
-        .follow(FollowSymlinks::No)
-        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32);
+    super::sys::nonblocking(options.read(true).follow(FollowSymlinks::No));
     match dir.open_with(name, &options) {
         Ok(file) => {
             let meta = file
@@ -262,7 +258,7 @@ pub(crate) fn open_regular_nofollow(
                 }))
             }
         }
-        Err(e) if raced_into_symlink(&e) => Err(OpenOutcome::Symlink),
+        Err(e) if super::sys::raced_into_symlink(&e) => Err(OpenOutcome::Symlink),
         Err(e) => Err(OpenOutcome::Failed(VaultError::from_io(path, &e))),
     }
 }
@@ -295,14 +291,6 @@ pub(crate) fn read_capped(
         });
     }
     Ok(bytes)
-}
-
-/// `ELOOP` (a no-follow open met a symlink) or `ENOTDIR` (a no-follow directory open met a
-/// symlink or file): the entry changed between our `fstatat` and the open.
-fn raced_into_symlink(e: &io::Error) -> bool {
-    let raw = e.raw_os_error();
-    raw == Some(rustix::io::Errno::LOOP.raw_os_error())
-        || raw == Some(rustix::io::Errno::NOTDIR.raw_os_error())
 }
 
 /// A short name for a non-regular file type.

@@ -91,7 +91,7 @@ fn open_existing_base(root: &Path, vault: &Vault) -> Result<Option<Dir>, StateEr
     let id = vault.identity()?;
     ensure_outside(&dir, id)?;
     let meta = dir.dir_metadata()?;
-    if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+    if !super::sys::private_to_owner(&meta) {
         return Err(StateError::NotPrivate);
     }
     Ok(Some(dir))
@@ -444,7 +444,7 @@ fn append_open(dir: &Dir, name: &str) -> io::Result<cap_std::fs::File> {
             .mode(0o600),
     )?;
     let meta = file.metadata()?;
-    if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
+    if !meta.is_file() || !super::sys::owned_by_me(&meta) {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             "not a regular file of this user",
@@ -557,8 +557,8 @@ fn check_name(name: &str) -> io::Result<()> {
 }
 
 fn lock_file(dir: &Dir, name: &str, timeout: Duration) -> io::Result<WritersLock> {
-    use rustix::fs::{FlockOperation, flock};
-    let file = dir.open_with(
+    use super::sys::{LockFailed, try_lock};
+    let mut file = dir.open_with(
         name,
         OpenOptions::new()
             .read(true)
@@ -569,18 +569,19 @@ fn lock_file(dir: &Dir, name: &str, timeout: Duration) -> io::Result<WritersLock
     )?;
     let until = Instant::now() + timeout;
     loop {
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => return Ok(WritersLock { _file: file }),
-            Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < until => {
+        match try_lock(file) {
+            Ok(file) => return Ok(WritersLock { _file: file }),
+            Err((again, LockFailed::Busy)) if Instant::now() < until => {
+                file = again;
                 std::thread::sleep(Duration::from_millis(2));
             }
-            Err(rustix::io::Errno::WOULDBLOCK) => {
+            Err((_, LockFailed::Busy)) => {
                 return Err(io::Error::new(
                     io::ErrorKind::WouldBlock,
                     "another process holds the lock",
                 ));
             }
-            Err(e) => return Err(e.into()),
+            Err((_, LockFailed::Io(e))) => return Err(e),
         }
     }
 }

@@ -13,8 +13,6 @@
 //! [`Batch::Rescan`].
 
 use std::collections::BTreeSet;
-use std::os::fd::AsRawFd;
-use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -100,9 +98,8 @@ impl From<&notify::Error> for WatchError {
 impl Watcher {
     /// Watches `vault` recursively, sending what changed to `tx`.
     pub fn start(vault: &Vault, tx: Sender<WatchMsg>) -> Result<Watcher, WatchError> {
-        // The trailing `/.` makes the root itself a directory to the watcher's walk (the bare
-        // `/proc/self/fd/N` is a symlink, which it would not watch).
-        let root = PathBuf::from(format!("/proc/self/fd/{}/.", vault.root.as_raw_fd()));
+        let root = super::sys::watch_root(&vault.root, vault.host_path())
+            .map_err(|e| WatchError::Io(e.kind()))?;
         let prefix = root.clone();
         let handler = move |res: notify::Result<notify::Event>| {
             let msg = match res {
@@ -240,12 +237,12 @@ mod tests {
     #[test]
     fn watcher_errors_keep_their_messages_and_drop_host_paths() {
         let limit = notify::Error::new(notify::ErrorKind::MaxFilesWatch)
-            .add_path(PathBuf::from("/home/someone/vault"));
+            .add_path(std::path::PathBuf::from("/home/someone/vault"));
         let e = WatchError::from(&limit);
         assert_eq!(e, WatchError::Limit);
         assert!(e.to_string().contains("fs.inotify.max_user_watches"), "{e}");
         let io = notify::Error::io(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
-            .add_path(PathBuf::from("/home/someone/vault"));
+            .add_path(std::path::PathBuf::from("/home/someone/vault"));
         let e = WatchError::from(&io).to_string();
         assert!(e.starts_with("watch failed: "), "{e}");
         assert!(!e.contains("/home"), "{e}");

@@ -24,7 +24,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
-use rustix::fs::{Mode, RenameFlags};
 use sha2::{Digest, Sha256};
 
 use super::error::VaultError;
@@ -105,7 +104,7 @@ impl Vault {
                     .rename(&temp, &folder, &name)
                     .map_err(|e| VaultError::from_io(path, &e))?,
             }
-            sync_folder(&folder).map_err(|e| VaultError::from_io(path, &e))?;
+            super::sys::sync_folder(&folder).map_err(|e| VaultError::from_io(path, &e))?;
             Ok(Written {
                 sha256: sha256_hex(bytes),
                 meta,
@@ -259,54 +258,27 @@ fn write_temp(
         .mode(mode);
     let mut file = folder.open_with(temp, &options).map_err(io)?;
     // The old file's bits exactly (the umask applied to the create above).
-    rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))
-        .map_err(|e| io(std::io::Error::from(e)))?;
+    super::sys::set_mode(&file, mode).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
-    file.sync_all().map_err(io)?;
+    super::sys::sync_file(&file).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     Ok(FileMeta::from_metadata(&meta))
 }
 
-/// Renames `from` to `to` in `folder` unless `to` exists (`renameat2(RENAME_NOREPLACE)`; where
-/// the filesystem lacks it, a hard link then an unlink, which fails the same way).
+/// Renames `from` to `to` in `folder` unless `to` exists ([`super::sys::rename_no_replace`]).
 pub(super) fn rename_no_replace(
     folder: &Dir,
     from: &str,
     to: &str,
     path: &VaultPath,
 ) -> Result<(), VaultError> {
-    let exists = |e: rustix::io::Errno| {
-        if e == rustix::io::Errno::EXIST {
+    super::sys::rename_no_replace(folder, from, folder, to, false).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
             VaultError::Exists(path.clone())
         } else {
-            VaultError::from_io(path, &std::io::Error::from(e))
+            VaultError::from_io(path, &e)
         }
-    };
-    match rustix::fs::renameat_with(folder, from, folder, to, RenameFlags::NOREPLACE) {
-        Ok(()) => Ok(()),
-        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
-            rustix::fs::linkat(folder, from, folder, to, rustix::fs::AtFlags::empty())
-                .map_err(exists)?;
-            folder
-                .remove_file(from)
-                .map_err(|e| VaultError::from_io(path, &e))
-        }
-        Err(e) => Err(exists(e)),
-    }
-}
-
-/// Flushes `folder`'s entries to disk. Folder handles are `O_PATH` (they only name the folder),
-/// which `fsync` refuses: the folder itself (`.`, never a path) is opened for reading for it.
-pub(super) fn sync_folder(folder: &Dir) -> std::io::Result<()> {
-    use rustix::fs::OFlags;
-    let fd = rustix::fs::openat(
-        folder,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    rustix::fs::fsync(&fd)?;
-    Ok(())
+    })
 }
 
 /// Deepest folder [`Vault::remove_stale_temps`] looks into.
@@ -348,7 +320,7 @@ impl Vault {
                     if kind.is_file()
                         && let Some(pid) = pid
                         && pid != mine
-                        && !process_alive(pid)
+                        && !super::sys::process_alive(pid)
                         && dir.remove_file(&name).is_ok()
                     {
                         removed += 1;
@@ -363,18 +335,4 @@ impl Vault {
         }
         removed
     }
-}
-
-/// True when a process with this id exists (it may belong to another user).
-fn process_alive(pid: u32) -> bool {
-    let Some(pid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return false;
-    };
-    !matches!(
-        rustix::process::test_kill_process(pid),
-        Err(rustix::io::Errno::SRCH)
-    )
 }

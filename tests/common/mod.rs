@@ -4,6 +4,7 @@
 //! Fixtures are built with `std::fs` by the trusted test harness; the product code never does.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types, dead_code)]
 
+#[cfg(feature = "oauth")]
 pub mod oauth;
 
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestPara
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceError, ServiceExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// A client connected to `capvault serve <vault>` running as a child process.
 pub struct Server {
@@ -429,7 +430,8 @@ pub fn model_folder(var: &str, what: &str) -> Option<PathBuf> {
 
 /// Makes `cmd`'s process (and everything it runs) see `openat2` fail with ENOSYS, through a
 /// seccomp filter installed between fork and exec: cap-std then takes its component-by-component
-/// fallback, as on kernels before 5.6 and under some container profiles.
+/// fallback, as on kernels before 5.6 and under some container profiles. Linux only.
+#[cfg(target_os = "linux")]
 pub fn deny_openat2(cmd: &mut std::process::Command) {
     use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
     use std::os::unix::process::CommandExt;
@@ -464,22 +466,23 @@ pub const GROUPS: &[&[&str]] = &[
 ];
 
 /// Writes a static model folder for [`GROUPS`] under `dir`.
+#[cfg(feature = "semantic")]
 pub fn write_model(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let dims = GROUPS.len() + 1;
     let mut vocab = serde_json::Map::new();
-    vocab.insert("[unk]".into(), json!(0));
+    vocab.insert("[unk]".into(), serde_json::json!(0));
     let mut table = vec![0f32; dims];
     table[dims - 1] = 1e-3;
     for (g, group) in GROUPS.iter().enumerate() {
         for w in *group {
-            vocab.insert((*w).to_owned(), json!(vocab.len()));
+            vocab.insert((*w).to_owned(), serde_json::json!(vocab.len()));
             let mut row = vec![0f32; dims];
             row[g] = 1.0;
             table.extend(row);
         }
     }
-    let tokenizer = json!({
+    let tokenizer = serde_json::json!({
         "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
         "normalizer": {"type": "Lowercase"}, "pre_tokenizer": {"type": "BertPreTokenizer"},
         "post_processor": null, "decoder": null,
@@ -488,7 +491,7 @@ pub fn write_model(dir: &Path) {
     std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
     std::fs::write(
         dir.join("config.json"),
-        json!({"model_type": "model2vec", "hidden_dim": dims, "name": "groups-test",
+        serde_json::json!({"model_type": "model2vec", "hidden_dim": dims, "name": "groups-test",
                "revision": "r1"})
         .to_string(),
     )

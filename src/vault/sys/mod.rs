@@ -1,0 +1,167 @@
+//! What the capability layer asks of the operating system beyond cap-std's portable calls, one
+//! implementation per platform behind one interface. Every rule (the no-follow resolver, hidden
+//! names, exclusions, version checks) is above this module and the same everywhere; only these
+//! calls differ:
+//!
+//! - [`rename_no_replace`]: a rename that fails when the target exists, atomically where the
+//!   system has it (`renameat2(RENAME_NOREPLACE)` on Linux, `renameatx_np(RENAME_EXCL)` on macOS;
+//!   elsewhere a hard link then an unlink for a file, and a check then a rename for a folder).
+//! - [`sync_file`] and [`sync_folder`]: durability (`F_FULLFSYNC` on macOS, whose `fsync` does
+//!   not reach the disk's own cache).
+//! - [`set_mode`], [`process_alive`], [`read_link`], [`raced_into_symlink`], [`birth_time`].
+//! - [`watch_root`]: the path the file watcher watches for a vault handle (`/proc/self/fd/N` on
+//!   Linux, so no host path is used; the handle's own path from `F_GETPATH` on macOS; elsewhere
+//!   the path the vault was opened at), re-checked to be the handle's folder.
+//!
+//! `unix.rs` serves Linux and macOS. `portable.rs` uses cap-std and cap-fs-ext only: it is what
+//! Windows runs, and the `portable-fs` feature makes Linux run it too, so the attack table, the
+//! race tests and the write tests prove on every CI run the logic other platforms rely on.
+//! What differs in what each guarantees is in SECURITY.md ("Platforms").
+//!
+//! Common to every implementation: [`nonblocking`] (no FIFO or terminal can stall an open on
+//! Unix), [`private_to_owner`] (Unix modes; Windows relies on the profile folder's ACLs) and
+//! [`try_lock`] (the standard library's advisory lock: `flock` on Unix, `LockFileEx` on
+//! Windows).
+
+use std::io;
+use std::path::PathBuf;
+
+use cap_std::fs::{Dir, File, Metadata, OpenOptions};
+
+#[cfg(all(unix, not(feature = "portable-fs")))]
+mod unix;
+#[cfg(all(unix, not(feature = "portable-fs")))]
+pub(crate) use unix::*;
+
+#[cfg(any(not(unix), feature = "portable-fs"))]
+mod portable;
+#[cfg(any(not(unix), feature = "portable-fs"))]
+pub(crate) use portable::*;
+
+/// Which implementation this build runs (`vault_info`'s and `doctor`'s platform line).
+pub const IMPLEMENTATION: &str = if cfg!(all(unix, not(feature = "portable-fs"))) {
+    if cfg!(target_os = "linux") {
+        "linux"
+    } else {
+        "unix"
+    }
+} else {
+    "portable"
+};
+
+/// Opens without blocking on a FIFO and without taking a terminal as the controlling one
+/// (Unix's `O_NONBLOCK | O_NOCTTY`); nothing to do elsewhere.
+pub(crate) fn nonblocking(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+    }
+    #[cfg(not(unix))]
+    {
+        options
+    }
+}
+
+/// True when `meta` (a file or folder of capvault's own) belongs to this user and no one else
+/// may write it (Unix: owner is the effective user, no group or other write bit). Windows has no
+/// mode bits: the per-user profile folders' ACLs keep them private, and this is always true.
+pub(crate) fn private_to_owner(meta: &Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        meta.uid() == me && meta.mode() & 0o022 == 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        true
+    }
+}
+
+/// True when `meta` belongs to this user (Unix); always true on Windows (see
+/// [`private_to_owner`]).
+pub(crate) fn owned_by_me(meta: &Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        meta.uid() == unsafe { libc::geteuid() }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        true
+    }
+}
+
+/// Why [`try_lock`] did not lock.
+#[derive(Debug)]
+pub(crate) enum LockFailed {
+    /// Another holder has it.
+    Busy,
+    /// The lock call failed.
+    Io(io::Error),
+}
+
+/// Takes the exclusive advisory lock of `file` without waiting (released when the file is
+/// closed, however the process ends). Gives the file back either way.
+pub(crate) fn try_lock(file: File) -> Result<File, (File, LockFailed)> {
+    use std::fs::TryLockError;
+    let file = file.into_std();
+    match file.try_lock() {
+        Ok(()) => Ok(File::from_std(file)),
+        Err(TryLockError::WouldBlock) => Err((File::from_std(file), LockFailed::Busy)),
+        Err(TryLockError::Error(e)) => Err((File::from_std(file), LockFailed::Io(e))),
+    }
+}
+
+/// When the folder `root` was created (cap-std's `created`), as `secs.nanos`.
+#[cfg_attr(
+    all(target_os = "linux", not(feature = "portable-fs")),
+    allow(dead_code)
+)]
+fn created(root: &Dir) -> Option<String> {
+    let at = root.dir_metadata().ok()?.created().ok()?.into_std();
+    let since = at.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(format!("{}.{:09}", since.as_secs(), since.subsec_nanos()))
+}
+
+/// `path` when it names the folder `root` is (same device and file number); else an error.
+#[cfg_attr(
+    all(target_os = "linux", not(feature = "portable-fs")),
+    allow(dead_code)
+)]
+fn checked_watch_path(root: &Dir, path: PathBuf) -> io::Result<PathBuf> {
+    use cap_fs_ext::MetadataExt;
+    let there = super::ambient(super::Ambient::Open(&path))?.dir_metadata()?;
+    let here = root.dir_metadata()?;
+    if (there.dev(), there.ino()) == (here.dev(), here.ino()) {
+        Ok(path)
+    } else {
+        Err(io::Error::other(
+            "the vault folder was moved or replaced since it was opened",
+        ))
+    }
+}
+
+/// True when a process with this id exists (it may belong to another user). Windows: not
+/// asked; taken as alive, so another process's temporary file is never removed.
+pub(crate) fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists; no signal is sent.
+        let r = unsafe { libc::kill(pid, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
