@@ -4,6 +4,10 @@
 //! `cargo test --test integration writes::`, one test with its full name.
 //!
 //! `common` holds the shared harness: fixture trees and a real rmcp client on the real binary.
+//!
+//! The suite is Unix's (symlinks, FIFOs, modes and signals in its fixtures): on Windows this
+//! crate is empty, and the unit tests and the demo are what runs there (docs/platforms.md).
+#![cfg(unix)]
 
 mod common;
 

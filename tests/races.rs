@@ -24,6 +24,7 @@ use crate::common::{symlink, write_tree};
 use capvault::vault::{Expect, Limits, Vault, VaultPath};
 
 const SECRET: &[u8] = b"OUTSIDE-SECRET-race";
+#[cfg(target_os = "linux")]
 const CHILD: &str = "CAPVAULT_RACE_CHILD_NO_OPENAT2";
 
 fn reads_wanted() -> u64 {
@@ -179,6 +180,7 @@ fn race(reads: u64) -> String {
 
 #[test]
 fn reads_and_writes_racing_a_symlink_swap_never_leave_the_vault() {
+    #[cfg(target_os = "linux")]
     if std::env::var_os(CHILD).is_some() {
         // The child: prove openat2 is gone here before racing.
         assert_eq!(
@@ -191,6 +193,7 @@ fn reads_and_writes_racing_a_symlink_swap_never_leave_the_vault() {
 }
 
 /// The errno of a plain `openat2` of `/` (`None`: it succeeded).
+#[cfg(target_os = "linux")]
 fn openat2_errno() -> Option<i32> {
     #[repr(C)]
     struct OpenHow {
@@ -222,6 +225,7 @@ fn openat2_errno() -> Option<i32> {
     }
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn the_same_races_hold_when_openat2_is_unavailable() {
     if std::env::var_os(CHILD).is_some() {

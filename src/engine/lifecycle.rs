@@ -356,6 +356,7 @@ pub(super) fn release_free_memory() {}
 /// inherit it: tantivy's indexing and merging threads, the watcher's): a request, served on
 /// threads at the process's own priority, takes a core from them at once. On two cores a
 /// start that loads a large index cache left the first `initialize` waiting for a time slice.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub const BACKGROUND_NICE: i32 = 10;
 
 /// Lowers the calling thread's scheduling priority to [`BACKGROUND_NICE`]. On Linux the nice

@@ -17,10 +17,14 @@
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
 use crate::locks::lock;
-use crate::media::pdf::{PdfBounds, PdfError, PdfText};
+#[cfg(unix)]
+use crate::media::pdf::PdfBounds;
+use crate::media::pdf::{PdfError, PdfText};
 
 /// Longest the worker lets one PDF be read.
 pub const TIME_LIMIT: Duration = Duration::from_secs(15);
@@ -29,8 +33,10 @@ pub const MEMORY_LIMIT_MIB: u64 = 512;
 /// Largest PDF the worker takes (the vault's read limit is smaller by default).
 const MAX_JOB_BYTES: u64 = 512 << 20;
 /// Largest answer read back: the text bound with room for JSON escapes.
+#[cfg_attr(not(unix), allow(dead_code))]
 const MAX_REPLY_BYTES: u64 = 64 << 20;
 /// How much longer than [`TIME_LIMIT`] the server waits for the worker's answer.
+#[cfg_attr(not(unix), allow(dead_code))]
 const GRACE: Duration = Duration::from_secs(5);
 
 /// What an answer carries.
@@ -47,6 +53,7 @@ enum ReaderState {
     Down(String),
 }
 
+#[cfg_attr(not(unix), allow(dead_code))]
 struct Worker {
     child: Child,
     stdin: ChildStdin,
@@ -84,6 +91,9 @@ impl PdfReader {
     /// Starts the worker: this program again, as `capvault pdf-worker`. Call it before the
     /// sandbox applies. A worker that cannot start leaves a reader that says why.
     pub fn start() -> PdfReader {
+        if cfg!(not(unix)) {
+            return PdfReader::none("PDF text needs a Unix system here (its reader runs forked)");
+        }
         match spawn_worker() {
             Ok(w) => PdfReader {
                 state: Mutex::new(ReaderState::Running(w)),
@@ -144,7 +154,14 @@ fn spawn_worker() -> std::io::Result<Worker> {
     })
 }
 
+/// No worker runs here (see [`PdfReader::start`]).
+#[cfg(not(unix))]
+fn ask(_worker: &mut Worker, _bytes: &[u8]) -> std::io::Result<Answer> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 /// Sends one PDF and waits (at most the worker's limit and [`GRACE`]) for its answer.
+#[cfg(unix)]
 fn ask(worker: &mut Worker, bytes: &[u8]) -> std::io::Result<Answer> {
     worker
         .stdin
@@ -164,6 +181,7 @@ fn ask(worker: &mut Worker, bytes: &[u8]) -> std::io::Result<Answer> {
 }
 
 /// Fills `buf` from `from`, waiting for data no later than `deadline`.
+#[cfg(unix)]
 fn read_by<R: Read + std::os::fd::AsFd>(
     from: &mut R,
     buf: &mut [u8],
@@ -183,6 +201,7 @@ fn read_by<R: Read + std::os::fd::AsFd>(
 }
 
 /// Waits until `fd` has data (or its other end closed), or fails at `deadline`.
+#[cfg(unix)]
 fn wait_readable(fd: &impl std::os::fd::AsFd, deadline: Instant) -> std::io::Result<()> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     loop {

@@ -539,6 +539,7 @@ mod tests {
 
     #[test]
     #[allow(clippy::disallowed_methods)] // test fixture: plants a symlink in the cache folder
+    #[cfg(unix)]
     fn a_symlink_planted_at_the_texts_file_is_replaced_not_followed() {
         let (tmp, dir) = cache_dir();
         let outside = tmp.path().join("outside.txt");

@@ -19,8 +19,9 @@
 use std::io::{self, Read, Write};
 use std::path::{Component, Path};
 
+use super::sys::UnixMode;
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, MetadataExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, DirBuilder, OpenOptions};
 
 use super::{Ambient, Vault, ambient};
 
@@ -111,7 +112,8 @@ pub fn models_root() -> Option<std::path::PathBuf> {
 }
 
 impl IndexCacheDir {
-    /// The folder's handle, for the sandbox's rules.
+    /// The folder's handle, for the sandbox's rules (Landlock, Linux).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(super) fn dir(&self) -> &Dir {
         &self.dir
     }
@@ -127,7 +129,7 @@ impl IndexCacheDir {
                 .write(true)
                 .create(true)
                 .follow(FollowSymlinks::No)
-                .mode(0o600),
+                .unix_mode(0o600),
         )?;
         let lock = lock_exclusive(lock)?;
         let cache = IndexCacheDir { dir, _lock: lock };
@@ -172,7 +174,7 @@ impl IndexCacheDir {
                 .write(true)
                 .create_new(true)
                 .follow(FollowSymlinks::No)
-                .mode(0o600),
+                .unix_mode(0o600),
         )?;
         file.write_all(birth.as_bytes())?;
         file.sync_all()?;
@@ -259,7 +261,7 @@ impl IndexCacheDir {
                 .write(true)
                 .create_new(true)
                 .follow(FollowSymlinks::No)
-                .mode(0o600),
+                .unix_mode(0o600),
         )?;
         Ok(CacheWriter { file, len: 0 })
     }
@@ -286,7 +288,7 @@ impl IndexCacheDir {
                 .write(true)
                 .create_new(true)
                 .follow(FollowSymlinks::No)
-                .mode(0o600),
+                .unix_mode(0o600),
         )?;
         let written = fill(&mut file).and_then(|()| file.sync_all());
         drop(file);
@@ -308,7 +310,7 @@ impl IndexCacheDir {
                 .append(true)
                 .create(true)
                 .follow(FollowSymlinks::No)
-                .mode(0o600),
+                .unix_mode(0o600),
         )?;
         let meta = file.metadata()?;
         if !meta.is_file() {
@@ -377,7 +379,7 @@ impl CacheFile {
 
     /// Fills `buf` from `offset`; a file cut short since it was opened is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        cap_std::fs::FileExt::read_exact_at(&self.file, buf, offset)
+        super::sys::read_exact_at(&self.file, buf, offset)
     }
 
     /// Reads the file front to back, its length when opened at most (for a file too large
@@ -401,12 +403,12 @@ pub struct ScratchFile {
 impl ScratchFile {
     /// Writes all of `buf` at `offset` (the file grows as needed).
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        cap_std::fs::FileExt::write_all_at(&self.file, buf, offset)
+        super::sys::write_all_at(&self.file, buf, offset)
     }
 
     /// Fills `buf` from `offset`; a file shorter than that is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        cap_std::fs::FileExt::read_exact_at(&self.file, buf, offset)
+        super::sys::read_exact_at(&self.file, buf, offset)
     }
 }
 
@@ -446,7 +448,7 @@ impl CacheWriter {
         let len = usize::try_from(self.len)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large"))?;
         let mut bytes = vec![0; len];
-        cap_std::fs::FileExt::read_exact_at(&self.file, &mut bytes, 0)?;
+        super::sys::read_exact_at(&self.file, &mut bytes, 0)?;
         Ok(bytes)
     }
 
@@ -487,7 +489,7 @@ fn check_name(name: &str) -> io::Result<()> {
 /// Opens sub-folder `name` of `dir`, creating it `0700` if missing. Never follows a symlink.
 pub(super) fn sub_dir(dir: &Dir, name: &Path) -> io::Result<Dir> {
     let mut builder = DirBuilder::new();
-    builder.mode(0o700);
+    builder.unix_mode(0o700);
     match dir.create_dir_with(name, &builder) {
         Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
         _ => {}
@@ -506,7 +508,7 @@ pub(super) fn sub_dir(dir: &Dir, name: &Path) -> io::Result<Dir> {
 pub(super) fn ensure_outside(dir: &Dir, vault: (u64, u64)) -> Result<(), CacheError> {
     let id = |d: &Dir| -> io::Result<(u64, u64)> {
         let m = d.dir_metadata()?;
-        Ok((m.dev(), m.ino()))
+        Ok(super::sys::file_id(&m))
     };
     let mut here = id(dir)?;
     let mut parent = ambient(Ambient::Parent(dir))?;
@@ -598,6 +600,7 @@ mod tests {
 
     #[test]
     #[allow(clippy::disallowed_methods)] // test fixture
+    #[cfg(unix)]
     fn a_cache_folder_others_can_write_to_is_refused() {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();

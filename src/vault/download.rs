@@ -12,8 +12,9 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Component, Path};
 use std::time::{Duration, Instant};
 
+use super::sys::UnixMode;
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, DirBuilder, OpenOptions};
 
 use super::{Ambient, ambient};
 
@@ -123,7 +124,7 @@ impl DownloadDir {
         };
         for name in missing.iter().rev() {
             let mut b = DirBuilder::new();
-            b.mode(mode);
+            b.unix_mode(mode);
             match dir.create_dir_with(name, &b) {
                 Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(err(e)),
                 _ => {}
@@ -175,10 +176,7 @@ impl DownloadDir {
         check_name(name).map_err(io_err(shown.clone()))?;
         let opened = self.dir.open_with(
             name,
-            OpenOptions::new()
-                .read(true)
-                .follow(FollowSymlinks::No)
-                .custom_flags(libc::O_NONBLOCK),
+            super::sys::nonblocking(OpenOptions::new().read(true).follow(FollowSymlinks::No)),
         );
         let file = match opened {
             Ok(f) => f,
@@ -205,13 +203,14 @@ impl DownloadDir {
             .dir
             .open_with(
                 &part,
-                OpenOptions::new()
-                    .read(true)
-                    .append(true)
-                    .create(true)
-                    .follow(FollowSymlinks::No)
-                    .custom_flags(libc::O_NONBLOCK)
-                    .mode(0o644),
+                super::sys::nonblocking(
+                    OpenOptions::new()
+                        .read(true)
+                        .append(true)
+                        .create(true)
+                        .follow(FollowSymlinks::No),
+                )
+                .unix_mode(0o644),
             )
             .map_err(|source| DownloadError::NoFollow {
                 path: shown.clone(),
@@ -323,6 +322,7 @@ mod tests {
     #![allow(clippy::disallowed_methods)] // test fixtures
     use super::*;
 
+    #[cfg(unix)]
     #[test]
     fn parts_append_commit_and_refuse_symlinks_and_odd_names() {
         let tmp = tempfile::tempdir().unwrap();
@@ -369,6 +369,7 @@ mod tests {
         assert!(DownloadDir::create(&tmp.path().join("a/../c"), PRIVATE_FOLDER).is_err());
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_folder_others_may_write_to_is_refused() {
         use std::os::unix::fs::PermissionsExt;

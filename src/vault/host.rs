@@ -10,8 +10,9 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::sys::UnixMode;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, MetadataExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, DirBuilder, OpenOptions};
 
 use super::download::{DownloadDir, DownloadError};
 use super::{Ambient, ambient};
@@ -127,7 +128,13 @@ pub enum PassphraseError {
     Read(std::io::Error),
     /// The terminal's settings could not be read or changed.
     #[error("terminal: {0}")]
-    Terminal(rustix::io::Errno),
+    Terminal(std::io::Error),
+    /// This system's terminal cannot be asked to stop echoing here.
+    #[error(
+        "cannot hide the passphrase as it is typed on this system: pipe it in instead \
+         (one line on stdin)"
+    )]
+    NoEchoControl,
     /// The passphrase and its repetition differ.
     #[error("the two passphrases differ")]
     Differ,
@@ -264,10 +271,10 @@ impl HostFile {
         if !meta.is_file() {
             return Err(HostError::NotAFile { path: path() });
         }
-        if private && meta.mode() & 0o077 != 0 {
+        if private && super::sys::mode(&meta) & 0o077 != 0 {
             return Err(HostError::NotPrivate {
                 path: path(),
-                mode: meta.mode() & 0o777,
+                mode: super::sys::mode(&meta) & 0o777,
             });
         }
         let too_large = || HostError::TooLarge { path: path(), max };
@@ -348,7 +355,7 @@ impl HostFile {
                 return Err(HostError::NotAFile { path });
             }
             Ok(meta) => {
-                mode = meta.mode() & 0o7777;
+                mode = super::sys::mode(&meta) & 0o7777;
                 if mode & 0o200 == 0 {
                     return Err(HostError::ReadOnly { path });
                 }
@@ -402,7 +409,7 @@ fn write_new(dir: &Dir, name: &str, bytes: &[u8], mode: u32) -> std::io::Result<
             .write(true)
             .create_new(true)
             .follow(FollowSymlinks::No)
-            .mode(mode),
+            .unix_mode(mode),
     )?;
     file.write_all(bytes)?;
     file.sync_all()
@@ -427,7 +434,7 @@ fn create_folders(folder: &Path) -> Result<Dir, HostError> {
     };
     for name in missing.iter().rev() {
         let mut b = DirBuilder::new();
-        b.mode(0o755);
+        b.unix_mode(0o755);
         match dir.create_dir_with(name, &b) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -443,7 +450,8 @@ fn create_folders(folder: &Path) -> Result<Dir, HostError> {
 
 /// True when stdin is a terminal (a person typing, not a pipe or a program).
 pub fn stdin_is_terminal() -> bool {
-    rustix::termios::isatty(std::io::stdin())
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal()
 }
 
 /// One line from stdin, without its line end.
@@ -456,8 +464,6 @@ pub fn read_line() -> std::io::Result<String> {
 /// Reads a passphrase: from the terminal without echo, asked twice (`prompt`, then `again`)
 /// and compared, or one line from stdin when stdin is not a terminal (scripts, tests).
 pub fn read_passphrase(prompt: &str, again: &str) -> Result<String, PassphraseError> {
-    use rustix::termios::{self, LocalModes, OptionalActions};
-    let stdin = std::io::stdin();
     let line = || -> Result<String, PassphraseError> {
         let mut s = String::new();
         std::io::stdin()
@@ -465,17 +471,35 @@ pub fn read_passphrase(prompt: &str, again: &str) -> Result<String, PassphraseEr
             .map_err(PassphraseError::Read)?;
         Ok(s.trim_end_matches(['\n', '\r']).to_owned())
     };
-    if !termios::isatty(&stdin) {
+    if !stdin_is_terminal() {
         return line();
     }
-    let saved = termios::tcgetattr(&stdin).map_err(PassphraseError::Terminal)?;
+    #[cfg(not(unix))]
+    {
+        let _ = (prompt, again);
+        Err(PassphraseError::NoEchoControl)
+    }
+    #[cfg(unix)]
+    read_hidden_twice(prompt, again, line)
+}
+
+/// Asks for the passphrase twice in the terminal with echo off (Unix's termios).
+#[cfg(unix)]
+fn read_hidden_twice(
+    prompt: &str,
+    again: &str,
+    line: impl Fn() -> Result<String, PassphraseError>,
+) -> Result<String, PassphraseError> {
+    use rustix::termios::{self, LocalModes, OptionalActions};
+    let stdin = std::io::stdin();
+    let saved = termios::tcgetattr(&stdin).map_err(|e| PassphraseError::Terminal(e.into()))?;
     let mut quiet = saved.clone();
     quiet.local_modes.remove(LocalModes::ECHO);
     let ask = |text: &str| -> Result<String, PassphraseError> {
         eprint!("{text}");
         let _ = std::io::stderr().flush();
         termios::tcsetattr(&stdin, OptionalActions::Now, &quiet)
-            .map_err(PassphraseError::Terminal)?;
+            .map_err(|e| PassphraseError::Terminal(e.into()))?;
         let got = line();
         let _ = termios::tcsetattr(&stdin, OptionalActions::Now, &saved);
         eprintln!();

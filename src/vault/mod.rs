@@ -50,7 +50,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::SystemTime;
 
-use cap_std::fs::{Dir, Metadata, MetadataExt};
+use cap_std::fs::{Dir, Metadata};
 
 pub use error::VaultError;
 pub use exclude::Exclusions;
@@ -113,8 +113,8 @@ impl FileMeta {
                 .modified()
                 .map(|t| t.into_std())
                 .unwrap_or(SystemTime::UNIX_EPOCH),
-            ino: meta.ino(),
-            nlink: meta.nlink(),
+            ino: sys::file_id(meta).1,
+            nlink: sys::links(meta),
             created: meta.created().ok().map(|t| t.into_std()),
         }
     }
@@ -262,7 +262,7 @@ fn own_name(root: &Path, dir: &Dir) -> String {
             .flatten()
             .find_map(|e| {
                 let m = e.metadata().ok()?;
-                (m.is_dir() && m.dev() == me.dev() && m.ino() == me.ino())
+                (m.is_dir() && sys::file_id(&m) == sys::file_id(&me))
                     .then(|| e.file_name().to_string_lossy().into_owned())
             })
     };
@@ -319,7 +319,7 @@ impl Vault {
     /// looking at its host path.
     pub(crate) fn identity(&self) -> std::io::Result<(u64, u64)> {
         let meta = self.root.dir_metadata()?;
-        Ok((meta.dev(), meta.ino()))
+        Ok(sys::file_id(&meta))
     }
 
     /// When the root folder was created (its birth time, as `secs.nanos`), where the
@@ -427,9 +427,10 @@ impl Vault {
     }
 }
 
-#[cfg(test)]
+// The capability layer's own attack and write tests use Unix symlinks, FIFOs and modes.
+#[cfg(all(test, unix))]
 mod tests;
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod write_tests;
 
 /// True for a file name that Obsidian treats as a note.

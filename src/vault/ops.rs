@@ -5,8 +5,9 @@
 //! on one name in that folder's handle, so a folder swapped for a symlink meanwhile changes
 //! nothing outside what was checked.
 
+use super::sys::UnixMode;
 use cap_fs_ext::DirExt;
-use cap_std::fs::{Dir, DirBuilder, DirBuilderExt};
+use cap_std::fs::{Dir, DirBuilder};
 
 use super::error::VaultError;
 use super::path::{VaultPath, check_component};
@@ -106,7 +107,7 @@ impl Vault {
                 return Err(VaultError::OutsideWriteScope(at));
             }
             let mut builder = DirBuilder::new();
-            builder.mode(NEW_FOLDER_MODE);
+            builder.unix_mode(NEW_FOLDER_MODE);
             match folder.create_dir_with(&name, &builder) {
                 Ok(()) => {
                     sync_folder(&folder).map_err(|e| VaultError::from_io(&at, &e))?;
@@ -278,7 +279,7 @@ impl Vault {
     fn trash_folder(&self, path: &VaultPath) -> Result<Dir, VaultError> {
         let io = |e: std::io::Error| VaultError::from_io(path, &e);
         let mut builder = DirBuilder::new();
-        builder.mode(NEW_FOLDER_MODE);
+        builder.unix_mode(NEW_FOLDER_MODE);
         match self.root.create_dir_with(TRASH_FOLDER, &builder) {
             Ok(()) => sync_folder(&self.root).map_err(io)?,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}

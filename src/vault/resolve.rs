@@ -295,7 +295,7 @@ pub(crate) fn read_capped(
 
 /// A short name for a non-regular file type.
 pub(crate) fn kind_name(meta: &Metadata) -> &'static str {
-    use cap_std::fs::FileTypeExt;
+    use cap_fs_ext::FileTypeExt;
     let t = meta.file_type();
     if t.is_fifo() {
         "FIFO"

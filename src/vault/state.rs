@@ -18,8 +18,9 @@ use std::io::{self, Read, Seek, Write};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::sys::UnixMode;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, OpenOptions};
 
 pub mod identity;
 
@@ -192,7 +193,8 @@ pub struct KeptVersion {
 }
 
 impl StateDir {
-    /// The folder's handle, for the sandbox's rules.
+    /// The folder's handle, for the sandbox's rules (Landlock, Linux).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(super) fn dir(&self) -> &Dir {
         &self.dir
     }
@@ -383,7 +385,8 @@ pub struct AuditFile {
 }
 
 impl AuditFile {
-    /// The folder's handle, for the sandbox's rules.
+    /// The folder's handle, for the sandbox's rules (Landlock, Linux).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(super) fn dir(&self) -> &Dir {
         &self.dir
     }
@@ -441,7 +444,7 @@ fn append_open(dir: &Dir, name: &str) -> io::Result<cap_std::fs::File> {
             .append(true)
             .create(true)
             .follow(FollowSymlinks::No)
-            .mode(0o600),
+            .unix_mode(0o600),
     )?;
     let meta = file.metadata()?;
     if !meta.is_file() || !super::sys::owned_by_me(&meta) {
@@ -501,7 +504,8 @@ pub struct Stamp {
 }
 
 impl PrivateFiles {
-    /// The folder's handle, for the sandbox's rules.
+    /// The folder's handle, for the sandbox's rules (Landlock, Linux).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(super) fn dir(&self) -> &Dir {
         &self.dir
     }
@@ -528,9 +532,15 @@ impl PrivateFiles {
         check_name(name).ok()?;
         let m = self.dir.symlink_metadata(name).ok()?;
         m.is_file().then(|| Stamp {
-            ino: m.ino(),
+            ino: super::sys::file_id(&m).1,
             len: m.len(),
-            mtime: (m.mtime(), m.mtime_nsec()),
+            mtime: m
+                .modified()
+                .ok()
+                .and_then(|t| t.into_std().duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or((0, 0), |d| {
+                    (d.as_secs() as i64, i64::from(d.subsec_nanos()))
+                }),
         })
     }
 
@@ -565,7 +575,7 @@ fn lock_file(dir: &Dir, name: &str, timeout: Duration) -> io::Result<WritersLock
             .write(true)
             .create(true)
             .follow(FollowSymlinks::No)
-            .mode(0o600),
+            .unix_mode(0o600),
     )?;
     let until = Instant::now() + timeout;
     loop {
@@ -609,7 +619,7 @@ fn write_whole(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
             .write(true)
             .create_new(true)
             .follow(FollowSymlinks::No)
-            .mode(0o600),
+            .unix_mode(0o600),
     )?;
     file.write_all(bytes)?;
     file.sync_all()?;

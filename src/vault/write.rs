@@ -22,8 +22,9 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::sys::UnixMode;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, OpenOptions};
 use sha2::{Digest, Sha256};
 
 use super::error::VaultError;
@@ -189,8 +190,8 @@ struct Current {
 fn current(folder: &Dir, name: &str, path: &VaultPath) -> Result<Option<Current>, VaultError> {
     match folder.symlink_metadata(name) {
         Ok(meta) if meta.is_file() => Ok(Some(Current {
-            mode: meta.mode() & 0o7777,
-            nlink: meta.nlink(),
+            mode: super::sys::mode(&meta) & 0o7777,
+            nlink: super::sys::links(&meta),
         })),
         Ok(meta) if meta.is_dir() => Err(VaultError::IsAFolder(path.clone())),
         Ok(meta) => Err(VaultError::NotRegular {
@@ -255,7 +256,7 @@ fn write_temp(
         .write(true)
         .create_new(true)
         .follow(FollowSymlinks::No)
-        .mode(mode);
+        .unix_mode(mode);
     let mut file = folder.open_with(temp, &options).map_err(io)?;
     // The old file's bits exactly (the umask applied to the create above).
     super::sys::set_mode(&file, mode).map_err(io)?;

@@ -173,6 +173,7 @@ impl Server {
 
     /// Spawns the binary on `vault` (stdio) in a process where `openat2` fails with ENOSYS
     /// ([`deny_openat2`]).
+    #[cfg(target_os = "linux")]
     pub async fn start_without_openat2(vault: &Path, extra: &[&str]) -> Server {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
         cmd.arg("serve").arg(vault).args(extra);

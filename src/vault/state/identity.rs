@@ -29,7 +29,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use cap_fs_ext::DirExt;
-use cap_std::fs::{Dir, MetadataExt};
+use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
 use super::{StateError, lock_file, read_whole, sync_dir, write_whole};
@@ -374,7 +374,7 @@ impl Probe for DiskProbe<'_> {
     fn alive(&self, record: &Record) -> bool {
         ambient(Ambient::Open(Path::new(&record.path)))
             .and_then(|d| d.dir_metadata())
-            .is_ok_and(|m| m.dev() == record.dev && m.ino() == record.ino)
+            .is_ok_and(|m| crate::vault::sys::file_id(&m) == (record.dev, record.ino))
     }
 }
 

@@ -118,6 +118,143 @@ pub(crate) fn try_lock(file: File) -> Result<File, (File, LockFailed)> {
     }
 }
 
+/// The device and file number of `meta`: its inode on Unix; on Windows the volume's serial
+/// number and the file index (0 where the metadata came without them, as a folder listing's).
+pub(crate) fn file_id(meta: &Metadata) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    }
+    #[cfg(windows)]
+    {
+        use cap_primitives::fs::_WindowsByHandle;
+        (
+            meta.volume_serial_number().map_or(0, u64::from),
+            meta.file_index().unwrap_or(0),
+        )
+    }
+}
+
+/// How many names (hard links) `meta`'s file has (1 where the system does not say).
+pub(crate) fn links(meta: &Metadata) -> u64 {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt;
+        meta.nlink()
+    }
+    #[cfg(windows)]
+    {
+        use cap_primitives::fs::_WindowsByHandle;
+        meta.number_of_links().map_or(1, u64::from)
+    }
+}
+
+/// `meta`'s permission bits (Unix). Windows has a read-only flag only: `0o444` or `0o644`.
+pub(crate) fn mode(meta: &Metadata) -> u32 {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt;
+        meta.mode()
+    }
+    #[cfg(not(unix))]
+    {
+        if meta.permissions().readonly() {
+            0o444
+        } else {
+            0o644
+        }
+    }
+}
+
+/// The permission bits a file or folder is created with: Unix's; nothing on Windows (a new
+/// file there inherits its folder's ACL).
+pub(crate) trait UnixMode {
+    /// Sets the bits (`0o600`...) on Unix.
+    fn unix_mode(&mut self, mode: u32) -> &mut Self;
+}
+
+impl UnixMode for OpenOptions {
+    fn unix_mode(&mut self, mode: u32) -> &mut Self {
+        #[cfg(unix)]
+        {
+            use cap_std::fs::OpenOptionsExt;
+            self.mode(mode)
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = mode;
+            self
+        }
+    }
+}
+
+impl UnixMode for cap_std::fs::DirBuilder {
+    fn unix_mode(&mut self, mode: u32) -> &mut Self {
+        #[cfg(unix)]
+        {
+            use cap_std::fs::DirBuilderExt;
+            self.mode(mode)
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = mode;
+            self
+        }
+    }
+}
+
+/// Fills `buf` from `file` at `offset` (a file shorter than that is an error). Unix's `pread`;
+/// Windows' positioned `ReadFile`.
+pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        let _ = &mut buf;
+        let _ = &mut offset;
+        cap_std::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        while !buf.is_empty() {
+            match cap_std::fs::FileExt::seek_read(file, buf, offset) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => {
+                    buf = &mut buf[n..];
+                    offset += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes all of `buf` to `file` at `offset` (the file grows as needed).
+pub(crate) fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        let _ = &mut buf;
+        let _ = &mut offset;
+        cap_std::fs::FileExt::write_all_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        while !buf.is_empty() {
+            match cap_std::fs::FileExt::seek_write(file, buf, offset) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    buf = &buf[n..];
+                    offset += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// When the folder `root` was created (cap-std's `created`), as `secs.nanos`.
 #[cfg_attr(
     all(target_os = "linux", not(feature = "portable-fs")),
