@@ -536,6 +536,7 @@ async fn a_subscribed_note_edited_elsewhere_is_one_notification_per_burst_and_ne
 }
 
 /// The server's resident memory, from `/proc`.
+#[cfg(target_os = "linux")]
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
@@ -545,6 +546,7 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap()
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_client_that_stops_reading_gets_coalesced_notifications_not_a_backlog() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

@@ -36,19 +36,22 @@ mod model_import;
 mod move_real_vaults;
 #[cfg(feature = "oauth")]
 mod oauth_builtin;
-#[cfg(feature = "oauth")]
+// It starts the server with `--sandbox require` (Landlock).
+#[cfg(all(feature = "oauth", target_os = "linux"))]
 mod oauth_client_doc;
 #[cfg(feature = "oauth")]
 mod oauth_issuer;
 mod obsidian_real_vaults;
 mod pdfs;
 mod periodic;
+#[cfg(target_os = "linux")]
 mod priority;
 mod prompts;
 mod provenance;
 mod races;
 mod real_vaults;
 mod run_query;
+#[cfg(target_os = "linux")]
 mod sandbox;
 mod search;
 #[cfg(feature = "semantic")]

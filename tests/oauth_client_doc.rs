@@ -81,6 +81,7 @@ impl DocServer {
     }
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_metadata_document_stands_in_for_registration_and_is_fenced() {
     let (tmp, vault, state) = fixture();

@@ -512,6 +512,7 @@ async fn pdf_texts_are_kept_with_the_index_cache_across_a_restart() {
     s.stop().await;
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn the_pdf_worker_is_one_confined_thread_that_answers_down_its_pipe() {
     use std::io::{Read, Write};

@@ -10,12 +10,15 @@ use std::time::{Duration, Instant};
 
 use crate::common::write_tree;
 use capvault::app::connect_in_process;
-use capvault::engine::{Engine, EngineOptions, IndexCache, Phase};
+#[cfg(target_os = "linux")]
+use capvault::engine::Phase;
+use capvault::engine::{Engine, EngineOptions, IndexCache};
 use capvault::server::CapvaultServer;
 use capvault::vault::{Limits, Vault};
 use serde_json::{Value, json};
 
 /// Names of this process's threads that belong to an engine (`capvault-*`).
+#[cfg(target_os = "linux")]
 fn engine_threads() -> Vec<String> {
     let mut out = Vec::new();
     for t in std::fs::read_dir("/proc/self/task").unwrap() {
@@ -52,11 +55,13 @@ async fn call(
 }
 
 /// Set in the child process that runs a test alone (see [`in_a_process_of_its_own`]).
+#[cfg(target_os = "linux")]
 const ALONE: &str = "CAPVAULT_TEST_ALONE";
 
 /// Runs the test `name` of this module in a child process of this test binary, alone: the
 /// tests of this crate share one process, and a test that counts the process's threads would
 /// count other tests' engines.
+#[cfg(target_os = "linux")]
 fn in_a_process_of_its_own(name: &str) {
     let module = module_path!()
         .split_once("::")
@@ -79,6 +84,7 @@ fn in_a_process_of_its_own(name: &str) {
 
 /// Two sessions on one engine see the same model; after they end, `shutdown` joins every
 /// background thread (build, watcher, reconcile, cache saver) and the engine is dropped.
+#[cfg(target_os = "linux")]
 #[test]
 fn sessions_share_one_engine_and_shutdown_drops_it_and_ends_its_threads() {
     if std::env::var_os(ALONE).is_none() {
@@ -94,6 +100,7 @@ fn sessions_share_one_engine_and_shutdown_drops_it_and_ends_its_threads() {
         .block_on(shared_engine_then_shutdown());
 }
 
+#[cfg(target_os = "linux")]
 async fn shared_engine_then_shutdown() {
     // The global rayon pool is made by the first parse; made here, its threads are not named
     // after the engine thread that would otherwise have started them.

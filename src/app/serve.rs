@@ -782,9 +782,14 @@ fn apply_sandbox(
             "sandbox (Landlock)"
         ),
         sandbox::State::Off => tracing::info!("sandbox off"),
-        sandbox::State::Unavailable => tracing::warn!(
+        sandbox::State::Unavailable if cfg!(target_os = "linux") => tracing::warn!(
             filesystem = %report.filesystem,
             "no sandbox: this kernel has no Landlock; capvault's own checks still confine every request"
+        ),
+        // No process sandbox exists here (SECURITY.md, "Platforms"): said once, not warned of.
+        sandbox::State::Unavailable => tracing::info!(
+            "no process sandbox on this platform (Landlock is Linux's); capvault's own checks \
+             confine every request"
         ),
     }
     Ok(())

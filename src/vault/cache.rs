@@ -352,10 +352,7 @@ impl IndexCacheDir {
 
     /// Makes the renames done so far durable.
     pub fn sync(&self) -> io::Result<()> {
-        // cap-std has no fsync of a directory handle; open "." read-only and sync that.
-        self.dir
-            .open_with(".", OpenOptions::new().read(true))?
-            .sync_all()
+        super::sys::sync_folder(&self.dir)
     }
 }
 

@@ -147,10 +147,15 @@ impl DownloadDir {
     /// so until the lock is dropped.
     pub fn lock(&self, wait: Duration) -> Result<DownloadLock, DownloadError> {
         use super::sys::{LockFailed, try_lock};
-        let mut folder = self
-            .dir
-            .open_with(".", OpenOptions::new().read(true))
-            .map_err(io_err(self.shown.clone()))?;
+        // The folder itself on Unix; Windows cannot open a folder as a file: a lock file there.
+        #[cfg(unix)]
+        let opened = self.dir.open_with(".", OpenOptions::new().read(true));
+        #[cfg(not(unix))]
+        let opened = self.dir.open_with(
+            ".capvault-download.lock",
+            OpenOptions::new().read(true).write(true).create(true),
+        );
+        let mut folder = opened.map_err(io_err(self.shown.clone()))?;
         let until = Instant::now() + wait;
         loop {
             match try_lock(folder) {
@@ -255,9 +260,7 @@ impl DownloadDir {
     }
 
     fn sync(&self) -> io::Result<()> {
-        self.dir
-            .open_with(".", OpenOptions::new().read(true))?
-            .sync_all()
+        super::sys::sync_folder(&self.dir)
     }
 }
 

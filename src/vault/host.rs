@@ -394,9 +394,7 @@ impl HostFile {
             let _ = dir.remove_file(&temp);
             return Err(err(e));
         }
-        dir.open_with(".", OpenOptions::new().read(true))
-            .and_then(|d| d.sync_all())
-            .map_err(err)?;
+        super::sys::sync_folder(dir).map_err(err)?;
         Ok(backed_up)
     }
 }

@@ -628,8 +628,7 @@ fn write_whole(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
 }
 
 fn sync_dir(dir: &Dir) -> io::Result<()> {
-    dir.open_with(".", OpenOptions::new().read(true))?
-        .sync_all()
+    super::sys::sync_folder(dir)
 }
 
 #[cfg(test)]
