@@ -315,6 +315,7 @@ disabled = true
     }
 
     #[test]
+    #[cfg(unix)] // `/srv/notes` is absolute on Unix only
     fn vault_tables_give_each_vault_its_settings() {
         let c = parse(
             br#"

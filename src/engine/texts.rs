@@ -86,46 +86,56 @@ pub enum Slot {
 #[derive(Debug)]
 struct Pack {
     dir: Arc<IndexCacheDir>,
-    file: ScratchFile,
+    /// Closed (taken) only when the pack is dropped, before its file is removed.
+    file: Option<ScratchFile>,
+    /// Its name in the folder: [`TEXTS_FILE`] or [`ALT_FILE`] (a rewrite goes to the other
+    /// name, so no file is ever renamed over one still open: Windows refuses that). Removed
+    /// with the last reference (every word of the vault is not left behind after the process).
+    name: &'static str,
     end: AtomicU64,
     /// Set once a write failed (a full disk, a file size limit): the texts staged from then on
     /// stay in memory, and the failure is logged once.
     refused: AtomicBool,
-    /// True while this file is the one named [`TEXTS_FILE`]: it is removed with the last
-    /// reference (every word of the vault is not left behind after the process).
-    named: AtomicBool,
 }
 
+/// The other name a rewritten scratch file takes (see [`Pack::name`]).
+const ALT_FILE: &str = crate::vault::cache::TEXTS_ALT_FILE;
+
 impl Pack {
-    fn create(dir: Arc<IndexCacheDir>, name: &str) -> std::io::Result<Pack> {
+    fn create(dir: Arc<IndexCacheDir>, name: &'static str) -> std::io::Result<Pack> {
         Ok(Pack {
-            file: dir.scratch(name)?,
+            file: Some(dir.scratch(name)?),
             dir,
+            name,
             end: AtomicU64::new(0),
             refused: AtomicBool::new(false),
-            named: AtomicBool::new(name == TEXTS_FILE),
         })
+    }
+
+    fn file(&self) -> std::io::Result<&ScratchFile> {
+        self.file
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("the texts file is closed"))
     }
 
     /// Appends `bytes` (from any thread) and returns where they are.
     fn append(&self, bytes: &[u8]) -> std::io::Result<u64> {
         let at = self.end.fetch_add(bytes.len() as u64, Ordering::AcqRel);
-        self.file.write_all_at(bytes, at)?;
+        self.file()?.write_all_at(bytes, at)?;
         Ok(at)
     }
 
     fn read(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
         let mut buf = vec![0; len];
-        self.file.read_exact_at(&mut buf, at)?;
+        self.file()?.read_exact_at(&mut buf, at)?;
         Ok(buf)
     }
 }
 
 impl Drop for Pack {
     fn drop(&mut self) {
-        if self.named.load(Ordering::Acquire) {
-            let _ = self.dir.remove(TEXTS_FILE);
-        }
+        drop(self.file.take());
+        let _ = self.dir.remove(self.name);
     }
 }
 
@@ -189,7 +199,7 @@ impl Texts {
 
     /// Texts kept in a new scratch file in `dir` (replacing any an earlier run left).
     pub fn in_folder(dir: Arc<IndexCacheDir>) -> std::io::Result<Self> {
-        let _ = dir.remove(&format!("{TEXTS_FILE}.tmp"));
+        let _ = dir.remove(ALT_FILE);
         Ok(Texts {
             pack: Some(Arc::new(Pack::create(dir, TEXTS_FILE)?)),
             ..Texts::default()
@@ -251,25 +261,27 @@ impl Texts {
         }
     }
 
-    /// Copies the live texts, in file order, into a new scratch file renamed over the old one.
-    /// On an error the old file stays (with its dead bytes).
+    /// Copies the live texts, in file order, into a new scratch file under the other name (see
+    /// [`Pack::name`]); the old one is removed with its last reader. On an error the old file
+    /// stays (with its dead bytes).
     fn compact(&mut self) {
         let Some(old) = self.pack.clone() else {
             return;
         };
         let started = Instant::now();
-        let tmp = format!("{TEXTS_FILE}.tmp");
+        let next = if old.name == TEXTS_FILE {
+            ALT_FILE
+        } else {
+            TEXTS_FILE
+        };
         let copied = (|| -> std::io::Result<(Pack, Vec<(VaultPath, u64)>)> {
-            let new = Pack::create(Arc::clone(&old.dir), &tmp)?;
+            let new = Pack::create(Arc::clone(&old.dir), next)?;
             let order = self.in_file_order();
             let mut moved = Vec::with_capacity(order.len());
             for (at, len, p) in order {
                 let bytes = old.read(at, len as usize)?;
                 moved.push((p.clone(), new.append(&bytes)?));
             }
-            old.dir.rename(&tmp, TEXTS_FILE)?;
-            old.named.store(false, Ordering::Release);
-            new.named.store(true, Ordering::Release);
             Ok((new, moved))
         })();
         match copied {
@@ -289,7 +301,7 @@ impl Texts {
                 self.dead = 0;
             }
             Err(e) => {
-                let _ = old.dir.remove(&tmp);
+                // The new pack (dropped above) removed its own file.
                 tracing::warn!(error = %e, "could not rewrite the texts scratch file");
             }
         }
@@ -527,14 +539,24 @@ mod tests {
             .filter(|&(round, i)| round < 2 || i >= 200)
             .map(|(round, i)| body(i, round).len() as u64)
             .sum();
-        let on_disk = dir.open_file(TEXTS_FILE).unwrap().len();
+        let name = in_file.pack.as_ref().unwrap().name;
+        let other = if name == TEXTS_FILE {
+            ALT_FILE
+        } else {
+            TEXTS_FILE
+        };
+        let on_disk = dir.open_file(name).unwrap().len();
         assert_eq!(on_disk, in_file.live + in_file.dead);
         assert!(on_disk < written, "{on_disk} of {written}");
+        // The file before the last rewrite went with its last reader.
+        assert!(dir.open_file(other).is_err(), "{other} is left behind");
         drop(in_file);
-        assert!(
-            dir.open_file(TEXTS_FILE).is_err(),
-            "the texts file is removed with the store"
-        );
+        for name in [TEXTS_FILE, ALT_FILE] {
+            assert!(
+                dir.open_file(name).is_err(),
+                "{name}: the texts file is removed with the store"
+            );
+        }
     }
 
     #[test]

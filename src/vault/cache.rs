@@ -40,6 +40,9 @@ pub const EMBEDDINGS_FILE: &str = "embeddings.bin";
 /// The notes' texts while a process runs (`crate::engine::texts`): a scratch file, made anew at
 /// each start, that the index's saves and clears leave alone.
 pub const TEXTS_FILE: &str = "texts.bin";
+/// The other name of the texts' scratch file: a rewrite goes to the other name, never renamed
+/// over the one in use.
+pub const TEXTS_ALT_FILE: &str = "texts.bin.tmp";
 
 /// The PDFs' texts (`--index-pdfs`, `crate::engine::pdfs`): the search index's saves and
 /// clears leave it alone.
@@ -59,7 +62,7 @@ pub fn is_side_file(name: &str) -> bool {
         || name == format!("{CHANGES_LOG_FILE}.tmp")
         || name == format!("{CHANGES_TEXTS_FILE}.tmp")
         || name == TEXTS_FILE
-        || name == format!("{TEXTS_FILE}.tmp")
+        || name == TEXTS_ALT_FILE
         || name == PDF_TEXTS_FILE
 }
 

@@ -257,11 +257,14 @@ mod tests {
             "%2e%2e/x.md",
             "．．/x.md",
             "emoji 🎉.md",
-            "Themes/RedShift: OLED Blue Light Filter.md",
         ] {
             let p = VaultPath::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
             assert_eq!(p.as_str(), ok);
         }
+        // A `:` before a space, as in real note names, is a name on Unix; on Windows no file
+        // name has a `:` (it names a stream there).
+        let colon = "Themes/RedShift: OLED Blue Light Filter.md";
+        assert_eq!(VaultPath::parse(colon).is_ok(), cfg!(not(windows)), "{colon}");
     }
 
     #[test]
