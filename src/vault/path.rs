@@ -264,7 +264,11 @@ mod tests {
         // A `:` before a space, as in real note names, is a name on Unix; on Windows no file
         // name has a `:` (it names a stream there).
         let colon = "Themes/RedShift: OLED Blue Light Filter.md";
-        assert_eq!(VaultPath::parse(colon).is_ok(), cfg!(not(windows)), "{colon}");
+        assert_eq!(
+            VaultPath::parse(colon).is_ok(),
+            cfg!(not(windows)),
+            "{colon}"
+        );
     }
 
     #[test]
