@@ -38,17 +38,6 @@ mod portable;
 #[cfg(any(not(unix), feature = "portable-fs"))]
 pub(crate) use portable::*;
 
-/// Which implementation this build runs (`vault_info`'s and `doctor`'s platform line).
-pub const IMPLEMENTATION: &str = if cfg!(all(unix, not(feature = "portable-fs"))) {
-    if cfg!(target_os = "linux") {
-        "linux"
-    } else {
-        "unix"
-    }
-} else {
-    "portable"
-};
-
 /// Opens without blocking on a FIFO and without taking a terminal as the controlling one
 /// (Unix's `O_NONBLOCK | O_NOCTTY`); nothing to do elsewhere.
 pub(crate) fn nonblocking(options: &mut OpenOptions) -> &mut OpenOptions {
@@ -289,7 +278,8 @@ fn checked_watch_path(root: &Dir, path: PathBuf) -> io::Result<PathBuf> {
 pub(crate) fn process_alive(pid: u32) -> bool {
     #[cfg(unix)]
     {
-        let Ok(pid) = libc::pid_t::try_from(pid) else {
+        // 0 and negative ids name process groups, not a process.
+        let Ok(pid @ 1..) = libc::pid_t::try_from(pid) else {
             return false;
         };
         // SAFETY: signal 0 only checks that the process exists; no signal is sent.
