@@ -602,6 +602,16 @@ fn a_build_without_a_feature_names_it_for_each_command_and_option_left_out() {
         cases.push((vec!["serve", v, "--semantic"], "semantic"));
         cases.push((vec!["model", "check", v], "semantic"));
         cases.push((vec!["call", v, "--list", "--semantic"], "semantic"));
+        // A client asking for a search by meaning is told the same, not to pass --semantic.
+        cases.push((
+            vec![
+                "call",
+                v,
+                "search_notes",
+                r#"{"query": "a", "mode": "hybrid"}"#,
+            ],
+            "semantic",
+        ));
     }
     if cfg!(all(feature = "semantic", not(feature = "import"))) {
         cases.push((vec!["model", "import", v, "--out", v], "import"));

@@ -22,9 +22,15 @@ pub const RRF_K: f64 = 10.0;
 pub const RELAXED_WEIGHT: f64 = 0.2;
 
 /// What `semantic` and `hybrid` modes say when no embedding model is loaded.
+#[cfg(feature = "semantic")]
 pub const NO_MODEL: &str = "semantic search is off: no embedding model is loaded. Start capvault \
      with --semantic (the default model, downloaded once; `capvault model fetch` gets it ahead) \
      or --embedding-model DIR (a static model folder). Ranked keyword search works without one.";
+/// A build without the `semantic` feature has no model to load: no flag would help.
+#[cfg(not(feature = "semantic"))]
+pub const NO_MODEL: &str = "semantic search is not in this build of capvault (built without the \
+     `semantic` feature): install the full build (README, Install) for it; ranked keyword search \
+     (the default mode) and exact search work here.";
 
 /// The ways to an embedding model, for a server whose `--semantic` download failed.
 pub const MODEL_WAYS_OUT: &str = "Where there is a network, run `capvault model fetch`, then \

@@ -193,55 +193,50 @@ impl UnixMode for cap_std::fs::DirBuilder {
     }
 }
 
-/// Fills `buf` from `file` at `offset` (a file shorter than that is an error). Unix's `pread`;
-/// Windows' positioned `ReadFile`.
-pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        let _ = &mut buf;
-        let _ = &mut offset;
-        cap_std::fs::FileExt::read_exact_at(file, buf, offset)
-    }
-    #[cfg(windows)]
-    {
-        while !buf.is_empty() {
-            match cap_std::fs::FileExt::seek_read(file, buf, offset) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => {
-                    buf = &mut buf[n..];
-                    offset += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
+/// Fills `buf` from `file` at `offset` (a file shorter than that is an error): `pread`.
+#[cfg(unix)]
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    cap_std::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
-/// Writes all of `buf` to `file` at `offset` (the file grows as needed).
-pub(crate) fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        let _ = &mut buf;
-        let _ = &mut offset;
-        cap_std::fs::FileExt::write_all_at(file, buf, offset)
-    }
-    #[cfg(windows)]
-    {
-        while !buf.is_empty() {
-            match cap_std::fs::FileExt::seek_write(file, buf, offset) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    buf = &buf[n..];
-                    offset += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+/// Writes all of `buf` to `file` at `offset` (the file grows as needed): `pwrite`.
+#[cfg(unix)]
+pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    cap_std::fs::FileExt::write_all_at(file, buf, offset)
+}
+
+/// [`read_exact_at`] on Windows: positioned `ReadFile`s until `buf` is full.
+#[cfg(windows)]
+pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match cap_std::fs::FileExt::seek_read(file, buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
             }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
-        Ok(())
     }
+    Ok(())
+}
+
+/// [`write_all_at`] on Windows: positioned `WriteFile`s until `buf` is written.
+#[cfg(windows)]
+pub(crate) fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match cap_std::fs::FileExt::seek_write(file, buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                buf = &buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// When the folder `root` was created (cap-std's `created`), as `secs.nanos`.
@@ -290,5 +285,26 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     {
         let _ = pid;
         true
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// The portable watcher's path is the one the vault was opened at only while that path
+    /// still names the same folder: a folder moved away and another put in its place is refused.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // test fixture
+    fn a_watch_path_that_no_longer_names_the_vault_folder_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let vault = tmp.path().join("vault");
+        std::fs::create_dir(&vault).unwrap();
+        let root = super::super::ambient(super::super::Ambient::Open(&vault)).unwrap();
+        assert_eq!(checked_watch_path(&root, vault.clone()).unwrap(), vault);
+        std::fs::rename(&vault, tmp.path().join("moved")).unwrap();
+        assert!(checked_watch_path(&root, vault.clone()).is_err());
+        std::fs::create_dir(&vault).unwrap();
+        assert!(checked_watch_path(&root, vault.clone()).is_err());
     }
 }
