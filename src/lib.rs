@@ -44,7 +44,8 @@
 //! - [`media`]: attachments made ready for a model, without I/O: images ([`media::image`])
 //!   decoded within a pixel and allocation budget, sent as they are when they fit, else scaled
 //!   down and re-encoded; a PDF's text by page ([`media::pdf`]), within bounds, run only in the
-//!   PDF worker's confined child.
+//!   PDF worker's confined child. The decoders and the PDF parser are the `images` and `pdf`
+//!   features; without them an image or a PDF is sent as its own bytes, with the reason.
 //! - [`net`]: outgoing HTTPS (where capvault may connect, how its clients are built), shared
 //!   by the issuer's keys and the model download. No filesystem.
 //! - [`model`]: the vault model built from the capability layer and the parser: every note parsed
@@ -151,3 +152,13 @@ pub mod semantic;
 pub mod server;
 pub mod setup;
 pub mod vault;
+
+/// The optional features (README, "Builds") and whether this build has each.
+pub const FEATURES: [(&str, bool); 6] = [
+    ("http", cfg!(feature = "http")),
+    ("oauth", cfg!(feature = "oauth")),
+    ("semantic", cfg!(feature = "semantic")),
+    ("import", cfg!(feature = "import")),
+    ("images", cfg!(feature = "images")),
+    ("pdf", cfg!(feature = "pdf")),
+];

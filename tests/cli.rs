@@ -92,10 +92,19 @@ fn call_prints_the_structured_result_as_json() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let (json, text) = out.split_at(out.find("\n}\n").expect("a JSON object first") + 3);
-    let v: serde_json::Value = serde_json::from_str(json).unwrap();
-    assert_eq!(v["pdf"]["pages_sent"], "2");
-    assert_eq!(text, "[page 2 of 2]\nsecond page text\n");
+    if cfg!(feature = "pdf") {
+        let (json, text) = out.split_at(out.find("\n}\n").expect("a JSON object first") + 3);
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(v["pdf"]["pages_sent"], "2");
+        assert_eq!(text, "[page 2 of 2]\nsecond page text\n");
+    } else {
+        // A build without the PDF reader sends the file's bytes and says why.
+        let json = &out[..out.find("\n}\n").expect("a JSON object first") + 3];
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let why = v["pdf_error"].as_str().unwrap_or_default();
+        assert!(why.contains("built without the `pdf` feature"), "{out}");
+        assert!(v.get("pdf").is_none_or(|p| p.is_null()), "{out}");
+    }
 }
 
 #[test]
@@ -576,7 +585,8 @@ fn serve_refuses_at_start_what_several_vaults_make_possible_to_get_wrong() {
     feature = "http",
     feature = "oauth",
     feature = "semantic",
-    feature = "import"
+    feature = "import",
+    feature = "pdf"
 )))]
 #[test]
 fn a_build_without_a_feature_names_it_for_each_command_and_option_left_out() {
@@ -615,6 +625,10 @@ fn a_build_without_a_feature_names_it_for_each_command_and_option_left_out() {
     }
     if cfg!(all(feature = "semantic", not(feature = "import"))) {
         cases.push((vec!["model", "import", v, "--out", v], "import"));
+    }
+    if cfg!(not(feature = "pdf")) {
+        cases.push((vec!["serve", v, "--index-pdfs"], "pdf"));
+        cases.push((vec!["call", v, "--list", "--index-pdfs"], "pdf"));
     }
     assert!(!cases.is_empty());
     let before = crate::common::snapshot(tmp.path());

@@ -24,6 +24,7 @@ mod dockerfile;
 mod hidden_text;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "images")]
 mod images;
 mod index_cache;
 mod install;
@@ -42,6 +43,7 @@ mod oauth_client_doc;
 #[cfg(feature = "oauth")]
 mod oauth_issuer;
 mod obsidian_real_vaults;
+#[cfg(feature = "pdf")]
 mod pdfs;
 mod periodic;
 #[cfg(target_os = "linux")]

@@ -284,6 +284,13 @@ impl ServeOptions {
         let shared: Vec<String> = config.shared.iter().chain(&self.shared).cloned().collect();
         let trust = crate::obsidian::provenance::TrustRules::new(&untrusted, &shared)
             .map_err(|e| anyhow::anyhow!("untrusted or shared folders: {e}"))?;
+        let index_pdfs = self.index_pdfs || config.index_pdfs;
+        if index_pdfs && cfg!(not(feature = "pdf")) {
+            return Err(super::not_built(
+                "pdf",
+                "PDF search (--index-pdfs, `index_pdfs = true`)",
+            ));
+        }
         Ok(EngineOptions {
             prompts,
             trust,
@@ -293,7 +300,7 @@ impl ServeOptions {
             hide_obsidian_excluded: !(self.show_obsidian_excluded || config.show_obsidian_excluded),
             hidden_text: self.hidden_text.or(config.hidden_text).unwrap_or_default(),
             pdf: std::sync::Arc::new(crate::engine::pdf::PdfReader::start()),
-            index_pdfs: self.index_pdfs || config.index_pdfs,
+            index_pdfs,
             ..base
         })
     }

@@ -91,6 +91,9 @@ impl PdfReader {
     /// Starts the worker: this program again, as `capvault pdf-worker`. Call it before the
     /// sandbox applies. A worker that cannot start leaves a reader that says why.
     pub fn start() -> PdfReader {
+        if cfg!(not(feature = "pdf")) {
+            return PdfReader::none(crate::media::pdf::NOT_BUILT);
+        }
         if cfg!(not(unix)) {
             return PdfReader::none("PDF text needs a Unix system here (its reader runs forked)");
         }

@@ -7,12 +7,20 @@
 //! animation, and checks a stop signal between steps; decoding time grows with the pixels, so
 //! the pixel budget bounds it too. Every image sent is decoded first, even one sent unchanged:
 //! a client (and the model's API behind it) is never handed bytes that do not decode.
+//!
+//! The decoders are the `images` feature's (on by default). A build without it recognises an
+//! image by its first bytes and [`prepare`] answers [`ImageError::NotBuilt`]: the caller sends
+//! the file's own bytes, never as an image, with that reason.
 
+#[cfg(feature = "images")]
 use std::io::Cursor;
 
+#[cfg(feature = "images")]
 use image::codecs::jpeg::JpegEncoder;
+#[cfg(feature = "images")]
 use image::codecs::png::PngEncoder;
-use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader};
+#[cfg(feature = "images")]
+use image::{DynamicImage, ImageDecoder, ImageReader};
 
 /// Longest side of an image sent, by default: the size above which Claude's API scales an
 /// image down itself.
@@ -102,37 +110,86 @@ pub enum ImageError {
     /// Even the smallest image tried is over the byte bound.
     #[error("does not fit in {0} bytes even scaled down")]
     TooLarge(usize),
+    /// This build has no image decoders.
+    #[error(
+        "not decoded: this build of capvault has no image decoders (built without the `images` feature)"
+    )]
+    NotBuilt,
 }
 
-/// The format of an image a client can be shown, from its first bytes (never from its name).
-pub fn sniff(bytes: &[u8]) -> Option<ImageFormat> {
-    match image::guess_format(bytes) {
-        Ok(f @ (ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::Gif | ImageFormat::WebP)) => {
-            Some(f)
+/// The formats of images a client is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// PNG.
+    Png,
+    /// JPEG.
+    Jpeg,
+    /// GIF (its first frame is what is decoded).
+    Gif,
+    /// WebP.
+    WebP,
+}
+
+impl Format {
+    /// The format's MIME type.
+    pub fn mime(self) -> &'static str {
+        match self {
+            Format::Png => "image/png",
+            Format::Jpeg => "image/jpeg",
+            Format::Gif => "image/gif",
+            Format::WebP => "image/webp",
         }
-        _ => None,
+    }
+
+    #[cfg(feature = "images")]
+    fn decoder_format(self) -> image::ImageFormat {
+        match self {
+            Format::Png => image::ImageFormat::Png,
+            Format::Jpeg => image::ImageFormat::Jpeg,
+            Format::Gif => image::ImageFormat::Gif,
+            Format::WebP => image::ImageFormat::WebP,
+        }
     }
 }
 
-fn mime_of(format: ImageFormat) -> &'static str {
-    match format {
-        ImageFormat::Png => "image/png",
-        ImageFormat::Jpeg => "image/jpeg",
-        ImageFormat::Gif => "image/gif",
-        _ => "image/webp",
+/// The format of an image a client can be shown, from its first bytes (its signature; never
+/// from its name).
+pub fn sniff(bytes: &[u8]) -> Option<Format> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(Format::Png)
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some(Format::Jpeg)
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some(Format::Gif)
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some(Format::WebP)
+    } else {
+        None
     }
+}
+
+/// Without the `images` feature: an image is recognised, never decoded.
+#[cfg(not(feature = "images"))]
+pub fn prepare(
+    bytes: &[u8],
+    _bounds: &ImageBounds,
+    _stop: &dyn Fn() -> bool,
+) -> Result<Prepared, ImageError> {
+    sniff(bytes).ok_or(ImageError::UnknownFormat)?;
+    Err(ImageError::NotBuilt)
 }
 
 /// Decodes `bytes` within `bounds` and returns what to send: the original bytes when the image
 /// already fits (side and bytes) and needs no turning, else the image scaled down to fit and
 /// encoded as JPEG (PNG when it has transparency). `stop` is checked between steps.
+#[cfg(feature = "images")]
 pub fn prepare(
     bytes: &[u8],
     bounds: &ImageBounds,
     stop: &dyn Fn() -> bool,
 ) -> Result<Prepared, ImageError> {
     let format = sniff(bytes).ok_or(ImageError::UnknownFormat)?;
-    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format.decoder_format());
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(MAX_DECODE_ALLOC);
     reader.limits(limits);
@@ -162,7 +219,7 @@ pub fn prepare(
     if upright && width.max(height) <= bounds.max_side && bytes.len() <= bounds.max_bytes {
         return Ok(Prepared {
             bytes: bytes.to_vec(),
-            mime: mime_of(format),
+            mime: format.mime(),
             source: (width, height),
             size: (width, height),
             resized: false,
@@ -203,6 +260,7 @@ pub fn prepare(
 }
 
 /// JPEG at quality 85 for an opaque image, PNG for one with transparency.
+#[cfg(feature = "images")]
 fn encode(img: &DynamicImage, alpha: bool) -> Result<Vec<u8>, ImageError> {
     let mut out = Vec::new();
     let result = if alpha {
@@ -215,6 +273,7 @@ fn encode(img: &DynamicImage, alpha: bool) -> Result<Vec<u8>, ImageError> {
     Ok(out)
 }
 
+#[cfg(feature = "images")]
 fn decode_error(e: image::ImageError) -> ImageError {
     match e {
         image::ImageError::Limits(l) => {
@@ -230,7 +289,7 @@ fn decode_error(e: image::ImageError) -> ImageError {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "images"))]
 mod tests {
     use super::*;
     use image::{ImageBuffer, Rgb, Rgba};
@@ -387,6 +446,37 @@ mod tests {
     }
 
     #[test]
+    fn the_signature_check_agrees_with_the_decoders_own() {
+        let mut jpeg = Vec::new();
+        ImageBuffer::from_fn(8, 8, |x, y| Rgb([x as u8, y as u8, 7]))
+            .write_with_encoder(JpegEncoder::new_with_quality(&mut jpeg, 85))
+            .unwrap();
+        let gif = b"GIF89a\x01\x00\x01\x00\x00\x00\x00;".to_vec();
+        let webp = b"RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00".to_vec();
+        for (bytes, format) in [
+            (png(4, 4, true), Format::Png),
+            (jpeg, Format::Jpeg),
+            (gif, Format::Gif),
+            (webp, Format::WebP),
+        ] {
+            assert_eq!(sniff(&bytes), Some(format));
+            assert_eq!(
+                image::guess_format(&bytes).ok(),
+                Some(format.decoder_format())
+            );
+        }
+        for other in [
+            &b"BM\x00\x00"[..],
+            b"<svg/>",
+            b"RIFF\x00\x00\x00\x00WAVE",
+            b"\x89PN",
+            b"",
+        ] {
+            assert_eq!(sniff(other), None, "{other:?}");
+        }
+    }
+
+    #[test]
     fn the_byte_bound_grows_with_the_side_up_to_its_cap() {
         assert_eq!(ImageBounds::default().max_bytes, DEFAULT_MAX_BYTES);
         assert_eq!(ImageBounds::with_side(100).max_bytes, DEFAULT_MAX_BYTES);
@@ -396,5 +486,23 @@ mod tests {
         );
         assert_eq!(ImageBounds::with_side(8192).max_bytes, MAX_SENT_BYTES);
         assert_eq!(ImageBounds::with_side(1).max_side, 16);
+    }
+}
+
+#[cfg(all(test, not(feature = "images")))]
+mod without_decoders {
+    use super::*;
+
+    #[test]
+    fn an_image_is_recognised_and_refused_with_the_missing_feature_named() {
+        let e = prepare(b"\x89PNG\r\n\x1a\n....", &ImageBounds::default(), &|| false);
+        assert_eq!(e.unwrap_err(), ImageError::NotBuilt);
+        assert!(
+            ImageError::NotBuilt
+                .to_string()
+                .contains("`images` feature")
+        );
+        let e = prepare(b"<svg/>", &ImageBounds::default(), &|| false);
+        assert_eq!(e.unwrap_err(), ImageError::UnknownFormat);
     }
 }

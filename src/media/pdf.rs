@@ -4,7 +4,11 @@
 //! file: it can panic, recurse deeply or allocate without limit. [`extract`] bounds what it
 //! returns (pages, bytes per page, bytes in all); time, memory and crashes are bounded by running
 //! it only in a forked child of the PDF worker (`crate::engine::pdf`), never in the server.
+//!
+//! The parser is the `pdf` feature's (on by default); without it [`extract`] answers
+//! [`PdfError::NoReader`] and no worker is started.
 
+#[cfg(feature = "pdf")]
 use std::io::Write;
 
 use serde::{Deserialize, Serialize};
@@ -95,6 +99,7 @@ pub enum PdfError {
 /// The text of the PDF in `bytes`, page by page, within `bounds`. Runs the parser in this
 /// process: call it only where a crash or a runaway cannot hurt (the worker's forked child,
 /// the fuzz target).
+#[cfg(feature = "pdf")]
 pub fn extract(bytes: &[u8], bounds: &PdfBounds) -> Result<PdfText, PdfError> {
     let mut doc = pdf_extract::Document::load_mem(bytes)
         .map_err(|e| PdfError::Damaged(short(&e.to_string())))?;
@@ -142,10 +147,22 @@ pub fn extract(bytes: &[u8], bounds: &PdfBounds) -> Result<PdfText, PdfError> {
     Ok(text)
 }
 
+/// What this build says of a PDF's text: it has no PDF reader.
+pub const NOT_BUILT: &str =
+    "this build of capvault reads no PDFs (built without the `pdf` feature)";
+
+/// Without the `pdf` feature: no PDF is read.
+#[cfg(not(feature = "pdf"))]
+pub fn extract(_bytes: &[u8], _bounds: &PdfBounds) -> Result<PdfText, PdfError> {
+    Err(PdfError::NoReader(NOT_BUILT.to_owned()))
+}
+
 /// Deepest page tree accepted (a page's `/Parent` chain).
+#[cfg(feature = "pdf")]
 const MAX_TREE_DEPTH: usize = 64;
 
 /// Whether the `/Parent` chain from object `id` ends within [`MAX_TREE_DEPTH`] steps.
+#[cfg(feature = "pdf")]
 fn parents_end(doc: &pdf_extract::Document, mut id: pdf_extract::ObjectId) -> bool {
     for _ in 0..MAX_TREE_DEPTH {
         let parent = doc
@@ -162,6 +179,7 @@ fn parents_end(doc: &pdf_extract::Document, mut id: pdf_extract::ObjectId) -> bo
 }
 
 /// An error's text cut to a line a client can show.
+#[cfg(feature = "pdf")]
 fn short(s: &str) -> String {
     let line = s.lines().next().unwrap_or("").trim();
     line[..char_floor(line, 120)].to_owned()
@@ -178,6 +196,7 @@ pub fn char_floor(s: &str, at: usize) -> usize {
 
 /// A page's text as the extractor lays it out, made plain: no trailing spaces, no run of more
 /// than one empty line, no leading or trailing empty lines, no NULs.
+#[cfg(feature = "pdf")]
 fn tidy(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     let mut empty = 0usize;
@@ -197,12 +216,14 @@ fn tidy(raw: &str) -> String {
 }
 
 /// A writer that keeps at most `cap` bytes and fails past them, which stops the page.
+#[cfg(feature = "pdf")]
 struct Capped {
     bytes: Vec<u8>,
     cap: usize,
     full: bool,
 }
 
+#[cfg(feature = "pdf")]
 impl Capped {
     fn new(cap: usize) -> Self {
         Capped {
@@ -213,6 +234,7 @@ impl Capped {
     }
 }
 
+#[cfg(feature = "pdf")]
 impl Write for Capped {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let room = self.cap - self.bytes.len();
@@ -292,7 +314,7 @@ pub fn sample_pdf(pages: &[&str]) -> Vec<u8> {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "pdf"))]
 mod tests {
     use super::*;
 

@@ -80,6 +80,7 @@ pub async fn run(host: &Host, root: &Path, out: &mut dyn Write) -> Result<(), Se
             return Err(SetupError::VaultDoesNotOpen);
         }
     };
+    check_build(&mut r);
     check_config(host, &mut r);
     check_settings(&vault, &mut r);
     let folders = check_watches(host, &vault, &mut r);
@@ -132,6 +133,27 @@ fn check_model(_host: &Host, r: &mut Report<'_>) {
         "semantic search (optional): not in this build (built without the `semantic` feature)",
         None,
     );
+}
+
+/// Which optional features this build has: a left-out one is a choice, never a warning.
+fn check_build(r: &mut Report<'_>) {
+    let names = |on: bool| {
+        crate::FEATURES
+            .iter()
+            .filter(|(_, has)| *has == on)
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (built, left_out) = (names(true), names(false));
+    let line = match (built.is_empty(), left_out.is_empty()) {
+        (_, true) => format!("this build has every optional feature ({built})"),
+        (true, false) => {
+            format!("this build is the minimal one, without {left_out} (README, Builds)")
+        }
+        (false, false) => format!("this build has {built}; not {left_out} (README, Builds)"),
+    };
+    r.line(Outcome::Ok, &line, None);
 }
 
 /// The user's config file (`capvault/config.toml`): a server started without `--config` reads it,
