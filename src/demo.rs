@@ -72,7 +72,8 @@ pub async fn run(out: Box<dyn Write + Send>, show: Show) -> anyhow::Result<()> {
     .await?;
 
     // The example vault indexes in milliseconds; wait so the searches below use the index.
-    tokio::task::spawn_blocking(move || engine.wait_ready(std::time::Duration::from_secs(30)))
+    let waiting = Arc::clone(&engine);
+    tokio::task::spawn_blocking(move || waiting.wait_ready(std::time::Duration::from_secs(30)))
         .await?;
     let steps: Vec<(&str, Step)> = vec![
         ("List the tools", Step::ListTools),
@@ -224,6 +225,9 @@ pub async fn run(out: Box<dyn Write + Send>, show: Show) -> anyhow::Result<()> {
         }
     }
     client.cancel().await?;
+    // The example vault's folder is removed when `ex` drops: the background work (the watcher,
+    // the reconcile) stops first, or it reports the vanished folders as unreadable.
+    tokio::task::spawn_blocking(move || engine.shutdown()).await?;
     log.say(match show {
         Show::Full => {
             "\nDone. Run `capvault serve <VAULT>` to serve your own vault to an MCP client.\n"
