@@ -264,6 +264,23 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("ok   the vault opens"), "{t}");
+    // The build's optional features, by name: every one, or what this build left out.
+    let build = t
+        .lines()
+        .find(|l| l.contains("this build"))
+        .unwrap_or_default();
+    for (name, built) in capvault::FEATURES {
+        assert!(build.contains(name), "{name} unnamed: {build}");
+        if !built {
+            assert!(!build.contains("every optional feature"), "{build}");
+        }
+    }
+    if capvault::FEATURES.iter().all(|(_, built)| *built) {
+        assert!(
+            build.starts_with("ok   this build has every optional feature"),
+            "{build}"
+        );
+    }
     assert!(t.contains("warn no client is set up"), "{t}");
     assert!(t.contains("a session works: handshake"), "{t}");
     // A broken settings file, and a client entry whose binary is gone: a warning and a failure.

@@ -476,6 +476,9 @@ pub fn note_images(engine: &Engine, from: &VaultPath, text: &str) -> Result<Note
             .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
         {
             entry.skipped = Some("an SVG: `read_attachment` returns its text".into());
+        } else if cfg!(not(feature = "images")) {
+            // Nothing here could decode it: the file is not read at all.
+            entry.skipped = Some(format!("{path}: {}", image::ImageError::NotBuilt));
         } else {
             match read_attachment(engine.vault(), &path) {
                 Err(e) => entry.skipped = Some(e.to_string()),
