@@ -148,7 +148,10 @@ impl IntoCallToolResult for ToolError {
 pub fn vault_code(e: &VaultError) -> Code {
     match e {
         VaultError::InvalidPath(p) => match p {
-            PathError::Absolute | PathError::DotComponent | PathError::Hidden => Code::Refused,
+            PathError::Absolute
+            | PathError::DotComponent
+            | PathError::Hidden
+            | PathError::WindowsAlias => Code::Refused,
             _ => Code::InvalidArgument,
         },
         VaultError::NotFound(_) => Code::NotFound,

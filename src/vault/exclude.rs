@@ -1,10 +1,13 @@
 //! [`Exclusions`]: paths the server's configuration removes from the vault (`--exclude GLOB`,
 //! the config file's `exclude`). An excluded path is as unreachable as a hidden one: the
 //! resolver refuses it wherever it is met (in the client's path or reached through a symlink,
-//! in any letter case), and scans skip it, so it is never read, listed, searched, linked to,
-//! served as a resource or indexed.
+//! in any letter case and either Unicode normalisation form), and scans skip it, so it is never
+//! read, listed, searched, linked to, served as a resource or indexed.
+
+use std::borrow::Cow;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use unicode_normalization::{UnicodeNormalization, is_nfc};
 
 /// Compiled exclusion globs. Empty by default (nothing excluded).
 #[derive(Debug, Clone, Default)]
@@ -47,8 +50,10 @@ pub enum ExclusionError {
 
 impl Exclusions {
     /// Compiles `patterns`: globs over vault-relative paths (`Private`, `Journal/**`,
-    /// `**/*.secret.md`), matched without regard to letter case; a folder that matches excludes
-    /// everything in it. A pattern that is not a valid glob is an error naming it.
+    /// `**/*.secret.md`), matched without regard to letter case or Unicode normalisation (macOS
+    /// and Windows open `private/` for `Private/`, and macOS opens a name spelled with a
+    /// combining accent as the same name precomposed); a folder that matches excludes everything
+    /// in it. A pattern that is not a valid glob is an error naming it.
     pub fn new(patterns: &[String]) -> Result<Exclusions, ExclusionError> {
         if patterns.len() > MAX_EXCLUSIONS {
             return Err(ExclusionError::TooMany);
@@ -62,7 +67,8 @@ impl Exclusions {
             if trimmed.is_empty() {
                 return Err(ExclusionError::Empty(p.clone()));
             }
-            let glob = path_glob(trimmed, true).map_err(|source| ExclusionError::NotGlob {
+            let trimmed: String = trimmed.nfc().collect();
+            let glob = path_glob(&trimmed, true).map_err(|source| ExclusionError::NotGlob {
                 pattern: p.clone(),
                 source,
             })?;
@@ -87,7 +93,9 @@ impl Exclusions {
 
     /// True when a pattern matches `path` itself (not one of its folders).
     pub fn matches_itself(&self, path: &str) -> bool {
-        self.set.as_ref().is_some_and(|set| set.is_match(path))
+        self.set
+            .as_ref()
+            .is_some_and(|set| set.is_match(&*composed(path)))
     }
 
     /// True when `path` (vault-relative, `/`-separated) or one of its folders is excluded.
@@ -95,6 +103,7 @@ impl Exclusions {
         let Some(set) = &self.set else {
             return false;
         };
+        let path = composed(path);
         let mut end = 0;
         for part in path.split('/') {
             end += part.len();
@@ -104,6 +113,15 @@ impl Exclusions {
             end += 1;
         }
         false
+    }
+}
+
+/// `path` in Unicode's composed form (NFC), as the patterns are: borrowed when it already is.
+fn composed(path: &str) -> Cow<'_, str> {
+    if is_nfc(path) {
+        Cow::Borrowed(path)
+    } else {
+        Cow::Owned(path.nfc().collect())
     }
 }
 
@@ -125,6 +143,24 @@ mod tests {
         assert!(!e.excludes("Privateer.md"));
         assert!(!e.excludes("Public/Private.md.txt"));
         assert!(!ex(&[]).excludes("anything"));
+    }
+
+    #[test]
+    fn a_pattern_excludes_both_unicode_spellings_of_a_name() {
+        // "Privé" precomposed (U+00E9) and decomposed (e + U+0301): one folder on macOS.
+        let composed = "Priv\u{e9}";
+        let decomposed = "Prive\u{301}";
+        for pattern in [composed, decomposed] {
+            let e = ex(&[pattern]);
+            for path in [composed, decomposed] {
+                assert!(
+                    e.excludes(&format!("{path}/journal.md")),
+                    "{pattern:?} {path:?}"
+                );
+                assert!(e.matches_itself(path), "{pattern:?} {path:?}");
+            }
+            assert!(!e.excludes("Prive/journal.md"));
+        }
     }
 
     #[test]

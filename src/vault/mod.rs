@@ -432,6 +432,9 @@ impl Vault {
 mod tests;
 #[cfg(all(test, unix))]
 mod write_tests;
+// Names other platforms read as another file: on every platform.
+#[cfg(test)]
+mod names_tests;
 
 /// True for a file name that Obsidian treats as a note.
 pub fn is_note_name(name: &str) -> bool {

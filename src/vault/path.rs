@@ -23,7 +23,8 @@ pub const MAX_COMPONENT_BYTES: usize = 255;
 ///
 /// Invariants (upheld by every constructor): no empty components, no `.` or `..`, no
 /// component that starts with `.` (hidden), no `\`, NUL or other control character, no `:`
-/// except before a space (no drive letters, no `name:stream`),
+/// except before a space (no drive letters, no `name:stream`), on Windows no name that Windows
+/// reads as another file or a device ([`windows_alias`]),
 /// no component over [`MAX_COMPONENT_BYTES`], total length at most [`MAX_PATH_BYTES`].
 /// The empty path is the vault root; only [`VaultPath::root`] and [`VaultPath::parse_folder`]
 /// produce it.
@@ -59,6 +60,10 @@ pub enum PathError {
     ControlCharacter,
     #[error("hidden files and folders (names starting with `.`) are not accessible")]
     Hidden,
+    #[error(
+        "Windows reads this name as another file or a device (a short `NAME~1` name, a name ending in `.` or a space, or `CON`, `NUL`, `COM1`...); give the file's full name"
+    )]
+    WindowsAlias,
 }
 
 impl VaultPath {
@@ -221,7 +226,61 @@ pub fn check_component(component: &str) -> Result<(), PathError> {
     if !colons_are_literal(component) {
         return Err(PathError::Colon);
     }
+    if cfg!(windows) && windows_alias(component) {
+        return Err(PathError::WindowsAlias);
+    }
     Ok(())
+}
+
+/// Whether Windows would open something other than the file `component` spells: it is checked
+/// on every path on Windows, and is plain string logic, tested on every platform.
+///
+/// - A short (8.3) name such as `OBSIDI~1`: NTFS may give every long name one, `.obsidian` and
+///   `.git` included, so without this rule `OBSIDI~1/plugins` would reach the hidden folder (and
+///   an excluded `Private` folder would be reached as `PRIVAT~1`). Recognised by its shape: at
+///   most eight characters, then at most a three-character extension, with `~` and a digit.
+/// - A name ending in `.` or a space: Windows drops them, so `Private.` opens `Private`.
+/// - A DOS device name (`CON`, `NUL`, `AUX`, `PRN`, `COM1`-`COM9`, `LPT1`-`LPT9`, their
+///   superscript-digit forms, `CONIN$`, `CONOUT$`, `CLOCK$`), in any case, with any extension
+///   (`nul.md`) or trailing spaces before it: Windows 10 opens the device, and reading `CON`
+///   waits for console input.
+pub fn windows_alias(component: &str) -> bool {
+    if component.ends_with(['.', ' ']) {
+        return true;
+    }
+    let base = component
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(' ');
+    let upper = base.to_uppercase();
+    let device = match upper.as_str() {
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$" | "CLOCK$" => true,
+        _ => ["COM", "LPT"].iter().any(|prefix| {
+            upper.strip_prefix(prefix).is_some_and(|n| {
+                let mut chars = n.chars();
+                matches!(
+                    (chars.next(), chars.next()),
+                    (Some('0'..='9' | '\u{b9}' | '\u{b2}' | '\u{b3}'), None)
+                )
+            })
+        }),
+    };
+    device || short_name_shape(component)
+}
+
+/// An 8.3 name with a `~N` tail: a base of one to eight characters holding `~` and a digit, and
+/// an extension of at most three.
+fn short_name_shape(component: &str) -> bool {
+    let (base, ext) = match component.rsplit_once('.') {
+        Some((base, ext)) => (base, ext),
+        None => (component, ""),
+    };
+    let tilde_digit = base
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'~' && w[1].is_ascii_digit());
+    tilde_digit && base.chars().count() <= 8 && !base.contains('.') && ext.chars().count() <= 3
 }
 
 /// A `:` is harmless text on Unix ("Project: Plan.md" is a real note name in real vaults), but
@@ -318,6 +377,60 @@ mod tests {
             Err(PathError::ComponentTooLong)
         );
         assert!(VaultPath::parse(&"a".repeat(255)).is_ok());
+    }
+
+    /// What Windows would open as another file or a device, refused there, and only there (a
+    /// name like `Draft~1.md` is an ordinary note on Linux and macOS).
+    #[test]
+    fn windows_aliases_are_refused_on_windows_only() {
+        let aliases = [
+            "OBSIDI~1",   // `.obsidian`'s short name: the hidden folder, plugins and all
+            "obsidi~1",   // in any case
+            "GIT~1",      // `.git`
+            "PRIVAT~1",   // an excluded folder by its short name
+            "NOTE~12.MD", // a short file name
+            "Private.",   // Windows drops the dot: `Private`
+            "Private ",   // and the space
+            "note.md.",   // `note.md`
+            "note.md . ", // both, repeated
+            "CON",        // devices
+            "con.md",     // with an extension
+            "NUL.tar.gz", // and more than one
+            "aux .md",    // spaces before the extension
+            "Prn",
+            "COM1",
+            "lpt9.txt",
+            "COM\u{b9}.md", // superscript one
+            "LPT\u{b3}",
+            "CONIN$",
+            "conout$.md",
+            "CLOCK$",
+        ];
+        for name in aliases {
+            assert!(windows_alias(name), "{name:?} is a Windows alias");
+            assert_eq!(
+                VaultPath::parse(&format!("notes/{name}/x.md")).err(),
+                cfg!(windows).then_some(PathError::WindowsAlias),
+                "{name:?}"
+            );
+        }
+        for name in [
+            "Note.md",
+            "CONTRACT.md", // starts with a device name, is not one
+            "Console.md",
+            "COM10.md", // only one digit names a device
+            "LPT.md",
+            "Nullable.md",
+            "Draft ~1 of many.md", // too long for a short name
+            "My Notes~1.md",
+            "~1.md.bak", // the extension is too long
+            "a~b.md",    // no digit after the tilde
+            "Roadmap v1.0",
+            " leading space.md",
+        ] {
+            assert!(!windows_alias(name), "{name:?} is an ordinary name");
+            assert!(VaultPath::parse(name).is_ok(), "{name:?}");
+        }
     }
 
     #[test]
