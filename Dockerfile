@@ -14,7 +14,8 @@
 # without TLS of its own (`--tls-cert`/`--tls-key`), `--insecure-http`: publish the port on
 # loopback only, as above, and put a TLS-terminating proxy in front for remote clients (then add
 # `--allowed-host` with the name it forwards). tests/dockerfile.rs runs this file's command and
-# health check against the binary, so they stay in step with its flags.
+# health check against the binary, so they stay in step with its flags; where no registry or
+# Docker engine is at hand, scripts/docker_offline.sh builds this file with buildah.
 #
 # The minimal build (`--no-default-features`: no HTTP, no OAuth, no model runtime) serves over
 # stdio only; a local client starts it itself, the vault mounted read-only:
@@ -32,7 +33,7 @@ RUN case "$BUILD" in \
     esac
 
 FROM debian:bookworm-slim
-RUN useradd --system --uid 10001 --home-dir /state --shell /usr/sbin/nologin capvault \
+RUN useradd --uid 10001 --user-group --no-create-home --home-dir /state --shell /usr/sbin/nologin capvault \
     && mkdir -p /state /vault && chown capvault:capvault /state && chmod 700 /state
 COPY --from=build /src/target/release/capvault /usr/local/bin/capvault
 USER 10001

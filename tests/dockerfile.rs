@@ -1,5 +1,6 @@
-//! The Dockerfile cannot be built here (no Docker engine), so this test keeps it honest against
-//! the binary instead: it runs the image's command (ENTRYPOINT + CMD, with the container's
+//! The Dockerfile cannot be built by the test suite (no Docker engine, no registry; it is built by
+//! hand with buildah, `scripts/docker_offline.sh`), so this test keeps it honest against the
+//! binary instead: it runs the image's command (ENTRYPOINT + CMD, with the container's
 //! /vault and /state mapped to temporary folders and the port made free) and its HEALTHCHECK
 //! against the real binary, and checks the user is not root and the state folder is a volume.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
