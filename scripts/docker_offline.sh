@@ -29,7 +29,11 @@ mkdir -p "$WORK"
 if ! buildah images --quiet localhost/debian:bookworm-slim 2>/dev/null | grep -q .; then
     echo "--- debian:bookworm-slim from Debian's archive"
     rm -rf "$WORK/rootfs"
-    debootstrap --variant=minbase bookworm "$WORK/rootfs" http://deb.debian.org/debian >/dev/null
+    if ! debootstrap --variant=minbase bookworm "$WORK/rootfs" http://deb.debian.org/debian \
+        >"$WORK/debootstrap.log" 2>&1; then
+        echo "debootstrap failed; its output: $WORK/debootstrap.log" >&2
+        exit 1
+    fi
     c=$(buildah from scratch)
     cp -a "$WORK/rootfs/." "$(buildah mount "$c")/"
     buildah umount "$c" >/dev/null
@@ -43,8 +47,12 @@ if ! buildah images --quiet localhost/rust:1-slim-bookworm 2>/dev/null | grep -q
     if [ -n "$(ls /usr/local/share/ca-certificates 2>/dev/null)" ]; then
         buildah copy "$c" /usr/local/share/ca-certificates/ /usr/local/share/ca-certificates/ >/dev/null
     fi
-    buildah run --isolation chroot --network host "$c" -- sh -c \
-        'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gcc libc6-dev ca-certificates && update-ca-certificates' >/dev/null
+    if ! buildah run --isolation chroot --network host "$c" -- sh -c \
+        'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends gcc libc6-dev ca-certificates && update-ca-certificates' \
+        >"$WORK/apt.log" 2>&1; then
+        echo "installing gcc in the build image failed; its output: $WORK/apt.log" >&2
+        exit 1
+    fi
     toolchain="$(rustup toolchain list | awk '/default/ {print $1}')"
     mnt=$(buildah mount "$c")
     mkdir -p "$mnt/usr/local/rustup/toolchains" "$mnt/usr/local/cargo/bin"

@@ -140,3 +140,38 @@ async fn the_images_command_and_health_check_work_against_the_binary() {
         .unwrap();
     assert!(!status.success(), "the health check passed with no server");
 }
+
+/// `COPY . .` sends the build context: without `.dockerignore` leaving out build output, a
+/// checkout that has run the tests would send tens of GB of `target/`.
+#[test]
+fn the_build_context_leaves_out_build_output_and_history() {
+    let ignore =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.dockerignore")).unwrap();
+    let rules: Vec<&str> = ignore
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    for needed in ["target/", "fuzz/target/", ".git/"] {
+        assert!(
+            rules.contains(&needed),
+            "{needed} is not left out: {rules:?}"
+        );
+    }
+    // What the build reads stays in.
+    for kept in [
+        "src",
+        "Cargo.toml",
+        "Cargo.lock",
+        "build.rs",
+        "examples",
+        "docs",
+    ] {
+        assert!(
+            !rules
+                .iter()
+                .any(|r| r.trim_end_matches('/') == kept || *r == "*"),
+            "{kept} is left out of the build context"
+        );
+    }
+}

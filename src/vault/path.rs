@@ -253,20 +253,19 @@ pub fn windows_alias(component: &str) -> bool {
         .next()
         .unwrap_or("")
         .trim_end_matches(' ');
-    let upper = base.to_uppercase();
-    let device = match upper.as_str() {
-        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$" | "CLOCK$" => true,
-        _ => ["COM", "LPT"].iter().any(|prefix| {
-            upper.strip_prefix(prefix).is_some_and(|n| {
-                let mut chars = n.chars();
-                matches!(
-                    (chars.next(), chars.next()),
-                    (Some('0'..='9' | '\u{b9}' | '\u{b2}' | '\u{b3}'), None)
-                )
-            })
-        }),
-    };
-    device || short_name_shape(component)
+    let named = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$"]
+        .iter()
+        .any(|device| base.eq_ignore_ascii_case(device));
+    // `COM` or `LPT` and one digit (superscript ¹²³ included); `get` fails off a char boundary.
+    let numbered = base.get(..3).is_some_and(|prefix| {
+        let mut rest = base[3..].chars();
+        (prefix.eq_ignore_ascii_case("COM") || prefix.eq_ignore_ascii_case("LPT"))
+            && matches!(
+                (rest.next(), rest.next()),
+                (Some('0'..='9' | '\u{b9}' | '\u{b2}' | '\u{b3}'), None)
+            )
+    });
+    named || numbered || short_name_shape(component)
 }
 
 /// An 8.3 name with a `~N` tail: a base of one to eight characters holding `~` and a digit, and
@@ -427,6 +426,7 @@ mod tests {
             "a~b.md",    // no digit after the tilde
             "Roadmap v1.0",
             " leading space.md",
+            "LP\u{e9}.md", // a character across the device prefix's end
         ] {
             assert!(!windows_alias(name), "{name:?} is an ordinary name");
             assert!(VaultPath::parse(name).is_ok(), "{name:?}");
