@@ -306,6 +306,39 @@ async fn tasks_queries_answer_from_the_files_in_their_order_and_groups() {
 }
 
 #[tokio::test]
+async fn a_query_without_a_language_runs_in_the_language_it_is_written_in() {
+    let tmp = vault();
+    let s = Server::start(tmp.path()).await;
+    // Tasks lines, no `language`: run as the Tasks plugin would, not refused as bad DQL.
+    let r = s
+        .ok(
+            "run_query",
+            json!({"query": "not done\ndue before 2026-12-11"}),
+        )
+        .await;
+    assert_eq!(r["kind"], "tasks", "{r}");
+    assert_eq!(r["rows"][0]["tasks"][0]["description"], "write report");
+    // DQL, any case: still DQL (its TASK type is not the Tasks plugin).
+    let r = s
+        .ok("run_query", json!({"query": "task where !completed"}))
+        .await;
+    assert_eq!(r["kind"], "task", "{r}");
+    // Neither: DQL's own error, which names what a query starts with.
+    let e = s
+        .err("run_query", json!({"query": "TABEL rating FROM #book"}))
+        .await;
+    assert!(e.contains("TABLE, LIST, TASK or CALENDAR"), "{e}");
+    // Named, the language is kept even when the text reads as the other one.
+    let e = s
+        .err(
+            "run_query",
+            json!({"language": "dataview", "query": "not done"}),
+        )
+        .await;
+    assert!(e.contains("found `not`"), "{e}");
+}
+
+#[tokio::test]
 async fn read_note_evaluates_inline_queries_on_request_and_never_runs_javascript() {
     let tmp = vault();
     let s = Server::start(tmp.path()).await;

@@ -530,8 +530,8 @@ pub enum Language {
 /// Where a query comes from.
 #[derive(Debug, Clone)]
 enum Requested {
-    /// Text in the call, in a language.
-    Text(String, Language),
+    /// Text in the call, in a language (none named: told by the text, [`language_of`]).
+    Text(String, Option<Language>),
     /// A note as named and the 1-based index of its ```` ```dataview ```` or ```` ```tasks ````
     /// block (the block says which language).
     Block(super::locate::Named, usize),
@@ -540,7 +540,7 @@ enum Requested {
 /// `run_query`'s arguments as the client gave them.
 #[derive(Debug, Clone, Default)]
 pub struct QueryArgs {
-    /// The language of `query` (default Dataview).
+    /// The language of `query` (default: told by the text, [`language_of`]).
     pub language: Option<Language>,
     /// Query text.
     pub query: Option<String>,
@@ -580,7 +580,7 @@ impl QueryRequest {
                         MAX_QUERY_BYTES / 1024
                     )));
                 }
-                Requested::Text(q, args.language.unwrap_or_default())
+                Requested::Text(q, args.language)
             }
             (None, Some(_)) if args.language.is_some() => {
                 return Err(NoteError::InvalidArgument(
@@ -679,13 +679,33 @@ pub fn tasks_settings(vault: &Vault) -> TasksSettings {
     }
 }
 
+/// The language of a query given without one: DQL when its first word is a DQL query type
+/// (`TABLE`, `LIST`, `TASK`, `CALENDAR`, any case), as every DQL query starts; else the Tasks
+/// plugin's language when the text parses as that (`not done`, `due before tomorrow`: no Tasks
+/// instruction starts with those words); else (blank text too) DQL, whose error then says what
+/// it expected.
+pub fn language_of(text: &str, today: chrono::NaiveDate) -> Language {
+    let first = text.split_whitespace().next().unwrap_or("");
+    let dql = ["TABLE", "LIST", "TASK", "CALENDAR"]
+        .iter()
+        .any(|t| first.eq_ignore_ascii_case(t));
+    if !dql && !first.is_empty() && tasks::query::parse_query(text, today).is_ok() {
+        Language::Tasks
+    } else {
+        Language::Dataview
+    }
+}
+
 /// The text of a query and where it comes from: the call, or a note's block.
 fn query_text(
     engine: &Engine,
     source: &Requested,
 ) -> Result<(String, Language, String, Option<VaultPath>), NoteError> {
     match source {
-        Requested::Text(q, lang) => Ok((q.clone(), *lang, "query".to_owned(), None)),
+        Requested::Text(q, lang) => {
+            let lang = lang.unwrap_or_else(|| language_of(q, local_now().date()));
+            Ok((q.clone(), lang, "query".to_owned(), None))
+        }
         Requested::Block(name, n) => {
             let path = super::locate::locate(engine, &name.input, name.path.clone())?;
             let data = engine.vault().read_file(&path)?;

@@ -21,14 +21,19 @@ use super::moment::{WEEKDAYS, WeekRule};
 pub enum Period {
     /// A daily note.
     #[default]
+    #[serde(alias = "daily")]
     Day,
     /// A weekly note.
+    #[serde(alias = "weekly")]
     Week,
     /// A monthly note.
+    #[serde(alias = "monthly")]
     Month,
     /// A quarterly note.
+    #[serde(alias = "quarterly")]
     Quarter,
     /// A yearly note.
+    #[serde(alias = "yearly")]
     Year,
 }
 

@@ -308,3 +308,19 @@ fn a_template_that_would_grow_past_the_bound_is_refused() {
         Ok(text) => panic!("filled to {} bytes", text.len()),
     }
 }
+
+#[test]
+fn a_period_is_read_by_its_noun_or_its_adjective_and_answered_by_its_noun() {
+    // The tools say "a daily, weekly, monthly ... note", so a client may well send `daily`.
+    for p in Period::ALL {
+        let by_noun: Period = serde_json::from_value(serde_json::json!(p.name())).unwrap();
+        let by_adjective: Period =
+            serde_json::from_value(serde_json::json!(p.adjective())).unwrap();
+        assert_eq!((by_noun, by_adjective), (p, p));
+        assert_eq!(serde_json::to_value(p).unwrap(), p.name());
+    }
+    assert!(serde_json::from_value::<Period>(serde_json::json!("fortnightly")).is_err());
+    // The schema offers the nouns only: the aliases cost no tokens in `tools/list`.
+    let schema = serde_json::to_string(&schemars::schema_for!(Period)).unwrap();
+    assert!(!schema.contains("\"daily\""), "{schema}");
+}

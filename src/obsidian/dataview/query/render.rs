@@ -101,7 +101,8 @@ impl QueryResult {
                     .map(|c| escape_cell(&c))
                     .collect();
                 out.push_str(&format!("| {} |\n", head.join(" | ")));
-                out.push_str(&format!("|{}\n", " --- |".repeat(head.len())));
+                // `TABLE WITHOUT ID` with no column still makes a table: one empty column.
+                out.push_str(&format!("|{}\n", " --- |".repeat(head.len().max(1))));
                 for r in rows {
                     let cells: Vec<String> = r.iter().map(|v| escape_cell(&cell(v))).collect();
                     out.push_str(&format!("| {} |\n", cells.join(" | ")));

@@ -1224,6 +1224,15 @@ fn hostile_evaluation_ends_with_a_budget_error() {
 // ---- results ----
 
 #[test]
+fn a_table_without_id_or_columns_is_still_a_markdown_table() {
+    let v = games();
+    let r = q(&v, "TABLE WITHOUT ID FROM \"Games/Hades\"");
+    let md = r.to_markdown(&DataviewSettings::default());
+    // Every line a row of one (empty) column, under a delimiter row Markdown accepts.
+    assert_eq!(md, "|  |\n| --- |\n|  |\n");
+}
+
+#[test]
 fn tables_render_as_markdown_with_the_count_and_null_setting() {
     let v = games();
     let r = q(
