@@ -37,8 +37,7 @@ pub struct QueryBaseArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunQueryArgs {
-    /// `dataview` (DQL) or `tasks` (the Tasks plugin's query lines); default: as the query
-    /// reads (DQL starts with TABLE, LIST, TASK or CALENDAR).
+    /// `dataview` (DQL) or `tasks` (the Tasks plugin's lines); default: as the query reads.
     pub language: Option<Language>,
     /// E.g. `TABLE rating FROM #book SORT rating DESC`, or `not done\ndue before tomorrow`.
     pub query: Option<String>,
