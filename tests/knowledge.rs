@@ -349,7 +349,7 @@ async fn read_note_views_sections_lines_and_pages() {
     let msg = s
         .err("read_note", json!({"path": p, "lines": "500-600"}))
         .await;
-    assert!(msg.contains("lines must look like"), "{msg}");
+    assert!(msg.contains("lines 500-600: the note has"), "{msg}");
     let msg = s
         .err(
             "read_note",

@@ -410,8 +410,19 @@ fn parse_lines(spec: &str, total: usize) -> Result<(usize, usize), NoteError> {
             (n, n)
         }
     };
-    if a == 0 || b < a || a > total {
-        return Err(bad());
+    // Named by the numbers read, not the text sent (which may hold any amount of space).
+    let said = |why: String| NoteError::InvalidArgument(format!("lines {a}-{b}: {why}"));
+    if a == 0 {
+        return Err(said("lines count from 1".to_owned()));
+    }
+    if b < a {
+        return Err(said("the range ends before it starts".to_owned()));
+    }
+    if a > total {
+        return Err(said(format!(
+            "the note has {total} lines, so a range must start at {} or before",
+            total.max(1)
+        )));
     }
     Ok((a, b.min(total)))
 }
@@ -488,6 +499,12 @@ mod tests {
         for bad in ["0", "5", "3-2", "x", "-2", ""] {
             assert!(parse_lines(bad, 4).is_err(), "{bad}");
         }
+        // Each way of being wrong says which.
+        let e = |spec| parse_lines(spec, 4).unwrap_err().to_string();
+        assert!(e("x").contains("must look like `10-20`"), "{}", e("x"));
+        assert!(e("0-2").contains("count from 1"), "{}", e("0-2"));
+        assert!(e("3-2").contains("ends before it starts"), "{}", e("3-2"));
+        assert!(e("5").contains("has 4 lines"), "{}", e("5"));
     }
 
     #[test]
