@@ -242,9 +242,10 @@ async fn periodic_notes_are_created_from_their_template_and_appended_to() {
         text.ends_with("plan\n- ship it\n") || text.ends_with("plan\n\n- ship it\n"),
         "{text:?}"
     );
+    // `content`, as the other writing tools call it, and a period by its adjective.
     s.ok(
         "append_periodic_note",
-        json!({"period": "month", "date": "2027-01-15", "text": "new year"}),
+        json!({"period": "monthly", "date": "2027-01-15", "content": "new year"}),
     )
     .await;
     assert_eq!(

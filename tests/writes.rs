@@ -162,10 +162,11 @@ async fn create_write_edit_append_prepend_and_frontmatter_work_and_search_sees_t
         .await;
     assert_eq!(stale.error["code"], "conflict");
     assert_eq!(stale.error["current_sha256"], sha(&text));
+    // `text`, as append_periodic_note calls it, is read as `content`.
     let w = s
         .ok(
             "write_note",
-            json!({"path": "New/Deep/Idea.md", "content": "quagga\n", "if_match": sha(&text)}),
+            json!({"path": "New/Deep/Idea.md", "text": "quagga\n", "if_match": sha(&text)}),
         )
         .await;
     assert_eq!(read(v, "New/Deep/Idea.md"), "quagga\n");

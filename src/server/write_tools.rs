@@ -26,7 +26,7 @@ pub struct CreateNoteArgs {
     /// As in get_periodic_note.
     pub date: Option<String>,
     /// The text (after the template's).
-    #[serde(default)]
+    #[serde(default, alias = "text")]
     pub content: String,
     pub frontmatter: Option<Map<String, Value>>,
     /// A template's name or path.
@@ -42,6 +42,7 @@ pub struct WriteNoteArgs {
     // Path of the note (the name says it).
     pub path: String,
     /// The note's whole new text.
+    #[serde(alias = "text")]
     pub content: String,
     pub if_match: String,
     #[serde(default)]
@@ -68,6 +69,7 @@ pub struct AppendArgs {
     // Path of the note (the name says it).
     pub path: String,
     /// Text to add, on lines of its own.
+    #[serde(alias = "text")]
     pub content: String,
     /// At the end of this heading's own text (`Parent/Child` nests).
     pub heading: Option<String>,
@@ -193,6 +195,8 @@ pub struct RestoreArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppendPeriodicArgs {
+    // `content`, as the other writing tools name it, is read too (no schema bytes spent).
+    #[serde(alias = "content")]
     pub text: String,
     pub period: Option<Period>,
     /// As in get_periodic_note.
