@@ -195,9 +195,17 @@ async fn every_kind_of_change_by_another_program_is_reported_once_per_note_with_
             k("moved", "Projects/Roadmap.md", "Projects/Plan.md")
         ]
     );
-    // `since`: an age covers them all.
+    // `since`: an age covers them all, and says the log only began with this server (its
+    // cache is new), so that an empty answer is never read as "nothing changed".
     let since = s.ok("changes_since", json!({"since": "1h"})).await;
     assert_eq!(kinds(&since).len(), 4, "{since}");
+    let note = since["note"].as_str().unwrap_or_default();
+    assert!(note.contains("knows this vault's changes from"), "{since}");
+    // From a moment the log covers: no such note.
+    let first = since["changes"][0]["at"].as_str().unwrap();
+    let covered = s.ok("changes_since", json!({"since": first})).await;
+    assert!(covered.get("note").is_none(), "{covered}");
+    assert_eq!(kinds(&covered).len(), 4, "{covered}");
     s.stop().await;
 }
 
@@ -413,6 +421,15 @@ async fn a_cursor_the_log_no_longer_covers_is_expired_and_names_the_oldest_curso
         .to_owned();
     let from_oldest = s.ok("changes_since", json!({"cursor": oldest})).await;
     assert_eq!(from_oldest["changes"], json!([]), "{from_oldest}");
+    // Asked by time, the answer is empty too, and says the log holds nothing before this start.
+    let by_time = s.ok("changes_since", json!({"since": "1h"})).await;
+    assert_eq!(by_time["changes"], json!([]), "{by_time}");
+    assert!(
+        by_time["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("knows this vault's changes from")),
+        "{by_time}"
+    );
     s.stop().await;
 }
 

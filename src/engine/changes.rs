@@ -160,6 +160,10 @@ struct State {
     epoch: u64,
     /// Entries up to this number may have been dropped: a cursor below it is expired.
     floor: u64,
+    /// Since when (ms since the epoch) every change is in the log: when the log was started,
+    /// its last gap, or (later) the last entry dropped. `None` for a log saved before this was
+    /// recorded.
+    known_from: Option<i64>,
     /// The next entry's number.
     next: u64,
     entries: VecDeque<ChangeEntry>,
@@ -190,6 +194,9 @@ struct Header {
     capvault_changes: u32,
     epoch: String,
     floor: u64,
+    /// [`State::known_from`] (absent in logs of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    t: Option<i64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -207,10 +214,12 @@ struct Line {
     z: u64,
 }
 
-/// A floor raised after the header (a start without a baseline).
+/// A floor raised after the header (a start without a baseline), and when.
 #[derive(Serialize, Deserialize)]
 struct FloorLine {
     floor: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    t: Option<i64>,
 }
 
 fn hex(sha: &Sha) -> String {
@@ -374,13 +383,19 @@ impl ChangeLog {
     }
 
     /// The number just before the first entry logged at or after `ms` (the last entry's when
-    /// none is), and whether entries before that moment may have been dropped.
-    pub fn seq_at(&self, ms: i64) -> (u64, bool) {
+    /// none is), and, when the log does not hold every change since `ms` (it began later, had a
+    /// gap, or dropped older entries), the moment from which it does.
+    pub fn seq_at(&self, ms: i64) -> (u64, Option<i64>) {
         let s = self.state();
         let i = s.entries.partition_point(|e| e.at_ms < ms);
         let seq = s.entries.get(i).map_or(s.next - 1, |e| e.seq - 1);
-        let dropped = s.floor > 0 && s.entries.front().is_none_or(|e| e.at_ms > ms);
-        (seq.max(s.floor), dropped)
+        let unknown = match s.known_from {
+            Some(k) => (ms < k).then_some(k),
+            // A log of an earlier version: only its dropped entries are known to be missing.
+            None => (s.floor > 0 && s.entries.front().is_none_or(|e| e.at_ms > ms))
+                .then(|| s.entries.front().map_or_else(now_ms, |e| e.at_ms)),
+        };
+        (seq.max(s.floor), unknown)
     }
 
     /// Up to `max` entries after number `after`, oldest first.
@@ -433,10 +448,14 @@ impl ChangeLog {
             return;
         }
         s.floor = s.next - 1;
+        s.known_from = Some(now_ms());
         s.entries.clear();
         s.last.clear();
-        let floor = s.floor;
-        s.append_lines(&[serde_json::to_string(&FloorLine { floor }).unwrap_or_default()]);
+        let line = FloorLine {
+            floor: s.floor,
+            t: s.known_from,
+        };
+        s.append_lines(&[serde_json::to_string(&line).unwrap_or_default()]);
         tracing::info!("no index cache to compare with: changes made while stopped are unknown");
     }
 
@@ -493,6 +512,8 @@ pub struct LogRead {
     pub epoch: u64,
     /// Its floor (see [`ChangeLog::oldest_cursor`]).
     pub floor: u64,
+    /// Since when every change is in it, if recorded.
+    pub known_from: Option<i64>,
     /// The next entry's number.
     pub next: u64,
     /// The entries, numbers strictly increasing.
@@ -514,6 +535,7 @@ pub fn parse_log(bytes: &[u8]) -> Option<LogRead> {
     let mut read = LogRead {
         epoch,
         floor: header.floor,
+        known_from: header.t,
         next: header.floor + 1,
         entries: VecDeque::new(),
         lines: 1,
@@ -528,6 +550,7 @@ pub fn parse_log(bytes: &[u8]) -> Option<LogRead> {
             && f.floor < MAX_SEQ
         {
             read.floor = f.floor;
+            read.known_from = f.t;
             read.next = read.next.max(f.floor + 1);
             read.entries.clear();
             continue;
@@ -568,6 +591,7 @@ impl State {
         State {
             epoch: new_epoch(),
             floor: 0,
+            known_from: Some(now_ms()),
             next: 1,
             entries: VecDeque::new(),
             last: HashMap::new(),
@@ -596,6 +620,7 @@ impl State {
         let mut s = State::empty(Some(Arc::clone(dir)));
         s.epoch = read.epoch;
         s.floor = read.floor;
+        s.known_from = read.known_from;
         s.next = read.next;
         s.file_lines = read.lines;
         s.entries = read.entries;
@@ -627,6 +652,11 @@ impl State {
         while let Some(front) = self.entries.front() {
             if self.entries.len() > MAX_ENTRIES || front.at_ms < oldest_ms {
                 self.floor = front.seq;
+                // What changed at that moment is no longer all here.
+                self.known_from = Some(
+                    self.known_from
+                        .map_or(front.at_ms + 1, |k| k.max(front.at_ms.saturating_add(1))),
+                );
                 self.entries.pop_front();
                 dropped = true;
             } else {
@@ -650,6 +680,7 @@ impl State {
             capvault_changes: 1,
             epoch: format!("{:016x}", self.epoch),
             floor: self.floor,
+            t: self.known_from,
         };
         let written = dir.write_with(LOG_FILE, |w| {
             serde_json::to_writer(&mut *w, &header)?;
@@ -1186,6 +1217,59 @@ mod tests {
         );
         assert_eq!(log.resolve(&before), Ok(1), "the last cursor is the floor");
         assert_eq!(log.resolve(&oldest), Ok(1));
+    }
+
+    #[test]
+    fn a_moment_before_the_log_began_or_its_last_gap_or_drop_is_said_to_be_unknown() {
+        let log = ChangeLog::in_memory();
+        log.record(vec![changed("a.md", "one", None)], vec![]);
+        let began = log.state().known_from.unwrap();
+        let at = log.entries_after(0, 1)[0].at_ms;
+        assert!(began <= at);
+        // Before it began: unknown from then; from then on: all here.
+        assert_eq!(log.seq_at(began - 1).1, Some(began));
+        assert_eq!(log.seq_at(began), (0, None));
+        // A gap: known from the gap on.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        log.gap();
+        let gap = log.state().known_from.unwrap();
+        assert!(gap > began);
+        assert_eq!(log.seq_at(began).1, Some(gap));
+        // Entries dropped for the count: known from just after the last one dropped.
+        let log = ChangeLog::in_memory();
+        log.record(vec![changed("first.md", "t", None)], vec![]);
+        let dropped_at = log.entries_after(0, 1)[0].at_ms;
+        let batch: Vec<Observed> = (0..MAX_ENTRIES)
+            .map(|i| changed(&format!("n{i}.md"), "t", None))
+            .collect();
+        log.record(batch, vec![]);
+        assert_eq!(log.entries_after(0, 1)[0].seq, 2, "the first was dropped");
+        assert_eq!(log.seq_at(dropped_at).1, Some(dropped_at + 1));
+        assert_eq!(log.seq_at(dropped_at + 1).1, None);
+    }
+
+    #[test]
+    fn since_when_the_log_is_complete_is_saved_in_its_header_and_gap_lines() {
+        let read =
+            parse_log(br#"{"capvault_changes":1,"epoch":"00000000000000ab","floor":0,"t":1000}"#)
+                .unwrap();
+        assert_eq!(read.known_from, Some(1000));
+        let read = parse_log(
+            b"{\"capvault_changes\":1,\"epoch\":\"ab\",\"floor\":0,\"t\":1000}\n{\"floor\":4,\"t\":2000}",
+        )
+        .unwrap();
+        assert_eq!((read.floor, read.known_from), (4, Some(2000)));
+        // A log of an earlier version: not known, and then only dropped entries are reported.
+        let old = parse_log(br#"{"capvault_changes":1,"epoch":"ab","floor":0}"#).unwrap();
+        assert_eq!(old.known_from, None);
+        let header = Header {
+            capvault_changes: 1,
+            epoch: "ab".into(),
+            floor: 0,
+            t: Some(5),
+        };
+        let text = serde_json::to_string(&header).unwrap();
+        assert_eq!(parse_log(text.as_bytes()).unwrap().known_from, Some(5));
     }
 
     #[test]

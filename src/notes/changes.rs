@@ -64,7 +64,8 @@ pub struct ChangesReply {
     pub cursor: String,
     /// True when more changes follow this page (call again with `cursor`).
     pub more: bool,
-    /// Said when changes before `since` may have been dropped from the log.
+    /// Said when the log does not hold every change since `since`: it began later (capvault
+    /// was not keeping this vault's changes then), had a gap, or dropped older entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -142,12 +143,13 @@ pub fn changes_since(engine: &Engine, req: &ChangesRequest) -> Result<ChangesRep
         }
         (None, Some(s)) => {
             let ms = parse_since(s)?;
-            let (seq, dropped) = log.seq_at(ms);
-            if dropped {
+            let (seq, unknown) = log.seq_at(ms);
+            if let Some(from) = unknown {
+                // Said, so that "no changes" is never read as "nothing changed".
                 note = Some(format!(
-                    "changes before {} are no longer kept",
-                    log.oldest_time()
-                        .map_or_else(|| "now".to_owned(), rfc3339_ms)
+                    "capvault knows this vault's changes from {} on (when it began keeping them, \
+                     or the oldest it still keeps); for earlier edits, `list_notes` is newest first",
+                    rfc3339_ms(from)
                 ));
             }
             seq
