@@ -653,10 +653,9 @@ impl State {
             if self.entries.len() > MAX_ENTRIES || front.at_ms < oldest_ms {
                 self.floor = front.seq;
                 // What changed at that moment is no longer all here.
-                self.known_from = Some(
-                    self.known_from
-                        .map_or(front.at_ms + 1, |k| k.max(front.at_ms.saturating_add(1))),
-                );
+                // (Times read back from the file are any i64: saturating.)
+                let after = front.at_ms.saturating_add(1);
+                self.known_from = Some(self.known_from.map_or(after, |k| k.max(after)));
                 self.entries.pop_front();
                 dropped = true;
             } else {
