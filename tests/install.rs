@@ -124,6 +124,12 @@ fn install_writes_each_clients_file_keeping_other_servers_with_a_backup_and_unin
             &["install", client, &vault, "--write", "--name", "notes"],
         );
         assert!(o.status.success(), "{client}: {}", text(&o));
+        // The binary under test is cargo's own debug build: the client is told it will go.
+        assert!(
+            text(&o).contains("inside cargo's target folder (an unoptimised debug build"),
+            "{client}: {}",
+            text(&o)
+        );
         let after = std::fs::read_to_string(&path).unwrap();
         assert!(
             after.contains("other"),

@@ -289,7 +289,35 @@ pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result
     if let Some(cmd) = own_command(c, &name, &entry) {
         writeln!(out, "({} can also do this itself: {cmd})", c.name)?;
     }
+    if let Some(profile) = cargo_build(Path::new(&entry.command)) {
+        let slower = if profile == "debug" {
+            " (an unoptimised debug build, many times slower)"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "note: {} will run a build inside cargo's target folder{slower}, which `cargo clean` \
+             or the next build removes or replaces; to keep one: `cargo install --locked --path .`, \
+             then run `capvault install` again",
+            c.name
+        )?;
+    }
     Ok(())
+}
+
+/// The profile folder (`debug`, `release`...) when `exe` sits in a cargo target folder:
+/// `target/<profile>/capvault`, or `target/<triple>/<profile>/capvault`. Read from the path only.
+fn cargo_build(exe: &Path) -> Option<String> {
+    let mut up = exe.parent()?.components().rev().map(|c| c.as_os_str());
+    let profile = up.next()?.to_str()?.to_owned();
+    let parent = up.next()?;
+    let target = if parent == "target" {
+        Some(parent)
+    } else {
+        up.next()
+    };
+    (target? == "target").then_some(profile)
 }
 
 /// What an install's entry name held before.
@@ -506,6 +534,28 @@ pub fn list(host: &Host, out: &mut dyn Write) -> Result<(), SetupError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binary_in_a_cargo_target_folder_is_told_apart_by_its_path() {
+        let found = |p: &str| cargo_build(Path::new(p));
+        assert_eq!(
+            found("/src/capvault/target/debug/capvault").as_deref(),
+            Some("debug")
+        );
+        assert_eq!(
+            found("/src/capvault/target/x86_64-unknown-linux-musl/release/capvault").as_deref(),
+            Some("release")
+        );
+        for installed in [
+            "/home/me/.cargo/bin/capvault",
+            "/usr/local/bin/capvault",
+            "/opt/target/capvault",
+            "capvault",
+            "/",
+        ] {
+            assert_eq!(found(installed), None, "{installed}");
+        }
+    }
 
     #[test]
     fn a_folder_name_becomes_a_safe_server_name() {
