@@ -29,6 +29,11 @@ async fn the_bundle_holds_a_schema_valid_manifest_and_a_server_that_runs_as_conf
         said.contains("Claude Desktop runs on macOS and Windows") && said.contains("(linux)"),
         "{said}"
     );
+    // The binary under test is cargo's debug build: the bundle says it holds one.
+    assert!(
+        said.contains("holds this unoptimised debug build"),
+        "{said}"
+    );
     let mut zip = zip::ZipArchive::new(std::fs::File::open(&out).unwrap()).unwrap();
     let names: Vec<String> = zip.file_names().map(|n| n.unwrap().into_owned()).collect();
     assert_eq!(names, ["manifest.json", "server/capvault"]);

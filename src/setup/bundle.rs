@@ -123,5 +123,13 @@ pub fn build(
     if let Some(note) = platform_note(this_platform()) {
         writeln!(out, "{note}")?;
     }
+    if super::cargo_build(&exe).as_deref() == Some("debug") {
+        writeln!(
+            out,
+            "note: the bundle holds this unoptimised debug build, many times slower and larger; \
+             for one to install, run `cargo build --release` and bundle with \
+             target/release/capvault"
+        )?;
+    }
     Ok(())
 }
