@@ -20,16 +20,16 @@ pub enum VaultError {
     #[error("{0}: not found")]
     NotFound(VaultPath),
     /// The path resolves (through a symlink) to a location outside the vault.
-    #[error("{0}: leads outside the vault (through a symlink); refused")]
+    #[error("{0}: leads outside the vault (through a symlink)")]
     Escapes(VaultPath),
     /// The path resolves (through a symlink) into a hidden file or folder.
-    #[error("{0}: leads into a hidden file or folder (through a symlink); refused")]
+    #[error("{0}: leads into a hidden file or folder (through a symlink)")]
     LeadsToHidden(VaultPath),
     /// Too many symlinks on the way, or a symlink loop.
     #[error("{0}: too many levels of symlinks")]
     SymlinkLoop(VaultPath),
     /// The path is excluded from the vault by the server's configuration (`--exclude`).
-    #[error("{0}: excluded by the server's configuration; refused")]
+    #[error("{0}: excluded by the server's configuration")]
     Excluded(VaultPath),
     /// A file was expected but a folder was found.
     #[error("{0}: is a folder, not a file")]
@@ -38,7 +38,7 @@ pub enum VaultError {
     #[error("{0}: is not a folder")]
     NotAFolder(VaultPath),
     /// A FIFO, socket, device or other non-regular file.
-    #[error("{path}: is a {kind}, not a regular file; refused")]
+    #[error("{path}: is a {kind}, not a regular file")]
     NotRegular {
         /// Where it is.
         path: VaultPath,
@@ -70,7 +70,7 @@ pub enum VaultError {
         current_sha256: String,
     },
     /// The location is outside the folders writes are confined to (`--write-scope`).
-    #[error("{0}: outside the folders this server may write to; refused")]
+    #[error("{0}: outside the folders this server may write to")]
     OutsideWriteScope(VaultPath),
     /// The work was stopped because the server is shutting down.
     #[error("stopped: the server is shutting down")]
