@@ -411,18 +411,24 @@ fn parse_lines(spec: &str, total: usize) -> Result<(usize, usize), NoteError> {
         }
     };
     // Named by the numbers read, not the text sent (which may hold any amount of space).
-    let said = |why: String| NoteError::InvalidArgument(format!("lines {a}-{b}: {why}"));
+    let range = match spec.split_once('-') {
+        Some((_, rest)) if rest.trim().is_empty() => format!("lines {a}-"),
+        Some(_) => format!("lines {a}-{b}"),
+        None => format!("line {a}"),
+    };
+    let said = |why: String| NoteError::InvalidArgument(format!("{range}: {why}"));
     if a == 0 {
         return Err(said("lines count from 1".to_owned()));
     }
-    if b < a {
-        return Err(said("the range ends before it starts".to_owned()));
-    }
+    // Past the end first: `12-` on a 4-line note reads as 12-4.
     if a > total {
         return Err(said(format!(
             "the note has {total} lines, so a range must start at {} or before",
             total.max(1)
         )));
+    }
+    if b < a {
+        return Err(said("the range ends before it starts".to_owned()));
     }
     Ok((a, b.min(total)))
 }
@@ -504,7 +510,16 @@ mod tests {
         assert!(e("x").contains("must look like `10-20`"), "{}", e("x"));
         assert!(e("0-2").contains("count from 1"), "{}", e("0-2"));
         assert!(e("3-2").contains("ends before it starts"), "{}", e("3-2"));
-        assert!(e("5").contains("has 4 lines"), "{}", e("5"));
+        assert!(
+            e("5").starts_with("line 5: the note has 4 lines"),
+            "{}",
+            e("5")
+        );
+        assert!(
+            e("12-").starts_with("lines 12-: the note has 4 lines"),
+            "{}",
+            e("12-")
+        );
     }
 
     #[test]
