@@ -23,7 +23,7 @@ use crate::model::{Model, Target};
 use crate::obsidian::bases::eval::local_now;
 use crate::obsidian::bases::query::{Filter, Summary};
 use crate::obsidian::bases::{
-    self, Base, BaseError, Budget, Cell, FileRef, Property, PropertyType, Source, SourceLink,
+    self, Base, BaseError, Cell, FileRef, Property, PropertyType, Source, SourceLink,
 };
 use crate::obsidian::config::parse_types;
 use crate::vault::{ConfigFile, Vault, VaultPath};
@@ -375,7 +375,7 @@ fn base_error(e: BaseError, at: &str) -> NoteError {
         return super::cancel::cancelled();
     }
     match e {
-        BaseError::Budget(m) => NoteError::TooLarge(format!("{at}: {m}")),
+        BaseError::Budget(spent, m) => NoteError::spent(spent, format!("{at}: {m}")),
         other => NoteError::InvalidArgument(format!("{at}: {other}")),
     }
 }
@@ -693,11 +693,8 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
         block,
     ));
     let start = decode_offset(q.cursor.as_deref(), query)?;
-    let budget = match super::cancel::current() {
-        // Asked on the evaluating threads, which are not this one.
-        Some(flag) => Budget::new().stop_when(move || flag.is_cancelled()),
-        None => Budget::new(),
-    };
+    // The request's budget (its stop check is asked on the evaluating threads too).
+    let budget = super::cancel::budget();
     let out = bases::run(
         &base,
         view,

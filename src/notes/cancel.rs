@@ -13,6 +13,8 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::obsidian::budget::Budget;
+
 /// One request's cancellation mark.
 #[derive(Debug, Clone, Default)]
 pub struct Flag(Arc<AtomicBool>);
@@ -34,20 +36,40 @@ impl Flag {
 
 thread_local! {
     static CURRENT: RefCell<Option<Flag>> = const { RefCell::new(None) };
+    static BUDGET: RefCell<Option<Arc<Budget>>> = const { RefCell::new(None) };
+}
+
+/// The budget of the request running on this thread (under [`run`]): made at its first use,
+/// spent once the request is cancelled, and shared by every query, inline value, prompt embed
+/// and image decode of the request, so that one request has one budget of steps, time and bytes
+/// however many evaluations it makes. Outside [`run`] (tests, tools that are no request), a
+/// fresh budget each call.
+pub fn budget() -> Arc<Budget> {
+    let Some(flag) = current() else {
+        return Arc::new(Budget::new());
+    };
+    BUDGET.with(|b| {
+        b.borrow_mut()
+            .get_or_insert_with(|| Arc::new(Budget::new().stop_when(move || flag.is_cancelled())))
+            .clone()
+    })
 }
 
 /// Runs `work` with `flag` as this thread's current flag (the one before is restored after,
 /// also when `work` panics).
 pub fn run<T>(flag: &Flag, work: impl FnOnce() -> T) -> T {
-    struct Restore(Option<Flag>);
+    struct Restore(Option<Flag>, Option<Arc<Budget>>);
     impl Drop for Restore {
         fn drop(&mut self) {
             let before = self.0.take();
             CURRENT.with(|c| *c.borrow_mut() = before);
+            let budget = self.1.take();
+            BUDGET.with(|b| *b.borrow_mut() = budget);
         }
     }
     let before = CURRENT.with(|c| c.borrow_mut().replace(flag.clone()));
-    let _restore = Restore(before);
+    let budget = BUDGET.with(|b| b.borrow_mut().take());
+    let _restore = Restore(before, budget);
     work()
 }
 

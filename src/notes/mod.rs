@@ -75,6 +75,26 @@ pub enum NoteError {
     /// [`VaultError::Changed`]).
     #[error("{0}")]
     Conflict(String),
+    /// The request went past its own budget (steps, time or bytes); the message names the bound.
+    #[error("{0}")]
+    BudgetExceeded(String),
+    /// The process's memory for evaluations and decodes is in use by other requests.
+    #[error("{0}")]
+    Busy(String),
+}
+
+impl NoteError {
+    /// The error of a request whose budget is [`Spent`](crate::obsidian::budget::Spent).
+    pub fn spent(spent: crate::obsidian::budget::Spent, message: String) -> NoteError {
+        use crate::obsidian::budget::Spent;
+        match spent {
+            Spent::Cancelled => cancel::cancelled(),
+            Spent::Busy => NoteError::Busy(message),
+            Spent::Steps(_) | Spent::Time(_) | Spent::Bytes(_) => {
+                NoteError::BudgetExceeded(message)
+            }
+        }
+    }
 }
 
 impl From<crate::vault::PathError> for NoteError {

@@ -30,6 +30,7 @@ use crate::model::dataview::Task;
 use crate::model::linkres::Resolution;
 use crate::model::{Model, Note};
 use crate::obsidian::bases::eval::local_now;
+use crate::obsidian::budget::Spent;
 use crate::obsidian::dataview::query::{
     self, Context, DataviewSettings, DvSource, Output, PageId, QueryError, QueryResult, TaskRow,
 };
@@ -641,7 +642,9 @@ fn query_error(e: QueryError, at: &str) -> NoteError {
         return super::cancel::cancelled();
     }
     match e {
-        QueryError::Eval(e) if e.fatal => NoteError::TooLarge(format!("{at}: {e}")),
+        QueryError::Eval(e) if e.fatal() => {
+            NoteError::spent(e.spent.unwrap_or(Spent::Cancelled), format!("{at}: {e}"))
+        }
         other => NoteError::InvalidArgument(format!("{at}: {other}")),
     }
 }
@@ -757,9 +760,7 @@ pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteE
             let mut ctx = Context::new(local_now());
             ctx.settings = settings(vault);
             ctx.this = path.as_ref().and_then(|p| pages.id(p));
-            if let Some(stop) = super::cancel::current() {
-                ctx.budget = query::Budget::new().stop_when(move || stop.is_cancelled());
-            }
+            ctx.budget = super::cancel::budget();
             let result: QueryResult =
                 query::run(&parsed, &pages, &ctx).map_err(|e| query_error(e.into(), &at))?;
             page(result, start, limit, key, &ctx.settings, path)
@@ -1016,6 +1017,9 @@ pub fn inline_values(
         pages = pages.reading(&read);
     }
     let this = pages.id(path);
+    // One "now" and one budget for every inline query of the note.
+    let now = local_now();
+    let budget = super::cancel::budget();
     let mut out = Vec::with_capacity(spans.len());
     for (line, code) in spans {
         if !js.is_empty() && code.starts_with(&js) {
@@ -1028,9 +1032,10 @@ pub fn inline_values(
             continue;
         }
         let expr = code[prefix.len()..].trim().to_owned();
-        let mut ctx = Context::new(local_now());
+        let mut ctx = Context::new(now);
         ctx.settings = settings.clone();
         ctx.this = this;
+        ctx.budget = budget.clone();
         let (value, error) = match query::evaluate_inline(&expr, this, &pages, &ctx) {
             Ok(v) => (Some(query::render::markdown_value(&v, &settings)), None),
             Err(e) => (None, Some(e.to_string())),

@@ -49,6 +49,11 @@ pub enum Code {
     /// A `changes_since` cursor older than the change log keeps: the message names the oldest
     /// cursor kept.
     CursorExpired,
+    /// The request went past its budget of steps, time or bytes (the message names the
+    /// bound); a narrower query may succeed.
+    BudgetExceeded,
+    /// The server's memory for queries and images is in use by other requests; retry shortly.
+    Busy,
     /// A bug in capvault.
     Internal,
 }
@@ -69,6 +74,8 @@ impl Code {
             Code::ConfirmationRequired => "confirmation_required",
             Code::Declined => "declined",
             Code::CursorExpired => "cursor_expired",
+            Code::BudgetExceeded => "budget_exceeded",
+            Code::Busy => "busy",
             Code::Internal => "internal",
         }
     }
@@ -213,6 +220,8 @@ impl From<NoteError> for ToolError {
             NoteError::NotReady(m) => ToolError::new(Code::NotReady, m),
             NoteError::Refused(m) => ToolError::new(Code::Refused, m),
             NoteError::Unavailable(m) => ToolError::new(Code::Unavailable, m),
+            NoteError::BudgetExceeded(m) => ToolError::new(Code::BudgetExceeded, m),
+            NoteError::Busy(m) => ToolError::new(Code::Busy, m),
             NoteError::Conflict(m) => ToolError::new(Code::Conflict, m),
             NoteError::CursorExpired(m) => ToolError::new(Code::CursorExpired, m),
         }

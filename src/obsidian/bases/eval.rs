@@ -122,8 +122,8 @@ pub struct EvalError {
     pub message: String,
     /// Byte offset in the expression.
     pub pos: u32,
-    /// The query's budget is spent: the whole query stops, not just this value.
-    pub fatal: bool,
+    /// The request's budget is spent (why): the whole query stops, not just this value.
+    pub spent: Option<crate::obsidian::budget::Spent>,
 }
 
 impl EvalError {
@@ -131,8 +131,13 @@ impl EvalError {
         EvalError {
             message: message.into(),
             pos,
-            fatal: false,
+            spent: None,
         }
+    }
+
+    /// True when the whole query must stop.
+    pub fn fatal(&self) -> bool {
+        self.spent.is_some()
     }
 }
 
@@ -148,10 +153,10 @@ pub(super) fn spent(e: crate::obsidian::budget::Spent, pos: u32) -> EvalError {
         message: match e {
             Spent::Steps(max) => format!("query stopped after {max} evaluation steps"),
             Spent::Time(_) => "query took too long and was stopped".to_owned(),
-            Spent::Cancelled => "query was cancelled".to_owned(),
+            other => format!("query {other}"),
         },
         pos,
-        fatal: true,
+        spent: Some(e),
     }
 }
 
@@ -296,7 +301,7 @@ impl<'a> Evaluator<'a> {
                 // Locals of the caller (a lambda's `value`) are not visible in another formula.
                 let saved = std::mem::take(&mut self.locals);
                 let r = self.eval(expr).map_err(|e| {
-                    if e.fatal || e.message.starts_with("in formula") {
+                    if e.fatal() || e.message.starts_with("in formula") {
                         e
                     } else {
                         EvalError {
@@ -306,7 +311,7 @@ impl<'a> Evaluator<'a> {
                                 e.pos + 1
                             ),
                             pos,
-                            fatal: false,
+                            spent: None,
                         }
                     }
                 });

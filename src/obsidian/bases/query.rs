@@ -46,9 +46,9 @@ pub enum BaseError {
     /// No view of that name.
     #[error("no view named `{0}`; the base has: {1}")]
     NoView(String, String),
-    /// The query's budget ran out.
-    #[error("{0}")]
-    Budget(String),
+    /// The request's budget ran out (why, and the message).
+    #[error("{1}")]
+    Budget(crate::obsidian::budget::Spent, String),
 }
 
 /// A filter: one expression, or `and`/`or`/`not` of filters.
@@ -603,8 +603,8 @@ pub fn run(
                             break;
                         }
                         Err((src_text, e)) => {
-                            if e.fatal {
-                                return Err(BaseError::Budget(e.message));
+                            if let Some(spent) = e.spent {
+                                return Err(BaseError::Budget(spent, e.message));
                             }
                             out.error_rows += 1;
                             if out.errors.len() < 5 {
@@ -695,7 +695,11 @@ pub fn run(
         for c in &columns {
             cells.push(match c.value(&mut ev, *f) {
                 Ok(v) => Cell::Value(v),
-                Err(e) if e.fatal => return Err(BaseError::Budget(e.message)),
+                Err(EvalError {
+                    spent: Some(spent),
+                    message,
+                    ..
+                }) => return Err(BaseError::Budget(spent, message)),
                 Err(e) => Cell::Error(e.message),
             });
         }
@@ -752,7 +756,11 @@ struct Chunk {
 fn cell_value(p: &Property, ev: &mut Evaluator<'_>, f: FileRef) -> Result<Value, BaseError> {
     match p.value(ev, f) {
         Ok(v) => Ok(v),
-        Err(e) if e.fatal => Err(BaseError::Budget(e.message)),
+        Err(EvalError {
+            spent: Some(spent),
+            message,
+            ..
+        }) => Err(BaseError::Budget(spent, message)),
         Err(_) => Ok(Value::Null),
     }
 }
@@ -777,7 +785,11 @@ fn summaries(
                     ev.set_values(values);
                     match ev.eval(e) {
                         Ok(v) => Cell::Value(v),
-                        Err(e) if e.fatal => return Err(BaseError::Budget(e.message)),
+                        Err(EvalError {
+                            spent: Some(spent),
+                            message,
+                            ..
+                        }) => return Err(BaseError::Budget(spent, message)),
                         Err(e) => Cell::Error(e.message),
                     }
                 }

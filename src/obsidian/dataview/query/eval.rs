@@ -12,6 +12,70 @@ use crate::obsidian::bases::value::Date;
 use crate::obsidian::dataview::value::Duration;
 use crate::obsidian::dataview::{DataviewNote, DvDate, Link, ListItem, Subpath, Value};
 
+/// Bytes in one list slot or object entry beyond what its value holds on the heap.
+pub const SLOT: u64 = std::mem::size_of::<Value>() as u64;
+
+/// The bytes a copy of `v` allocates on the heap (strings, list and object slots, link parts),
+/// counted without recursion, so a deeply nested value costs no stack.
+pub fn heap_size(v: &Value) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        total = total.saturating_add(match v {
+            Value::Text(s) => s.len() as u64,
+            Value::Link(l) => link_size(l),
+            Value::Date(d) => match &d.zone {
+                Some(crate::obsidian::dataview::value::Zone::Named(n)) => n.len() as u64,
+                _ => 0,
+            },
+            Value::List(items) => {
+                stack.extend(items.iter());
+                items.len() as u64 * SLOT
+            }
+            Value::Object(o) => {
+                stack.extend(o.iter().map(|(_, v)| v));
+                o.iter()
+                    .map(|(k, _)| k.len() as u64 + SLOT + 24)
+                    .sum::<u64>()
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::Duration(_) => 0,
+        });
+    }
+    total
+}
+
+fn link_size(l: &Link) -> u64 {
+    let sub = match &l.subpath {
+        Some(Subpath::Heading(s) | Subpath::Block(s)) => s.len(),
+        None => 0,
+    };
+    (l.path.len() + sub + l.display.as_ref().map_or(0, String::len)) as u64
+}
+
+/// An upper bound on the length of the text Dataview renders for `v` (a date or duration is at
+/// most a few dozen characters; a link adds its brackets; a list its separators).
+pub fn text_bound(v: &Value) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        total = total.saturating_add(match v {
+            Value::Text(s) => s.len() as u64,
+            Value::Link(l) => link_size(l).saturating_mul(2) + 8,
+            Value::List(items) => {
+                stack.extend(items.iter());
+                items.len() as u64 * 2 + 4
+            }
+            Value::Object(o) => {
+                stack.extend(o.iter().map(|(_, v)| v));
+                o.iter().map(|(k, _)| k.len() as u64 + 6).sum::<u64>() + 4
+            }
+            Value::Date(_) | Value::Duration(_) | Value::Number(_) => 96,
+            Value::Null | Value::Bool(_) => 8,
+        });
+    }
+    total
+}
+
 /// A page of the source, as the source numbers it.
 pub type PageId = usize;
 
@@ -80,8 +144,8 @@ pub const MAX_CALL_DEPTH: usize = 64;
 pub struct EvalError {
     pub message: String,
     pub pos: u32,
-    /// The whole query must stop (budget spent, cancelled); else only this row failed.
-    pub fatal: bool,
+    /// The whole query must stop (why: budget spent, cancelled); else only this row failed.
+    pub spent: Option<crate::obsidian::budget::Spent>,
 }
 
 impl EvalError {
@@ -89,8 +153,13 @@ impl EvalError {
         EvalError {
             message: message.into(),
             pos,
-            fatal: false,
+            spent: None,
         }
+    }
+
+    /// True when the whole query must stop.
+    pub fn fatal(&self) -> bool {
+        self.spent.is_some()
     }
 }
 
@@ -108,10 +177,10 @@ fn spent(e: crate::obsidian::budget::Spent, pos: u32) -> EvalError {
                 "stopped at its time limit ({:.1} s); narrow its source (FROM a folder or a tag)",
                 t.as_secs_f64()
             ),
-            Spent::Cancelled => "query was cancelled".to_owned(),
+            other => format!("query {other}"),
         },
         pos,
-        fatal: true,
+        spent: Some(e),
     }
 }
 
@@ -124,7 +193,8 @@ pub struct Context {
     /// The page the query is in (`this`, `[[]]`).
     pub this: Option<PageId>,
     pub settings: super::DataviewSettings,
-    pub budget: Budget,
+    /// The request's budget, which every query of the request shares.
+    pub budget: std::sync::Arc<Budget>,
     /// Most rows at any step (at most [`MAX_ROWS`]).
     pub max_rows: usize,
 }
@@ -136,7 +206,7 @@ impl Context {
             now,
             this: None,
             settings: super::DataviewSettings::default(),
-            budget: Budget::new(),
+            budget: std::sync::Arc::new(Budget::new()),
             max_rows: MAX_ROWS,
         }
     }
@@ -652,8 +722,16 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
 
     /// A page as an object: its fields and `file`.
     pub fn page_object(&self, p: PageId, pos: u32) -> R {
-        let mut out: Vec<(String, Value)> = self.page_fields(p).as_ref().clone();
-        self.charge(out.len() as u64 + 1, pos)?;
+        let fields = self.page_fields(p);
+        self.charge(fields.len() as u64 + 1, pos)?;
+        self.alloc(
+            fields
+                .iter()
+                .map(|(k, v)| k.len() as u64 + SLOT + 24 + heap_size(v))
+                .sum(),
+            pos,
+        )?;
+        let mut out: Vec<(String, Value)> = fields.as_ref().clone();
         out.retain(|(k, _)| k != "file");
         out.push(("file".into(), self.file_object(p, pos)?));
         Ok(Value::Object(out))
@@ -684,6 +762,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             out.push(("rows".into(), self.members_value(m, pos)?));
         }
         for (k, v) in &row.bound {
+            self.alloc_value(v, pos)?;
             out.retain(|(key, _)| key != k);
             out.push((k.clone(), v.clone()));
         }
@@ -691,6 +770,8 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
     }
 
     fn members_value(&self, m: &[Row], pos: u32) -> R {
+        self.check_count(m.len(), pos)?;
+        self.alloc(m.len() as u64 * SLOT, pos)?;
         let mut out = Vec::with_capacity(m.len());
         for r in m {
             out.push(self.row_object(r, pos)?);
@@ -700,28 +781,34 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
 
     // ---- names ----
 
-    fn local(&self, name: &str) -> Option<Value> {
-        self.locals
-            .borrow()
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
+    /// A lambda's parameter, its copy charged before it is made.
+    fn local(&self, name: &str, pos: u32) -> Result<Option<Value>, EvalError> {
+        let locals = self.locals.borrow();
+        match locals.iter().rev().find(|(k, _)| k == name) {
+            Some((_, v)) => {
+                self.alloc_value(v, pos)?;
+                Ok(Some(v.clone()))
+            }
+            None => Ok(None),
+        }
     }
 
     /// Resolves `root.k1.k2...` on a row without building more than it needs.
     pub fn path(&self, row: &Row, root: &str, keys: &[&str], pos: u32) -> R {
         self.charge(1, pos)?;
-        if let Some(v) = self.local(root) {
+        if let Some(v) = self.local(root, pos)? {
             return self.index_path(v, keys, pos);
         }
         if let Some((_, v)) = row.bound.iter().rev().find(|(k, _)| k == root) {
+            self.alloc_value(v, pos)?;
             return self.index_path(v.clone(), keys, pos);
         }
         if root == "rows"
             && let Some(m) = &row.members
         {
             if let Some((first, rest)) = keys.split_first() {
+                self.check_count(m.len(), pos)?;
+                self.alloc(m.len() as u64 * SLOT, pos)?;
                 let mut out = Vec::with_capacity(m.len());
                 for r in m.iter() {
                     out.push(self.path(r, first, rest, pos)?);
@@ -847,7 +934,10 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
     pub fn eval(&self, e: &Expr, row: &Row) -> R {
         self.charge(1, e.pos)?;
         match &e.kind {
-            ExprKind::Literal(v) => Ok(v.clone()),
+            ExprKind::Literal(v) => {
+                self.alloc_value(v, e.pos)?;
+                Ok(v.clone())
+            }
             ExprKind::DateKeyword(k) => Ok(self.date_keyword(*k)),
             ExprKind::Field(name) => self.path(row, name, &[], e.pos),
             ExprKind::Dot(..) => {
@@ -877,6 +967,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
                 e.pos,
             )),
             ExprKind::List(items) => {
+                self.alloc(items.len() as u64 * SLOT, e.pos)?;
                 let mut out = Vec::with_capacity(items.len());
                 for it in items {
                     out.push(self.eval(it, row)?);
@@ -884,6 +975,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
                 Ok(Value::List(out))
             }
             ExprKind::Object(entries) => {
+                self.alloc(entries.len() as u64 * (SLOT + 24), e.pos)?;
                 let mut out = Vec::with_capacity(entries.len());
                 for (k, v) in entries {
                     out.push((k.clone(), self.eval(v, row)?));
@@ -1078,14 +1170,14 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
                 _ => x % y,
             })),
             (BinOp::Add, Value::Text(x), y) => {
-                let s = format!("{x}{}", self.to_text(y));
-                self.check_len(s.len(), pos)?;
-                Ok(Value::Text(s))
+                let y = self.text_of(y, pos)?;
+                self.check_len(x.len().saturating_add(y.len()), pos)?;
+                Ok(Value::Text(format!("{x}{y}")))
             }
             (BinOp::Add, x, Value::Text(y)) => {
-                let s = format!("{}{y}", self.to_text(x));
-                self.check_len(s.len(), pos)?;
-                Ok(Value::Text(s))
+                let x = self.text_of(x, pos)?;
+                self.check_len(x.len().saturating_add(y.len()), pos)?;
+                Ok(Value::Text(format!("{x}{y}")))
             }
             (BinOp::Mul, Value::Text(s), Value::Number(n))
             | (BinOp::Mul, Value::Number(n), Value::Text(s)) => {
@@ -1123,11 +1215,15 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
                 }))
             }
             (BinOp::Add, Value::List(x), Value::List(y)) => {
-                self.check_len(x.len() + y.len(), pos)?;
+                self.check_count(x.len() + y.len(), pos)?;
                 self.charge((x.len() + y.len()) as u64, pos)?;
+                self.alloc_value(a, pos)?;
+                self.alloc_value(b, pos)?;
                 Ok(Value::List(x.iter().chain(y).cloned().collect()))
             }
             (BinOp::Add, Value::Object(x), Value::Object(y)) => {
+                self.alloc_value(a, pos)?;
+                self.alloc_value(b, pos)?;
                 let mut out = x.clone();
                 for (k, v) in y {
                     out.retain(|(key, _)| key != k);
@@ -1139,20 +1235,50 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
         }
     }
 
+    /// Before a string of `n` bytes is built: refused past [`MAX_VALUE_LEN`], else its bytes
+    /// are charged to the request's budget.
     pub fn check_len(&self, n: usize, pos: u32) -> Result<(), EvalError> {
+        self.check_count(n, pos)?;
+        self.alloc(n as u64, pos)
+    }
+
+    /// Before a list of `n` elements is built: refused past [`MAX_VALUE_LEN`], else its slots
+    /// are charged (what the elements hold is charged by whoever builds or copies them).
+    pub fn check_count(&self, n: usize, pos: u32) -> Result<(), EvalError> {
         if n > MAX_VALUE_LEN {
             return Err(EvalError {
                 message: format!("a value would exceed {MAX_VALUE_LEN} elements or bytes"),
                 pos,
-                fatal: true,
+                spent: Some(crate::obsidian::budget::Spent::Bytes(MAX_VALUE_LEN as u64)),
             });
         }
         Ok(())
     }
 
+    /// Charges `n` bytes about to be allocated.
+    pub fn alloc(&self, n: u64, pos: u32) -> Result<(), EvalError> {
+        self.ctx.budget.alloc(n).map_err(|e| spent(e, pos))
+    }
+
+    /// Charges what a copy of `v` allocates, before it is copied.
+    pub fn alloc_value(&self, v: &Value, pos: u32) -> Result<(), EvalError> {
+        self.alloc(heap_size(v), pos)
+    }
+
     /// Dataview's text of a value (`string()`, `+` with text, `join`).
     pub fn to_text(&self, v: &Value) -> String {
         super::render::value_text(v, &self.ctx.settings)
+    }
+
+    /// [`Ev::to_text`], its bytes charged before it is written: the text of a value is at most
+    /// [`text_bound`] of it.
+    pub fn text_of(&self, v: &Value, pos: u32) -> Result<String, EvalError> {
+        if let Value::Text(s) = v {
+            self.alloc(s.len() as u64, pos)?;
+            return Ok(s.clone());
+        }
+        self.alloc(text_bound(v), pos)?;
+        Ok(self.to_text(v))
     }
 }
 

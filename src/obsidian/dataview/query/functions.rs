@@ -3,7 +3,10 @@
 use std::cmp::Ordering;
 
 use super::ast::{BinOp, Expr, ExprKind};
-use super::eval::{DvSource, Ev, EvalError, MAX_REGEX_BYTES, Row, dv_date, truthy, type_name};
+use super::eval::{
+    DvSource, Ev, EvalError, MAX_REGEX_BYTES, Row, SLOT, dv_date, heap_size, text_bound, truthy,
+    type_name,
+};
 use crate::obsidian::dataview::value::{Duration, date as date_at, duration as duration_at};
 use crate::obsidian::dataview::{Link, Value};
 
@@ -45,12 +48,23 @@ pub(crate) fn call<S: DvSource + ?Sized>(
         args.get(i)
             .filter(|e| matches!(e.kind, ExprKind::Lambda(..)))
     };
+    // `length(rows)`, the commonest aggregate, counts a group's rows without building them.
+    if name.eq_ignore_ascii_case("length")
+        && let [arg] = args
+        && matches!(&arg.kind, ExprKind::Field(f) if f == "rows")
+        && let Some(m) = &row.members
+    {
+        return Ok(Value::Number(m.len() as f64));
+    }
     let mut vals = Vec::with_capacity(args.len());
     for (i, a) in args.iter().enumerate() {
         if lambda_at(i).is_some() {
             vals.push(Value::Null);
         } else {
-            vals.push(ev.eval(a, row)?);
+            let v = ev.eval(a, row)?;
+            // The function works on copies of its arguments: each is charged once.
+            ev.alloc_value(&v, pos)?;
+            vals.push(v);
         }
     }
     let arg = |i: usize| vals.get(i).cloned().unwrap_or(Value::Null);
@@ -149,7 +163,13 @@ pub(crate) fn call<S: DvSource + ?Sized>(
             arg(0)
         }),
         "choice" => Ok(if truthy(&arg(0)) { arg(1) } else { arg(2) }),
-        "list" | "array" => Ok(Value::List(vals.clone())),
+        "list" | "array" => {
+            ev.alloc(
+                vals.iter().map(heap_size).sum::<u64>() + vals.len() as u64 * SLOT,
+                pos,
+            )?;
+            Ok(Value::List(vals.clone()))
+        }
         "object" => {
             if vals.len() % 2 != 0 {
                 return bad("expects pairs of key and value");
@@ -194,7 +214,7 @@ pub(crate) fn call<S: DvSource + ?Sized>(
                 _ => Value::Null,
             })
         }),
-        "string" => vectorize(&arg(0), &mut |v| Ok(Value::Text(text(v)))),
+        "string" => vectorize(&arg(0), &mut |v| Ok(Value::Text(ev.text_of(v, pos)?))),
         "link" => {
             let display = match arg(1) {
                 Value::Text(d) => Some(d),
@@ -268,13 +288,18 @@ pub(crate) fn call<S: DvSource + ?Sized>(
             let f = text(&arg(1));
             vectorize(&arg(0), &mut |v| {
                 Ok(match v {
-                    Value::Date(d) => Value::Text(super::render::format_date(d, &f)),
+                    Value::Date(d) => {
+                        // A token writes at most a month's or a weekday's name.
+                        ev.alloc((f.len() as u64).saturating_mul(16), pos)?;
+                        Value::Text(super::render::format_date(d, &f))
+                    }
                     _ => Value::Null,
                 })
             })
         }
         "durationformat" => {
             let f = text(&arg(1));
+            ev.alloc((f.len() as u64).saturating_mul(24), pos)?;
             Ok(match arg(0) {
                 Value::Duration(d) => Value::Text(format_duration(&d, &f)),
                 _ => Value::Null,
@@ -408,9 +433,15 @@ pub(crate) fn call<S: DvSource + ?Sized>(
             Ok(Value::Text(match arg(0) {
                 Value::List(l) => {
                     charge(l.len())?;
+                    // The joined text's length, charged before any of it is written.
+                    let parts: u64 = l.iter().map(text_bound).sum();
+                    let seps = (sep.len() as u64).saturating_mul(l.len() as u64);
+                    let total = parts.saturating_add(seps);
+                    ev.check_len(usize::try_from(total).unwrap_or(usize::MAX), pos)?;
+                    ev.alloc(total, pos)?;
                     l.iter().map(text).collect::<Vec<_>>().join(&sep)
                 }
-                v => text(&v),
+                v => ev.text_of(&v, pos)?,
             }))
         }
         "filter" | "map" => {
@@ -419,8 +450,10 @@ pub(crate) fn call<S: DvSource + ?Sized>(
             };
             let items = list_of(arg(0));
             charge(items.len())?;
+            ev.alloc(items.len() as u64 * SLOT, pos)?;
             let mut out = Vec::with_capacity(items.len());
             for v in items {
+                ev.alloc_value(&v, pos)?;
                 let r = ev.call_lambda(f, vec![v.clone()], row)?;
                 if lower == "map" {
                     out.push(r);
@@ -484,9 +517,22 @@ pub(crate) fn call<S: DvSource + ?Sized>(
                     }
                 }
             }
+            // The flattened list's slots, counted before it is built.
+            fn count(v: &[Value], depth: usize) -> u64 {
+                v.iter()
+                    .map(|i| match i {
+                        Value::List(l) if depth > 0 => count(l, depth - 1),
+                        _ => 1,
+                    })
+                    .sum()
+            }
+            let items = list_of(arg(0));
+            let n = count(&items, depth);
+            charge(n as usize)?;
+            ev.check_count(usize::try_from(n).unwrap_or(usize::MAX), pos)?;
+            ev.alloc(n * SLOT, pos)?;
             let mut out = Vec::new();
-            flat(list_of(arg(0)), depth, &mut out);
-            charge(out.len())?;
+            flat(items, depth, &mut out);
             Ok(Value::List(out))
         }
         "slice" => {
@@ -548,34 +594,49 @@ pub(crate) fn call<S: DvSource + ?Sized>(
         "regexreplace" => {
             let re = regex(&text(&arg(1)), pos)?;
             let rep = crate::obsidian::jsregex::replacement(&text(&arg(2)));
+            // Each `$` reference in the replacement writes at most the match it is in.
+            let refs = rep.matches('$').count();
             vectorize(&arg(0), &mut |v| {
                 let s = text(v);
                 charge(s.len() / 64)?;
-                let r = re.replace_all(&s, rep.as_str()).into_owned();
-                ev.check_len(r.len(), pos)?;
-                Ok(Value::Text(r))
+                let mut total = s.len();
+                for m in re.find_iter(&s) {
+                    total = total
+                        .saturating_add(rep.len().saturating_add(refs.saturating_mul(m.len())));
+                    if total > super::eval::MAX_VALUE_LEN {
+                        break;
+                    }
+                }
+                ev.check_len(total, pos)?;
+                Ok(Value::Text(re.replace_all(&s, rep.as_str()).into_owned()))
             })
         }
         "replace" => {
             let (pat, rep) = (text(&arg(1)), text(&arg(2)));
             vectorize(&arg(0), &mut |v| {
                 let s = text(v);
-                let r = if pat.is_empty() {
-                    s
-                } else {
-                    s.replace(&pat, &rep)
-                };
-                ev.check_len(r.len(), pos)?;
-                Ok(Value::Text(r))
+                if pat.is_empty() {
+                    return Ok(Value::Text(s));
+                }
+                // The result's length, from the number of matches, before it is built.
+                let n = s.matches(pat.as_str()).count();
+                let len = (s.len() - n * pat.len()).saturating_add(n.saturating_mul(rep.len()));
+                charge(s.len() / 64 + n)?;
+                ev.check_len(len, pos)?;
+                Ok(Value::Text(s.replace(&pat, &rep)))
             })
         }
         "lower" | "upper" => vectorize(&arg(0), &mut |v| {
             Ok(match v {
-                Value::Text(s) => Value::Text(if lower == "lower" {
-                    s.to_lowercase()
-                } else {
-                    s.to_uppercase()
-                }),
+                Value::Text(s) => {
+                    // A character's case can take up to three times its bytes.
+                    ev.alloc(s.len() as u64 * 3, pos)?;
+                    Value::Text(if lower == "lower" {
+                        s.to_lowercase()
+                    } else {
+                        s.to_uppercase()
+                    })
+                }
                 other => other.clone(),
             })
         }),
@@ -590,6 +651,12 @@ pub(crate) fn call<S: DvSource + ?Sized>(
                 if m.end() == 0 && m.start() == 0 {
                     continue;
                 }
+                let groups: usize = caps.iter().skip(1).flatten().map(|g| g.len()).sum();
+                ev.alloc(
+                    (m.start() - last + groups) as u64 + caps.len() as u64 * SLOT,
+                    pos,
+                )?;
+                ev.check_count(parts.len() + caps.len(), pos)?;
                 parts.push(Value::Text(s[last..m.start()].to_owned()));
                 for g in caps.iter().skip(1).flatten() {
                     parts.push(Value::Text(g.as_str().to_owned()));
@@ -622,6 +689,7 @@ pub(crate) fn call<S: DvSource + ?Sized>(
             if have >= width || pad.is_empty() {
                 return Ok(Value::Text(s));
             }
+            ev.check_len(s.len() + (width - have) * 4, pos)?;
             let fill: String = pad.chars().cycle().take(width - have).collect();
             Ok(Value::Text(if lower == "padleft" {
                 format!("{fill}{s}")
@@ -630,7 +698,9 @@ pub(crate) fn call<S: DvSource + ?Sized>(
             }))
         }
         "substring" => {
-            let chars: Vec<char> = text(&arg(0)).chars().collect();
+            let t = text(&arg(0));
+            ev.alloc(t.len() as u64 * 5, pos)?;
+            let chars: Vec<char> = t.chars().collect();
             let len = chars.len() as f64;
             let at = |v: Value, d: f64| num(&v).unwrap_or(d).clamp(0.0, len) as usize;
             let (mut s, mut e) = (at(arg(1), 0.0), at(arg(2), len));

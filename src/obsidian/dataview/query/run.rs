@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::ast::{Command, Header, Query, Source};
-use super::eval::{DvSource, Ev, EvalError, PageId, Row, expand_tags, item_at, page_link, truthy};
+use super::eval::{
+    DvSource, Ev, EvalError, PageId, Row, SLOT, expand_tags, heap_size, item_at, page_link, truthy,
+};
 use super::render::{Output, QueryResult, TaskRow};
 use crate::obsidian::dataview::Value;
 
@@ -95,10 +97,15 @@ pub fn run<S: DvSource + ?Sized>(
                 let mut first_err = None;
                 let mut kept = Vec::with_capacity(n);
                 for r in rows {
-                    match ev.eval(e, &r) {
+                    // What the condition builds is dropped with it: its bytes are given back.
+                    let before = ctx.budget.bytes_used();
+                    let v = ev.eval(e, &r);
+                    ctx.budget
+                        .release(ctx.budget.bytes_used().saturating_sub(before));
+                    match v {
                         Ok(v) if truthy(&v) => kept.push(r),
                         Ok(_) => {}
-                        Err(err) if err.fatal => return Err(err),
+                        Err(err) if err.fatal() => return Err(err),
                         Err(err) => {
                             first_err.get_or_insert(err);
                         }
@@ -168,6 +175,14 @@ pub fn run<S: DvSource + ?Sized>(
                 }
                 let n = keyed.len() as u64;
                 ev.charge(n * (64 - n.leading_zeros() as u64), e.pos)?;
+                // A group holds its key twice (`key` and the name given) and its rows.
+                ev.alloc(
+                    keyed
+                        .iter()
+                        .map(|(k, _)| 2 * heap_size(k) + ROW)
+                        .sum::<u64>(),
+                    e.pos,
+                )?;
                 keyed.sort_by(|(a, _), (b, _)| ev.compare(a, b));
                 let mut groups: Vec<(Value, Vec<Row>)> = Vec::new();
                 for (k, r) in keyed {
@@ -205,13 +220,23 @@ pub fn run<S: DvSource + ?Sized>(
                         v => vec![v],
                     };
                     ev.charge(items.len() as u64, e.pos)?;
+                    // Every new row is a copy of this one: the row cap and the copies' bytes
+                    // are checked before any copy is made.
+                    cap_at(out.len().saturating_add(items.len()), ctx)?;
+                    let width: u64 = r
+                        .bound
+                        .iter()
+                        .filter(|(k, _)| k != name)
+                        .map(|(k, v)| k.len() as u64 + SLOT + heap_size(v))
+                        .sum::<u64>()
+                        + ROW;
+                    ev.alloc(width.saturating_mul(items.len() as u64), e.pos)?;
                     for it in items {
                         let mut nr = r.clone();
                         nr.bound.retain(|(k, _)| k != name);
                         nr.bound.push((name.clone(), it));
                         out.push(nr);
                     }
-                    cap(&out, ctx)?;
                 }
                 rows = out;
             }
@@ -236,7 +261,12 @@ pub fn run<S: DvSource + ?Sized>(
             for r in &rows {
                 let id = (!without_id).then(|| id_of(&ev, r));
                 let value = match expr {
-                    Some(e) => Some(non_fatal(ev.eval(e, r))?),
+                    Some(e) => {
+                        let v = non_fatal(ev.eval(e, r))?;
+                        // A kept value costs its width, however it was reached.
+                        ev.alloc(heap_size(&v) + SLOT, e.pos)?;
+                        Some(v)
+                    }
                     None => None,
                 };
                 out.push((id.unwrap_or(None), value));
@@ -257,7 +287,9 @@ pub fn run<S: DvSource + ?Sized>(
                     cells.push(id_of(&ev, r).unwrap_or(Value::Null));
                 }
                 for c in columns {
-                    cells.push(non_fatal(ev.eval(&c.expr, r))?);
+                    let v = non_fatal(ev.eval(&c.expr, r))?;
+                    ev.alloc(heap_size(&v) + SLOT, c.expr.pos)?;
+                    cells.push(v);
                 }
                 out.push(cells);
             }
@@ -398,18 +430,25 @@ fn task_tree(
 fn non_fatal(r: Result<Value, EvalError>) -> Result<Value, EvalError> {
     match r {
         Ok(v) => Ok(v),
-        Err(e) if e.fatal => Err(e),
+        Err(e) if e.fatal() => Err(e),
         Err(_) => Ok(Value::Null),
     }
 }
 
+/// What a row costs beyond its bound values.
+const ROW: u64 = std::mem::size_of::<Row>() as u64;
+
 fn cap(rows: &[Row], ctx: &super::Context) -> Result<(), EvalError> {
+    cap_at(rows.len(), ctx)
+}
+
+fn cap_at(n: usize, ctx: &super::Context) -> Result<(), EvalError> {
     let max = ctx.max_rows.min(super::eval::MAX_ROWS);
-    if rows.len() > max {
+    if n > max {
         return Err(EvalError {
             message: format!("the query would hold more than {max} rows"),
             pos: 0,
-            fatal: true,
+            spent: Some(crate::obsidian::budget::Spent::Steps(max as u64)),
         });
     }
     Ok(())
