@@ -30,6 +30,8 @@ mod index_cache;
 mod install;
 mod knowledge;
 mod layers;
+#[cfg(target_os = "linux")]
+mod memory_bounds;
 #[cfg(feature = "semantic")]
 mod model_fetch;
 #[cfg(feature = "import")]

@@ -1,8 +1,10 @@
 //! Fuzzes the DQL evaluator (`obsidian::dataview::query`): arbitrary text as a query and as an
-//! inline expression over a small fixed vault, under a small step budget.
+//! inline expression over a small fixed vault, under a small step budget and a byte cap.
 //!
-//! It must not panic, must stop within the budget (a hostile query ends with an error), and an
-//! answer's rows must agree with its count; its Markdown must render.
+//! It must not panic, must stop within the budget (a hostile query ends with an error), must
+//! never charge past its bytes (CI runs it with libFuzzer's `-malloc_limit_mb`, so a value
+//! built past the cap aborts the run), and an answer's rows must agree with its count; its
+//! Markdown must render.
 
 #![no_main]
 
@@ -91,13 +93,18 @@ impl DvSource for Vault {
     }
 }
 
+/// The byte cap of one evaluation.
+const BYTES: u64 = 32 << 20;
+
 fn ctx() -> Context {
     let now = NaiveDate::from_ymd_opt(2024, 5, 15)
         .and_then(|d| d.and_hms_opt(14, 30, 0))
         .unwrap_or_default();
     let mut c = Context::new(now);
     c.this = Some(2);
-    c.budget = Budget::with(200_000, std::time::Duration::from_secs(5));
+    c.budget = Budget::with(200_000, std::time::Duration::from_secs(5))
+        .max_bytes(BYTES)
+        .into();
     c.max_rows = 2_000;
     c
 }
@@ -127,6 +134,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = r.to_markdown(&c.settings);
     }
     assert!(c.budget.used() <= 200_000 + 1_000_000, "budget overrun: {}", c.budget.used());
+    assert!(c.budget.bytes_used() <= BYTES, "bytes overrun: {}", c.budget.bytes_used());
     let c = ctx();
     let _ = query::evaluate_inline(text, None, v, &c);
 });

@@ -1546,41 +1546,7 @@ mod tests {
         assert_eq!(tags[50_000], ("big49999".to_owned(), "big49999"));
     }
 
-    /// The lib's test build counts the heap bytes in use (one relaxed atomic per allocation),
-    /// for [`hostile_note_costs`].
-    mod counting {
-        use std::alloc::{GlobalAlloc, Layout, System};
-        use std::sync::atomic::{AtomicUsize, Ordering};
-
-        pub static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-        struct Counting;
-
-        // SAFETY: every call is passed to the system allocator unchanged; only counted.
-        unsafe impl GlobalAlloc for Counting {
-            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-                LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-                // SAFETY: the caller's contract is the system allocator's.
-                unsafe { System.alloc(layout) }
-            }
-
-            unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-                LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-                // SAFETY: as above.
-                unsafe { System.dealloc(ptr, layout) }
-            }
-
-            unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-                LIVE.fetch_add(new_size, Ordering::Relaxed);
-                LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-                // SAFETY: as above.
-                unsafe { System.realloc(ptr, layout, new_size) }
-            }
-        }
-
-        #[global_allocator]
-        static COUNTING: Counting = Counting;
-    }
+    use crate::test_alloc as counting;
 
     #[allow(clippy::disallowed_methods)] // the tests write their own fixtures
     fn scanned(files: &[(&str, &str)]) -> (tempfile::TempDir, Model) {

@@ -876,67 +876,28 @@ fn page(
     settings: &DataviewSettings,
     path: Option<VaultPath>,
 ) -> Result<QueryReply, NoteError> {
-    let total = match &result.output {
-        Output::List { rows, .. } => rows.len(),
-        Output::Table { rows, .. } => rows.len(),
-        Output::Task { groups } => groups.len(),
-        Output::Calendar { entries } => entries.len(),
-    };
-    let (kind, columns, all): (&str, Vec<String>, Vec<Json>) = match &mut result.output {
-        Output::List { rows, .. } => (
-            "list",
-            Vec::new(),
-            rows.iter()
-                .skip(start)
-                .take(limit)
-                .map(|(id, v)| {
-                    json!({
-                        "id": id.as_ref().map(value_json),
-                        "value": v.as_ref().map(value_json),
-                    })
-                })
-                .collect(),
-        ),
-        Output::Table { columns, rows, .. } => (
-            "table",
-            columns.clone(),
-            rows.iter()
-                .skip(start)
-                .take(limit)
-                .map(|r| Json::Array(r.iter().map(value_json).collect()))
-                .collect(),
-        ),
-        Output::Task { groups } => (
-            "task",
-            Vec::new(),
-            groups
-                .iter()
-                .skip(start)
-                .take(limit)
-                .map(|(g, tasks)| {
-                    json!({
-                        "group": value_json(g),
-                        "tasks": tasks.iter().map(task_json).collect::<Vec<_>>(),
-                    })
-                })
-                .collect(),
-        ),
-        Output::Calendar { entries } => (
-            "calendar",
-            Vec::new(),
-            entries
-                .iter()
-                .skip(start)
-                .take(limit)
-                .map(|(d, p)| json!({"date": date_text(d), "page": value_json(p)}))
-                .collect(),
-        ),
-    };
-    // Within the reply bound: stop the page early rather than exceed it.
+    let total = result.output.len();
+    // Only this page's rows are kept; the others are dropped unread.
+    result.output.keep(start, limit);
+    let mut warnings = std::mem::take(&mut result.warnings);
+    // Within the reply bound: the page stops before a row that would pass it; a first row that
+    // passes it alone is cut to fit, and the reply says so.
     let mut rows = Vec::new();
     let mut bytes = 0;
-    for r in all {
-        let n = serde_json::to_string(&r).map_or(0, |s| s.len());
+    for i in 0..result.output.len() {
+        let mut r = result.output.row_json(i);
+        let mut n = serde_json::to_string(&r).map_or(0, |s| s.len());
+        if rows.is_empty() && n > MAX_REPLY_BYTES / 2 {
+            result.output.shrink_row(i, MAX_REPLY_BYTES / 4);
+            r = result.output.row_json(i);
+            n = serde_json::to_string(&r).map_or(0, |s| s.len());
+            warnings.push(format!(
+                "row {} was cut to fit the reply's bound of {} KiB: its long texts and lists end \
+                 in `…`",
+                start + 1,
+                MAX_REPLY_BYTES / 1024
+            ));
+        }
         if !rows.is_empty() && bytes + n > MAX_REPLY_BYTES {
             break;
         }
@@ -945,13 +906,21 @@ fn page(
     }
     let shown = rows.len();
     let end = start + shown;
+    result.output.keep(0, shown);
+    let kind = result.output.kind();
+    let columns = match &result.output {
+        Output::Table { columns, .. } => columns.clone(),
+        _ => Vec::new(),
+    };
     // The Markdown of this page only.
-    let mut page_result = result.clone();
-    match &mut page_result.output {
-        Output::List { rows, .. } => keep(rows, start, shown),
-        Output::Table { rows, .. } => keep(rows, start, shown),
-        Output::Task { groups } => keep(groups, start, shown),
-        Output::Calendar { entries } => keep(entries, start, shown),
+    let mut markdown = result.to_markdown(settings);
+    if markdown.len() > MAX_REPLY_BYTES {
+        let mut at = MAX_REPLY_BYTES;
+        while !markdown.is_char_boundary(at) {
+            at -= 1;
+        }
+        markdown.truncate(at);
+        markdown.push_str("\n… (cut to the reply's bound)\n");
     }
     Ok(QueryReply {
         kind: kind.to_owned(),
@@ -959,10 +928,175 @@ fn page(
         rows,
         total,
         next_cursor: (end < total).then(|| encode_offset(end, key)),
-        markdown: page_result.to_markdown(settings),
+        markdown,
         path: path.map(|p| p.to_string()),
-        warnings: result.warnings,
+        warnings,
     })
+}
+
+/// The rows of a DQL answer as the reply sends them.
+trait OutputRows {
+    /// `list`, `table`, `task` or `calendar`.
+    fn kind(&self) -> &'static str;
+    /// Its rows (groups for TASK).
+    fn len(&self) -> usize;
+    /// Keeps `n` rows from `start`.
+    fn keep(&mut self, start: usize, n: usize);
+    /// Row `i` as JSON.
+    fn row_json(&self, i: usize) -> Json;
+    /// Cuts row `i`'s texts and lists so that they hold about `room` bytes in all.
+    fn shrink_row(&mut self, i: usize, room: usize);
+}
+
+impl OutputRows for Output {
+    fn kind(&self) -> &'static str {
+        match self {
+            Output::List { .. } => "list",
+            Output::Table { .. } => "table",
+            Output::Task { .. } => "task",
+            Output::Calendar { .. } => "calendar",
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Output::List { rows, .. } => rows.len(),
+            Output::Table { rows, .. } => rows.len(),
+            Output::Task { groups } => groups.len(),
+            Output::Calendar { entries } => entries.len(),
+        }
+    }
+
+    fn keep(&mut self, start: usize, n: usize) {
+        match self {
+            Output::List { rows, .. } => keep(rows, start, n),
+            Output::Table { rows, .. } => keep(rows, start, n),
+            Output::Task { groups } => keep(groups, start, n),
+            Output::Calendar { entries } => keep(entries, start, n),
+        }
+    }
+
+    fn row_json(&self, i: usize) -> Json {
+        match self {
+            Output::List { rows, .. } => rows.get(i).map_or(Json::Null, |(id, v)| {
+                json!({
+                    "id": id.as_ref().map(value_json),
+                    "value": v.as_ref().map(value_json),
+                })
+            }),
+            Output::Table { rows, .. } => rows.get(i).map_or(Json::Null, |r| {
+                Json::Array(r.iter().map(value_json).collect())
+            }),
+            Output::Task { groups } => groups.get(i).map_or(Json::Null, |(g, tasks)| {
+                json!({
+                    "group": value_json(g),
+                    "tasks": tasks.iter().map(task_json).collect::<Vec<_>>(),
+                })
+            }),
+            Output::Calendar { entries } => entries.get(i).map_or(
+                Json::Null,
+                |(d, p)| json!({"date": date_text(d), "page": value_json(p)}),
+            ),
+        }
+    }
+
+    fn shrink_row(&mut self, i: usize, room: usize) {
+        let mut room = room;
+        match self {
+            Output::List { rows, .. } => {
+                if let Some((id, v)) = rows.get_mut(i) {
+                    for v in id.iter_mut().chain(v.iter_mut()) {
+                        shrink(v, &mut room);
+                    }
+                }
+            }
+            Output::Table { rows, .. } => {
+                if let Some(r) = rows.get_mut(i) {
+                    for v in r {
+                        shrink(v, &mut room);
+                    }
+                }
+            }
+            Output::Task { groups } => {
+                if let Some((g, tasks)) = groups.get_mut(i) {
+                    shrink(g, &mut room);
+                    shrink_tasks(tasks, &mut room);
+                }
+            }
+            Output::Calendar { entries } => {
+                if let Some((_, p)) = entries.get_mut(i) {
+                    shrink(p, &mut room);
+                }
+            }
+        }
+    }
+}
+
+/// Cuts `text` to at most `room` bytes (at a character boundary), ending it in `…` when cut.
+fn cut_text(text: &mut String, room: &mut usize) {
+    if text.len() > *room {
+        let mut at = *room;
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        text.truncate(at);
+        text.push('…');
+    }
+    *room = room.saturating_sub(text.len());
+}
+
+/// Cuts a value's texts and lists so that together they hold at most about `room` bytes.
+fn shrink(v: &mut Value, room: &mut usize) {
+    match v {
+        Value::Text(t) => cut_text(t, room),
+        Value::Link(l) => {
+            cut_text(&mut l.path, room);
+            if let Some(d) = &mut l.display {
+                cut_text(d, room);
+            }
+        }
+        Value::List(items) => {
+            let mut kept = 0;
+            for item in items.iter_mut() {
+                if *room == 0 {
+                    break;
+                }
+                shrink(item, room);
+                *room = room.saturating_sub(8);
+                kept += 1;
+            }
+            if kept < items.len() {
+                items.truncate(kept);
+                items.push(Value::Text("…".to_owned()));
+            }
+        }
+        Value::Object(entries) => {
+            let mut kept = 0;
+            for (k, item) in entries.iter_mut() {
+                if *room == 0 {
+                    break;
+                }
+                cut_text(k, room);
+                shrink(item, room);
+                kept += 1;
+            }
+            entries.truncate(kept);
+        }
+        _ => *room = room.saturating_sub(32),
+    }
+}
+
+fn shrink_tasks(tasks: &mut Vec<TaskRow>, room: &mut usize) {
+    let mut kept = 0;
+    for t in tasks.iter_mut() {
+        if *room == 0 {
+            break;
+        }
+        cut_text(&mut t.text, room);
+        shrink_tasks(&mut t.children, room);
+        kept += 1;
+    }
+    tasks.truncate(kept);
 }
 
 fn keep<T>(v: &mut Vec<T>, start: usize, n: usize) {
@@ -990,11 +1124,15 @@ pub struct InlineValue {
 
 /// The inline queries of `text` (the note at `path`) evaluated with `this` bound to the note:
 /// the vault's Dataview prefix (`=` by default), at most [`MAX_INLINE`]; inline JavaScript
-/// (`$=`) is reported, never run.
+/// (`$=`) is reported, never run. They share the request's one budget; their values follow
+/// the hidden-text `policy` as a note's text does, and together hold at most `max_chars`
+/// characters (a value past that is cut, and the ones after it are not shown).
 pub fn inline_values(
     engine: &Engine,
     path: &VaultPath,
     text: &str,
+    policy: markdown::hidden::Policy,
+    max_chars: usize,
 ) -> Result<Vec<InlineValue>, NoteError> {
     let settings = settings(engine.vault());
     let prefix = settings.inline_query_prefix.clone();
@@ -1021,6 +1159,7 @@ pub fn inline_values(
     let now = local_now();
     let budget = super::cancel::budget();
     let mut out = Vec::with_capacity(spans.len());
+    let mut room = max_chars;
     for (line, code) in spans {
         if !js.is_empty() && code.starts_with(&js) {
             out.push(InlineValue {
@@ -1036,18 +1175,48 @@ pub fn inline_values(
         ctx.settings = settings.clone();
         ctx.this = this;
         ctx.budget = budget.clone();
-        let (value, error) = match query::evaluate_inline(&expr, this, &pages, &ctx) {
-            Ok(v) => (Some(query::render::markdown_value(&v, &settings)), None),
+        let rendered = query::evaluate_inline(&expr, this, &pages, &ctx).and_then(|v| {
+            // Its text is charged before it is written.
+            budget
+                .alloc(query::eval::text_bound(&v))
+                .map_err(|s| QueryError::from(query::eval::EvalError::new(s.to_string(), 0)))?;
+            Ok(query::render::markdown_value(&v, &settings))
+        });
+        let (value, error) = match rendered {
+            Ok(_) if room == 0 => (
+                None,
+                Some(format!(
+                    "not shown: the inline values before it filled max_chars ({max_chars})"
+                )),
+            ),
+            Ok(v) => (Some(shown_value(&v, policy, &mut room)), None),
             Err(e) => (None, Some(e.to_string())),
         };
         out.push(InlineValue {
             line,
-            query: expr,
+            // The query is the note's text too: its hidden text follows the same policy.
+            query: shown_value(&expr, policy, &mut usize::MAX.clone()),
             value,
             error,
         });
     }
     Ok(out)
+}
+
+/// An inline value as a client sees it: its hidden text marked, stripped or left as `policy`
+/// says (as a note's own text is), cut to the characters left in `room`.
+fn shown_value(v: &str, policy: markdown::hidden::Policy, room: &mut usize) -> String {
+    let spans = markdown::hidden_spans(v);
+    let shown = markdown::hidden::apply(v, 0..v.len(), &spans, policy);
+    let count = shown.chars().count();
+    if count <= *room {
+        *room -= count;
+        return shown;
+    }
+    let mut cut: String = shown.chars().take(*room).collect();
+    cut.push_str("… (cut at max_chars)");
+    *room = 0;
+    cut
 }
 
 #[cfg(test)]

@@ -204,7 +204,14 @@ pub fn read(engine: &crate::engine::Engine, req: &ReadRequest) -> Result<NoteVie
     if req.view.evaluate_inline {
         let data = engine.vault().read_file(&path)?;
         let text = String::from_utf8_lossy(&data.bytes);
-        view.inline = Some(super::query::inline_values(engine, &path, &text)?);
+        let max = super::check_limit(req.view.max_chars, DEFAULT_MAX_CHARS, MAX_MAX_CHARS)?;
+        view.inline = Some(super::query::inline_values(
+            engine,
+            &path,
+            &text,
+            wanted.hidden_text,
+            max,
+        )?);
     }
     if req.view.include_images {
         let text = view.content.as_deref().unwrap_or("");

@@ -561,3 +561,93 @@ pub fn paths_at(reply: &Value, key: &str) -> Vec<String> {
         .map(|h| h["path"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// A server process whose memory a test watches: its pid, with its address space limited so
+/// that an unbounded allocation ends it (as the machine's memory would) instead of the test
+/// machine swapping.
+#[cfg(target_os = "linux")]
+pub struct Watched {
+    pub server: Server,
+    pub pid: u32,
+}
+
+#[cfg(target_os = "linux")]
+impl Watched {
+    /// `capvault serve <vault> <extra>` over stdio with at most `address_space` bytes of
+    /// virtual memory.
+    pub async fn start(vault: &Path, extra: &[&str], address_space: u64) -> Watched {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+        cmd.arg("serve").arg(vault).args(extra);
+        cmd.env("CAPVAULT_LOG", "capvault=warn");
+        cmd.env("XDG_CACHE_HOME", test_cache_home());
+        cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+        cmd.env("XDG_STATE_HOME", test_cache_home().join("state"));
+        // SAFETY: setrlimit is async-signal-safe and allocates nothing.
+        unsafe {
+            cmd.as_std_mut().pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: address_space,
+                    rlim_max: address_space,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
+        let pid = transport.id().expect("the server's pid");
+        let client = handshake(transport).await;
+        Watched {
+            server: Server { client, http: None },
+            pid,
+        }
+    }
+
+    /// Sets the server's peak resident size (`VmHWM`) back to what it holds now.
+    pub fn reset_peak(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid), "5").expect("clear_refs");
+    }
+
+    /// A `kB` line of `/proc/PID/status` (`VmHWM`, `VmRSS`) in bytes.
+    pub fn status_bytes(&self, key: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))
+            .unwrap_or_else(|_| panic!("the server (pid {}) is gone", self.pid));
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+            .unwrap_or_else(|| panic!("no {key} in the server's status"))
+    }
+
+    /// True while the server process runs (not ended, not a zombie).
+    pub fn alive(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid)).is_ok_and(|s| {
+            s.lines()
+                .find(|l| l.starts_with("State:"))
+                .is_some_and(|l| !l.contains('Z') && !l.contains('X'))
+        })
+    }
+
+    /// Calls `tool`; `None` when the server ended instead of answering.
+    pub async fn try_call(&self, tool: &str, args: Value) -> Option<Reply> {
+        let args: Map<String, Value> = match args {
+            Value::Object(m) => m,
+            _ => panic!("arguments must be an object"),
+        };
+        let call = self
+            .server
+            .client
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args));
+        match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            Ok(Ok(r)) => Some(reply(r)),
+            Ok(Err(_)) => None,
+            Err(_) => panic!(
+                "{tool}: no answer within {} s (a hang)",
+                CALL_TIMEOUT.as_secs()
+            ),
+        }
+    }
+}

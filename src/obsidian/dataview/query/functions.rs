@@ -644,27 +644,67 @@ pub(crate) fn call<S: DvSource + ?Sized>(
             let s = text(&arg(0));
             let re = regex(&text(&arg(1)), pos)?;
             let limit = num(&arg(2)).map(|n| n.max(0.0) as usize);
-            let mut parts: Vec<Value> = Vec::new();
-            let mut last = 0;
-            for caps in re.captures_iter(&s) {
-                let Some(m) = caps.get(0) else { continue };
-                if m.end() == 0 && m.start() == 0 {
-                    continue;
+            // The parts are counted first, and the list and every piece's text charged before
+            // the list is built: at most the whole text once per group of the pattern.
+            let mut count = 1usize;
+            for (i, m) in re.find_iter(&s).enumerate() {
+                if !(m.end() == 0 && m.start() == 0) {
+                    count = count.saturating_add(re.captures_len());
                 }
-                let groups: usize = caps.iter().skip(1).flatten().map(|g| g.len()).sum();
-                ev.alloc(
-                    (m.start() - last + groups) as u64 + caps.len() as u64 * SLOT,
-                    pos,
-                )?;
-                ev.check_count(parts.len() + caps.len(), pos)?;
-                parts.push(Value::Text(s[last..m.start()].to_owned()));
-                for g in caps.iter().skip(1).flatten() {
-                    parts.push(Value::Text(g.as_str().to_owned()));
+                if (i + 1).is_multiple_of(1024) {
+                    charge(1024)?;
                 }
-                last = m.end();
-                charge(1)?;
             }
-            parts.push(Value::Text(s[last..].to_owned()));
+            ev.check_count(count, pos)?;
+            ev.alloc(
+                count as u64 * SLOT + s.len() as u64 * re.captures_len() as u64,
+                pos,
+            )?;
+            let mut parts: Vec<Value> = Vec::with_capacity(count);
+            let mut last = 0;
+            let part = |parts: &mut Vec<Value>, piece: &str| -> Result<(), EvalError> {
+                parts.push(Value::Text(piece.to_owned()));
+                Ok(())
+            };
+            if re.captures_len() == 1 {
+                for m in re.find_iter(&s) {
+                    if m.end() == 0 && m.start() == 0 {
+                        continue;
+                    }
+                    part(&mut parts, &s[last..m.start()])?;
+                    last = m.end();
+                    charge(1)?;
+                }
+            } else {
+                let mut caps = re.capture_locations();
+                let mut at = 0;
+                while at <= s.len() {
+                    charge(1)?;
+                    let Some(m) = re.captures_read_at(&mut caps, &s, at) else {
+                        break;
+                    };
+                    // The next search starts past an empty match.
+                    at = if m.end() == m.start() {
+                        s[m.end()..]
+                            .chars()
+                            .next()
+                            .map_or(s.len() + 1, |c| m.end() + c.len_utf8())
+                    } else {
+                        m.end()
+                    };
+                    if m.end() == 0 && m.start() == 0 {
+                        continue;
+                    }
+                    part(&mut parts, &s[last..m.start()])?;
+                    for g in 1..caps.len() {
+                        if let Some((a, b)) = caps.get(g) {
+                            part(&mut parts, &s[a..b])?;
+                        }
+                    }
+                    last = m.end();
+                }
+            }
+            part(&mut parts, &s[last..])?;
             if let Some(l) = limit {
                 parts.truncate(l);
             }

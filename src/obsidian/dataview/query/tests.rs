@@ -1196,7 +1196,7 @@ fn hostile_evaluation_ends_with_a_budget_error() {
     assert!(e.to_string().contains("exceed"), "{e}");
     // Nested maps spend the step budget.
     let mut c = ctx();
-    c.budget = Budget::with(1_000, std::time::Duration::from_secs(5));
+    c.budget = Budget::with(1_000, std::time::Duration::from_secs(5)).into();
     let e = execute(
         "LIST WHERE length(map(flat(map(slice(map([1,2,3,4,5,6,7,8,9,10], (a) => [a,a,a,a,a,a,a,a,a,a]), 0), (b) => map(b, (c) => [c,c,c,c,c,c,c,c,c,c]))), (d) => d)) > 0",
         &v,
@@ -1216,9 +1216,104 @@ fn hostile_evaluation_ends_with_a_budget_error() {
     assert!(e.to_string().contains("rows"), "{e}");
     // A cancelled query stops.
     let mut c = ctx();
-    c.budget = Budget::new().stop_when(|| true);
+    c.budget = Budget::new().stop_when(|| true).into();
     let e = execute("LIST WHERE length(map(flat(map(list(1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40), (a) => list(1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40))), (b) => b)) > 0", &v, &c).unwrap_err();
     assert!(e.to_string().contains("cancelled"), "{e}");
+}
+
+#[test]
+fn hostile_builders_are_refused_before_they_allocate() {
+    use crate::obsidian::budget::Spent;
+    let v = Vault::new(&[("a.md", "x:: 1\n")]);
+    const MAX: u64 = 32 << 20;
+    for expr in [
+        // The 70-byte note: 10 GB from one replace.
+        "length(replace(\"a\" * 100000, \"a\", \"b\" * 100000))",
+        // A join whose separator repeats 600,000 times.
+        "length(join(split(\"ab\" * 300000, \"\"), \"x\" * 1000))",
+        // Each match written four times over.
+        "length(regexreplace(\"a\" * 900000, \"a+\", \"$&$&$&$&\"))",
+        // Lists of lists flattened past the element cap.
+        "length(flat(map(split(\"a,\" * 200000, \",\"), (x) => [x, x, x, x, x, x, x, x])))",
+        // Many mid-sized strings, each within every per-value cap.
+        "length(map(split(\"a,\" * 300000, \",\"), (x) => \"y\" * 200))",
+        // A list literal of megabyte strings.
+        "length([\"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999, \"z\" * 999999])",
+    ] {
+        let mut c = ctx();
+        // Time enough for a debug build: the bytes must be what stops each of them.
+        c.budget = Budget::with(u64::MAX, std::time::Duration::from_secs(120))
+            .max_bytes(MAX)
+            .into();
+        let (r, bytes) =
+            crate::test_alloc::allocated_during(|| evaluate_inline(expr, None, &v, &c));
+        let QueryError::Eval(e) = r.expect_err(expr) else {
+            panic!("{expr}: not an evaluation error");
+        };
+        assert!(
+            matches!(e.spent, Some(Spent::Bytes(_))),
+            "{expr}: stopped by its bytes, not {:?}: {e}",
+            e.spent
+        );
+        // What it allocated stays within its budget plus a constant.
+        assert!(
+            bytes <= MAX + (4 << 20),
+            "{expr}: allocated {} MiB under a {} MiB budget",
+            bytes >> 20,
+            MAX >> 20
+        );
+    }
+    // The same builders at an ordinary size still answer.
+    assert_eq!(ev("replace(\"abc\" * 3, \"b\", \"-\")"), text("a-ca-ca-c"));
+    assert_eq!(
+        ev("join(split(\"a,b,c\", \",\"), \" / \")"),
+        text("a / b / c")
+    );
+    assert_eq!(ev("regexreplace(\"aab\", \"a+\", \"$&$&\")"), text("aaaab"));
+}
+
+#[test]
+fn flatten_is_refused_by_the_bytes_of_its_copies_before_it_makes_them() {
+    let v = Vault::new(&[("a.md", "x:: 1\n")]);
+    let mut c = ctx();
+    c.budget = Budget::new().max_bytes(64 << 20).into();
+    let (r, bytes) = crate::test_alloc::allocated_during(|| {
+        execute(
+            "LIST FLATTEN \"x\" * 1000000 AS big FLATTEN split(\"a,\" * 10000, \",\") AS i",
+            &v,
+            &c,
+        )
+    });
+    let e = r.unwrap_err();
+    assert!(e.to_string().contains("MiB"), "{e}");
+    assert!(bytes < 72 << 20, "allocated {} MiB", bytes >> 20);
+}
+
+#[test]
+fn length_of_rows_counts_a_group_without_building_its_rows() {
+    let v = games();
+    let flatten = (1..=50)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let run = |expr: &str| {
+        let c = ctx();
+        let r = execute(
+            &format!("LIST WITHOUT ID {expr} FLATTEN [{flatten}] AS n GROUP BY true"),
+            &v,
+            &c,
+        )
+        .unwrap();
+        (names(&r), c.budget.bytes_used())
+    };
+    let (counted, cheap) = run("length(rows)");
+    let (built, dear) = run("length(map(rows, (r) => 1))");
+    assert_eq!(counted, vec![format!("{:?}", num(250.0))]);
+    assert_eq!(built, counted);
+    assert!(
+        cheap * 10 < dear,
+        "length(rows) built its rows: {cheap} bytes against {dear}"
+    );
 }
 
 // ---- results ----
