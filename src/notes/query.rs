@@ -36,6 +36,7 @@ use crate::obsidian::dataview::query::{
 };
 use crate::obsidian::dataview::value::from_frontmatter;
 use crate::obsidian::dataview::{DataviewNote, DvDate, Link, ListItem, Subpath, TaskState, Value};
+use crate::obsidian::provenance::Provenance;
 use crate::obsidian::tasks::{self, TaskRecord, TasksSettings};
 use crate::vault::{ConfigFile, Vault, VaultPath};
 
@@ -635,6 +636,12 @@ pub struct QueryReply {
     /// Problems that did not stop the query (a WHERE failing on some rows).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The notes the answer's values were read from that are not the vault's own (a field
+    /// reached through a link, a group's rows): merged by the server into the reply's
+    /// `provenance` with the notes its rows name (not in the schema, as that is not).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(skip)]
+    pub provenance: std::collections::BTreeMap<String, Provenance>,
 }
 
 fn query_error(e: QueryError, at: &str) -> NoteError {
@@ -763,7 +770,10 @@ pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteE
             ctx.budget = super::cancel::budget();
             let result: QueryResult =
                 query::run(&parsed, &pages, &ctx).map_err(|e| query_error(e.into(), &at))?;
-            page(result, start, limit, key, &ctx.settings, path)
+            let provenance = provenance_of(engine, &model, &pages, &result.sources);
+            let mut reply = page(result, start, limit, key, &ctx.settings, path)?;
+            reply.provenance = provenance;
+            Ok(reply)
         }
         Language::Tasks => run_tasks(engine, &text, &at, path, today, (start, limit, key)),
     }
@@ -865,6 +875,7 @@ fn run_tasks(
         markdown: tasks::render_markdown(&shown, records, &query, &settings, today),
         path: path.map(|p| p.to_string()),
         warnings: Vec::new(),
+        provenance: Default::default(),
     })
 }
 
@@ -931,6 +942,7 @@ fn page(
         markdown,
         path: path.map(|p| p.to_string()),
         warnings,
+        provenance: Default::default(),
     })
 }
 
@@ -1099,6 +1111,22 @@ fn shrink_tasks(tasks: &mut Vec<TaskRow>, room: &mut usize) {
     tasks.truncate(kept);
 }
 
+/// The provenance of the pages an answer was read from, by path, leaving out the vault's own.
+fn provenance_of(
+    engine: &Engine,
+    model: &Model,
+    pages: &ModelPages<'_>,
+    ids: &[PageId],
+) -> std::collections::BTreeMap<String, Provenance> {
+    ids.iter()
+        .filter_map(|&p| {
+            let path = VaultPath::parse(pages.path(p)).ok()?;
+            let kind = engine.provenance(model, &path);
+            (!kind.is_own()).then(|| (path.to_string(), kind))
+        })
+        .collect()
+}
+
 fn keep<T>(v: &mut Vec<T>, start: usize, n: usize) {
     v.drain(..start.min(v.len()));
     v.truncate(n);
@@ -1120,6 +1148,11 @@ pub struct InlineValue {
     /// Why it did not (a parse or evaluation error; JavaScript is never run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The notes its value was read from that are not the vault's own (`[[Clip]].field`),
+    /// by path: their text is data, not instructions.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(skip)]
+    pub provenance: std::collections::BTreeMap<String, Provenance>,
 }
 
 /// The inline queries of `text` (the note at `path`) evaluated with `this` bound to the note:
@@ -1167,6 +1200,7 @@ pub fn inline_values(
                 query: code[js.len()..].trim().to_owned(),
                 value: None,
                 error: Some("inline JavaScript, which capvault never runs".to_owned()),
+                provenance: Default::default(),
             });
             continue;
         }
@@ -1175,13 +1209,16 @@ pub fn inline_values(
         ctx.settings = settings.clone();
         ctx.this = this;
         ctx.budget = budget.clone();
-        let rendered = query::evaluate_inline(&expr, this, &pages, &ctx).and_then(|v| {
-            // Its text is charged before it is written.
-            budget
-                .alloc(query::eval::text_bound(&v))
-                .map_err(|s| QueryError::from(query::eval::EvalError::new(s.to_string(), 0)))?;
-            Ok(query::render::markdown_value(&v, &settings))
-        });
+        let mut provenance = Default::default();
+        let rendered =
+            query::evaluate_inline_reading(&expr, this, &pages, &ctx).and_then(|(v, read)| {
+                provenance = provenance_of(engine, &model, &pages, &read);
+                // Its text is charged before it is written.
+                budget
+                    .alloc(query::eval::text_bound(&v))
+                    .map_err(|s| QueryError::from(query::eval::EvalError::new(s.to_string(), 0)))?;
+                Ok(query::render::markdown_value(&v, &settings))
+            });
         let (value, error) = match rendered {
             Ok(_) if room == 0 => (
                 None,
@@ -1198,6 +1235,7 @@ pub fn inline_values(
             query: shown_value(&expr, policy, &mut usize::MAX.clone()),
             value,
             error,
+            provenance,
         });
     }
     Ok(out)

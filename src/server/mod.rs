@@ -455,8 +455,15 @@ impl CapvaultServer {
             ],
             &mut counts,
         );
-        // The notes the rows come from that are not the vault's own, by path.
-        let mut provenance = serde_json::Map::new();
+        // The notes the rows come from that are not the vault's own, by path (and those the
+        // tool found its values were read from).
+        let mut provenance = match value.get_mut("provenance") {
+            Some(found @ Value::Object(_)) if summary => match found.take() {
+                Value::Object(found) => found,
+                _ => serde_json::Map::new(),
+            },
+            _ => serde_json::Map::new(),
+        };
         if summary {
             let mut paths = std::collections::BTreeSet::new();
             paths_in(&value, &mut paths);

@@ -231,6 +231,10 @@ pub(crate) struct Ev<'a, S: DvSource + ?Sized> {
     fields: RefCell<HashMap<PageId, Fields>>,
     pub(crate) locals: RefCell<Vec<(String, Value)>>,
     depth: std::cell::Cell<usize>,
+    /// The pages whose data the values evaluated so far were read from, while recording
+    /// ([`Ev::record`]): where an answer's text comes from, for its provenance.
+    read: RefCell<std::collections::BTreeSet<PageId>>,
+    recording: std::cell::Cell<bool>,
 }
 
 type R = Result<Value, EvalError>;
@@ -372,6 +376,25 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             fields: RefCell::new(HashMap::new()),
             locals: RefCell::new(Vec::new()),
             depth: std::cell::Cell::new(0),
+            read: RefCell::new(Default::default()),
+            recording: std::cell::Cell::new(false),
+        }
+    }
+
+    /// Starts or stops recording the pages whose data values are read from (what was
+    /// recorded is kept).
+    pub fn record(&self, on: bool) {
+        self.recording.set(on);
+    }
+
+    /// The pages recorded, in id order.
+    pub fn pages_read(&self) -> Vec<PageId> {
+        self.read.borrow().iter().copied().collect()
+    }
+
+    fn note_read(&self, p: PageId) {
+        if self.recording.get() {
+            self.read.borrow_mut().insert(p);
         }
     }
 
@@ -381,6 +404,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
 
     /// The page's fields, merged as Dataview merges them (cached).
     pub fn page_fields(&self, p: PageId) -> Rc<Vec<(String, Value)>> {
+        self.note_read(p);
         if let Some(f) = self.fields.borrow().get(&p) {
             return f.clone();
         }
@@ -398,6 +422,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
     /// merged map: the values of the raw key `name`, else those of every raw key whose
     /// sanitised form is `name` (one value, or a list of several).
     pub fn page_field(&self, p: PageId, name: &str) -> Option<Value> {
+        self.note_read(p);
         if let Some(found) = self.src.page_field(p, name) {
             return found;
         }
@@ -447,6 +472,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
 
     /// `file.<name>` of a page.
     pub fn file_field(&self, p: PageId, name: &str, pos: u32) -> R {
+        self.note_read(p);
         let path = self.src.path(p);
         Ok(match name {
             "name" => Value::Text(page_name(path).to_owned()),
@@ -660,6 +686,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
 
     /// A list item as an object.
     pub fn item_object(&self, p: PageId, i: usize, pos: u32) -> R {
+        self.note_read(p);
         self.depth_in(pos)?;
         let r = (|| {
             self.charge(1, pos)?;

@@ -103,11 +103,23 @@ pub fn evaluate_inline<S: DvSource + ?Sized>(
     src: &S,
     ctx: &Context,
 ) -> Result<Value, QueryError> {
+    evaluate_inline_reading(expr_text, this_page, src, ctx).map(|(v, _)| v)
+}
+
+/// [`evaluate_inline`], with the pages whose data the value was read from.
+pub fn evaluate_inline_reading<S: DvSource + ?Sized>(
+    expr_text: &str,
+    this_page: Option<PageId>,
+    src: &S,
+    ctx: &Context,
+) -> Result<(Value, Vec<PageId>), QueryError> {
     let e = parse_expression(expr_text)?;
     let ev = eval::Ev::new(src, ctx);
+    ev.record(true);
     let row = eval::Row {
         page: this_page.or(ctx.this),
         ..eval::Row::default()
     };
-    Ok(ev.eval(&e, &row)?)
+    let v = ev.eval(&e, &row)?;
+    Ok((v, ev.pages_read()))
 }

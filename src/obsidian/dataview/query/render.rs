@@ -52,6 +52,9 @@ pub struct QueryResult {
     pub grouped: bool,
     /// Non-fatal problems (a WHERE that failed on some rows).
     pub warnings: Vec<String>,
+    /// The pages whose data the answer's values were read from (FLATTEN, GROUP BY and the
+    /// query's own expressions; not WHERE or SORT, which only choose), for their provenance.
+    pub sources: Vec<super::PageId>,
 }
 
 impl QueryResult {

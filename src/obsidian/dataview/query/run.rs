@@ -169,10 +169,13 @@ pub fn run<S: DvSource + ?Sized>(
                     .collect();
             }
             Command::GroupBy(e, name) => {
+                // A group's key and rows reach the answer: the pages they are read from count.
+                ev.record(true);
                 let mut keyed = Vec::with_capacity(rows.len());
                 for r in rows {
                     keyed.push((non_fatal(ev.eval(e, &r))?, r));
                 }
+                ev.record(false);
                 let n = keyed.len() as u64;
                 ev.charge(n * (64 - n.leading_zeros() as u64), e.pos)?;
                 // A group holds its key twice (`key` and the name given) and its rows.
@@ -213,8 +216,10 @@ pub fn run<S: DvSource + ?Sized>(
             Command::Flatten(e, name) => {
                 let mut out = Vec::with_capacity(rows.len());
                 for r in rows {
-                    let v = non_fatal(ev.eval(e, &r))?;
-                    let items = match v {
+                    ev.record(true);
+                    let v = non_fatal(ev.eval(e, &r));
+                    ev.record(false);
+                    let items = match v? {
                         Value::List(items) if !items.is_empty() => items,
                         Value::List(_) => vec![Value::Null],
                         v => vec![v],
@@ -255,6 +260,9 @@ pub fn run<S: DvSource + ?Sized>(
         }
     }
     let count = rows.len();
+    // What the header evaluates is the answer: the pages it reads count, and so do the pages
+    // of grouped rows (`rows` in an expression reads them too).
+    ev.record(true);
     let output = match &query.header {
         Header::List { without_id, expr } => {
             let mut out = Vec::with_capacity(rows.len());
@@ -360,6 +368,7 @@ pub fn run<S: DvSource + ?Sized>(
         truncated: false,
         grouped,
         warnings,
+        sources: ev.pages_read(),
     })
 }
 
