@@ -41,6 +41,16 @@ impl Pipe {
         }
     }
 
+    /// The next message the server sends, and its size in bytes.
+    pub fn next_message(&mut self) -> (Value, usize) {
+        let mut line = String::new();
+        assert!(
+            self.stdout.read_line(&mut line).unwrap() > 0,
+            "server closed"
+        );
+        (serde_json::from_str(&line).unwrap(), line.len())
+    }
+
     pub fn call(&mut self, tool: &str, args: &Value) -> Value {
         let (v, _) = self.request("tools/call", json!({"name": tool, "arguments": args}));
         let result = &v["result"];

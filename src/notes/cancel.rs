@@ -119,4 +119,31 @@ mod tests {
         assert!(current().is_none() && check().is_ok());
         assert!(!requested(), "no flag outside a run");
     }
+
+    #[test]
+    fn a_request_has_one_budget_which_its_cancellation_spends() {
+        use crate::obsidian::budget::Spent;
+        let flag = Flag::new();
+        run(&flag, || {
+            let a = budget();
+            let b = budget();
+            assert!(
+                Arc::ptr_eq(&a, &b),
+                "every evaluation of the request shares it"
+            );
+            a.alloc(1 << 20).unwrap();
+            assert_eq!(b.bytes_used(), 1 << 20);
+            assert_eq!(b.check(), Ok(()));
+            flag.cancel();
+            assert_eq!(b.check(), Err(Spent::Cancelled));
+            // An inner run is another request, with a budget of its own.
+            run(&Flag::new(), || {
+                assert_eq!(budget().bytes_used(), 0);
+                assert_eq!(budget().check(), Ok(()));
+            });
+            assert!(Arc::ptr_eq(&budget(), &a), "the outer request's is back");
+        });
+        // Outside a request every call is a fresh budget.
+        assert!(!Arc::ptr_eq(&budget(), &budget()));
+    }
 }
