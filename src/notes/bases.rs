@@ -20,7 +20,6 @@ use crate::engine::Engine;
 use crate::markdown::{self, LinkKind};
 use crate::model::linkres::Resolution;
 use crate::model::{Model, Target};
-use crate::obsidian::bases::eval::local_now;
 use crate::obsidian::bases::query::{Filter, Summary};
 use crate::obsidian::bases::{
     self, Base, BaseError, Cell, FileRef, Property, PropertyType, Source, SourceLink,
@@ -70,7 +69,7 @@ impl<'m> ModelSource<'m> {
                 .iter()
                 .filter_map(|(k, t)| PropertyType::from_name(t).map(|t| (k.clone(), t)))
                 .collect(),
-            now: local_now(),
+            now: super::cancel::now(),
             notes: {
                 crate::model::memo_key!(NoteIds: Vec<u32>);
                 let ids = model.memo::<NoteIds>(|| ids_in_order(model, model.notes().keys()));

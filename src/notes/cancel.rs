@@ -37,6 +37,20 @@ impl Flag {
 thread_local! {
     static CURRENT: RefCell<Option<Flag>> = const { RefCell::new(None) };
     static BUDGET: RefCell<Option<Arc<Budget>>> = const { RefCell::new(None) };
+    static NOW: std::cell::Cell<Option<chrono::NaiveDateTime>> = const { std::cell::Cell::new(None) };
+}
+
+/// "Now", local time, for the request running on this thread (under [`run`]): read once, at
+/// its first use, so that every query and date word of one request sees the same moment.
+/// Outside [`run`], the clock each call.
+pub fn now() -> chrono::NaiveDateTime {
+    if current().is_none() {
+        return crate::obsidian::bases::eval::local_now();
+    }
+    NOW.with(|n| {
+        *n.get()
+            .get_or_insert_with(crate::obsidian::bases::eval::local_now)
+    })
 }
 
 /// The budget of the request running on this thread (under [`run`]): made at its first use,
@@ -58,18 +72,24 @@ pub fn budget() -> Arc<Budget> {
 /// Runs `work` with `flag` as this thread's current flag (the one before is restored after,
 /// also when `work` panics).
 pub fn run<T>(flag: &Flag, work: impl FnOnce() -> T) -> T {
-    struct Restore(Option<Flag>, Option<Arc<Budget>>);
+    struct Restore(
+        Option<Flag>,
+        Option<Arc<Budget>>,
+        Option<chrono::NaiveDateTime>,
+    );
     impl Drop for Restore {
         fn drop(&mut self) {
             let before = self.0.take();
             CURRENT.with(|c| *c.borrow_mut() = before);
             let budget = self.1.take();
             BUDGET.with(|b| *b.borrow_mut() = budget);
+            NOW.with(|n| n.set(self.2));
         }
     }
     let before = CURRENT.with(|c| c.borrow_mut().replace(flag.clone()));
     let budget = BUDGET.with(|b| b.borrow_mut().take());
-    let _restore = Restore(before, budget);
+    let now = NOW.with(|n| n.take());
+    let _restore = Restore(before, budget, now);
     work()
 }
 

@@ -29,7 +29,6 @@ use crate::markdown::{self, LinkKind};
 use crate::model::dataview::Task;
 use crate::model::linkres::Resolution;
 use crate::model::{Model, Note};
-use crate::obsidian::bases::eval::local_now;
 use crate::obsidian::budget::Spent;
 use crate::obsidian::dataview::query::{
     self, Context, DataviewSettings, DvSource, Output, PageId, QueryError, QueryResult, TaskRow,
@@ -713,7 +712,7 @@ fn query_text(
 ) -> Result<(String, Language, String, Option<VaultPath>), NoteError> {
     match source {
         Requested::Text(q, lang) => {
-            let lang = lang.unwrap_or_else(|| language_of(q, local_now().date()));
+            let lang = lang.unwrap_or_else(|| language_of(q, super::cancel::now().date()));
             Ok((q.clone(), lang, "query".to_owned(), None))
         }
         Requested::Block(name, n) => {
@@ -751,7 +750,7 @@ fn query_text(
 pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteError> {
     let (text, lang, at, path) = query_text(engine, &req.source)?;
     let limit = check_limit(req.limit, DEFAULT_ROWS, MAX_ROWS)?;
-    let today = local_now().date();
+    let today = super::cancel::now().date();
     let key = fingerprint(&(&text, lang, path.as_ref().map(VaultPath::as_str), today));
     let start = decode_offset(req.cursor.as_deref(), key)?;
     match lang {
@@ -764,7 +763,7 @@ pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteE
             if needs_text(&text) {
                 pages = pages.reading(&read);
             }
-            let mut ctx = Context::new(local_now());
+            let mut ctx = Context::new(super::cancel::now());
             ctx.settings = settings(vault);
             ctx.this = path.as_ref().and_then(|p| pages.id(p));
             ctx.budget = super::cancel::budget();
@@ -1189,7 +1188,7 @@ pub fn inline_values(
     }
     let this = pages.id(path);
     // One "now" and one budget for every inline query of the note.
-    let now = local_now();
+    let now = super::cancel::now();
     let budget = super::cancel::budget();
     let mut out = Vec::with_capacity(spans.len());
     let mut room = max_chars;
@@ -1279,7 +1278,7 @@ mod tests {
         let fast = ModelPages::new(&model);
         let read = |_: &VaultPath| Some(TEXT.to_owned());
         let whole = ModelPages::new(&model).reading(&read);
-        let ctx = Context::new(local_now());
+        let ctx = Context::new(crate::obsidian::bases::eval::local_now());
         let (ev_fast, ev_whole) = (Ev::new(&fast, &ctx), Ev::new(&whole, &ctx));
         let mut names: Vec<String> = whole
             .note(0)
@@ -1343,7 +1342,7 @@ mod tests {
         ]);
         let field = |model: &Model, page: &str, name: &str| {
             let pages = ModelPages::new(model);
-            let ctx = Context::new(local_now());
+            let ctx = Context::new(crate::obsidian::bases::eval::local_now());
             let id = pages.id(&VaultPath::parse(page).unwrap()).unwrap();
             Ev::new(&pages, &ctx).page_field(id, name)
         };
