@@ -205,10 +205,22 @@ async fn clippings_and_shared_notes_are_named_and_the_trust_filter_leaves_them_o
         .await;
     assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
 
+    // The owner's own `url` (a reference, a homepage) does not make a note a clipping.
+    std::fs::write(
+        tmp.path().join("Own.md"),
+        "---\nurl: https://example.org/x\n---\n# Own\nmy garden plan, homepage\n",
+    )
+    .unwrap();
+    let r = s
+        .eventually(10, "search_notes", json!({"query": "homepage"}), |r| {
+            r["total"] == 1
+        })
+        .await;
+    assert_eq!(provenance_by_path(&r, "hits"), vec![p("Own.md", None)]);
     // A note that gains a web clipper's `source` is a clipping from then on.
     std::fs::write(
         tmp.path().join("Own.md"),
-        "---\nurl: https://example.org/x\n---\n# Own\nmy garden plan\n",
+        "---\nsource: https://example.org/x\n---\n# Own\nmy garden plan\n",
     )
     .unwrap();
     s.eventually(

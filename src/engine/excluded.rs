@@ -208,7 +208,7 @@ impl Engine {
         }
         let paths: Vec<&VaultPath> = model.files().keys().collect();
         let mut files: HashSet<VaultPath> = HashSet::new();
-        // Clippings by their frontmatter: only when some note has a `source` or `url` key.
+        // Clippings by their frontmatter: only when some note has a `source` or `tags` key.
         let rules = &self.options.trust;
         if model.property_keys().keys().any(|k| is_source_key(k)) {
             files.extend(

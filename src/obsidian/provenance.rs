@@ -1,6 +1,6 @@
-//! Where a note's text came from, as far as the vault can tell: `clipped` (Obsidian Web
-//! Clipper's notes, which carry the page's address in a `source` or `url` property, and the
-//! folders the config file calls untrusted), `shared` (the folders it calls shared: a synced
+//! Where a note's text came from, as far as the vault can tell: `clipped` (web clippers' notes:
+//! Obsidian Web Clipper and MarkDownload put the page's address in a `source` property, and Web
+//! Clipper tags its notes `clippings`; and the folders the config file calls untrusted), `shared` (the folders it calls shared: a synced
 //! team folder, notes from someone else), or `own`. Replies that carry a note's text name it,
 //! so a model can treat text from the web as data, not as instructions; the `trust` filter of
 //! search and list leaves the others out.
@@ -21,8 +21,8 @@ pub enum Provenance {
     Own,
     /// In a folder the config file names as shared.
     Shared,
-    /// A web clipping (a `source` or `url` property holding a web address), or in a folder
-    /// the config file names as untrusted.
+    /// A web clipping (a `source` property holding a web address, or the tag `clippings`), or
+    /// in a folder the config file names as untrusted.
     Clipped,
 }
 
@@ -111,21 +111,40 @@ impl TrustRules {
 /// Most bytes of a `source` value looked at.
 const MAX_SOURCE: usize = 2048;
 
-/// True when a frontmatter key named `key` can mark a clipping (`source` or `url`, any case).
+/// True when a frontmatter key named `key` can mark a clipping (`source` or `tags`, any
+/// case).
 pub fn is_source_key(key: &str) -> bool {
-    key.eq_ignore_ascii_case("source") || key.eq_ignore_ascii_case("url")
+    key.eq_ignore_ascii_case("source") || key.eq_ignore_ascii_case("tags")
 }
 
-/// True when a `source` or `url` property (any case) holds a web address, as Obsidian Web
-/// Clipper writes it (a string, or the first item of a list).
+/// True when a note's properties say it was clipped from the web, as the clippers write them:
+/// a `source` property (any case) holding a web address (a string, or the first item of a
+/// list: Obsidian Web Clipper's and MarkDownload's templates), or the tag `clippings` (Web
+/// Clipper's default). A `url` property alone does not: people keep their own references and
+/// homepages in it (kepano's vault does, in its people and places).
 pub fn clipped(props: &Properties) -> bool {
     props.iter().any(|(k, v)| {
-        is_source_key(k) && {
+        if k.eq_ignore_ascii_case("source") {
             let first = match v {
                 Value::Array(items) => items.first(),
                 other => Some(other),
             };
             first.and_then(Value::as_str).is_some_and(is_web_address)
+        } else if k.eq_ignore_ascii_case("tags") {
+            let is_clippings = |t: &Value| {
+                t.as_str()
+                    .is_some_and(|t| t.trim_start_matches('#').eq_ignore_ascii_case("clippings"))
+            };
+            match v {
+                Value::Array(items) => items.iter().any(is_clippings),
+                // `tags: clippings, web` as one string.
+                Value::String(s) => s
+                    .split([',', ' '])
+                    .any(|t| is_clippings(&Value::String(t.to_owned()))),
+                _ => false,
+            }
+        } else {
+            false
         }
     })
 }
@@ -165,7 +184,9 @@ mod tests {
         for yaml in [
             "source: https://example.com/post",
             "Source: \"HTTP://EXAMPLE.COM\"",
-            "url: http://example.com",
+            "tags: [clippings]",
+            "tags:\n  - reading\n  - Clippings",
+            "tags: \"#clippings, web\"",
             "source:\n  - https://example.com\n  - other",
             "source: \"[Post](https://example.com)\"",
         ] {
@@ -179,6 +200,9 @@ mod tests {
             "source: my own notes",
             "source: ftp://example.com",
             "link: https://example.com",
+            // The owner's own references and homepages.
+            "url: http://example.com",
+            "tags: [clippings/archive-ideas, mine]",
             "source: 12",
             "source:",
         ] {
