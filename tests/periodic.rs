@@ -331,3 +331,56 @@ async fn the_former_daily_note_tools_still_answer_but_are_not_listed() {
     assert_eq!(names, ["get_periodic_note", "read_note"]);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn iso_week_names_in_sunday_weeks_find_the_note_the_plugin_finds() {
+    // Weeks from Sunday, named by ISO week: the week of Thursday 31 December 2026 runs from
+    // Sunday the 27th, whose ISO week is 52, to Saturday 2 January; the plugin reads
+    // `2026-W53` (Monday the 28th) as that week and `2026-W52` (Monday the 21st) as the week
+    // before.
+    let tmp = tempfile::tempdir().unwrap();
+    let v = tmp.path().join("vault");
+    write_tree(
+        &v,
+        &[
+            (".obsidian/app.json", r#"{"weekStart": "sunday"}"#),
+            (".obsidian/community-plugins.json", r#"["periodic-notes"]"#),
+            (".obsidian/plugins/periodic-notes/data.json", PLUGIN),
+            ("Templates/Week.md", "# {{title}}\n"),
+            ("Weekly/2026-W52.md", "the week of the 20th\n"),
+            ("Weekly/2026-W53.md", "the week of the 27th\n"),
+        ],
+    );
+    let s = server(&v, &["--write"]).await;
+    for date in ["2026-12-31", "2026-12-27", "2027-01-02"] {
+        let r = s
+            .ok("get_periodic_note", json!({"period": "week", "date": date}))
+            .await;
+        assert_eq!(r["path"], "Weekly/2026-W53.md", "{date}: {r}");
+        assert_eq!(r["exists"], true, "{date}: {r}");
+    }
+    let r = s
+        .ok(
+            "get_periodic_note",
+            json!({"period": "week", "date": "2026-12-24"}),
+        )
+        .await;
+    assert_eq!(r["path"], "Weekly/2026-W52.md", "{r}");
+    // A new week's note is named from the day given, when that name reads back to its week.
+    let r = s
+        .ok(
+            "append_periodic_note",
+            json!({"period": "week", "date": "2027-01-07", "content": "plan"}),
+        )
+        .await;
+    assert_eq!(r["path"], "Weekly/2027-W01.md", "{r}");
+    // Sunday 3 January 2027 is in ISO week 53 of 2026 and starts the week of W01's days.
+    let r = s
+        .ok(
+            "get_periodic_note",
+            json!({"period": "week", "date": "2027-01-03"}),
+        )
+        .await;
+    assert_eq!(r["path"], "Weekly/2027-W01.md", "{r}");
+    s.stop().await;
+}

@@ -77,6 +77,8 @@ pub struct PeriodRequest {
     pub period: Period,
     /// The first day of the (first) period.
     pub start: NaiveDate,
+    /// The day the request named (a new note is named from it, as the plugin names one).
+    pub given: NaiveDate,
     /// The first day of the last period of a range.
     pub to: Option<NaiveDate>,
 }
@@ -241,41 +243,93 @@ pub fn read_request(
             Some(end)
         }
     };
-    Ok(PeriodRequest { period, start, to })
+    Ok(PeriodRequest {
+        period,
+        start,
+        given: named.date,
+        to,
+    })
 }
 
-/// The note of the period starting `start`: at the path the settings build, else the note
-/// under the period's folder named for the same period (the first by path); with `false`, the
-/// path it would be created at when there is none. A read (`wait` false) during the first build
-/// does not wait for the model the search by name needs; a write does.
+/// The names the settings build for the period starting `start`: from `given` (the day the
+/// request named, as the plugin names a new note), then from each day of the period. A weekly
+/// format with ISO week numbers in a vault whose weeks start on Sunday gives two names for one
+/// week (`2026-W52` from Sunday 27 December 2026, `2026-W53` from the days after); other
+/// formats give one.
+fn candidate_paths(
+    setup: &PeriodSetup,
+    period: Period,
+    start: NaiveDate,
+    given: NaiveDate,
+) -> Result<Vec<VaultPath>, NoteError> {
+    let mut days = vec![given, start];
+    if period == Period::Week {
+        days.extend((1..7).filter_map(|i| start.checked_add_days(chrono::Days::new(i))));
+    }
+    let mut out: Vec<VaultPath> = Vec::new();
+    for d in days {
+        let p = setup.path(d)?;
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// The note of the period starting `start` (`given` the day the request named): a note at a
+/// name the settings build for one of the period's days that reads back to this period (as
+/// Periodic Notes finds a note: by the start of the period its name parses to), else the note
+/// under the period's folder named so (the first by path); with `false`, the path it would be
+/// created at when there is none: the name built from `given` when it reads back to this
+/// period, else the first that does. A read (`wait` false) during the first build does not wait
+/// for the model the search by name needs; a write does.
 pub fn locate(
     engine: &Engine,
     setup: &PeriodSetup,
     period: Period,
-    start: NaiveDate,
+    (start, given): (NaiveDate, NaiveDate),
     wait: bool,
 ) -> Result<(VaultPath, bool), NoteError> {
-    let built = setup.path(start)?;
-    match engine.vault().stat_file(&built) {
-        Ok(_) => return Ok((built, true)),
-        Err(VaultError::NotFound(_)) => {}
-        Err(e) => return Err(e.into()),
+    let candidates = candidate_paths(setup, period, start, given)?;
+    let reader = setup.reader();
+    // A name stands for this period when it reads back to it (a format that cannot be read
+    // back: its first name only).
+    let stands = |p: &VaultPath| match &reader {
+        Some(r) => r.date_of(period, p) == Some(start),
+        None => candidates.first() == Some(p),
+    };
+    let mine: Vec<&VaultPath> = candidates.iter().filter(|p| stands(p)).collect();
+    let built = mine
+        .first()
+        .copied()
+        .or(candidates.first())
+        .cloned()
+        .ok_or_else(|| NoteError::InvalidArgument("no name for the period".to_owned()))?;
+    for p in &mine {
+        match engine.vault().stat_file(p) {
+            Ok(_) => return Ok(((*p).clone(), true)),
+            Err(VaultError::NotFound(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     // The search by name needs the parsed model: a read during the first build answers with the
     // path the settings build (where almost every periodic note is) rather than wait for it.
-    let Some(reader) = setup.reader().filter(|_| wait || engine.is_ready()) else {
+    let Some(reader) = reader.filter(|_| wait || engine.is_ready()) else {
         return Ok((built, false));
     };
     let model = engine.model()?;
-    // Every note with the name the settings build, wherever it is (the model's name index),
+    // Every note with a name the settings build, wherever it is (the model's name index),
     // then the first under the period's folder that stands for the same period.
-    let mut named: Vec<VaultPath> = match model.resolve(built.stem(), None) {
-        crate::model::linkres::Resolution::Found { path, alternatives } => {
-            std::iter::once(path).chain(alternatives).collect()
+    let mut named: Vec<VaultPath> = Vec::new();
+    for c in &candidates {
+        if let crate::model::linkres::Resolution::Found { path, alternatives } =
+            model.resolve(c.stem(), None)
+        {
+            named.extend(std::iter::once(path).chain(alternatives));
         }
-        crate::model::linkres::Resolution::NotFound => Vec::new(),
-    };
+    }
     named.sort();
+    named.dedup();
     let found = named
         .into_iter()
         .find(|p| model.note(p).is_some() && reader.date_of(period, p) == Some(start));
@@ -318,7 +372,7 @@ fn one(
     req: &PeriodRequest,
 ) -> Result<PeriodicNote, NoteError> {
     let (period, start) = (req.period, req.start);
-    let (path, exists) = locate(engine, setup, period, start, false)?;
+    let (path, exists) = locate(engine, setup, period, (start, req.given), false)?;
     let end = (period != Period::Day)
         .then(|| period.end(start, setup.week).map(|d| d.to_string()))
         .flatten();

@@ -200,7 +200,8 @@ impl PeriodArgs {
         let settings = load_settings(engine.vault());
         let req = periodic::read_request(&settings, self.period, self.date.as_deref(), None)?;
         let setup = PeriodSetup::of(&settings, req.period);
-        let (path, exists) = periodic::locate(engine, &setup, req.period, req.start, true)?;
+        let (path, exists) =
+            periodic::locate(engine, &setup, req.period, (req.start, req.given), true)?;
         Ok(Located {
             period: req.period,
             start: req.start,
