@@ -1476,3 +1476,45 @@ async fn writes_never_nest_deeper_than_the_depth_limit() {
     .await;
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_folder_named_through_an_in_vault_symlink_is_moved_counted_and_relinked_where_it_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = tmp.path().join("vault");
+    write_tree(
+        &v,
+        &[
+            ("Projects/sub/A.md", "# A\n"),
+            ("Projects/sub/B.md", "# B\nsee [[Projects/sub/A]]\n"),
+            ("Index.md", "[[Projects/sub/A]] and [[Projects/sub/B|b]]\n"),
+        ],
+    );
+    symlink(&v, "plink", "Projects");
+    let state = tmp.path().join("state");
+    let s = Server::start_with(&v, &["--write", "--state-dir", state.to_str().unwrap()]).await;
+    s.wait_index_ready().await;
+    let dry = s
+        .ok(
+            "move_note",
+            json!({"from": "plink/sub", "to": "Archive/sub", "dry_run": true}),
+        )
+        .await;
+    assert_eq!(dry["from"], "Projects/sub", "{dry}");
+    assert_eq!(dry["files_moved"], 2, "{dry}");
+    let r = s
+        .ok(
+            "move_note",
+            json!({"from": "plink/sub", "to": "Archive/sub"}),
+        )
+        .await;
+    assert_eq!(r["files_moved"], 2, "{r}");
+    assert_eq!(r["links_updated"], 3, "{r}");
+    assert!(v.join("Archive/sub/A.md").is_file());
+    assert!(!v.join("Projects/sub").exists());
+    let index = std::fs::read_to_string(v.join("Index.md")).unwrap();
+    // Rewritten as Obsidian writes a link by default: the shortest name that resolves.
+    assert_eq!(index, "[[A]] and [[B|b]]\n");
+    let b = std::fs::read_to_string(v.join("Archive/sub/B.md")).unwrap();
+    assert!(b.contains("see [[A]]"), "{b}");
+    s.stop().await;
+}

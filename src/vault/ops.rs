@@ -95,6 +95,15 @@ impl Vault {
         }
     }
 
+    /// Where the entry `path` really is in the vault: the in-vault symlinks among its folders
+    /// followed (`plink/sub` where `plink -> Projects` is `Projects/sub`), each step checked
+    /// as every access is (hidden, excluded and outside targets refused). Its folders must
+    /// exist; the last component is kept as written.
+    pub fn real_path(&self, path: &VaultPath) -> Result<VaultPath, VaultError> {
+        let (_, _, here) = self.parent_real(path)?;
+        Ok(VaultPath::parse(&here)?)
+    }
+
     /// Creates the folder `path` and every missing folder above it; returns those it created,
     /// outermost first. A folder may be created inside a write scope or on the way to one.
     pub fn create_folders(&self, path: &VaultPath) -> Result<Vec<VaultPath>, VaultError> {

@@ -122,7 +122,17 @@ pub fn move_note(
     }
     let held = writer.hold()?;
     let (from, entry) = super::existing_entry(engine, &req.from)?;
+    // Moved, counted, rewritten, asked about and logged where they really are: a folder named
+    // through an in-vault symlink (`plink/sub`, `plink -> Projects`) is `Projects/sub`, whose
+    // notes the model knows.
+    let from = vault.real_path(&from)?;
     let mut to = VaultPath::parse(&req.to)?;
+    match vault.real_path(&to) {
+        Ok(real) => to = real,
+        // Folders that do not exist yet are made where the path says.
+        Err(VaultError::NotFound(_) | VaultError::NotAFolder(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
     if to.is_root() {
         return Err(NoteError::InvalidArgument("`to` is empty".to_owned()));
     }
