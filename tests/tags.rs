@@ -160,6 +160,24 @@ async fn rename_in_real_vault(name: &str, from: &str, to: &str) {
     let batch = r["batch"].as_str().unwrap();
     let u = s.ok("rename_tag", json!({"undo": batch})).await;
     assert_eq!(u["notes"].as_array().unwrap().len(), changed.len(), "{u}");
+    // The undo says what it restored: the same tags, back from the new name to the old.
+    assert_eq!(u["occurrences"], r["occurrences"], "{u}");
+    assert!(
+        u["from"].as_str().unwrap().contains(&format!("#{to}")),
+        "{u}"
+    );
+    assert!(
+        u["to"].as_str().unwrap().contains(&format!("#{from}")),
+        "{u}"
+    );
+    assert!(
+        u["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["tags"].as_u64() > Some(0)),
+        "{u}"
+    );
     assert_eq!(
         files(&root),
         before,

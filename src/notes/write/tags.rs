@@ -8,6 +8,7 @@
 //! and only when none of them changed since (all or nothing; the undo is a rename of its own,
 //! with its own id). `tag_note` edits one note's frontmatter list.
 
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
@@ -355,7 +356,18 @@ fn undo(writer: &Writer, engine: &Engine, id: &str, dry_run: bool) -> Result<Tag
     }
     let undo_id = batch_id(id);
     let mut report = Report::new();
+    // What the undo restores, read from each note's two versions: the tags the rename wrote
+    // (`from` of the undo) go back to the ones it replaced (`to`).
+    let mut names: (BTreeMap<String, usize>, BTreeMap<String, usize>) = Default::default();
     for (path, current, bytes) in &plan {
+        let (gone, back) = tag_difference(&current.bytes, bytes);
+        let tags = gone.values().sum::<usize>().max(back.values().sum());
+        for (k, n) in gone {
+            *names.0.entry(k).or_default() += n;
+        }
+        for (k, n) in back {
+            *names.1.entry(k).or_default() += n;
+        }
         let change = Change {
             tool: "rename_tag",
             path,
@@ -364,21 +376,54 @@ fn undo(writer: &Writer, engine: &Engine, id: &str, dry_run: bool) -> Result<Tag
             dry_run,
         };
         match writer.commit_in(engine, &mut held, change, Some(&undo_id)) {
-            Ok(w) => report.done(w, 0),
+            Ok(w) => report.done(w, tags),
             Err(e) => report.skip(path, e.to_string()),
         }
     }
+    // The names, most frequent first (a rename of a tag with nested tags has several).
+    let named = |m: BTreeMap<String, usize>| {
+        let mut v: Vec<(String, usize)> = m.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        (!v.is_empty()).then(|| {
+            v.into_iter()
+                .map(|(k, _)| format!("#{k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    };
     Ok(TagRename {
-        from: None,
-        to: None,
+        from: named(names.0),
+        to: named(names.1),
         batch: (!dry_run && !report.notes.is_empty()).then_some(undo_id),
-        occurrences: 0,
+        occurrences: report.occurrences,
         diffs_omitted: report.diffs_omitted,
         notes: report.notes,
         skipped: report.skipped,
         skipped_total: report.skipped_total,
         dry_run,
     })
+}
+
+/// The tags `now` has more of than `before` (by name, with how many more), and those
+/// `before` has more of: what a rename wrote, and what it replaced.
+fn tag_difference(now: &[u8], before: &[u8]) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
+    let count = |bytes: &[u8]| {
+        let mut m: BTreeMap<String, usize> = BTreeMap::new();
+        for t in crate::markdown::parse_note(&String::from_utf8_lossy(bytes)).tags {
+            *m.entry(t.name.to_string()).or_default() += 1;
+        }
+        m
+    };
+    let (a, b) = (count(now), count(before));
+    let more = |x: &BTreeMap<String, usize>, y: &BTreeMap<String, usize>| {
+        x.iter()
+            .filter_map(|(k, &n)| {
+                let m = y.get(k).copied().unwrap_or(0);
+                (n > m).then(|| (k.clone(), n - m))
+            })
+            .collect::<BTreeMap<String, usize>>()
+    };
+    (more(&a, &b), more(&b, &a))
 }
 
 /// What `tag_note` asks.
