@@ -623,3 +623,53 @@ async fn the_vaults_tasks_settings_give_statuses_their_types_and_apply_the_globa
     assert_eq!(listed(&s, json!({"text": "spec"})).await, ["Write spec"]);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_tasks_query_of_many_regexes_stops_within_the_requests_bytes_and_leaves_the_server_up() {
+    // Each new pattern is charged what it may hold compiled (2 MiB) before it is compiled,
+    // and the clock is read before each: 560 different patterns stop (at the request's 192
+    // MiB, or at its time in a debug build) instead of compiling them all (683 MB).
+    let tmp = vault();
+    let block = |pattern: &str| -> String {
+        let lines: String = (0..560)
+            .map(|i| format!("path regex matches /{pattern}{i}/\n"))
+            .collect();
+        format!("```tasks\n{lines}```\n")
+    };
+    write_tree(
+        tmp.path(),
+        &[("Words.md", block("\\w{20}")), ("Letters.md", block("x"))],
+    );
+    let s = start(&tmp).await;
+    let r = s.call("run_query", json!({"path": "Words.md"})).await;
+    assert!(r.is_error, "{}", r.text);
+    assert_eq!(r.error["code"], "budget_exceeded", "{}", r.raw);
+    assert!(r.text.contains("Words.md, block 1: line "), "{}", r.text);
+    // Patterns quick to compile meet the bound of bytes: about the 96th is refused (the
+    // request charged a little before).
+    let r = s.call("run_query", json!({"path": "Letters.md"})).await;
+    assert_eq!(r.error["code"], "budget_exceeded", "{}", r.raw);
+    assert!(
+        r.text
+            .contains("reading the query: stopped before building more than 192 MiB"),
+        "{}",
+        r.text
+    );
+    // One pattern on 560 lines is compiled once: the query runs.
+    let same = "path regex matches /\\w{20}/\n".repeat(560);
+    let v = s
+        .ok("run_query", json!({"language": "tasks", "query": same}))
+        .await;
+    assert_eq!(v["total"], 0, "{v}");
+    // Eight such requests at once draw from the process's one pool: each stops (at its own
+    // bound, or busy when the others hold the pool), and the server still answers.
+    let q = || s.call("run_query", json!({"path": "Letters.md"}));
+    let all = tokio::join!(q(), q(), q(), q(), q(), q(), q(), q());
+    for r in [all.0, all.1, all.2, all.3, all.4, all.5, all.6, all.7] {
+        assert!(r.is_error, "{}", r.text);
+        let code = r.error["code"].as_str().unwrap_or_default().to_owned();
+        assert!(code == "budget_exceeded" || code == "busy", "{}", r.raw);
+    }
+    assert_eq!(listed(&s, json!({"status": "any"})).await.len(), 9);
+    s.stop().await;
+}

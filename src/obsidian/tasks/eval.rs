@@ -1,21 +1,22 @@
 //! Answering a parsed [`Query`] over a vault's tasks: filters, the default and user sorts,
 //! groups, limits, and a Markdown rendering like the plugin's result list.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::mem::size_of;
 
 use chrono::{Datelike, NaiveDate};
 
 use super::query::{
-    DateField, DateOp, Element, Filter, Key, Matcher, Order, PriorityCmp, PriorityLevel, Query,
-    QueryError, TextField, parse_query,
+    DateField, DateOp, Element, Filter, Key, LineKind, Matcher, Order, PriorityCmp, PriorityLevel,
+    Query, QueryError, TextField, parse_query,
 };
 use super::settings::{Status, TasksSettings};
+use crate::obsidian::budget::{Budget, Spent};
 use crate::obsidian::dataview::{ListItem, Priority, TasksFields};
 
-/// Work allowed for one query: filter tests, comparisons, group keys and regex bytes.
-pub const MAX_STEPS: u64 = 50_000_000;
 /// Most tasks a query is run over; the rest are not considered.
 pub const MAX_TASKS: usize = 200_000;
 
@@ -27,8 +28,25 @@ pub enum EvalError {
     Query(#[from] QueryError),
     #[error("the global query (Tasks settings) is invalid: {0}")]
     GlobalQuery(QueryError),
-    #[error("the query needed more than {max} steps over these tasks; narrow it")]
-    Budget { max: u64 },
+    /// The request's budget (steps, time, bytes, the server's pool, cancellation) ran out.
+    #[error("the query {0}")]
+    Spent(Spent),
+}
+
+impl EvalError {
+    /// The spent budget that stopped the query, reading the query or running it.
+    pub fn spent(&self) -> Option<Spent> {
+        match self {
+            EvalError::Spent(s) => Some(*s),
+            EvalError::Query(e) | EvalError::GlobalQuery(e) => e.spent(),
+        }
+    }
+}
+
+impl From<Spent> for EvalError {
+    fn from(s: Spent) -> Self {
+        EvalError::Spent(s)
+    }
 }
 
 /// One task of the vault, as the evaluator reads it.
@@ -185,19 +203,45 @@ struct Ctx<'a> {
     open_ids: HashSet<&'a str>,
     /// Ids that some not-done task depends on.
     awaited: HashSet<&'a str>,
-    steps: u64,
-    max_steps: u64,
+    budget: &'a Budget,
 }
 
 impl Ctx<'_> {
-    fn step(&mut self, n: u64) -> Result<(), EvalError> {
-        self.steps = self.steps.saturating_add(n);
-        if self.steps > self.max_steps {
-            return Err(EvalError::Budget {
-                max: self.max_steps,
-            });
+    fn step(&self, n: u64) -> Result<(), EvalError> {
+        Ok(self.budget.charge(n)?)
+    }
+
+    fn alloc(&self, n: u64) -> Result<(), EvalError> {
+        Ok(self.budget.alloc(n)?)
+    }
+}
+
+/// What a hash set or map entry of `T` costs, roughly (the entry and the table's spare room).
+fn entry<T>() -> u64 {
+    2 * size_of::<T>() as u64 + 8
+}
+
+/// Sorts `v` with `cmp`, one step of `budget` per comparison: once the budget is spent the
+/// remaining comparisons say "equal" (the sort ends quickly) and the spent budget is returned.
+fn sort_charged<T>(
+    v: &mut [T],
+    budget: &Budget,
+    mut cmp: impl FnMut(&T, &T) -> Ordering,
+) -> Result<(), EvalError> {
+    let spent: Cell<Option<Spent>> = Cell::new(None);
+    v.sort_by(|a, b| {
+        if spent.get().is_some() {
+            return Ordering::Equal;
         }
-        Ok(())
+        if let Err(s) = budget.charge(1) {
+            spent.set(Some(s));
+            return Ordering::Equal;
+        }
+        cmp(a, b)
+    });
+    match spent.get() {
+        Some(s) => Err(s.into()),
+        None => Ok(()),
     }
 }
 
@@ -215,44 +259,49 @@ pub fn remove_global_filter(description: &str, filter: &str) -> String {
         .to_owned()
 }
 
-/// Parses `source` (after the global query, unless it says `ignore global query`) and runs it.
+/// Parses `source` (after the global query, unless it says `ignore global query`) and runs it
+/// under `budget`.
 pub fn run_source(
     source: &str,
     tasks: &[TaskRecord],
     settings: &TasksSettings,
     today: NaiveDate,
+    budget: &Budget,
 ) -> Result<(Query, QueryResult), EvalError> {
-    let own = parse_query(source, today)?;
+    let own = parse_query(source, today, budget)?;
     let query = if own.ignore_global_query || settings.global_query.trim().is_empty() {
         own
     } else {
-        let mut q = parse_query(&settings.global_query, today).map_err(EvalError::GlobalQuery)?;
+        let mut q =
+            parse_query(&settings.global_query, today, budget).map_err(EvalError::GlobalQuery)?;
         q.merge(own);
         q
     };
-    let result = run(&query, tasks, settings, today)?;
+    let result = run(&query, tasks, settings, today, budget)?;
     Ok((query, result))
 }
 
-/// Runs a parsed query over `tasks` within [`MAX_STEPS`].
+/// Runs a parsed query over `tasks` under `budget`: a step per task, filter test, comparison
+/// and group key (the clock and the stop check read every [`crate::obsidian::budget::CHECK_EVERY`]
+/// steps), and the bytes of what it keeps charged before they are allocated.
 pub fn run(
     query: &Query,
     tasks: &[TaskRecord],
     settings: &TasksSettings,
     today: NaiveDate,
+    budget: &Budget,
 ) -> Result<QueryResult, EvalError> {
-    run_with_budget(query, tasks, settings, today, MAX_STEPS)
-}
-
-/// Runs a parsed query over `tasks` within `max_steps`.
-pub fn run_with_budget(
-    query: &Query,
-    tasks: &[TaskRecord],
-    settings: &TasksSettings,
-    today: NaiveDate,
-    max_steps: u64,
-) -> Result<QueryResult, EvalError> {
+    budget.check()?;
     let tasks = &tasks[..tasks.len().min(MAX_TASKS)];
+    // Each task's status, the ids and dependencies of the open ones, then the matches.
+    let ids: usize = tasks
+        .iter()
+        .map(|t| usize::from(t.fields.id.is_some()) + t.fields.depends_on.len())
+        .sum();
+    budget.alloc(
+        (tasks.len() as u64).saturating_mul(size_of::<std::rc::Rc<Status>>() as u64 + 8)
+            + (ids as u64).saturating_mul(entry::<&str>()),
+    )?;
     // One status per symbol (a vault has a handful), not one copy per task.
     let mut by_symbol: std::collections::HashMap<char, std::rc::Rc<Status>> =
         std::collections::HashMap::new();
@@ -278,18 +327,18 @@ pub fn run_with_budget(
             awaited.insert(d.as_str());
         }
     }
-    let mut cx = Ctx {
+    let cx = Ctx {
         tasks,
         statuses,
         settings,
         today,
         open_ids,
         awaited,
-        steps: 0,
-        max_steps,
+        budget,
     };
     let gf = &settings.global_filter;
-    let mut matched = Vec::new();
+    cx.alloc((tasks.len() as u64).saturating_mul(size_of::<usize>() as u64))?;
+    let mut matched = Vec::with_capacity(tasks.len());
     for (i, task) in tasks.iter().enumerate() {
         cx.step(1)?;
         if !gf.is_empty() && !task.fields.description.contains(gf.as_str()) {
@@ -297,7 +346,7 @@ pub fn run_with_budget(
         }
         let mut ok = true;
         for f in &query.filters {
-            if !test(&mut cx, f, i)? {
+            if !test(&cx, f, i)? {
                 ok = false;
                 break;
             }
@@ -320,16 +369,13 @@ pub fn run_with_budget(
             reverse: false,
         });
     }
+    // The urgencies, and the sort's buffer (half the matches).
+    cx.alloc((matched.len() as u64).saturating_mul(entry::<(usize, f64)>() + 4))?;
     let urg: HashMap<usize, f64> = matched
         .iter()
         .map(|&i| (i, urgency(&tasks[i], today)))
         .collect();
-    // Each comparison costs at most one test per order (at most 2 * MAX_SORTS + 5): charge
-    // the sort's comparisons up front.
-    let n = matched.len() as u64;
-    let log = u64::from(64 - n.leading_zeros());
-    cx.step(n.saturating_mul(log))?;
-    matched.sort_by(|&a, &b| {
+    sort_charged(&mut matched, budget, |&a, &b| {
         for o in &orders {
             let c = compare(&cx, &urg, o.key, a, b);
             let c = if o.reverse { c.reverse() } else { c };
@@ -338,12 +384,12 @@ pub fn run_with_budget(
             }
         }
         Ordering::Equal
-    });
+    })?;
     if let Some(l) = query.limit {
         matched.truncate(l);
     }
     let shown = matched.len();
-    let groups = group(&mut cx, &urg, query, &matched)?;
+    let groups = group(&cx, &urg, query, &matched)?;
     Ok(QueryResult {
         groups,
         matched: total,
@@ -351,7 +397,7 @@ pub fn run_with_budget(
     })
 }
 
-fn matches_text(cx: &mut Ctx, m: &Matcher, s: &str) -> Result<bool, EvalError> {
+fn matches_text(cx: &Ctx, m: &Matcher, s: &str) -> Result<bool, EvalError> {
     cx.step(1 + s.len() as u64 / 64)?;
     Ok(match m {
         Matcher::Includes(needle) => s.to_lowercase().contains(needle.as_str()),
@@ -359,7 +405,7 @@ fn matches_text(cx: &mut Ctx, m: &Matcher, s: &str) -> Result<bool, EvalError> {
     })
 }
 
-fn test(cx: &mut Ctx, f: &Filter, i: usize) -> Result<bool, EvalError> {
+fn test(cx: &Ctx, f: &Filter, i: usize) -> Result<bool, EvalError> {
     cx.step(1)?;
     let t = &cx.tasks[i];
     let status_type = cx.statuses[i].status_type;
@@ -405,9 +451,8 @@ fn test(cx: &mut Ctx, f: &Filter, i: usize) -> Result<bool, EvalError> {
         } => {
             let hit = match field {
                 TextField::Tags => {
-                    let tags = t.tags.clone();
                     let mut any = false;
-                    for tag in &tags {
+                    for tag in &t.tags {
                         if matches_text(cx, matcher, tag)? {
                             any = true;
                             break;
@@ -643,6 +688,16 @@ fn group_keys(cx: &Ctx, urg: &HashMap<usize, f64>, key: Key, i: usize) -> Vec<Gr
     }
 }
 
+/// What a group key holds.
+fn key_bytes(k: &GroupKey) -> u64 {
+    (size_of::<GroupKey>() + k.0.1.len() + k.1.len()) as u64
+}
+
+/// What a group path holds.
+fn path_bytes(p: &[GroupKey]) -> u64 {
+    size_of::<Vec<GroupKey>>() as u64 + p.iter().map(key_bytes).sum::<u64>()
+}
+
 fn backlink_text(t: &TaskRecord) -> String {
     let f = t.filename();
     let f = f.strip_suffix(".md").unwrap_or(f);
@@ -653,12 +708,13 @@ fn backlink_text(t: &TaskRecord) -> String {
 }
 
 fn group(
-    cx: &mut Ctx,
+    cx: &Ctx,
     urg: &HashMap<usize, f64>,
     query: &Query,
     matched: &[usize],
 ) -> Result<Vec<ResultGroup>, EvalError> {
     if query.groups.is_empty() {
+        cx.alloc((matched.len() as u64).saturating_mul(size_of::<usize>() as u64))?;
         return Ok(vec![ResultGroup {
             names: Vec::new(),
             tasks: matched.to_vec(),
@@ -671,7 +727,12 @@ fn group(
         let mut paths: Vec<Vec<GroupKey>> = vec![Vec::new()];
         for o in &query.groups {
             let keys = group_keys(cx, urg, o.key, i);
-            cx.step(keys.len() as u64 * paths.len() as u64)?;
+            let count = (keys.len() as u64).saturating_mul(paths.len() as u64);
+            cx.step(count)?;
+            // Each new path is a copy of a path so far and one more key.
+            let widest = paths.iter().map(|p| path_bytes(p)).max().unwrap_or(0);
+            let key = keys.iter().map(key_bytes).max().unwrap_or(0);
+            cx.alloc(count.saturating_mul(widest + key))?;
             let mut next = Vec::with_capacity(paths.len() * keys.len());
             for p in &paths {
                 for k in &keys {
@@ -684,8 +745,13 @@ fn group(
         }
         for p in paths {
             match map.get_mut(&p) {
-                Some(v) => v.push(i),
+                Some(v) => {
+                    cx.alloc(size_of::<usize>() as u64)?;
+                    v.push(i)
+                }
                 None => {
+                    // The path is kept twice (the map's key and the order) with its entry.
+                    cx.alloc(2 * path_bytes(&p) + entry::<(Vec<GroupKey>, Vec<usize>)>())?;
                     order.push(p.clone());
                     map.insert(p, vec![i]);
                 }
@@ -693,7 +759,7 @@ fn group(
         }
     }
     let rev: Vec<bool> = query.groups.iter().map(|o| o.reverse).collect();
-    order.sort_by(|a, b| {
+    sort_charged(&mut order, cx.budget, |a, b| {
         for (lvl, (ka, kb)) in a.iter().zip(b).enumerate() {
             let c = ka.0.cmp(&kb.0).then_with(|| ka.1.cmp(&kb.1));
             let c = if rev.get(lvl).copied().unwrap_or(false) {
@@ -706,7 +772,7 @@ fn group(
             }
         }
         Ordering::Equal
-    });
+    })?;
     let mut out = Vec::with_capacity(order.len());
     for p in order {
         let mut tasks = map.remove(&p).unwrap_or_default();
@@ -804,14 +870,16 @@ pub fn render_task(
 }
 
 /// The whole result as Markdown: group headings (`####`, `#####`, `######` by level), task
-/// lines, and the task count unless hidden.
+/// lines, and the task count unless hidden; each line a step of `budget` and its bytes charged
+/// before it is added.
 pub fn render_markdown(
     result: &QueryResult,
     tasks: &[TaskRecord],
     query: &Query,
     settings: &TasksSettings,
     today: NaiveDate,
-) -> String {
+    budget: &Budget,
+) -> Result<String, EvalError> {
     let mut out = String::new();
     let mut previous: Vec<String> = Vec::new();
     for g in &result.groups {
@@ -819,13 +887,18 @@ pub fn render_markdown(
             if previous.get(lvl) == Some(name) && previous[..lvl] == g.names[..lvl] {
                 continue;
             }
+            budget.charge(1)?;
+            budget.alloc(name.len() as u64 + 9)?;
             let hashes = "#".repeat((4 + lvl).min(6));
             let _ = writeln!(out, "{hashes} {name}\n");
         }
         previous.clone_from(&g.names);
         for &i in &g.tasks {
             if let Some(t) = tasks.get(i) {
-                out.push_str(&render_task(t, query, settings, today));
+                budget.charge(1)?;
+                let line = render_task(t, query, settings, today);
+                budget.alloc(line.len() as u64 + 1)?;
+                out.push_str(&line);
                 out.push('\n');
             }
         }
@@ -842,7 +915,7 @@ pub fn render_markdown(
             let _ = writeln!(out, "\n{n} {noun}");
         }
     }
-    out
+    Ok(out)
 }
 
 /// `explain`: each instruction as read, and under each filter what it tests, relative dates
@@ -851,23 +924,14 @@ pub fn explain(query: &Query) -> String {
     let mut out = String::from("Explanation of this Tasks code block query:\n");
     let mut filters = query.filters.iter();
     for l in &query.lines {
-        let _ = writeln!(out, "\n  {l}");
-        if is_filter_line(l)
+        let _ = writeln!(out, "\n  {}", l.text);
+        if matches!(l.kind, LineKind::Filter { .. })
             && let Some(f) = filters.next()
         {
             describe(f, 2, &mut out);
         }
     }
     out
-}
-
-fn is_filter_line(l: &str) -> bool {
-    let lower = l.to_lowercase();
-    let first = lower.split_whitespace().next().unwrap_or_default();
-    !matches!(
-        first,
-        "explain" | "short" | "full" | "ignore" | "limit" | "hide" | "show" | "sort" | "group"
-    )
 }
 
 fn describe(f: &Filter, depth: usize, out: &mut String) {

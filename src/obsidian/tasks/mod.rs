@@ -27,7 +27,10 @@
 //!   that date; `happens` matches when any of start, scheduled, due does), the user's sorts
 //!   then the default `status.type, urgency, due, priority, path`, groups (a task with
 //!   several tags is in each tag's group), `limit` before grouping and `limit groups` in each
-//!   group; a step budget ([`eval::MAX_STEPS`]). [`render_markdown`] writes the plugin's list
+//!   group; all of it (parsing, each regex compiled, filtering, sorting, grouping, rendering)
+//!   under the request's [`crate::obsidian::budget::Budget`] of steps, time, bytes and
+//!   cancellation, each distinct regex charged [`query::REGEX_CHARGE`] bytes before it is
+//!   compiled. [`render_markdown`] writes the plugin's list
 //!   (group headings, task lines with the fields the query shows, backlinks, task count).
 //! - [`toggle`]: [`toggle_line`] (the next status from the settings) and [`set_status_line`]
 //!   ("Change status to..."): `✅`/`❌` dates added

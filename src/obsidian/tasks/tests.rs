@@ -3,10 +3,11 @@
 use chrono::NaiveDate;
 
 use super::dates::{DateRange, parse_date, parse_range};
-use super::eval::{TaskRecord, render_markdown, render_task, run, run_source};
-use super::query::{Filter, Key, QueryError, parse_query};
+use super::eval::{EvalError, QueryResult, TaskRecord, render_task};
+use super::query::{Filter, Key, Query, QueryError};
 use super::settings::{Status, StatusType, TasksSettings};
 use super::toggle::{ToggleError, parse_recurrence, toggle_line};
+use crate::obsidian::budget::Budget;
 use crate::obsidian::config::ConfigError;
 use crate::obsidian::dataview::parse_note;
 
@@ -21,6 +22,40 @@ fn today() -> NaiveDate {
 
 fn range(a: NaiveDate, b: NaiveDate) -> Option<DateRange> {
     Some(DateRange { start: a, end: b })
+}
+
+// The evaluator under a fresh budget of the defaults (the tests of the budget make their own).
+
+fn parse_query(source: &str, today: NaiveDate) -> Result<Query, QueryError> {
+    super::query::parse_query(source, today, &Budget::new())
+}
+
+fn run_source(
+    source: &str,
+    tasks: &[TaskRecord],
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> Result<(Query, QueryResult), EvalError> {
+    super::eval::run_source(source, tasks, settings, today, &Budget::new())
+}
+
+fn run(
+    query: &Query,
+    tasks: &[TaskRecord],
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> Result<QueryResult, EvalError> {
+    super::eval::run(query, tasks, settings, today, &Budget::new())
+}
+
+fn render_markdown(
+    result: &QueryResult,
+    tasks: &[TaskRecord],
+    query: &Query,
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> String {
+    super::eval::render_markdown(result, tasks, query, settings, today, &Budget::new()).unwrap()
 }
 
 // ---- Settings and statuses (Settings.md, Statuses.md, Status Types.md) ----
@@ -220,7 +255,7 @@ fn query_lines_comments_continuations_and_options() {
     assert!(q.shows(super::query::Element::DueDate));
     assert!(q.short_mode && q.explain && q.ignore_global_query);
     assert_eq!(
-        q.lines[1], "(priority is highest) OR (priority is lowest)",
+        q.lines[1].text, "(priority is highest) OR (priority is lowest)",
         "the continuation is joined with one space"
     );
 }
@@ -655,23 +690,170 @@ fn global_filter_decides_what_is_a_task_and_global_query_runs_first() {
     ));
 }
 
+fn many_tasks(n: usize) -> Vec<TaskRecord> {
+    (0..n)
+        .map(|i| TaskRecord {
+            path: format!("notes/n{i}.md"),
+            heading: None,
+            line: 0,
+            status: ' ',
+            fields: crate::obsidian::dataview::TasksFields {
+                description: format!("task {i} {}", "word ".repeat(40)),
+                ..Default::default()
+            },
+            tags: Vec::new(),
+            is_sub_item: false,
+        })
+        .collect()
+}
+
 #[test]
 fn step_budget_stops_long_queries_inside_the_filter_loop() {
-    let tasks: Vec<TaskRecord> = (0..2_000)
-        .map(|i| {
-            let note = parse_note(&format!("- [ ] task {i} {}\n", "word ".repeat(200)));
-            TaskRecord::from_item("n.md", &note.items[0]).unwrap()
-        })
-        .collect();
+    use crate::obsidian::budget::Spent;
+    use std::time::Duration;
+    let tasks = many_tasks(2_000);
     let s = TasksSettings::default();
-    let q = parse_query("description regex matches /zzz/", today()).unwrap();
-    let fine = super::eval::run_with_budget(&q, &tasks, &s, today(), 100_000).unwrap();
+    let budget = Budget::with(100_000, Duration::from_secs(60));
+    let q = super::query::parse_query("description regex matches /zzz/", today(), &budget).unwrap();
+    let fine = super::eval::run(&q, &tasks, &s, today(), &budget).unwrap();
     assert_eq!(fine.matched, 0);
     let many = "(description regex matches /zzz/) OR ".repeat(50) + "(done)";
-    let q = parse_query(&many, today()).unwrap();
+    let budget = Budget::with(100_000, Duration::from_secs(60));
+    let q = super::query::parse_query(&many, today(), &budget).unwrap();
     assert_eq!(
-        super::eval::run_with_budget(&q, &tasks, &s, today(), 100_000),
-        Err(super::eval::EvalError::Budget { max: 100_000 })
+        super::eval::run(&q, &tasks, &s, today(), &budget),
+        Err(EvalError::Spent(Spent::Steps(100_000)))
+    );
+}
+
+/// A pool of its own, so that other tests' budgets do not change what this one sees.
+fn own_pool(capacity: u64) -> &'static crate::obsidian::budget::Pool {
+    Box::leak(Box::new(crate::obsidian::budget::Pool::new(capacity)))
+}
+
+#[test]
+fn regexes_are_charged_before_they_compile_and_a_query_of_many_is_refused_by_bytes() {
+    use super::query::REGEX_CHARGE;
+    use crate::obsidian::budget::Spent;
+    // 16 MiB hold eight regexes: the ninth line is refused before it is compiled.
+    let budget = Budget::new()
+        .max_bytes(8 * REGEX_CHARGE)
+        .in_pool(own_pool(1 << 30));
+    let many: String = (0..20)
+        .map(|i| format!("path regex matches /\\w{{20}}{i}/\n"))
+        .collect();
+    assert_eq!(
+        super::query::parse_query(&many, today(), &budget).unwrap_err(),
+        QueryError::Spent {
+            line: 9,
+            spent: Spent::Bytes(8 * REGEX_CHARGE)
+        }
+    );
+    assert_eq!(budget.bytes_used(), 8 * REGEX_CHARGE);
+    // Through run_source the error still says which budget was spent.
+    let budget = Budget::new()
+        .max_bytes(8 * REGEX_CHARGE)
+        .in_pool(own_pool(1 << 30));
+    let e = super::eval::run_source(&many, &[], &TasksSettings::default(), today(), &budget)
+        .unwrap_err();
+    assert_eq!(e.spent(), Some(Spent::Bytes(8 * REGEX_CHARGE)));
+    // 560 lines of one pattern compile it once, for the charge of one.
+    let budget = Budget::new()
+        .max_bytes(8 * REGEX_CHARGE)
+        .in_pool(own_pool(1 << 30));
+    let same = "path regex matches /\\w{20}/\n".repeat(560);
+    let q = super::query::parse_query(&same, today(), &budget).unwrap();
+    assert_eq!(q.filters.len(), 560);
+    assert_eq!(budget.bytes_used(), REGEX_CHARGE);
+    let regex = |f: &Filter| match f {
+        Filter::Text {
+            matcher: super::query::Matcher::Regex(r),
+            ..
+        } => r.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(std::sync::Arc::ptr_eq(
+        &regex(&q.filters[0]),
+        &regex(&q.filters[559])
+    ));
+    // A pattern that does not compile gives its charge back.
+    let budget = Budget::new().in_pool(own_pool(1 << 30));
+    assert!(super::query::parse_query("path regex matches /(/", today(), &budget).is_err());
+    assert_eq!(budget.bytes_used(), 0);
+}
+
+#[test]
+fn regexes_wait_for_the_process_pool_and_are_refused_busy_when_it_stays_drawn_down() {
+    use super::query::REGEX_CHARGE;
+    use crate::obsidian::budget::Spent;
+    let pool = own_pool(3 * REGEX_CHARGE);
+    let other = Budget::new().in_pool(pool);
+    other.alloc(2 * REGEX_CHARGE).unwrap();
+    let budget = Budget::new().in_pool(pool);
+    let q = "path regex matches /a/\npath regex matches /b/\n";
+    assert_eq!(
+        super::query::parse_query(q, today(), &budget).unwrap_err(),
+        QueryError::Spent {
+            line: 2,
+            spent: Spent::Busy
+        }
+    );
+    drop(other);
+    assert!(super::query::parse_query(q, today(), &budget).is_ok());
+}
+
+#[test]
+fn a_cancelled_budget_stops_a_query_inside_its_filter_loop() {
+    use crate::obsidian::budget::Spent;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let tasks = many_tasks(5_000);
+    let s = TasksSettings::default();
+    // The stop check says "cancelled" from its second reading on: the first (as the query
+    // starts) passes, so the one that stops it is read inside the loop over the tasks.
+    let readings = Arc::new(AtomicU32::new(0));
+    let seen = readings.clone();
+    let budget = Budget::new().stop_when(move || seen.fetch_add(1, Ordering::Relaxed) >= 1);
+    let q = parse_query("description includes task", today()).unwrap();
+    assert_eq!(
+        super::eval::run(&q, &tasks, &s, today(), &budget),
+        Err(EvalError::Spent(Spent::Cancelled))
+    );
+    assert!(readings.load(Ordering::Relaxed) >= 2);
+    let never = Budget::new().stop_when(|| false);
+    assert_eq!(
+        super::eval::run(&q, &tasks, &s, today(), &never)
+            .unwrap()
+            .matched,
+        5_000
+    );
+    // Cancelled before it starts: no task is looked at.
+    let at_once = Budget::new().stop_when(|| true);
+    assert_eq!(
+        super::query::parse_query("not done", today(), &at_once).unwrap_err(),
+        QueryError::Spent {
+            line: 1,
+            spent: Spent::Cancelled
+        }
+    );
+}
+
+#[test]
+fn a_tiny_deadline_stops_a_query_inside_its_filter_loop() {
+    use crate::obsidian::budget::Spent;
+    use std::time::Duration;
+    let tasks = many_tasks(5_000);
+    let s = TasksSettings::default();
+    // Each reading of the stop check takes 40 ms against a 60 ms deadline: the reading as the
+    // query starts is in time, the next one (in the loop over the tasks) is past it.
+    let budget = Budget::with(u64::MAX, Duration::from_millis(60)).stop_when(|| {
+        std::thread::sleep(Duration::from_millis(40));
+        false
+    });
+    let q = parse_query("description includes task\nsort by description", today()).unwrap();
+    assert_eq!(
+        super::eval::run(&q, &tasks, &s, today(), &budget),
+        Err(EvalError::Spent(Spent::Time(Duration::from_millis(60))))
     );
 }
 
