@@ -388,8 +388,19 @@ pub fn run(
     if let Some(l) = query.limit {
         matched.truncate(l);
     }
-    let shown = matched.len();
     let groups = group(&cx, &urg, query, &matched)?;
+    // What `limit groups` left, a task in several tag groups counted once.
+    let shown = if query.limit_groups.is_some() && !query.groups.is_empty() {
+        cx.alloc((matched.len() as u64).saturating_mul(entry::<usize>()))?;
+        let mut seen = HashSet::with_capacity(matched.len());
+        groups
+            .iter()
+            .flat_map(|g| &g.tasks)
+            .filter(|&&i| seen.insert(i))
+            .count()
+    } else {
+        matched.len()
+    };
     Ok(QueryResult {
         groups,
         matched: total,

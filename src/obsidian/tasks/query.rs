@@ -517,8 +517,14 @@ fn instruction(q: &mut Query, r: &mut Reader, line: &str) -> Result<LineKind, Qu
                 ["groups", r @ ..] => (true, r),
                 r => (false, r),
             };
+            // Limiting.md: `limit to N tasks`, shorthand `limit N`; `limit groups to N tasks`,
+            // shorthand `limit groups N`; `to` and `tasks` each optional, as the plugin reads.
+            let rest = match rest {
+                ["to", r @ ..] => r,
+                r => r,
+            };
             let num = match rest {
-                [x] | ["to", x, "tasks"] | ["to", x, "task"] => x,
+                [x] | [x, "tasks" | "task"] => x,
                 _ => return Err(invalid("expected `limit [groups] [to] N [tasks]`")),
             };
             let v: usize = num

@@ -667,6 +667,62 @@ fn limit_applies_before_grouping_and_limit_groups_within_each() {
 }
 
 #[test]
+fn limit_reads_every_form_of_the_limiting_docs() {
+    // Limiting.md: `limit to <number> tasks`, shorthand `limit <number>`; `limit groups to
+    // <number> tasks`, shorthand `limit groups <number>`.
+    for (line, total, groups) in [
+        ("limit to 50 tasks", Some(50), None),
+        ("limit 50", Some(50), None),
+        ("limit to 50", Some(50), None),
+        ("limit 1 task", Some(1), None),
+        ("limit groups to 5 tasks", None, Some(5)),
+        ("limit groups 5", None, Some(5)),
+        ("limit groups to 5", None, Some(5)),
+        ("LIMIT GROUPS TO 1 TASK", None, Some(1)),
+    ] {
+        let q = parse_query(line, today()).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!((q.limit, q.limit_groups), (total, groups), "{line}");
+    }
+    for bad in [
+        "limit",
+        "limit to",
+        "limit groups to many tasks",
+        "limit 5 apples",
+    ] {
+        assert!(
+            matches!(parse_query(bad, today()), Err(QueryError::Invalid { .. })),
+            "{bad}"
+        );
+    }
+    let tasks = vault();
+    let s = TasksSettings::default();
+    // "If either limit option prevents any tasks from being displayed in the results, the
+    // total number will be shown": `50 of 686 tasks`.
+    let (q, r) = run_source("not done\nlimit to 2\nhide backlink", &tasks, &s, today()).unwrap();
+    assert_eq!((r.matched, r.shown), (8, 2));
+    assert!(
+        render_markdown(&r, &tasks, &q, &s, today()).ends_with("\n2 of 8 tasks\n"),
+        "{}",
+        render_markdown(&r, &tasks, &q, &s, today())
+    );
+    // At most N tasks in each group; without `group by` the limit is ignored.
+    let (q, r) = run_source(
+        "not done\ngroup by heading\nlimit groups to 1",
+        &tasks,
+        &s,
+        today(),
+    )
+    .unwrap();
+    assert_eq!(r.groups.len(), 3);
+    assert!(r.groups.iter().all(|g| g.tasks.len() == 1), "{r:?}");
+    assert_eq!((r.matched, r.shown), (8, 3));
+    let md = render_markdown(&r, &tasks, &q, &s, today());
+    assert!(md.ends_with("\n3 of 8 tasks\n"), "{md}");
+    let (_, r) = run_source("not done\nlimit groups to 1", &tasks, &s, today()).unwrap();
+    assert_eq!(r.groups[0].tasks.len(), 8);
+}
+
+#[test]
 fn global_filter_decides_what_is_a_task_and_global_query_runs_first() {
     let mut s = TasksSettings {
         global_filter: "#task".into(),
