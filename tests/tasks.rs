@@ -673,3 +673,28 @@ async fn a_tasks_query_of_many_regexes_stops_within_the_requests_bytes_and_leave
     assert_eq!(listed(&s, json!({"status": "any"})).await.len(), 9);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn explain_puts_the_plugins_explanation_at_the_start_of_a_tasks_querys_markdown() {
+    let tmp = vault();
+    let s = start(&tmp).await;
+    let v = s
+        .ok(
+            "run_query",
+            json!({"language": "tasks", "query": "explain\nnot done\ndue before tomorrow"}),
+        )
+        .await;
+    let md = v["markdown"].as_str().unwrap();
+    let head = format!(
+        "```text\nExplanation of this Tasks code block query:\n\n  not done =>\n    status type \
+         is TODO or IN_PROGRESS or ON_HOLD\n\n  due before tomorrow =>\n    due date is before \
+         {} (",
+        day(1)
+    );
+    assert!(md.starts_with(&head), "{md}");
+    // The results follow the explanation.
+    let after = &md[md.find("```\n\n").expect("the block closes")..];
+    assert!(after.contains("- [ ] Pay rent"), "{md}");
+    assert_eq!(v["total"], 2, "{v}");
+    s.stop().await;
+}

@@ -885,6 +885,7 @@ fn run_tasks(
         groups,
         matched: result.matched,
         shown: end - start,
+        explanation: result.explanation.clone(),
     };
     Ok(QueryReply {
         kind: "tasks".to_owned(),

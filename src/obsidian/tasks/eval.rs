@@ -191,6 +191,8 @@ pub struct QueryResult {
     pub matched: usize,
     /// Tasks shown after `limit` (a task in several tag groups counts once).
     pub shown: usize,
+    /// The query's explanation ([`explain`]) when it says `explain`.
+    pub explanation: Option<String>,
 }
 
 struct Ctx<'a> {
@@ -269,15 +271,25 @@ pub fn run_source(
     budget: &Budget,
 ) -> Result<(Query, QueryResult), EvalError> {
     let own = parse_query(source, today, budget)?;
-    let query = if own.ignore_global_query || settings.global_query.trim().is_empty() {
-        own
+    let global = if own.ignore_global_query || settings.global_query.trim().is_empty() {
+        None
     } else {
-        let mut q =
-            parse_query(&settings.global_query, today, budget).map_err(EvalError::GlobalQuery)?;
-        q.merge(own);
-        q
+        Some(parse_query(&settings.global_query, today, budget).map_err(EvalError::GlobalQuery)?)
     };
-    let result = run(&query, tasks, settings, today, budget)?;
+    let explanation = if own.explain || global.as_ref().is_some_and(|g| g.explain) {
+        Some(explain(global.as_ref(), &own, settings, budget)?)
+    } else {
+        None
+    };
+    let query = match global {
+        None => own,
+        Some(mut q) => {
+            q.merge(own);
+            q
+        }
+    };
+    let mut result = run(&query, tasks, settings, today, budget)?;
+    result.explanation = explanation;
     Ok((query, result))
 }
 
@@ -405,6 +417,7 @@ pub fn run(
         groups,
         matched: total,
         shown,
+        explanation: None,
     })
 }
 
@@ -422,6 +435,12 @@ fn test(cx: &Ctx, f: &Filter, i: usize) -> Result<bool, EvalError> {
     let status_type = cx.statuses[i].status_type;
     Ok(match f {
         Filter::Done(done) => status_type.is_done() == *done,
+        // Filters.md: a task without a start date matches every `starts` filter ("EITHER
+        // start before today or earlier OR have no start date").
+        Filter::Date {
+            field: DateField::Start,
+            ..
+        } if t.fields.start.is_none() && !t.invalid(DateField::Start) => true,
         Filter::Date { field, op, range } => {
             let dates: Vec<NaiveDate> = match field {
                 DateField::Happens => [t.fields.start, t.fields.scheduled, t.fields.due]
@@ -892,6 +911,14 @@ pub fn render_markdown(
     budget: &Budget,
 ) -> Result<String, EvalError> {
     let mut out = String::new();
+    // "Some extra output at the start of the search results" (Explaining Queries.md), kept
+    // apart as the plugin's fixed-width block.
+    if let Some(e) = &result.explanation {
+        budget.alloc(e.len() as u64 + 16)?;
+        out.push_str("```text\n");
+        out.push_str(e);
+        out.push_str("```\n\n");
+    }
     let mut previous: Vec<String> = Vec::new();
     for g in &result.groups {
         for (lvl, name) in g.names.iter().enumerate() {
@@ -929,71 +956,290 @@ pub fn render_markdown(
     Ok(out)
 }
 
-/// `explain`: each instruction as read, and under each filter what it tests, relative dates
-/// resolved and Boolean lines broken into their parts.
-pub fn explain(query: &Query) -> String {
-    let mut out = String::from("Explanation of this Tasks code block query:\n");
-    let mut filters = query.filters.iter();
-    for l in &query.lines {
-        let _ = writeln!(out, "\n  {}", l.text);
-        if matches!(l.kind, LineKind::Filter { .. })
-            && let Some(f) = filters.next()
-        {
-            describe(f, 2, &mut out);
-        }
+/// `explain` (Explaining Queries.md): the global filter, the global query when it was used,
+/// then the block's query, each instruction as the plugin explains it: filters with their dates
+/// resolved (`due date is before 2022-10-22 (Saturday 22nd October 2022)`), regexes as
+/// compiled, Boolean lines as a tree, then `group by`, `sort by`, layout and the limits. Its
+/// bytes are charged to `budget` line by line, before each is added.
+pub fn explain(
+    global: Option<&Query>,
+    own: &Query,
+    settings: &TasksSettings,
+    budget: &Budget,
+) -> Result<String, EvalError> {
+    let mut out = Out {
+        text: String::new(),
+        budget,
+    };
+    if !settings.global_filter.is_empty() {
+        out.line(
+            0,
+            &format!(
+                "Only tasks containing the global filter '{}'.",
+                settings.global_filter
+            ),
+        )?;
+        out.line(0, "")?;
     }
-    out
+    if let Some(g) = global {
+        out.line(0, "Explanation of the global query:")?;
+        out.line(0, "")?;
+        explain_query(g, &mut out)?;
+        out.line(0, "")?;
+    }
+    out.line(0, "Explanation of this Tasks code block query:")?;
+    out.line(0, "")?;
+    explain_query(own, &mut out)?;
+    Ok(out.text)
 }
 
-fn describe(f: &Filter, depth: usize, out: &mut String) {
-    let pad = "  ".repeat(depth);
-    let day = |d: NaiveDate| d.format("%Y-%m-%d (%A %-d %B %Y)").to_string();
-    let line = match f {
-        Filter::Done(true) => "done".to_owned(),
-        Filter::Done(false) => "not done".to_owned(),
+/// Text built under a budget.
+struct Out<'b> {
+    text: String,
+    budget: &'b Budget,
+}
+
+impl Out<'_> {
+    /// Adds `text` on a line of its own, `indent` spaces in, its bytes charged first.
+    fn line(&mut self, indent: usize, text: &str) -> Result<(), EvalError> {
+        self.budget.charge(1)?;
+        self.budget.alloc((indent + text.len() + 1) as u64)?;
+        if !text.is_empty() {
+            self.text.extend(std::iter::repeat_n(' ', indent));
+            self.text.push_str(text);
+        }
+        self.text.push('\n');
+        Ok(())
+    }
+}
+
+/// One explained line, and the lines under it.
+struct Node {
+    text: String,
+    children: Vec<Node>,
+}
+
+impl Node {
+    fn leaf(text: impl Into<String>) -> Node {
+        Node {
+            text: text.into(),
+            children: Vec::new(),
+        }
+    }
+
+    fn write(&self, indent: usize, out: &mut Out) -> Result<(), EvalError> {
+        out.line(indent, &self.text)?;
+        for c in &self.children {
+            c.write(indent + 2, out)?;
+        }
+        Ok(())
+    }
+}
+
+/// One query's instructions, two spaces in, a blank line between them.
+fn explain_query(q: &Query, out: &mut Out) -> Result<(), EvalError> {
+    let mut first = true;
+    let mut gap = |out: &mut Out| -> Result<(), EvalError> {
+        if !std::mem::take(&mut first) {
+            out.line(0, "")?;
+        }
+        Ok(())
+    };
+    for l in q
+        .lines
+        .iter()
+        .filter(|l| l.kind == LineKind::IgnoreGlobalQuery)
+    {
+        gap(out)?;
+        out.line(2, &l.text)?;
+    }
+    let mut filters = q.filters.iter();
+    let mut any = false;
+    for l in &q.lines {
+        let LineKind::Filter { leaves } = &l.kind else {
+            continue;
+        };
+        let Some(f) = filters.next() else { break };
+        any = true;
+        gap(out)?;
+        let mut leaves = leaves.iter();
+        let node = describe(f, l.text.trim(), &mut leaves);
+        let same = node.children.is_empty() && node.text == l.text;
+        // As written, when that differs (continuations, a trailing `\\`), then as read.
+        if l.raw.contains('\n') {
+            for raw in l.raw.lines() {
+                out.line(2, raw)?;
+            }
+            out.line(2, " =>")?;
+        } else if l.raw != l.text {
+            out.line(2, &format!("{} =>", l.raw))?;
+        }
+        if same {
+            out.line(2, &l.text)?;
+        } else {
+            out.line(2, &format!("{} =>", l.text))?;
+            node.write(4, out)?;
+        }
+    }
+    if !any {
+        gap(out)?;
+        out.line(2, "No filters supplied. All tasks will match the query.")?;
+    }
+    for kind in [LineKind::Group, LineKind::Sort, LineKind::Layout] {
+        for l in q.lines.iter().filter(|l| l.kind == kind) {
+            gap(out)?;
+            out.line(2, &l.text)?;
+        }
+    }
+    let at_most = |n: usize| format!("At most {n} task{}", if n == 1 { "" } else { "s" });
+    if let Some(n) = q.limit {
+        gap(out)?;
+        out.line(2, &format!("{}.", at_most(n)))?;
+    }
+    if let Some(n) = q.limit_groups {
+        gap(out)?;
+        out.line(
+            2,
+            &format!(
+                "{} per group (if any \"group by\" options are supplied).",
+                at_most(n)
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// A day as the plugin's explanations write it: `2022-10-22 (Saturday 22nd October 2022)`.
+fn explained_day(d: NaiveDate) -> String {
+    let n = d.day();
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!(
+        "{} ({} {n}{suffix} {})",
+        d.format("%Y-%m-%d"),
+        weekday_name(d),
+        d.format("%B %Y")
+    )
+}
+
+/// A filter's explanation; `text` is what was written for it, `leaves` the written text of the
+/// simple filters under a Boolean one, in order.
+fn describe<'a>(f: &Filter, text: &str, leaves: &mut dyn Iterator<Item = &'a String>) -> Node {
+    let (head, items): (&str, Vec<&Filter>) = match f {
+        Filter::And(items) => ("AND (All of):", items.iter().collect()),
+        Filter::Or(items) => ("OR (At least one of):", items.iter().collect()),
+        Filter::Xor(a, b) => ("XOR (Exactly one of):", vec![&**a, &**b]),
+        Filter::Not(inner) => ("NOT:", vec![&**inner]),
+        leaf => return describe_leaf(leaf, text),
+    };
+    let children = items.into_iter().map(|it| child(it, leaves)).collect();
+    Node {
+        text: head.to_owned(),
+        children,
+    }
+}
+
+/// A filter under a Boolean one: a Boolean one as its tree; a simple one as written, with its
+/// explanation under it when that says more.
+fn child<'a>(f: &Filter, leaves: &mut dyn Iterator<Item = &'a String>) -> Node {
+    if matches!(
+        f,
+        Filter::And(_) | Filter::Or(_) | Filter::Xor(..) | Filter::Not(_)
+    ) {
+        return describe(f, "", leaves);
+    }
+    let text = leaves.next().map(String::as_str).unwrap_or_default();
+    let node = describe_leaf(f, text);
+    if node.children.is_empty() && node.text == text {
+        node
+    } else {
+        Node {
+            text: format!("{text} =>"),
+            children: vec![node],
+        }
+    }
+}
+
+fn describe_leaf(f: &Filter, text: &str) -> Node {
+    match f {
+        Filter::Done(true) => Node::leaf("status type is DONE or CANCELLED or NON_TASK"),
+        Filter::Done(false) => Node::leaf("status type is TODO or IN_PROGRESS or ON_HOLD"),
         Filter::Date { field, op, range } => {
             let what = match field {
-                DateField::Happens => "start, scheduled or due date".to_owned(),
-                f => format!("{} date", f.name()),
+                DateField::Happens => "due, start or scheduled",
+                f => f.name(),
             };
-            let one = range.start == range.end;
-            match op {
-                DateOp::Before => format!("{what} is before {}", day(range.start)),
-                DateOp::After => format!("{what} is after {}", day(range.end)),
-                DateOp::In if one => format!("{what} is on {}", day(range.start)),
-                DateOp::In => format!(
-                    "{what} is between {} and {} inclusive",
-                    day(range.start),
-                    day(range.end)
-                ),
-                DateOp::InOrBefore => format!("{what} is on or before {}", day(range.end)),
-                DateOp::InOrAfter => format!("{what} is on or after {}", day(range.start)),
-            }
-        }
-        Filter::Not(inner) => {
-            let _ = writeln!(out, "{pad}NOT:");
-            describe(inner, depth + 1, out);
-            return;
-        }
-        Filter::And(items) | Filter::Or(items) => {
-            let head = if matches!(f, Filter::And(_)) {
-                "AND (All of):"
-            } else {
-                "OR (At least one of):"
+            // Tasks without a start date match a `starts` filter (Filters.md).
+            let or_none = (*field == DateField::Start).then(|| format!("OR no {what} date"));
+            let (word, day) = match op {
+                DateOp::Before => ("before", range.start),
+                DateOp::After => ("after", range.end),
+                DateOp::InOrBefore => ("on or before", range.end),
+                DateOp::InOrAfter => ("on or after", range.start),
+                DateOp::In if range.start == range.end => ("on", range.start),
+                DateOp::In => {
+                    let mut children = vec![
+                        Node::leaf(format!("{} and", explained_day(range.start))),
+                        Node::leaf(format!("{} inclusive", explained_day(range.end))),
+                    ];
+                    children.extend(or_none.map(Node::leaf));
+                    return Node {
+                        text: format!("{what} date is between:"),
+                        children,
+                    };
+                }
             };
-            let _ = writeln!(out, "{pad}{head}");
-            for it in items {
-                describe(it, depth + 1, out);
+            let mut line = format!("{what} date is {word} {}", explained_day(day));
+            if let Some(o) = or_none {
+                line.push(' ');
+                line.push_str(&o);
             }
-            return;
+            Node::leaf(line)
         }
-        Filter::Xor(a, b) => {
-            let _ = writeln!(out, "{pad}XOR (Exactly one of):");
-            describe(a, depth + 1, out);
-            describe(b, depth + 1, out);
-            return;
-        }
-        other => format!("{other:?}"),
+        Filter::Text {
+            matcher: Matcher::Regex(_),
+            ..
+        } => Node::leaf(explained_regex(text)),
+        _ => Node::leaf(text),
+    }
+}
+
+/// `using regex:     '^Root\/Sub-Folder\/Sample File\.md' with flag 'i'`: the pattern as
+/// JavaScript shows it (`/` escaped), its quote under the `/` of the line above.
+fn explained_regex(text: &str) -> String {
+    let Some(slash) = text.find('/') else {
+        return text.to_owned();
     };
-    let _ = writeln!(out, "{pad}{line}");
+    let Ok((pattern, flags)) = super::query::split_js(&text[slash..]) else {
+        return text.to_owned();
+    };
+    let mut source = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                source.push('\\');
+                source.extend(chars.next());
+            }
+            '/' => source.push_str("\\/"),
+            c => source.push(c),
+        }
+    }
+    let head = "using regex:";
+    let pad = text[..slash]
+        .chars()
+        .count()
+        .saturating_sub(2 + head.len())
+        .max(1);
+    let flags = match flags.chars().count() {
+        0 => "with no flags".to_owned(),
+        1 => format!("with flag '{flags}'"),
+        _ => format!("with flags '{flags}'"),
+    };
+    format!("{head}{}'{source}' {flags}", " ".repeat(pad))
 }

@@ -443,7 +443,21 @@ fn date_filters_exclude_tasks_without_that_date() {
         Vec::<String>::new()
     );
     assert_eq!(answer_set("cancelled in this month"), ["dropped"]);
-    assert_eq!(answer_set("starts before today"), ["draft slides"]);
+}
+
+#[test]
+fn starts_filters_also_match_tasks_without_a_start_date() {
+    // Filters.md: `starts before tomorrow` finds tasks which "EITHER start before today or
+    // earlier OR have no start date"; the tip to find only the ones that start:
+    // `(starts before tomorrow) AND (has start date)`.
+    assert_eq!(answer_set("starts before today").len(), 10);
+    let not_after = answer_set("starts after today");
+    assert_eq!(not_after.len(), 9);
+    assert!(!not_after.contains(&"draft slides".to_owned()));
+    assert_eq!(
+        answer_set("(starts before tomorrow) AND (has start date)"),
+        ["draft slides"]
+    );
 }
 
 #[test]
@@ -914,26 +928,6 @@ fn a_tiny_deadline_stops_a_query_inside_its_filter_loop() {
 }
 
 #[test]
-fn explain_resolves_relative_dates_and_shows_boolean_structure() {
-    let q = parse_query(
-        "due before tomorrow\n(priority is highest) OR (happens this week)\nlimit 3",
-        today(),
-    )
-    .unwrap();
-    let e = super::eval::explain(&q);
-    assert!(
-        e.contains("due date is before 2023-11-16 (Thursday 16 November 2023)"),
-        "{e}"
-    );
-    assert!(e.contains("    OR (At least one of):"), "{e}");
-    assert!(
-        e.contains("start, scheduled or due date is between 2023-11-13 (Monday 13 November 2023) and 2023-11-19 (Sunday 19 November 2023) inclusive"),
-        "{e}"
-    );
-    assert!(e.contains("\n  limit 3\n"), "{e}");
-}
-
-#[test]
 fn rendering_shows_fields_in_tasks_order_and_respects_hide() {
     let tasks = vault();
     let s = TasksSettings::default();
@@ -969,6 +963,213 @@ fn removed_global_filter_is_not_rendered() {
     assert_eq!(
         render_task(&tasks[9], &q, &s, today()),
         "- [ ] tagged elsewhere"
+    );
+}
+
+// ---- Explaining queries (Explaining Queries.md, Line Continuations.md) ----
+
+/// The explanation of `source` on 2022-10-21, the day of the docs' examples, under a global
+/// query.
+fn explained(source: &str, global_query: &str) -> String {
+    let s = TasksSettings {
+        global_query: global_query.into(),
+        ..TasksSettings::default()
+    };
+    let (_, r) = run_source(source, &[], &s, d(2022, 10, 21)).unwrap();
+    r.explanation.expect("the query says explain")
+}
+
+#[test]
+fn explain_writes_the_docs_examples_as_the_plugin_does() {
+    // dates in filters are expanded, `starts` also matching no start date.
+    assert_eq!(
+        explained(
+            r#"starts after 2 years ago
+scheduled after 1 week ago
+due before tomorrow
+explain
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  starts after 2 years ago =>
+    start date is after 2020-10-21 (Wednesday 21st October 2020) OR no start date
+
+  scheduled after 1 week ago =>
+    scheduled date is after 2022-10-14 (Friday 14th October 2022)
+
+  due before tomorrow =>
+    due date is before 2022-10-22 (Saturday 22nd October 2022)
+"#
+    );
+    // regular expressions are shown as compiled.
+    assert_eq!(
+        explained(
+            r#"explain
+path regex matches /^Root/Sub-Folder/Sample File\.md/i
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  path regex matches /^Root/Sub-Folder/Sample File\.md/i =>
+    using regex:     '^Root\/Sub-Folder\/Sample File\.md' with flag 'i'
+"#
+    );
+    // Boolean combinations are displayed.
+    assert_eq!(
+        explained(
+            r#"explain
+not done
+(due before tomorrow) AND (is recurring)
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  not done =>
+    status type is TODO or IN_PROGRESS or ON_HOLD
+
+  (due before tomorrow) AND (is recurring) =>
+    AND (All of):
+      due before tomorrow =>
+        due date is before 2022-10-22 (Saturday 22nd October 2022)
+      is recurring
+"#
+    );
+    // more complex combinations are displayed.
+    assert_eq!(
+        explained(
+            r#"explain
+(                                                                                       \
+    (description includes 1) AND (description includes 2) AND (description includes 3)  \
+) OR (                                                                                  \
+    (description includes 5) AND (description includes 6) AND (description includes 7)  \
+)                                                                                       \
+AND NOT (description includes 7)
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  (                                                                                       \
+      (description includes 1) AND (description includes 2) AND (description includes 3)  \
+  ) OR (                                                                                  \
+      (description includes 5) AND (description includes 6) AND (description includes 7)  \
+  )                                                                                       \
+  AND NOT (description includes 7)
+   =>
+  ( (description includes 1) AND (description includes 2) AND (description includes 3) ) OR ( (description includes 5) AND (description includes 6) AND (description includes 7) ) AND NOT (description includes 7) =>
+    OR (At least one of):
+      AND (All of):
+        description includes 1
+        description includes 2
+        description includes 3
+      AND (All of):
+        AND (All of):
+          description includes 5
+          description includes 6
+          description includes 7
+        NOT:
+          description includes 7
+"#
+    );
+    // a continued line is shown as written, then joined.
+    assert_eq!(
+        explained(
+            r#"(priority is highest) OR       \
+    (priority is lowest)
+explain
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  (priority is highest) OR       \
+      (priority is lowest)
+   =>
+  (priority is highest) OR (priority is lowest) =>
+    OR (At least one of):
+      priority is highest
+      priority is lowest
+"#
+    );
+    // Two backslashes at the end of a line are one.
+    assert_eq!(
+        explained(
+            "# Search for a single backslash:\ndescription includes \\\\\nexplain\n",
+            ""
+        ),
+        "Explanation of this Tasks code block query:\n\n  description includes \\\\ =>\n  description includes \\\n"
+    );
+    // The global filter is said first; a query without filters says so.
+    let s = TasksSettings {
+        global_filter: "#task".into(),
+        ..TasksSettings::default()
+    };
+    let (_, r) = run_source("explain", &[], &s, today()).unwrap();
+    assert_eq!(
+        r.explanation.unwrap(),
+        "Only tasks containing the global filter '#task'.\n\nExplanation of this Tasks code block query:\n\n  No filters supplied. All tasks will match the query.\n"
+    );
+    // Groups, sorts, layout and limits follow the filters; `explain` is not repeated.
+    assert_eq!(
+        explained(
+            "explain\nlimit groups 1\nshort mode\nsort by path\ngroup by priority reverse\nlimit to 1 task\nhappens 2022-10-01 2022-10-07\ndone",
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  happens 2022-10-01 2022-10-07 =>
+    due, start or scheduled date is between:
+      2022-10-01 (Saturday 1st October 2022) and
+      2022-10-07 (Friday 7th October 2022) inclusive
+
+  done =>
+    status type is DONE or CANCELLED or NON_TASK
+
+  group by priority reverse
+
+  sort by path
+
+  short mode
+
+  At most 1 task.
+
+  At most 1 task per group (if any "group by" options are supplied).
+"#
+    );
+    // Without `explain`, none.
+    let (_, r) = run_source("not done", &[], &TasksSettings::default(), today()).unwrap();
+    assert_eq!(r.explanation, None);
+    // The global query is displayed.
+    assert_eq!(
+        explained(
+            r#"not done
+due next week
+explain
+"#,
+            r#"limit 50
+heading includes tasks
+"#
+        ),
+        r#"Explanation of the global query:
+
+  heading includes tasks
+
+  At most 50 tasks.
+
+Explanation of this Tasks code block query:
+
+  not done =>
+    status type is TODO or IN_PROGRESS or ON_HOLD
+
+  due next week =>
+    due date is between:
+      2022-10-24 (Monday 24th October 2022) and
+      2022-10-30 (Sunday 30th October 2022) inclusive
+"#
     );
 }
 
