@@ -153,6 +153,25 @@ async fn not_done_tasks_come_in_the_tasks_plugins_default_order_with_their_field
         "{}",
         r.text
     );
+    // Priority, recurrence and dates as the Tasks plugin writes them, in its order.
+    for line in [
+        format!(
+            "- [ ] Call Bob #phone ⏫ 📅 {} (Projects/Plan.md:7)\n",
+            day(0)
+        ),
+        format!(
+            "- [ ] Pay rent 🔁 every month 📅 {} (Projects/Plan.md:9)\n",
+            day(-10)
+        ),
+        format!(
+            "- [ ] Plant beans 🔺 🛫 {} 📅 {} (Projects/Plan.md:15)\n",
+            day(2),
+            day(20)
+        ),
+        format!("- [ ] Read paper 🔽 ⏳ {} (Projects/Plan.md:14)\n", day(-1)),
+    ] {
+        assert!(r.text.contains(&line), "{line}\n{}", r.text);
+    }
     s.stop().await;
 }
 

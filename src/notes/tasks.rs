@@ -530,6 +530,40 @@ fn item(path: &VaultPath, t: &Task, urgency: f64, rules: &TaskRules<'_>) -> Task
     }
 }
 
+impl TaskItem {
+    /// The task as the Tasks plugin writes it: checkbox, description, then priority,
+    /// recurrence and dates in the plugin's order (`🔺 🔁 every week ➕ 🛫 ⏳ 📅 ❌ ✅`).
+    pub fn markdown(&self) -> String {
+        let mut out = format!("- [{}] {}", self.symbol, self.description);
+        let sign = match self.priority {
+            PriorityLevel::Highest => Some("🔺"),
+            PriorityLevel::High => Some("⏫"),
+            PriorityLevel::Medium => Some("🔼"),
+            PriorityLevel::None => None,
+            PriorityLevel::Low => Some("🔽"),
+            PriorityLevel::Lowest => Some("⏬"),
+        };
+        if let Some(sign) = sign {
+            out.push(' ');
+            out.push_str(sign);
+        }
+        for (emoji, value) in [
+            ("🔁", &self.recurrence),
+            ("➕", &self.created),
+            ("🛫", &self.start),
+            ("⏳", &self.scheduled),
+            ("📅", &self.due),
+            ("❌", &self.cancelled),
+            ("✅", &self.done),
+        ] {
+            if let Some(v) = value {
+                out.push_str(&format!(" {emoji} {v}"));
+            }
+        }
+        out
+    }
+}
+
 /// The reply as short text: a count, then one line per task as Markdown with its place.
 pub fn summary(reply: &PageReply<TaskItem>) -> String {
     let mut out = format!(
@@ -543,11 +577,7 @@ pub fn summary(reply: &PageReply<TaskItem>) -> String {
         }
     );
     for t in &reply.items {
-        out.push_str(&format!("- [{}] {}", t.symbol, t.description));
-        if let Some(d) = &t.due {
-            out.push_str(&format!(" 📅 {d}"));
-        }
-        out.push_str(&format!(" ({}:{})\n", t.path, t.line));
+        out.push_str(&format!("{} ({}:{})\n", t.markdown(), t.path, t.line));
     }
     out
 }
