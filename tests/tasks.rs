@@ -265,7 +265,7 @@ async fn statuses_dates_priority_tag_place_and_text_filter_the_tasks() {
     );
     // Clear errors.
     let e = s
-        .err("list_tasks", json!({"due_before": "next week"}))
+        .err("list_tasks", json!({"due_before": "next fortnight"}))
         .await;
     assert!(e.contains("due_before") && e.contains("YYYY-MM-DD"), "{e}");
     let e = s.err("list_tasks", json!({"status": "open"})).await;
@@ -715,5 +715,30 @@ async fn explain_puts_the_plugins_explanation_at_the_start_of_a_tasks_querys_mar
     let after = &md[md.find("```\n\n").expect("the block closes")..];
     assert!(after.contains("- [ ] Pay rent"), "{md}");
     assert_eq!(v["total"], 2, "{v}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn date_filters_take_the_date_words_run_query_and_get_periodic_note_take() {
+    let tmp = vault();
+    let s = start(&tmp).await;
+    // Due before tomorrow: today's and the overdue (Book hall is done).
+    assert_eq!(
+        listed(&s, json!({"due_before": "tomorrow"})).await,
+        ["Call Bob #phone", "Pay rent"]
+    );
+    assert_eq!(
+        listed(&s, json!({"due_before": day(1)})).await,
+        ["Call Bob #phone", "Pay rent"],
+        "the same as the date written out"
+    );
+    assert_eq!(
+        listed(&s, json!({"due_after": "yesterday"})).await,
+        ["Draft report", "Call Bob #phone", "Plant beans"]
+    );
+    // Words no tool reads are refused, naming the argument and the words it takes.
+    let e = s.err("list_tasks", json!({"due_before": "someday"})).await;
+    assert!(e.contains("due_before: `someday` is not a date"), "{e}");
+    assert!(e.contains("tomorrow"), "{e}");
     s.stop().await;
 }
