@@ -1129,7 +1129,7 @@ fn explained_day(d: NaiveDate) -> String {
 
 /// A filter's explanation; `text` is what was written for it, `leaves` the written text of the
 /// simple filters under a Boolean one, in order.
-fn describe<'a>(f: &Filter, text: &str, leaves: &mut dyn Iterator<Item = &'a String>) -> Node {
+fn describe(f: &Filter, text: &str, leaves: &mut dyn Iterator<Item = &String>) -> Node {
     let (head, items): (&str, Vec<&Filter>) = match f {
         Filter::And(items) => ("AND (All of):", items.iter().collect()),
         Filter::Or(items) => ("OR (At least one of):", items.iter().collect()),
@@ -1146,7 +1146,7 @@ fn describe<'a>(f: &Filter, text: &str, leaves: &mut dyn Iterator<Item = &'a Str
 
 /// A filter under a Boolean one: a Boolean one as its tree; a simple one as written, with its
 /// explanation under it when that says more.
-fn child<'a>(f: &Filter, leaves: &mut dyn Iterator<Item = &'a String>) -> Node {
+fn child(f: &Filter, leaves: &mut dyn Iterator<Item = &String>) -> Node {
     if matches!(
         f,
         Filter::And(_) | Filter::Or(_) | Filter::Xor(..) | Filter::Not(_)
