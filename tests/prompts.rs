@@ -206,7 +206,11 @@ async fn built_in_prompts_gather_daily_notes_open_tasks_and_links_and_can_be_tur
         &[
             (
                 format!("{}.md", day(today)).as_str(),
-                format!("Met Ada.\n- [ ] send the plan 📅 {}\n", day(yesterday)).as_str(),
+                format!(
+                    "Met Ada.\n- [ ] send the plan ⏫ 🔁 every week 📅 {}\n",
+                    day(yesterday)
+                )
+                .as_str(),
             ),
             (
                 "Later.md",
@@ -232,9 +236,13 @@ async fn built_in_prompts_gather_daily_notes_open_tasks_and_links_and_can_be_tur
         )),
         "{text}"
     );
+    // Each task as the Tasks plugin writes it: its priority, recurrence and due date say why
+    // it is there.
     assert!(
         text.contains(&format!(
-            "## Open tasks due by today (1 in all)\n\n- send the plan ({}.md, line 2)\n",
+            "## Open tasks due by today (1 in all)\n\n- [ ] send the plan ⏫ 🔁 every week 📅 {} \
+             ({}.md, line 2)\n",
+            day(yesterday),
             day(today)
         )),
         "{text}"

@@ -153,6 +153,25 @@ async fn not_done_tasks_come_in_the_tasks_plugins_default_order_with_their_field
         "{}",
         r.text
     );
+    // Priority, recurrence and dates as the Tasks plugin writes them, in its order.
+    for line in [
+        format!(
+            "- [ ] Call Bob #phone ⏫ 📅 {} (Projects/Plan.md:7)\n",
+            day(0)
+        ),
+        format!(
+            "- [ ] Pay rent 🔁 every month 📅 {} (Projects/Plan.md:9)\n",
+            day(-10)
+        ),
+        format!(
+            "- [ ] Plant beans 🔺 🛫 {} 📅 {} (Projects/Plan.md:15)\n",
+            day(2),
+            day(20)
+        ),
+        format!("- [ ] Read paper 🔽 ⏳ {} (Projects/Plan.md:14)\n", day(-1)),
+    ] {
+        assert!(r.text.contains(&line), "{line}\n{}", r.text);
+    }
     s.stop().await;
 }
 
@@ -246,7 +265,7 @@ async fn statuses_dates_priority_tag_place_and_text_filter_the_tasks() {
     );
     // Clear errors.
     let e = s
-        .err("list_tasks", json!({"due_before": "next week"}))
+        .err("list_tasks", json!({"due_before": "next fortnight"}))
         .await;
     assert!(e.contains("due_before") && e.contains("YYYY-MM-DD"), "{e}");
     let e = s.err("list_tasks", json!({"status": "open"})).await;
@@ -621,5 +640,105 @@ async fn the_vaults_tasks_settings_give_statuses_their_types_and_apply_the_globa
     assert_eq!(typed("any").await.len(), 5);
     // The text filter reads the description as shown.
     assert_eq!(listed(&s, json!({"text": "spec"})).await, ["Write spec"]);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_tasks_query_of_many_regexes_stops_within_the_requests_bytes_and_leaves_the_server_up() {
+    // Each new pattern is charged what it may hold compiled (2 MiB) before it is compiled,
+    // and the clock is read before each: 560 different patterns stop (at the request's 192
+    // MiB, or at its time in a debug build) instead of compiling them all (683 MB).
+    let tmp = vault();
+    let block = |pattern: &str| -> String {
+        let lines: String = (0..560)
+            .map(|i| format!("path regex matches /{pattern}{i}/\n"))
+            .collect();
+        format!("```tasks\n{lines}```\n")
+    };
+    write_tree(
+        tmp.path(),
+        &[("Words.md", block("\\w{20}")), ("Letters.md", block("x"))],
+    );
+    let s = start(&tmp).await;
+    let r = s.call("run_query", json!({"path": "Words.md"})).await;
+    assert!(r.is_error, "{}", r.text);
+    assert_eq!(r.error["code"], "budget_exceeded", "{}", r.raw);
+    assert!(r.text.contains("Words.md, block 1: line "), "{}", r.text);
+    // Patterns quick to compile meet the bound of bytes: about the 96th is refused (the
+    // request charged a little before).
+    let r = s.call("run_query", json!({"path": "Letters.md"})).await;
+    assert_eq!(r.error["code"], "budget_exceeded", "{}", r.raw);
+    assert!(
+        r.text
+            .contains("reading the query: stopped before building more than 192 MiB"),
+        "{}",
+        r.text
+    );
+    // One pattern on 560 lines is compiled once: the query runs.
+    let same = "path regex matches /\\w{20}/\n".repeat(560);
+    let v = s
+        .ok("run_query", json!({"language": "tasks", "query": same}))
+        .await;
+    assert_eq!(v["total"], 0, "{v}");
+    // Eight such requests at once draw from the process's one pool: each stops (at its own
+    // bound, or busy when the others hold the pool), and the server still answers.
+    let q = || s.call("run_query", json!({"path": "Letters.md"}));
+    let all = tokio::join!(q(), q(), q(), q(), q(), q(), q(), q());
+    for r in [all.0, all.1, all.2, all.3, all.4, all.5, all.6, all.7] {
+        assert!(r.is_error, "{}", r.text);
+        let code = r.error["code"].as_str().unwrap_or_default().to_owned();
+        assert!(code == "budget_exceeded" || code == "busy", "{}", r.raw);
+    }
+    assert_eq!(listed(&s, json!({"status": "any"})).await.len(), 9);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn explain_puts_the_plugins_explanation_at_the_start_of_a_tasks_querys_markdown() {
+    let tmp = vault();
+    let s = start(&tmp).await;
+    let v = s
+        .ok(
+            "run_query",
+            json!({"language": "tasks", "query": "explain\nnot done\ndue before tomorrow"}),
+        )
+        .await;
+    let md = v["markdown"].as_str().unwrap();
+    let head = format!(
+        "```text\nExplanation of this Tasks code block query:\n\n  not done =>\n    status type \
+         is TODO or IN_PROGRESS or ON_HOLD\n\n  due before tomorrow =>\n    due date is before \
+         {} (",
+        day(1)
+    );
+    assert!(md.starts_with(&head), "{md}");
+    // The results follow the explanation.
+    let after = &md[md.find("```\n\n").expect("the block closes")..];
+    assert!(after.contains("- [ ] Pay rent"), "{md}");
+    assert_eq!(v["total"], 2, "{v}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn date_filters_take_the_date_words_run_query_and_get_periodic_note_take() {
+    let tmp = vault();
+    let s = start(&tmp).await;
+    // Due before tomorrow: today's and the overdue (Book hall is done).
+    assert_eq!(
+        listed(&s, json!({"due_before": "tomorrow"})).await,
+        ["Call Bob #phone", "Pay rent"]
+    );
+    assert_eq!(
+        listed(&s, json!({"due_before": day(1)})).await,
+        ["Call Bob #phone", "Pay rent"],
+        "the same as the date written out"
+    );
+    assert_eq!(
+        listed(&s, json!({"due_after": "yesterday"})).await,
+        ["Draft report", "Call Bob #phone", "Plant beans"]
+    );
+    // Words no tool reads are refused, naming the argument and the words it takes.
+    let e = s.err("list_tasks", json!({"due_before": "someday"})).await;
+    assert!(e.contains("due_before: `someday` is not a date"), "{e}");
+    assert!(e.contains("tomorrow"), "{e}");
     s.stop().await;
 }

@@ -474,11 +474,9 @@ fn daily_review(engine: &Engine, today: NaiveDate) -> Result<String, NoteError> 
     if tasks.items.is_empty() {
         out.push_str("(none)\n");
     }
+    // As the Tasks plugin writes them: priority, recurrence and dates say why each is here.
     for t in &tasks.items {
-        out.push_str(&format!(
-            "- {} ({}, line {})\n",
-            t.description, t.path, t.line
-        ));
+        out.push_str(&format!("{} ({}, line {})\n", t.markdown(), t.path, t.line));
     }
     Ok(out)
 }

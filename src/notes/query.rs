@@ -698,10 +698,34 @@ pub fn language_of(text: &str, today: chrono::NaiveDate) -> Language {
     let dql = ["TABLE", "LIST", "TASK", "CALENDAR"]
         .iter()
         .any(|t| first.eq_ignore_ascii_case(t));
-    if !dql && !first.is_empty() && tasks::query::parse_query(text, today).is_ok() {
+    if !dql && !first.is_empty() && reads_as_tasks(text, today) {
         Language::Tasks
     } else {
         Language::Dataview
+    }
+}
+
+/// Whether `text` parses as a Tasks query, read under the request's budget: the bytes charged
+/// for the regexes compiled here are given back (they are dropped here, and compiled again
+/// when the query runs). A budget spent while reading says Tasks, so that running the query
+/// says why it stopped rather than a DQL error.
+fn reads_as_tasks(text: &str, today: chrono::NaiveDate) -> bool {
+    let budget = super::cancel::budget();
+    let before = budget.bytes_used();
+    let parsed = tasks::query::parse_query(text, today, &budget);
+    budget.release(budget.bytes_used().saturating_sub(before));
+    match parsed {
+        Ok(_) => true,
+        Err(e) => e.spent().is_some(),
+    }
+}
+
+/// The error of a Tasks query: the request's budget spent (`budget_exceeded`, `busy`,
+/// cancelled), or the query's own fault.
+fn tasks_error(e: tasks::EvalError, at: &str) -> NoteError {
+    match e.spent() {
+        Some(spent) => NoteError::spent(spent, format!("{at}: {e}")),
+        None => NoteError::InvalidArgument(format!("{at}: {e}")),
     }
 }
 
@@ -795,6 +819,11 @@ fn run_tasks(
     let settings = tasks_settings(engine.vault());
     let rules = super::tasks::TaskRules::new(&settings);
     let model = engine.model()?;
+    let budget = super::cancel::budget();
+    let spent = |s: Spent| tasks_error(s.into(), at);
+    budget
+        .alloc_n(model.tasks().count(), size_of::<(&VaultPath, &Task)>())
+        .map_err(spent)?;
     let kept: Vec<(&VaultPath, &Task)> = model.tasks().collect();
     // Built once per state of the model: a query reads every task.
     let records = model.memo::<TaskRecords>(|| {
@@ -811,13 +840,14 @@ fn run_tasks(
             .collect()
     });
     let records: &[TaskRecord] = &records;
-    let (query, result) =
-        tasks::run_source(text, records, &settings, today).map_err(|e| match e {
-            tasks::eval::EvalError::Budget { .. } => NoteError::TooLarge(format!("{at}: {e}")),
-            other => NoteError::InvalidArgument(format!("{at}: {other}")),
-        })?;
+    let (query, result) = tasks::run_source(text, records, &settings, today, &budget)
+        .map_err(|e| tasks_error(e, at))?;
     // Paged by task (a query without `group by` is one group of every task), each page's
     // tasks under their groups' headings.
+    let count = result.groups.iter().map(|g| g.tasks.len()).sum();
+    budget
+        .alloc_n(count, size_of::<(usize, usize)>())
+        .map_err(spent)?;
     let pairs: Vec<(usize, usize)> = result
         .groups
         .iter()
@@ -864,6 +894,7 @@ fn run_tasks(
         groups,
         matched: result.matched,
         shown: end - start,
+        explanation: result.explanation.clone(),
     };
     Ok(QueryReply {
         kind: "tasks".to_owned(),
@@ -871,7 +902,8 @@ fn run_tasks(
         rows,
         total,
         next_cursor: (end < total).then(|| encode_offset(end, key)),
-        markdown: tasks::render_markdown(&shown, records, &query, &settings, today),
+        markdown: tasks::render_markdown(&shown, records, &query, &settings, today, &budget)
+            .map_err(|e| tasks_error(e, at))?,
         path: path.map(|p| p.to_string()),
         warnings: Vec::new(),
         provenance: Default::default(),

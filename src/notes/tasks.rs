@@ -36,6 +36,7 @@ use crate::markdown::normalize_tag;
 use crate::model::Model;
 use crate::model::dataview::Task;
 use crate::obsidian::dataview::Priority;
+use crate::obsidian::periodic;
 use crate::obsidian::tasks::{StatusType, TasksSettings, eval::remove_global_filter};
 use crate::vault::VaultPath;
 
@@ -228,13 +229,41 @@ pub struct TasksRequest {
     paging: Paging,
 }
 
-fn date_arg(name: &str, v: Option<&str>) -> Result<Option<NaiveDate>, NoteError> {
-    v.map(|s| {
-        NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").map_err(|_| {
-            NoteError::InvalidArgument(format!("{name}: expected a date YYYY-MM-DD, got {s:?}"))
-        })
-    })
-    .transpose()
+/// Which end of the span a date argument names bounds the tasks.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// `*_before`: strictly before its first day.
+    Before,
+    /// `*_after`: strictly after its last day.
+    After,
+}
+
+/// A date argument in the words `get_periodic_note` and `changes_since` read
+/// ([`periodic::parse_date_words`]): `YYYY-MM-DD`, `today`, `tomorrow`, `yesterday`, `this`,
+/// `last` or `next` `week`, `month`, `quarter` or `year`, `YYYY-Www`, `YYYY-Qn`, `YYYY-MM`,
+/// `YYYY`. A span bounds by its first day (`due_before: next week`) or its last (`due_after:
+/// this week`); weeks as `changes_since` counts them.
+fn date_arg(
+    name: &str,
+    v: Option<&str>,
+    today: NaiveDate,
+    bound: Bound,
+) -> Result<Option<NaiveDate>, NoteError> {
+    let Some(text) = v else { return Ok(None) };
+    let week = periodic::week_rule("");
+    let bad = |e: periodic::DateWordsError| NoteError::InvalidArgument(format!("{name}: {e}"));
+    // An empty argument is no date (the reader takes it for today).
+    if text.trim().is_empty() {
+        return Err(bad(periodic::DateWordsError(text.to_owned())));
+    }
+    let named = periodic::parse_date_words(text, today, week, true).map_err(bad)?;
+    let day = match (named.period, bound) {
+        (None, _) => Some(named.date),
+        (Some(p), Bound::Before) => Some(p.start(named.date, week)),
+        (Some(p), Bound::After) => p.end(named.date, week),
+    };
+    day.map(Some)
+        .ok_or_else(|| bad(periodic::DateWordsError(text.to_owned())))
 }
 
 fn bounded<'a>(name: &str, v: Option<&'a str>) -> Result<Option<&'a str>, NoteError> {
@@ -248,8 +277,14 @@ fn bounded<'a>(name: &str, v: Option<&'a str>) -> Result<Option<&'a str>, NoteEr
 }
 
 impl TasksRequest {
-    /// Checks and parses the arguments (dates, paths, sizes).
+    /// Checks and parses the arguments (dates, paths, sizes), date words on the server's local
+    /// date.
     pub fn new(a: TasksArgs) -> Result<Self, NoteError> {
+        TasksRequest::on(a, chrono::Local::now().date_naive())
+    }
+
+    /// [`TasksRequest::new`] with date words read on `today`.
+    pub fn on(a: TasksArgs, today: NaiveDate) -> Result<Self, NoteError> {
         let folder = match a.folder.as_deref().map(str::trim) {
             None | Some("") | Some("/") => None,
             Some(f) => Some(VaultPath::parse_folder(f)?),
@@ -262,12 +297,22 @@ impl TasksRequest {
         Ok(TasksRequest {
             status: a.status.unwrap_or_default(),
             due: (
-                date_arg("due_after", a.due_after.as_deref())?,
-                date_arg("due_before", a.due_before.as_deref())?,
+                date_arg("due_after", a.due_after.as_deref(), today, Bound::After)?,
+                date_arg("due_before", a.due_before.as_deref(), today, Bound::Before)?,
             ),
             scheduled: (
-                date_arg("scheduled_after", a.scheduled_after.as_deref())?,
-                date_arg("scheduled_before", a.scheduled_before.as_deref())?,
+                date_arg(
+                    "scheduled_after",
+                    a.scheduled_after.as_deref(),
+                    today,
+                    Bound::After,
+                )?,
+                date_arg(
+                    "scheduled_before",
+                    a.scheduled_before.as_deref(),
+                    today,
+                    Bound::Before,
+                )?,
             ),
             priority: a.priority,
             tag: bounded("tag", a.tag.as_deref())?
@@ -530,6 +575,40 @@ fn item(path: &VaultPath, t: &Task, urgency: f64, rules: &TaskRules<'_>) -> Task
     }
 }
 
+impl TaskItem {
+    /// The task as the Tasks plugin writes it: checkbox, description, then priority,
+    /// recurrence and dates in the plugin's order (`🔺 🔁 every week ➕ 🛫 ⏳ 📅 ❌ ✅`).
+    pub fn markdown(&self) -> String {
+        let mut out = format!("- [{}] {}", self.symbol, self.description);
+        let sign = match self.priority {
+            PriorityLevel::Highest => Some("🔺"),
+            PriorityLevel::High => Some("⏫"),
+            PriorityLevel::Medium => Some("🔼"),
+            PriorityLevel::None => None,
+            PriorityLevel::Low => Some("🔽"),
+            PriorityLevel::Lowest => Some("⏬"),
+        };
+        if let Some(sign) = sign {
+            out.push(' ');
+            out.push_str(sign);
+        }
+        for (emoji, value) in [
+            ("🔁", &self.recurrence),
+            ("➕", &self.created),
+            ("🛫", &self.start),
+            ("⏳", &self.scheduled),
+            ("📅", &self.due),
+            ("❌", &self.cancelled),
+            ("✅", &self.done),
+        ] {
+            if let Some(v) = value {
+                out.push_str(&format!(" {emoji} {v}"));
+            }
+        }
+        out
+    }
+}
+
 /// The reply as short text: a count, then one line per task as Markdown with its place.
 pub fn summary(reply: &PageReply<TaskItem>) -> String {
     let mut out = format!(
@@ -543,11 +622,7 @@ pub fn summary(reply: &PageReply<TaskItem>) -> String {
         }
     );
     for t in &reply.items {
-        out.push_str(&format!("- [{}] {}", t.symbol, t.description));
-        if let Some(d) = &t.due {
-            out.push_str(&format!(" 📅 {d}"));
-        }
-        out.push_str(&format!(" ({}:{})\n", t.path, t.line));
+        out.push_str(&format!("{} ({}:{})\n", t.markdown(), t.path, t.line));
     }
     out
 }
@@ -638,6 +713,47 @@ mod tests {
                 ..TasksFields::default()
             });
             assert_eq!(urgency(&t, today), u, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn date_arguments_take_the_date_words_of_the_other_tools() {
+        // 2024-05-10 is a Friday; weeks as changes_since counts them (Sunday to Saturday).
+        let today = d(2024, 5, 10);
+        let req = |a: TasksArgs| TasksRequest::on(a, today).unwrap();
+        let r = req(TasksArgs {
+            due_before: Some("tomorrow".into()),
+            due_after: Some("Yesterday".into()),
+            scheduled_before: Some("2024-06-01".into()),
+            scheduled_after: Some("last month".into()),
+            ..TasksArgs::default()
+        });
+        assert_eq!(r.due, (Some(d(2024, 5, 9)), Some(d(2024, 5, 11))));
+        // A span bounds by its last day after, its first day before.
+        assert_eq!(r.scheduled, (Some(d(2024, 4, 30)), Some(d(2024, 6, 1))));
+        let r = req(TasksArgs {
+            due_after: Some("this week".into()),
+            due_before: Some("next month".into()),
+            ..TasksArgs::default()
+        });
+        assert_eq!(r.due, (Some(d(2024, 5, 11)), Some(d(2024, 6, 1))));
+        let r = req(TasksArgs {
+            due_after: Some("2024-Q1".into()),
+            due_before: Some("2025".into()),
+            ..TasksArgs::default()
+        });
+        assert_eq!(r.due, (Some(d(2024, 3, 31)), Some(d(2025, 1, 1))));
+        for bad in ["someday", "", "2024-02-30"] {
+            let e = TasksRequest::on(
+                TasksArgs {
+                    due_before: Some(bad.into()),
+                    ..TasksArgs::default()
+                },
+                today,
+            )
+            .unwrap_err();
+            assert!(e.to_string().starts_with("due_before: "), "{e}");
+            assert!(e.to_string().contains("tomorrow"), "{e}");
         }
     }
 

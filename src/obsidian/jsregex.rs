@@ -29,6 +29,13 @@ pub struct JsRegex {
     pub global: bool,
 }
 
+/// What a pattern compiled with [`compile`]`(.., max_bytes)` may come to hold: its program and
+/// its lazy DFA's cache, each bounded by `max_bytes`. Charge it to a budget before compiling a
+/// pattern from a query.
+pub const fn footprint(max_bytes: usize) -> u64 {
+    2 * max_bytes as u64
+}
+
 /// Compiles `body` with JavaScript `flags`: `i`, `m` and `s` map onto the `regex` crate's
 /// flags, `g` is reported in [`JsRegex::global`], `u`, `v`, `y` and `d` change nothing here (the
 /// crate matches Unicode anyway), any other flag is refused. The compiled program and its lazy

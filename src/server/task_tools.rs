@@ -38,8 +38,8 @@ pub struct ListTasksArgs {
 
 #[tool_router(router = task_router, vis = "pub(super)")]
 impl CapvaultServer {
-    /// Checkbox tasks with the Tasks plugin's fields, in its default order. Dates YYYY-MM-DD,
-    /// bounds strict.
+    /// Checkbox tasks with the Tasks plugin's fields, in its default order. Dates YYYY-MM-DD or
+    /// words (tomorrow, next week), bounds strict.
     #[tool(
         annotations(
             title = "List tasks",

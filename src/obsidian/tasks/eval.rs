@@ -1,21 +1,22 @@
 //! Answering a parsed [`Query`] over a vault's tasks: filters, the default and user sorts,
 //! groups, limits, and a Markdown rendering like the plugin's result list.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::mem::size_of;
 
 use chrono::{Datelike, NaiveDate};
 
 use super::query::{
-    DateField, DateOp, Element, Filter, Key, Matcher, Order, PriorityCmp, PriorityLevel, Query,
-    QueryError, TextField, parse_query,
+    DateField, DateOp, Element, Filter, Key, LineKind, Matcher, Order, PriorityCmp, PriorityLevel,
+    Query, QueryError, TextField, parse_query,
 };
 use super::settings::{Status, TasksSettings};
+use crate::obsidian::budget::{Budget, Spent};
 use crate::obsidian::dataview::{ListItem, Priority, TasksFields};
 
-/// Work allowed for one query: filter tests, comparisons, group keys and regex bytes.
-pub const MAX_STEPS: u64 = 50_000_000;
 /// Most tasks a query is run over; the rest are not considered.
 pub const MAX_TASKS: usize = 200_000;
 
@@ -27,8 +28,25 @@ pub enum EvalError {
     Query(#[from] QueryError),
     #[error("the global query (Tasks settings) is invalid: {0}")]
     GlobalQuery(QueryError),
-    #[error("the query needed more than {max} steps over these tasks; narrow it")]
-    Budget { max: u64 },
+    /// The request's budget (steps, time, bytes, the server's pool, cancellation) ran out.
+    #[error("the query {0}")]
+    Spent(Spent),
+}
+
+impl EvalError {
+    /// The spent budget that stopped the query, reading the query or running it.
+    pub fn spent(&self) -> Option<Spent> {
+        match self {
+            EvalError::Spent(s) => Some(*s),
+            EvalError::Query(e) | EvalError::GlobalQuery(e) => e.spent(),
+        }
+    }
+}
+
+impl From<Spent> for EvalError {
+    fn from(s: Spent) -> Self {
+        EvalError::Spent(s)
+    }
 }
 
 /// One task of the vault, as the evaluator reads it.
@@ -173,6 +191,8 @@ pub struct QueryResult {
     pub matched: usize,
     /// Tasks shown after `limit` (a task in several tag groups counts once).
     pub shown: usize,
+    /// The query's explanation ([`explain`]) when it says `explain`.
+    pub explanation: Option<String>,
 }
 
 struct Ctx<'a> {
@@ -185,19 +205,45 @@ struct Ctx<'a> {
     open_ids: HashSet<&'a str>,
     /// Ids that some not-done task depends on.
     awaited: HashSet<&'a str>,
-    steps: u64,
-    max_steps: u64,
+    budget: &'a Budget,
 }
 
 impl Ctx<'_> {
-    fn step(&mut self, n: u64) -> Result<(), EvalError> {
-        self.steps = self.steps.saturating_add(n);
-        if self.steps > self.max_steps {
-            return Err(EvalError::Budget {
-                max: self.max_steps,
-            });
+    fn step(&self, n: u64) -> Result<(), EvalError> {
+        Ok(self.budget.charge(n)?)
+    }
+
+    fn alloc(&self, n: u64) -> Result<(), EvalError> {
+        Ok(self.budget.alloc(n)?)
+    }
+}
+
+/// What a hash set or map entry of `T` costs, roughly (the entry and the table's spare room).
+fn entry<T>() -> u64 {
+    2 * size_of::<T>() as u64 + 8
+}
+
+/// Sorts `v` with `cmp`, one step of `budget` per comparison: once the budget is spent the
+/// remaining comparisons say "equal" (the sort ends quickly) and the spent budget is returned.
+fn sort_charged<T>(
+    v: &mut [T],
+    budget: &Budget,
+    mut cmp: impl FnMut(&T, &T) -> Ordering,
+) -> Result<(), EvalError> {
+    let spent: Cell<Option<Spent>> = Cell::new(None);
+    v.sort_by(|a, b| {
+        if spent.get().is_some() {
+            return Ordering::Equal;
         }
-        Ok(())
+        if let Err(s) = budget.charge(1) {
+            spent.set(Some(s));
+            return Ordering::Equal;
+        }
+        cmp(a, b)
+    });
+    match spent.get() {
+        Some(s) => Err(s.into()),
+        None => Ok(()),
     }
 }
 
@@ -215,44 +261,59 @@ pub fn remove_global_filter(description: &str, filter: &str) -> String {
         .to_owned()
 }
 
-/// Parses `source` (after the global query, unless it says `ignore global query`) and runs it.
+/// Parses `source` (after the global query, unless it says `ignore global query`) and runs it
+/// under `budget`.
 pub fn run_source(
     source: &str,
     tasks: &[TaskRecord],
     settings: &TasksSettings,
     today: NaiveDate,
+    budget: &Budget,
 ) -> Result<(Query, QueryResult), EvalError> {
-    let own = parse_query(source, today)?;
-    let query = if own.ignore_global_query || settings.global_query.trim().is_empty() {
-        own
+    let own = parse_query(source, today, budget)?;
+    let global = if own.ignore_global_query || settings.global_query.trim().is_empty() {
+        None
     } else {
-        let mut q = parse_query(&settings.global_query, today).map_err(EvalError::GlobalQuery)?;
-        q.merge(own);
-        q
+        Some(parse_query(&settings.global_query, today, budget).map_err(EvalError::GlobalQuery)?)
     };
-    let result = run(&query, tasks, settings, today)?;
+    let explanation = if own.explain || global.as_ref().is_some_and(|g| g.explain) {
+        Some(explain(global.as_ref(), &own, settings, budget)?)
+    } else {
+        None
+    };
+    let query = match global {
+        None => own,
+        Some(mut q) => {
+            q.merge(own);
+            q
+        }
+    };
+    let mut result = run(&query, tasks, settings, today, budget)?;
+    result.explanation = explanation;
     Ok((query, result))
 }
 
-/// Runs a parsed query over `tasks` within [`MAX_STEPS`].
+/// Runs a parsed query over `tasks` under `budget`: a step per task, filter test, comparison
+/// and group key (the clock and the stop check read every [`crate::obsidian::budget::CHECK_EVERY`]
+/// steps), and the bytes of what it keeps charged before they are allocated.
 pub fn run(
     query: &Query,
     tasks: &[TaskRecord],
     settings: &TasksSettings,
     today: NaiveDate,
+    budget: &Budget,
 ) -> Result<QueryResult, EvalError> {
-    run_with_budget(query, tasks, settings, today, MAX_STEPS)
-}
-
-/// Runs a parsed query over `tasks` within `max_steps`.
-pub fn run_with_budget(
-    query: &Query,
-    tasks: &[TaskRecord],
-    settings: &TasksSettings,
-    today: NaiveDate,
-    max_steps: u64,
-) -> Result<QueryResult, EvalError> {
+    budget.check()?;
     let tasks = &tasks[..tasks.len().min(MAX_TASKS)];
+    // Each task's status, the ids and dependencies of the open ones, then the matches.
+    let ids: usize = tasks
+        .iter()
+        .map(|t| usize::from(t.fields.id.is_some()) + t.fields.depends_on.len())
+        .sum();
+    budget.alloc(
+        (tasks.len() as u64).saturating_mul(size_of::<std::rc::Rc<Status>>() as u64 + 8)
+            + (ids as u64).saturating_mul(entry::<&str>()),
+    )?;
     // One status per symbol (a vault has a handful), not one copy per task.
     let mut by_symbol: std::collections::HashMap<char, std::rc::Rc<Status>> =
         std::collections::HashMap::new();
@@ -278,18 +339,18 @@ pub fn run_with_budget(
             awaited.insert(d.as_str());
         }
     }
-    let mut cx = Ctx {
+    let cx = Ctx {
         tasks,
         statuses,
         settings,
         today,
         open_ids,
         awaited,
-        steps: 0,
-        max_steps,
+        budget,
     };
     let gf = &settings.global_filter;
-    let mut matched = Vec::new();
+    cx.alloc((tasks.len() as u64).saturating_mul(size_of::<usize>() as u64))?;
+    let mut matched = Vec::with_capacity(tasks.len());
     for (i, task) in tasks.iter().enumerate() {
         cx.step(1)?;
         if !gf.is_empty() && !task.fields.description.contains(gf.as_str()) {
@@ -297,7 +358,7 @@ pub fn run_with_budget(
         }
         let mut ok = true;
         for f in &query.filters {
-            if !test(&mut cx, f, i)? {
+            if !test(&cx, f, i)? {
                 ok = false;
                 break;
             }
@@ -320,16 +381,13 @@ pub fn run_with_budget(
             reverse: false,
         });
     }
+    // The urgencies, and the sort's buffer (half the matches).
+    cx.alloc((matched.len() as u64).saturating_mul(entry::<(usize, f64)>() + 4))?;
     let urg: HashMap<usize, f64> = matched
         .iter()
         .map(|&i| (i, urgency(&tasks[i], today)))
         .collect();
-    // Each comparison costs at most one test per order (at most 2 * MAX_SORTS + 5): charge
-    // the sort's comparisons up front.
-    let n = matched.len() as u64;
-    let log = u64::from(64 - n.leading_zeros());
-    cx.step(n.saturating_mul(log))?;
-    matched.sort_by(|&a, &b| {
+    sort_charged(&mut matched, budget, |&a, &b| {
         for o in &orders {
             let c = compare(&cx, &urg, o.key, a, b);
             let c = if o.reverse { c.reverse() } else { c };
@@ -338,20 +396,32 @@ pub fn run_with_budget(
             }
         }
         Ordering::Equal
-    });
+    })?;
     if let Some(l) = query.limit {
         matched.truncate(l);
     }
-    let shown = matched.len();
-    let groups = group(&mut cx, &urg, query, &matched)?;
+    let groups = group(&cx, &urg, query, &matched)?;
+    // What `limit groups` left, a task in several tag groups counted once.
+    let shown = if query.limit_groups.is_some() && !query.groups.is_empty() {
+        cx.alloc((matched.len() as u64).saturating_mul(entry::<usize>()))?;
+        let mut seen = HashSet::with_capacity(matched.len());
+        groups
+            .iter()
+            .flat_map(|g| &g.tasks)
+            .filter(|&&i| seen.insert(i))
+            .count()
+    } else {
+        matched.len()
+    };
     Ok(QueryResult {
         groups,
         matched: total,
         shown,
+        explanation: None,
     })
 }
 
-fn matches_text(cx: &mut Ctx, m: &Matcher, s: &str) -> Result<bool, EvalError> {
+fn matches_text(cx: &Ctx, m: &Matcher, s: &str) -> Result<bool, EvalError> {
     cx.step(1 + s.len() as u64 / 64)?;
     Ok(match m {
         Matcher::Includes(needle) => s.to_lowercase().contains(needle.as_str()),
@@ -359,12 +429,18 @@ fn matches_text(cx: &mut Ctx, m: &Matcher, s: &str) -> Result<bool, EvalError> {
     })
 }
 
-fn test(cx: &mut Ctx, f: &Filter, i: usize) -> Result<bool, EvalError> {
+fn test(cx: &Ctx, f: &Filter, i: usize) -> Result<bool, EvalError> {
     cx.step(1)?;
     let t = &cx.tasks[i];
     let status_type = cx.statuses[i].status_type;
     Ok(match f {
         Filter::Done(done) => status_type.is_done() == *done,
+        // Filters.md: a task without a start date matches every `starts` filter ("EITHER
+        // start before today or earlier OR have no start date").
+        Filter::Date {
+            field: DateField::Start,
+            ..
+        } if t.fields.start.is_none() && !t.invalid(DateField::Start) => true,
         Filter::Date { field, op, range } => {
             let dates: Vec<NaiveDate> = match field {
                 DateField::Happens => [t.fields.start, t.fields.scheduled, t.fields.due]
@@ -405,9 +481,8 @@ fn test(cx: &mut Ctx, f: &Filter, i: usize) -> Result<bool, EvalError> {
         } => {
             let hit = match field {
                 TextField::Tags => {
-                    let tags = t.tags.clone();
                     let mut any = false;
-                    for tag in &tags {
+                    for tag in &t.tags {
                         if matches_text(cx, matcher, tag)? {
                             any = true;
                             break;
@@ -643,6 +718,16 @@ fn group_keys(cx: &Ctx, urg: &HashMap<usize, f64>, key: Key, i: usize) -> Vec<Gr
     }
 }
 
+/// What a group key holds.
+fn key_bytes(k: &GroupKey) -> u64 {
+    (size_of::<GroupKey>() + k.0.1.len() + k.1.len()) as u64
+}
+
+/// What a group path holds.
+fn path_bytes(p: &[GroupKey]) -> u64 {
+    size_of::<Vec<GroupKey>>() as u64 + p.iter().map(key_bytes).sum::<u64>()
+}
+
 fn backlink_text(t: &TaskRecord) -> String {
     let f = t.filename();
     let f = f.strip_suffix(".md").unwrap_or(f);
@@ -653,12 +738,13 @@ fn backlink_text(t: &TaskRecord) -> String {
 }
 
 fn group(
-    cx: &mut Ctx,
+    cx: &Ctx,
     urg: &HashMap<usize, f64>,
     query: &Query,
     matched: &[usize],
 ) -> Result<Vec<ResultGroup>, EvalError> {
     if query.groups.is_empty() {
+        cx.alloc((matched.len() as u64).saturating_mul(size_of::<usize>() as u64))?;
         return Ok(vec![ResultGroup {
             names: Vec::new(),
             tasks: matched.to_vec(),
@@ -671,7 +757,12 @@ fn group(
         let mut paths: Vec<Vec<GroupKey>> = vec![Vec::new()];
         for o in &query.groups {
             let keys = group_keys(cx, urg, o.key, i);
-            cx.step(keys.len() as u64 * paths.len() as u64)?;
+            let count = (keys.len() as u64).saturating_mul(paths.len() as u64);
+            cx.step(count)?;
+            // Each new path is a copy of a path so far and one more key.
+            let widest = paths.iter().map(|p| path_bytes(p)).max().unwrap_or(0);
+            let key = keys.iter().map(key_bytes).max().unwrap_or(0);
+            cx.alloc(count.saturating_mul(widest + key))?;
             let mut next = Vec::with_capacity(paths.len() * keys.len());
             for p in &paths {
                 for k in &keys {
@@ -684,8 +775,13 @@ fn group(
         }
         for p in paths {
             match map.get_mut(&p) {
-                Some(v) => v.push(i),
+                Some(v) => {
+                    cx.alloc(size_of::<usize>() as u64)?;
+                    v.push(i)
+                }
                 None => {
+                    // The path is kept twice (the map's key and the order) with its entry.
+                    cx.alloc(2 * path_bytes(&p) + entry::<(Vec<GroupKey>, Vec<usize>)>())?;
                     order.push(p.clone());
                     map.insert(p, vec![i]);
                 }
@@ -693,7 +789,7 @@ fn group(
         }
     }
     let rev: Vec<bool> = query.groups.iter().map(|o| o.reverse).collect();
-    order.sort_by(|a, b| {
+    sort_charged(&mut order, cx.budget, |a, b| {
         for (lvl, (ka, kb)) in a.iter().zip(b).enumerate() {
             let c = ka.0.cmp(&kb.0).then_with(|| ka.1.cmp(&kb.1));
             let c = if rev.get(lvl).copied().unwrap_or(false) {
@@ -706,7 +802,7 @@ fn group(
             }
         }
         Ordering::Equal
-    });
+    })?;
     let mut out = Vec::with_capacity(order.len());
     for p in order {
         let mut tasks = map.remove(&p).unwrap_or_default();
@@ -804,28 +900,43 @@ pub fn render_task(
 }
 
 /// The whole result as Markdown: group headings (`####`, `#####`, `######` by level), task
-/// lines, and the task count unless hidden.
+/// lines, and the task count unless hidden; each line a step of `budget` and its bytes charged
+/// before it is added.
 pub fn render_markdown(
     result: &QueryResult,
     tasks: &[TaskRecord],
     query: &Query,
     settings: &TasksSettings,
     today: NaiveDate,
-) -> String {
+    budget: &Budget,
+) -> Result<String, EvalError> {
     let mut out = String::new();
+    // "Some extra output at the start of the search results" (Explaining Queries.md), kept
+    // apart as the plugin's fixed-width block.
+    if let Some(e) = &result.explanation {
+        budget.alloc(e.len() as u64 + 16)?;
+        out.push_str("```text\n");
+        out.push_str(e);
+        out.push_str("```\n\n");
+    }
     let mut previous: Vec<String> = Vec::new();
     for g in &result.groups {
         for (lvl, name) in g.names.iter().enumerate() {
             if previous.get(lvl) == Some(name) && previous[..lvl] == g.names[..lvl] {
                 continue;
             }
+            budget.charge(1)?;
+            budget.alloc(name.len() as u64 + 9)?;
             let hashes = "#".repeat((4 + lvl).min(6));
             let _ = writeln!(out, "{hashes} {name}\n");
         }
         previous.clone_from(&g.names);
         for &i in &g.tasks {
             if let Some(t) = tasks.get(i) {
-                out.push_str(&render_task(t, query, settings, today));
+                budget.charge(1)?;
+                let line = render_task(t, query, settings, today);
+                budget.alloc(line.len() as u64 + 1)?;
+                out.push_str(&line);
                 out.push('\n');
             }
         }
@@ -842,83 +953,293 @@ pub fn render_markdown(
             let _ = writeln!(out, "\n{n} {noun}");
         }
     }
-    out
+    Ok(out)
 }
 
-/// `explain`: each instruction as read, and under each filter what it tests, relative dates
-/// resolved and Boolean lines broken into their parts.
-pub fn explain(query: &Query) -> String {
-    let mut out = String::from("Explanation of this Tasks code block query:\n");
-    let mut filters = query.filters.iter();
-    for l in &query.lines {
-        let _ = writeln!(out, "\n  {l}");
-        if is_filter_line(l)
-            && let Some(f) = filters.next()
-        {
-            describe(f, 2, &mut out);
+/// `explain` (Explaining Queries.md): the global filter, the global query when it was used,
+/// then the block's query, each instruction as the plugin explains it: filters with their dates
+/// resolved (`due date is before 2022-10-22 (Saturday 22nd October 2022)`), regexes as
+/// compiled, Boolean lines as a tree, then `group by`, `sort by`, layout and the limits. Its
+/// bytes are charged to `budget` line by line, before each is added.
+pub fn explain(
+    global: Option<&Query>,
+    own: &Query,
+    settings: &TasksSettings,
+    budget: &Budget,
+) -> Result<String, EvalError> {
+    let mut out = Out {
+        text: String::new(),
+        budget,
+    };
+    if !settings.global_filter.is_empty() {
+        out.line(
+            0,
+            &format!(
+                "Only tasks containing the global filter '{}'.",
+                settings.global_filter
+            ),
+        )?;
+        out.line(0, "")?;
+    }
+    if let Some(g) = global {
+        out.line(0, "Explanation of the global query:")?;
+        out.line(0, "")?;
+        explain_query(g, &mut out)?;
+        out.line(0, "")?;
+    }
+    out.line(0, "Explanation of this Tasks code block query:")?;
+    out.line(0, "")?;
+    explain_query(own, &mut out)?;
+    Ok(out.text)
+}
+
+/// Text built under a budget.
+struct Out<'b> {
+    text: String,
+    budget: &'b Budget,
+}
+
+impl Out<'_> {
+    /// Adds `text` on a line of its own, `indent` spaces in, its bytes charged first.
+    fn line(&mut self, indent: usize, text: &str) -> Result<(), EvalError> {
+        self.budget.charge(1)?;
+        self.budget.alloc((indent + text.len() + 1) as u64)?;
+        if !text.is_empty() {
+            self.text.extend(std::iter::repeat_n(' ', indent));
+            self.text.push_str(text);
+        }
+        self.text.push('\n');
+        Ok(())
+    }
+}
+
+/// One explained line, and the lines under it.
+struct Node {
+    text: String,
+    children: Vec<Node>,
+}
+
+impl Node {
+    fn leaf(text: impl Into<String>) -> Node {
+        Node {
+            text: text.into(),
+            children: Vec::new(),
         }
     }
-    out
+
+    fn write(&self, indent: usize, out: &mut Out) -> Result<(), EvalError> {
+        out.line(indent, &self.text)?;
+        for c in &self.children {
+            c.write(indent + 2, out)?;
+        }
+        Ok(())
+    }
 }
 
-fn is_filter_line(l: &str) -> bool {
-    let lower = l.to_lowercase();
-    let first = lower.split_whitespace().next().unwrap_or_default();
-    !matches!(
-        first,
-        "explain" | "short" | "full" | "ignore" | "limit" | "hide" | "show" | "sort" | "group"
+/// One query's instructions, two spaces in, a blank line between them.
+fn explain_query(q: &Query, out: &mut Out) -> Result<(), EvalError> {
+    let mut first = true;
+    let mut gap = |out: &mut Out| -> Result<(), EvalError> {
+        if !std::mem::take(&mut first) {
+            out.line(0, "")?;
+        }
+        Ok(())
+    };
+    for l in q
+        .lines
+        .iter()
+        .filter(|l| l.kind == LineKind::IgnoreGlobalQuery)
+    {
+        gap(out)?;
+        out.line(2, &l.text)?;
+    }
+    let mut filters = q.filters.iter();
+    let mut any = false;
+    for l in &q.lines {
+        let LineKind::Filter { leaves } = &l.kind else {
+            continue;
+        };
+        let Some(f) = filters.next() else { break };
+        any = true;
+        gap(out)?;
+        let mut leaves = leaves.iter();
+        let node = describe(f, l.text.trim(), &mut leaves);
+        let same = node.children.is_empty() && node.text == l.text;
+        // As written, when that differs (continuations, a trailing `\\`), then as read.
+        if l.raw.contains('\n') {
+            for raw in l.raw.lines() {
+                out.line(2, raw)?;
+            }
+            out.line(2, " =>")?;
+        } else if l.raw != l.text {
+            out.line(2, &format!("{} =>", l.raw))?;
+        }
+        if same {
+            out.line(2, &l.text)?;
+        } else {
+            out.line(2, &format!("{} =>", l.text))?;
+            node.write(4, out)?;
+        }
+    }
+    if !any {
+        gap(out)?;
+        out.line(2, "No filters supplied. All tasks will match the query.")?;
+    }
+    for kind in [LineKind::Group, LineKind::Sort, LineKind::Layout] {
+        for l in q.lines.iter().filter(|l| l.kind == kind) {
+            gap(out)?;
+            out.line(2, &l.text)?;
+        }
+    }
+    let at_most = |n: usize| format!("At most {n} task{}", if n == 1 { "" } else { "s" });
+    if let Some(n) = q.limit {
+        gap(out)?;
+        out.line(2, &format!("{}.", at_most(n)))?;
+    }
+    if let Some(n) = q.limit_groups {
+        gap(out)?;
+        out.line(
+            2,
+            &format!(
+                "{} per group (if any \"group by\" options are supplied).",
+                at_most(n)
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// A day as the plugin's explanations write it: `2022-10-22 (Saturday 22nd October 2022)`.
+fn explained_day(d: NaiveDate) -> String {
+    let n = d.day();
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!(
+        "{} ({} {n}{suffix} {})",
+        d.format("%Y-%m-%d"),
+        weekday_name(d),
+        d.format("%B %Y")
     )
 }
 
-fn describe(f: &Filter, depth: usize, out: &mut String) {
-    let pad = "  ".repeat(depth);
-    let day = |d: NaiveDate| d.format("%Y-%m-%d (%A %-d %B %Y)").to_string();
-    let line = match f {
-        Filter::Done(true) => "done".to_owned(),
-        Filter::Done(false) => "not done".to_owned(),
+/// A filter's explanation; `text` is what was written for it, `leaves` the written text of the
+/// simple filters under a Boolean one, in order.
+fn describe(f: &Filter, text: &str, leaves: &mut dyn Iterator<Item = &String>) -> Node {
+    let (head, items): (&str, Vec<&Filter>) = match f {
+        Filter::And(items) => ("AND (All of):", items.iter().collect()),
+        Filter::Or(items) => ("OR (At least one of):", items.iter().collect()),
+        Filter::Xor(a, b) => ("XOR (Exactly one of):", vec![&**a, &**b]),
+        Filter::Not(inner) => ("NOT:", vec![&**inner]),
+        leaf => return describe_leaf(leaf, text),
+    };
+    let children = items.into_iter().map(|it| child(it, leaves)).collect();
+    Node {
+        text: head.to_owned(),
+        children,
+    }
+}
+
+/// A filter under a Boolean one: a Boolean one as its tree; a simple one as written, with its
+/// explanation under it when that says more.
+fn child(f: &Filter, leaves: &mut dyn Iterator<Item = &String>) -> Node {
+    if matches!(
+        f,
+        Filter::And(_) | Filter::Or(_) | Filter::Xor(..) | Filter::Not(_)
+    ) {
+        return describe(f, "", leaves);
+    }
+    let text = leaves.next().map(String::as_str).unwrap_or_default();
+    let node = describe_leaf(f, text);
+    if node.children.is_empty() && node.text == text {
+        node
+    } else {
+        Node {
+            text: format!("{text} =>"),
+            children: vec![node],
+        }
+    }
+}
+
+fn describe_leaf(f: &Filter, text: &str) -> Node {
+    match f {
+        Filter::Done(true) => Node::leaf("status type is DONE or CANCELLED or NON_TASK"),
+        Filter::Done(false) => Node::leaf("status type is TODO or IN_PROGRESS or ON_HOLD"),
         Filter::Date { field, op, range } => {
             let what = match field {
-                DateField::Happens => "start, scheduled or due date".to_owned(),
-                f => format!("{} date", f.name()),
+                DateField::Happens => "due, start or scheduled",
+                f => f.name(),
             };
-            let one = range.start == range.end;
-            match op {
-                DateOp::Before => format!("{what} is before {}", day(range.start)),
-                DateOp::After => format!("{what} is after {}", day(range.end)),
-                DateOp::In if one => format!("{what} is on {}", day(range.start)),
-                DateOp::In => format!(
-                    "{what} is between {} and {} inclusive",
-                    day(range.start),
-                    day(range.end)
-                ),
-                DateOp::InOrBefore => format!("{what} is on or before {}", day(range.end)),
-                DateOp::InOrAfter => format!("{what} is on or after {}", day(range.start)),
-            }
-        }
-        Filter::Not(inner) => {
-            let _ = writeln!(out, "{pad}NOT:");
-            describe(inner, depth + 1, out);
-            return;
-        }
-        Filter::And(items) | Filter::Or(items) => {
-            let head = if matches!(f, Filter::And(_)) {
-                "AND (All of):"
-            } else {
-                "OR (At least one of):"
+            // Tasks without a start date match a `starts` filter (Filters.md).
+            let or_none = (*field == DateField::Start).then(|| format!("OR no {what} date"));
+            let (word, day) = match op {
+                DateOp::Before => ("before", range.start),
+                DateOp::After => ("after", range.end),
+                DateOp::InOrBefore => ("on or before", range.end),
+                DateOp::InOrAfter => ("on or after", range.start),
+                DateOp::In if range.start == range.end => ("on", range.start),
+                DateOp::In => {
+                    let mut children = vec![
+                        Node::leaf(format!("{} and", explained_day(range.start))),
+                        Node::leaf(format!("{} inclusive", explained_day(range.end))),
+                    ];
+                    children.extend(or_none.map(Node::leaf));
+                    return Node {
+                        text: format!("{what} date is between:"),
+                        children,
+                    };
+                }
             };
-            let _ = writeln!(out, "{pad}{head}");
-            for it in items {
-                describe(it, depth + 1, out);
+            let mut line = format!("{what} date is {word} {}", explained_day(day));
+            if let Some(o) = or_none {
+                line.push(' ');
+                line.push_str(&o);
             }
-            return;
+            Node::leaf(line)
         }
-        Filter::Xor(a, b) => {
-            let _ = writeln!(out, "{pad}XOR (Exactly one of):");
-            describe(a, depth + 1, out);
-            describe(b, depth + 1, out);
-            return;
-        }
-        other => format!("{other:?}"),
+        Filter::Text {
+            matcher: Matcher::Regex(_),
+            ..
+        } => Node::leaf(explained_regex(text)),
+        _ => Node::leaf(text),
+    }
+}
+
+/// `using regex:     '^Root\/Sub-Folder\/Sample File\.md' with flag 'i'`: the pattern as
+/// JavaScript shows it (`/` escaped), its quote under the `/` of the line above.
+fn explained_regex(text: &str) -> String {
+    let Some(slash) = text.find('/') else {
+        return text.to_owned();
     };
-    let _ = writeln!(out, "{pad}{line}");
+    let Ok((pattern, flags)) = super::query::split_js(&text[slash..]) else {
+        return text.to_owned();
+    };
+    let mut source = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                source.push('\\');
+                source.extend(chars.next());
+            }
+            '/' => source.push_str("\\/"),
+            c => source.push(c),
+        }
+    }
+    let head = "using regex:";
+    let pad = text[..slash]
+        .chars()
+        .count()
+        .saturating_sub(2 + head.len())
+        .max(1);
+    let flags = match flags.chars().count() {
+        0 => "with no flags".to_owned(),
+        1 => format!("with flag '{flags}'"),
+        _ => format!("with flags '{flags}'"),
+    };
+    format!("{head}{}'{source}' {flags}", " ".repeat(pad))
 }

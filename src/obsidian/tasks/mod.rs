@@ -24,10 +24,14 @@
 //!   errors naming the line and the instruction.
 //! - [`eval`]: [`run`] / [`run_source`] over `&[TaskRecord]`: the global filter decides what
 //!   is a task, filters with Tasks' semantics (a date filter never matches a task without
-//!   that date; `happens` matches when any of start, scheduled, due does), the user's sorts
+//!   that date, except `starts`, which every task without a start date matches; `happens`
+//!   matches when any of start, scheduled, due does), the user's sorts
 //!   then the default `status.type, urgency, due, priority, path`, groups (a task with
 //!   several tags is in each tag's group), `limit` before grouping and `limit groups` in each
-//!   group; a step budget ([`eval::MAX_STEPS`]). [`render_markdown`] writes the plugin's list
+//!   group; all of it (parsing, each regex compiled, filtering, sorting, grouping, rendering)
+//!   under the request's [`crate::obsidian::budget::Budget`] of steps, time, bytes and
+//!   cancellation, each distinct regex charged [`query::REGEX_CHARGE`] bytes before it is
+//!   compiled. [`render_markdown`] writes the plugin's list
 //!   (group headings, task lines with the fields the query shows, backlinks, task count).
 //! - [`toggle`]: [`toggle_line`] (the next status from the settings) and [`set_status_line`]
 //!   ("Change status to..."): `✅`/`❌` dates added
@@ -60,9 +64,12 @@
 //!   priority`); urgency groups show the score with two decimals. `group by` ordering of
 //!   `(No heading)`/`None` puts them first. Status names sort by plain string comparison.
 //! - `sort by random` is a stable hash of the description and today's date.
-//! - `explain` ([`explain`]) lists the instructions as read, Boolean lines as a tree and date
-//!   filters with their dates resolved; other filters in a plain debug form, not the plugin's
-//!   sentences.
+//! - `explain` ([`explain`]) writes the plugin's explanation (Explaining Queries.md): global
+//!   filter, global query, then the block's filters (dates resolved, regexes as compiled,
+//!   Boolean lines as a tree), groups, sorts, layout and limits. It is added at the start of
+//!   [`render_markdown`]'s text in a fixed-width block, as the plugin shows it. The plugin's
+//!   sentences for a few filters capvault words the same as the filter (`priority is above
+//!   medium`) may differ.
 //! - Tags are the tags on the task's lines as capvault's Markdown parser finds them.
 
 pub mod dates;

@@ -4,11 +4,13 @@
 //! next (`\\` at the very end is one literal backslash). Keywords are case-insensitive, except
 //! the Boolean operators `AND`, `OR`, `XOR`, `NOT`, which must be capitals as in the plugin.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use chrono::NaiveDate;
 use regex::Regex;
 
+use crate::obsidian::budget::{Budget, Spent};
 use crate::obsidian::jsregex::JsRegexError;
 
 use super::dates::{DateRange, parse_range};
@@ -20,8 +22,12 @@ pub const MAX_QUERY_BYTES: usize = 64 * 1024;
 pub const MAX_QUERY_LINES: usize = 1_000;
 /// Longest regex pattern in a `regex matches` filter, in bytes.
 pub const MAX_REGEX_BYTES: usize = 1_000;
-/// Compiled size limit of one regex.
+/// Compiled size limit of one regex (its program, and apart its lazy DFA).
 pub const MAX_REGEX_COMPILED: usize = 1 << 20;
+/// Bytes charged to the request's budget before a regex of a query is compiled: what its
+/// program and its lazy DFA may grow to. A pattern written several times is compiled (and
+/// charged) once per query.
+pub const REGEX_CHARGE: u64 = crate::obsidian::jsregex::footprint(MAX_REGEX_COMPILED);
 /// Deepest nesting of Boolean sub-expressions.
 pub const MAX_NESTING: usize = 32;
 /// Most `sort by` and most `group by` instructions.
@@ -48,6 +54,20 @@ pub enum QueryError {
         "line {line}: `{instruction}` needs JavaScript (Tasks' scripting), which capvault does not run: it reads tasks without executing code from the vault"
     )]
     Scripting { line: usize, instruction: String },
+    /// The request's budget ran out while the query was read (each new regex is charged
+    /// [`REGEX_CHARGE`] bytes before it is compiled).
+    #[error("line {line}, reading the query: {spent}")]
+    Spent { line: usize, spent: Spent },
+}
+
+impl QueryError {
+    /// The spent budget that stopped the parse, if that is what stopped it.
+    pub fn spent(&self) -> Option<Spent> {
+        match self {
+            QueryError::Spent { spent, .. } => Some(*spent),
+            _ => None,
+        }
+    }
 }
 
 /// A Tasks date field; `Happens` is any of start, scheduled and due.
@@ -124,7 +144,8 @@ pub enum TextField {
 pub enum Matcher {
     /// Case-insensitive substring (held lower-cased).
     Includes(String),
-    Regex(Regex),
+    /// Shared by every filter of the query written with the same `/pattern/flags`.
+    Regex(Arc<Regex>),
 }
 
 /// A task priority level as queries name it, most important first.
@@ -268,8 +289,35 @@ pub struct Query {
     pub short_mode: bool,
     pub explain: bool,
     pub ignore_global_query: bool,
-    /// The instructions as read (continuations joined), for `explain`.
-    pub lines: Vec<String>,
+    /// The instructions as read, for `explain`.
+    pub lines: Vec<Line>,
+}
+
+/// One instruction of a query as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// Its physical lines, continuations kept.
+    pub raw: String,
+    /// The instruction, continuations joined with one space.
+    pub text: String,
+    pub kind: LineKind,
+}
+
+/// What an instruction is, for `explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineKind {
+    /// A filter: the text of each of its simple filters, in the order written (one for a
+    /// line that is not Boolean).
+    Filter {
+        leaves: Vec<String>,
+    },
+    Sort,
+    Group,
+    /// `hide`, `show`, `short mode`, `full mode`.
+    Layout,
+    Limit,
+    Explain,
+    IgnoreGlobalQuery,
 }
 
 impl Query {
@@ -299,10 +347,11 @@ impl Query {
     }
 }
 
-/// Joins continuation lines and drops blanks and comments: (first line number, text).
-fn instructions(source: &str) -> Vec<(usize, String)> {
+/// Joins continuation lines and drops blanks and comments: (first line number, physical
+/// lines as written, text).
+fn instructions(source: &str) -> Vec<(usize, String, String)> {
     let mut out = Vec::new();
-    let mut current: Option<(usize, String)> = None;
+    let mut current: Option<(usize, String, String)> = None;
     for (i, raw) in source.lines().enumerate() {
         let line = raw.trim_end_matches('\r');
         let (text, continues) = if let Some(t) = line.strip_suffix("\\\\") {
@@ -313,12 +362,14 @@ fn instructions(source: &str) -> Vec<(usize, String)> {
             (line.to_owned(), false)
         };
         let joined = match current.take() {
-            Some((n, mut acc)) => {
+            Some((n, mut written, mut acc)) => {
+                written.push('\n');
+                written.push_str(line);
                 acc.push(' ');
                 acc.push_str(text.trim());
-                (n, acc)
+                (n, written, acc)
             }
-            None => (i + 1, text),
+            None => (i + 1, line.to_owned(), text),
         };
         if continues {
             current = Some(joined);
@@ -328,13 +379,61 @@ fn instructions(source: &str) -> Vec<(usize, String)> {
     }
     out.extend(current);
     out.into_iter()
-        .map(|(n, t)| (n, t.trim().to_owned()))
-        .filter(|(_, t)| !t.is_empty() && !t.starts_with('#'))
+        .map(|(n, w, t)| (n, w.trim().to_owned(), t.trim().to_owned()))
+        .filter(|(_, _, t)| !t.is_empty() && !t.starts_with('#'))
         .collect()
 }
 
-/// Parses a query; relative dates are resolved against `today`.
-pub fn parse_query(source: &str, today: NaiveDate) -> Result<Query, QueryError> {
+/// What reading one query needs: today, the request's budget, and the regexes compiled so far.
+struct Reader<'b> {
+    today: NaiveDate,
+    budget: &'b Budget,
+    /// 1-based line of the instruction being read.
+    line: usize,
+    /// `/pattern/flags` as written -> compiled.
+    regexes: HashMap<String, Arc<Regex>>,
+}
+
+impl Reader<'_> {
+    fn spent(&self, spent: Spent) -> QueryError {
+        QueryError::Spent {
+            line: self.line,
+            spent,
+        }
+    }
+
+    /// The regex of `/pattern/flags`, compiled once per query: charged to the budget before it
+    /// is compiled, the charge given back when it does not compile.
+    fn regex(&mut self, text: &str) -> Result<Result<Arc<Regex>, RegexError>, QueryError> {
+        let text = text.trim();
+        if let Some(r) = self.regexes.get(text) {
+            return Ok(Ok(r.clone()));
+        }
+        let (pattern, flags) = match split_js(text) {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(e)),
+        };
+        // A compile takes a while: the clock and the stop check are read before each.
+        self.budget.check().map_err(|s| self.spent(s))?;
+        self.budget.alloc(REGEX_CHARGE).map_err(|s| self.spent(s))?;
+        match compile_js(pattern, flags) {
+            Ok(r) => {
+                let r = Arc::new(r);
+                self.regexes.insert(text.to_owned(), r.clone());
+                Ok(Ok(r))
+            }
+            Err(e) => {
+                self.budget.release(REGEX_CHARGE);
+                Ok(Err(e))
+            }
+        }
+    }
+}
+
+/// Parses a query; relative dates are resolved against `today`. Each instruction is a step of
+/// `budget` (polled for time and cancellation), each distinct regex costs [`REGEX_CHARGE`] of
+/// its bytes before it is compiled.
+pub fn parse_query(source: &str, today: NaiveDate, budget: &Budget) -> Result<Query, QueryError> {
     if source.len() > MAX_QUERY_BYTES {
         return Err(QueryError::TooLong {
             size: source.len(),
@@ -348,14 +447,28 @@ pub fn parse_query(source: &str, today: NaiveDate) -> Result<Query, QueryError> 
         });
     }
     let mut q = Query::default();
-    for (n, line) in lines {
-        instruction(&mut q, n, &line, today)?;
-        q.lines.push(line);
+    let mut r = Reader {
+        today,
+        budget,
+        line: 1,
+        regexes: HashMap::new(),
+    };
+    budget.check().map_err(|s| r.spent(s))?;
+    for (n, raw, line) in lines {
+        r.line = n;
+        budget.charge(1).map_err(|s| r.spent(s))?;
+        let kind = instruction(&mut q, &mut r, &line)?;
+        q.lines.push(Line {
+            raw,
+            text: line,
+            kind,
+        });
     }
     Ok(q)
 }
 
-fn instruction(q: &mut Query, n: usize, line: &str, today: NaiveDate) -> Result<(), QueryError> {
+fn instruction(q: &mut Query, r: &mut Reader, line: &str) -> Result<LineKind, QueryError> {
+    let n = r.line;
     let lower = line.to_lowercase();
     let words: Vec<&str> = lower.split_whitespace().collect();
     let invalid = |reason: &str| QueryError::Invalid {
@@ -382,18 +495,36 @@ fn instruction(q: &mut Query, n: usize, line: &str, today: NaiveDate) -> Result<
             "placeholders ({{query.file...}}) need the note the query is in; not supported",
         ));
     }
-    match words.as_slice() {
-        ["explain"] => q.explain = true,
-        ["short", "mode"] | ["short"] => q.short_mode = true,
-        ["full", "mode"] | ["full"] => q.short_mode = false,
-        ["ignore", "global", "query"] => q.ignore_global_query = true,
+    Ok(match words.as_slice() {
+        ["explain"] => {
+            q.explain = true;
+            LineKind::Explain
+        }
+        ["short", "mode"] | ["short"] => {
+            q.short_mode = true;
+            LineKind::Layout
+        }
+        ["full", "mode"] | ["full"] => {
+            q.short_mode = false;
+            LineKind::Layout
+        }
+        ["ignore", "global", "query"] => {
+            q.ignore_global_query = true;
+            LineKind::IgnoreGlobalQuery
+        }
         ["limit", rest @ ..] => {
             let (groups, rest) = match rest {
                 ["groups", r @ ..] => (true, r),
                 r => (false, r),
             };
+            // Limiting.md: `limit to N tasks`, shorthand `limit N`; `limit groups to N tasks`,
+            // shorthand `limit groups N`; `to` and `tasks` each optional, as the plugin reads.
+            let rest = match rest {
+                ["to", r @ ..] => r,
+                r => r,
+            };
             let num = match rest {
-                [x] | ["to", x, "tasks"] | ["to", x, "task"] => x,
+                [x] | [x, "tasks" | "task"] => x,
                 _ => return Err(invalid("expected `limit [groups] [to] N [tasks]`")),
             };
             let v: usize = num
@@ -404,6 +535,7 @@ fn instruction(q: &mut Query, n: usize, line: &str, today: NaiveDate) -> Result<
             } else {
                 q.limit = Some(v);
             }
+            LineKind::Limit
         }
         [verb @ ("hide" | "show"), rest @ ..] => {
             let e = element(&rest.join(" ")).ok_or_else(|| QueryError::Unknown {
@@ -411,6 +543,7 @@ fn instruction(q: &mut Query, n: usize, line: &str, today: NaiveDate) -> Result<
                 instruction: line.to_owned(),
             })?;
             q.layout.push((e, *verb == "show"));
+            LineKind::Layout
         }
         ["sort", "by", rest @ ..] | ["group", "by", rest @ ..] => {
             let sorting = words[0] == "sort";
@@ -427,13 +560,19 @@ fn instruction(q: &mut Query, n: usize, line: &str, today: NaiveDate) -> Result<
                 return Err(invalid("too many sort or group instructions"));
             }
             list.push(Order { key, reverse });
+            if sorting {
+                LineKind::Sort
+            } else {
+                LineKind::Group
+            }
         }
         _ => {
-            let f = parse_filter_line(line, n, today, 0)?;
+            let mut leaves = Vec::new();
+            let f = parse_filter_line(line, r, &mut leaves)?;
             q.filters.push(f);
+            LineKind::Filter { leaves }
         }
-    }
-    Ok(())
+    })
 }
 
 fn element(s: &str) -> Option<Element> {
@@ -521,22 +660,24 @@ fn patterns() -> Option<&'static Patterns> {
     .as_ref()
 }
 
-/// Parses one filter line, which may be a Boolean combination.
+/// Parses one filter line, which may be a Boolean combination; the text of each simple
+/// filter goes to `leaves`, in the order written.
 fn parse_filter_line(
     line: &str,
-    n: usize,
-    today: NaiveDate,
-    depth: usize,
+    r: &mut Reader,
+    leaves: &mut Vec<String>,
 ) -> Result<Filter, QueryError> {
     let t = line.trim();
+    let n = r.line;
     if t.starts_with(['(', '[', '{', '"']) || t.starts_with("NOT") {
         let mut p = BoolParser {
             s: t,
             pos: 0,
             n,
-            today,
+            r,
+            leaves,
             line,
-            depth,
+            depth: 0,
             delims: None,
         };
         let f = p.or()?;
@@ -548,16 +689,18 @@ fn parse_filter_line(
         }
         return Ok(f);
     }
-    simple_filter(t, n, today)?.ok_or_else(|| QueryError::Unknown {
+    leaves.push(t.to_owned());
+    simple_filter(t, r)?.ok_or_else(|| QueryError::Unknown {
         line: n,
         instruction: line.to_owned(),
     })
 }
 
-fn simple_filter(line: &str, n: usize, today: NaiveDate) -> Result<Option<Filter>, QueryError> {
+fn simple_filter(line: &str, r: &mut Reader) -> Result<Option<Filter>, QueryError> {
     let Some(p) = patterns() else {
         return Ok(None);
     };
+    let (n, today) = (r.line, r.today);
     let lower = line.to_lowercase();
     let lower = lower.split_whitespace().collect::<Vec<_>>().join(" ");
     let invalid = |reason: String| QueryError::Invalid {
@@ -660,7 +803,7 @@ fn simple_filter(line: &str, n: usize, today: NaiveDate) -> Result<Option<Filter
         // The search text keeps its case (regexes need it): take it from the original line.
         let value = original_tail(line, op).unwrap_or_default();
         let matcher = if op.starts_with("regex") {
-            Matcher::Regex(js_regex(&value).map_err(|e| invalid(e.to_string()))?)
+            Matcher::Regex(r.regex(&value)?.map_err(|e| invalid(e.to_string()))?)
         } else {
             Matcher::Includes(value.to_lowercase())
         };
@@ -703,8 +846,8 @@ pub enum RegexError {
     Compile(String),
 }
 
-/// Compiles a JavaScript-style `/pattern/flags` into a Rust regex.
-pub fn js_regex(text: &str) -> Result<Regex, RegexError> {
+/// A JavaScript-style `/pattern/flags`: (pattern, flags).
+pub fn split_js(text: &str) -> Result<(&str, &str), RegexError> {
     let t = text.trim();
     let inner = t.strip_prefix('/').ok_or(RegexError::NotSlashed)?;
     let close = inner.rfind('/').ok_or(RegexError::NotSlashed)?;
@@ -712,6 +855,12 @@ pub fn js_regex(text: &str) -> Result<Regex, RegexError> {
     if pattern.len() > MAX_REGEX_BYTES {
         return Err(RegexError::TooLong);
     }
+    Ok((pattern, flags))
+}
+
+/// Compiles a JavaScript pattern and flags into a Rust regex (uncharged: the caller charges
+/// [`REGEX_CHARGE`] first).
+fn compile_js(pattern: &str, flags: &str) -> Result<Regex, RegexError> {
     crate::obsidian::jsregex::compile(pattern, flags, MAX_REGEX_COMPILED)
         .map(|r| r.regex)
         .map_err(|e| match e {
@@ -723,18 +872,20 @@ pub fn js_regex(text: &str) -> Result<Regex, RegexError> {
 
 /// Recursive descent over one Boolean line. Precedence (Combining Filters.md): NOT, then
 /// XOR, then AND, then OR.
-struct BoolParser<'a> {
+struct BoolParser<'a, 'b> {
     s: &'a str,
     pos: usize,
     n: usize,
-    today: NaiveDate,
+    r: &'a mut Reader<'b>,
+    /// The text of each simple filter, in the order read.
+    leaves: &'a mut Vec<String>,
     line: &'a str,
     depth: usize,
     /// The delimiter pair the line uses (mixing is an error, as in the plugin).
     delims: Option<(char, char)>,
 }
 
-impl BoolParser<'_> {
+impl BoolParser<'_, '_> {
     fn err(&self, reason: &str) -> QueryError {
         QueryError::Invalid {
             line: self.n,
@@ -857,8 +1008,10 @@ impl BoolParser<'_> {
                 .trim()
                 .to_owned();
             self.pos = end + close.len_utf8();
-            simple_filter(&text, self.n, self.today)?
-                .ok_or_else(|| self.err(&format!("`{text}` is not a filter Tasks understands")))?
+            let f = simple_filter(&text, self.r)?
+                .ok_or_else(|| self.err(&format!("`{text}` is not a filter Tasks understands")))?;
+            self.leaves.push(text);
+            f
         };
         self.depth -= 1;
         Ok(f)

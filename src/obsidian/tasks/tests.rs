@@ -3,10 +3,11 @@
 use chrono::NaiveDate;
 
 use super::dates::{DateRange, parse_date, parse_range};
-use super::eval::{TaskRecord, render_markdown, render_task, run, run_source};
-use super::query::{Filter, Key, QueryError, parse_query};
+use super::eval::{EvalError, QueryResult, TaskRecord, render_task};
+use super::query::{Filter, Key, Query, QueryError};
 use super::settings::{Status, StatusType, TasksSettings};
 use super::toggle::{ToggleError, parse_recurrence, toggle_line};
+use crate::obsidian::budget::Budget;
 use crate::obsidian::config::ConfigError;
 use crate::obsidian::dataview::parse_note;
 
@@ -21,6 +22,40 @@ fn today() -> NaiveDate {
 
 fn range(a: NaiveDate, b: NaiveDate) -> Option<DateRange> {
     Some(DateRange { start: a, end: b })
+}
+
+// The evaluator under a fresh budget of the defaults (the tests of the budget make their own).
+
+fn parse_query(source: &str, today: NaiveDate) -> Result<Query, QueryError> {
+    super::query::parse_query(source, today, &Budget::new())
+}
+
+fn run_source(
+    source: &str,
+    tasks: &[TaskRecord],
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> Result<(Query, QueryResult), EvalError> {
+    super::eval::run_source(source, tasks, settings, today, &Budget::new())
+}
+
+fn run(
+    query: &Query,
+    tasks: &[TaskRecord],
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> Result<QueryResult, EvalError> {
+    super::eval::run(query, tasks, settings, today, &Budget::new())
+}
+
+fn render_markdown(
+    result: &QueryResult,
+    tasks: &[TaskRecord],
+    query: &Query,
+    settings: &TasksSettings,
+    today: NaiveDate,
+) -> String {
+    super::eval::render_markdown(result, tasks, query, settings, today, &Budget::new()).unwrap()
 }
 
 // ---- Settings and statuses (Settings.md, Statuses.md, Status Types.md) ----
@@ -220,7 +255,7 @@ fn query_lines_comments_continuations_and_options() {
     assert!(q.shows(super::query::Element::DueDate));
     assert!(q.short_mode && q.explain && q.ignore_global_query);
     assert_eq!(
-        q.lines[1], "(priority is highest) OR (priority is lowest)",
+        q.lines[1].text, "(priority is highest) OR (priority is lowest)",
         "the continuation is joined with one space"
     );
 }
@@ -408,7 +443,21 @@ fn date_filters_exclude_tasks_without_that_date() {
         Vec::<String>::new()
     );
     assert_eq!(answer_set("cancelled in this month"), ["dropped"]);
-    assert_eq!(answer_set("starts before today"), ["draft slides"]);
+}
+
+#[test]
+fn starts_filters_also_match_tasks_without_a_start_date() {
+    // Filters.md: `starts before tomorrow` finds tasks which "EITHER start before today or
+    // earlier OR have no start date"; the tip to find only the ones that start:
+    // `(starts before tomorrow) AND (has start date)`.
+    assert_eq!(answer_set("starts before today").len(), 10);
+    let not_after = answer_set("starts after today");
+    assert_eq!(not_after.len(), 9);
+    assert!(!not_after.contains(&"draft slides".to_owned()));
+    assert_eq!(
+        answer_set("(starts before tomorrow) AND (has start date)"),
+        ["draft slides"]
+    );
 }
 
 #[test]
@@ -632,6 +681,62 @@ fn limit_applies_before_grouping_and_limit_groups_within_each() {
 }
 
 #[test]
+fn limit_reads_every_form_of_the_limiting_docs() {
+    // Limiting.md: `limit to <number> tasks`, shorthand `limit <number>`; `limit groups to
+    // <number> tasks`, shorthand `limit groups <number>`.
+    for (line, total, groups) in [
+        ("limit to 50 tasks", Some(50), None),
+        ("limit 50", Some(50), None),
+        ("limit to 50", Some(50), None),
+        ("limit 1 task", Some(1), None),
+        ("limit groups to 5 tasks", None, Some(5)),
+        ("limit groups 5", None, Some(5)),
+        ("limit groups to 5", None, Some(5)),
+        ("LIMIT GROUPS TO 1 TASK", None, Some(1)),
+    ] {
+        let q = parse_query(line, today()).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!((q.limit, q.limit_groups), (total, groups), "{line}");
+    }
+    for bad in [
+        "limit",
+        "limit to",
+        "limit groups to many tasks",
+        "limit 5 apples",
+    ] {
+        assert!(
+            matches!(parse_query(bad, today()), Err(QueryError::Invalid { .. })),
+            "{bad}"
+        );
+    }
+    let tasks = vault();
+    let s = TasksSettings::default();
+    // "If either limit option prevents any tasks from being displayed in the results, the
+    // total number will be shown": `50 of 686 tasks`.
+    let (q, r) = run_source("not done\nlimit to 2\nhide backlink", &tasks, &s, today()).unwrap();
+    assert_eq!((r.matched, r.shown), (8, 2));
+    assert!(
+        render_markdown(&r, &tasks, &q, &s, today()).ends_with("\n2 of 8 tasks\n"),
+        "{}",
+        render_markdown(&r, &tasks, &q, &s, today())
+    );
+    // At most N tasks in each group; without `group by` the limit is ignored.
+    let (q, r) = run_source(
+        "not done\ngroup by heading\nlimit groups to 1",
+        &tasks,
+        &s,
+        today(),
+    )
+    .unwrap();
+    assert_eq!(r.groups.len(), 3);
+    assert!(r.groups.iter().all(|g| g.tasks.len() == 1), "{r:?}");
+    assert_eq!((r.matched, r.shown), (8, 3));
+    let md = render_markdown(&r, &tasks, &q, &s, today());
+    assert!(md.ends_with("\n3 of 8 tasks\n"), "{md}");
+    let (_, r) = run_source("not done\nlimit groups to 1", &tasks, &s, today()).unwrap();
+    assert_eq!(r.groups[0].tasks.len(), 8);
+}
+
+#[test]
 fn global_filter_decides_what_is_a_task_and_global_query_runs_first() {
     let mut s = TasksSettings {
         global_filter: "#task".into(),
@@ -655,44 +760,171 @@ fn global_filter_decides_what_is_a_task_and_global_query_runs_first() {
     ));
 }
 
+fn many_tasks(n: usize) -> Vec<TaskRecord> {
+    (0..n)
+        .map(|i| TaskRecord {
+            path: format!("notes/n{i}.md"),
+            heading: None,
+            line: 0,
+            status: ' ',
+            fields: crate::obsidian::dataview::TasksFields {
+                description: format!("task {i} {}", "word ".repeat(40)),
+                ..Default::default()
+            },
+            tags: Vec::new(),
+            is_sub_item: false,
+        })
+        .collect()
+}
+
 #[test]
 fn step_budget_stops_long_queries_inside_the_filter_loop() {
-    let tasks: Vec<TaskRecord> = (0..2_000)
-        .map(|i| {
-            let note = parse_note(&format!("- [ ] task {i} {}\n", "word ".repeat(200)));
-            TaskRecord::from_item("n.md", &note.items[0]).unwrap()
-        })
-        .collect();
+    use crate::obsidian::budget::Spent;
+    use std::time::Duration;
+    let tasks = many_tasks(2_000);
     let s = TasksSettings::default();
-    let q = parse_query("description regex matches /zzz/", today()).unwrap();
-    let fine = super::eval::run_with_budget(&q, &tasks, &s, today(), 100_000).unwrap();
+    let budget = Budget::with(100_000, Duration::from_secs(60));
+    let q = super::query::parse_query("description regex matches /zzz/", today(), &budget).unwrap();
+    let fine = super::eval::run(&q, &tasks, &s, today(), &budget).unwrap();
     assert_eq!(fine.matched, 0);
     let many = "(description regex matches /zzz/) OR ".repeat(50) + "(done)";
-    let q = parse_query(&many, today()).unwrap();
+    let budget = Budget::with(100_000, Duration::from_secs(60));
+    let q = super::query::parse_query(&many, today(), &budget).unwrap();
     assert_eq!(
-        super::eval::run_with_budget(&q, &tasks, &s, today(), 100_000),
-        Err(super::eval::EvalError::Budget { max: 100_000 })
+        super::eval::run(&q, &tasks, &s, today(), &budget),
+        Err(EvalError::Spent(Spent::Steps(100_000)))
+    );
+}
+
+/// A pool of its own, so that other tests' budgets do not change what this one sees.
+fn own_pool(capacity: u64) -> &'static crate::obsidian::budget::Pool {
+    Box::leak(Box::new(crate::obsidian::budget::Pool::new(capacity)))
+}
+
+#[test]
+fn regexes_are_charged_before_they_compile_and_a_query_of_many_is_refused_by_bytes() {
+    use super::query::REGEX_CHARGE;
+    use crate::obsidian::budget::Spent;
+    // 16 MiB hold eight regexes: the ninth line is refused before it is compiled.
+    let budget = Budget::new()
+        .max_bytes(8 * REGEX_CHARGE)
+        .in_pool(own_pool(1 << 30));
+    let many: String = (0..20)
+        .map(|i| format!("path regex matches /\\w{{20}}{i}/\n"))
+        .collect();
+    assert_eq!(
+        super::query::parse_query(&many, today(), &budget).unwrap_err(),
+        QueryError::Spent {
+            line: 9,
+            spent: Spent::Bytes(8 * REGEX_CHARGE)
+        }
+    );
+    assert_eq!(budget.bytes_used(), 8 * REGEX_CHARGE);
+    // Through run_source the error still says which budget was spent.
+    let budget = Budget::new()
+        .max_bytes(8 * REGEX_CHARGE)
+        .in_pool(own_pool(1 << 30));
+    let e = super::eval::run_source(&many, &[], &TasksSettings::default(), today(), &budget)
+        .unwrap_err();
+    assert_eq!(e.spent(), Some(Spent::Bytes(8 * REGEX_CHARGE)));
+    // 560 lines of one pattern compile it once, for the charge of one.
+    let budget = Budget::new()
+        .max_bytes(8 * REGEX_CHARGE)
+        .in_pool(own_pool(1 << 30));
+    let same = "path regex matches /\\w{20}/\n".repeat(560);
+    let q = super::query::parse_query(&same, today(), &budget).unwrap();
+    assert_eq!(q.filters.len(), 560);
+    assert_eq!(budget.bytes_used(), REGEX_CHARGE);
+    let regex = |f: &Filter| match f {
+        Filter::Text {
+            matcher: super::query::Matcher::Regex(r),
+            ..
+        } => r.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(std::sync::Arc::ptr_eq(
+        &regex(&q.filters[0]),
+        &regex(&q.filters[559])
+    ));
+    // A pattern that does not compile gives its charge back.
+    let budget = Budget::new().in_pool(own_pool(1 << 30));
+    assert!(super::query::parse_query("path regex matches /(/", today(), &budget).is_err());
+    assert_eq!(budget.bytes_used(), 0);
+}
+
+#[test]
+fn regexes_wait_for_the_process_pool_and_are_refused_busy_when_it_stays_drawn_down() {
+    use super::query::REGEX_CHARGE;
+    use crate::obsidian::budget::Spent;
+    let pool = own_pool(3 * REGEX_CHARGE);
+    let other = Budget::new().in_pool(pool);
+    other.alloc(2 * REGEX_CHARGE).unwrap();
+    let budget = Budget::new().in_pool(pool);
+    let q = "path regex matches /a/\npath regex matches /b/\n";
+    assert_eq!(
+        super::query::parse_query(q, today(), &budget).unwrap_err(),
+        QueryError::Spent {
+            line: 2,
+            spent: Spent::Busy
+        }
+    );
+    drop(other);
+    assert!(super::query::parse_query(q, today(), &budget).is_ok());
+}
+
+#[test]
+fn a_cancelled_budget_stops_a_query_inside_its_filter_loop() {
+    use crate::obsidian::budget::Spent;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let tasks = many_tasks(5_000);
+    let s = TasksSettings::default();
+    // The stop check says "cancelled" from its second reading on: the first (as the query
+    // starts) passes, so the one that stops it is read inside the loop over the tasks.
+    let readings = Arc::new(AtomicU32::new(0));
+    let seen = readings.clone();
+    let budget = Budget::new().stop_when(move || seen.fetch_add(1, Ordering::Relaxed) >= 1);
+    let q = parse_query("description includes task", today()).unwrap();
+    assert_eq!(
+        super::eval::run(&q, &tasks, &s, today(), &budget),
+        Err(EvalError::Spent(Spent::Cancelled))
+    );
+    assert!(readings.load(Ordering::Relaxed) >= 2);
+    let never = Budget::new().stop_when(|| false);
+    assert_eq!(
+        super::eval::run(&q, &tasks, &s, today(), &never)
+            .unwrap()
+            .matched,
+        5_000
+    );
+    // Cancelled before it starts: no task is looked at.
+    let at_once = Budget::new().stop_when(|| true);
+    assert_eq!(
+        super::query::parse_query("not done", today(), &at_once).unwrap_err(),
+        QueryError::Spent {
+            line: 1,
+            spent: Spent::Cancelled
+        }
     );
 }
 
 #[test]
-fn explain_resolves_relative_dates_and_shows_boolean_structure() {
-    let q = parse_query(
-        "due before tomorrow\n(priority is highest) OR (happens this week)\nlimit 3",
-        today(),
-    )
-    .unwrap();
-    let e = super::eval::explain(&q);
-    assert!(
-        e.contains("due date is before 2023-11-16 (Thursday 16 November 2023)"),
-        "{e}"
+fn a_tiny_deadline_stops_a_query_inside_its_filter_loop() {
+    use crate::obsidian::budget::Spent;
+    use std::time::Duration;
+    let tasks = many_tasks(5_000);
+    let s = TasksSettings::default();
+    // Each reading of the stop check takes 40 ms against a 60 ms deadline: the reading as the
+    // query starts is in time, the next one (in the loop over the tasks) is past it.
+    let budget = Budget::with(u64::MAX, Duration::from_millis(60)).stop_when(|| {
+        std::thread::sleep(Duration::from_millis(40));
+        false
+    });
+    let q = parse_query("description includes task\nsort by description", today()).unwrap();
+    assert_eq!(
+        super::eval::run(&q, &tasks, &s, today(), &budget),
+        Err(EvalError::Spent(Spent::Time(Duration::from_millis(60))))
     );
-    assert!(e.contains("    OR (At least one of):"), "{e}");
-    assert!(
-        e.contains("start, scheduled or due date is between 2023-11-13 (Monday 13 November 2023) and 2023-11-19 (Sunday 19 November 2023) inclusive"),
-        "{e}"
-    );
-    assert!(e.contains("\n  limit 3\n"), "{e}");
 }
 
 #[test]
@@ -731,6 +963,213 @@ fn removed_global_filter_is_not_rendered() {
     assert_eq!(
         render_task(&tasks[9], &q, &s, today()),
         "- [ ] tagged elsewhere"
+    );
+}
+
+// ---- Explaining queries (Explaining Queries.md, Line Continuations.md) ----
+
+/// The explanation of `source` on 2022-10-21, the day of the docs' examples, under a global
+/// query.
+fn explained(source: &str, global_query: &str) -> String {
+    let s = TasksSettings {
+        global_query: global_query.into(),
+        ..TasksSettings::default()
+    };
+    let (_, r) = run_source(source, &[], &s, d(2022, 10, 21)).unwrap();
+    r.explanation.expect("the query says explain")
+}
+
+#[test]
+fn explain_writes_the_docs_examples_as_the_plugin_does() {
+    // dates in filters are expanded, `starts` also matching no start date.
+    assert_eq!(
+        explained(
+            r#"starts after 2 years ago
+scheduled after 1 week ago
+due before tomorrow
+explain
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  starts after 2 years ago =>
+    start date is after 2020-10-21 (Wednesday 21st October 2020) OR no start date
+
+  scheduled after 1 week ago =>
+    scheduled date is after 2022-10-14 (Friday 14th October 2022)
+
+  due before tomorrow =>
+    due date is before 2022-10-22 (Saturday 22nd October 2022)
+"#
+    );
+    // regular expressions are shown as compiled.
+    assert_eq!(
+        explained(
+            r#"explain
+path regex matches /^Root/Sub-Folder/Sample File\.md/i
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  path regex matches /^Root/Sub-Folder/Sample File\.md/i =>
+    using regex:     '^Root\/Sub-Folder\/Sample File\.md' with flag 'i'
+"#
+    );
+    // Boolean combinations are displayed.
+    assert_eq!(
+        explained(
+            r#"explain
+not done
+(due before tomorrow) AND (is recurring)
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  not done =>
+    status type is TODO or IN_PROGRESS or ON_HOLD
+
+  (due before tomorrow) AND (is recurring) =>
+    AND (All of):
+      due before tomorrow =>
+        due date is before 2022-10-22 (Saturday 22nd October 2022)
+      is recurring
+"#
+    );
+    // more complex combinations are displayed.
+    assert_eq!(
+        explained(
+            r#"explain
+(                                                                                       \
+    (description includes 1) AND (description includes 2) AND (description includes 3)  \
+) OR (                                                                                  \
+    (description includes 5) AND (description includes 6) AND (description includes 7)  \
+)                                                                                       \
+AND NOT (description includes 7)
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  (                                                                                       \
+      (description includes 1) AND (description includes 2) AND (description includes 3)  \
+  ) OR (                                                                                  \
+      (description includes 5) AND (description includes 6) AND (description includes 7)  \
+  )                                                                                       \
+  AND NOT (description includes 7)
+   =>
+  ( (description includes 1) AND (description includes 2) AND (description includes 3) ) OR ( (description includes 5) AND (description includes 6) AND (description includes 7) ) AND NOT (description includes 7) =>
+    OR (At least one of):
+      AND (All of):
+        description includes 1
+        description includes 2
+        description includes 3
+      AND (All of):
+        AND (All of):
+          description includes 5
+          description includes 6
+          description includes 7
+        NOT:
+          description includes 7
+"#
+    );
+    // a continued line is shown as written, then joined.
+    assert_eq!(
+        explained(
+            r#"(priority is highest) OR       \
+    (priority is lowest)
+explain
+"#,
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  (priority is highest) OR       \
+      (priority is lowest)
+   =>
+  (priority is highest) OR (priority is lowest) =>
+    OR (At least one of):
+      priority is highest
+      priority is lowest
+"#
+    );
+    // Two backslashes at the end of a line are one.
+    assert_eq!(
+        explained(
+            "# Search for a single backslash:\ndescription includes \\\\\nexplain\n",
+            ""
+        ),
+        "Explanation of this Tasks code block query:\n\n  description includes \\\\ =>\n  description includes \\\n"
+    );
+    // The global filter is said first; a query without filters says so.
+    let s = TasksSettings {
+        global_filter: "#task".into(),
+        ..TasksSettings::default()
+    };
+    let (_, r) = run_source("explain", &[], &s, today()).unwrap();
+    assert_eq!(
+        r.explanation.unwrap(),
+        "Only tasks containing the global filter '#task'.\n\nExplanation of this Tasks code block query:\n\n  No filters supplied. All tasks will match the query.\n"
+    );
+    // Groups, sorts, layout and limits follow the filters; `explain` is not repeated.
+    assert_eq!(
+        explained(
+            "explain\nlimit groups 1\nshort mode\nsort by path\ngroup by priority reverse\nlimit to 1 task\nhappens 2022-10-01 2022-10-07\ndone",
+            ""
+        ),
+        r#"Explanation of this Tasks code block query:
+
+  happens 2022-10-01 2022-10-07 =>
+    due, start or scheduled date is between:
+      2022-10-01 (Saturday 1st October 2022) and
+      2022-10-07 (Friday 7th October 2022) inclusive
+
+  done =>
+    status type is DONE or CANCELLED or NON_TASK
+
+  group by priority reverse
+
+  sort by path
+
+  short mode
+
+  At most 1 task.
+
+  At most 1 task per group (if any "group by" options are supplied).
+"#
+    );
+    // Without `explain`, none.
+    let (_, r) = run_source("not done", &[], &TasksSettings::default(), today()).unwrap();
+    assert_eq!(r.explanation, None);
+    // The global query is displayed.
+    assert_eq!(
+        explained(
+            r#"not done
+due next week
+explain
+"#,
+            r#"limit 50
+heading includes tasks
+"#
+        ),
+        r#"Explanation of the global query:
+
+  heading includes tasks
+
+  At most 50 tasks.
+
+Explanation of this Tasks code block query:
+
+  not done =>
+    status type is TODO or IN_PROGRESS or ON_HOLD
+
+  due next week =>
+    due date is between:
+      2022-10-24 (Monday 24th October 2022) and
+      2022-10-30 (Sunday 30th October 2022) inclusive
+"#
     );
 }
 
