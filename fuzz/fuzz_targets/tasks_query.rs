@@ -1,8 +1,9 @@
 //! Fuzzes the Tasks plugin's query language (`obsidian::tasks`): the parser, then the
 //! evaluator and renderer over a few fixed tasks, and toggling each line of the input.
 //!
-//! It must not panic and must finish in time linear in the input: a parse error or a spent step
-//! budget are fine answers. A query that parses must answer with groups whose task indices are
+//! It must not panic and must finish in time linear in the input: a parse error or a spent
+//! budget (steps, time or bytes, under a byte cap; CI runs it with libFuzzer's malloc limit) are
+//! fine answers. A query that parses must answer with groups whose task indices are
 //! inside the task list, no more tasks shown than matched, and `limit` and `limit groups`
 //! respected.
 
@@ -10,6 +11,7 @@
 
 use std::sync::OnceLock;
 
+use capvault::obsidian::budget::Budget;
 use capvault::obsidian::dataview::parse_note;
 use capvault::obsidian::tasks::{self, TaskRecord, TasksSettings};
 use chrono::NaiveDate;
@@ -46,7 +48,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let tasks = tasks();
     let settings = TasksSettings::default();
-    if let Ok((query, result)) = tasks::run_source(&text, tasks, &settings, today) {
+    const BYTES: u64 = 32 << 20;
+    let budget = Budget::with(2_000_000, std::time::Duration::from_secs(5)).max_bytes(BYTES);
+    if let Ok((query, result)) = tasks::run_source(&text, tasks, &settings, today, &budget) {
         assert!(result.shown <= result.matched);
         assert!(result.matched <= tasks.len());
         if let Some(l) = query.limit {
@@ -59,9 +63,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(g.tasks.len() <= l);
             }
         }
-        let _ = tasks::render_markdown(&result, tasks, &query, &settings, today);
-        let _ = tasks::explain(&query);
+        let _ = tasks::render_markdown(&result, tasks, &query, &settings, today, &budget);
+        let _ = tasks::explain(None, &query, &settings, &budget);
     }
+    assert!(budget.bytes_used() <= BYTES, "bytes overrun: {}", budget.bytes_used());
     let _ = TasksSettings::from_json(data);
     for line in text.lines().take(50) {
         if let Ok(lines) = tasks::toggle_line(line, &settings, today) {
