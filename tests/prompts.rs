@@ -94,17 +94,21 @@ async fn vault_prompts_are_listed_and_filled_with_arguments_templates_and_embeds
     assert_eq!(
         names,
         [
-            "Leak",
-            "Plain",
-            "Weekly plan",
-            "sub/Plain",
+            "leak",
+            "plain",
+            "weekly-plan",
+            "sub-plain",
             "daily-review",
             "summarize-note",
             "suggest-links"
         ],
-        "the folder's notes by path (a shared name made unique), then the built-in ones"
+        "the folder's notes by path (a shared name made unique) named as commands, then the \
+         built-in ones"
     );
-    let weekly = list.iter().find(|p| p.name == "Weekly plan").unwrap();
+    // The note's own name stays what a person reads, where no title is given.
+    let plain = list.iter().find(|p| p.name == "plain").unwrap();
+    assert_eq!(plain.title.as_deref(), Some("Plain"));
+    let weekly = list.iter().find(|p| p.name == "weekly-plan").unwrap();
     assert_eq!(
         weekly.description.as_deref(),
         Some("Plan the week for a project")
@@ -147,7 +151,7 @@ async fn vault_prompts_are_listed_and_filled_with_arguments_templates_and_embeds
     assert_eq!(e, "prompt `Plain` has no argument `x`");
     let e = get(&s, "nope", json!({})).await.unwrap_err();
     assert!(
-        e.starts_with("no prompt `nope`; prompts: Leak, Plain,"),
+        e.starts_with("no prompt `nope`; prompts: leak, plain,"),
         "{e}"
     );
     s.stop().await;
@@ -280,7 +284,7 @@ async fn built_in_prompts_gather_daily_notes_open_tasks_and_links_and_can_be_tur
         .into_iter()
         .map(|p| p.name)
         .collect();
-    assert_eq!(names, ["Leak", "Plain", "Weekly plan", "sub/Plain"]);
+    assert_eq!(names, ["leak", "plain", "weekly-plan", "sub-plain"]);
     s.stop().await;
     // No prompts at all: the capability is not offered.
     let s = Server::start_with(tmp.path(), &["--no-builtin-prompts"]).await;
@@ -412,9 +416,55 @@ async fn a_burst_of_changes_to_the_prompts_folder_is_one_list_changed_and_other_
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["name"] == "Plain")
+        .find(|p| p["name"] == "plain")
         .unwrap();
     assert_eq!(plain["description"], "now described");
     drop(raw.stdin);
     let _ = raw.child.wait().await;
+}
+
+#[tokio::test]
+async fn a_prompts_placeholders_are_its_arguments_when_it_declares_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(
+        tmp.path(),
+        &[
+            (
+                "Prompts/Summarise for.md",
+                "Summarise {{note}} for {{ audience }} on {{date}}; {{date:YYYY}} and {{title}} are filled.\n",
+            ),
+            ("Goals.md", "# Goals\n"),
+        ],
+    );
+    let s = start(tmp.path(), &["--no-builtin-prompts"]).await;
+    let list = s.client.list_all_prompts().await.unwrap();
+    assert_eq!(list.len(), 1);
+    let p = &list[0];
+    assert_eq!(p.name, "summarise-for");
+    assert_eq!(p.title.as_deref(), Some("Summarise for"));
+    let args: Vec<(&str, Option<bool>)> = p
+        .arguments
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|a| (a.name.as_str(), a.required))
+        .collect();
+    assert_eq!(args, [("note", Some(true)), ("audience", Some(true))]);
+    let text = get(
+        &s,
+        "summarise-for",
+        json!({"note": "Goals", "audience": "the team"}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        text.starts_with("Summarise Goals for the team on "),
+        "{text}"
+    );
+    assert!(!text.contains("{{"), "{text}");
+    let e = get(&s, "Summarise for", json!({"audience": "x"}))
+        .await
+        .unwrap_err();
+    assert!(e.contains("needs the argument `note`"), "{e}");
+    s.stop().await;
 }

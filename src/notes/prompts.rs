@@ -127,6 +127,9 @@ pub fn list(engine: &Engine) -> Result<Vec<PromptInfo>, NoteError> {
         Some(folder) => vault_prompts(&*engine.model()?, folder),
         None => Vec::new(),
     };
+    for p in &mut out {
+        declare_placeholders(engine, p);
+    }
     if opts.builtin {
         let taken: HashSet<String> = out.iter().map(|p| p.name.clone()).collect();
         out.extend(builtins().into_iter().filter(|b| !taken.contains(&b.name)));
@@ -169,7 +172,8 @@ fn vault_prompts(model: &Model, folder: &VaultPath) -> Vec<PromptInfo> {
             .unwrap_or_default();
         found.push(PromptInfo {
             name: path.stem().to_owned(),
-            title: text("title"),
+            // The note's own name stays what a person reads.
+            title: text("title").or_else(|| Some(path.stem().to_owned())),
             description: text("description"),
             arguments,
             note: Some(path.clone()),
@@ -187,7 +191,128 @@ fn vault_prompts(model: &Model, folder: &VaultPath) -> Vec<PromptInfo> {
             p.name = inside.strip_suffix(".md").unwrap_or(inside).to_owned();
         }
     }
+    // Names clients can use as commands; two that meet again are told apart by their path.
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    for p in &mut found {
+        let mut name = command_name(&p.name);
+        if name.is_empty() {
+            name = "prompt".to_owned();
+        }
+        let n = taken.entry(name.clone()).or_default();
+        *n += 1;
+        p.name = if *n == 1 { name } else { format!("{name}-{n}") };
+    }
     found
+}
+
+/// The Templates plugin's variables and the periodic templates' day names, which a prompt's
+/// text fills in itself: never arguments.
+const TEMPLATE_VARIABLES: &[&str] = &[
+    "date",
+    "time",
+    "title",
+    "yesterday",
+    "tomorrow",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// Largest prompt note read for its placeholders when listing.
+const MAX_SCANNED_PROMPT: u64 = 64 * 1024;
+
+/// A prompt note's `{{name}}` placeholders that are not the Templates variables: names of
+/// letters, digits, `_` and `-`, each once, in order of appearance, at most [`MAX_ARGUMENTS`].
+fn placeholders(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("{{") {
+        rest = &rest[i + 2..];
+        let Some(j) = rest.find("}}") else { break };
+        let name = rest[..j].trim();
+        rest = &rest[j + 2..];
+        let simple = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+        if simple
+            && !TEMPLATE_VARIABLES.contains(&name.to_ascii_lowercase().as_str())
+            && !out.iter().any(|n| n == name)
+        {
+            out.push(name.to_owned());
+            if out.len() == MAX_ARGUMENTS {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A vault prompt whose note declares no `arguments` takes its `{{placeholders}}` as required
+/// arguments (a prompt that says `{{note}}` asks for a note); one whose `arguments` leave out a
+/// placeholder it uses is logged, naming it.
+fn declare_placeholders(engine: &Engine, p: &mut PromptInfo) {
+    let Some(path) = &p.note else { return };
+    let small = engine
+        .vault()
+        .stat_file(path)
+        .is_ok_and(|m| m.size <= MAX_SCANNED_PROMPT);
+    if !small {
+        return;
+    }
+    let Ok(data) = engine.vault().read_file(path) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&data.bytes);
+    let found = placeholders(&text);
+    if p.arguments.is_empty() {
+        p.arguments = found
+            .into_iter()
+            .map(|name| PromptArgument {
+                description: Some(format!("fills {{{{{name}}}}} in the prompt")),
+                name,
+                required: true,
+            })
+            .collect();
+        return;
+    }
+    let missing: Vec<&String> = found
+        .iter()
+        .filter(|n| !p.arguments.iter().any(|a| &a.name == *n))
+        .collect();
+    // Once per prompt and set of names a process meets (the list is made at every change).
+    static WARNED: std::sync::LazyLock<std::sync::Mutex<HashSet<String>>> =
+        std::sync::LazyLock::new(Default::default);
+    let key = format!("{path}\u{0}{missing:?}");
+    let first = WARNED
+        .lock()
+        .map(|mut w| w.len() < 10_000 && w.insert(key))
+        .unwrap_or(false);
+    if !missing.is_empty() && first {
+        tracing::warn!(
+            prompt = %path,
+            "the prompt uses {missing:?}, which its `arguments` do not declare: they stay as written"
+        );
+    }
+}
+
+/// A prompt's name as clients can use it as a command (`/weekly-plan`): lower case, spaces and
+/// slashes as `-`, other punctuation left out (`Weekly plan` is `weekly-plan`).
+pub fn command_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_alphanumeric() || c == '_' {
+            out.extend(c.to_lowercase());
+        } else if (c.is_whitespace() || c == '-' || c == '/' || c == '.') && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_owned()
 }
 
 /// A prompt note's `arguments`: a list of names, or of `{name, description, required}` (required
@@ -232,7 +357,13 @@ pub fn get(
     args: &BTreeMap<String, String>,
 ) -> Result<FilledPrompt, NoteError> {
     let all = list(engine)?;
-    let Some(info) = all.iter().find(|p| p.name == name) else {
+    // As listed, or as the note is named (`Weekly plan` for `weekly-plan`).
+    let wanted = command_name(name);
+    let Some(info) = all
+        .iter()
+        .find(|p| p.name == name)
+        .or_else(|| all.iter().find(|p| p.name == wanted))
+    else {
         let names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
         return Err(NoteError::InvalidArgument(format!(
             "no prompt `{name}`; prompts: {}",
