@@ -91,6 +91,10 @@ pub enum SetupError {
     /// The key where servers go is not a table.
     #[error("{path}: `{key}` is not a table; nothing was changed")]
     NotATable { path: String, key: String },
+    /// `capvault install`: the entry's command line is one `serve` would refuse, so the
+    /// client's server would stop at once.
+    #[error("`capvault {args}` would not start ({reason}); nothing was changed")]
+    ServeRefuses { args: String, reason: String },
     /// The bundle's zip could not be made.
     #[error("bundle: {0}")]
     Zip(#[from] zip::result::ZipError),
@@ -175,8 +179,18 @@ pub(crate) fn entry_path(vault: &Vault, given: &Path) -> Result<PathBuf, SetupEr
     })
 }
 
-/// `capvault install`: adds or updates the client's entry for the vault, prints the diff.
-pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result<(), SetupError> {
+/// Why a client entry's arguments (`serve VAULT... [OPTIONS]`) would make `capvault serve`
+/// stop at once, from the command line's own parser and checks (`app::serve::check_entry_args`).
+pub type ServeCheck<'a> = &'a dyn Fn(&[String]) -> Result<(), String>;
+
+/// `capvault install`: adds or updates the client's entry for the vault, prints the diff. An
+/// entry whose arguments `check` refuses is never written.
+pub fn install(
+    host: &Host,
+    req: &InstallRequest,
+    check: ServeCheck<'_>,
+    out: &mut dyn Write,
+) -> Result<(), SetupError> {
     let c = client(&req.client)?;
     if let Some(n) = &req.name {
         crate::server::vaults::check_name_within(n, 64).map_err(|source| SetupError::BadName {
@@ -214,6 +228,10 @@ pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result
         args.push("--tools".to_owned());
         args.push(t.clone());
     }
+    check(&args).map_err(|reason| SetupError::ServeRefuses {
+        args: shown_args(&args),
+        reason,
+    })?;
     let entry = Entry {
         command: this_binary()?,
         args,
@@ -352,11 +370,12 @@ fn entry_vault(e: &Entry) -> Option<&str> {
 
 /// An entry as a command line, for messages.
 fn shown_entry(e: &Entry) -> String {
-    e.args
-        .iter()
-        .map(|a| quoted(a))
-        .collect::<Vec<_>>()
-        .join(" ")
+    shown_args(&e.args)
+}
+
+/// Arguments as a command line, for messages.
+fn shown_args(args: &[String]) -> String {
+    args.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(" ")
 }
 
 /// The name `capvault install` gives the vault's entry in `text`, and what that name held: the
