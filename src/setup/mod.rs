@@ -307,8 +307,8 @@ pub fn install(
     if let Some(cmd) = own_command(c, &name, &entry) {
         writeln!(out, "({} can also do this itself: {cmd})", c.name)?;
     }
-    if let Some(profile) = cargo_build(Path::new(&entry.command)) {
-        let slower = if profile == "debug" {
+    if in_cargo_build(host, Path::new(&entry.command)) {
+        let slower = if cfg!(debug_assertions) {
             " (an unoptimised debug build, many times slower)"
         } else {
             ""
@@ -324,18 +324,14 @@ pub fn install(
     Ok(())
 }
 
-/// The profile folder (`debug`, `release`...) when `exe` sits in a cargo target folder:
-/// `target/<profile>/capvault`, or `target/<triple>/<profile>/capvault`. Read from the path only.
-fn cargo_build(exe: &Path) -> Option<String> {
-    let mut up = exe.parent()?.components().rev().map(|c| c.as_os_str());
-    let profile = up.next()?.to_str()?.to_owned();
-    let parent = up.next()?;
-    let target = if parent == "target" {
-        Some(parent)
-    } else {
-        up.next()
-    };
-    (target? == "target").then_some(profile)
+/// Whether the binary `exe` runs from a cargo build folder (a profile folder of a target
+/// folder, wherever `CARGO_TARGET_DIR` puts it, whatever it is named): cargo keeps its build
+/// lock `.cargo-lock` in every folder it builds into, which an installed copy never has beside
+/// it (`cargo install` builds elsewhere and copies the binary alone).
+fn in_cargo_build(host: &Host, exe: &Path) -> bool {
+    exe.parent()
+        .and_then(|dir| host.file(&dir.join(".cargo-lock")).ok())
+        .is_some_and(|lock| lock.is_file())
 }
 
 /// What an install's entry name held before.
@@ -555,24 +551,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_binary_in_a_cargo_target_folder_is_told_apart_by_its_path() {
-        let found = |p: &str| cargo_build(Path::new(p));
-        assert_eq!(
-            found("/src/capvault/target/debug/capvault").as_deref(),
-            Some("debug")
-        );
-        assert_eq!(
-            found("/src/capvault/target/x86_64-unknown-linux-musl/release/capvault").as_deref(),
-            Some("release")
-        );
-        for installed in [
-            "/home/me/.cargo/bin/capvault",
-            "/usr/local/bin/capvault",
-            "/opt/target/capvault",
-            "capvault",
-            "/",
-        ] {
-            assert_eq!(found(installed), None, "{installed}");
+    #[allow(clippy::disallowed_methods)] // the test writes its own fixture
+    fn a_binary_in_a_cargo_build_folder_is_told_apart_by_cargos_lock_not_by_folder_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let host = Host::claim();
+        // A target folder elsewhere (CARGO_TARGET_DIR), named anything.
+        let built = tmp.path().join("elsewhere/debug");
+        std::fs::create_dir_all(&built).unwrap();
+        std::fs::write(built.join(".cargo-lock"), "").unwrap();
+        assert!(in_cargo_build(&host, &built.join("capvault")));
+        // A copy in a folder named `target/debug` without cargo's lock is an installed one.
+        let copied = tmp.path().join("target/debug");
+        std::fs::create_dir_all(&copied).unwrap();
+        assert!(!in_cargo_build(&host, &copied.join("capvault")));
+        for installed in ["/nonexistent/bin/capvault", "capvault", "/"] {
+            assert!(!in_cargo_build(&host, Path::new(installed)), "{installed}");
         }
     }
 
