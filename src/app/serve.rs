@@ -711,6 +711,7 @@ impl WriteArgs {
                 .require_if_match
                 .or(config.require_if_match)
                 .unwrap_or(http),
+            state_dir: self.state_dir.clone(),
         };
         Ok(Some(Arc::new(Writer::new(state, audit, options))))
     }

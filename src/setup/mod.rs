@@ -139,7 +139,7 @@ fn this_binary() -> Result<String, SetupError> {
 }
 
 /// The shell-quoted form of `s` for a printed command.
-fn quoted(s: &str) -> String {
+pub(crate) fn quoted(s: &str) -> String {
     if !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-=:,@+".contains(&b))
