@@ -827,8 +827,12 @@ impl ServerHandler for CapvaultServer {
     ) -> Result<(), ErrorData> {
         self.check_resource_grant(&context)?;
         let watched = self.watched(Grant::of(&context));
-        let (_, canonical) = subscriptions::canonical(&watched, &request.uri)
-            .ok_or_else(|| unknown_uri(&request.uri))?;
+        let uri = request.uri.clone();
+        let found =
+            tokio::task::spawn_blocking(move || subscriptions::subscribable(&watched, &uri))
+                .await
+                .map_err(|_| ErrorData::internal_error("the subscription was aborted", None))?;
+        let (_, canonical) = found.ok_or_else(|| unknown_uri(&request.uri))?;
         self.subscribed.add(canonical, request.uri)?;
         // A client that subscribes without having sent `initialized` is told all the same.
         if self.subscribed.start() {
@@ -868,7 +872,7 @@ impl ServerHandler for CapvaultServer {
             let watched = self.watched(None);
             f.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
                 uris.iter()
-                    .filter(|u| subscriptions::canonical(&watched, u).is_some())
+                    .filter(|u| subscriptions::subscribable(&watched, u).is_some())
                     .take(subscriptions::MAX_SUBSCRIPTIONS)
                     .cloned()
                     .collect()
