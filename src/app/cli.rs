@@ -233,7 +233,6 @@ pub struct CallArgs {
     #[command(flatten)]
     pub options: Box<ServeOptions>,
     /// Tool name (`capvault call VAULT --list` lists them), e.g. search_notes or get_links.
-    #[arg(required_unless_present = "list")]
     pub tool: Option<String>,
     /// Tool arguments as a JSON object (default: {}).
     pub json_args: Option<String>,
