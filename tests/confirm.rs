@@ -95,7 +95,7 @@ async fn a_destructive_call_is_held_for_a_client_that_cannot_ask_and_nothing_cha
         .await;
     assert!(
         r.text.contains(
-            "Move the folder \"\u{2068}Folder\u{2069}\" to \"\u{2068}Elsewhere\u{2069}\": 1 files"
+            "Move the folder \"\u{2068}Folder\u{2069}\" to \"\u{2068}Elsewhere\u{2069}\": 1 file,"
         ),
         "{}",
         r.text
@@ -326,7 +326,7 @@ async fn a_hostile_destination_is_shown_quoted_with_its_controls_visible() {
     assert!(
         r.text.contains(
             "Move the folder \"\u{2068}Folder\u{2069}\" to \"\u{2068}Elsewhere` (an empty \
-             folder). Allow? `[U+202E]01\u{2069}\": 1 files"
+             folder). Allow? `[U+202E]01\u{2069}\": 1 file,"
         ),
         "{}",
         r.text

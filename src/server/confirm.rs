@@ -127,7 +127,7 @@ pub(super) fn summary(tool: &str, args: &JsonObject, dry: &Value) -> String {
                 minus += 1;
             }
         }
-        format!("{plus} lines added, {minus} removed")
+        format!("{} added, {minus} removed", counted(plus, "line", "lines"))
     };
     match tool {
         "delete_note" => {
@@ -149,25 +149,26 @@ pub(super) fn summary(tool: &str, args: &JsonObject, dry: &Value) -> String {
             lines(dry)
         ),
         "move_note" => format!(
-            "Move the folder {} to {}: {} files, {} links rewritten in other notes.",
+            "Move the folder {} to {}: {}, {} rewritten in other notes.",
             s(dry, "from"),
             s(dry, "to"),
-            n(dry, "files_moved"),
-            n(dry, "links_updated")
+            counted(n(dry, "files_moved"), "file", "files"),
+            counted(n(dry, "links_updated"), "link", "links")
         ),
         "rename_tag" => {
             let notes = dry
                 .get("notes")
                 .and_then(Value::as_array)
                 .map_or(0, Vec::len);
-            let places = n(dry, "occurrences");
+            let notes = counted(notes as u64, "note", "notes");
+            let places = counted(n(dry, "occurrences"), "place", "places");
             match args.get("undo").and_then(Value::as_str) {
                 Some(batch) => format!(
-                    "Undo the tag rename {}: {notes} notes change back ({places} places).",
+                    "Undo the tag rename {}: {notes} change back ({places}).",
                     quoted_visible(batch)
                 ),
                 None => format!(
-                    "Rename the tag {} to {} in {notes} notes ({places} places).",
+                    "Rename the tag {} to {} in {notes} ({places}).",
                     tag(dry, "from"),
                     tag(dry, "to"),
                 ),
@@ -175,6 +176,11 @@ pub(super) fn summary(tool: &str, args: &JsonObject, dry: &Value) -> String {
         }
         other => format!("Run {}.", quoted_visible(other)),
     }
+}
+
+/// `n` and the noun it counts: `1 note`, `2 notes`, `0 notes`.
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The vault paths a held call acts on that must still exist for it to make sense (a note to
@@ -399,6 +405,26 @@ mod tests {
             digest("delete_note", &bare, None, &dry),
             digest("delete_note", &permanent, None, &dry)
         );
+    }
+
+    #[test]
+    fn the_question_counts_in_the_singular_when_there_is_one() {
+        let args = obj(serde_json::json!({"from": "a", "to": "b"}));
+        let dry = serde_json::json!({"from": "a", "to": "b", "notes": ["n.md"], "occurrences": 1});
+        let s = summary("rename_tag", &args, &dry);
+        assert!(s.ends_with("in 1 note (1 place)."), "{s}");
+        let dry = serde_json::json!({"from": "a", "to": "b", "notes": ["n.md", "m.md"], "occurrences": 3});
+        assert!(summary("rename_tag", &args, &dry).ends_with("in 2 notes (3 places)."));
+        let moved =
+            serde_json::json!({"from": "F", "to": "G", "files_moved": 1, "links_updated": 1});
+        let s = summary("move_note", &args, &moved);
+        assert!(
+            s.ends_with(": 1 file, 1 link rewritten in other notes."),
+            "{s}"
+        );
+        let written = serde_json::json!({"path": "n.md", "diff": "--- a\n+++ b\n-x\n+y\n"});
+        let s = summary("write_note", &args, &written);
+        assert!(s.contains("(1 line added, 1 removed)"), "{s}");
     }
 
     #[test]
