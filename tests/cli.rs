@@ -688,3 +688,85 @@ fn a_build_without_a_feature_names_it_for_each_command_and_option_left_out() {
     }
     assert_eq!(crate::common::snapshot(tmp.path()), before);
 }
+
+#[test]
+fn serve_in_a_terminal_says_on_stderr_that_it_waits_for_an_mcp_client() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let tmp = tempfile::tempdir().unwrap();
+    crate::common::write_tree(tmp.path(), &[("a.md", "# A\n")]);
+    // A terminal for stdin, as when a person types the command.
+    let (mut leader, mut follower) = (-1, -1);
+    // SAFETY: openpty writes two new file descriptors into the two ints; the other arguments
+    // may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut leader,
+            &mut follower,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty failed");
+    // SAFETY: both descriptors were just opened by openpty and are owned here alone.
+    let (leader, follower) =
+        unsafe { (OwnedFd::from_raw_fd(leader), OwnedFd::from_raw_fd(follower)) };
+    let mut child = Command::new(BIN)
+        .args(["serve", tmp.path().to_str().unwrap(), "--no-index-cache"])
+        .env("CAPVAULT_LOG", "capvault=error")
+        .env(
+            "XDG_CONFIG_HOME",
+            crate::common::test_cache_home().join("no-config"),
+        )
+        .stdin(std::process::Stdio::from(follower))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut said = Vec::new();
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            said.extend_from_slice(&buf[..n]);
+            let _ = tx.send(String::from_utf8_lossy(&said).into_owned());
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut said = String::new();
+    while !said.contains("waiting for an MCP client on stdin")
+        && std::time::Instant::now() < deadline
+    {
+        if let Ok(s) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
+            said = s;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(leader);
+    assert!(
+        said.contains("waiting for an MCP client on stdin"),
+        "{said}"
+    );
+    // Not over a pipe, where a client is the reader.
+    let o = Command::new(BIN)
+        .args(["serve", tmp.path().to_str().unwrap(), "--no-index-cache"])
+        .env("CAPVAULT_LOG", "capvault=error")
+        .env(
+            "XDG_CONFIG_HOME",
+            crate::common::test_cache_home().join("no-config"),
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        !stderr(&o).contains("waiting for an MCP client"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -939,6 +939,15 @@ pub async fn serve_stdio(vaults: Vec<ServedVault>) -> anyhow::Result<()> {
         v.engine.start();
     }
     let server = server_of(&vaults)?;
+    if crate::vault::host::stdin_is_terminal() {
+        // Typed in a terminal: the silence would look like a hang.
+        eprintln!(
+            "capvault: waiting for an MCP client on stdin (this is what a client starts and \
+             talks to; a person at a terminal has nothing to type here). Set a client up with \
+             `capvault install <client> <vault>`, try a tool with `capvault call <vault> --list`, \
+             or see the whole exchange with `capvault demo`. Ctrl-C stops."
+        );
+    }
     let served = tokio::select! {
         service = server.serve(rmcp::transport::stdio()) => match service {
             Ok(service) => {
