@@ -380,7 +380,7 @@ impl ServeOptions {
                 .into_iter()
                 .map(|f| VaultSpec {
                     folder: f.clone(),
-                    entry: entry_for(&config, f),
+                    entry: entry_for(config, f),
                 })
                 .collect()
         };
