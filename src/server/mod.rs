@@ -1213,7 +1213,7 @@ fn first_marker_in(value: &Value) -> Option<String> {
 /// paths), with the server's own `--state-dir` when it has one: without it the command looks
 /// in the default state folder and finds nothing waiting.
 fn confirm_command(vault: &std::path::Path, state_dir: Option<&std::path::Path>) -> String {
-    let q = |p: &std::path::Path| crate::setup::quoted(&p.to_string_lossy());
+    let q = |p: &std::path::Path| crate::vault::host::shell_quoted(&p.to_string_lossy());
     match state_dir {
         Some(dir) => format!("capvault confirm {} --state-dir {}", q(vault), q(dir)),
         None => format!("capvault confirm {}", q(vault)),

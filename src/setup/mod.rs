@@ -139,15 +139,8 @@ fn this_binary() -> Result<String, SetupError> {
 }
 
 /// The shell-quoted form of `s` for a printed command.
-pub(crate) fn quoted(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-=:,@+".contains(&b))
-    {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
+fn quoted(s: &str) -> String {
+    crate::vault::host::shell_quoted(s)
 }
 
 fn backup_name(path: &Path) -> String {
