@@ -43,6 +43,12 @@ fn main() -> ExitCode {
     if prints_to_a_reader(&cli.command) {
         end_quietly_on_a_closed_pipe();
     }
+    // `call` prints one result: its log says only what went wrong (CAPVAULT_LOG says more).
+    let default_log = if matches!(cli.command, Command::Call(_)) {
+        "capvault=warn"
+    } else {
+        "capvault=info"
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -51,8 +57,7 @@ fn main() -> ExitCode {
         // during the first build stopped it for good.
         .log_internal_errors(false)
         .with_env_filter(
-            EnvFilter::try_from_env("CAPVAULT_LOG")
-                .unwrap_or_else(|_| EnvFilter::new("capvault=info")),
+            EnvFilter::try_from_env("CAPVAULT_LOG").unwrap_or_else(|_| EnvFilter::new(default_log)),
         )
         .init();
     // `serve` opens every folder, reads every credential and binds its listener here, then

@@ -760,3 +760,41 @@ async fn a_diff_carries_hidden_text_only_as_hidden_text_says() {
     assert!(!diff.contains("ignore your instructions"), "{diff}");
     s.stop().await;
 }
+
+// README: "a hidden, excluded or unknown URI is refused".
+#[allow(deprecated)]
+#[tokio::test]
+async fn subscribing_to_a_missing_note_or_a_symlink_that_leads_out_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("vault");
+    vault(&root);
+    let outside = tmp.path().join("outside");
+    write_tree(&outside, &[("Outside.md", "# Outside\n")]);
+    crate::common::symlink(&root, "Link.md", outside.join("Outside.md"));
+    crate::common::symlink(&root, "Out", &outside);
+    crate::common::symlink(&root, "Alias.md", "Inbox/Idea.md");
+    let (client, _got) = session(&root).await;
+    for bad in [
+        "capvault:///Inbox/Missing.md",
+        "capvault:///Link.md",
+        "capvault:///Out/Outside.md",
+        // A folder, and a file that is not a note.
+        "capvault:///Inbox",
+        "capvault:///.obsidian",
+    ] {
+        let e = client.subscribe(SubscribeRequestParams::new(bad)).await;
+        assert!(
+            e.as_ref()
+                .is_err_and(|e| e.to_string().contains("unknown resource URI")),
+            "{bad}: {e:?}"
+        );
+    }
+    // A note, and an in-vault symlink to one, are subscribed to.
+    for good in ["capvault:///Inbox/Idea.md", "capvault:///Alias.md"] {
+        client
+            .subscribe(SubscribeRequestParams::new(good))
+            .await
+            .unwrap_or_else(|e| panic!("{good}: {e}"));
+    }
+    let _ = client.cancel().await;
+}

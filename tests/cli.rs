@@ -78,7 +78,8 @@ fn call_prints_the_structured_result_as_json() {
     assert!(o.status.success());
     assert!(stdout(&o).contains("a/Note.md"));
 
-    // A reply with text beside its structured part (a PDF's pages): the JSON, then the text.
+    // A reply with text beside its structured part (a PDF's pages, a task list's lines): one
+    // JSON document (what `| jq` reads), the text in it.
     std::fs::write(
         tmp.path().join("a/minutes.pdf"),
         capvault::media::pdf::sample_pdf(&["first page", "second page text"]),
@@ -92,31 +93,50 @@ fn call_prints_the_structured_result_as_json() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not one JSON document ({e}): {out}"));
     if cfg!(feature = "pdf") {
-        let (json, text) = out.split_at(out.find("\n}\n").expect("a JSON object first") + 3);
-        let v: serde_json::Value = serde_json::from_str(json).unwrap();
         assert_eq!(v["pdf"]["pages_sent"], "2");
-        assert_eq!(text, "[page 2 of 2]\nsecond page text\n");
+        assert_eq!(v["text"], "[page 2 of 2]\nsecond page text");
     } else {
         // A build without the PDF reader sends the file's bytes and says why.
-        let json = &out[..out.find("\n}\n").expect("a JSON object first") + 3];
-        let v: serde_json::Value = serde_json::from_str(json).unwrap();
         let why = v["pdf_error"].as_str().unwrap_or_default();
         assert!(why.contains("built without the `pdf` feature"), "{out}");
         assert!(v.get("pdf").is_none_or(|p| p.is_null()), "{out}");
     }
+    std::fs::write(tmp.path().join("a/Tasks.md"), "- [ ] buy milk\n").unwrap();
+    let o = capvault(&["call", vault, "list_tasks"]);
+    let out = stdout(&o);
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not one JSON document ({e}): {out}"));
+    assert_eq!(v["items"][0]["description"], "buy milk", "{out}");
+    // Without CAPVAULT_LOG, a call that goes well says nothing on stderr.
+    let o = Command::new(BIN)
+        .args(["call", vault, "vault_info"])
+        .env_remove("CAPVAULT_LOG")
+        .env("XDG_CACHE_HOME", crate::common::test_cache_home())
+        .env(
+            "XDG_CONFIG_HOME",
+            crate::common::test_cache_home().join("no-config"),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "a call logged");
 }
 
 #[test]
 fn call_reports_tool_errors_and_bad_input_on_stderr_with_failure() {
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().to_str().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["read_note", r#"{"path": "../x"}"#],
             "read_note failed: refused: invalid path",
         ),
         (&["no_such_tool"], "unknown tool `no_such_tool`"),
+        // A misspelling: the closest names, not the whole list.
+        (&["serch_notes"], "did you mean `search_notes`?"),
         (&["read_note", "not json"], "JSON_ARGS is not valid JSON"),
         (&["read_note", "[1]"], "JSON_ARGS must be a JSON object"),
     ];
@@ -128,6 +148,15 @@ fn call_reports_tool_errors_and_bad_input_on_stderr_with_failure() {
         assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
         assert!(stdout(&o).is_empty(), "{args:?} printed to stdout");
     }
+    let o = capvault(&["call", vault, "serch_notes"]);
+    assert!(!stderr(&o).contains("vault_info"), "{}", stderr(&o));
+    // No tool: where the list is.
+    let o = capvault(&["call", vault]);
+    assert!(
+        !o.status.success() && stderr(&o).contains(&format!("capvault call {vault} --list")),
+        "{}",
+        stderr(&o)
+    );
     let o = capvault(&["call", "/nonexistent/vault/dir", "list_notes"]);
     assert!(!o.status.success());
     assert!(
@@ -658,4 +687,86 @@ fn a_build_without_a_feature_names_it_for_each_command_and_option_left_out() {
         assert!(stdout(&o).is_empty(), "{args:?}");
     }
     assert_eq!(crate::common::snapshot(tmp.path()), before);
+}
+
+#[test]
+fn serve_in_a_terminal_says_on_stderr_that_it_waits_for_an_mcp_client() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let tmp = tempfile::tempdir().unwrap();
+    crate::common::write_tree(tmp.path(), &[("a.md", "# A\n")]);
+    // A terminal for stdin, as when a person types the command.
+    let (mut leader, mut follower) = (-1, -1);
+    // SAFETY: openpty writes two new file descriptors into the two ints; the other arguments
+    // may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut leader,
+            &mut follower,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty failed");
+    // SAFETY: both descriptors were just opened by openpty and are owned here alone.
+    let (leader, follower) =
+        unsafe { (OwnedFd::from_raw_fd(leader), OwnedFd::from_raw_fd(follower)) };
+    let mut child = Command::new(BIN)
+        .args(["serve", tmp.path().to_str().unwrap(), "--no-index-cache"])
+        .env("CAPVAULT_LOG", "capvault=error")
+        .env(
+            "XDG_CONFIG_HOME",
+            crate::common::test_cache_home().join("no-config"),
+        )
+        .stdin(std::process::Stdio::from(follower))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut said = Vec::new();
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            said.extend_from_slice(&buf[..n]);
+            let _ = tx.send(String::from_utf8_lossy(&said).into_owned());
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut said = String::new();
+    while !said.contains("waiting for an MCP client on stdin")
+        && std::time::Instant::now() < deadline
+    {
+        if let Ok(s) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
+            said = s;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(leader);
+    assert!(
+        said.contains("waiting for an MCP client on stdin"),
+        "{said}"
+    );
+    // Not over a pipe, where a client is the reader.
+    let o = Command::new(BIN)
+        .args(["serve", tmp.path().to_str().unwrap(), "--no-index-cache"])
+        .env("CAPVAULT_LOG", "capvault=error")
+        .env(
+            "XDG_CONFIG_HOME",
+            crate::common::test_cache_home().join("no-config"),
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        !stderr(&o).contains("waiting for an MCP client"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -94,8 +94,9 @@ async fn a_destructive_call_is_held_for_a_client_that_cannot_ask_and_nothing_cha
         .call("move_note", json!({"from": "Folder", "to": "Elsewhere"}))
         .await;
     assert!(
-        r.text
-            .contains("Move the folder `Folder` to `Elsewhere`: 1 files"),
+        r.text.contains(
+            "Move the folder \"\u{2068}Folder\u{2069}\" to \"\u{2068}Elsewhere\u{2069}\": 1 file,"
+        ),
         "{}",
         r.text
     );
@@ -222,5 +223,112 @@ async fn the_audit_log_names_the_client_and_the_notes_it_read_before_a_change() 
         line["read_before"],
         json!(["a.md", "Folder/c.md"]),
         "{line}"
+    );
+}
+
+/// The state folder's waiting requests (`confirm/pending.json`), as `capvault confirm` reads them.
+fn pending(f: &Fixture) -> Vec<Value> {
+    let file = crate::common::find_file(&f.state, "pending.json");
+    serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_yes_is_for_the_resolved_path_and_a_request_whose_note_is_gone_is_dropped() {
+    let f = fixture();
+    let state = f.state.to_str().unwrap().to_owned();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+    cmd.arg("serve")
+        .arg(&f.vault)
+        .args(["--write", "--state-dir", &state, "--no-index-cache"])
+        .args(["--confirm", "destructive"])
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .env("XDG_CACHE_HOME", crate::common::test_cache_home());
+    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let keep = std::sync::Arc::clone(&log);
+    tokio::spawn(async move {
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(stderr.unwrap()).lines();
+        while let Ok(Some(l)) = lines.next_line().await {
+            keep.lock().unwrap().push_str(&l);
+        }
+    });
+    let s = crate::common::Server::from_transport(transport).await;
+    s.wait_index_ready().await;
+    // Held, with a hint that names the server's --state-dir (by role to the client, by path
+    // in the log): without it `capvault confirm` looks elsewhere and finds nothing waiting.
+    let r = s.call("delete_note", json!({"path": "b"})).await;
+    assert_eq!(r.error["code"], "confirmation_required", "{}", r.raw);
+    assert!(
+        r.text
+            .contains("capvault confirm <vault folder> --state-dir <this server's state folder>"),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains(&state), "{}", r.text);
+    let want = format!(
+        "capvault confirm {} --state-dir {state}",
+        f.vault.to_str().unwrap()
+    );
+    for _ in 0..100 {
+        if log.lock().unwrap().contains(&want) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        log.lock().unwrap().contains(&want),
+        "{}",
+        log.lock().unwrap()
+    );
+    // The person's yes (what `capvault confirm` writes; it reads a yes from a terminal only).
+    let mut waiting = pending(&f);
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    waiting[0]["approved"] = json!(true);
+    let file = crate::common::find_file(&f.state, "pending.json");
+    std::fs::write(&file, serde_json::to_vec(&waiting).unwrap()).unwrap();
+    // The same call spelled as the question showed it goes ahead: one note, one yes.
+    s.ok("delete_note", json!({"path": "b.md"})).await;
+    assert!(!f.vault.join("b.md").exists());
+    // A request for a note deleted since is dropped, not asked about again.
+    let r = s.call("delete_note", json!({"path": "a.md"})).await;
+    assert_eq!(r.error["code"], "confirmation_required", "{}", r.raw);
+    assert_eq!(pending(&f).len(), 1);
+    std::fs::remove_file(f.vault.join("a.md")).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .args(["confirm", f.vault.to_str().unwrap(), "--state-dir", &state])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    assert!(
+        said.contains("dropped: \"\u{2068}a.md\u{2069}\" no longer exists")
+            && said.contains("no change waits"),
+        "{said}"
+    );
+    assert!(pending(&f).is_empty(), "{:?}", pending(&f));
+}
+
+#[tokio::test]
+async fn a_hostile_destination_is_shown_quoted_with_its_controls_visible() {
+    let f = fixture();
+    let s = serve(&f, &["--confirm", "destructive"]).await;
+    let to = "Elsewhere` (an empty folder). Allow? `\u{202E}01";
+    let r = s
+        .call("move_note", json!({"from": "Folder", "to": to}))
+        .await;
+    assert_eq!(r.error["code"], "confirmation_required", "{}", r.raw);
+    assert!(!r.text.contains('\u{202E}'), "{}", r.text);
+    assert!(
+        r.text.contains(
+            "Move the folder \"\u{2068}Folder\u{2069}\" to \"\u{2068}Elsewhere` (an empty \
+             folder). Allow? `[U+202E]01\u{2069}\": 1 file,"
+        ),
+        "{}",
+        r.text
     );
 }

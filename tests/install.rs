@@ -512,3 +512,56 @@ fn one_entry_serves_several_vaults_and_doctor_knows_each() {
     assert!(!o.status.success(), "{}", text(&o));
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
+
+#[test]
+fn install_refuses_arguments_serve_would_refuse_and_doctor_runs_each_entrys_own_command_line() {
+    let h = home();
+    let vault = h.vault.to_str().unwrap().to_owned();
+    let file = h.home.join(".config/Claude/claude_desktop_config.json");
+    // `serve --tools reed` stops at once: install says why and writes nothing.
+    let o = capvault(
+        &h,
+        &["install", "claude-desktop", &vault, "--tools", "reed"],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("would not start") && text(&o).contains("reed"),
+        "{}",
+        text(&o)
+    );
+    assert!(!file.exists(), "an entry that cannot start was written");
+    // What serve takes, install takes.
+    let o = capvault(
+        &h,
+        &["install", "claude-desktop", &vault, "--tools", "minimal"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    // An entry written by hand with a bad profile: doctor starts it as the client would, so
+    // the failure (and serve's own reason) shows, although its binary and vault are fine.
+    crate::common::write_tree(
+        &h.home,
+        &[(
+            ".cursor/mcp.json",
+            json!({"mcpServers": {"typo": {"command": BIN, "args": ["serve", vault, "--tools", "reed"]}}})
+                .to_string()
+                .as_str(),
+        )],
+    );
+    let o = capvault(&h, &["doctor", &vault]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    let typo = t
+        .lines()
+        .find(|l| l.starts_with("FAIL Cursor server `typo`"))
+        .unwrap_or_else(|| panic!("no failure for the entry: {t}"));
+    assert!(typo.contains("reed"), "{typo}");
+    // The good entry's own session runs its own arguments: the minimal profile's 3 tools.
+    let good = t
+        .lines()
+        .find(|l| l.contains("Claude Desktop server `capvault`") && l.contains("a session works"))
+        .unwrap_or_else(|| panic!("no session for the entry: {t}"));
+    assert!(
+        good.starts_with("ok") && good.contains(", 3 tools,"),
+        "{good}"
+    );
+}

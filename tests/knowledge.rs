@@ -300,6 +300,13 @@ async fn read_note_views_sections_lines_and_pages() {
             .collect::<String>()
     );
 
+    // A line as a number (what models send) is the line as text.
+    let one = s.ok("read_note", json!({"path": p, "lines": 2})).await;
+    assert_eq!(
+        one["content"].as_str().unwrap(),
+        format!("{}\n", text.lines().nth(1).unwrap())
+    );
+
     // Paging by characters reassembles the note exactly.
     let mut assembled = String::new();
     let mut offset = 0u64;

@@ -142,6 +142,12 @@ async fn phrases_need_the_words_in_order_and_all_words_must_match() {
             .unwrap()
             .contains("no note has every word")
     );
+    // Nothing found: nothing was ranked on some of the words, and the reply does not say so.
+    let r = s
+        .ok("search_notes", json!({"query": "zeppelin quasar"}))
+        .await;
+    assert_eq!(r["total"], 0, "{r}");
+    assert!(!r.to_string().contains("no note has every word"), "{r}");
     s.stop().await;
 }
 

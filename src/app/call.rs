@@ -34,6 +34,17 @@ impl PreparedCall {
             json_args,
             list,
         } = args;
+        if tool.is_none() && !list {
+            let vault = options
+                .vault
+                .vault
+                .as_ref()
+                .map_or_else(|| "VAULT".to_owned(), |v| v.display().to_string());
+            bail!(
+                "name a tool: `capvault call {vault} TOOL '{{...}}'`; `capvault call {vault} \
+                 --list` lists them"
+            );
+        }
         let (opened, config) = options.open(host, false)?;
         if opened.writer.is_none()
             && let Some(flag) = options.write.write_only_flag()
@@ -121,15 +132,7 @@ pub async fn call_tool(
     if !tools.iter().any(|t| t.name == tool) {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         let _ = client.cancel().await;
-        bail!(
-            "unknown tool `{tool}`; tools: {}{}",
-            names.join(", "),
-            if names.contains(&"edit_note") {
-                ""
-            } else {
-                " (the write tools need --write)"
-            }
-        );
+        bail!("{}", unknown_tool(tool, &names));
     }
     let result = client
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
@@ -144,25 +147,86 @@ pub async fn call_tool(
     if result.is_error == Some(true) {
         bail!("{tool} failed: {text}");
     }
-    let shown = match &result.structured_content {
-        Some(v) => {
-            // The structured part, then any other text the reply carries (a PDF's pages, an
-            // SVG's markup); the text block that repeats the structured part is left out.
-            let mut shown = serde_json::to_string_pretty(v)?;
-            for t in result.content.iter().filter_map(|c| c.as_text()) {
-                let repeats = serde_json::from_str::<serde_json::Value>(&t.text)
-                    .is_ok_and(|parsed| &parsed == v);
-                if !repeats {
-                    shown.push('\n');
-                    shown.push_str(&t.text);
-                }
-            }
-            shown
-        }
-        None => text,
-    };
-    writeln!(out, "{shown}")?;
+    let shown = one_document(result.structured_content, &result.content);
+    writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
     Ok(())
+}
+
+/// A tool's reply as one JSON document, so that `capvault call ... | jq` reads it: the
+/// structured part, with any other text the reply carries (a PDF's pages, an SVG's markup, the
+/// lines a client shows) as its `text` (`reply_text` when the structure has a `text` of its own;
+/// a structure that is not an object goes under `result`). A reply without a structured part is
+/// its text, parsed when it is JSON, else `{"text": ...}`.
+fn one_document(structured: Option<Value>, content: &[rmcp::model::ContentBlock]) -> Value {
+    let texts = content.iter().filter_map(|c| c.as_text()).map(|t| &t.text);
+    let Some(v) = structured else {
+        let text = texts.map(String::as_str).collect::<Vec<_>>().join("\n");
+        return serde_json::from_str(&text).unwrap_or_else(|_| serde_json::json!({ "text": text }));
+    };
+    // The text block that repeats the structured part is left out.
+    let others: Vec<&str> = texts
+        .filter(|t| serde_json::from_str::<Value>(t).map_or(true, |parsed| parsed != v))
+        .map(String::as_str)
+        .collect();
+    if others.is_empty() {
+        return v;
+    }
+    let mut object = match v {
+        Value::Object(m) => m,
+        other => Map::from_iter([("result".to_owned(), other)]),
+    };
+    let key = if object.contains_key("text") {
+        "reply_text"
+    } else {
+        "text"
+    };
+    object.insert(key.to_owned(), Value::String(others.join("\n")));
+    Value::Object(object)
+}
+
+/// The refusal of a tool `names` does not hold: the closest names (a misspelling), else how to
+/// list them; a write tool asked for without `--write` is told so.
+fn unknown_tool(tool: &str, names: &[&str]) -> String {
+    let known = crate::server::CapvaultServer::tool_names();
+    if known.iter().any(|k| k == tool) {
+        let writes = names.contains(&"edit_note");
+        return if !writes && !crate::server::policy::read_tools().contains(tool) {
+            format!("`{tool}` changes the vault: the write tools need --write")
+        } else {
+            format!(
+                "`{tool}` is not offered with these options (--tools, or a feature it needs such \
+                 as --semantic, leaves it out): `capvault call VAULT --list` lists what is"
+            )
+        };
+    }
+    let want = tool.to_ascii_lowercase();
+    let mut close: Vec<(f64, &str)> = names
+        .iter()
+        .map(|n| {
+            // A name that holds what was typed comes first (`tasks`, `list_task`).
+            let score = if n.contains(want.as_str()) && want.len() >= 3 {
+                1.0
+            } else {
+                strsim::jaro_winkler(&want, n)
+            };
+            (score, *n)
+        })
+        .filter(|(score, _)| *score >= 0.8)
+        .collect();
+    close.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    let close: Vec<String> = close
+        .iter()
+        .take(3)
+        .map(|(_, n)| format!("`{n}`"))
+        .collect();
+    if close.is_empty() {
+        format!("unknown tool `{tool}`: `capvault call VAULT --list` lists the tools")
+    } else {
+        format!(
+            "unknown tool `{tool}`: did you mean {}? (`capvault call VAULT --list` lists the tools)",
+            close.join(" or ")
+        )
+    }
 }
 
 /// Writes the tools a server on `engine` (writable with `writer`, under `policy`) lists, one
@@ -186,4 +250,61 @@ pub async fn list_tools(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelled_tool_gets_the_closest_names_not_the_whole_list() {
+        let names = [
+            "list_notes",
+            "list_tags",
+            "list_tasks",
+            "read_note",
+            "search_notes",
+            "set_task_status",
+            "vault_info",
+        ];
+        let said = unknown_tool("serch_notes", &names);
+        assert!(said.contains("did you mean `search_notes`?"), "{said}");
+        assert!(!said.contains("vault_info"), "{said}");
+        let said = unknown_tool("tasks", &names);
+        assert!(said.contains("`list_tasks`"), "{said}");
+        let said = unknown_tool("list_task", &names);
+        assert!(said.contains("did you mean `list_tasks`"), "{said}");
+        let said = unknown_tool("zzz", &names);
+        assert!(
+            !said.contains("did you mean") && said.contains("--list"),
+            "{said}"
+        );
+        // A write tool without --write: said so, not "unknown".
+        let said = unknown_tool("edit_note", &names);
+        assert!(said.contains("need --write"), "{said}");
+        let said = unknown_tool("get_links", &names);
+        assert!(
+            said.contains("not offered") && !said.contains("--write"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_reply_with_text_beside_its_structure_is_one_json_document() {
+        let v = serde_json::json!({"items": [1], "total": 1});
+        let lines = rmcp::model::ContentBlock::text("1 of 1 tasks\n- [ ] milk");
+        let repeat = rmcp::model::ContentBlock::text(v.to_string());
+        let doc = one_document(Some(v.clone()), &[repeat.clone(), lines]);
+        assert_eq!(doc["items"], serde_json::json!([1]));
+        assert_eq!(doc["text"], "1 of 1 tasks\n- [ ] milk");
+        assert_eq!(one_document(Some(v.clone()), &[repeat]), v);
+        let has_text = serde_json::json!({"text": "own"});
+        let doc = one_document(Some(has_text), &[rmcp::model::ContentBlock::text("more")]);
+        assert_eq!(
+            (doc["text"].as_str(), doc["reply_text"].as_str()),
+            (Some("own"), Some("more"))
+        );
+        let plain = one_document(None, &[rmcp::model::ContentBlock::text("not json")]);
+        assert_eq!(plain, serde_json::json!({"text": "not json"}));
+    }
 }

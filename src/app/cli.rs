@@ -20,8 +20,28 @@ impl Cli {
     /// HTTP-only option (`--listen`, `--token-file`, `--tls-cert`...) without
     /// `--transport http`: served over stdio, it would be ignored without a word.
     pub fn parse_checked() -> Cli {
-        use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
+        use clap::CommandFactory;
         let matches = Cli::command().get_matches();
+        Cli::checked(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    /// `args` (the program's name first) parsed as [`Cli::parse_checked`] parses the command
+    /// line, with the same checks, or the error it would exit with: what `capvault install`
+    /// checks a client's entry with.
+    pub fn try_parse_checked_from<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::CommandFactory;
+        let matches = Cli::command().try_get_matches_from(args)?;
+        Cli::checked(&matches)
+    }
+
+    /// The command line `matches` holds, refused when `serve` is given an HTTP-only option
+    /// without `--transport http`.
+    fn checked(matches: &clap::ArgMatches) -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
         if let Some(("serve", m)) = matches.subcommand()
             && m.get_one::<Transport>("transport") == Some(&Transport::Stdio)
         {
@@ -32,18 +52,16 @@ impl Cli {
                 .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
                 .collect();
             if !given.is_empty() {
-                Cli::command()
-                    .error(
-                        clap::error::ErrorKind::ArgumentConflict,
-                        format!(
-                            "{} only apply to `serve --transport http`; add `--transport http`, or leave them out to serve over stdio",
-                            given.join(", ")
-                        ),
-                    )
-                    .exit();
+                return Err(Cli::command().error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!(
+                        "{} only apply to `serve --transport http`; add `--transport http`, or leave them out to serve over stdio",
+                        given.join(", ")
+                    ),
+                ));
             }
         }
-        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+        Cli::from_arg_matches(matches)
     }
 }
 
@@ -215,7 +233,6 @@ pub struct CallArgs {
     #[command(flatten)]
     pub options: Box<ServeOptions>,
     /// Tool name (`capvault call VAULT --list` lists them), e.g. search_notes or get_links.
-    #[arg(required_unless_present = "list")]
     pub tool: Option<String>,
     /// Tool arguments as a JSON object (default: {}).
     pub json_args: Option<String>,

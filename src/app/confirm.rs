@@ -7,9 +7,10 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::markdown::hidden::quoted_visible;
 use crate::notes::write::confirm::{self, Pending};
 use crate::vault::state::StateDir;
-use crate::vault::{Limits, Vault};
+use crate::vault::{Limits, Vault, VaultError, VaultPath};
 
 use super::state_root;
 
@@ -20,7 +21,28 @@ pub fn run(vault_dir: &Path, code: Option<&str>, state_dir: Option<&Path>) -> an
     let state = StateDir::open(&root, &vault)
         .map_err(|e| anyhow::anyhow!("{e} (--state-dir {})", root.display()))?;
     let files = confirm::pending_files(&state).map_err(|e| anyhow::anyhow!("state folder: {e}"))?;
-    let waiting: Vec<Pending> = confirm::update(&files, |p| Ok(p.clone()))?
+    // A request whose note or folder is gone since is dropped, not asked about: the
+    // assistant's call would fail, and a yes would allow nothing.
+    let all = confirm::update(&files, |p| {
+        let (gone, kept): (Vec<Pending>, Vec<Pending>) =
+            p.drain(..).partition(|q| gone_path(&vault, q).is_some());
+        *p = kept;
+        Ok((gone, p.clone()))
+    })?;
+    let (gone, all) = all;
+    for g in gone
+        .iter()
+        .filter(|g| code.is_none_or(|c| g.code.eq_ignore_ascii_case(c)))
+    {
+        eprintln!(
+            "capvault: change {} in \"{}\" dropped: {} no longer exists, so there is nothing \
+             to allow.",
+            g.code,
+            vault.name(),
+            quoted_visible(gone_path(&vault, g).unwrap_or_default())
+        );
+    }
+    let waiting: Vec<Pending> = all
         .into_iter()
         .filter(|p| !p.approved && code.is_none_or(|c| p.code.eq_ignore_ascii_case(c)))
         .collect();
@@ -91,4 +113,15 @@ pub fn run(vault_dir: &Path, code: Option<&str>, state_dir: Option<&Path>) -> an
         }
     }
     Ok(())
+}
+
+/// The first path the request `p` acts on that no longer exists in `vault`, if any.
+fn gone_path<'p>(vault: &Vault, p: &'p Pending) -> Option<&'p str> {
+    p.needs
+        .iter()
+        .find(|path| {
+            VaultPath::parse(path)
+                .is_ok_and(|vp| matches!(vault.stat_file(&vp), Err(VaultError::NotFound(_))))
+        })
+        .map(String::as_str)
 }

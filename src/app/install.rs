@@ -35,7 +35,10 @@ pub fn install(host: &Host, args: InstallArgs) -> anyhow::Result<()> {
         tools,
         dry_run,
     };
-    setup::install(host, &req, &mut out).map_err(anyhow::Error::from)
+    // The entry's `serve` arguments, checked as `serve` itself checks them.
+    let check =
+        |args: &[String]| super::serve::check_entry_args(host, args).map_err(|e| format!("{e:#}"));
+    setup::install(host, &req, &check, &mut out).map_err(anyhow::Error::from)
 }
 
 /// `capvault uninstall`.

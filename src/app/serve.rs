@@ -149,6 +149,27 @@ impl Prepared {
     }
 }
 
+/// Whether `capvault ARGS` (a client entry's arguments: `serve VAULT... [OPTIONS]`) would
+/// start serving, checked by the command line's own parser and `serve`'s own checks (see
+/// [`ServeOptions::check`]), without starting anything: the refusal `serve` would give.
+pub fn check_entry_args(host: &Host, args: &[String]) -> anyhow::Result<()> {
+    use super::cli::{Cli, Command};
+    let argv = std::iter::once("capvault".to_owned()).chain(args.iter().cloned());
+    let cli = Cli::try_parse_checked_from(argv).map_err(|e| {
+        // clap's own text: `error: ...`, then usage and a hint; the first line says it.
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        anyhow::anyhow!("{}", first.trim_start_matches("error: "))
+    })?;
+    let Command::Serve(serve) = cli.command else {
+        anyhow::bail!("the arguments do not start with `serve`");
+    };
+    if serve.transport != Transport::Stdio {
+        anyhow::bail!("a client starts capvault over stdio, not `--transport http`");
+    }
+    serve.options.check(host, &serve.more_vaults)
+}
+
 /// What the network needs from the sandbox: OAuth's outgoing connections.
 #[cfg(not(feature = "oauth"))]
 #[derive(Default)]
@@ -254,8 +275,22 @@ struct VaultSpec {
 }
 
 impl ServeOptions {
-    /// `base` with what these options say about texts, scans and Obsidian's excluded files.
+    /// `base` with what these options say about texts, scans and Obsidian's excluded files,
+    /// and the PDF worker started.
     pub(super) fn engine_options(
+        &self,
+        config: &Config,
+        base: EngineOptions,
+    ) -> anyhow::Result<EngineOptions> {
+        Ok(EngineOptions {
+            pdf: std::sync::Arc::new(crate::engine::pdf::PdfReader::start()),
+            ..self.answer_options(config, base)?
+        })
+    }
+
+    /// `base` with what these options say about texts, scans and Obsidian's excluded files,
+    /// checked; no worker started.
+    fn answer_options(
         &self,
         config: &Config,
         base: EngineOptions,
@@ -299,7 +334,6 @@ impl ServeOptions {
             keep_texts: !self.no_text_cache,
             hide_obsidian_excluded: !(self.show_obsidian_excluded || config.show_obsidian_excluded),
             hidden_text: self.hidden_text.or(config.hidden_text).unwrap_or_default(),
-            pdf: std::sync::Arc::new(crate::engine::pdf::PdfReader::start()),
             index_pdfs,
             ..base
         })
@@ -322,16 +356,13 @@ impl ServeOptions {
         Ok((opened, config))
     }
 
-    /// Opens the config file and every vault to serve: those on the command line (`first` and
-    /// `more`), else the config file's `[[vault]]` tables. Each gets its own name (distinct),
-    /// writer, state, index cache and tool profile; the embedding model is loaded once.
-    pub(super) fn open_all(
+    /// The vaults to serve: those on the command line (`first` and `more`), else the config
+    /// file's `[[vault]]` tables; at least one, at most [`crate::server::vaults::MAX_VAULTS`].
+    fn specs(
         &self,
-        host: &Host,
-        http: bool,
+        config: &Config,
         more: &[std::path::PathBuf],
-    ) -> anyhow::Result<(Vec<Opened>, Config)> {
-        let config = crate::config::load(host, self.vault.config.as_deref())?;
+    ) -> anyhow::Result<Vec<VaultSpec>> {
         let named: Vec<&std::path::PathBuf> = self.vault.vault.iter().chain(more).collect();
         let specs: Vec<VaultSpec> = if named.is_empty() {
             config
@@ -349,7 +380,7 @@ impl ServeOptions {
                 .into_iter()
                 .map(|f| VaultSpec {
                     folder: f.clone(),
-                    entry: entry_for(&config, f),
+                    entry: entry_for(config, f),
                 })
                 .collect()
         };
@@ -365,6 +396,39 @@ impl ServeOptions {
                 crate::server::vaults::MAX_VAULTS
             );
         }
+        Ok(specs)
+    }
+
+    /// Whether `serve` with these options and `more` vault folders would start, as far as
+    /// can be known without opening a folder for writing or starting a thread: the config
+    /// file, every vault's tool profile, exclusions and write scopes, the flags that need
+    /// `--write`, and the options that change answers. (`capvault install` checks a client's
+    /// entry with it; the vault folders themselves are checked by opening them.)
+    fn check(&self, host: &Host, more: &[std::path::PathBuf]) -> anyhow::Result<()> {
+        let config = crate::config::load(host, self.vault.config.as_deref())?;
+        self.answer_options(&config, EngineOptions::default())?;
+        let mut any_write = false;
+        for spec in self.specs(&config, more)? {
+            let entry = spec.entry.unwrap_or_default();
+            self.exclusions(&config, &entry)?;
+            self.vault_scopes(&entry)?;
+            self.policy(&config, &entry)?;
+            any_write |= entry.write.unwrap_or(self.write.write);
+        }
+        self.write.check_write_only(any_write)
+    }
+
+    /// Opens the config file and every vault to serve: those on the command line (`first` and
+    /// `more`), else the config file's `[[vault]]` tables. Each gets its own name (distinct),
+    /// writer, state, index cache and tool profile; the embedding model is loaded once.
+    pub(super) fn open_all(
+        &self,
+        host: &Host,
+        http: bool,
+        more: &[std::path::PathBuf],
+    ) -> anyhow::Result<(Vec<Opened>, Config)> {
+        let config = crate::config::load(host, self.vault.config.as_deref())?;
+        let specs = self.specs(&config, more)?;
         let models = self.embedding(host, &config, &specs)?;
         let mut opened: Vec<Opened> = Vec::new();
         for (spec, model) in specs.iter().zip(models) {
@@ -383,13 +447,8 @@ impl ServeOptions {
             }
             opened.push(one);
         }
-        if !opened.iter().any(|o| o.writer.is_some())
-            && let Some(flag) = self.write.write_only_flag()
-        {
-            anyhow::bail!(
-                "{flag} needs --write (or `write = true` in a [[vault]] table of the config file)"
-            );
-        }
+        self.write
+            .check_write_only(opened.iter().any(|o| o.writer.is_some()))?;
         if opened.len() > 1 {
             for o in &opened {
                 if let Some(w) = &o.writer {
@@ -469,6 +528,52 @@ impl ServeOptions {
             .unwrap_or(default || entry.is_some_and(|e| e.embedding_model.is_some()))
     }
 
+    /// The paths removed from a vault: `--exclude`, the config file's and its table's.
+    fn exclusions(
+        &self,
+        config: &Config,
+        entry: &crate::config::VaultEntry,
+    ) -> anyhow::Result<crate::vault::Exclusions> {
+        let mut patterns = self.vault.exclude.clone();
+        patterns.extend(config.exclude.iter().cloned());
+        patterns.extend(entry.exclude.iter().cloned());
+        crate::vault::Exclusions::new(&patterns).map_err(anyhow::Error::msg)
+    }
+
+    /// A vault's write scopes: `--write-scope` and its table's.
+    fn vault_scopes(
+        &self,
+        entry: &crate::config::VaultEntry,
+    ) -> anyhow::Result<Vec<crate::vault::VaultPath>> {
+        let mut scopes = self.write.scopes()?;
+        for s in &entry.write_scope {
+            scopes.push(
+                crate::vault::VaultPath::parse_folder(s)
+                    .map_err(|e| anyhow::anyhow!("[[vault]] write_scope {s}: {e}"))?,
+            );
+        }
+        Ok(scopes)
+    }
+
+    /// A vault's tool policy: its table's `tools`, else `--tools`, else the config file's,
+    /// less its table's disabled tools.
+    fn policy(
+        &self,
+        config: &Config,
+        entry: &crate::config::VaultEntry,
+    ) -> anyhow::Result<ToolPolicy> {
+        let known = crate::server::CapvaultServer::tool_names();
+        let mut policy = config
+            .policy(entry.tools.as_deref().or(self.tools.as_deref()), &known)
+            .map_err(|e| anyhow::anyhow!("tools: {e}"))?;
+        for t in &entry.disabled_tools {
+            policy
+                .disable(t, &known)
+                .map_err(|e| anyhow::anyhow!("[[vault]] disabled_tools: {e}"))?;
+        }
+        Ok(policy)
+    }
+
     /// Opens one vault with every exclusion, its write scopes, writer, tool policy and index
     /// cache (a bad folder fails before any work).
     fn open_one(
@@ -479,10 +584,7 @@ impl ServeOptions {
         (embedding, embedding_off): EmbeddingChoice,
     ) -> anyhow::Result<Opened> {
         let entry = spec.entry.clone().unwrap_or_default();
-        let mut patterns = self.vault.exclude.clone();
-        patterns.extend(config.exclude.iter().cloned());
-        patterns.extend(entry.exclude.iter().cloned());
-        let excluded = crate::vault::Exclusions::new(&patterns).map_err(anyhow::Error::msg)?;
+        let excluded = self.exclusions(config, &entry)?;
         let vault = Vault::open(
             &spec.folder,
             Limits {
@@ -498,25 +600,10 @@ impl ServeOptions {
             ),
             None => crate::server::vaults::name_from_folder(vault.name()),
         };
-        let mut scopes = self.write.scopes()?;
-        for s in &entry.write_scope {
-            scopes.push(
-                crate::vault::VaultPath::parse_folder(s)
-                    .map_err(|e| anyhow::anyhow!("[[vault]] write_scope {s}: {e}"))?,
-            );
-        }
-        let vault = vault.with_write_scopes(scopes);
+        let vault = vault.with_write_scopes(self.vault_scopes(&entry)?);
         let write = entry.write.unwrap_or(self.write.write);
         let writer = self.write.writer(&vault, config, http, write)?;
-        let known = crate::server::CapvaultServer::tool_names();
-        let mut policy = config
-            .policy(entry.tools.as_deref().or(self.tools.as_deref()), &known)
-            .map_err(|e| anyhow::anyhow!("tools: {e}"))?;
-        for t in &entry.disabled_tools {
-            policy
-                .disable(t, &known)
-                .map_err(|e| anyhow::anyhow!("[[vault]] disabled_tools: {e}"))?;
-        }
+        let policy = self.policy(config, &entry)?;
         let cache = if self.no_index_cache {
             IndexCache::Off
         } else {
@@ -559,6 +646,16 @@ fn entry_for(config: &Config, folder: &std::path::Path) -> Option<crate::config:
 }
 
 impl WriteArgs {
+    /// Refuses a flag that only means something with writes on when no vault is `written`.
+    fn check_write_only(&self, written: bool) -> anyhow::Result<()> {
+        if !written && let Some(flag) = self.write_only_flag() {
+            anyhow::bail!(
+                "{flag} needs --write (or `write = true` in a [[vault]] table of the config file)"
+            );
+        }
+        Ok(())
+    }
+
     /// The first flag given that only means something with writes on.
     pub(super) fn write_only_flag(&self) -> Option<&'static str> {
         [
@@ -614,6 +711,7 @@ impl WriteArgs {
                 .require_if_match
                 .or(config.require_if_match)
                 .unwrap_or(http),
+            state_dir: self.state_dir.clone(),
         };
         Ok(Some(Arc::new(Writer::new(state, audit, options))))
     }
@@ -841,6 +939,15 @@ pub async fn serve_stdio(vaults: Vec<ServedVault>) -> anyhow::Result<()> {
         v.engine.start();
     }
     let server = server_of(&vaults)?;
+    if crate::vault::host::stdin_is_terminal() {
+        // Typed in a terminal: the silence would look like a hang.
+        eprintln!(
+            "capvault: waiting for an MCP client on stdin (this is what a client starts and \
+             talks to; a person at a terminal has nothing to type here). Set a client up with \
+             `capvault install <client> <vault>`, try a tool with `capvault call <vault> --list`, \
+             or see the whole exchange with `capvault demo`. Ctrl-C stops."
+        );
+    }
     let served = tokio::select! {
         service = server.serve(rmcp::transport::stdio()) => match service {
             Ok(service) => {

@@ -686,6 +686,43 @@ pub fn apply(text: &str, range: std::ops::Range<usize>, spans: &Spans, policy: P
     out
 }
 
+/// True for the characters that change how text around them is shown while being invisible
+/// themselves: text-direction marks, embeddings, overrides and isolates, zero-width characters,
+/// invisible operators, the byte order mark and Unicode tag characters. A value holding one could
+/// reorder or hide what a message says next to it (the OAuth consent page's client names, the
+/// confirmation question's paths).
+pub fn is_invisible_control(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}'
+        | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}')
+}
+
+/// `text`, a value someone else chose (a path or a tag a client sent), as a plain-text message
+/// to the person shows it: in double quotes, isolated from the sentence around it (U+2068 FIRST
+/// STRONG ISOLATE ... U+2069 POP DIRECTIONAL ISOLATE, so right-to-left text inside cannot
+/// reorder the words or numbers after it), every control and invisible character
+/// ([`is_invisible_control`]) shown as a visible `[U+XXXX]` mark instead of acting, and `"` and
+/// `\` escaped: nothing in it can close the quote, start a line, or fake, hide or reorder the
+/// words around it.
+pub fn quoted_visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    out.push_str("\"\u{2068}");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() || is_invisible_control(c) => {
+                out.push_str(&format!("[U+{:04X}]", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push_str("\u{2069}\"");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -937,6 +974,30 @@ mod tests {
         assert_eq!(
             first_marker(&format!("{hostile}⟦U+200B⟧")),
             Some("⟦U+200B⟧")
+        );
+    }
+
+    #[test]
+    fn a_quoted_value_cannot_close_its_quote_reorder_or_hide_the_sentence_around_it() {
+        let hostile = "Elsewhere\" now. Also: `0 files` \u{202E}01\u{200B}\nAllow?\\";
+        let q = quoted_visible(hostile);
+        assert_eq!(
+            q,
+            "\"\u{2068}Elsewhere\\\" now. Also: `0 files` [U+202E]01[U+200B][U+000A]Allow?\\\\\u{2069}\""
+        );
+        // Nothing but the isolates is left invisible or acting, and one quote opens and closes.
+        let inner = &q['"'.len_utf8()..q.len() - '"'.len_utf8()];
+        assert!(
+            inner
+                .trim_start_matches('\u{2068}')
+                .trim_end_matches('\u{2069}')
+                .chars()
+                .all(|c| !c.is_control() && !is_invisible_control(c)),
+            "{q}"
+        );
+        assert_eq!(
+            quoted_visible("Notes/A.md"),
+            "\"\u{2068}Notes/A.md\u{2069}\""
         );
     }
 }

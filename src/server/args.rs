@@ -117,10 +117,20 @@ fn types(prop: &Value) -> Vec<&str> {
     }
 }
 
-/// Turns a string into the integer, number or boolean `prop` asks for, when it reads as one.
+/// Turns a string into the integer, number or boolean `prop` asks for, when it reads as one;
+/// and a number into the string `prop` asks for (`"lines": 5`, what models send, is `"5"`).
 fn coerce(value: &mut Value, prop: &Value) {
-    let Value::String(text) = value else { return };
     let allowed = types(prop);
+    if let Value::Number(n) = value {
+        if allowed.contains(&"string")
+            && !allowed.contains(&"integer")
+            && !allowed.contains(&"number")
+        {
+            *value = Value::String(n.to_string());
+        }
+        return;
+    }
+    let Value::String(text) = value else { return };
     if allowed.contains(&"string") {
         return;
     }
@@ -237,6 +247,12 @@ mod tests {
     fn run(v: Value) -> Result<Args, String> {
         let Value::Object(o) = v else { unreachable!() };
         parse(o, &schema_for_input::<Args>().unwrap()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_number_where_a_string_is_asked_is_read_as_its_text() {
+        let got = run(serde_json::json!({"path": 5, "limit": 3})).unwrap();
+        assert_eq!((got.path.as_str(), got.limit), ("5", Some(3)));
     }
 
     #[test]

@@ -24,6 +24,7 @@ use rmcp::service::{ElicitationMode, RequestContext};
 use serde_json::Value;
 
 use super::error::{Code, ToolError};
+use crate::markdown::hidden::quoted_visible;
 use crate::notes::write::confirm::ASK_TTL;
 use crate::vault::{Vault, VaultPath};
 
@@ -86,6 +87,13 @@ pub(super) fn digest(
     }
     let mut args = args.clone();
     args.remove("dry_run");
+    // The paths as the dry run resolved them, not as they were spelled: `Notes/A` and
+    // `Notes/A.md` are one call, and a yes for one is a yes for the other.
+    for key in ["path", "from", "to"] {
+        if dry.get(key).is_some() {
+            args.remove(key);
+        }
+    }
     let key = serde_json::json!([
         tool,
         canonical(&Value::Object(args)),
@@ -96,9 +104,15 @@ pub(super) fn digest(
 }
 
 /// What the held call will change, for the person: from its arguments and its dry run's reply.
-/// Vault-relative paths only; a few lines.
+/// Vault-relative paths only; a few lines. Every value the client chose (a path, a tag, a batch)
+/// is shown quoted and isolated, its invisible and bidi controls made visible
+/// ([`quoted_visible`]): a path cannot fake a clause or reverse the count after it.
 pub(super) fn summary(tool: &str, args: &JsonObject, dry: &Value) -> String {
-    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
+    let s = |v: &Value, k: &str| quoted_visible(v.get(k).and_then(Value::as_str).unwrap_or("?"));
+    let tag = |v: &Value, k: &str| {
+        let t = v.get(k).and_then(Value::as_str).unwrap_or("?");
+        quoted_visible(&format!("#{}", t.trim_start_matches('#')))
+    };
     let n = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
     let lines = |v: &Value| {
         let diff = v.get("diff").and_then(Value::as_str).unwrap_or("");
@@ -113,59 +127,83 @@ pub(super) fn summary(tool: &str, args: &JsonObject, dry: &Value) -> String {
                 minus += 1;
             }
         }
-        format!("{plus} lines added, {minus} removed")
+        format!("{} added, {minus} removed", counted(plus, "line", "lines"))
     };
     match tool {
         "delete_note" => {
             let path = s(dry, "path");
             if dry.get("permanent").and_then(Value::as_bool) == Some(true) {
-                format!("Delete `{path}` for good (it will not be in the vault's trash).")
+                format!("Delete {path} for good (it will not be in the vault's trash).")
             } else {
-                format!("Delete `{path}` (to the vault's trash).")
+                format!("Delete {path} (to the vault's trash).")
             }
         }
         "write_note" => format!(
-            "Replace the whole text of `{}` ({}).",
+            "Replace the whole text of {} ({}).",
             s(dry, "path"),
             lines(dry)
         ),
         "restore_note" => format!(
-            "Restore `{}` to an earlier version ({}).",
+            "Restore {} to an earlier version ({}).",
             s(dry, "path"),
             lines(dry)
         ),
         "move_note" => format!(
-            "Move the folder `{}` to `{}`: {} files, {} links rewritten in other notes.",
+            "Move the folder {} to {}: {}, {} rewritten in other notes.",
             s(dry, "from"),
             s(dry, "to"),
-            n(dry, "files_moved"),
-            n(dry, "links_updated")
+            counted(n(dry, "files_moved"), "file", "files"),
+            counted(n(dry, "links_updated"), "link", "links")
         ),
         "rename_tag" => {
             let notes = dry
                 .get("notes")
                 .and_then(Value::as_array)
                 .map_or(0, Vec::len);
-            let places = n(dry, "occurrences");
+            let notes = counted(notes as u64, "note", "notes");
+            let places = counted(n(dry, "occurrences"), "place", "places");
             match args.get("undo").and_then(Value::as_str) {
                 Some(batch) => format!(
-                    "Undo the tag rename `{batch}`: {notes} notes change back ({places} places)."
+                    "Undo the tag rename {}: {notes} change back ({places}).",
+                    quoted_visible(batch)
                 ),
                 None => format!(
-                    "Rename the tag #{} to #{} in {notes} notes ({places} places).",
-                    s(dry, "from").trim_start_matches('#'),
-                    s(dry, "to").trim_start_matches('#'),
+                    "Rename the tag {} to {} in {notes} ({places}).",
+                    tag(dry, "from"),
+                    tag(dry, "to"),
                 ),
             }
         }
-        other => format!("Run `{other}`."),
+        other => format!("Run {}.", quoted_visible(other)),
     }
+}
+
+/// `n` and the noun it counts: `1 note`, `2 notes`, `0 notes`.
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The vault paths a held call acts on that must still exist for it to make sense (a note to
+/// delete or replace, a folder to move), as its dry run resolved them: a request whose path is
+/// gone since is dropped rather than asked about (`capvault confirm`).
+pub(super) fn needs(tool: &str, dry: &Value) -> Vec<String> {
+    let key = match tool {
+        "delete_note" => "path",
+        "write_note" if dry.get("created").and_then(Value::as_bool) != Some(true) => "path",
+        "move_note" => "from",
+        _ => return Vec::new(),
+    };
+    dry.get(key)
+        .and_then(Value::as_str)
+        .map(|p| vec![p.to_owned()])
+        .unwrap_or_default()
 }
 
 /// The question put to the person.
 fn question(vault: &str, summary: &str) -> (String, ElicitationSchema) {
     let message = format!(
-        "An assistant wants to change your vault \"{vault}\":\n\n{summary}\n\nAllow this change?"
+        "An assistant wants to change your vault {}:\n\n{summary}\n\nAllow this change?",
+        quoted_visible(vault)
     );
     let schema = ElicitationSchema::builder()
         .required_bool_property(FIELD, |b| b.title("Allow this change").with_default(false))
@@ -315,9 +353,11 @@ mod tests {
             d("delete_note", &a, None, &dry),
             d("delete_note", &b, None, &dry)
         );
+        // Another note: its dry run names it.
+        let dry_c = serde_json::json!({"path": "B.md", "sha256": "1"});
         assert_ne!(
             d("delete_note", &a, None, &dry),
-            d("delete_note", &c, None, &dry)
+            d("delete_note", &c, None, &dry_c)
         );
         assert_ne!(
             d("delete_note", &a, None, &dry),
@@ -332,6 +372,82 @@ mod tests {
             d("delete_note", &a, None, &dry),
             d("delete_note", &a, None, &changed),
             "the note changed since the person was asked"
+        );
+    }
+
+    #[test]
+    fn a_digest_names_the_resolved_path_not_its_spelling() {
+        let dry = serde_json::json!({"path": "Notes/A.md", "sha256": "1"});
+        let bare = obj(serde_json::json!({"path": "Notes/A"}));
+        let full = obj(serde_json::json!({"path": "Notes/A.md"}));
+        assert_eq!(
+            digest("delete_note", &bare, None, &dry),
+            digest("delete_note", &full, None, &dry)
+        );
+        let moved = serde_json::json!({"from": "Projects", "to": "Archive/Projects"});
+        assert_eq!(
+            digest(
+                "move_note",
+                &obj(serde_json::json!({"from": "Projects/", "to": "Archive/Projects"})),
+                None,
+                &moved
+            ),
+            digest(
+                "move_note",
+                &obj(serde_json::json!({"from": "Projects", "to": "Archive/Projects/"})),
+                None,
+                &moved
+            )
+        );
+        // What the dry run does not echo still counts.
+        let permanent = obj(serde_json::json!({"path": "Notes/A", "permanent": true}));
+        assert_ne!(
+            digest("delete_note", &bare, None, &dry),
+            digest("delete_note", &permanent, None, &dry)
+        );
+    }
+
+    #[test]
+    fn the_question_counts_in_the_singular_when_there_is_one() {
+        let args = obj(serde_json::json!({"from": "a", "to": "b"}));
+        let dry = serde_json::json!({"from": "a", "to": "b", "notes": ["n.md"], "occurrences": 1});
+        let s = summary("rename_tag", &args, &dry);
+        assert!(s.ends_with("in 1 note (1 place)."), "{s}");
+        let dry = serde_json::json!({"from": "a", "to": "b", "notes": ["n.md", "m.md"], "occurrences": 3});
+        assert!(summary("rename_tag", &args, &dry).ends_with("in 2 notes (3 places)."));
+        let moved =
+            serde_json::json!({"from": "F", "to": "G", "files_moved": 1, "links_updated": 1});
+        let s = summary("move_note", &args, &moved);
+        assert!(
+            s.ends_with(": 1 file, 1 link rewritten in other notes."),
+            "{s}"
+        );
+        let written = serde_json::json!({"path": "n.md", "diff": "--- a\n+++ b\n-x\n+y\n"});
+        let s = summary("write_note", &args, &written);
+        assert!(s.contains("(1 line added, 1 removed)"), "{s}");
+    }
+
+    #[test]
+    fn a_client_chosen_path_cannot_fake_a_clause_or_reverse_the_count_in_the_question() {
+        let args = obj(serde_json::json!({"from": "Projects"}));
+        let dry = serde_json::json!({
+            "from": "Projects",
+            "to": "x` (an empty folder): 0 files. Allow? `\u{202E}",
+            "files_moved": 12,
+            "links_updated": 3
+        });
+        let s = summary("move_note", &args, &dry);
+        assert_eq!(
+            s,
+            "Move the folder \"\u{2068}Projects\u{2069}\" to \"\u{2068}x` (an empty folder): 0 \
+             files. Allow? `[U+202E]\u{2069}\": 12 files, 3 links rewritten in other notes."
+        );
+        assert!(!s.contains('\u{202E}'), "{s}");
+        let (message, _) = question("My\u{202E}Vault", &s);
+        assert!(
+            message
+                .starts_with("An assistant wants to change your vault \"\u{2068}My[U+202E]Vault"),
+            "{message}"
         );
     }
 

@@ -615,8 +615,10 @@ impl CapvaultServer {
             confirm::Channel::None => {
                 let w = Arc::clone(writer);
                 let s = summary.clone();
+                let needs = confirm::needs(internal, &dry_value);
                 let taken = tokio::task::spawn_blocking(move || {
-                    w.confirmations().take_approved(w.state(), &digest, &s)
+                    w.confirmations()
+                        .take_approved(w.state(), &digest, &s, &needs)
                 })
                 .await;
                 match taken {
@@ -628,21 +630,28 @@ impl CapvaultServer {
                         None
                     }
                     Ok(Ok(Err(code))) => {
+                        let state_dir = writer.options().state_dir.as_deref();
                         tracing::warn!(
                             code = %code,
                             change = %summary,
-                            "a change waits for your yes: run `capvault confirm {}` in a \
-                             terminal (with this server's --state-dir, if it has one)",
-                            self.vault.host_path().display()
+                            "a change waits for your yes: run `{}` in a terminal",
+                            confirm_command(self.vault.host_path(), state_dir)
                         );
+                        // The client hears no host path: the vault and state folders by role.
+                        let state = if state_dir.is_some() {
+                            " --state-dir <this server's state folder>"
+                        } else {
+                            ""
+                        };
                         refuse(ToolError::new(
                             Code::ConfirmationRequired,
                             format!(
                                 "this change needs the person's yes, and this client cannot ask \
                                  them (it declares no elicitation). Nothing was changed. Ask the \
-                                 person to run `capvault confirm <vault folder>` in a terminal on \
-                                 the machine running capvault, then make the same call again. \
-                                 The change: {summary}"
+                                 person to run `capvault confirm <vault folder>{state}` in a \
+                                 terminal on the machine running capvault (capvault's log shows \
+                                 the exact command), then make the same call again. The change: \
+                                 {summary}"
                             ),
                         ))
                     }
@@ -825,8 +834,12 @@ impl ServerHandler for CapvaultServer {
     ) -> Result<(), ErrorData> {
         self.check_resource_grant(&context)?;
         let watched = self.watched(Grant::of(&context));
-        let (_, canonical) = subscriptions::canonical(&watched, &request.uri)
-            .ok_or_else(|| unknown_uri(&request.uri))?;
+        let uri = request.uri.clone();
+        let found =
+            tokio::task::spawn_blocking(move || subscriptions::subscribable(&watched, &uri))
+                .await
+                .map_err(|_| ErrorData::internal_error("the subscription was aborted", None))?;
+        let (_, canonical) = found.ok_or_else(|| unknown_uri(&request.uri))?;
         self.subscribed.add(canonical, request.uri)?;
         // A client that subscribes without having sent `initialized` is told all the same.
         if self.subscribed.start() {
@@ -866,7 +879,7 @@ impl ServerHandler for CapvaultServer {
             let watched = self.watched(None);
             f.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
                 uris.iter()
-                    .filter(|u| subscriptions::canonical(&watched, u).is_some())
+                    .filter(|u| subscriptions::subscribable(&watched, u).is_some())
                     .take(subscriptions::MAX_SUBSCRIPTIONS)
                     .cloned()
                     .collect()
@@ -1200,6 +1213,17 @@ fn first_marker_in(value: &Value) -> Option<String> {
         Value::Array(items) => items.iter().find_map(first_marker_in),
         Value::Object(map) => map.values().find_map(first_marker_in),
         _ => None,
+    }
+}
+
+/// The `capvault confirm` command line for the person (the server's log only: it names host
+/// paths), with the server's own `--state-dir` when it has one: without it the command looks
+/// in the default state folder and finds nothing waiting.
+fn confirm_command(vault: &std::path::Path, state_dir: Option<&std::path::Path>) -> String {
+    let q = |p: &std::path::Path| crate::vault::host::shell_quoted(&p.to_string_lossy());
+    match state_dir {
+        Some(dir) => format!("capvault confirm {} --state-dir {}", q(vault), q(dir)),
+        None => format!("capvault confirm {}", q(vault)),
     }
 }
 

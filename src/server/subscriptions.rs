@@ -27,7 +27,7 @@ use super::resources::{URI_PREFIX, uri_for};
 use crate::engine::Engine;
 use crate::engine::changes::ChangeKind;
 use crate::locks::lock;
-use crate::vault::VaultPath;
+use crate::vault::{VaultPath, is_note_name};
 
 /// Most notes one session (or one listen request) subscribes to.
 pub const MAX_SUBSCRIPTIONS: usize = 1000;
@@ -238,8 +238,25 @@ async fn watch_prompts(
 }
 
 /// Which vault of `watched` a URI names and its spelling in `resources/list`, if it names a
-/// note path allowed there.
+/// note path allowed there (whether or not the note exists: what unsubscribing takes).
 pub(super) fn canonical(watched: &[Watched], uri: &str) -> Option<(usize, String)> {
+    let (i, path) = vault_path(watched, uri)?;
+    Some((i, watched[i].uri(&path)))
+}
+
+/// [`canonical`], for a URI that may be subscribed to: a note (`.md`) that exists and is
+/// reached inside the vault, as a read reaches it (an in-vault symlink that leads out, a
+/// hidden or excluded path are refused), as `resources/list` lists it. Reads the note's
+/// metadata.
+pub(super) fn subscribable(watched: &[Watched], uri: &str) -> Option<(usize, String)> {
+    let (i, path) = vault_path(watched, uri)?;
+    let w = &watched[i];
+    let note = is_note_name(path.file_name()) && w.engine.vault().stat_file(&path).is_ok();
+    note.then(|| (i, w.uri(&path)))
+}
+
+/// Which vault of `watched` a URI names and the path in it, if it names a path allowed there.
+fn vault_path(watched: &[Watched], uri: &str) -> Option<(usize, VaultPath)> {
     if uri.len() > MAX_URI {
         return None;
     }
@@ -262,7 +279,7 @@ pub(super) fn canonical(watched: &[Watched], uri: &str) -> Option<(usize, String
         if w.engine.vault().exclusions().excludes(path.as_str()) {
             return None;
         }
-        return Some((i, w.uri(&path)));
+        return Some((i, path));
     }
     None
 }

@@ -123,7 +123,7 @@ pub fn build(
     if let Some(note) = platform_note(this_platform()) {
         writeln!(out, "{note}")?;
     }
-    if super::cargo_build(&exe).as_deref() == Some("debug") {
+    if cfg!(debug_assertions) {
         writeln!(
             out,
             "note: the bundle holds this unoptimised debug build, many times slower and larger; \

@@ -2,6 +2,7 @@
 //! misbehaving, each with how to fix it, then a real session as a client would start it.
 
 use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -86,8 +87,22 @@ pub async fn run(host: &Host, root: &Path, out: &mut dyn Write) -> Result<(), Se
     let folders = check_watches(host, &vault, &mut r);
     check_cache(&vault, &mut r);
     check_model(host, &mut r);
-    check_clients(host, &vault, root, &mut r);
-    check_session(root, &mut r).await;
+    let entries = check_clients(host, &vault, root, &mut r);
+    // Each entry's own command line, as its client starts it; this vault's plain `serve` when
+    // no entry serves it.
+    for e in &entries {
+        let args: Vec<OsString> = e.entry.args.iter().map(OsString::from).collect();
+        check_session(Some(&e.what), Path::new(&e.entry.command), &args, &mut r).await;
+    }
+    if !entries.iter().any(|e| e.this_vault) {
+        match std::env::current_exe() {
+            Ok(me) => {
+                let args = [OsString::from("serve"), root.as_os_str().to_owned()];
+                check_session(None, &me, &args, &mut r).await;
+            }
+            Err(_) => r.line(Outcome::Fail, "cannot find this binary to start it", None),
+        }
+    }
     let _ = writeln!(
         r.out,
         "{} checks failed, {} warnings ({folders} folders watched)",
@@ -270,14 +285,25 @@ fn check_cache(vault: &Vault, r: &mut Report<'_>) {
     }
 }
 
-fn check_clients(host: &Host, vault: &Vault, root: &Path, r: &mut Report<'_>) {
+/// A client's capvault entry whose binary exists and whose vaults open: its session is run.
+struct Runnable {
+    /// The entry as the report names it: client, server name, config file.
+    what: String,
+    entry: install::Entry,
+    /// It serves the vault doctor was given.
+    this_vault: bool,
+}
+
+/// Checks every client's capvault entries (binary, vaults); returns those worth starting.
+fn check_clients(host: &Host, vault: &Vault, root: &Path, r: &mut Report<'_>) -> Vec<Runnable> {
+    let mut runnable = Vec::new();
     let Some(home) = Home::from_env() else {
         r.line(
             Outcome::Warn,
             "no home folder: client configs not checked",
             None,
         );
-        return;
+        return runnable;
     };
     let me = std::env::current_exe().ok();
     // The path `capvault install` would write for this vault.
@@ -369,6 +395,13 @@ fn check_clients(host: &Host, vault: &Vault, root: &Path, r: &mut Report<'_>) {
                     None,
                 );
             }
+            if binary_ok && vault_ok {
+                runnable.push(Runnable {
+                    what,
+                    entry,
+                    this_vault,
+                });
+            }
         }
     }
     if any && !serves_this {
@@ -387,42 +420,62 @@ fn check_clients(host: &Host, vault: &Vault, root: &Path, r: &mut Report<'_>) {
             Some("capvault install claude-desktop <VAULT> (or another client: capvault install --list)"),
         );
     }
+    runnable
 }
 
-/// Starts `capvault serve` as a client would and runs the handshake and one search.
-async fn check_session(root: &Path, r: &mut Report<'_>) {
-    let Ok(me) = std::env::current_exe() else {
-        r.line(Outcome::Fail, "cannot find this binary to start it", None);
-        return;
+/// Starts `program args` as a client would (an entry's own command line, or this binary's
+/// `serve` on the vault) and runs the handshake and one search; `label` names the entry in the
+/// report. A server that stops is reported with the last line it wrote on stderr.
+async fn check_session(label: Option<&str>, program: &Path, args: &[OsString], r: &mut Report<'_>) {
+    let said = |what: String| match label {
+        Some(l) => format!("{l}: {what}"),
+        None => what,
     };
-    let mut cmd = tokio::process::Command::new(me);
-    cmd.arg("serve")
-        .arg(root)
-        .env("CAPVAULT_LOG", "capvault=error");
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).env("CAPVAULT_LOG", "capvault=error");
     let started = Instant::now();
-    let transport = match TokioChildProcess::new(cmd) {
+    let (transport, stderr) = match TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
         Ok(t) => t,
         Err(e) => {
             r.line(
                 Outcome::Fail,
-                &format!("the server does not start: {e}"),
+                &said(format!("the server does not start: {e}")),
                 None,
             );
             return;
+        }
+    };
+    let stderr = stderr.map(|s| tokio::spawn(last_line(s)));
+    // What the server said on stderr before it stopped (waits for it to stop, briefly).
+    let why = |stderr: Option<tokio::task::JoinHandle<String>>| async move {
+        let Some(task) = stderr else {
+            return String::new();
+        };
+        match tokio::time::timeout(Duration::from_secs(5), task).await {
+            Ok(Ok(line)) if !line.is_empty() => format!("; it said: {line}"),
+            _ => String::new(),
         }
     };
     let client = match tokio::time::timeout(Duration::from_secs(20), ().serve(transport)).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
+            let why = why(stderr).await;
             r.line(
                 Outcome::Fail,
-                &format!("the MCP handshake failed: {e}"),
+                &said(format!("the MCP handshake failed ({e}){why}")),
                 None,
             );
             return;
         }
         Err(_) => {
-            r.line(Outcome::Fail, "no MCP handshake within 20 s", None);
+            r.line(
+                Outcome::Fail,
+                &said("no MCP handshake within 20 s".to_owned()),
+                None,
+            );
             return;
         }
     };
@@ -445,27 +498,51 @@ async fn check_session(root: &Path, r: &mut Report<'_>) {
                 .unwrap_or_default();
             r.line(
                 Outcome::Ok,
-                &format!(
+                &said(format!(
                     "a session works: handshake {:.0} ms, {tools} tools, one search {search_ms:.1} ms ({served})",
                     handshake.as_secs_f64() * 1e3
-                ),
+                )),
                 None,
             );
         }
         Ok(res) => r.line(
             Outcome::Fail,
-            &format!(
+            &said(format!(
                 "a search failed: {:?}",
                 res.content
                     .first()
                     .and_then(|c| c.as_text())
                     .map(|t| t.text.clone())
-            ),
+            )),
             None,
         ),
-        Err(e) => r.line(Outcome::Fail, &format!("a search failed: {e}"), None),
+        Err(e) => r.line(Outcome::Fail, &said(format!("a search failed: {e}")), None),
     }
     let _ = client.cancel().await;
+}
+
+/// The last non-empty line a child wrote on `stderr` until it closed it (at most 200
+/// characters; everything before is read and dropped, so the child never blocks on it).
+async fn last_line(mut stderr: tokio::process::ChildStderr) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 16 * 1024 {
+            tail.drain(..tail.len() - 8 * 1024);
+        }
+    }
+    let text = String::from_utf8_lossy(&tail);
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.chars().take(200).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

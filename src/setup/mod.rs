@@ -91,6 +91,10 @@ pub enum SetupError {
     /// The key where servers go is not a table.
     #[error("{path}: `{key}` is not a table; nothing was changed")]
     NotATable { path: String, key: String },
+    /// `capvault install`: the entry's command line is one `serve` would refuse, so the
+    /// client's server would stop at once.
+    #[error("`capvault {args}` would not start ({reason}); nothing was changed")]
+    ServeRefuses { args: String, reason: String },
     /// The bundle's zip could not be made.
     #[error("bundle: {0}")]
     Zip(#[from] zip::result::ZipError),
@@ -136,14 +140,7 @@ fn this_binary() -> Result<String, SetupError> {
 
 /// The shell-quoted form of `s` for a printed command.
 fn quoted(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-=:,@+".contains(&b))
-    {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
+    crate::vault::host::shell_quoted(s)
 }
 
 fn backup_name(path: &Path) -> String {
@@ -175,8 +172,18 @@ pub(crate) fn entry_path(vault: &Vault, given: &Path) -> Result<PathBuf, SetupEr
     })
 }
 
-/// `capvault install`: adds or updates the client's entry for the vault, prints the diff.
-pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result<(), SetupError> {
+/// Why a client entry's arguments (`serve VAULT... [OPTIONS]`) would make `capvault serve`
+/// stop at once, from the command line's own parser and checks (`app::serve::check_entry_args`).
+pub type ServeCheck<'a> = &'a dyn Fn(&[String]) -> Result<(), String>;
+
+/// `capvault install`: adds or updates the client's entry for the vault, prints the diff. An
+/// entry whose arguments `check` refuses is never written.
+pub fn install(
+    host: &Host,
+    req: &InstallRequest,
+    check: ServeCheck<'_>,
+    out: &mut dyn Write,
+) -> Result<(), SetupError> {
     let c = client(&req.client)?;
     if let Some(n) = &req.name {
         crate::server::vaults::check_name_within(n, 64).map_err(|source| SetupError::BadName {
@@ -214,6 +221,10 @@ pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result
         args.push("--tools".to_owned());
         args.push(t.clone());
     }
+    check(&args).map_err(|reason| SetupError::ServeRefuses {
+        args: shown_args(&args),
+        reason,
+    })?;
     let entry = Entry {
         command: this_binary()?,
         args,
@@ -289,8 +300,8 @@ pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result
     if let Some(cmd) = own_command(c, &name, &entry) {
         writeln!(out, "({} can also do this itself: {cmd})", c.name)?;
     }
-    if let Some(profile) = cargo_build(Path::new(&entry.command)) {
-        let slower = if profile == "debug" {
+    if in_cargo_build(host, Path::new(&entry.command)) {
+        let slower = if cfg!(debug_assertions) {
             " (an unoptimised debug build, many times slower)"
         } else {
             ""
@@ -306,18 +317,14 @@ pub fn install(host: &Host, req: &InstallRequest, out: &mut dyn Write) -> Result
     Ok(())
 }
 
-/// The profile folder (`debug`, `release`...) when `exe` sits in a cargo target folder:
-/// `target/<profile>/capvault`, or `target/<triple>/<profile>/capvault`. Read from the path only.
-fn cargo_build(exe: &Path) -> Option<String> {
-    let mut up = exe.parent()?.components().rev().map(|c| c.as_os_str());
-    let profile = up.next()?.to_str()?.to_owned();
-    let parent = up.next()?;
-    let target = if parent == "target" {
-        Some(parent)
-    } else {
-        up.next()
-    };
-    (target? == "target").then_some(profile)
+/// Whether the binary `exe` runs from a cargo build folder (a profile folder of a target
+/// folder, wherever `CARGO_TARGET_DIR` puts it, whatever it is named): cargo keeps its build
+/// lock `.cargo-lock` in every folder it builds into, which an installed copy never has beside
+/// it (`cargo install` builds elsewhere and copies the binary alone).
+fn in_cargo_build(host: &Host, exe: &Path) -> bool {
+    exe.parent()
+        .and_then(|dir| host.file(&dir.join(".cargo-lock")).ok())
+        .is_some_and(|lock| lock.is_file())
 }
 
 /// What an install's entry name held before.
@@ -352,11 +359,12 @@ fn entry_vault(e: &Entry) -> Option<&str> {
 
 /// An entry as a command line, for messages.
 fn shown_entry(e: &Entry) -> String {
-    e.args
-        .iter()
-        .map(|a| quoted(a))
-        .collect::<Vec<_>>()
-        .join(" ")
+    shown_args(&e.args)
+}
+
+/// Arguments as a command line, for messages.
+fn shown_args(args: &[String]) -> String {
+    args.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(" ")
 }
 
 /// The name `capvault install` gives the vault's entry in `text`, and what that name held: the
@@ -536,24 +544,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_binary_in_a_cargo_target_folder_is_told_apart_by_its_path() {
-        let found = |p: &str| cargo_build(Path::new(p));
-        assert_eq!(
-            found("/src/capvault/target/debug/capvault").as_deref(),
-            Some("debug")
-        );
-        assert_eq!(
-            found("/src/capvault/target/x86_64-unknown-linux-musl/release/capvault").as_deref(),
-            Some("release")
-        );
-        for installed in [
-            "/home/me/.cargo/bin/capvault",
-            "/usr/local/bin/capvault",
-            "/opt/target/capvault",
-            "capvault",
-            "/",
-        ] {
-            assert_eq!(found(installed), None, "{installed}");
+    #[allow(clippy::disallowed_methods)] // the test writes its own fixture
+    fn a_binary_in_a_cargo_build_folder_is_told_apart_by_cargos_lock_not_by_folder_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let host = Host::claim();
+        // A target folder elsewhere (CARGO_TARGET_DIR), named anything.
+        let built = tmp.path().join("elsewhere/debug");
+        std::fs::create_dir_all(&built).unwrap();
+        std::fs::write(built.join(".cargo-lock"), "").unwrap();
+        assert!(in_cargo_build(&host, &built.join("capvault")));
+        // A copy in a folder named `target/debug` without cargo's lock is an installed one.
+        let copied = tmp.path().join("target/debug");
+        std::fs::create_dir_all(&copied).unwrap();
+        assert!(!in_cargo_build(&host, &copied.join("capvault")));
+        for installed in ["/nonexistent/bin/capvault", "capvault", "/"] {
+            assert!(!in_cargo_build(&host, Path::new(installed)), "{installed}");
         }
     }
 

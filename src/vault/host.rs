@@ -446,6 +446,20 @@ fn create_folders(folder: &Path) -> Result<Dir, HostError> {
     Ok(dir)
 }
 
+/// The shell-quoted form of `s` (a host path, an argument) for a command printed for the person
+/// to run: as it is when it holds only characters no shell treats specially, else in single
+/// quotes.
+pub fn shell_quoted(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-=:,@+".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// True when stdin is a terminal (a person typing, not a pipe or a program).
 pub fn stdin_is_terminal() -> bool {
     use std::io::IsTerminal;

@@ -489,7 +489,7 @@ def test_a_delete_under_confirm_destructive_asks_the_person_through_elicitation(
             dest, body, "--write", "--state-dir", state, "--confirm", "destructive", elicit=callback
         )
         assert len(asked) == 1, asked
-        assert "Delete `Inbox.md` (to the vault's trash)." in asked[0], asked[0]
+        assert "Delete \"\u2068Inbox.md\u2069\" (to the vault's trash)." in asked[0], asked[0]
         assert os.path.exists(os.path.join(dest, "Inbox.md")) != deleted
         if deleted:
             assert not err, r
@@ -537,7 +537,7 @@ def test_a_client_without_elicitation_is_refused_until_the_person_runs_capvault_
         seen = b""
         while b"[y/N]" not in seen:
             seen += os.read(leader, 4096)
-        assert b"Delete `Inbox.md`" in seen, seen
+        assert "Delete \"\u2068Inbox.md\u2069\"".encode() in seen, seen
         os.write(leader, b"y\n")
         assert p.wait(timeout=30) == 0
         try:

@@ -36,17 +36,7 @@ button.primary{background:var(--accent);border-color:var(--accent);color:var(--a
 code{font-size:.85em}\
 bdi{unicode-bidi:isolate}.mark{color:var(--err);font-family:monospace}";
 
-/// True for the characters that change how text around them is shown while being invisible
-/// themselves: text-direction marks, embeddings, overrides and isolates, zero-width characters,
-/// invisible operators, the byte order mark and Unicode tag characters. A name holding one could
-/// reorder or hide what the consent page says next to it.
-pub fn is_invisible_control(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-        | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}'
-        | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}')
-}
+use crate::markdown::hidden::is_invisible_control;
 
 /// The first character of `text` that a client may not put in a name shown to the owner: a
 /// control character or an invisible one ([`is_invisible_control`]).

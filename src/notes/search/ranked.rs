@@ -74,9 +74,7 @@ pub(super) fn search_ranked(
         ));
         index = Some(status);
     }
-    if !found.matched_all {
-        notes.push("no note has every word: notes with some of them are ranked".to_owned());
-    }
+    let matched_all = found.matched_all;
     let mut hits: Vec<(f64, VaultPath, Option<u32>)> = found
         .hits
         .into_iter()
@@ -101,6 +99,10 @@ pub(super) fn search_ranked(
         if needles.terms.is_empty() {
             needles = pdf.needles;
         }
+    }
+    // Said only of notes that are ranked: a search that found nothing has nothing relaxed.
+    if !matched_all && total > 0 {
+        notes.push("no note has every word: notes with some of them are ranked".to_owned());
     }
     let shown = Ranked {
         hits,

@@ -80,6 +80,10 @@ pub struct Pending {
     /// The person said yes.
     #[serde(default)]
     pub approved: bool,
+    /// The vault paths the change acts on that must still exist (a note to delete, a folder
+    /// to move): when one is gone, the request is dropped instead of asked about.
+    #[serde(default)]
+    pub needs: Vec<String>,
 }
 
 fn now_secs() -> u64 {
@@ -154,12 +158,14 @@ impl Confirmations {
     }
 
     /// The call `digest` made again: true (once) when the person approved it with `capvault
-    /// confirm`; otherwise it is left (or put) waiting with `summary`, and its code returned.
+    /// confirm`; otherwise it is left (or put) waiting with `summary` and the paths it `needs`,
+    /// and its code returned.
     pub fn take_approved(
         &self,
         state: &StateDir,
         digest: &str,
         summary: &str,
+        needs: &[String],
     ) -> io::Result<Result<(), String>> {
         let files = self.files(state)?;
         update(files, |pending| {
@@ -180,6 +186,7 @@ impl Confirmations {
                 summary: summary.to_owned(),
                 asked: now_secs(),
                 approved: false,
+                needs: needs.to_vec(),
             });
             Ok(Err(code))
         })

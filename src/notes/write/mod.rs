@@ -73,6 +73,9 @@ pub struct WriteOptions {
     pub confirm: bool,
     /// `--require-if-match`: a change to an existing note must name the version it read.
     pub require_if_match: bool,
+    /// `--state-dir` as given (`None`: the user's state folder), for the `capvault confirm`
+    /// command a held change tells the person to run.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for WriteOptions {
@@ -83,6 +86,7 @@ impl Default for WriteOptions {
             history_max_age: Duration::from_secs(90 * 24 * 3600),
             confirm: false,
             require_if_match: false,
+            state_dir: None,
         }
     }
 }
