@@ -469,7 +469,8 @@ async fn a_png_whose_colour_profile_inflates_to_gigabytes_is_read_and_the_server
         "one read of a 4 GiB colour profile: server VmHWM rose {} MiB",
         rise / 1024
     );
-    // The file, the chunk's buffer, 16 MiB of profile at most (408 MiB before the pool: 23 MiB measured after).
+    // The file, the chunk's buffer, 16 MiB of profile at most (408 MiB before they were
+    // bounded, 23 measured after).
     assert!(rise < 64 << 10, "VmHWM rose {rise} KiB");
     assert!(!r.is_error, "{}", r.raw);
     assert_eq!(r.structured["sent_as"], "image", "{}", r.structured);
@@ -566,4 +567,74 @@ async fn sixteen_concurrent_reads_of_hostile_images_keep_the_server_alive_within
         let r = s.call("read_attachment", json!({"path": path})).await;
         assert_eq!(r.structured["sent_as"], "image", "{path}: {}", r.raw);
     }
+}
+
+#[tokio::test]
+async fn a_file_named_as_an_image_is_labelled_by_its_bytes_and_a_decode_error_is_a_sentence() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    std::fs::write(
+        tmp.path().join("Pics/readme.png"),
+        "Not a picture: notes kept under an image's name.\n",
+    )
+    .unwrap();
+    let mut jpeg = Vec::new();
+    ImageBuffer::from_fn(32, 16, |x, y| Rgb([x as u8, y as u8, 7]))
+        .write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+            &mut jpeg, 85,
+        ))
+        .unwrap();
+    std::fs::write(tmp.path().join("Pics/photo.png"), &jpeg).unwrap();
+    // The image data's chunk renamed "IDA\0".
+    let mut bad = png(8, 8);
+    let at = bad.windows(4).position(|w| w == b"IDAT").unwrap();
+    let len = u32::from_be_bytes(bad[at - 4..at].try_into().unwrap()) as usize;
+    bad[at + 3] = 0;
+    let crc = crc32(&bad[at..at + 4 + len]);
+    bad[at + 4 + len..at + 8 + len].copy_from_slice(&crc.to_be_bytes());
+    std::fs::write(tmp.path().join("Pics/renamed.png"), &bad).unwrap();
+    let s = Server::start(tmp.path()).await;
+
+    // Text under a `.png` name is text, sent as its bytes, with no image error.
+    for format in ["auto", "original"] {
+        let r = s
+            .call(
+                "read_attachment",
+                json!({"path": "Pics/readme.png", "format": format}),
+            )
+            .await;
+        assert!(!r.is_error, "{}", r.raw);
+        assert_eq!(r.structured["mime_type"], "text/plain", "{format}");
+        assert_eq!(r.structured["sent_as"], "resource");
+        assert!(
+            r.structured.get("image_error").is_none(),
+            "{}",
+            r.structured
+        );
+        let v: Value = serde_json::from_str(&r.raw).unwrap();
+        let resource = v["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|c| c.get("resource"))
+            .expect("a resource");
+        assert_eq!(resource["mimeType"], "text/plain");
+    }
+    // A JPEG under a `.png` name is a JPEG.
+    let r = s
+        .call("read_attachment", json!({"path": "Pics/photo.png"}))
+        .await;
+    assert_eq!(r.structured["mime_type"], "image/jpeg", "{}", r.structured);
+    assert_eq!(images_of(&r.raw), vec![("image/jpeg".to_owned(), jpeg)]);
+    // A decoder's error reads as a sentence, never as a Rust structure.
+    let r = s
+        .call("read_attachment", json!({"path": "Pics/renamed.png"}))
+        .await;
+    let why = r.structured["image_error"].as_str().unwrap();
+    assert!(
+        why.starts_with("cannot be decoded: damaged PNG data") && why.contains("IDA"),
+        "{why}"
+    );
+    assert!(!why.contains('{') && !why.contains("ChunkType"), "{why}");
+    s.stop().await;
 }

@@ -11,7 +11,7 @@
 //! first frame of an animation and checks a stop signal between steps; decoding time grows with
 //! the pixels, so the pixel budget bounds it too. Every image sent is decoded first, even one
 //! sent unchanged: a client (and the model's API behind it) is never handed bytes that do not
-//! decode.
+//! decode. A decoder's error is told in a sentence, never as a Rust structure.
 //!
 //! The decoders are the `images` feature's (on by default). A build without it recognises an
 //! image by its first bytes and [`prepare`] answers [`ImageError::NotBuilt`]: the caller sends
@@ -161,6 +161,16 @@ impl Format {
         }
     }
 
+    /// The format's name, as people write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Png => "PNG",
+            Format::Jpeg => "JPEG",
+            Format::Gif => "GIF",
+            Format::WebP => "WebP",
+        }
+    }
+
     #[cfg(feature = "images")]
     fn decoder_format(self) -> image::ImageFormat {
         match self {
@@ -186,6 +196,52 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
     } else {
         None
     }
+}
+
+/// Image formats recognised by their first bytes, the four a client is shown and a few more (so
+/// that a BMP or a TIFF is labelled as what it is): their MIME types. Never from the name.
+pub fn sniff_mime(bytes: &[u8]) -> Option<&'static str> {
+    if let Some(f) = sniff(bytes) {
+        return Some(f.mime());
+    }
+    // A BMP's "BM" is followed, at 14, by the size of its DIB header (one of a few).
+    let dib = bytes
+        .get(14..18)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let brand = bytes.get(8..12);
+    if bytes.starts_with(b"BM") && matches!(dib, Some(12 | 40 | 52 | 56 | 64 | 108 | 124)) {
+        Some("image/bmp")
+    } else if bytes.starts_with(b"II*\0") || bytes.starts_with(b"MM\0*") {
+        Some("image/tiff")
+    } else if bytes.len() >= 6 && bytes.starts_with(&[0, 0, 1, 0]) && bytes[4..6] != [0, 0] {
+        Some("image/x-icon")
+    } else if bytes.get(4..8) == Some(b"ftyp") && matches!(brand, Some(b"avif" | b"avis")) {
+        Some("image/avif")
+    } else if bytes.get(4..8) == Some(b"ftyp")
+        && matches!(brand, Some(b"heic" | b"heix" | b"heim" | b"heis" | b"mif1"))
+    {
+        Some("image/heic")
+    } else {
+        None
+    }
+}
+
+/// Whether `mime` names an image format whose signature [`sniff_mime`] knows: a file named as
+/// one whose bytes lack the signature is not that format (a text file named `.png`).
+pub fn has_signature(mime: &str) -> bool {
+    matches!(
+        mime,
+        "image/png"
+            | "image/jpeg"
+            | "image/gif"
+            | "image/webp"
+            | "image/bmp"
+            | "image/tiff"
+            | "image/x-icon"
+            | "image/vnd.microsoft.icon"
+            | "image/avif"
+            | "image/heic"
+    )
 }
 
 /// Most bytes the decoders may allocate while reading an image's header and metadata: colour
@@ -500,20 +556,72 @@ fn encode(img: &DynamicImage, alpha: bool) -> Result<Vec<u8>, ImageError> {
     Ok(out)
 }
 
+/// A decoder's error as a short sentence for a person: what kind of failure, with the
+/// decoder's own detail when it reads as text (never a Rust structure's debug form).
 #[cfg(feature = "images")]
-fn decode_error(_format: Format, e: image::ImageError) -> ImageError {
-    match e {
-        image::ImageError::Limits(l) => {
-            ImageError::Decode(format!("needs more memory than allowed ({l})"))
+fn decode_error(format: Format, e: image::ImageError) -> ImageError {
+    let name = format.name();
+    let detail = |text: &str| {
+        human_detail(text)
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default()
+    };
+    ImageError::Decode(match e {
+        image::ImageError::Limits(_) => format!(
+            "needs more memory than allowed: its metadata (colour profile, text, EXIF) is over \
+             {} MiB, or a frame is larger than the image",
+            MAX_METADATA_BYTES >> 20
+        ),
+        image::ImageError::Unsupported(u) => {
+            format!(
+                "uses a {name} feature the decoder does not support{}",
+                detail(&u.to_string())
+            )
         }
-        image::ImageError::Unsupported(u) => ImageError::Decode(format!("unsupported: {u}")),
-        other => {
-            // The decoders' messages can be long; the first line is enough.
-            let text = other.to_string();
-            let first = text.lines().next().unwrap_or("").chars().take(200);
-            ImageError::Decode(first.collect())
+        image::ImageError::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            format!("the {name} file ends before its image does (cut short)")
         }
+        image::ImageError::Decoding(d) => {
+            let inner = std::error::Error::source(&d).map(|s| s.to_string());
+            let inner = inner.unwrap_or_else(|| d.to_string());
+            format!("damaged {name} data{}", detail(&inner))
+        }
+        other => format!("damaged {name} data{}", detail(&other.to_string())),
+    })
+}
+
+/// The first line of a decoder's message, readable: a PNG chunk's debug form
+/// (`ChunkType { type: IDA\0, critical: true, ... }`) reduced to its name, a trailing full stop
+/// dropped, the first letter lowered unless the word is an acronym; `None` when what is left still
+/// reads as code or says nothing.
+#[cfg(feature = "images")]
+fn human_detail(text: &str) -> Option<String> {
+    let mut line = text.lines().next().unwrap_or("").trim().to_owned();
+    while let Some(at) = line.find("ChunkType {") {
+        let rest = &line[at..];
+        let end = rest.find('}').map_or(line.len(), |e| at + e + 1);
+        let name = rest
+            .split_once("type: ")
+            .map(|(_, t)| t.split(',').next().unwrap_or("").trim().to_owned())
+            .unwrap_or_default();
+        line.replace_range(at..end, &name);
     }
+    let line = line.trim_end_matches('.').trim();
+    if line.is_empty() || line.contains(['{', '}']) || line.contains("::") {
+        return None;
+    }
+    let mut chars = line.chars();
+    let first = chars.next()?;
+    let acronym = line.chars().nth(1).is_some_and(char::is_uppercase);
+    let mut out: String = if acronym {
+        line.to_owned()
+    } else {
+        first.to_lowercase().chain(chars).collect()
+    };
+    if out.chars().count() > 160 {
+        out = out.chars().take(160).collect::<String>() + "…";
+    }
+    Some(out)
 }
 
 #[cfg(all(test, feature = "images"))]
@@ -715,6 +823,44 @@ mod tests {
     }
 
     #[test]
+    fn a_decoders_error_is_a_sentence_not_a_rust_structure() {
+        // The image data's chunk renamed "IDA\0": the PNG decoder's message names it by its
+        // debug form, `ChunkType { type: IDA\0, critical: true, ... }`.
+        let mut bytes = png(8, 8, false);
+        let at = bytes.windows(4).position(|w| w == b"IDAT").unwrap();
+        bytes[at + 3] = 0;
+        let len = u32::from_be_bytes(bytes[at - 4..at].try_into().unwrap()) as usize;
+        let crc = crc32(&bytes[at..at + 4 + len]);
+        bytes[at + 4 + len..at + 8 + len].copy_from_slice(&crc.to_be_bytes());
+        let e = prepare(&bytes, &ImageBounds::default(), &never)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('{') && !e.contains("ChunkType"), "{e}");
+        assert!(
+            e.starts_with("cannot be decoded: damaged PNG data ("),
+            "{e}"
+        );
+        assert!(e.contains("IDA"), "{e}");
+        // Cut short: said so.
+        let bytes = png(200, 200, false);
+        let e = prepare(&bytes[..bytes.len() / 2], &ImageBounds::default(), &never)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('{'), "{e}");
+        assert!(e.contains("PNG"), "{e}");
+        assert_eq!(
+            human_detail(
+                "CRC error: expected 0x1 have 0x2 while decoding ChunkType { type: IHDR, critical: true } chunk."
+            ),
+            Some("CRC error: expected 0x1 have 0x2 while decoding IHDR chunk".to_owned())
+        );
+        assert_eq!(
+            human_detail("Corrupt deflate stream. BadLiteral { x: 1 }"),
+            None
+        );
+    }
+
+    #[test]
     fn an_image_that_fits_is_sent_as_it_is() {
         let bytes = png(40, 30, false);
         let p = prepare(&bytes, &ImageBounds::default(), &never).unwrap();
@@ -852,6 +998,31 @@ mod tests {
                 image::guess_format(&bytes).ok(),
                 Some(format.decoder_format())
             );
+        }
+        let mut bmp = b"BM".to_vec();
+        bmp.extend_from_slice(&[0; 12]);
+        bmp.extend_from_slice(&40u32.to_le_bytes());
+        for (bytes, mime) in [
+            (bmp, "image/bmp"),
+            (b"II*\0\x08\0\0\0".to_vec(), "image/tiff"),
+            (b"MM\0*\0\0\0\x08".to_vec(), "image/tiff"),
+            (b"\0\0\x01\0\x01\0\x10\x10".to_vec(), "image/x-icon"),
+            (b"\0\0\0\x1cftypavif\0\0\0\0".to_vec(), "image/avif"),
+        ] {
+            assert_eq!(sniff_mime(&bytes), Some(mime));
+            assert!(has_signature(mime));
+            assert_eq!(
+                image::guess_format(&bytes).ok().map(|f| f.to_mime_type()),
+                Some(mime)
+            );
+        }
+        assert_eq!(sniff_mime(&png(4, 4, true)), Some("image/png"));
+        for text in [
+            &b"BMW service notes"[..],
+            b"# A note\n",
+            b"PNG but not really",
+        ] {
+            assert_eq!(sniff_mime(text), None, "{text:?}");
         }
         for other in [
             &b"BM\x00\x00"[..],

@@ -623,13 +623,9 @@ fn read_attachment_within(
             "{path}: grew past the {limit}-byte limit while being read"
         )));
     }
-    let mime = mime_guess::from_path(path.file_name())
-        .first_raw()
-        .unwrap_or("application/octet-stream")
-        .to_owned();
     let info = AttachmentInfo {
         path: path.to_string(),
-        mime_type: mime,
+        mime_type: mime_of(path.file_name(), &data.bytes).to_owned(),
         size: data.meta.size,
         sha256: sha256_hex(&data.bytes),
         modified: rfc3339(data.meta.modified),
@@ -640,6 +636,26 @@ fn read_attachment_within(
         pdf_error: None,
     };
     Ok((info, data.bytes))
+}
+
+/// The MIME type of a file named `name` holding `bytes`: the bytes' own when they are an image
+/// (a JPEG named `.png` is a JPEG), else the name's, unless the name promises an image format
+/// whose signature the bytes lack (a text file named `.png` is not a PNG): then `text/plain`
+/// when the bytes are text, `application/octet-stream` when not.
+fn mime_of(name: &str, bytes: &[u8]) -> &'static str {
+    if let Some(mime) = image::sniff_mime(bytes) {
+        return mime;
+    }
+    let named = mime_guess::from_path(name)
+        .first_raw()
+        .unwrap_or("application/octet-stream");
+    if !image::has_signature(named) {
+        named
+    } else if std::str::from_utf8(bytes).is_ok_and(|t| !t.contains('\0')) {
+        "text/plain"
+    } else {
+        "application/octet-stream"
+    }
 }
 
 /// Most bytes of a PDF's text one `read_attachment` reply carries; `next_page` says where to
@@ -832,5 +848,22 @@ mod tests {
         // The image's own failure is not the pool's.
         let e = prepare_image_in(pool, b"\x89PNG\r\n\x1a\nxx", &bounds, &|| false);
         assert!(matches!(e, Ok(Err(image::ImageError::Decode(_)))), "{e:?}");
+    }
+
+    #[test]
+    fn a_file_is_labelled_by_its_bytes_when_its_name_promises_an_image_it_is_not() {
+        assert_eq!(mime_of("a.png", &png(2, 2)), "image/png");
+        assert_eq!(mime_of("a.png", b"just text\n"), "text/plain");
+        assert_eq!(
+            mime_of("a.jpg", &[0, 1, 2, 0xFE]),
+            "application/octet-stream"
+        );
+        // A JPEG under a PNG's name, and an image under no image's name.
+        assert_eq!(mime_of("a.png", b"\xFF\xD8\xFF\xE0"), "image/jpeg");
+        assert_eq!(mime_of("scan.bin", &png(2, 2)), "image/png");
+        // Names whose formats have no signature known keep their type.
+        assert_eq!(mime_of("a.svg", b"<svg/>"), "image/svg+xml");
+        assert_eq!(mime_of("a.md", b"# note"), "text/markdown");
+        assert_eq!(mime_of("a.pdf", b"%PDF-1.4"), "application/pdf");
     }
 }
