@@ -29,13 +29,10 @@ fn png_with_alpha(w: u32, h: u32) -> Vec<u8> {
     out
 }
 
-/// A PNG whose header (checksum and all) claims `w` x `h` pixels, with no pixel data.
-fn png_header_claiming(w: u32, h: u32) -> Vec<u8> {
-    let mut bytes = png(1, 1);
-    bytes[16..20].copy_from_slice(&w.to_be_bytes());
-    bytes[20..24].copy_from_slice(&h.to_be_bytes());
+/// CRC-32 as PNG chunks carry it.
+fn crc32(data: &[u8]) -> u32 {
     let mut crc = !0u32;
-    for &b in &bytes[12..29] {
+    for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
             crc = if crc & 1 == 1 {
@@ -45,7 +42,120 @@ fn png_header_claiming(w: u32, h: u32) -> Vec<u8> {
             };
         }
     }
-    bytes[29..33].copy_from_slice(&(!crc).to_be_bytes());
+    !crc
+}
+
+/// A PNG chunk of `kind` holding `data`.
+fn chunk(kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
+    let mut out = (data.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(kind);
+    out.extend_from_slice(data);
+    out.extend_from_slice(&crc32(&out[4..]).to_be_bytes());
+    out
+}
+
+/// A PNG whose header (checksum and all) claims `w` x `h` pixels, with no pixel data.
+fn png_header_claiming(w: u32, h: u32) -> Vec<u8> {
+    let mut bytes = png(1, 1);
+    bytes[16..20].copy_from_slice(&w.to_be_bytes());
+    bytes[20..24].copy_from_slice(&h.to_be_bytes());
+    let crc = crc32(&bytes[12..29]);
+    bytes[29..33].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+/// A zlib stream that inflates to `n` zero bytes at about 1,000 to 1: one dynamic-Huffman
+/// block whose codes make "copy 258 bytes at distance 1" two zero bits (the same as
+/// `media::image`'s tests build, where the decoder is shown to inflate it).
+fn zlib_zeros(n: u64) -> Vec<u8> {
+    struct Bits {
+        out: Vec<u8>,
+        acc: u64,
+        len: u32,
+    }
+    impl Bits {
+        /// `count` bits of `value`, least significant first.
+        fn put(&mut self, value: u64, count: u32) {
+            self.acc |= value << self.len;
+            self.len += count;
+            while self.len >= 8 {
+                self.out.push(self.acc as u8);
+                self.acc >>= 8;
+                self.len -= 8;
+            }
+        }
+    }
+    let mut b = Bits {
+        out: vec![0x78, 0x01],
+        acc: 0,
+        len: 0,
+    };
+    b.put(1, 1); // the last block
+    b.put(2, 2); // dynamic Huffman codes
+    b.put(29, 5); // 286 literal/length codes
+    b.put(1, 5); // 2 distance codes
+    b.put(14, 4); // 18 code length codes
+    for sym in [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1] {
+        b.put(if matches!(sym, 0 | 1 | 2 | 18) { 2 } else { 0 }, 3);
+    }
+    // Code length codes 0, 1, 2, 18 are 00, 01, 10, 11 (most significant first: reversed).
+    let cl = [0b00u64, 0b10, 0b01, 0b11];
+    // Literal 0 and end of block 2 bits, 255 and 28 zeros between, length 258 1 bit.
+    for (sym, extra) in [
+        (2, None),
+        (3, Some(127)),
+        (3, Some(106)),
+        (2, None),
+        (3, Some(17)),
+    ] {
+        b.put(cl[sym], 2);
+        if let Some(e) = extra {
+            b.put(e, 7);
+        }
+    }
+    b.put(cl[1], 2); // symbol 285 (length 258)
+    b.put(cl[1], 2); // distance codes 0 and 1
+    b.put(cl[1], 2);
+    b.put(0b01, 2); // literal 0 (code 10)
+    let mut zeros = (n - 1) / 258 * 2; // copies of 258 at distance 1: two zero bits each
+    while b.len != 0 && zeros > 0 {
+        b.put(0, 1);
+        zeros -= 1;
+    }
+    b.out.resize(b.out.len() + (zeros / 8) as usize, 0);
+    b.put(0, (zeros % 8) as u32);
+    for _ in 0..(n - 1) % 258 {
+        b.put(0b01, 2); // the rest, literal zeros
+    }
+    b.put(0b11, 2); // end of block (code 11)
+    if b.len > 0 {
+        b.put(0, 8 - b.len);
+    }
+    b.out
+        .extend_from_slice(&((((n % 65521) as u32) << 16) | 1).to_be_bytes());
+    b.out
+}
+
+/// A 64x64 PNG whose colour profile (iCCP) is 4 MB of zlib that inflates to 4 GiB.
+fn png_with_profile_bomb() -> Vec<u8> {
+    let mut icc = b"icc\0\0".to_vec();
+    icc.extend_from_slice(&zlib_zeros(4 << 30));
+    let mut bytes = png(64, 64);
+    bytes.splice(33..33, chunk(b"iCCP", &icc));
+    bytes
+}
+
+/// A `side` x `side` RGB PNG of black pixels in a few hundred KB: every row is filter 0 and
+/// zeros, so its image data is one stream of zeros (`side` 3000: 27 MB decoded from 26 KB).
+fn png_of_zeros(side: u32) -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = side.to_be_bytes().to_vec();
+    ihdr.extend_from_slice(&side.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    bytes.extend_from_slice(&chunk(b"IHDR", &ihdr));
+    let raw = u64::from(side) * (u64::from(side) * 3 + 1);
+    bytes.extend_from_slice(&chunk(b"IDAT", &zlib_zeros(raw)));
+    bytes.extend_from_slice(&chunk(b"IEND", b""));
     bytes
 }
 
@@ -334,5 +444,197 @@ async fn a_note_with_many_images_sends_at_most_four_and_reports_at_most_sixteen(
         report[4]
     );
     assert_eq!(r.structured["images_omitted"], 4);
+    s.stop().await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_png_whose_colour_profile_inflates_to_gigabytes_is_read_and_the_server_lives() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let bomb = png_with_profile_bomb();
+    assert!(bomb.len() < 5 << 20, "{}", bomb.len());
+    std::fs::write(tmp.path().join("Pics/profile.png"), &bomb).unwrap();
+    write_tree(tmp.path(), &[("Profiled.md", "![[profile.png]]\n")]);
+    let (s, pid) = Server::start_with_pid(tmp.path(), &[]).await;
+    s.wait_index_ready().await;
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+    let before = status_kib(pid, "VmHWM:");
+    // The profile is cut at the metadata cap (and not needed): the picture is sent.
+    let r = s
+        .call("read_attachment", json!({"path": "Pics/profile.png"}))
+        .await;
+    let rise = status_kib(pid, "VmHWM:").saturating_sub(before);
+    println!(
+        "one read of a 4 GiB colour profile: server VmHWM rose {} MiB",
+        rise / 1024
+    );
+    // The file, the chunk's buffer, 16 MiB of profile at most (408 MiB before they were
+    // bounded, 23 measured after).
+    assert!(rise < 64 << 10, "VmHWM rose {rise} KiB");
+    assert!(!r.is_error, "{}", r.raw);
+    assert_eq!(r.structured["sent_as"], "image", "{}", r.structured);
+    assert_eq!(r.structured["image"]["width"], 64);
+    assert_eq!(dims(&images_of(&r.raw)[0].1), (64, 64));
+    // And with a note's text.
+    let r = s
+        .call(
+            "read_note",
+            json!({"path": "Profiled", "include_images": true}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.raw);
+    assert_eq!(images_of(&r.raw).len(), 1, "{}", r.structured["images"]);
+    // The server goes on answering.
+    let r = s
+        .call("read_attachment", json!({"path": "Pics/small.png"}))
+        .await;
+    assert_eq!(r.structured["sent_as"], "image");
+    s.stop().await;
+}
+
+/// A line of `/proc/<pid>/status`, in KiB.
+#[cfg(target_os = "linux")]
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn sixteen_concurrent_reads_of_hostile_images_keep_the_server_alive_within_a_gib() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    // Eight colour-profile bombs (4 MB inflating to 4 GiB each) and eight images of 27 MB of
+    // pixels in 26 KB: without a bound, each of the first costs 400 MB and more.
+    let bomb = png_with_profile_bomb();
+    let zeros = png_of_zeros(3000);
+    for i in 0..8 {
+        std::fs::write(tmp.path().join(format!("Pics/bomb{i}.png")), &bomb).unwrap();
+        std::fs::write(tmp.path().join(format!("Pics/zeros{i}.png")), &zeros).unwrap();
+    }
+    let (s, pid) = Server::start_with_pid(tmp.path(), &[]).await;
+    s.wait_index_ready().await;
+    // The high-water mark starts again from what the server holds now.
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+    let before = status_kib(pid, "VmHWM:");
+    let started = std::time::Instant::now();
+    let s = std::sync::Arc::new(s);
+    let reads: Vec<_> = (0..16)
+        .map(|i| {
+            let s = std::sync::Arc::clone(&s);
+            let path = if i % 2 == 0 {
+                format!("Pics/bomb{}.png", i / 2)
+            } else {
+                format!("Pics/zeros{}.png", i / 2)
+            };
+            tokio::spawn(async move {
+                (
+                    path.clone(),
+                    s.call("read_attachment", json!({"path": path})).await,
+                )
+            })
+        })
+        .collect();
+    let (mut sent, mut busy) = (0, 0);
+    for read in reads {
+        let (path, r) = read.await.unwrap();
+        if r.is_error {
+            // Refused while the pool stays drawn down by the others: `busy`, never a crash.
+            assert_eq!(r.error["code"], "busy", "{path}: {}", r.raw);
+            busy += 1;
+        } else {
+            assert_eq!(r.structured["sent_as"], "image", "{path}: {}", r.structured);
+            sent += 1;
+        }
+    }
+    let peak = status_kib(pid, "VmHWM:");
+    let rise = peak.saturating_sub(before);
+    println!(
+        "16 concurrent hostile reads in {:.1} s: {sent} sent, {busy} busy; server VmHWM {before} \
+         KiB before, {peak} KiB after: rose {} MiB",
+        started.elapsed().as_secs_f64(),
+        rise / 1024
+    );
+    assert!(sent > 0, "some reads get through");
+    assert!(rise <= 1 << 20, "VmHWM rose {rise} KiB, over 1 GiB");
+    // Alive, and every image readable once the others are done.
+    for path in ["Pics/bomb0.png", "Pics/zeros7.png", "Pics/small.png"] {
+        let r = s.call("read_attachment", json!({"path": path})).await;
+        assert_eq!(r.structured["sent_as"], "image", "{path}: {}", r.raw);
+    }
+}
+
+#[tokio::test]
+async fn a_file_named_as_an_image_is_labelled_by_its_bytes_and_a_decode_error_is_a_sentence() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    std::fs::write(
+        tmp.path().join("Pics/readme.png"),
+        "Not a picture: notes kept under an image's name.\n",
+    )
+    .unwrap();
+    let mut jpeg = Vec::new();
+    ImageBuffer::from_fn(32, 16, |x, y| Rgb([x as u8, y as u8, 7]))
+        .write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+            &mut jpeg, 85,
+        ))
+        .unwrap();
+    std::fs::write(tmp.path().join("Pics/photo.png"), &jpeg).unwrap();
+    // The image data's chunk renamed "IDA\0".
+    let mut bad = png(8, 8);
+    let at = bad.windows(4).position(|w| w == b"IDAT").unwrap();
+    let len = u32::from_be_bytes(bad[at - 4..at].try_into().unwrap()) as usize;
+    bad[at + 3] = 0;
+    let crc = crc32(&bad[at..at + 4 + len]);
+    bad[at + 4 + len..at + 8 + len].copy_from_slice(&crc.to_be_bytes());
+    std::fs::write(tmp.path().join("Pics/renamed.png"), &bad).unwrap();
+    let s = Server::start(tmp.path()).await;
+
+    // Text under a `.png` name is text, sent as its bytes, with no image error.
+    for format in ["auto", "original"] {
+        let r = s
+            .call(
+                "read_attachment",
+                json!({"path": "Pics/readme.png", "format": format}),
+            )
+            .await;
+        assert!(!r.is_error, "{}", r.raw);
+        assert_eq!(r.structured["mime_type"], "text/plain", "{format}");
+        assert_eq!(r.structured["sent_as"], "resource");
+        assert!(
+            r.structured.get("image_error").is_none(),
+            "{}",
+            r.structured
+        );
+        let v: Value = serde_json::from_str(&r.raw).unwrap();
+        let resource = v["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|c| c.get("resource"))
+            .expect("a resource");
+        assert_eq!(resource["mimeType"], "text/plain");
+    }
+    // A JPEG under a `.png` name is a JPEG.
+    let r = s
+        .call("read_attachment", json!({"path": "Pics/photo.png"}))
+        .await;
+    assert_eq!(r.structured["mime_type"], "image/jpeg", "{}", r.structured);
+    assert_eq!(images_of(&r.raw), vec![("image/jpeg".to_owned(), jpeg)]);
+    // A decoder's error reads as a sentence, never as a Rust structure.
+    let r = s
+        .call("read_attachment", json!({"path": "Pics/renamed.png"}))
+        .await;
+    let why = r.structured["image_error"].as_str().unwrap();
+    assert!(
+        why.starts_with("cannot be decoded: damaged PNG data") && why.contains("IDA"),
+        "{why}"
+    );
+    assert!(!why.contains('{') && !why.contains("ChunkType"), "{why}");
     s.stop().await;
 }

@@ -9,6 +9,7 @@ use super::{NoteError, rfc3339, sha256_hex};
 use crate::engine::{Engine, IndexStatus, Phase};
 use crate::media::image;
 use crate::model::Model;
+use crate::obsidian::budget::{Pool, Spent};
 use crate::obsidian::canvas;
 use crate::vault::{Vault, VaultPath};
 
@@ -354,7 +355,9 @@ pub fn read_attachment_named(
         return Ok((path, info, AttachmentBody::Bytes(bytes)));
     }
     let bounds = image::ImageBounds::with_side(req.max_side.unwrap_or(image::DEFAULT_MAX_SIDE));
-    match image::prepare(&bytes, &bounds, &super::cancel::requested) {
+    let prepared = prepare_image(&bytes, &bounds)
+        .map_err(|spent| NoteError::spent(spent, format!("{path}: not decoded now: {spent}")))?;
+    match prepared {
         Ok(p) => {
             info.sent_as = "image";
             info.image = Some(ImageFacts::of(&p));
@@ -369,6 +372,41 @@ pub fn read_attachment_named(
         }
     }
 }
+
+/// `bytes` made ready to send as an image within `bounds`, the memory its decode may take
+/// reserved from the process's pool first ([`Pool::global`], which query evaluations draw from
+/// too): [`image::header_cost`] before its header is read, [`image::Opened::cost`] before a pixel
+/// is decoded, both held until it is done. `Err` when the pool stays drawn down by other requests
+/// ([`Spent::Busy`]); the image's own failure is the inner error.
+fn prepare_image(
+    bytes: &[u8],
+    bounds: &image::ImageBounds,
+) -> Result<Result<image::Prepared, image::ImageError>, Spent> {
+    prepare_image_in(Pool::global(), bytes, bounds, &super::cancel::requested)
+}
+
+/// [`prepare_image`] from `pool`, `stop` checked between the decoder's steps.
+fn prepare_image_in(
+    pool: &Pool,
+    bytes: &[u8],
+    bounds: &image::ImageBounds,
+    stop: &dyn Fn() -> bool,
+) -> Result<Result<image::Prepared, image::ImageError>, Spent> {
+    let _header = pool.reserve(image::header_cost(bytes.len() as u64))?;
+    let opened = match image::open(bytes, bounds) {
+        Ok(opened) => opened,
+        Err(e) => return Ok(Err(e)),
+    };
+    let _decode = pool.reserve(opened.cost())?;
+    Ok(opened.prepare(stop))
+}
+
+// The largest image's reservations fit the pool, so that one is never refused for its size
+// alone (only for what others hold).
+const _: () = assert!(
+    image::header_cost(MAX_ATTACHMENT_BYTES) + image::MAX_DECODE_ALLOC
+        <= crate::obsidian::budget::POOL_BYTES
+);
 
 /// Most images `read_note` sends with a note's text.
 pub const MAX_NOTE_IMAGES: usize = 4;
@@ -483,18 +521,23 @@ pub fn note_images(engine: &Engine, from: &VaultPath, text: &str) -> Result<Note
             match read_attachment(engine.vault(), &path) {
                 Err(e) => entry.skipped = Some(e.to_string()),
                 Ok((_, bytes)) => {
-                    match image::prepare(&bytes, &bounds, &super::cancel::requested) {
-                        Err(image::ImageError::Cancelled) => {
+                    match prepare_image(&bytes, &bounds) {
+                        Err(Spent::Cancelled) | Ok(Err(image::ImageError::Cancelled)) => {
                             return Err(NoteError::Unavailable("the request was cancelled".into()));
                         }
-                        Err(e) => entry.skipped = Some(format!("{path}: {e}")),
-                        Ok(p) if bytes_sent + p.bytes.len() > MAX_NOTE_IMAGE_BYTES => {
+                        // The note's text is still worth sending: this image is left out, and
+                        // why is said (`read_attachment` answers `busy` for it).
+                        Err(spent) => {
+                            entry.skipped = Some(format!("{path}: not decoded now: {spent}"))
+                        }
+                        Ok(Err(e)) => entry.skipped = Some(format!("{path}: {e}")),
+                        Ok(Ok(p)) if bytes_sent + p.bytes.len() > MAX_NOTE_IMAGE_BYTES => {
                             entry.skipped = Some(format!(
                                 "over the {MAX_NOTE_IMAGE_BYTES} bytes of images sent with a note; \
                              `read_attachment` shows it"
                             ));
                         }
-                        Ok(p) => {
+                        Ok(Ok(p)) => {
                             bytes_sent += p.bytes.len();
                             entry.sent = Some(ImageFacts::of(&p));
                             sent.push(SentImage {
@@ -580,13 +623,9 @@ fn read_attachment_within(
             "{path}: grew past the {limit}-byte limit while being read"
         )));
     }
-    let mime = mime_guess::from_path(path.file_name())
-        .first_raw()
-        .unwrap_or("application/octet-stream")
-        .to_owned();
     let info = AttachmentInfo {
         path: path.to_string(),
-        mime_type: mime,
+        mime_type: mime_of(path.file_name(), &data.bytes).to_owned(),
         size: data.meta.size,
         sha256: sha256_hex(&data.bytes),
         modified: rfc3339(data.meta.modified),
@@ -597,6 +636,26 @@ fn read_attachment_within(
         pdf_error: None,
     };
     Ok((info, data.bytes))
+}
+
+/// The MIME type of a file named `name` holding `bytes`: the bytes' own when they are an image
+/// (a JPEG named `.png` is a JPEG), else the name's, unless the name promises an image format
+/// whose signature the bytes lack (a text file named `.png` is not a PNG): then `text/plain`
+/// when the bytes are text, `application/octet-stream` when not.
+fn mime_of(name: &str, bytes: &[u8]) -> &'static str {
+    if let Some(mime) = image::sniff_mime(bytes) {
+        return mime;
+    }
+    let named = mime_guess::from_path(name)
+        .first_raw()
+        .unwrap_or("application/octet-stream");
+    if !image::has_signature(named) {
+        named
+    } else if std::str::from_utf8(bytes).is_ok_and(|t| !t.contains('\0')) {
+        "text/plain"
+    } else {
+        "application/octet-stream"
+    }
 }
 
 /// Most bytes of a PDF's text one `read_attachment` reply carries; `next_page` says where to
@@ -739,4 +798,72 @@ fn ranges_text(pages: &[u32]) -> String {
         i += 1;
     }
     out.join(",")
+}
+
+#[cfg(all(test, feature = "images"))]
+mod tests {
+    use super::*;
+
+    fn png(w: u32, h: u32) -> Vec<u8> {
+        let img = ::image::ImageBuffer::from_fn(w, h, |x, y| ::image::Rgb([x as u8, y as u8, 7]));
+        let mut out = Vec::new();
+        img.write_with_encoder(::image::codecs::png::PngEncoder::new(&mut out))
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn an_image_decode_holds_its_cost_from_the_pool_and_is_refused_busy_when_the_pool_stays_full() {
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new(64 << 20)));
+        let bytes = png(400, 300);
+        let bounds = image::ImageBounds::with_side(100);
+        let cost =
+            image::header_cost(bytes.len() as u64) + image::open(&bytes, &bounds).unwrap().cost();
+        // While it decodes, what it may take is held; when it is done, given back.
+        let held = std::sync::Mutex::new(0);
+        let stop = || {
+            let mut h = held.lock().unwrap();
+            *h = (*h).max(pool.used());
+            false
+        };
+        let p = prepare_image_in(pool, &bytes, &bounds, &stop)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.size, (100, 75));
+        assert_eq!(*held.lock().unwrap(), cost);
+        assert_eq!(pool.used(), 0);
+        // Another request holds the pool: refused busy (after waiting), nothing decoded.
+        let other = pool.reserve(60 << 20).unwrap();
+        let started = std::time::Instant::now();
+        let decoded = std::sync::atomic::AtomicBool::new(false);
+        let e = prepare_image_in(pool, &bytes, &bounds, &|| {
+            decoded.store(true, std::sync::atomic::Ordering::Relaxed);
+            false
+        });
+        assert_eq!(e.unwrap_err(), Spent::Busy);
+        assert!(started.elapsed() >= crate::obsidian::budget::POOL_WAIT);
+        assert!(!decoded.load(std::sync::atomic::Ordering::Relaxed));
+        drop(other);
+        assert_eq!(pool.used(), 0);
+        // The image's own failure is not the pool's.
+        let e = prepare_image_in(pool, b"\x89PNG\r\n\x1a\nxx", &bounds, &|| false);
+        assert!(matches!(e, Ok(Err(image::ImageError::Decode(_)))), "{e:?}");
+    }
+
+    #[test]
+    fn a_file_is_labelled_by_its_bytes_when_its_name_promises_an_image_it_is_not() {
+        assert_eq!(mime_of("a.png", &png(2, 2)), "image/png");
+        assert_eq!(mime_of("a.png", b"just text\n"), "text/plain");
+        assert_eq!(
+            mime_of("a.jpg", &[0, 1, 2, 0xFE]),
+            "application/octet-stream"
+        );
+        // A JPEG under a PNG's name, and an image under no image's name.
+        assert_eq!(mime_of("a.png", b"\xFF\xD8\xFF\xE0"), "image/jpeg");
+        assert_eq!(mime_of("scan.bin", &png(2, 2)), "image/png");
+        // Names whose formats have no signature known keep their type.
+        assert_eq!(mime_of("a.svg", b"<svg/>"), "image/svg+xml");
+        assert_eq!(mime_of("a.md", b"# note"), "text/markdown");
+        assert_eq!(mime_of("a.pdf", b"%PDF-1.4"), "application/pdf");
+    }
 }

@@ -134,6 +134,11 @@ pub struct Reply {
 impl Server {
     /// Spawns the binary on `vault` with extra arguments.
     pub async fn start_with(vault: &Path, extra: &[&str]) -> Server {
+        Self::start_with_pid(vault, extra).await.0
+    }
+
+    /// [`Server::start_with`], and the server process's id (to read its memory in `/proc`).
+    pub async fn start_with_pid(vault: &Path, extra: &[&str]) -> (Server, u32) {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
         cmd.arg("serve").arg(vault).args(extra);
         cmd.env("CAPVAULT_LOG", "capvault=warn");
@@ -144,8 +149,9 @@ impl Server {
         // Nor the developer's (or CI machine's) own state folder: history and grants stay here.
         cmd.env("XDG_STATE_HOME", test_cache_home().join("state"));
         let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
+        let pid = transport.id().expect("the server's process id");
         let client = handshake(transport).await;
-        Server { client, http: None }
+        (Server { client, http: None }, pid)
     }
 
     /// Spawns the binary on `vault` serving over HTTP (with extra arguments) and connects an
