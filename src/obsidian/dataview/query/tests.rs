@@ -1196,7 +1196,7 @@ fn hostile_evaluation_ends_with_a_budget_error() {
     assert!(e.to_string().contains("exceed"), "{e}");
     // Nested maps spend the step budget.
     let mut c = ctx();
-    c.budget = Budget::with(1_000, std::time::Duration::from_secs(5));
+    c.budget = Budget::with(1_000, std::time::Duration::from_secs(5)).into();
     let e = execute(
         "LIST WHERE length(map(flat(map(slice(map([1,2,3,4,5,6,7,8,9,10], (a) => [a,a,a,a,a,a,a,a,a,a]), 0), (b) => map(b, (c) => [c,c,c,c,c,c,c,c,c,c]))), (d) => d)) > 0",
         &v,
@@ -1216,7 +1216,7 @@ fn hostile_evaluation_ends_with_a_budget_error() {
     assert!(e.to_string().contains("rows"), "{e}");
     // A cancelled query stops.
     let mut c = ctx();
-    c.budget = Budget::new().stop_when(|| true);
+    c.budget = Budget::new().stop_when(|| true).into();
     let e = execute("LIST WHERE length(map(flat(map(list(1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40), (a) => list(1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40))), (b) => b)) > 0", &v, &c).unwrap_err();
     assert!(e.to_string().contains("cancelled"), "{e}");
 }
