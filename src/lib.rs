@@ -151,6 +151,8 @@ pub mod obsidian;
 pub mod semantic;
 pub mod server;
 pub mod setup;
+#[cfg(test)]
+mod test_alloc;
 pub mod vault;
 
 /// The optional features (README, "Builds") and whether this build has each.

@@ -1546,42 +1546,6 @@ mod tests {
         assert_eq!(tags[50_000], ("big49999".to_owned(), "big49999"));
     }
 
-    /// The lib's test build counts the heap bytes in use (one relaxed atomic per allocation),
-    /// for [`hostile_note_costs`].
-    mod counting {
-        use std::alloc::{GlobalAlloc, Layout, System};
-        use std::sync::atomic::{AtomicUsize, Ordering};
-
-        pub static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-        struct Counting;
-
-        // SAFETY: every call is passed to the system allocator unchanged; only counted.
-        unsafe impl GlobalAlloc for Counting {
-            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-                LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-                // SAFETY: the caller's contract is the system allocator's.
-                unsafe { System.alloc(layout) }
-            }
-
-            unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-                LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-                // SAFETY: as above.
-                unsafe { System.dealloc(ptr, layout) }
-            }
-
-            unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-                LIVE.fetch_add(new_size, Ordering::Relaxed);
-                LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-                // SAFETY: as above.
-                unsafe { System.realloc(ptr, layout, new_size) }
-            }
-        }
-
-        #[global_allocator]
-        static COUNTING: Counting = Counting;
-    }
-
     #[allow(clippy::disallowed_methods)] // the tests write their own fixtures
     fn scanned(files: &[(&str, &str)]) -> (tempfile::TempDir, Model) {
         let tmp = tempfile::tempdir().unwrap();
@@ -1655,13 +1619,13 @@ mod tests {
     }
 
     /// Prints how long building a model of hostile notes takes and how many heap bytes the model
-    /// keeps (counted by the test build's allocator, [`counting`]). Run: `cargo test --lib model::tests::hostile_note_costs -- --ignored
+    /// keeps (counted by the test build's allocator, [`crate::test_alloc`]). Run: `cargo test --lib model::tests::hostile_note_costs -- --ignored
     /// --nocapture` (`CAPVAULT_HOSTILE_SIZES=200000` to pick sizes in bytes).
     #[test]
     #[ignore = "prints figures; run by hand"]
     fn hostile_note_costs() {
         fn live_heap() -> usize {
-            counting::LIVE.load(std::sync::atomic::Ordering::Relaxed)
+            crate::test_alloc::LIVE.load(std::sync::atomic::Ordering::Relaxed)
         }
         fn fill(size: usize, mut item: impl FnMut(usize) -> String) -> String {
             let mut s = String::with_capacity(size + 64);
