@@ -1469,3 +1469,46 @@ fn ordinary_formulas_build_their_values_within_the_budget() {
     assert!(budget.bytes_used() > 0);
     assert!(budget.bytes_used() < 64 << 10, "{}", budget.bytes_used());
 }
+
+/// `reduce` is the one way to nest values without bound; a value nested a hundred thousand
+/// deep would overflow the stack when dropped or written. Past 256 levels it is refused.
+#[test]
+fn reduce_refuses_to_nest_values_past_256_levels() {
+    let budget = Budget::new();
+    for src in [
+        r#""x".repeat(100000).split("").reduce([acc], [])"#,
+        r#""x".repeat(100000).split("").reduce({"a": acc}, 0)"#,
+        r#""x".repeat(100000).split("").reduce(link("a", acc), 0)"#,
+    ] {
+        let e = eval_formulas(&budget, &[], src).unwrap_err();
+        assert!(
+            e.message.contains("deeper than 256"),
+            "{src}: {}",
+            e.message
+        );
+    }
+    // A reduce that shares its accumulator twice a level is stopped by the steps it reads.
+    let budget = Budget::with(1_000_000, std::time::Duration::from_secs(60));
+    let e = eval_formulas(
+        &budget,
+        &[],
+        r#""x".repeat(60).split("").reduce([acc, acc], [])"#,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("evaluation steps"), "{}", e.message);
+    // Nesting within the bound, and flat accumulators, are as before.
+    let budget = Budget::new();
+    assert_eq!(
+        eval_formulas(&budget, &[], r#""abc".split("").reduce([acc, value], [])"#).unwrap(),
+        json!([[[[], "a"], "b"], "c"])
+    );
+    assert_eq!(
+        eval_formulas(
+            &budget,
+            &[],
+            r#""x".repeat(1000).split("").reduce(acc + [index], []).length"#
+        )
+        .unwrap(),
+        json!(1000)
+    );
+}

@@ -188,6 +188,57 @@ impl Evaluator<'_> {
         }
     }
 
+    /// Refuses a value nested deeper than [`MAX_VALUE_DEPTH`] (lists, objects and link
+    /// displays inside one another): only `reduce` can nest without bound (`[acc]` a hundred
+    /// thousand times), and dropping or writing such a value would recurse past the stack.
+    /// The nested values read are charged as steps (a value sharing its parts many times over
+    /// is stopped by the budget, not read in full).
+    fn check_depth(&mut self, v: &Value, pos: u32) -> Result<(), EvalError> {
+        enum Level<'v> {
+            Items(std::slice::Iter<'v, Value>),
+            Entries(std::slice::Iter<'v, (Arc<str>, Value)>),
+        }
+        fn enter(v: &Value) -> Option<Level<'_>> {
+            match v {
+                Value::List(items) => Some(Level::Items(items.iter())),
+                Value::Object(o) => Some(Level::Entries(o.iter())),
+                Value::Link(l) => l
+                    .display
+                    .as_ref()
+                    .map(|d| Level::Items(std::slice::from_ref(d).iter())),
+                _ => None,
+            }
+        }
+        let mut stack: Vec<Level<'_>> = enter(v).into_iter().collect();
+        let mut entered = 0u64;
+        while let Some(top) = stack.last_mut() {
+            let next = match top {
+                Level::Items(items) => items.next(),
+                Level::Entries(entries) => entries.next().map(|(_, x)| x),
+            };
+            let Some(x) = next else {
+                stack.pop();
+                continue;
+            };
+            if let Some(level) = enter(x) {
+                if stack.len() >= MAX_VALUE_DEPTH {
+                    return Err(EvalError::at(
+                        pos,
+                        format!(
+                            "reduce() built a value nested deeper than {MAX_VALUE_DEPTH} levels"
+                        ),
+                    ));
+                }
+                entered += 1;
+                if entered.is_multiple_of(1024) {
+                    self.charge(1024, pos)?;
+                }
+                stack.push(level);
+            }
+        }
+        Ok(())
+    }
+
     /// Counts one regex search (and the bytes it passed over) in a loop over the matches of
     /// `split` or `replace`, and reads the clock: the regex crate bounds each search, not an
     /// iteration (a pattern matching the empty string everywhere may read the rest of the string
@@ -557,6 +608,7 @@ impl Evaluator<'_> {
                     let r = self.eval(body);
                     self.locals.truncate(self.locals.len() - 3);
                     acc = r?;
+                    self.check_depth(&acc, pos)?;
                 }
                 acc
             }
@@ -740,6 +792,9 @@ fn replacement_parts(rep: &str) -> Vec<RepPart<'_>> {
     }
     parts
 }
+
+/// How deep values may nest (lists, objects and link displays inside one another).
+pub const MAX_VALUE_DEPTH: usize = 256;
 
 /// What `unique()` holds for each element of its list at most: three hash buckets (key, list
 /// of members, the table's spare room) and its place in the kept list.
