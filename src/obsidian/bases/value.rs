@@ -767,18 +767,8 @@ impl Value {
         }
     }
 
-    /// The order a view sorts by: see [`SortKey`].
-    pub fn sort_cmp(
-        &self,
-        other: &Value,
-        descending: bool,
-        names: &dyn Fn(FileRef) -> String,
-    ) -> Ordering {
-        self.sort_key(names)
-            .cmp_to(&other.sort_key(names), descending)
-    }
-
-    /// What this value sorts by, computed once (a sort compares each row many times).
+    /// What this value sorts by, computed once (a sort compares each row many times); the
+    /// evaluator charges its text first ([`super::eval::Evaluator::sort_key`]).
     pub fn sort_key(&self, names: &dyn Fn(FileRef) -> String) -> SortKey {
         if self.is_empty() {
             return SortKey::Empty;
