@@ -20,6 +20,11 @@ fn count(n: usize) {
     let _ = ALLOCATED.try_with(|a| a.set(a.get().wrapping_add(n as u64)));
 }
 
+/// Heap bytes the calling thread has asked for so far (a reallocation counts its new size).
+pub fn asked_by_this_thread() -> u64 {
+    ALLOCATED.with(Cell::get)
+}
+
 /// Runs `work` and returns its result and the bytes it allocated on this thread (every
 /// allocation counted in full, whatever was freed since: a bound on what it built).
 pub fn allocated_during<T>(work: impl FnOnce() -> T) -> (T, u64) {

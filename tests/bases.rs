@@ -380,7 +380,7 @@ async fn bad_bases_get_clear_errors_and_hidden_or_outside_bases_are_refused() {
         )
         .await;
     assert!(r.is_error, "{}", r.raw);
-    assert_eq!(code(&r), "too_large");
+    assert_eq!(code(&r), "budget_exceeded");
 
     // Hidden folders, `..` and absolute paths, for the base and for `this`.
     for args in [
@@ -422,9 +422,36 @@ async fn a_regex_replace_over_a_long_string_stops_within_the_query_budget() {
         )
         .await;
     assert!(r.is_error, "{}", r.raw);
-    assert_eq!(r.error["code"], "too_large", "{}", r.raw);
+    assert_eq!(r.error["code"], "budget_exceeded", "{}", r.raw);
     assert!(r.text.contains("took too long"), "{}", r.text);
     // A sanity bound: the 3 s budget, plus a debug build's start.
     assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    s.stop().await;
+}
+
+/// `"a".repeat(100000).replace("a", "b".repeat(100000))` would build ten gigabytes, and
+/// aborted the server: it is refused before anything is built, naming the bound, and the
+/// server answers the next call.
+#[tokio::test]
+async fn a_formula_that_would_build_gigabytes_is_refused_and_the_server_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(tmp.path(), &[("Note.md", "x\n")]);
+    let s = Server::start(tmp.path()).await;
+    let r = s
+        .call(
+            "query_base",
+            json!({"base": "formulas:\n  big: '\"a\".repeat(100000).replace(\"a\", \"b\".repeat(100000))'\nviews:\n  - order: [formula.big]\n"}),
+        )
+        .await;
+    assert!(r.is_error, "{}", r.raw);
+    assert_eq!(r.error["code"], "budget_exceeded", "{}", r.raw);
+    assert!(r.text.contains("1 MiB"), "{}", r.text);
+    let ok = s
+        .ok(
+            "query_base",
+            json!({"base": "formulas:\n  small: '\"ab\".repeat(3).replace(\"a\", \"c\")'\nviews:\n  - order: [formula.small]\n"}),
+        )
+        .await;
+    assert!(ok.to_string().contains("cbcbcb"), "{ok}");
     s.stop().await;
 }

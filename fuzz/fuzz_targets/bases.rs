@@ -89,6 +89,8 @@ fn tiny() -> Tiny {
 }
 
 const STEPS: u64 = 200_000;
+/// The byte cap of one evaluation (CI runs this target under libFuzzer's malloc limit).
+const BYTES: u64 = 32 << 20;
 
 fuzz_target!(|data: &[u8]| {
     let src = tiny();
@@ -96,7 +98,7 @@ fuzz_target!(|data: &[u8]| {
     if let Some((0, rest)) = data.split_first() {
         let text = String::from_utf8_lossy(rest);
         let Ok(e) = expr::parse(&text) else { return };
-        let budget = Budget::with(STEPS, Duration::from_secs(2));
+        let budget = Budget::with(STEPS, Duration::from_secs(2)).max_bytes(BYTES);
         let formulas = Vec::new();
         let mut ev = Evaluator::new(&src, &formulas, &budget, Some(FileRef(0)));
         for f in files {
@@ -105,13 +107,14 @@ fuzz_target!(|data: &[u8]| {
         }
         // One charge may go over by at most a list's length.
         assert!(budget.used() <= STEPS + 200_000);
+        assert!(budget.bytes_used() <= BYTES);
         return;
     }
     let text = String::from_utf8_lossy(data);
     let Ok(base) = parse_base(&text) else { return };
     assert!(!base.views.is_empty());
     for view in &base.views {
-        let budget = Budget::with(STEPS, Duration::from_secs(2));
+        let budget = Budget::with(STEPS, Duration::from_secs(2)).max_bytes(BYTES);
         if let Ok(out) = run(&base, view, &src, &files, Some(FileRef(0)), &budget, 0..usize::MAX) {
             assert!(out.rows.len() == out.total && out.total <= out.matched && out.matched <= files.len());
             assert!(out.rows.iter().all(|r| r.cells.len() == out.columns.len()));

@@ -1546,8 +1546,6 @@ mod tests {
         assert_eq!(tags[50_000], ("big49999".to_owned(), "big49999"));
     }
 
-    use crate::test_alloc as counting;
-
     #[allow(clippy::disallowed_methods)] // the tests write their own fixtures
     fn scanned(files: &[(&str, &str)]) -> (tempfile::TempDir, Model) {
         let tmp = tempfile::tempdir().unwrap();
@@ -1621,13 +1619,13 @@ mod tests {
     }
 
     /// Prints how long building a model of hostile notes takes and how many heap bytes the model
-    /// keeps (counted by the test build's allocator, [`counting`]). Run: `cargo test --lib model::tests::hostile_note_costs -- --ignored
+    /// keeps (counted by the test build's allocator, [`crate::test_alloc`]). Run: `cargo test --lib model::tests::hostile_note_costs -- --ignored
     /// --nocapture` (`CAPVAULT_HOSTILE_SIZES=200000` to pick sizes in bytes).
     #[test]
     #[ignore = "prints figures; run by hand"]
     fn hostile_note_costs() {
         fn live_heap() -> usize {
-            counting::LIVE.load(std::sync::atomic::Ordering::Relaxed)
+            crate::test_alloc::LIVE.load(std::sync::atomic::Ordering::Relaxed)
         }
         fn fill(size: usize, mut item: impl FnMut(usize) -> String) -> String {
             let mut s = String::with_capacity(size + 64);

@@ -6,19 +6,25 @@
 //! `values` in summaries; any other bare name is a note property. Property values are typed by
 //! the vault's `.obsidian/types.json` ([`PropertyType`]) and wikilinks in them become links.
 
+use std::borrow::Cow;
+use std::cell::Cell;
 use std::sync::Arc;
 
 use chrono::{NaiveDateTime, Timelike};
 
 use super::expr::{BinOp, Expr, ExprKind, ParseError};
-use super::value::{Date, Duration, FileRef, Link, Value};
+use super::value::{
+    Date, Duration, ENTRY, FileRef, LINK, LIST, Link, SHARED, SLOT, SortKey, Value,
+};
 use crate::markdown::tag_matches;
+use crate::obsidian::budget::Spent;
 
 mod functions;
 mod methods;
 
 #[cfg(test)]
 pub(super) use methods::METHODS;
+pub(super) use methods::UNIQUE_PER_VALUE;
 
 /// Most evaluation steps (nodes visited, list elements walked) in one query, and longest a
 /// query may evaluate.
@@ -27,6 +33,8 @@ pub use crate::obsidian::budget::{MAX_QUERY_TIME, MAX_STEPS};
 pub const MAX_LIST_LEN: usize = 100_000;
 /// Largest string an expression may build, in bytes.
 pub const MAX_STRING_BYTES: usize = 1024 * 1024;
+/// Bytes of a list of [`MAX_LIST_LEN`] values: the bound a refused list names.
+const MAX_LIST_BYTES: u64 = MAX_LIST_LEN as u64 * SLOT;
 /// Deepest evaluation (formulas calling formulas, lambdas in lambdas).
 pub const MAX_EVAL_DEPTH: usize = 128;
 
@@ -147,8 +155,7 @@ pub use crate::obsidian::budget::Budget;
 pub const CHARGE_BATCH: u64 = crate::obsidian::budget::CHECK_EVERY;
 
 /// The error a spent budget gives a Bases query.
-pub(super) fn spent(e: crate::obsidian::budget::Spent, pos: u32) -> EvalError {
-    use crate::obsidian::budget::Spent;
+pub(super) fn spent(e: Spent, pos: u32) -> EvalError {
     EvalError {
         message: match e {
             Spent::Steps(max) => format!("query stopped after {max} evaluation steps"),
@@ -158,6 +165,24 @@ pub(super) fn spent(e: crate::obsidian::budget::Spent, pos: u32) -> EvalError {
         pos,
         spent: Some(e),
     }
+}
+
+/// Bytes of one link as the source gives it.
+const SOURCE_LINK: u64 = std::mem::size_of::<SourceLink>() as u64;
+
+/// A string of `len` bytes is refused past [`MAX_STRING_BYTES`].
+fn check_text_len(len: u64, pos: u32) -> Result<(), EvalError> {
+    if len > MAX_STRING_BYTES as u64 {
+        return Err(EvalError {
+            message: format!(
+                "string too long: a value holds at most {} MiB of text",
+                MAX_STRING_BYTES >> 20
+            ),
+            pos,
+            spent: Some(Spent::Bytes(MAX_STRING_BYTES as u64)),
+        });
+    }
+    Ok(())
 }
 
 /// Bytes of string an evaluator handles for one step: string methods charge their input and
@@ -175,6 +200,12 @@ enum Memo {
 }
 
 /// Evaluates expressions for one row at a time.
+///
+/// Every value it builds is charged to the request's [`Budget`] before it is built, from the
+/// size computed from its inputs ([`Evaluator::alloc`]): a string past [`MAX_STRING_BYTES`], a
+/// list past [`MAX_LIST_LEN`], or anything past the budget's bytes, is refused (a fatal
+/// [`EvalError`] with [`Spent::Bytes`]) and never built. Copies of values already built (a
+/// property read, a lambda's `value`) share them and cost nothing.
 pub struct Evaluator<'a> {
     src: &'a dyn Source,
     formulas: &'a Formulas,
@@ -188,6 +219,8 @@ pub struct Evaluator<'a> {
     pending: u64,
     /// The tag tables `hasTag` used, by the tag as written (a handful per query).
     tag_tables: Vec<(String, Option<Arc<Vec<bool>>>)>,
+    /// Bytes this evaluator charged to the budget (what a row built is given back after it).
+    bytes: Cell<u64>,
 }
 
 /// Tag tables an evaluator keeps at most.
@@ -220,7 +253,127 @@ impl<'a> Evaluator<'a> {
             depth: 0,
             pending: 0,
             tag_tables: Vec::new(),
+            bytes: Cell::new(0),
         }
+    }
+
+    /// Charges `n` bytes about to be allocated: refused (fatal) past the request's budget.
+    pub(super) fn alloc(&self, n: u64, pos: u32) -> Result<(), EvalError> {
+        self.alloc_bytes(n).map_err(|e| spent(e, pos))
+    }
+
+    /// Charges `n` bytes the caller is about to allocate for what it keeps of this evaluator's
+    /// values (a query's rows and summaries), counted as this evaluator's.
+    pub fn alloc_bytes(&self, n: u64) -> Result<(), Spent> {
+        self.budget.alloc(n)?;
+        self.bytes.set(self.bytes.get().saturating_add(n));
+        Ok(())
+    }
+
+    /// The request's budget.
+    pub fn budget(&self) -> &'a Budget {
+        self.budget
+    }
+
+    /// Bytes this evaluator has charged so far (a mark for [`Evaluator::release_since`]).
+    pub fn bytes_charged(&self) -> u64 {
+        self.bytes.get()
+    }
+
+    /// Gives back what was charged since `mark`: the values built then are dropped (a row's
+    /// filters and formulas once the row is done).
+    pub fn release_since(&self, mark: u64) {
+        let n = self.bytes.get().saturating_sub(mark);
+        self.budget.release(n);
+        self.bytes.set(mark);
+    }
+
+    /// Before a string of `len` bytes is written and made a value: refused past
+    /// [`MAX_STRING_BYTES`], else charged twice (written, then copied into the shared value).
+    pub(super) fn alloc_text(&self, len: u64, pos: u32) -> Result<(), EvalError> {
+        check_text_len(len, pos)?;
+        self.alloc(2 * len + SHARED, pos)
+    }
+
+    /// Before `len` bytes of a string at hand are copied into a value.
+    pub(super) fn alloc_copy(&self, len: u64, pos: u32) -> Result<(), EvalError> {
+        check_text_len(len, pos)?;
+        self.alloc(len + SHARED, pos)
+    }
+
+    /// Before a list of `n` values is built: refused past [`MAX_LIST_LEN`], else its slots are
+    /// charged (what the values hold is charged by whoever builds them).
+    pub(super) fn alloc_list(&self, n: u64, pos: u32) -> Result<(), EvalError> {
+        if n > MAX_LIST_LEN as u64 {
+            return Err(EvalError {
+                message: format!(
+                    "list too long: a list holds at most {MAX_LIST_LEN} values (it would hold {n})"
+                ),
+                pos,
+                spent: Some(Spent::Bytes(MAX_LIST_BYTES)),
+            });
+        }
+        self.alloc(LIST + n * SLOT, pos)
+    }
+
+    /// The length of `v`'s text, at most [`MAX_STRING_BYTES`] + 1 (refused past it), the
+    /// values read to know it charged as steps.
+    fn text_len(&mut self, v: &Value, pos: u32) -> Result<u64, EvalError> {
+        let src = self.src;
+        let (len, read) = v.text_bound(&|f| src.path(f).len(), MAX_STRING_BYTES as u64);
+        self.charge(read / 8, pos)?;
+        check_text_len(len, pos)?;
+        Ok(len)
+    }
+
+    /// `v` as text (`toString()`, `+`, an argument read as text): a string as it is, anything
+    /// else written once its length is charged.
+    pub(super) fn text_of<'v>(
+        &mut self,
+        v: &'v Value,
+        pos: u32,
+    ) -> Result<Cow<'v, str>, EvalError> {
+        match v {
+            Value::String(s) | Value::Html(s) | Value::Image(s) | Value::Icon(s) => {
+                return Ok(Cow::Borrowed(s));
+            }
+            Value::Link(l) if l.display.is_none() => return Ok(Cow::Borrowed(&l.target)),
+            _ => {}
+        }
+        let len = self.text_len(v, pos)?;
+        self.alloc(len, pos)?;
+        let mut out = String::with_capacity(len as usize);
+        v.write_text(&|f| self.file_name(f), &mut out);
+        Ok(Cow::Owned(out))
+    }
+
+    /// `v`'s text as a string value (`toString()`, `html()`): a string is itself.
+    pub(super) fn text_value(&mut self, v: &Value, pos: u32) -> Result<Arc<str>, EvalError> {
+        if let Value::String(s) = v {
+            return Ok(s.clone());
+        }
+        let len = self.text_len(v, pos)?;
+        self.alloc_text(len, pos)?;
+        let mut out = String::with_capacity(len as usize);
+        v.write_text(&|f| self.file_name(f), &mut out);
+        Ok(out.into())
+    }
+
+    /// The key a view or `sort()` orders `v` by ([`Value::sort_key`]), its text charged.
+    pub fn sort_key(&mut self, v: &Value, pos: u32) -> Result<SortKey, EvalError> {
+        if v.is_empty()
+            || matches!(
+                v,
+                Value::Number(_) | Value::Duration(_) | Value::Date(_) | Value::Bool(_)
+            )
+        {
+            return Ok(v.sort_key(&|_| String::new()));
+        }
+        let len = self.text_len(v, pos)?;
+        // The text, and its lower case (up to three times as long, grown as it is written).
+        self.alloc(len + 4 * len, pos)?;
+        let src = self.src;
+        Ok(v.sort_key(&|f| src.path(f).to_owned()))
     }
 
     /// Does `f` carry `tag` (or one nested under it)? Through the source's table for the tag,
@@ -348,7 +501,7 @@ impl<'a> Evaluator<'a> {
                     return self.formula(field, pos);
                 }
                 let v = self.eval(obj)?;
-                Ok(self.member(&v, field))
+                self.member(&v, field, pos)
             }
             ExprKind::Index(obj, idx) => {
                 let i = self.eval(idx)?;
@@ -358,7 +511,7 @@ impl<'a> Evaluator<'a> {
                     return self.formula(s, pos);
                 }
                 let v = self.eval(obj)?;
-                Ok(self.index(&v, &i))
+                self.index(&v, &i, pos)
             }
             ExprKind::Call(name, args) => self.call(name, args, pos),
             ExprKind::Method(recv, name, args) => {
@@ -382,9 +535,7 @@ impl<'a> Evaluator<'a> {
             },
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, pos),
             ExprKind::List(items) => {
-                if items.len() > MAX_LIST_LEN {
-                    return Err(EvalError::at(pos, "list too long"));
-                }
+                self.alloc_list(items.len() as u64, pos)?;
                 let mut out = Vec::with_capacity(items.len());
                 for x in items {
                     out.push(self.eval(x)?);
@@ -392,6 +543,7 @@ impl<'a> Evaluator<'a> {
                 Ok(Value::List(Arc::new(out)))
             }
             ExprKind::Object(items) => {
+                self.alloc(LIST + items.len() as u64 * ENTRY, pos)?;
                 let mut out: Vec<(Arc<str>, Value)> = Vec::with_capacity(items.len());
                 for (k, x) in items {
                     let v = self.eval(x)?;
@@ -415,17 +567,20 @@ impl<'a> Evaluator<'a> {
                 return Err(EvalError::at(pos, "`formula` needs a name: `formula.NAME`"));
             }
             _ => match self.row {
-                Some(f) => self.property(f, n),
+                Some(f) => return self.property(f, n, pos),
                 None => Value::Null,
             },
         })
     }
 
-    /// A note property as a typed value.
-    pub fn property(&self, f: FileRef, key: &str) -> Value {
+    /// A note property as a typed value (a copy of the note's: charged).
+    pub fn property(&self, f: FileRef, key: &str, pos: u32) -> R {
         match self.src.property(f, key) {
-            Some(raw) => self.convert(raw, self.src.property_type(key), f),
-            None => Value::Null,
+            Some(raw) => {
+                self.alloc(json_cost(raw), pos)?;
+                Ok(self.convert(raw, self.src.property_type(key), f))
+            }
+            None => Ok(Value::Null),
         }
     }
 
@@ -507,12 +662,12 @@ impl<'a> Evaluator<'a> {
         self.src.path(f).to_owned()
     }
 
-    fn member(&mut self, v: &Value, field: &str) -> Value {
-        match v {
-            Value::File(f) => self.file_field(*f, field),
+    fn member(&mut self, v: &Value, field: &str, pos: u32) -> R {
+        Ok(match v {
+            Value::File(f) => return self.file_field(*f, field, pos),
             Value::Note(f) => match field {
                 "file" => Value::File(*f),
-                _ => self.property(*f, field),
+                _ => return self.property(*f, field, pos),
             },
             Value::Object(o) => o
                 .iter()
@@ -526,18 +681,22 @@ impl<'a> Evaluator<'a> {
                 _ => Value::Null,
             },
             _ => Value::Null,
-        }
+        })
     }
 
     /// `file.FIELD` of file `f` (a column or sort key naming a file property).
-    pub fn file_property(&mut self, f: FileRef, field: &str) -> Value {
-        self.file_field(f, field)
+    pub fn file_property(&mut self, f: FileRef, field: &str) -> R {
+        self.file_field(f, field, 0)
     }
 
-    fn file_field(&mut self, f: FileRef, field: &str) -> Value {
+    fn file_field(&mut self, f: FileRef, field: &str, pos: u32) -> R {
         let path = self.src.path(f);
         let name = path.rsplit('/').next().unwrap_or(path);
-        match field {
+        // A text field is a copy of part of the path.
+        if matches!(field, "name" | "basename" | "path" | "folder" | "ext") {
+            self.alloc_copy(path.len() as u64, pos)?;
+        }
+        Ok(match field {
             // A note's name is shown without `.md` (other files keep their extension), as
             // Obsidian's own bases rely on: see "Bases" in docs/obsidian.md.
             "name" => Value::str(name.strip_suffix(".md").unwrap_or(name)),
@@ -563,58 +722,91 @@ impl<'a> Evaluator<'a> {
                 .src
                 .ctime(f)
                 .map_or(Value::Null, |at| Value::Date(Date { at, time: true })),
-            "tags" => Value::List(Arc::new(
-                self.src.tags(f).into_iter().map(Value::String).collect(),
-            )),
-            "links" | "embeds" => Value::List(Arc::new(
-                self.src
-                    .links(f, field == "embeds")
-                    .into_iter()
-                    .take(MAX_LIST_LEN)
-                    .map(|l| {
-                        Value::Link(Arc::new(Link {
-                            target: l.target.into(),
-                            display: l.display.map(Value::str),
-                            file: l.file,
-                        }))
-                    })
-                    .collect(),
-            )),
-            "backlinks" => Value::List(Arc::new(
-                self.src
-                    .backlinks(f)
-                    .into_iter()
-                    .take(MAX_LIST_LEN)
-                    .map(|b| self.file_link(b, None))
-                    .collect(),
-            )),
-            "properties" => Value::Object(Arc::new(
-                self.src
-                    .properties(f)
-                    .into_iter()
-                    .map(|(k, raw)| {
-                        let v = self.convert(raw, self.src.property_type(k), f);
-                        (Arc::from(k), v)
-                    })
-                    .collect(),
-            )),
+            "tags" => {
+                let tags = self.src.tags(f);
+                // The source's list (already built for this call), then the value's.
+                self.alloc(tags.len() as u64 * SHARED, pos)?;
+                self.alloc_list(tags.len() as u64, pos)?;
+                Value::List(Arc::new(tags.into_iter().map(Value::String).collect()))
+            }
+            "links" | "embeds" => {
+                let mut links = self.src.links(f, field == "embeds");
+                links.truncate(MAX_LIST_LEN);
+                self.alloc_list(links.len() as u64, pos)?;
+                // Each link, and the source's (already built for this call) it is made from.
+                self.alloc(
+                    links
+                        .iter()
+                        .map(|l| {
+                            let text = l.target.len() + l.display.as_ref().map_or(0, String::len);
+                            let shown = l.display.as_ref().map_or(0, |_| SHARED);
+                            LINK + SOURCE_LINK + 2 * text as u64 + SHARED + shown
+                        })
+                        .sum(),
+                    pos,
+                )?;
+                Value::List(Arc::new(
+                    links
+                        .into_iter()
+                        .map(|l| {
+                            Value::Link(Arc::new(Link {
+                                target: l.target.into(),
+                                display: l.display.map(Value::str),
+                                file: l.file,
+                            }))
+                        })
+                        .collect(),
+                ))
+            }
+            "backlinks" => {
+                let mut from = self.src.backlinks(f);
+                from.truncate(MAX_LIST_LEN);
+                self.alloc(from.len() as u64 * size_of::<FileRef>() as u64, pos)?;
+                self.alloc_list(from.len() as u64, pos)?;
+                let mut out = Vec::with_capacity(from.len());
+                for b in from {
+                    out.push(self.file_link(b, None, pos)?);
+                }
+                Value::List(Arc::new(out))
+            }
+            "properties" => {
+                let props = self.src.properties(f);
+                self.alloc(
+                    LIST + props
+                        .iter()
+                        .map(|(k, raw)| ENTRY + k.len() as u64 + json_cost(raw))
+                        .sum::<u64>(),
+                    pos,
+                )?;
+                Value::Object(Arc::new(
+                    props
+                        .into_iter()
+                        .map(|(k, raw)| {
+                            let v = self.convert(raw, self.src.property_type(k), f);
+                            (Arc::from(k), v)
+                        })
+                        .collect(),
+                ))
+            }
             "file" => Value::File(f),
             _ => Value::Null,
-        }
+        })
     }
 
-    fn file_link(&self, f: FileRef, display: Option<Value>) -> Value {
+    /// A link to `f` (its path without `.md`), charged.
+    fn file_link(&self, f: FileRef, display: Option<Value>, pos: u32) -> R {
         let path = self.src.path(f);
         let target = path.strip_suffix(".md").unwrap_or(path);
-        Value::Link(Arc::new(Link {
+        self.alloc(LINK + target.len() as u64 + SHARED, pos)?;
+        Ok(Value::Link(Arc::new(Link {
             target: target.into(),
             display,
             file: Some(f),
-        }))
+        })))
     }
 
-    fn index(&mut self, v: &Value, i: &Value) -> Value {
-        match (v, i) {
+    fn index(&mut self, v: &Value, i: &Value, pos: u32) -> R {
+        Ok(match (v, i) {
             (Value::List(l), Value::Number(n)) => {
                 if *n >= 0.0 && n.fract() == 0.0 {
                     l.get(*n as usize).cloned().unwrap_or(Value::Null)
@@ -622,13 +814,19 @@ impl<'a> Evaluator<'a> {
                     Value::Null
                 }
             }
-            (Value::String(s), Value::Number(n)) if *n >= 0.0 && n.fract() == 0.0 => s
-                .chars()
-                .nth(*n as usize)
-                .map_or(Value::Null, |c| Value::str(c.to_string())),
-            (_, Value::String(k)) => self.member(v, k),
+            (Value::String(s), Value::Number(n)) if *n >= 0.0 && n.fract() == 0.0 => {
+                self.charge(s.len() as u64 / BYTES_PER_STEP, pos)?;
+                match s.char_indices().nth(*n as usize) {
+                    Some((at, c)) => {
+                        self.alloc_copy(c.len_utf8() as u64, pos)?;
+                        Value::str(&s[at..at + c.len_utf8()])
+                    }
+                    None => Value::Null,
+                }
+            }
+            (_, Value::String(k)) => return self.member(v, k, pos),
             _ => Value::Null,
-        }
+        })
     }
 
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, pos: u32) -> R {
@@ -672,7 +870,7 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    fn add(&self, x: Value, y: Value, pos: u32) -> R {
+    fn add(&mut self, x: Value, y: Value, pos: u32) -> R {
         match (&x, &y) {
             (Value::Null, Value::String(_)) | (Value::String(_), Value::Null) => {}
             (Value::Null, _) | (_, Value::Null) => return Ok(Value::Null),
@@ -693,18 +891,17 @@ impl<'a> Evaluator<'a> {
             })),
             (Value::Number(a), Value::Number(b)) => Ok(Value::Number(a + b)),
             (Value::String(_), _) | (_, Value::String(_)) => {
+                // Both texts' lengths, charged before either is written.
+                let len = self.text_len(&x, pos)? + self.text_len(&y, pos)?;
+                self.alloc_text(len, pos)?;
+                let mut s = String::with_capacity(len as usize);
                 let names = |f: FileRef| self.file_name(f);
-                let mut s = x.text(&names);
-                s.push_str(&y.text(&names));
-                if s.len() > MAX_STRING_BYTES {
-                    return Err(EvalError::at(pos, "string too long"));
-                }
+                x.write_text(&names, &mut s);
+                y.write_text(&names, &mut s);
                 Ok(Value::str(s))
             }
             (Value::List(a), Value::List(b)) => {
-                if a.len() + b.len() > MAX_LIST_LEN {
-                    return Err(EvalError::at(pos, "list too long"));
-                }
+                self.alloc_list((a.len() + b.len()) as u64, pos)?;
                 let mut out = Vec::with_capacity(a.len() + b.len());
                 out.extend(a.iter().cloned());
                 out.extend(b.iter().cloned());
@@ -760,10 +957,6 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    fn text(&self, v: &Value) -> String {
-        v.text(&|f| self.file_name(f))
-    }
-
     fn lookup_file(&self, s: &str) -> Option<FileRef> {
         let s = s.trim();
         let inner = s
@@ -779,6 +972,30 @@ impl<'a> Evaluator<'a> {
                 .or_else(|| self.src.resolve(s, self.row.or(self.this))),
         }
     }
+}
+
+/// What reading a frontmatter value as a [`Value`] allocates, at most: a string copied (or
+/// made a link with its display), list slots, object entries.
+fn json_cost(raw: &serde_json::Value) -> u64 {
+    use serde_json::Value as J;
+    let mut total = 0u64;
+    let mut stack = vec![raw];
+    while let Some(v) = stack.pop() {
+        total = total.saturating_add(match v {
+            J::Null | J::Bool(_) | J::Number(_) => 0,
+            J::String(s) => 2 * s.len() as u64 + LINK + 2 * SHARED,
+            J::Array(items) => {
+                let items = &items[..items.len().min(MAX_LIST_LEN)];
+                stack.extend(items.iter());
+                LIST + items.len() as u64 * SLOT
+            }
+            J::Object(map) => {
+                stack.extend(map.values());
+                LIST + map.keys().map(|k| k.len() as u64 + ENTRY).sum::<u64>()
+            }
+        });
+    }
+    total
 }
 
 /// A duration from a duration value, a duration string (`"1d"`) or a number of milliseconds.

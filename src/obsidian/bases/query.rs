@@ -8,7 +8,7 @@ use serde_json::Value as Json;
 
 use super::eval::{Budget, EvalError, Evaluator, Formulas, Source};
 use super::expr::{self, Expr, ParseError};
-use super::value::{FileRef, SortKey, Value};
+use super::value::{FileRef, SLOT, SortKey, Value};
 use rayon::prelude::*;
 
 /// Why a base cannot be read or run.
@@ -237,8 +237,8 @@ impl Property {
 
     fn value(&self, ev: &mut Evaluator<'_>, row: FileRef) -> Result<Value, EvalError> {
         match self {
-            Property::File(f) => Ok(ev.file_property(row, f)),
-            Property::Note(k) => Ok(ev.property(row, k)),
+            Property::File(f) => ev.file_property(row, f),
+            Property::Note(k) => ev.property(row, k, 0),
             Property::Formula(name) => ev.formula(name, 0),
         }
     }
@@ -586,13 +586,15 @@ pub fn run(
     let mut keys_of: Vec<&Sort> = Vec::new();
     keys_of.extend(view.group_by.iter());
     keys_of.extend(view.sort.iter());
-    let names = |f: FileRef| src.path(f).to_owned();
     let chunks: Vec<Result<Chunk, BaseError>> = files
         .par_chunks(512)
         .map(|chunk| {
             let mut ev = Evaluator::new(src, formulas, budget, this);
             let mut out = Chunk::default();
             for &f in chunk {
+                // What the row's filters and formulas build is dropped with the row: given back
+                // once it is done, and what is kept of it charged again by its width.
+                let mark = ev.bytes_charged();
                 ev.set_row(Some(f));
                 let mut pass = true;
                 for filter in [&base.filters, &view.filters].into_iter().flatten() {
@@ -625,8 +627,32 @@ pub fn run(
                     for s in &keys_of {
                         keys.push(cell_value(&s.property, &mut ev, f)?);
                     }
-                    let sort_keys = keys.iter().map(|k| k.sort_key(&names)).collect();
-                    out.kept.push((sort_keys, keys.into_iter().next(), f));
+                    let mut sort_keys = Vec::with_capacity(keys.len());
+                    for k in &keys {
+                        sort_keys.push(match ev.sort_key(k, 0) {
+                            Ok(key) => key,
+                            Err(EvalError {
+                                spent: Some(spent),
+                                message,
+                                ..
+                            }) => return Err(BaseError::Budget(spent, message)),
+                            // Only a spent budget fails a key; were another error to, the
+                            // row would sort as empty.
+                            Err(_) => SortKey::Empty,
+                        });
+                    }
+                    let group = keys.into_iter().next();
+                    ev.set_row(None);
+                    ev.release_since(mark);
+                    // The kept row (twice: the list of kept rows grows by doubling).
+                    let width = 2 * std::mem::size_of::<Kept>() as u64
+                        + sort_keys.iter().map(key_width).sum::<u64>()
+                        + group.as_ref().map_or(0, |g| g.width(budget.bytes_max()));
+                    budget.alloc(width).map_err(|e| budget_error(e, 0))?;
+                    out.kept.push((sort_keys, group, f));
+                } else {
+                    ev.set_row(None);
+                    ev.release_since(mark);
                 }
             }
             Ok(out)
@@ -664,6 +690,14 @@ pub fn run(
     if keys_of.is_empty() {
         // No sort: the files' order.
     } else if partial {
+        // The order of every row, then the rows kept in it.
+        budget
+            .alloc(
+                keyed.len() as u64
+                    * (std::mem::size_of::<(usize, &Kept)>() + std::mem::size_of::<Option<Kept>>())
+                        as u64,
+            )
+            .map_err(|e| budget_error(e, 0))?;
         let cmp =
             |a: &(usize, &Kept), b: &(usize, &Kept)| by_keys(&a.1.0, &b.1.0).then(a.0.cmp(&b.0));
         let mut order: Vec<(usize, &Kept)> = keyed.iter().enumerate().collect();
@@ -688,8 +722,12 @@ pub fn run(
     };
     let first = page.start.min(keyed.len());
     let last = page.end.clamp(first, keyed.len());
+    budget
+        .alloc(((last - first) * std::mem::size_of::<Row>()) as u64)
+        .map_err(|e| budget_error(e, 0))?;
     let mut rows = Vec::with_capacity(last - first);
     for (_, _, f) in &keyed[first..last] {
+        let mark = ev.bytes_charged();
         ev.set_row(Some(*f));
         let mut cells = Vec::with_capacity(columns.len());
         for c in &columns {
@@ -703,6 +741,17 @@ pub fn run(
                 Err(e) => Cell::Error(e.message),
             });
         }
+        // A row costs its width: what its cells hold, however they were reached.
+        ev.set_row(None);
+        ev.release_since(mark);
+        budget
+            .alloc(
+                cells
+                    .iter()
+                    .map(|c| cell_width(c, budget.bytes_max()))
+                    .fold(0u64, u64::saturating_add),
+            )
+            .map_err(|e| budget_error(e, 0))?;
         rows.push(Row { file: *f, cells });
     }
 
@@ -715,6 +764,12 @@ pub fn run(
             while end < keyed.len() && keyed[end].0[0].cmp_to(key, false) == Ordering::Equal {
                 end += 1;
             }
+            budget
+                .alloc(
+                    ((end - start) * std::mem::size_of::<FileRef>() + std::mem::size_of::<Group>())
+                        as u64,
+                )
+                .map_err(|e| budget_error(e, 0))?;
             let files: Vec<FileRef> = keyed[start..end].iter().map(|(_, _, f)| *f).collect();
             groups.push(Group {
                 key: keyed[start].1.clone().unwrap_or(Value::Null),
@@ -725,6 +780,9 @@ pub fn run(
             start = end;
         }
     }
+    budget
+        .alloc((keyed.len() * std::mem::size_of::<FileRef>()) as u64)
+        .map_err(|e| budget_error(e, 0))?;
     let all: Vec<FileRef> = keyed.iter().map(|(_, _, f)| *f).collect();
     let summaries = summaries(base, view, &mut ev, &all)?;
     Ok(Output {
@@ -753,6 +811,28 @@ struct Chunk {
     error_rows: usize,
 }
 
+/// A spent budget as the query's error.
+fn budget_error(e: crate::obsidian::budget::Spent, pos: u32) -> BaseError {
+    BaseError::Budget(e, super::eval::spent(e, pos).message)
+}
+
+/// What a sort key holds beyond its slot.
+fn key_width(k: &SortKey) -> u64 {
+    std::mem::size_of::<SortKey>() as u64
+        + match k {
+            SortKey::Text(lower, text) => (lower.capacity() + text.capacity()) as u64,
+            _ => 0,
+        }
+}
+
+/// What a kept cell holds (counted up to `limit`).
+fn cell_width(c: &Cell, limit: u64) -> u64 {
+    SLOT + match c {
+        Cell::Value(v) => v.width(limit),
+        Cell::Error(m) => m.len() as u64,
+    }
+}
+
 fn cell_value(p: &Property, ev: &mut Evaluator<'_>, f: FileRef) -> Result<Value, BaseError> {
     match p.value(ev, f) {
         Ok(v) => Ok(v),
@@ -772,13 +852,37 @@ fn summaries(
     files: &[FileRef],
 ) -> Result<Vec<Summary>, BaseError> {
     let mut out = Vec::new();
+    let budget = ev.budget();
+    let limit = budget.bytes_max();
+    let spent = |e| budget_error(e, 0);
     for (prop, name) in &view.summaries {
+        // The column's values are kept until the summary is computed, then dropped: each is
+        // charged by its width, and all given back once the summary is done.
+        let start = ev.bytes_charged();
+        ev.alloc_bytes((files.len() as u64).saturating_mul(SLOT))
+            .map_err(spent)?;
         let mut values = Vec::with_capacity(files.len());
         for &f in files {
+            let mark = ev.bytes_charged();
             ev.set_row(Some(f));
-            values.push(cell_value(prop, ev, f)?);
+            let v = cell_value(prop, ev, f)?;
+            ev.set_row(None);
+            ev.release_since(mark);
+            ev.alloc_bytes(v.width(limit)).map_err(spent)?;
+            values.push(v);
         }
-        let value = if let Some((_, expr)) = base.summaries.iter().find(|(n, _)| n == name) {
+        let custom = base.summaries.iter().find(|(n, _)| n == name);
+        if custom.is_none() {
+            // The numbers, dates or distinct values a built-in summary gathers.
+            let each = if name.eq_ignore_ascii_case("unique") {
+                SLOT + super::eval::UNIQUE_PER_VALUE
+            } else {
+                std::mem::size_of::<f64>() as u64 + std::mem::size_of::<super::value::Date>() as u64
+            };
+            ev.alloc_bytes((files.len() as u64).saturating_mul(each))
+                .map_err(spent)?;
+        }
+        let value = if let Some((_, expr)) = custom {
             match expr {
                 Ok(e) => {
                     ev.set_row(None);
@@ -798,6 +902,9 @@ fn summaries(
         } else {
             builtin_summary(name, &values)
         };
+        ev.set_values(Vec::new());
+        ev.release_since(start);
+        ev.alloc_bytes(cell_width(&value, limit)).map_err(spent)?;
         out.push(Summary {
             property: prop.clone(),
             name: name.clone(),

@@ -1235,3 +1235,280 @@ fn a_malformed_base_is_refused_with_what_is_wrong() {
     assert!(matches!(e, BaseError::TooLarge), "{e}");
     assert_eq!(e.to_string(), "the base is larger than 256 KiB");
 }
+
+/// Evaluates `src` with no row under `budget`, with `formulas` (name, source), on this thread:
+/// the error, or the value as JSON.
+fn eval_formulas(
+    budget: &Budget,
+    formulas: &[(&str, &str)],
+    src: &str,
+) -> Result<serde_json::Value, super::eval::EvalError> {
+    let v = TableVault::sample();
+    let expr = parse(src).unwrap();
+    let formulas: Vec<_> = formulas
+        .iter()
+        .map(|(n, s)| (Arc::<str>::from(*n), parse(s)))
+        .collect();
+    let mut ev = Evaluator::new(&v, &formulas, budget, None);
+    let value = ev.eval(&expr)?;
+    Ok(value.to_json(&|f| v.path(f).to_owned()))
+}
+
+/// `"a".repeat(100000).replace("a", "b".repeat(100000))` would build ten gigabytes: it aborted
+/// the server. Its size is known from its inputs, and refused before anything is built.
+#[test]
+fn a_replace_that_would_build_gigabytes_is_refused_before_it_is_built() {
+    use crate::obsidian::budget::Spent;
+    for src in [
+        r#""a".repeat(100000).replace("a", "b".repeat(100000))"#,
+        r#""a".repeat(100000).replace(/a/g, "b".repeat(100000))"#,
+        r#""a".repeat(100000).replace(/(a)/g, "$1".repeat(50000))"#,
+        r#""a".repeat(100000).split("").join("b".repeat(100000))"#,
+        r#""a".repeat(1000000).repeat(1000000)"#,
+    ] {
+        let budget = Budget::new();
+        let e = eval_formulas(&budget, &[], src).unwrap_err();
+        assert_eq!(e.spent, Some(Spent::Bytes(1 << 20)), "{src}: {e:?}");
+        assert!(e.message.contains("1 MiB"), "{src}: {}", e.message);
+        // What was built on the way (the inputs) is all that was charged.
+        assert!(
+            budget.bytes_used() < 8 << 20,
+            "{src}: {}",
+            budget.bytes_used()
+        );
+    }
+    // In a view, the whole query stops with the bound named.
+    let base = parse_base(
+        "formulas:\n  big: '\"a\".repeat(100000).replace(\"a\", \"b\".repeat(100000))'\nviews:\n  - order: [formula.big]\n",
+    )
+    .unwrap();
+    let v = TableVault::sample();
+    let err = run(
+        &base,
+        &base.views[0],
+        &v,
+        &v.refs(),
+        None,
+        &Budget::new(),
+        0..usize::MAX,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, BaseError::Budget(Spent::Bytes(_), m) if m.contains("1 MiB")),
+        "{err}"
+    );
+}
+
+/// Values each within the string cap but together past the request's bytes are refused at the
+/// request's bound, which the error names; building stops there.
+#[test]
+fn values_past_the_requests_bytes_are_refused_at_its_bound() {
+    use crate::obsidian::budget::Spent;
+    let budget = Budget::new().max_bytes(8 << 20);
+    let e = eval_formulas(
+        &budget,
+        &[],
+        r#""ab".repeat(1000).split("").map("y".repeat(1000000))"#,
+    )
+    .unwrap_err();
+    assert_eq!(e.spent, Some(Spent::Bytes(8 << 20)), "{e:?}");
+    assert!(e.message.contains("8 MiB"), "{}", e.message);
+    assert!(budget.bytes_used() <= 8 << 20);
+    // One long string shared a thousand times costs a thousand slots to build; written out
+    // (`join`, `toString`, `+`) it would be a gigabyte, refused before it is written.
+    let shared = [
+        ("big", r#""y".repeat(1000000)"#),
+        ("many", r#""x".repeat(1000).split("").map(formula.big)"#),
+    ];
+    for src in [
+        "formula.many.join(\",\")",
+        "formula.many.toString()",
+        "formula.many + \"\"",
+    ] {
+        let budget = Budget::new();
+        let e = eval_formulas(&budget, &shared, src).unwrap_err();
+        assert_eq!(e.spent, Some(Spent::Bytes(1 << 20)), "{src}: {e:?}");
+        assert!(
+            budget.bytes_used() < 8 << 20,
+            "{src}: {}",
+            budget.bytes_used()
+        );
+    }
+    // Sorting them writes each one's key (its text, lower-cased): a gigabyte, built until the
+    // request's bytes are spent.
+    let budget = Budget::new().max_bytes(32 << 20);
+    let e = eval_formulas(&budget, &shared, "formula.many.sort()").unwrap_err();
+    assert_eq!(e.spent, Some(Spent::Bytes(32 << 20)), "{e:?}");
+    // A view's row costs its width: the list is cheap to build, not to return.
+    let base = parse_base(
+        "formulas:\n  big: '\"y\".repeat(1000000)'\n  many: '\"x\".repeat(1000).split(\"\").map(formula.big)'\nviews:\n  - order: [formula.many]\n",
+    )
+    .unwrap();
+    let v = TableVault::sample();
+    let budget = Budget::new().max_bytes(64 << 20);
+    let err = run(
+        &base,
+        &base.views[0],
+        &v,
+        &v.refs(),
+        None,
+        &budget,
+        0..usize::MAX,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, BaseError::Budget(Spent::Bytes(b), _) if *b == 64 << 20),
+        "{err}"
+    );
+}
+
+/// The heap bytes this thread asks for while evaluating hostile expressions stay within what
+/// the budget was charged, plus a small constant (the evaluator's own bookkeeping): every
+/// large allocation was charged before it was made.
+#[test]
+fn hostile_expressions_allocate_no_more_than_they_were_charged() {
+    use crate::test_alloc::asked_by_this_thread;
+    let v = TableVault::sample();
+    let formulas: Vec<_> = [
+        ("big", r#""y".repeat(1000000)"#),
+        ("many", r#""x".repeat(1000).split("").map(formula.big)"#),
+    ]
+    .iter()
+    .map(|(n, s)| (Arc::<str>::from(*n), parse(s)))
+    .collect();
+    for src in [
+        r#""a".repeat(100000).replace("a", "b".repeat(100000))"#,
+        r#""a".repeat(100000).replace(/a/g, "b".repeat(100000))"#,
+        r#""ab".repeat(1000).split("").map("y".repeat(1000000))"#,
+        r#""ab".repeat(100000).split("b").map(value + "c".repeat(100))"#,
+        r#""x".repeat(1000000).split("").map(value)"#,
+        r#""x".repeat(1000).split("").map("z".repeat(1000)).join("w".repeat(1000))"#,
+        r#""x".repeat(100000).split("").map([value, index, [value]]).flat().reverse()"#,
+        r#""x,".repeat(100000).split(/,/).map(value.replace(/(x)/, "$1$1$&").repeat(100))"#,
+        r#""x".repeat(100000).split("").map(index).toString().repeat(2)"#,
+        "formula.many.join(\",\")",
+        "formula.many.sort()",
+        "formula.many.unique()",
+        r#"formula.big.upper().lower().title().reverse().slice(10).trim()"#,
+    ] {
+        let expr = parse(src).unwrap();
+        let budget = Budget::new().max_bytes(16 << 20);
+        let mut ev = Evaluator::new(&v, &formulas, &budget, None);
+        let before = asked_by_this_thread();
+        let r = ev.eval(&expr);
+        let asked = asked_by_this_thread() - before;
+        let charged = budget.bytes_used();
+        assert!(
+            asked <= charged + (64 << 10),
+            "{src}: asked for {asked} bytes, charged {charged} ({:?})",
+            r.err(),
+        );
+    }
+}
+
+/// What a row's filters and formulas build is given back once the row is done: a query whose
+/// rows each build a large string runs within a budget that would not hold all of them.
+#[test]
+fn what_a_row_builds_is_given_back_once_the_row_is_done() {
+    let base = parse_base(
+        "formulas:\n  wide: '\"w\".repeat(200000)'\nfilters: 'formula.wide.length > 0'\nviews:\n  - order: [formula.wide.length, file.name]\n",
+    )
+    .unwrap();
+    let v = TableVault::sample();
+    // Seven rows of 400 KB charged each (written, then shared): 2.8 MB were they all kept.
+    let budget = Budget::new().max_bytes(2 << 20);
+    let out = run(
+        &base,
+        &base.views[0],
+        &v,
+        &v.refs(),
+        None,
+        &budget,
+        0..usize::MAX,
+    )
+    .unwrap();
+    assert_eq!(out.rows.len(), 7);
+    assert!(budget.bytes_used() < 1 << 20, "{}", budget.bytes_used());
+}
+
+/// Ordinary formulas give what they gave before the budget counted bytes.
+#[test]
+fn ordinary_formulas_build_their_values_within_the_budget() {
+    let budget = Budget::new();
+    for (src, want) in [
+        (r#""a-b-c".replace("-", "+")"#, json!("a+b+c")),
+        (r#""a1b22".replace(/(\d+)/g, "<$1>")"#, json!("a<1>b<22>")),
+        (r#""ab".repeat(3)"#, json!("ababab")),
+        (
+            r#""x,y,z".split(",").map(value.upper()).join("|")"#,
+            json!("X|Y|Z"),
+        ),
+        (r#""héllo wörld".title()"#, json!("Héllo Wörld")),
+        (r#""straße".upper()"#, json!("STRASSE")),
+        (r#""abcdef".slice(1, -1)"#, json!("bcde")),
+        (r#""añb".split("")"#, json!(["a", "ñ", "b"])),
+        (r#""a" + 1 + [2, 3] + true"#, json!("a12, 3true")),
+        ("[3, 1, 2].sort().reverse()", json!([3, 2, 1])),
+        ("[[1, 2], [3]].flat().slice(1)", json!([2, 3])),
+        ("[1, 1, \"1\", 2].unique()", json!([1, 2])),
+        ("[1, 2] + [3]", json!([1, 2, 3])),
+        ("{\"a\": 1, \"b\": [2]}.keys()", json!(["a", "b"])),
+        (
+            r#"date("2025-03-01").format("dddd, MMMM Do YYYY")"#,
+            json!("Saturday, March 1st 2025"),
+        ),
+        (
+            "escapeHTML(\"<a href='x'>\")",
+            json!("&lt;a href=&#39;x&#39;&gt;"),
+        ),
+        ("(1e21).toString()", json!("1e+21")),
+        ("(-1.5e-9).toString()", json!("-1.5e-9")),
+    ] {
+        assert_eq!(eval_formulas(&budget, &[], src).unwrap(), want, "{src}");
+    }
+    assert!(budget.bytes_used() > 0);
+    assert!(budget.bytes_used() < 64 << 10, "{}", budget.bytes_used());
+}
+
+/// `reduce` is the one way to nest values without bound; a value nested a hundred thousand
+/// deep would overflow the stack when dropped or written. Past 256 levels it is refused.
+#[test]
+fn reduce_refuses_to_nest_values_past_256_levels() {
+    let budget = Budget::new();
+    for src in [
+        r#""x".repeat(100000).split("").reduce([acc], [])"#,
+        r#""x".repeat(100000).split("").reduce({"a": acc}, 0)"#,
+        r#""x".repeat(100000).split("").reduce(link("a", acc), 0)"#,
+    ] {
+        let e = eval_formulas(&budget, &[], src).unwrap_err();
+        assert!(
+            e.message.contains("deeper than 256"),
+            "{src}: {}",
+            e.message
+        );
+    }
+    // A reduce that shares its accumulator twice a level is stopped by the steps it reads.
+    let budget = Budget::with(1_000_000, std::time::Duration::from_secs(60));
+    let e = eval_formulas(
+        &budget,
+        &[],
+        r#""x".repeat(60).split("").reduce([acc, acc], [])"#,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("evaluation steps"), "{}", e.message);
+    // Nesting within the bound, and flat accumulators, are as before.
+    let budget = Budget::new();
+    assert_eq!(
+        eval_formulas(&budget, &[], r#""abc".split("").reduce([acc, value], [])"#).unwrap(),
+        json!([[[[], "a"], "b"], "c"])
+    );
+    assert_eq!(
+        eval_formulas(
+            &budget,
+            &[],
+            r#""x".repeat(1000).split("").reduce(acc + [index], []).length"#
+        )
+        .unwrap(),
+        json!(1000)
+    );
+}

@@ -580,26 +580,115 @@ impl Value {
 
     /// The value as text (`toString()`, string concatenation); `names` prints files.
     pub fn text(&self, names: &dyn Fn(FileRef) -> String) -> String {
-        match self {
-            Value::Null => String::new(),
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) => number_text(*n),
-            Value::String(s) | Value::Html(s) | Value::Image(s) | Value::Icon(s) => s.to_string(),
-            Value::Date(d) => d.text(),
-            Value::Duration(d) => number_text(d.total_ms()),
-            Value::List(items) => items
-                .iter()
-                .map(|v| v.text(names))
-                .collect::<Vec<_>>()
-                .join(", "),
-            Value::Object(_) => "[object Object]".to_owned(),
-            Value::Link(l) => match &l.display {
-                Some(d) => d.text(names),
-                None => l.target.to_string(),
-            },
-            Value::File(f) | Value::Note(f) => names(*f),
-            Value::Regex(p) => p.source.clone(),
-        }
+        let mut out = String::new();
+        self.write_text(names, &mut out);
+        out
+    }
+
+    /// Appends [`Value::text`] to `out`, without building the text of each part apart (and
+    /// without recursion: a list nested a hundred thousand deep is written as any other).
+    pub fn write_text(&self, names: &dyn Fn(FileRef) -> String, out: &mut String) {
+        use std::fmt::Write;
+        walk(self, false, |v, after_sibling| {
+            if after_sibling {
+                out.push_str(", ");
+            }
+            match v {
+                Value::Null | Value::List(_) => {}
+                Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+                Value::Number(n) => write_number(*n, out),
+                Value::String(s) | Value::Html(s) | Value::Image(s) | Value::Icon(s) => {
+                    out.push_str(s)
+                }
+                Value::Date(d) => {
+                    let _ = if d.time {
+                        write!(out, "{}", d.at.format("%Y-%m-%d %H:%M:%S"))
+                    } else {
+                        write!(out, "{}", d.at.format("%Y-%m-%d"))
+                    };
+                }
+                Value::Duration(d) => write_number(d.total_ms(), out),
+                Value::Object(_) => out.push_str(OBJECT_TEXT),
+                // A link with a display is written as its display (visited next).
+                Value::Link(l) => {
+                    if l.display.is_none() {
+                        out.push_str(&l.target)
+                    }
+                }
+                Value::File(f) | Value::Note(f) => out.push_str(&names(*f)),
+                Value::Regex(p) => out.push_str(&p.source),
+            }
+            true
+        });
+    }
+
+    /// The length of [`Value::text`] at most (exactly, but for a date outside years 0 to 9999),
+    /// `path_len` giving a file's, and how many values were read to know it: counting stops
+    /// once the length is past `limit`, so a list that shares one long string many times over
+    /// is not read in full.
+    pub fn text_bound(&self, path_len: &dyn Fn(FileRef) -> usize, limit: u64) -> (u64, u64) {
+        let mut total = 0u64;
+        let mut read = 0u64;
+        walk(self, false, |v, after_sibling| {
+            read += 1;
+            let n = match v {
+                Value::Null | Value::List(_) => 0,
+                Value::Bool(b) => 4 + u64::from(!*b),
+                Value::Number(n) => number_text_len(*n),
+                Value::Duration(d) => number_text_len(d.total_ms()),
+                Value::Date(d) => match (d.at.year(), d.time) {
+                    (0..=9999, false) => 10,
+                    (0..=9999, true) => 19,
+                    _ => SCALAR_TEXT,
+                },
+                Value::String(s) | Value::Html(s) | Value::Image(s) | Value::Icon(s) => {
+                    s.len() as u64
+                }
+                Value::Object(_) => OBJECT_TEXT.len() as u64,
+                Value::Link(l) => match &l.display {
+                    Some(_) => 0,
+                    None => l.target.len() as u64,
+                },
+                Value::File(f) | Value::Note(f) => path_len(*f) as u64,
+                Value::Regex(p) => p.source.len() as u64,
+            };
+            total = total
+                .saturating_add(n)
+                .saturating_add(if after_sibling { 2 } else { 0 });
+            total <= limit
+        });
+        (total, read)
+    }
+
+    /// The bytes a value takes once written out or copied part by part (a row of a view, a
+    /// group's key): its strings, list slots, object entries and links, each part counted
+    /// every time it is reached (a list holding one string a thousand times counts it a
+    /// thousand times, as its JSON would). Counting stops once past `limit`.
+    pub fn width(&self, limit: u64) -> u64 {
+        let mut total = 0u64;
+        walk(self, true, |v, _| {
+            let n = match v {
+                Value::String(s) | Value::Html(s) | Value::Image(s) | Value::Icon(s) => {
+                    s.len() as u64 + SHARED
+                }
+                Value::List(items) => LIST + items.len() as u64 * SLOT,
+                Value::Object(o) => {
+                    LIST + o.iter().map(|(k, _)| k.len() as u64 + ENTRY).sum::<u64>()
+                }
+                Value::Link(l) => LINK + l.target.len() as u64 + SHARED,
+                Value::Regex(p) => SHARED + p.source.len() as u64,
+                Value::Null
+                | Value::Bool(_)
+                | Value::Number(_)
+                | Value::Date(_)
+                | Value::Duration(_)
+                | Value::File(_)
+                | Value::Note(_) => 0,
+            };
+            total = total.saturating_add(n);
+            total <= limit
+        });
+        total
     }
 
     /// The file this value stands for: a file, a note, or a link that resolves.
@@ -678,18 +767,8 @@ impl Value {
         }
     }
 
-    /// The order a view sorts by: see [`SortKey`].
-    pub fn sort_cmp(
-        &self,
-        other: &Value,
-        descending: bool,
-        names: &dyn Fn(FileRef) -> String,
-    ) -> Ordering {
-        self.sort_key(names)
-            .cmp_to(&other.sort_key(names), descending)
-    }
-
-    /// What this value sorts by, computed once (a sort compares each row many times).
+    /// What this value sorts by, computed once (a sort compares each row many times); the
+    /// evaluator charges its text first ([`super::eval::Evaluator::sort_key`]).
     pub fn sort_key(&self, names: &dyn Fn(FileRef) -> String) -> SortKey {
         if self.is_empty() {
             return SortKey::Empty;
@@ -814,28 +893,124 @@ impl SortKey {
     }
 }
 
+/// Visits `root` and the values inside it, depth first and in order: a list's items, a
+/// link's display, and an object's values when `objects`. `visit` is told whether the value
+/// follows a sibling in its list (where text puts a separator), and stops the walk by
+/// returning false. The walk keeps one iterator per level of nesting, not one entry per value.
+fn walk<'v>(root: &'v Value, objects: bool, mut visit: impl FnMut(&'v Value, bool) -> bool) {
+    enum Level<'v> {
+        List(std::slice::Iter<'v, Value>, bool),
+        Object(std::slice::Iter<'v, (Arc<str>, Value)>),
+    }
+    let mut stack: Vec<Level<'v>> = Vec::new();
+    let mut next = Some((root, false));
+    while let Some((v, after_sibling)) = next.take() {
+        if !visit(v, after_sibling) {
+            return;
+        }
+        match v {
+            Value::List(items) => stack.push(Level::List(items.iter(), false)),
+            Value::Object(o) if objects => stack.push(Level::Object(o.iter())),
+            Value::Link(l) => {
+                if let Some(d) = &l.display {
+                    next = Some((d, false));
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        // The next value: the first item of what was just entered, or the next one up.
+        while let Some(top) = stack.last_mut() {
+            let item = match top {
+                Level::List(items, started) => items.next().map(|x| {
+                    let after = *started;
+                    *started = true;
+                    (x, after)
+                }),
+                Level::Object(entries) => entries.next().map(|(_, x)| (x, false)),
+            };
+            match item {
+                Some(x) => {
+                    next = Some(x);
+                    break;
+                }
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+    }
+}
+
 /// JavaScript's `String(number)` for the common cases: integers without `.0`, `NaN`,
 /// `Infinity`, exponents beyond 1e21.
 pub fn number_text(n: f64) -> String {
-    if n.is_nan() {
-        return "NaN".into();
-    }
-    if n.is_infinite() {
-        return if n > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    if n == 0.0 {
-        return "0".into();
-    }
-    let abs = n.abs();
-    if !(1e-7..1e21).contains(&abs) {
-        let s = format!("{n:e}");
-        return match s.split_once('e') {
-            Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
-            _ => s,
-        };
-    }
-    format!("{n}")
+    let mut out = String::new();
+    write_number(n, &mut out);
+    out
 }
+
+/// Appends [`number_text`] to `out` (a `String`, or a counter of bytes).
+fn write_number(n: f64, out: &mut impl std::fmt::Write) {
+    use std::fmt::Write;
+    let _ = if n.is_nan() {
+        out.write_str("NaN")
+    } else if n.is_infinite() {
+        out.write_str(if n > 0.0 { "Infinity" } else { "-Infinity" })
+    } else if n == 0.0 {
+        out.write_str("0")
+    } else if (1e-7..1e21).contains(&n.abs()) {
+        write!(out, "{n}")
+    } else if n.abs() >= 1e21 {
+        // Rust writes `1.5e21`, JavaScript `1.5e+21`.
+        struct PlusExponent<'w, W>(&'w mut W);
+        impl<W: std::fmt::Write> std::fmt::Write for PlusExponent<'_, W> {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                match s.split_once('e') {
+                    Some((m, e)) => {
+                        self.0.write_str(m)?;
+                        self.0.write_str("e+")?;
+                        self.0.write_str(e)
+                    }
+                    None => self.0.write_str(s),
+                }
+            }
+        }
+        write!(PlusExponent(out), "{n:e}")
+    } else {
+        write!(out, "{n:e}")
+    };
+}
+
+/// The length of [`number_text`], counted without writing it.
+fn number_text_len(n: f64) -> u64 {
+    struct Count(u64);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len() as u64;
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    write_number(n, &mut c);
+    c.0
+}
+
+/// Bytes one value takes in a list (its own part); what it points to is counted apart.
+pub const SLOT: u64 = std::mem::size_of::<Value>() as u64;
+/// What a shared string, list or link takes beyond its contents: its reference counts, and
+/// the padding that rounds an allocation up to a multiple of 8.
+pub const SHARED: u64 = 24;
+/// What a list value takes beyond its slots: the shared vector's header.
+pub const LIST: u64 = SHARED + std::mem::size_of::<Vec<Value>>() as u64;
+/// What one link value takes beyond its text.
+pub const LINK: u64 = std::mem::size_of::<Link>() as u64 + SHARED;
+/// What one entry of an object takes beyond its key's text and its value's parts.
+pub const ENTRY: u64 = std::mem::size_of::<(Arc<str>, Value)>() as u64 + SHARED;
+/// The longest text of a number, a date or a duration.
+pub const SCALAR_TEXT: u64 = 32;
+/// An object's text, as JavaScript's `String({})`.
+const OBJECT_TEXT: &str = "[object Object]";
 
 /// Compares strings by UTF-16 code units, as JavaScript's `<` does.
 fn utf16_cmp(a: &str, b: &str) -> Ordering {

@@ -56,10 +56,13 @@
 //!
 //! ## Where we differ from Dataview, and why
 //!
-//! - Fields are not read inside code (fenced, indented, inline `` `[a:: b]` ``), inside
-//!   Obsidian comments (`%% %%`) or in the frontmatter: code is code. (Dataview 0.5 skips only
-//!   list sections when it scans lines, so it does read `::` lines inside code blocks.) Headings,
-//!   quotes, callouts and tables are read as Dataview reads them, line by line.
+//! - Fields are not read inside code (fenced, indented, inline `` `[a:: b]` ``) or in the
+//!   frontmatter: code is code. (Dataview 0.5 skips only list sections when it scans lines,
+//!   so it does read `::` lines inside code blocks.) Headings, quotes, callouts and tables
+//!   are read as Dataview reads them, line by line, and so are Obsidian comments (`%% %%`),
+//!   as Dataview does: `%% [reviewed:: 2024-01-05] %%` is a field, and so is each `key::`
+//!   line of a `%%` block (a `- [ ]` line there is no task, as Obsidian lists no item inside
+//!   a comment, but its fields are the page's).
 //! - Dates are checked strictly: `2021-02-30` or hour `25` is text (Dataview's Luxon rolls
 //!   them over into the next month or day). Zone names are kept unchecked.
 //! - Durations use Bases' duration type (months plus milliseconds): years count 12 months, a
@@ -312,7 +315,7 @@ struct OpenItem {
 /// What the walk over the body finds.
 #[derive(Default)]
 struct Structure {
-    /// Byte ranges to hide from the field scan: code, inline code, comments.
+    /// Byte ranges to hide from the field scan: code and inline code (not inside comments).
     masks: Vec<(usize, usize)>,
     /// The comments (`%% %%`), in order.
     comments: Vec<(usize, usize)>,
@@ -400,7 +403,10 @@ fn walk(text: &str, body_start: usize) -> Structure {
             _ => {}
         }
     }
-    out.masks.extend_from_slice(&out.comments);
+    // A comment is not code, nor anything else, to Obsidian: what pulldown-cmark reads as
+    // code inside one (an indented line after a blank one) is read as the comment's text.
+    let comments = &out.comments;
+    out.masks.retain(|&(s, _)| !inside(comments, s));
     out
 }
 
@@ -562,12 +568,17 @@ pub fn parse_note_with(text: &str, parsed: &crate::markdown::ParsedNote) -> Data
     masks.sort_unstable();
     let masked = masked(text, &masks, body_start);
 
-    // Lines that lists cover are read item by item, never as paragraph lines.
+    // Lines that lists cover are read item by item, never as paragraph lines; but a line that
+    // starts inside a comment is the comment's (Obsidian lists no item there), read as a
+    // paragraph line, as Dataview reads the lines of a comment section.
     let mut in_list = vec![false; lines.count()];
     for &(s, e) in &structure.lists {
         let (first, last) = (lines.line(s), lines.line(e.saturating_sub(1).max(s)));
-        for flag in in_list.iter_mut().take(last + 1).skip(first) {
-            *flag = true;
+        for (n, flag) in in_list.iter_mut().enumerate().take(last + 1).skip(first) {
+            *flag = lines
+                .starts
+                .get(n)
+                .is_none_or(|&at| !inside(&structure.comments, at));
         }
     }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::{EvalError, Evaluator, R};
 use crate::obsidian::bases::expr::Expr;
-use crate::obsidian::bases::value::{Date, Duration, Link, Value};
+use crate::obsidian::bases::value::{Date, Duration, LINK, Link, SHARED, Value};
 
 impl Evaluator<'_> {
     /// A global function.
@@ -45,8 +45,14 @@ impl Evaluator<'_> {
                 arity(1, 1)?;
                 Ok(match self.eval(&args[0])? {
                     Value::List(l) => Value::List(l),
-                    Value::Null => Value::List(Arc::new(Vec::new())),
-                    v => Value::List(Arc::new(vec![v])),
+                    Value::Null => {
+                        self.alloc_list(0, pos)?;
+                        Value::List(Arc::new(Vec::new()))
+                    }
+                    v => {
+                        self.alloc_list(1, pos)?;
+                        Value::List(Arc::new(vec![v]))
+                    }
                 })
             }
             _ => Err(unknown_function(name, pos)),
@@ -82,7 +88,7 @@ impl Evaluator<'_> {
                         .ok_or_else(|| EvalError::at(pos, "date out of range")),
                     Value::Null => Ok(Value::Null),
                     v => {
-                        let s = self.text(&v);
+                        let s = self.text_of(&v, pos)?;
                         Date::parse(&s).map(Value::Date).ok_or_else(|| {
                             EvalError::at(pos, format!("cannot read `{}` as a date", short(&s)))
                         })
@@ -95,7 +101,7 @@ impl Evaluator<'_> {
                     Value::Duration(d) => Ok(Value::Duration(d)),
                     Value::Number(n) => Ok(Value::Duration(Duration { months: 0, ms: n })),
                     v => {
-                        let s = self.text(&v);
+                        let s = self.text_of(&v, pos)?;
                         Duration::parse(&s).map(Value::Duration).ok_or_else(|| {
                             EvalError::at(pos, format!("cannot read `{}` as a duration", short(&s)))
                         })
@@ -116,19 +122,23 @@ impl Evaluator<'_> {
                 if let Value::Null = v {
                     return Ok(Value::Null);
                 }
-                v.as_number().map(Value::Number).ok_or_else(|| {
-                    EvalError::at(
-                        pos,
-                        format!("cannot read `{}` as a number", short(&self.text(&v))),
-                    )
-                })
+                match v.as_number() {
+                    Some(n) => Ok(Value::Number(n)),
+                    None => {
+                        let s = self.text_of(&v, pos)?;
+                        Err(EvalError::at(
+                            pos,
+                            format!("cannot read `{}` as a number", short(&s)),
+                        ))
+                    }
+                }
             }
             "max" | "min" => {
                 let mut best: Option<f64> = None;
                 for v in self.args(args)? {
-                    let items: Vec<Value> = match v {
-                        Value::List(l) => l.to_vec(),
-                        other => vec![other],
+                    let items = match &v {
+                        Value::List(l) => &l[..],
+                        other => std::slice::from_ref(other),
                     };
                     for item in items {
                         if let Value::Null = item {
@@ -171,20 +181,25 @@ impl Evaluator<'_> {
                     None => None,
                 };
                 match target {
-                    Value::File(f) | Value::Note(f) => Ok(self.file_link(f, display)),
-                    Value::Link(l) => Ok(Value::Link(Arc::new(Link {
-                        target: l.target.clone(),
-                        display: display.or_else(|| l.display.clone()),
-                        file: l.file,
-                    }))),
+                    Value::File(f) | Value::Note(f) => self.file_link(f, display, pos),
+                    Value::Link(l) => {
+                        self.alloc(LINK, pos)?;
+                        Ok(Value::Link(Arc::new(Link {
+                            target: l.target.clone(),
+                            display: display.or_else(|| l.display.clone()),
+                            file: l.file,
+                        })))
+                    }
                     Value::Null => Ok(Value::Null),
                     v => {
-                        let s = self.text(&v);
+                        let s = self.text_of(&v, pos)?;
                         let inner = s
                             .trim()
                             .strip_prefix("[[")
                             .and_then(|x| x.strip_suffix("]]"))
                             .unwrap_or(s.trim());
+                        // The target and a display written after `|` are copies of it.
+                        self.alloc(LINK + inner.len() as u64 + 2 * SHARED, pos)?;
                         Ok(self.make_link(inner, display, self.row.or(self.this)))
                     }
                 }
@@ -196,7 +211,9 @@ impl Evaluator<'_> {
                     Value::Link(l) => l.file.map_or(Value::Null, Value::File),
                     Value::Null => Value::Null,
                     v => {
-                        let s = self.text(&v);
+                        let s = self.text_of(&v, pos)?;
+                        // Looked for as written and with `.md` added.
+                        self.alloc(s.len() as u64 + 3, pos)?;
                         self.lookup_file(&s).map_or(Value::Null, Value::File)
                     }
                 })
@@ -212,18 +229,29 @@ impl Evaluator<'_> {
             "escapeHTML" => {
                 arity(1, 1)?;
                 let v = self.eval(&args[0])?;
-                Ok(Value::str(escape_html(&self.text(&v))))
+                let s = self.text_of(&v, pos)?;
+                let len = escaped_len(&s);
+                self.alloc_text(len as u64, pos)?;
+                Ok(Value::str(escape_html(&s, len)))
             }
             "html" | "image" | "icon" => {
                 arity(1, 1)?;
                 let v = self.eval(&args[0])?;
                 let s: Arc<str> = match &v {
-                    Value::File(f) | Value::Note(f) if name == "image" => self.src.path(*f).into(),
+                    Value::File(f) | Value::Note(f) if name == "image" => {
+                        let path = self.src.path(*f);
+                        self.alloc_copy(path.len() as u64, pos)?;
+                        path.into()
+                    }
                     Value::Link(l) if name == "image" => match l.file {
-                        Some(f) => self.src.path(f).into(),
+                        Some(f) => {
+                            let path = self.src.path(f);
+                            self.alloc_copy(path.len() as u64, pos)?;
+                            path.into()
+                        }
                         None => l.target.clone(),
                     },
-                    _ => self.text(&v).into(),
+                    _ => self.text_value(&v, pos)?,
                 };
                 Ok(match name {
                     "html" => Value::Html(s),
@@ -266,8 +294,9 @@ fn short(s: &str) -> String {
     }
 }
 
-fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+/// `s` with `&`, `<`, `>`, `"` and `'` written as entities; `len` is [`escaped_len`] of it.
+fn escape_html(s: &str, len: usize) -> String {
+    let mut out = String::with_capacity(len);
     for c in s.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -279,6 +308,19 @@ fn escape_html(s: &str) -> String {
         }
     }
     out
+}
+
+/// The length of [`escape_html`] of `s`, counted without writing it.
+fn escaped_len(s: &str) -> usize {
+    s.bytes()
+        .map(|b| match b {
+            b'&' => 5,
+            b'<' | b'>' => 4,
+            b'"' => 6,
+            b'\'' => 5,
+            _ => 1,
+        })
+        .sum()
 }
 
 /// A number in [0, 1) that changes between queries and rows (not for security).

@@ -1,12 +1,15 @@
 //! Methods, by the receiver's type: `recv.name(args)` on any value, then on strings, numbers,
 //! lists, dates, files, links, objects, regular expressions and durations. Regex `split` and
-//! `replace` charge the budget per search.
+//! `replace` charge the budget per search; every method that builds a string or a list
+//! computes its size from its inputs and charges it before building it.
 
 use std::sync::Arc;
 
-use super::{BYTES_PER_STEP, EvalError, Evaluator, MAX_LIST_LEN, MAX_STRING_BYTES, R, relative};
+use super::{BYTES_PER_STEP, EvalError, Evaluator, MAX_LIST_LEN, R, check_text_len, relative};
 use crate::obsidian::bases::expr::Expr;
-use crate::obsidian::bases::value::{self, Date, Duration, FileRef, Value, number_text};
+use crate::obsidian::bases::value::{
+    self, Date, Duration, FileRef, SHARED, SLOT, SortKey, Value, number_text,
+};
 use crate::obsidian::moment;
 
 impl Evaluator<'_> {
@@ -37,7 +40,9 @@ impl Evaluator<'_> {
             "isTruthy" => return Ok(Value::Bool(recv.truthy())),
             "isType" => {
                 let t = self.arg(args, 0)?;
-                let want = self.text(&t).to_lowercase();
+                let want = self.text_of(&t, pos)?;
+                self.alloc(want.len() as u64 * 3, pos)?;
+                let want = want.to_lowercase();
                 let is = match (want.as_str(), &recv) {
                     ("string" | "text", Value::String(_)) => true,
                     ("file", Value::File(_) | Value::Note(_)) => true,
@@ -48,7 +53,7 @@ impl Evaluator<'_> {
                 };
                 return Ok(Value::Bool(is));
             }
-            "toString" => return Ok(Value::str(self.text(&recv))),
+            "toString" => return Ok(Value::String(self.text_value(&recv, pos)?)),
             "isEmpty" => return Ok(Value::Bool(recv.is_empty())),
             _ => {}
         }
@@ -61,19 +66,24 @@ impl Evaluator<'_> {
             Value::Regex(_) if !has_method("regular expression", name) => {
                 Err(no_method("regular expression", name, pos))
             }
-            Value::Object(o) => match name {
-                "keys" => Ok(Value::List(Arc::new(
-                    o.iter().map(|(k, _)| Value::String(k.clone())).collect(),
-                ))),
-                "values" => Ok(Value::List(Arc::new(
-                    o.iter().map(|(_, v)| v.clone()).collect(),
-                ))),
-                _ => Err(no_method("object", name, pos)),
-            },
+            Value::Object(o) => {
+                self.alloc_list(o.len() as u64, pos)?;
+                match name {
+                    "keys" => Ok(Value::List(Arc::new(
+                        o.iter().map(|(k, _)| Value::String(k.clone())).collect(),
+                    ))),
+                    "values" => Ok(Value::List(Arc::new(
+                        o.iter().map(|(_, v)| v.clone()).collect(),
+                    ))),
+                    _ => Err(no_method("object", name, pos)),
+                }
+            }
             Value::Regex(p) => match name {
                 "matches" => {
                     let v = self.arg(args, 0)?;
-                    Ok(Value::Bool(p.regex.is_match(&self.text(&v))))
+                    let text = self.text_of(&v, pos)?;
+                    self.charge_search(text.len(), pos)?;
+                    Ok(Value::Bool(p.regex.is_match(&text)))
                 }
                 _ => Err(no_method("regular expression", name, pos)),
             },
@@ -92,7 +102,7 @@ impl Evaluator<'_> {
             },
             // Other methods see the link as its text, as Obsidian's string functions do.
             Value::Link(l) => {
-                let s: Arc<str> = self.text(&Value::Link(l)).into();
+                let s = self.text_value(&Value::Link(l), pos)?;
                 self.string_method(&s, name, args, pos)
             }
             Value::Null => match name {
@@ -126,7 +136,7 @@ impl Evaluator<'_> {
                     Some(a) => Some(self.eval(a)?),
                     None => None,
                 };
-                Ok(self.file_link(f, display))
+                self.file_link(f, display, pos)
             }
             "hasLink" => {
                 let other = self.arg(args, 0)?;
@@ -137,16 +147,17 @@ impl Evaluator<'_> {
             }
             "hasProperty" => {
                 let k = self.arg(args, 0)?;
-                Ok(Value::Bool(self.src.property(f, &self.text(&k)).is_some()))
+                let k = self.text_of(&k, pos)?;
+                Ok(Value::Bool(self.src.property(f, &k).is_some()))
             }
             "hasTag" => {
                 for v in self.args(args)? {
-                    let items = match v {
-                        Value::List(l) => l.to_vec(),
-                        other => vec![other],
+                    let items = match &v {
+                        Value::List(l) => &l[..],
+                        other => std::slice::from_ref(other),
                     };
                     for t in items {
-                        let tag = self.text(&t);
+                        let tag = self.text_of(t, pos)?;
                         if self.row_has_tag(f, &tag) {
                             return Ok(Value::Bool(true));
                         }
@@ -156,7 +167,7 @@ impl Evaluator<'_> {
             }
             "inFolder" => {
                 let v = self.arg(args, 0)?;
-                let folder = self.text(&v);
+                let folder = self.text_of(&v, pos)?;
                 let folder = folder.trim_matches('/');
                 let path = self.src.path(f);
                 Ok(Value::Bool(
@@ -177,6 +188,57 @@ impl Evaluator<'_> {
         }
     }
 
+    /// Refuses a value nested deeper than [`MAX_VALUE_DEPTH`] (lists, objects and link
+    /// displays inside one another): only `reduce` can nest without bound (`[acc]` a hundred
+    /// thousand times), and dropping or writing such a value would recurse past the stack.
+    /// The nested values read are charged as steps (a value sharing its parts many times over
+    /// is stopped by the budget, not read in full).
+    fn check_depth(&mut self, v: &Value, pos: u32) -> Result<(), EvalError> {
+        enum Level<'v> {
+            Items(std::slice::Iter<'v, Value>),
+            Entries(std::slice::Iter<'v, (Arc<str>, Value)>),
+        }
+        fn enter(v: &Value) -> Option<Level<'_>> {
+            match v {
+                Value::List(items) => Some(Level::Items(items.iter())),
+                Value::Object(o) => Some(Level::Entries(o.iter())),
+                Value::Link(l) => l
+                    .display
+                    .as_ref()
+                    .map(|d| Level::Items(std::slice::from_ref(d).iter())),
+                _ => None,
+            }
+        }
+        let mut stack: Vec<Level<'_>> = enter(v).into_iter().collect();
+        let mut entered = 0u64;
+        while let Some(top) = stack.last_mut() {
+            let next = match top {
+                Level::Items(items) => items.next(),
+                Level::Entries(entries) => entries.next().map(|(_, x)| x),
+            };
+            let Some(x) = next else {
+                stack.pop();
+                continue;
+            };
+            if let Some(level) = enter(x) {
+                if stack.len() >= MAX_VALUE_DEPTH {
+                    return Err(EvalError::at(
+                        pos,
+                        format!(
+                            "reduce() built a value nested deeper than {MAX_VALUE_DEPTH} levels"
+                        ),
+                    ));
+                }
+                entered += 1;
+                if entered.is_multiple_of(1024) {
+                    self.charge(1024, pos)?;
+                }
+                stack.push(level);
+            }
+        }
+        Ok(())
+    }
+
     /// Counts one regex search (and the bytes it passed over) in a loop over the matches of
     /// `split` or `replace`, and reads the clock: the regex crate bounds each search, not an
     /// iteration (a pattern matching the empty string everywhere may read the rest of the string
@@ -186,25 +248,33 @@ impl Evaluator<'_> {
         self.budget.check().map_err(|e| super::spent(e, pos))
     }
 
-    /// `s.split(re)`, at most `limit` parts, within the budget.
+    /// `s.split(re)`, at most `limit` parts, within the budget: each part is charged before it
+    /// is copied.
     fn split_regex(&mut self, s: &str, re: &regex::Regex, limit: usize, pos: u32) -> R {
         let mut parts = Vec::new();
         let mut last = 0;
+        // A part costs its text and, the list growing by doubling, up to four slots (those
+        // of the list outgrown and of the one replacing it, which may be half empty).
+        let part_cost = |len: usize| len as u64 + SHARED + 4 * SLOT;
         for m in re.find_iter(s) {
             self.charge_search(m.end().saturating_sub(last), pos)?;
             if parts.len() >= limit {
                 break;
             }
+            self.alloc(part_cost(m.start() - last), pos)?;
             parts.push(Value::str(&s[last..m.start()]));
             last = m.end();
         }
         if parts.len() < limit {
+            self.alloc(part_cost(s.len() - last), pos)?;
             parts.push(Value::str(&s[last..]));
         }
         Ok(Value::List(Arc::new(parts)))
     }
 
-    /// `s.replace(re, rep)` (every match when `global`), within the budget and the string cap.
+    /// `s.replace(re, rep)` (every match when `global`), within the budget and the string cap:
+    /// a first pass over the matches bounds the result's length (each `${n}` of `rep` writes
+    /// at most the match it is in), charged before the second writes it.
     fn replace_regex(
         &mut self,
         s: &str,
@@ -213,34 +283,50 @@ impl Evaluator<'_> {
         global: bool,
         pos: u32,
     ) -> Result<String, EvalError> {
-        let mut out = String::new();
+        let refs = rep.matches('$').count() as u64;
+        let mut len = s.len() as u64;
         let mut last = 0;
-        if !rep.contains('$') {
-            // Nothing to expand: no capture groups needed.
-            for m in re.find_iter(s) {
-                self.charge_search(m.end().saturating_sub(last) + rep.len(), pos)?;
-                out.push_str(&s[last..m.start()]);
-                out.push_str(rep);
-                last = m.end();
-                if out.len() > MAX_STRING_BYTES {
-                    return Err(EvalError::at(pos, "string too long"));
-                }
-                if !global {
-                    break;
-                }
+        for m in re.find_iter(s) {
+            self.charge_search(m.end().saturating_sub(last), pos)?;
+            let written = (rep.len() as u64).saturating_add(refs.saturating_mul(m.len() as u64));
+            len = len.saturating_add(written).saturating_sub(m.len() as u64);
+            last = m.end();
+            if !global {
+                break;
             }
-            out.push_str(&s[last..]);
-            return Ok(out);
         }
-        for caps in re.captures_iter(s) {
-            let Some(m) = caps.get(0) else { continue };
+        self.alloc_text(len, pos)?;
+        let mut out = String::with_capacity(len as usize);
+        // The groups of each match are read into one set of locations, reused: nothing is
+        // allocated per match.
+        let parts = replacement_parts(rep);
+        // The parts, and the locations of the groups (two offsets each, and their header).
+        self.alloc(
+            parts.capacity() as u64 * PART + 16 * re.captures_len() as u64 + 64,
+            pos,
+        )?;
+        let mut groups = re.capture_locations();
+        let mut last = 0;
+        for m in re.find_iter(s) {
             self.charge_search(m.end().saturating_sub(last) + rep.len(), pos)?;
             out.push_str(&s[last..m.start()]);
-            caps.expand(rep, &mut out);
-            last = m.end();
-            if out.len() > MAX_STRING_BYTES {
-                return Err(EvalError::at(pos, "string too long"));
+            if refs == 0 {
+                out.push_str(rep);
+            } else {
+                // The match found again from where it starts, with its groups.
+                re.captures_read_at(&mut groups, s, m.start());
+                for part in &parts {
+                    match part {
+                        RepPart::Text(t) => out.push_str(t),
+                        RepPart::Group(g) => {
+                            if let Some((a, b)) = groups.get(*g) {
+                                out.push_str(&s[a..b]);
+                            }
+                        }
+                    }
+                }
             }
+            last = m.end();
             if !global {
                 break;
             }
@@ -249,40 +335,138 @@ impl Evaluator<'_> {
         Ok(out)
     }
 
+    /// `s.split(sep)` with a text separator (every character when empty), at most `limit`
+    /// parts: counted, then charged, then built.
+    fn split_text(&mut self, s: &str, sep: &str, limit: usize, pos: u32) -> R {
+        if sep.is_empty() {
+            let (n, bytes) = s
+                .chars()
+                .take(limit)
+                .fold((0u64, 0u64), |(n, b), c| (n + 1, b + c.len_utf8() as u64));
+            self.alloc_list(n, pos)?;
+            self.alloc(bytes + n * SHARED, pos)?;
+            let mut parts = Vec::with_capacity(n as usize);
+            parts.extend(
+                s.char_indices()
+                    .take(limit)
+                    .map(|(i, c)| Value::str(&s[i..i + c.len_utf8()])),
+            );
+            return Ok(Value::List(Arc::new(parts)));
+        }
+        let (n, bytes) = s
+            .split(sep)
+            .take(limit)
+            .fold((0u64, 0u64), |(n, b), p| (n + 1, b + p.len() as u64));
+        self.charge(s.len() as u64 / BYTES_PER_STEP, pos)?;
+        self.alloc_list(n, pos)?;
+        self.alloc(bytes + n * SHARED, pos)?;
+        let mut parts = Vec::with_capacity(n as usize);
+        parts.extend(s.split(sep).take(limit).map(Value::str));
+        Ok(Value::List(Arc::new(parts)))
+    }
+
+    /// `s.replace(from, rep)` with a text pattern, every occurrence: the result's length from
+    /// the number of occurrences, charged before it is written.
+    fn replace_text(&mut self, s: &Arc<str>, from: &str, rep: &str, pos: u32) -> R {
+        if from.is_empty() {
+            return Ok(Value::String(s.clone()));
+        }
+        let n = s.matches(from).count() as u64;
+        self.charge(s.len() as u64 / BYTES_PER_STEP + n / 8, pos)?;
+        let len = (s.len() as u64 - n * from.len() as u64)
+            .saturating_add(n.saturating_mul(rep.len() as u64));
+        self.alloc_text(len, pos)?;
+        let mut out = String::with_capacity(len as usize);
+        let mut last = 0;
+        for (at, m) in s.match_indices(from) {
+            out.push_str(&s[last..at]);
+            out.push_str(rep);
+            last = at + m.len();
+        }
+        out.push_str(&s[last..]);
+        Ok(Value::str(out))
+    }
+
     fn string_method(&mut self, s: &Arc<str>, name: &str, args: &[Expr], pos: u32) -> R {
         // Every string method reads its string (most in full): charged by size.
         self.charge(s.len() as u64 / BYTES_PER_STEP, pos)?;
-        let texts = |ev: &mut Self| -> Result<Vec<String>, EvalError> {
-            let vals = ev.args(args)?;
-            Ok(vals.iter().map(|v| ev.text(v)).collect())
-        };
         check_method("string", name, pos)?;
         Ok(match name {
-            "contains" => Value::Bool(texts(self)?.iter().take(1).all(|t| s.contains(&**t))),
-            "containsAll" => Value::Bool(texts(self)?.iter().all(|t| s.contains(&**t))),
-            "containsAny" => Value::Bool(texts(self)?.iter().any(|t| s.contains(&**t))),
-            "startsWith" => Value::Bool(texts(self)?.first().is_some_and(|t| s.starts_with(&**t))),
-            "endsWith" => Value::Bool(texts(self)?.first().is_some_and(|t| s.ends_with(&**t))),
-            "lower" | "toLowerCase" => Value::str(s.to_lowercase()),
-            "upper" | "toUpperCase" => Value::str(s.to_uppercase()),
-            "trim" => Value::str(s.trim()),
-            "title" => Value::str(title_case(s)),
-            "reverse" => Value::str(s.chars().rev().collect::<String>()),
+            "contains" | "containsAll" | "containsAny" | "startsWith" | "endsWith" => {
+                let vals = self.args(args)?;
+                // `contains`, `startsWith` and `endsWith` look for their first argument only.
+                let wanted = match name {
+                    "containsAll" | "containsAny" => &vals[..],
+                    _ => &vals[..vals.len().min(1)],
+                };
+                let mut found = Vec::with_capacity(wanted.len());
+                for v in wanted {
+                    let t = self.text_of(v, pos)?;
+                    self.charge(s.len() as u64 / BYTES_PER_STEP, pos)?;
+                    found.push(match name {
+                        "startsWith" => s.starts_with(&*t),
+                        "endsWith" => s.ends_with(&*t),
+                        _ => s.contains(&*t),
+                    });
+                }
+                Value::Bool(match name {
+                    "containsAny" => found.iter().any(|f| *f),
+                    "contains" | "containsAll" => found.iter().all(|f| *f),
+                    _ => found.first().copied().unwrap_or(false),
+                })
+            }
+            "lower" | "toLowerCase" | "upper" | "toUpperCase" => {
+                let lower = matches!(name, "lower" | "toLowerCase");
+                let exact: u64 = s
+                    .chars()
+                    .map(|c| {
+                        if lower {
+                            c.to_lowercase().map(char::len_utf8).sum::<usize>()
+                        } else {
+                            c.to_uppercase().map(char::len_utf8).sum::<usize>()
+                        }
+                    })
+                    .sum::<usize>() as u64;
+                check_text_len(exact, pos)?;
+                // Written into a string of the input's length that grows by doubling, then
+                // copied into the value.
+                self.alloc(2 * exact.max(s.len() as u64) + exact + SHARED, pos)?;
+                Value::str(if lower {
+                    s.to_lowercase()
+                } else {
+                    s.to_uppercase()
+                })
+            }
+            "trim" => {
+                let t = s.trim();
+                self.alloc_copy(t.len() as u64, pos)?;
+                Value::str(t)
+            }
+            "title" => {
+                let len = title_case_len(s);
+                self.alloc_text(len as u64, pos)?;
+                Value::str(title_case(s, len))
+            }
+            "reverse" => {
+                self.alloc_text(s.len() as u64, pos)?;
+                let mut out = String::with_capacity(s.len());
+                out.extend(s.chars().rev());
+                Value::str(out)
+            }
             "repeat" => {
                 let n = self.arg(args, 0)?.as_number().unwrap_or(0.0);
                 if !(0.0..=1e9).contains(&n) {
                     return Err(EvalError::at(pos, "repeat() count must be 0 or more"));
                 }
-                let n = n as usize;
-                if s.len().saturating_mul(n) > MAX_STRING_BYTES {
-                    return Err(EvalError::at(pos, "string too long"));
-                }
-                Value::str(s.repeat(n))
+                self.alloc_text((s.len() as u64).saturating_mul(n as u64), pos)?;
+                Value::str(s.repeat(n as usize))
             }
             "slice" => {
-                let chars: Vec<char> = s.chars().collect();
-                let (a, b) = self.slice_bounds(args, chars.len())?;
-                Value::str(chars[a..b].iter().collect::<String>())
+                let (a, b) = self.slice_bounds(args, s.chars().count())?;
+                let byte = |i: usize| s.char_indices().nth(i).map_or(s.len(), |(at, _)| at);
+                let (from, to) = (byte(a), byte(b));
+                self.alloc_copy((to - from) as u64, pos)?;
+                Value::str(&s[from..to])
             }
             "split" => {
                 let sep = self.arg(args, 0)?;
@@ -291,44 +475,31 @@ impl Evaluator<'_> {
                     None => None,
                 };
                 let limit = n.unwrap_or(MAX_LIST_LEN).min(MAX_LIST_LEN);
-                let parts: Vec<Value> = match &sep {
-                    Value::Regex(p) => return self.split_regex(s, &p.regex, limit, pos),
+                return match &sep {
+                    Value::Regex(p) => self.split_regex(s, &p.regex, limit, pos),
                     other => {
-                        let sep = self.text(other);
-                        if sep.is_empty() {
-                            s.chars()
-                                .take(limit)
-                                .map(|c| Value::str(c.to_string()))
-                                .collect()
-                        } else {
-                            s.split(&*sep).take(limit).map(Value::str).collect()
-                        }
+                        let sep = self.text_of(other, pos)?;
+                        self.split_text(s, &sep, limit, pos)
                     }
                 };
-                Value::List(Arc::new(parts))
             }
             "replace" => {
                 let pat = self.arg(args, 0)?;
                 let rep = self.arg(args, 1)?;
-                let rep = self.text(&rep);
-                let out = match &pat {
+                let rep = self.text_of(&rep, pos)?;
+                match &pat {
                     Value::Regex(p) => {
+                        // `$1` becomes `${1}`: at most twice as long.
+                        self.alloc(2 * rep.len() as u64, pos)?;
                         let rep = crate::obsidian::jsregex::replacement(&rep);
-                        self.replace_regex(s, &p.regex, &rep, p.global, pos)?
+                        let out = self.replace_regex(s, &p.regex, &rep, p.global, pos)?;
+                        Value::str(out)
                     }
                     other => {
-                        let from = self.text(other);
-                        if from.is_empty() {
-                            s.to_string()
-                        } else {
-                            s.replace(&*from, &rep)
-                        }
+                        let from = self.text_of(other, pos)?;
+                        return self.replace_text(s, &from, &rep, pos);
                     }
-                };
-                if out.len() > MAX_STRING_BYTES {
-                    return Err(EvalError::at(pos, "string too long"));
                 }
-                Value::str(out)
             }
             _ => return Err(no_method("string", name, pos)),
         })
@@ -373,6 +544,8 @@ impl Evaluator<'_> {
                 if !(0.0..=100.0).contains(&p) {
                     return Err(EvalError::at(pos, "toFixed() takes 0 to 100 digits"));
                 }
+                // At most 309 digits before the point, a sign, the point and `p` digits.
+                self.alloc_text(312 + p as u64, pos)?;
                 if !n.is_finite() {
                     Value::str(number_text(n))
                 } else {
@@ -406,7 +579,9 @@ impl Evaluator<'_> {
                 let Some(body) = args.first() else {
                     return Err(EvalError::at(pos, format!("{name}() needs an expression")));
                 };
-                let mut out = Vec::new();
+                // At most one slot per element; what `map` gives is charged where it is built.
+                self.alloc_list(l.len() as u64, pos)?;
+                let mut out = Vec::with_capacity(l.len());
                 let keep = name == "filter";
                 self.lambda_each(l, body, |item, r| {
                     if keep {
@@ -433,69 +608,114 @@ impl Evaluator<'_> {
                     let r = self.eval(body);
                     self.locals.truncate(self.locals.len() - 3);
                     acc = r?;
+                    self.check_depth(&acc, pos)?;
                 }
                 acc
             }
             "flat" => {
-                let mut out = Vec::new();
+                let n: u64 = l
+                    .iter()
+                    .map(|x| match x {
+                        Value::List(inner) => inner.len() as u64,
+                        _ => 1,
+                    })
+                    .sum();
+                self.charge(n / 8, pos)?;
+                self.alloc_list(n, pos)?;
+                let mut out = Vec::with_capacity(n as usize);
                 for x in l.iter() {
                     match x {
                         Value::List(inner) => out.extend(inner.iter().cloned()),
                         other => out.push(other.clone()),
-                    }
-                    if out.len() > MAX_LIST_LEN {
-                        return Err(EvalError::at(pos, "list too long"));
                     }
                 }
                 Value::List(Arc::new(out))
             }
             "join" => {
                 let sep = match args.first() {
-                    Some(a) => {
-                        let v = self.eval(a)?;
-                        self.text(&v)
-                    }
-                    None => ",".to_owned(),
+                    Some(a) => self.eval(a)?,
+                    None => Value::str(","),
                 };
-                let parts: Vec<String> = l.iter().map(|v| self.text(v)).collect();
-                let s = parts.join(&sep);
-                if s.len() > MAX_STRING_BYTES {
-                    return Err(EvalError::at(pos, "string too long"));
+                let sep = self.text_of(&sep, pos)?;
+                // The joined text's length, charged before any of it is written.
+                let mut len = (sep.len() as u64).saturating_mul(l.len().saturating_sub(1) as u64);
+                for v in l.iter() {
+                    check_text_len(len, pos)?;
+                    len += self.text_len(v, pos)?;
                 }
-                Value::str(s)
+                self.alloc_text(len, pos)?;
+                let mut out = String::with_capacity(len as usize);
+                let names = |f: FileRef| self.file_name(f);
+                for (i, v) in l.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(&sep);
+                    }
+                    v.write_text(&names, &mut out);
+                }
+                Value::str(out)
             }
-            "reverse" => Value::List(Arc::new(l.iter().rev().cloned().collect())),
+            "reverse" => {
+                self.alloc_list(l.len() as u64, pos)?;
+                Value::List(Arc::new(l.iter().rev().cloned().collect()))
+            }
             // Not on the Functions page, but the Bases syntax page's custom summary uses
             // `values.mean()`: the numbers of the list (others skipped).
             "mean" | "sum" | "min" | "max" => {
-                let nums: Vec<f64> = l
-                    .iter()
-                    .filter(|v| matches!(v, Value::Number(_)))
-                    .filter_map(Value::as_number)
-                    .collect();
+                let nums = l.iter().filter_map(|v| match v {
+                    Value::Number(n) => Some(*n),
+                    _ => None,
+                });
                 let r = match name {
-                    "sum" => Some(nums.iter().sum()),
+                    "sum" => Some(nums.sum()),
                     "mean" => {
-                        (!nums.is_empty()).then(|| nums.iter().sum::<f64>() / nums.len() as f64)
+                        let (count, total) = nums.fold((0u64, 0.0), |(c, t), n| (c + 1, t + n));
+                        (count > 0).then(|| total / count as f64)
                     }
-                    "min" => nums.iter().copied().reduce(f64::min),
-                    _ => nums.iter().copied().reduce(f64::max),
+                    "min" => nums.reduce(f64::min),
+                    _ => nums.reduce(f64::max),
                 };
                 r.map_or(Value::Null, Value::Number)
             }
             "slice" => {
                 let (a, b) = self.slice_bounds(args, l.len())?;
+                self.alloc_list((b - a) as u64, pos)?;
                 Value::List(Arc::new(l[a..b].to_vec()))
             }
             "sort" => {
-                let mut out = l.to_vec();
-                let names = |f: FileRef| self.file_name(f);
-                out.sort_by(|a, b| a.sort_cmp(b, false, &names));
-                Value::List(Arc::new(out))
+                // Each element's key once (its text charged), then the order of the keys.
+                self.alloc_list(l.len() as u64, pos)?;
+                // The keys, the order, and the merge sort's buffer (half the order).
+                self.alloc(
+                    l.len() as u64
+                        * (std::mem::size_of::<SortKey>() + 2 * std::mem::size_of::<usize>())
+                            as u64,
+                    pos,
+                )?;
+                let mut keys = Vec::with_capacity(l.len());
+                for v in l.iter() {
+                    keys.push(self.sort_key(v, pos)?);
+                }
+                let n = l.len() as u64;
+                self.charge(n * (64 - n.leading_zeros() as u64) / 8, pos)?;
+                let mut order: Vec<usize> = (0..l.len()).collect();
+                order.sort_by(|&a, &b| keys[a].cmp_to(&keys[b], false));
+                Value::List(Arc::new(order.into_iter().map(|i| l[i].clone()).collect()))
             }
             "unique" => {
                 self.charge(l.len() as u64, pos)?;
+                // The buckets (up to three keys per element, each with its list of members)
+                // and the coarse form of each nested element (at most its width, written in
+                // parts and then joined), before they are built.
+                self.alloc(l.len() as u64 * UNIQUE_PER_VALUE, pos)?;
+                for v in l.iter() {
+                    if matches!(v, Value::List(_) | Value::Object(_)) {
+                        let width = v.width(self.budget.bytes_max());
+                        self.charge(width / 256, pos)?;
+                        self.alloc(2 * width, pos)?;
+                    }
+                }
                 let kept = value::distinct(l);
+                self.alloc_list(kept.len() as u64, pos)?;
                 Value::List(Arc::new(kept.into_iter().map(|i| l[i].clone()).collect()))
             }
             _ => return Err(no_method("list", name, pos)),
@@ -506,19 +726,79 @@ impl Evaluator<'_> {
         check_method("date", name, pos)?;
         Ok(match name {
             "date" => Value::Date(Date::day(d.at.date())),
-            "time" => Value::str(d.at.format("%H:%M:%S").to_string()),
+            "time" => {
+                self.alloc_text(8, pos)?;
+                Value::str(d.at.format("%H:%M:%S").to_string())
+            }
             "format" => {
                 let f = self.arg(args, 0)?;
-                let f = self.text(&f);
+                let f = self.text_of(&f, pos)?;
+                // A token writes at most 16 bytes a character of it (`x`: 13 digits of
+                // milliseconds); a format longer than Moment's bound is refused unwritten.
+                self.alloc_text(
+                    (f.len().min(moment::MAX_FORMAT_BYTES + 1) as u64).saturating_mul(16),
+                    pos,
+                )?;
                 // A date without a time formats time tokens as midnight, as Moment does.
                 let out = moment::format_datetime(&f, d.at);
                 Value::str(out.map_err(|e| EvalError::at(pos, format!("format(): {e}")))?)
             }
-            "relative" => Value::str(relative(d.at, self.src.now())),
+            "relative" => {
+                self.alloc_text(32, pos)?;
+                Value::str(relative(d.at, self.src.now()))
+            }
             _ => return Err(no_method("date", name, pos)),
         })
     }
 }
+
+/// A part of a replacement as [`crate::obsidian::jsregex::replacement`] writes it.
+enum RepPart<'r> {
+    /// Text written as it is (`$$` is a `$`).
+    Text(&'r str),
+    /// `${n}`: group `n` of the match (nothing when the group did not take part).
+    Group(usize),
+}
+
+/// Bytes of one [`RepPart`].
+const PART: u64 = std::mem::size_of::<RepPart<'static>>() as u64;
+
+/// `rep` in parts: text between the `$` references, and the references.
+fn replacement_parts(rep: &str) -> Vec<RepPart<'_>> {
+    let mut parts = Vec::with_capacity(2 * rep.matches('$').count() + 1);
+    let mut rest = rep;
+    while let Some(at) = rest.find('$') {
+        if at > 0 {
+            parts.push(RepPart::Text(&rest[..at]));
+        }
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            parts.push(RepPart::Text("$"));
+            rest = tail;
+        } else if let Some((n, tail)) = after
+            .strip_prefix('{')
+            .and_then(|x| x.split_once('}'))
+            .and_then(|(n, tail)| Some((n.parse::<usize>().ok()?, tail)))
+        {
+            parts.push(RepPart::Group(n));
+            rest = tail;
+        } else {
+            parts.push(RepPart::Text("$"));
+            rest = after;
+        }
+    }
+    if !rest.is_empty() {
+        parts.push(RepPart::Text(rest));
+    }
+    parts
+}
+
+/// How deep values may nest (lists, objects and link displays inside one another).
+pub const MAX_VALUE_DEPTH: usize = 256;
+
+/// What `unique()` holds for each element of its list at most: three hash buckets (key, list
+/// of members, the table's spare room) and its place in the kept list.
+pub(in crate::obsidian::bases) const UNIQUE_PER_VALUE: u64 = 512;
 
 fn no_method(ty: &str, name: &str, pos: u32) -> EvalError {
     EvalError::at(pos, format!("a {ty} has no method `{name}()`"))
@@ -611,8 +891,9 @@ fn is_known_method(name: &str) -> bool {
     METHODS.iter().any(|(_, names)| names.contains(&name))
 }
 
-fn title_case(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+/// `s` with the first letter of each word upper-cased; `len` is [`title_case_len`] of it.
+fn title_case(s: &str, len: usize) -> String {
+    let mut out = String::with_capacity(len);
     let mut start = true;
     for c in s.chars() {
         if start && c.is_alphabetic() {
@@ -624,4 +905,20 @@ fn title_case(s: &str) -> String {
         }
     }
     out
+}
+
+/// The length of [`title_case`] of `s`, counted without writing it.
+fn title_case_len(s: &str) -> usize {
+    let mut len = 0;
+    let mut start = true;
+    for c in s.chars() {
+        if start && c.is_alphabetic() {
+            len += c.to_uppercase().map(char::len_utf8).sum::<usize>();
+            start = false;
+        } else {
+            len += c.len_utf8();
+            start = c.is_whitespace();
+        }
+    }
+    len
 }

@@ -278,6 +278,79 @@ pub(crate) fn date_millis(d: &DvDate) -> i64 {
     }
 }
 
+const DAY_MS: i64 = 86_400_000;
+
+/// `a - b` as Dataview computes it: Luxon's `diff` in years, months, days, hours, minutes,
+/// seconds and milliseconds, then normalised as Dataview normalises every duration (Luxon's
+/// `shiftToAll().normalize()`, with its casual units: days roll up into weeks of 7, weeks into
+/// months of 4, months into years of 12). `date(2026-12-07) - date(2026-01-01)` is 11 months
+/// and 6 days; 28 days from January 1st are a month. When `a` is before `b`, every part is
+/// negative (the negation of `b - a`). Dates too far apart for the calendar: milliseconds.
+pub(crate) fn date_diff(a: &DvDate, b: &DvDate) -> Duration {
+    let (ia, ib) = (date_millis(a), date_millis(b));
+    let (earlier, later, sign) = if ib > ia { (a, b, -1) } else { (b, a, 1) };
+    let Some((months, days, rest)) = calendar_diff(earlier, later) else {
+        return Duration {
+            months: 0,
+            ms: (ia - ib) as f64,
+        };
+    };
+    let (days, rest) = (days + rest / DAY_MS, rest % DAY_MS);
+    let (weeks, days) = (days / 7, days % 7);
+    let (months, weeks) = (months + weeks / 4, weeks % 4);
+    Duration {
+        months: sign * months,
+        ms: (sign * ((weeks * 7 + days) * DAY_MS + rest)) as f64,
+    }
+}
+
+/// Luxon's diff from `earlier` to `later` (not before it), in the earlier date's zone: the
+/// years, then the months between their local calendar fields, then the days between their
+/// local dates, each one less while adding it to `earlier` (its day kept within the month)
+/// goes past `later`; then the milliseconds left. Whole months, days, and milliseconds.
+fn calendar_diff(earlier: &DvDate, later: &DvDate) -> Option<(i64, i64, i64)> {
+    let (e, l) = (earlier.date.at, later.date.at);
+    let end = date_millis(later);
+    // `earlier` moved by `months` (its day clamped to the month's end) and `days`.
+    let moved = |months: i64, days: i64| -> Option<NaiveDateTime> {
+        let n = chrono::Months::new(u32::try_from(months.unsigned_abs()).ok()?);
+        let at = if months >= 0 {
+            e.checked_add_months(n)?
+        } else {
+            e.checked_sub_months(n)?
+        };
+        at.checked_add_signed(chrono::TimeDelta::try_days(days)?)
+    };
+    let instant = |months: i64, days: i64| -> Option<i64> {
+        let at = moved(months, days)?;
+        Some(date_millis(&DvDate {
+            date: Date {
+                at,
+                time: earlier.date.time,
+            },
+            zone: earlier.zone.clone(),
+        }))
+    };
+    // A count of a unit, backed off while it overshoots `later` (twice at most, as Luxon).
+    let back_off = |mut n: i64, reach: &dyn Fn(i64) -> Option<i64>| -> Option<i64> {
+        for _ in 0..2 {
+            if reach(n)? > end {
+                n -= 1;
+            }
+        }
+        Some(n)
+    };
+    let years = back_off(i64::from(l.year() - e.year()), &|y| instant(12 * y, 0))?;
+    let c = moved(12 * years, 0)?;
+    let month_fields =
+        i64::from(l.month()) - i64::from(c.month()) + 12 * i64::from(l.year() - c.year());
+    let months = 12 * years + back_off(month_fields, &|m| instant(12 * years + m, 0))?;
+    let c = moved(months, 0)?;
+    let days = back_off((l.date() - c.date()).num_days(), &|d| instant(months, d))?;
+    let rest = end - instant(months, days)?;
+    (rest >= 0).then_some((months, days, rest))
+}
+
 pub(crate) fn dv_date(at: NaiveDateTime, time: bool) -> Value {
     Value::Date(DvDate {
         date: Date { at, time },
@@ -1220,10 +1293,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             (BinOp::Add, Value::Date(d), Value::Duration(u))
             | (BinOp::Add, Value::Duration(u), Value::Date(d)) => date_out(d, u, 1),
             (BinOp::Sub, Value::Date(d), Value::Duration(u)) => date_out(d, u, -1),
-            (BinOp::Sub, Value::Date(x), Value::Date(y)) => Ok(Value::Duration(Duration {
-                months: 0,
-                ms: (date_millis(x) - date_millis(y)) as f64,
-            })),
+            (BinOp::Sub, Value::Date(x), Value::Date(y)) => Ok(Value::Duration(date_diff(x, y))),
             (BinOp::Add | BinOp::Sub, Value::Duration(x), Value::Duration(y)) => {
                 let s = if op == BinOp::Add { 1 } else { -1 };
                 Ok(Value::Duration(Duration {
@@ -1352,18 +1422,27 @@ fn date_field(d: &DvDate, k: &str) -> Value {
     }
 }
 
-/// `dur.days`... : the duration in that unit (Dataview's normalised parts, as totals here).
+/// `dur.days`... : the duration in that unit, as Luxon's `shiftTo(unit)` gives it with the
+/// casual lengths Dataview's durations use: a year is 365 days or 52 weeks, a month 30 days or
+/// 4 weeks (`(date(2026-12-07) - date(2026-01-01)).days`, 11 months and 6 days, is 336).
 fn duration_field(d: &Duration, k: &str) -> Value {
-    let ms = d.total_ms();
+    const DAY: f64 = 86_400_000.0;
+    const WEEK: f64 = 7.0 * DAY;
+    let (years, months) = ((d.months / 12) as f64, (d.months % 12) as f64);
+    // The whole weeks of the milliseconds, and the days and time left.
+    let weeks = (d.ms / WEEK).trunc();
+    let rest = d.ms - weeks * WEEK;
+    // The years and months in days, for the units of a day and below.
+    let calendar_days = years * 365.0 + months * 30.0;
     let v = match k {
-        "years" => ms / (365.25 * 86_400_000.0),
-        "months" => ms / (365.25 * 86_400_000.0 / 12.0),
-        "weeks" => ms / (7.0 * 86_400_000.0),
-        "days" => ms / 86_400_000.0,
-        "hours" => ms / 3_600_000.0,
-        "minutes" => ms / 60_000.0,
-        "seconds" => ms / 1000.0,
-        "milliseconds" => ms,
+        "years" => years + months / 12.0 + weeks / 52.0 + rest / (365.0 * DAY),
+        "months" => years * 12.0 + months + weeks / 4.0 + rest / (30.0 * DAY),
+        "weeks" => years * 52.0 + months * 4.0 + d.ms / WEEK,
+        "days" => calendar_days + d.ms / DAY,
+        "hours" => calendar_days * 24.0 + d.ms / 3_600_000.0,
+        "minutes" => calendar_days * 1440.0 + d.ms / 60_000.0,
+        "seconds" => calendar_days * 86_400.0 + d.ms / 1000.0,
+        "milliseconds" => calendar_days * DAY + d.ms,
         _ => return Value::Null,
     };
     Value::Number(v)

@@ -43,7 +43,14 @@
 //!   date differences.
 //! - A WHERE that fails on a row drops that row (with a warning); the query fails only when
 //!   it fails on every row. Column errors show as null.
-//! - Durations' `.days` (and the other units) are the whole duration in that unit.
+//! - `date - date` is Luxon's calendar diff as Dataview takes it (years, months, days, then
+//!   time, normalised with Luxon's casual units: 7 days a week, 4 weeks a month), so
+//!   `date(2026-12-07) - date(2026-01-01)` is `11 months, 6 days` and 28 days from January 1st
+//!   are `1 month`; a negative duration prints each part negative. Durations' `.days` (and
+//!   the other units) are the whole duration in that unit, with Luxon's casual lengths (a
+//!   month 30 days or 4 weeks, a year 365 days or 52 weeks). Other durations are not
+//!   normalised as Dataview normalises them (`dur(30 days)` stays 30 days where Dataview's
+//!   Luxon makes it a month and 2 days).
 //! - TASK results list each matching task once with its sub-items below it; a matching task
 //!   under another matching task appears only under it.
 //! - Object keys given twice keep the last value. `contains(object, key)` is true when the key

@@ -233,20 +233,21 @@ pub fn value_text(v: &Value, s: &DataviewSettings) -> String {
     }
 }
 
-/// `8 hours`, `1 day, 3 hours`: the non-zero units, years to milliseconds.
+/// `8 hours`, `1 day, 3 hours`: the non-zero units, years to milliseconds, as Luxon's
+/// `toHuman` writes them (Dataview's rendering). Each part carries its own sign, as Luxon's
+/// number format writes it: a negative duration is `-11 months, -6 days`.
 pub fn duration_text(d: &Duration) -> String {
     let mut parts = Vec::new();
-    let neg = d.months < 0 || (d.months == 0 && d.ms < 0.0);
-    let months = d.months.unsigned_abs();
-    let (y, mo) = (months / 12, months % 12);
-    let mut ms = d.ms.abs().round() as u64;
-    let mut push = |n: u64, unit: &str| {
+    let mut push = |n: u64, negative: bool, unit: &str| {
         if n > 0 {
-            parts.push(format!("{n} {unit}{}", if n == 1 { "" } else { "s" }));
+            let sign = if negative { "-" } else { "" };
+            parts.push(format!("{sign}{n} {unit}{}", if n == 1 { "" } else { "s" }));
         }
     };
-    push(y, "year");
-    push(mo, "month");
+    let months = d.months.unsigned_abs();
+    push(months / 12, d.months < 0, "year");
+    push(months % 12, d.months < 0, "month");
+    let mut ms = d.ms.abs().round() as u64;
     for (len, unit) in [
         (7 * 86_400_000u64, "week"),
         (86_400_000, "day"),
@@ -255,14 +256,13 @@ pub fn duration_text(d: &Duration) -> String {
         (1000, "second"),
         (1, "millisecond"),
     ] {
-        push(ms / len, unit);
+        push(ms / len, d.ms < 0.0, unit);
         ms %= len;
     }
     if parts.is_empty() {
         return "0 milliseconds".into();
     }
-    let s = parts.join(", ");
-    if neg { format!("-{s}") } else { s }
+    parts.join(", ")
 }
 
 use crate::obsidian::moment::{MONTHS, WEEKDAYS};

@@ -830,6 +830,67 @@ fn null_sorts_first_and_compares_below_everything() {
     assert_eq!(names(&r)[2], "Games/Elden Ring.md");
 }
 
+/// `date - date` is Luxon's diff in years, months, days and time, normalised as Dataview
+/// normalises durations, worked by hand from Luxon's rules: whole calendar units counted from
+/// the earlier date (its day kept within the month), backed off when they overshoot; days
+/// roll up into weeks of 7 and weeks into months of 4.
+#[test]
+fn a_date_minus_a_date_counts_calendar_months_and_days_as_dataview_does() {
+    for (expr, want) in [
+        // January 1st + 11 months is December 1st, + 6 days December 7th.
+        ("date(2026-12-07) - date(2026-01-01)", "11 months, 6 days"),
+        // The other way round, every part negative (Luxon's `toHuman`).
+        ("date(2026-01-01) - date(2026-12-07)", "-11 months, -6 days"),
+        // 20 days: 2 weeks and 6 days.
+        ("date(2026-01-21) - date(2026-01-01)", "2 weeks, 6 days"),
+        // 28 days are 4 weeks, and 4 weeks are a month to Luxon's casual units.
+        ("date(2026-01-29) - date(2026-01-01)", "1 month"),
+        // January 31st + 2 months would be March 31st, past March 1st: 1 month (February
+        // 28th), then 1 day.
+        ("date(2026-03-01) - date(2026-01-31)", "1 month, 1 day"),
+        // February 29th + 2 years is February 28th, 2026; then 1 day.
+        ("date(2026-03-01) - date(2024-02-29)", "2 years, 1 day"),
+        // A day's diff overshoots by an hour: 23 hours, not a day.
+        (
+            "date(2026-01-02T09:00) - date(2026-01-01T10:00)",
+            "23 hours",
+        ),
+        (
+            "date(2026-03-05T12:30:15) - date(2025-01-01T08:00)",
+            "1 year, 2 months, 4 days, 4 hours, 30 minutes, 15 seconds",
+        ),
+        // Zones: midnight at +01:00 is 23:00 UTC, 23 hours after midnight UTC.
+        (
+            r#"date("2026-01-02T00:00:00+01:00") - date("2026-01-01T00:00:00Z")"#,
+            "23 hours",
+        ),
+    ] {
+        assert_eq!(ev(&format!("string({expr})")), text(want), "{expr}");
+    }
+    // Its parts in one unit: Luxon's casual lengths (a month is 30 days).
+    assert_eq!(
+        ev("(date(2026-12-07) - date(2026-01-01)).days"),
+        Value::Number(336.0)
+    );
+    assert_eq!(
+        ev("(date(2026-12-07) - date(2026-01-01)).months"),
+        Value::Number(11.2)
+    );
+    assert_eq!(
+        ev("(date(2026-01-21) - date(2026-01-01)).weeks"),
+        Value::Number(20.0 / 7.0)
+    );
+    // It still compares and adds back: the earlier date plus the difference is the later one.
+    assert_eq!(
+        ev("date(2026-01-31) + (date(2026-03-01) - date(2026-01-31)) = date(2026-03-01)"),
+        Value::Bool(true)
+    );
+    assert_eq!(
+        ev("date(2026-12-07) - date(2026-01-01) > dur(330 days)"),
+        Value::Bool(true)
+    );
+}
+
 #[test]
 fn dates_and_durations_combine() {
     assert_eq!(ev("date(2021-01-31) + dur(1 month)"), day(2021, 2, 28));
