@@ -96,6 +96,11 @@ impl Engine {
     /// An engine for `vault` with its index cache, shared from the start. Call
     /// [`Engine::start`] to build in the background; otherwise the first query builds.
     pub fn open(vault: Vault, options: EngineOptions, cache: IndexCache) -> Arc<Engine> {
+        // Hidden text marked or stripped: a `%%` comment's Dataview fields are not read, so
+        // that a query's values cannot carry what the policy keeps from the client.
+        if options.hidden_text != crate::markdown::hidden::Policy::Show {
+            crate::obsidian::dataview::read_comment_fields(false);
+        }
         let change_log = match &cache {
             IndexCache::Dir(dir) => changes::ChangeLog::open(Arc::clone(dir)),
             _ => changes::ChangeLog::in_memory(),

@@ -403,11 +403,26 @@ fn walk(text: &str, body_start: usize) -> Structure {
             _ => {}
         }
     }
-    // A comment is not code, nor anything else, to Obsidian: what pulldown-cmark reads as
-    // code inside one (an indented line after a blank one) is read as the comment's text.
-    let comments = &out.comments;
-    out.masks.retain(|&(s, _)| !inside(comments, s));
+    if COMMENT_FIELDS.load(std::sync::atomic::Ordering::Relaxed) {
+        // A comment is not code, nor anything else, to Obsidian: what pulldown-cmark reads as
+        // code inside one (an indented line after a blank one) is read as the comment's text.
+        let comments = &out.comments;
+        out.masks.retain(|&(s, _)| !inside(comments, s));
+    } else {
+        // Hidden text kept from the model: a comment's fields are not read.
+        out.masks.extend(out.comments.iter().copied());
+    }
     out
+}
+
+/// Whether fields inside `%%` comments are read, as Dataview reads them (the default).
+static COMMENT_FIELDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Reads fields inside `%%` comments (Dataview's behaviour) or not: a server that marks or
+/// strips hidden text (`--hidden-text`) turns them off, so that a comment's text cannot reach
+/// a client through a query's values. One setting for the process, made when an engine opens.
+pub fn read_comment_fields(on: bool) {
+    COMMENT_FIELDS.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// The text of `text` with each masked range blanked (newlines kept), same byte length.
