@@ -565,3 +565,22 @@ fn install_refuses_arguments_serve_would_refuse_and_doctor_runs_each_entrys_own_
         "{good}"
     );
 }
+
+#[test]
+fn doctor_on_the_folder_above_a_vault_names_the_vault_inside() {
+    let h = home();
+    crate::common::write_tree(&h.vault, &[(".obsidian/app.json", "{}")]);
+    let parent = h.vault.parent().unwrap().to_str().unwrap().to_owned();
+    let t = text(&capvault(&h, &["doctor", &parent]));
+    assert!(
+        t.contains(
+            "this folder is not a vault (it holds no `.obsidian`), but `My Vault` inside it is one"
+        ),
+        "{t}"
+    );
+    assert!(!t.contains("settings parse"), "{t}");
+    // The vault itself: its settings are read.
+    let vault = h.vault.to_str().unwrap().to_owned();
+    let t = text(&capvault(&h, &["doctor", &vault]));
+    assert!(t.contains("ok   the .obsidian settings parse"), "{t}");
+}

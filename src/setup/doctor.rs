@@ -185,6 +185,41 @@ fn check_config(host: &Host, r: &mut Report<'_>) {
 }
 
 fn check_settings(vault: &Vault, r: &mut Report<'_>) {
+    if !vault.has_config_dir() {
+        let inside = vault.folders_holding_a_vault(5);
+        let (line, fix) = if inside.is_empty() {
+            (
+                format!(
+                    "this folder holds no `{}`: Obsidian has not opened it as a vault, so its \
+                     settings (links, daily and periodic notes, excluded files) are Obsidian's \
+                     defaults",
+                    vault.config_dir()
+                ),
+                "give the folder Obsidian opens as the vault, or open this one in Obsidian once"
+                    .to_owned(),
+            )
+        } else {
+            let names: Vec<String> = inside.iter().map(|p| format!("`{p}`")).collect();
+            (
+                format!(
+                    "this folder is not a vault (it holds no `{}`), but {} inside it {}",
+                    vault.config_dir(),
+                    names.join(", "),
+                    if inside.len() == 1 {
+                        "is one"
+                    } else {
+                        "are vaults"
+                    }
+                ),
+                format!(
+                    "give the vault folder itself: this folder followed by /{}",
+                    inside[0]
+                ),
+            )
+        };
+        r.line(Outcome::Warn, &line, Some(&fix));
+        return;
+    }
     let settings = load_settings(vault);
     if settings.errors.is_empty() {
         r.line(Outcome::Ok, "the .obsidian settings parse", None);

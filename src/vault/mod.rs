@@ -394,6 +394,38 @@ impl Vault {
         &self.config_dir
     }
 
+    /// True when the root holds its config folder (a real folder, not a symlink): the folder
+    /// Obsidian opened as a vault.
+    pub fn has_config_dir(&self) -> bool {
+        self.root
+            .symlink_metadata(&self.config_dir)
+            .is_ok_and(|m| m.is_dir())
+    }
+
+    /// The visible folders just below the root (at most `max`, in name order) that hold a
+    /// config folder of their own: vaults inside this folder, for a person who named their
+    /// parent. Read without following symlinks.
+    pub fn folders_holding_a_vault(&self, max: usize) -> Vec<VaultPath> {
+        let Ok(entries) = self.root.entries() else {
+            return Vec::new();
+        };
+        let mut found: Vec<VaultPath> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| !name.starts_with('.'))
+            .filter(|name| {
+                self.root
+                    .symlink_metadata(format!("{name}/{}", self.config_dir))
+                    .is_ok_and(|m| m.is_dir())
+            })
+            .filter_map(|name| VaultPath::parse(&name).ok())
+            .collect();
+        found.sort();
+        found.truncate(max);
+        found
+    }
+
     /// Checks that `path` is a folder (through in-vault symlinks if need be).
     pub fn check_folder(&self, path: &VaultPath) -> Result<(), VaultError> {
         resolve(&self.root, path, Want::Dir, &self.excluded).map(|_| ())

@@ -235,6 +235,8 @@ pub(crate) struct Ev<'a, S: DvSource + ?Sized> {
     /// ([`Ev::record`]): where an answer's text comes from, for its provenance.
     read: RefCell<std::collections::BTreeSet<PageId>>,
     recording: std::cell::Cell<bool>,
+    /// The patterns compiled so far, by their text.
+    pub(crate) regexes: RefCell<HashMap<String, regex::Regex>>,
 }
 
 type R = Result<Value, EvalError>;
@@ -451,6 +453,7 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             depth: std::cell::Cell::new(0),
             read: RefCell::new(Default::default()),
             recording: std::cell::Cell::new(false),
+            regexes: RefCell::new(HashMap::new()),
         }
     }
 

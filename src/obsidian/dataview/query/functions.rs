@@ -12,10 +12,33 @@ use crate::obsidian::dataview::{Link, Value};
 
 type R = Result<Value, EvalError>;
 
-fn regex(pat: &str, pos: u32) -> Result<regex::Regex, EvalError> {
-    crate::obsidian::jsregex::compile(pat, "", MAX_REGEX_BYTES)
+/// Most distinct patterns one evaluation keeps compiled.
+const KEPT_PATTERNS: usize = 64;
+
+/// The pattern `pat` compiled once per evaluation (a `regextest` over every page compiles it
+/// once); each new pattern charges what it may hold before it compiles.
+fn regex<S: DvSource + ?Sized>(
+    ev: &Ev<'_, S>,
+    pat: &str,
+    pos: u32,
+) -> Result<regex::Regex, EvalError> {
+    if let Some(r) = ev.regexes.borrow().get(pat) {
+        return Ok(r.clone());
+    }
+    let cost = crate::obsidian::jsregex::footprint(MAX_REGEX_BYTES);
+    ev.alloc(cost, pos)?;
+    let r = crate::obsidian::jsregex::compile(pat, "", MAX_REGEX_BYTES)
         .map(|r| r.regex)
-        .map_err(|e| EvalError::new(e.to_string(), pos))
+        .map_err(|e| {
+            // Nothing was kept.
+            ev.ctx.budget.release(cost);
+            EvalError::new(e.to_string(), pos)
+        })?;
+    let mut kept = ev.regexes.borrow_mut();
+    if kept.len() < KEPT_PATTERNS {
+        kept.insert(pat.to_owned(), r.clone());
+    }
+    Ok(r)
 }
 
 fn num(v: &Value) -> Option<f64> {
@@ -584,7 +607,7 @@ pub(crate) fn call<S: DvSource + ?Sized>(
             } else {
                 p
             };
-            let re = regex(&pat, pos)?;
+            let re = regex(ev, &pat, pos)?;
             vectorize(&arg(1), &mut |v| {
                 let s = text(v);
                 charge(s.len() / 64)?;
@@ -592,7 +615,7 @@ pub(crate) fn call<S: DvSource + ?Sized>(
             })
         }
         "regexreplace" => {
-            let re = regex(&text(&arg(1)), pos)?;
+            let re = regex(ev, &text(&arg(1)), pos)?;
             let rep = crate::obsidian::jsregex::replacement(&text(&arg(2)));
             // Each `$` reference in the replacement writes at most the match it is in.
             let refs = rep.matches('$').count();
@@ -642,7 +665,7 @@ pub(crate) fn call<S: DvSource + ?Sized>(
         }),
         "split" => {
             let s = text(&arg(0));
-            let re = regex(&text(&arg(1)), pos)?;
+            let re = regex(ev, &text(&arg(1)), pos)?;
             let limit = num(&arg(2)).map(|n| n.max(0.0) as usize);
             // The parts are counted first, and the list and every piece's text charged before
             // the list is built: at most the whole text once per group of the pattern.

@@ -266,6 +266,10 @@ fn q(vault: &Vault, query: &str) -> QueryResult {
     execute(query, vault, &ctx()).unwrap_or_else(|e| panic!("{query}: {e}"))
 }
 
+fn q_in(vault: &Vault, query: &str, c: &Context) -> QueryResult {
+    execute(query, vault, c).unwrap_or_else(|e| panic!("{query}: {e}"))
+}
+
 // ---- parsing ----
 
 #[test]
@@ -1331,6 +1335,32 @@ fn hostile_builders_are_refused_before_they_allocate() {
         text("a / b / c")
     );
     assert_eq!(ev("regexreplace(\"aab\", \"a+\", \"$&$&\")"), text("aaaab"));
+}
+
+#[test]
+fn a_pattern_is_compiled_and_charged_once_per_query() {
+    use crate::obsidian::jsregex::footprint;
+    let v = games();
+    let c = ctx();
+    let r = q_in(&v, "LIST WHERE regextest(\"^[A-Z]\", file.name)", &c);
+    // Every page but the daily note, whose name starts with a digit.
+    assert_eq!(names(&r).len(), 4);
+    let once = footprint(super::eval::MAX_REGEX_BYTES);
+    assert!(
+        c.budget.bytes_used() < 2 * once,
+        "five pages, one pattern: {} bytes charged",
+        c.budget.bytes_used()
+    );
+    // Distinct patterns each pay before they compile, and the request's bytes end them.
+    let mut c = ctx();
+    c.budget = Budget::new().max_bytes(10 * once).into();
+    let e = execute(
+        "LIST WHERE length(filter(list(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12), (n) => regextest(\"a\" + string(n), file.name))) >= 0",
+        &v,
+        &c,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("MiB"), "{e}");
 }
 
 #[test]
