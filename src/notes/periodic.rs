@@ -292,11 +292,16 @@ pub fn locate(
 ) -> Result<(VaultPath, bool), NoteError> {
     let candidates = candidate_paths(setup, period, start, given)?;
     let reader = setup.reader();
-    // A name stands for this period when it reads back to it (a format that cannot be read
-    // back: its first name only).
-    let stands = |p: &VaultPath| match &reader {
+    // A name stands for this period when it reads back to it. A format that cannot be read
+    // back, or whose folders are part of it (`YYYY/MM-DD`: the name alone lacks the year):
+    // the name built from the period's first day only, as before.
+    let by_name = reader
+        .as_ref()
+        .filter(|_| !setup.config.format.contains('/'));
+    let first_day = setup.path(start)?;
+    let stands = |p: &VaultPath| match by_name {
         Some(r) => r.date_of(period, p) == Some(start),
-        None => candidates.first() == Some(p),
+        None => *p == first_day,
     };
     let mine: Vec<&VaultPath> = candidates.iter().filter(|p| stands(p)).collect();
     let built = mine
