@@ -630,6 +630,7 @@ async fn text_read_under_mark_is_not_written_back_with_its_markers() {
         .await;
     assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
     assert!(r.text.contains("⟦U+200B⟧"), "{}", r.text);
+    assert!(r.text.contains("or use edit_note"), "{}", r.text);
     let r = s
         .call(
             "edit_note",
@@ -637,6 +638,9 @@ async fn text_read_under_mark_is_not_written_back_with_its_markers() {
         )
         .await;
     assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
+    // edit_note is not sent back to itself.
+    assert!(!r.text.contains("use edit_note"), "{}", r.text);
+    assert!(r.text.contains("holds no marker"), "{}", r.text);
     assert_eq!(
         std::fs::read_to_string(vault.join("Clip.md")).unwrap(),
         "Read me.\u{200B}\n<!-- x -->\n"

@@ -1038,10 +1038,16 @@ impl CapvaultServer {
                 && !grant::is_read_tool(internal)
                 && let Some(marker) = first_marker_in(&Value::Object(args.clone()))
             {
+                // The way out depends on the tool: edit_note itself is told to leave the marked
+                // text out of its `old`, not sent back to itself.
+                let way_out = if internal == "edit_note" {
+                    "replace a stretch of the note that holds no marker"
+                } else {
+                    "write without the markers, or use edit_note to change only what you mean to"
+                };
                 return Ok(ToolError::invalid(format!(
                     "the text carries `{marker}`, a marker capvault added when the note was read \
-                     (--hidden-text mark), not the note's own text: write without the markers, \
-                     or use edit_note to change only what you mean to"
+                     (--hidden-text mark), not the note's own text: {way_out}"
                 ))
                 .into_result()
                 .into());
