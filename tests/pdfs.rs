@@ -480,6 +480,51 @@ async fn search_covers_pdf_text_with_the_page_only_when_asked() {
 }
 
 #[tokio::test]
+async fn ranked_search_prefers_pdf_pages_and_notes_with_every_word_alike() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let s = Server::start_with(tmp.path(), &["--index-pdfs"]).await;
+    pdfs_ready(&s).await;
+
+    // No note has both words, a page has: the page alone, and no word of a relaxed rule.
+    let r = s
+        .ok("search_notes", json!({"query": "zebra migration"}))
+        .await;
+    assert_eq!(
+        places(&r),
+        vec![("Docs/plan.pdf".to_owned(), Some(2), 1)],
+        "the page with every word, not the notes with one: {r}"
+    );
+    assert_eq!(r["total"], 1, "{r}");
+    assert!(!r.to_string().contains("every word"), "{r}");
+
+    // A note has both words, no page has: the note alone.
+    let r = s
+        .ok("search_notes", json!({"query": "zebra crossing"}))
+        .await;
+    assert_eq!(
+        places(&r),
+        vec![("Zebra crossing.md".to_owned(), None, 1)],
+        "{r}"
+    );
+    assert_eq!(r["total"], 1, "{r}");
+    assert!(!r.to_string().contains("every word"), "{r}");
+
+    // Nothing has both: notes and pages with either are ranked together, and it is said.
+    let r = s
+        .ok("search_notes", json!({"query": "crossing migration"}))
+        .await;
+    let got = places(&r);
+    assert!(
+        got.contains(&("Zebra crossing.md".to_owned(), None, 1))
+            && got.contains(&("Docs/plan.pdf".to_owned(), Some(2), 1)),
+        "{r}"
+    );
+    assert!(r.to_string().contains("no note has every word"), "{r}");
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn pdf_texts_are_kept_with_the_index_cache_across_a_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
