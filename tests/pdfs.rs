@@ -128,6 +128,74 @@ fn pdf_with(stream: &[u8], filter: &str, annots: &[u8]) -> Vec<u8> {
     ])
 }
 
+/// A one-page PDF that takes minutes to read and is a few KB: its page draws a form that draws
+/// the next form ten times, eight levels deep (10^8 drawings), so the worker's time bound stops
+/// it.
+fn slow_pdf() -> Vec<u8> {
+    const DEPTH: usize = 8;
+    let stream = |dict: &str, content: &[u8]| {
+        let mut s = format!("<< {dict} /Length {} >>\nstream\n", content.len()).into_bytes();
+        s.extend_from_slice(content);
+        s.extend_from_slice(b"\nendstream");
+        s
+    };
+    let names: String = (0..DEPTH)
+        .map(|k| format!("/F{k} {} 0 R ", 5 + k))
+        .collect();
+    let mut objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R \
+             /Resources << /XObject << {names}>> >> >>"
+        )
+        .into_bytes(),
+        stream("", "/F0 Do ".repeat(10).as_bytes()),
+    ];
+    for k in 0..DEPTH {
+        let content = if k + 1 < DEPTH {
+            format!("/F{} Do ", k + 1).repeat(10)
+        } else {
+            "0 0 m 1 1 l S".to_owned()
+        };
+        objects.push(stream(
+            "/Type /XObject /Subtype /Form /BBox [0 0 1 1]",
+            content.as_bytes(),
+        ));
+    }
+    pdf_of(&objects)
+}
+
+/// `capvault call VAULT ARGS...` as a person runs it (the test cache folder, no user config):
+/// (whether it succeeded, stdout, stderr).
+fn call(vault: &Path, args: &[&str]) -> (bool, String, String) {
+    let home = crate::common::test_cache_home();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .arg("call")
+        .arg(vault)
+        .args(args)
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .env("XDG_CACHE_HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join("no-config"))
+        .env("XDG_STATE_HOME", home.join("no-state"))
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The JSON document a `capvault call` printed first.
+fn json_of(stdout: &str) -> Value {
+    serde_json::Deserializer::from_str(stdout)
+        .into_iter::<Value>()
+        .next()
+        .unwrap()
+        .unwrap()
+}
+
 fn vault(dir: &Path) {
     write_tree(
         dir,
@@ -555,6 +623,101 @@ async fn pdf_texts_are_kept_with_the_index_cache_across_a_restart() {
         vec![("Other/report.pdf".to_owned(), Some(1), 1)]
     );
     s.stop().await;
+}
+
+#[test]
+fn a_one_shot_call_waits_for_the_pdfs_and_takes_the_texts_serve_saved() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let cache = tempfile::tempdir().unwrap();
+    let cache_arg = cache.path().to_str().unwrap();
+    let migration = r#"{"query": "migration"}"#;
+
+    // No cache: the call reads the PDFs before it answers.
+    let (ok, out, err) = call(
+        tmp.path(),
+        &[
+            "search_notes",
+            migration,
+            "--index-pdfs",
+            "--no-index-cache",
+        ],
+    );
+    assert!(ok, "{err}");
+    let r = json_of(&out);
+    assert_eq!(
+        places(&r),
+        vec![("Docs/plan.pdf".to_owned(), Some(2), 1)],
+        "{out}"
+    );
+    assert!(
+        !out.contains("being read") && !err.contains("being read"),
+        "{out}{err}"
+    );
+
+    // What a `serve` saved in the index cache is what a call answers from: no PDF read again.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = Server::start_with(tmp.path(), &["--index-pdfs", "--index-cache", cache_arg]).await;
+        assert_eq!(pdfs_ready(&s).await["read_this_run"], 3);
+        s.stop().await;
+    });
+    let (ok, out, err) = call(
+        tmp.path(),
+        &[
+            "vault_info",
+            "{}",
+            "--index-pdfs",
+            "--index-cache",
+            cache_arg,
+        ],
+    );
+    assert!(ok, "{err}");
+    let pdfs = &json_of(&out)["pdfs"];
+    assert_eq!(pdfs["read_this_run"], 0, "{out}");
+    assert_eq!(pdfs["pdfs"], 3, "{out}");
+
+    // A PDF that takes longer than the call waits: the call answers with what it has and says
+    // so, in its reply and on stderr; the texts read meanwhile are kept for the next call.
+    std::fs::write(tmp.path().join("Docs/slow.pdf"), slow_pdf()).unwrap();
+    let (ok, out, err) = call(
+        tmp.path(),
+        &[
+            "search_notes",
+            migration,
+            "--index-pdfs",
+            "--index-cache",
+            cache_arg,
+        ],
+    );
+    assert!(ok, "{err}");
+    let r = json_of(&out);
+    assert_eq!(
+        places(&r),
+        vec![("Docs/plan.pdf".to_owned(), Some(2), 1)],
+        "{out}"
+    );
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("still being read (1 of 4 to go)"), "{out}");
+    assert!(err.contains("still being read"), "{err}");
+    let (ok, out, err) = call(
+        tmp.path(),
+        &[
+            "vault_info",
+            "{}",
+            "--index-pdfs",
+            "--index-cache",
+            cache_arg,
+        ],
+    );
+    assert!(ok, "{err}");
+    let pdfs = &json_of(&out)["pdfs"];
+    assert_eq!(
+        pdfs["read_this_run"], 0,
+        "the slow one's outcome was kept: {out}"
+    );
+    assert_eq!(pdfs["pdfs"], 4, "{out}");
+    assert!(!err.contains("being read"), "{err}");
 }
 
 #[cfg(target_os = "linux")]

@@ -241,6 +241,12 @@ pub(super) fn page_of_pdfs(
     })
 }
 
+/// Said while the PDFs are still being read (`--index-pdfs` just started): hits in those not
+/// read yet are missing.
+pub(super) fn unread_note(engine: &Engine) -> Option<String> {
+    engine.pdfs()?.unread_note()
+}
+
 /// Said when the PDFs hold more hits than are collected.
 fn capped_note() -> String {
     format!(
