@@ -625,6 +625,99 @@ async fn pdf_texts_are_kept_with_the_index_cache_across_a_restart() {
     s.stop().await;
 }
 
+#[tokio::test]
+async fn slow_pdfs_being_indexed_or_read_never_hold_up_a_quick_pdf_read_on_demand() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["A/slow1.pdf", "A/slow2.pdf", "A/slow3.pdf"] {
+        std::fs::create_dir_all(tmp.path().join("A")).unwrap();
+        std::fs::write(tmp.path().join(name), slow_pdf()).unwrap();
+    }
+    std::fs::create_dir_all(tmp.path().join("Z")).unwrap();
+    std::fs::write(
+        tmp.path().join("Z/quick.pdf"),
+        sample_pdf(&["quick to read"]),
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("Z/other.pdf"),
+        sample_pdf(&["another quick one"]),
+    )
+    .unwrap();
+    write_tree(tmp.path(), &[("Note.md", "a note\n")]);
+    let s = Server::start_with(tmp.path(), &["--index-pdfs", "--no-index-cache"]).await;
+
+    // The indexing has begun its first pass (the slow PDFs come first, each bounded by the
+    // worker's time limit): none of the five is read yet.
+    s.wait_index_ready().await;
+    s.eventually(30, "vault_info", json!({}), |v| v["pdfs"]["to_read"] == 5)
+        .await;
+    let r = s
+        .call("read_attachment", json!({"path": "Z/quick.pdf"}))
+        .await;
+    assert!(
+        texts_of(&r.raw).join("").contains("quick to read"),
+        "{}",
+        r.raw
+    );
+    let info = s.ok("vault_info", json!({})).await;
+    assert_eq!(
+        info["pdfs"]["to_read"], 5,
+        "answered while the indexing still reads the first slow PDF: {info}"
+    );
+
+    // A slow PDF asked for holds one worker; a quick one asked for next answers first.
+    let slow = s.call("read_attachment", json!({"path": "A/slow2.pdf"}));
+    let quick = s.call("read_attachment", json!({"path": "Z/other.pdf"}));
+    tokio::select! {
+        biased;
+        r = slow => panic!("the slow PDF answered before the quick one: {}", r.raw),
+        r = quick => assert!(
+            texts_of(&r.raw).join("").contains("another quick one"),
+            "{}",
+            r.raw
+        ),
+    }
+    s.stop().await;
+}
+
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn a_pdf_being_indexed_when_the_server_stops_is_given_up_and_read_at_the_next_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("A")).unwrap();
+    std::fs::write(tmp.path().join("A/slow.pdf"), slow_pdf()).unwrap();
+    std::fs::create_dir_all(tmp.path().join("Z")).unwrap();
+    std::fs::write(tmp.path().join("Z/quick.pdf"), sample_pdf(&["quick"])).unwrap();
+    write_tree(tmp.path(), &[("Note.md", "a note\n")]);
+    let args = [
+        "--index-pdfs",
+        "--index-cache",
+        cache.path().to_str().unwrap(),
+    ];
+    let pass_started =
+        |v: &Value| v["pdfs"]["to_read"].as_u64() > Some(0) || v["pdfs"]["first_pass_ms"].is_u64();
+
+    let mut s = Server::start_http(tmp.path(), &args).await;
+    s.wait_index_ready().await;
+    let info = s
+        .eventually(30, "vault_info", json!({}), pass_started)
+        .await;
+    assert_eq!(info["pdfs"]["to_read"], 2, "reading the slow one: {info}");
+    let http = s.http.take().unwrap();
+    s.stop().await;
+    assert!(http.terminate().await.success());
+
+    // Neither PDF's text was kept: the slow one was given up, not recorded as unreadable.
+    let s = Server::start_with(tmp.path(), &args).await;
+    s.wait_index_ready().await;
+    let info = s
+        .eventually(30, "vault_info", json!({}), pass_started)
+        .await;
+    assert_eq!(info["pdfs"]["to_read"], 2, "both are read again: {info}");
+    s.stop().await;
+}
+
 #[test]
 fn a_one_shot_call_waits_for_the_pdfs_and_takes_the_texts_serve_saved() {
     let tmp = tempfile::tempdir().unwrap();

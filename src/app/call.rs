@@ -41,7 +41,10 @@ impl PreparedCall {
         {
             anyhow::bail!("{flag} needs --write");
         }
-        let engine_options = options.engine_options(&config, EngineOptions::default())?;
+        let engine_options = EngineOptions {
+            finish_pdf_at_stop: true,
+            ..options.engine_options(&config, EngineOptions::default())?
+        };
         let engine = Engine::open(opened.vault, engine_options, opened.cache);
         if let Some(why) = opened.embedding_off {
             engine.set_embedding_unavailable(why);

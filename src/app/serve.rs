@@ -299,7 +299,7 @@ impl ServeOptions {
             keep_texts: !self.no_text_cache,
             hide_obsidian_excluded: !(self.show_obsidian_excluded || config.show_obsidian_excluded),
             hidden_text: self.hidden_text.or(config.hidden_text).unwrap_or_default(),
-            pdf: std::sync::Arc::new(crate::engine::pdf::PdfReader::start()),
+            pdf: std::sync::Arc::new(crate::engine::pdf::PdfReader::start(index_pdfs)),
             index_pdfs,
             ..base
         })

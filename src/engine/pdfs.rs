@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Engine;
 use super::lifecycle::Stop;
+use super::pdf::Lane;
 use crate::index::{SearchIndex, Stamp};
 use crate::locks::{read, write};
 use crate::media::pdf::{PdfError, PdfText};
@@ -311,13 +312,23 @@ impl Engine {
                 )))
             } else {
                 match self.vault().read_file(&path) {
-                    Ok(data) => self.options.pdf.read(&data.bytes).map(Arc::new),
+                    Ok(data) => self
+                        .options
+                        .pdf
+                        .read_in(Lane::Background, &data.bytes, &|| {
+                            stop.is_set() && !self.options.finish_pdf_at_stop
+                        })
+                        .map(Arc::new),
                     Err(_) => {
                         store.to_read.fetch_sub(1, Ordering::Relaxed);
                         continue;
                     }
                 }
             };
+            if stop.is_set() && matches!(text, Err(PdfError::NoReader(_))) {
+                // Given up at shutdown: read at the next start.
+                break;
+            }
             store.to_read.fetch_sub(1, Ordering::Relaxed);
             store.read_count.fetch_add(1, Ordering::Relaxed);
             let doc = PdfDoc { stamp, text };
@@ -369,7 +380,8 @@ impl Engine {
                 mtime_ns: saved.mtime_ns,
                 ino: saved.ino,
             };
-            if Stamp::of(meta) != stamp {
+            // A text that could not be had for want of a reader is read again.
+            if Stamp::of(meta) != stamp || matches!(saved.text, Err(PdfError::NoReader(_))) {
                 continue;
             }
             let doc = PdfDoc {
@@ -396,6 +408,7 @@ impl Engine {
                     version: SAVED_VERSION,
                     docs: docs
                         .iter()
+                        .filter(|(_, d)| !matches!(d.text, Err(PdfError::NoReader(_))))
                         .map(|(path, d)| SavedDocRef {
                             path: path.as_str(),
                             size: d.stamp.size,
