@@ -2,7 +2,10 @@
 //! (the pages asked for, within the reply's bound, with the page count and sha256); a hostile
 //! PDF (garbage, cut, nested past any stack, an inflate bomb) is reported and never takes the
 //! server or its PDF worker down; `--index-pdfs` makes search cover the PDFs' text, hits naming
-//! the page, following edits and deletions, and kept with the index cache across a restart.
+//! the page, following edits and deletions, and kept with the index cache across a restart;
+//! ranked search's all-words rule covers pages and notes alike; a one-shot `capvault call`
+//! waits (bounded) for the PDFs or says it did not; slow PDFs, indexed or asked for, never hold
+//! up a quick one asked for, and one given up at shutdown is read again at the next start.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::Path;
