@@ -156,7 +156,11 @@ fn main() {
     ];
     println!(
         "hostile calls alone ({} build, raw JSON-RPC):",
-        if cfg!(debug_assertions) { "debug" } else { "release" }
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
     );
     println!(
         "{:<38} {:>9} {:>12} {:>12} {:>16}",

@@ -2,7 +2,10 @@
 //! (the pages asked for, within the reply's bound, with the page count and sha256); a hostile
 //! PDF (garbage, cut, nested past any stack, an inflate bomb) is reported and never takes the
 //! server or its PDF worker down; `--index-pdfs` makes search cover the PDFs' text, hits naming
-//! the page, following edits and deletions, and kept with the index cache across a restart.
+//! the page, following edits and deletions, and kept with the index cache across a restart;
+//! ranked search's all-words rule covers pages and notes alike; a one-shot `capvault call`
+//! waits (bounded) for the PDFs or says it did not; slow PDFs, indexed or asked for, never hold
+//! up a quick one asked for, and one given up at shutdown is read again at the next start.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::Path;
@@ -126,6 +129,74 @@ fn pdf_with(stream: &[u8], filter: &str, annots: &[u8]) -> Vec<u8> {
         content,
         annots.to_vec(),
     ])
+}
+
+/// A one-page PDF that takes minutes to read and is a few KB: its page draws a form that draws
+/// the next form ten times, eight levels deep (10^8 drawings), so the worker's time bound stops
+/// it.
+fn slow_pdf() -> Vec<u8> {
+    const DEPTH: usize = 8;
+    let stream = |dict: &str, content: &[u8]| {
+        let mut s = format!("<< {dict} /Length {} >>\nstream\n", content.len()).into_bytes();
+        s.extend_from_slice(content);
+        s.extend_from_slice(b"\nendstream");
+        s
+    };
+    let names: String = (0..DEPTH)
+        .map(|k| format!("/F{k} {} 0 R ", 5 + k))
+        .collect();
+    let mut objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R \
+             /Resources << /XObject << {names}>> >> >>"
+        )
+        .into_bytes(),
+        stream("", "/F0 Do ".repeat(10).as_bytes()),
+    ];
+    for k in 0..DEPTH {
+        let content = if k + 1 < DEPTH {
+            format!("/F{} Do ", k + 1).repeat(10)
+        } else {
+            "0 0 m 1 1 l S".to_owned()
+        };
+        objects.push(stream(
+            "/Type /XObject /Subtype /Form /BBox [0 0 1 1]",
+            content.as_bytes(),
+        ));
+    }
+    pdf_of(&objects)
+}
+
+/// `capvault call VAULT ARGS...` as a person runs it (the test cache folder, no user config):
+/// (whether it succeeded, stdout, stderr).
+fn call(vault: &Path, args: &[&str]) -> (bool, String, String) {
+    let home = crate::common::test_cache_home();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .arg("call")
+        .arg(vault)
+        .args(args)
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .env("XDG_CACHE_HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join("no-config"))
+        .env("XDG_STATE_HOME", home.join("no-state"))
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The JSON document a `capvault call` printed first.
+fn json_of(stdout: &str) -> Value {
+    serde_json::Deserializer::from_str(stdout)
+        .into_iter::<Value>()
+        .next()
+        .unwrap()
+        .unwrap()
 }
 
 fn vault(dir: &Path) {
@@ -480,6 +551,51 @@ async fn search_covers_pdf_text_with_the_page_only_when_asked() {
 }
 
 #[tokio::test]
+async fn ranked_search_prefers_pdf_pages_and_notes_with_every_word_alike() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let s = Server::start_with(tmp.path(), &["--index-pdfs"]).await;
+    pdfs_ready(&s).await;
+
+    // No note has both words, a page has: the page alone, and no word of a relaxed rule.
+    let r = s
+        .ok("search_notes", json!({"query": "zebra migration"}))
+        .await;
+    assert_eq!(
+        places(&r),
+        vec![("Docs/plan.pdf".to_owned(), Some(2), 1)],
+        "the page with every word, not the notes with one: {r}"
+    );
+    assert_eq!(r["total"], 1, "{r}");
+    assert!(!r.to_string().contains("every word"), "{r}");
+
+    // A note has both words, no page has: the note alone.
+    let r = s
+        .ok("search_notes", json!({"query": "zebra crossing"}))
+        .await;
+    assert_eq!(
+        places(&r),
+        vec![("Zebra crossing.md".to_owned(), None, 1)],
+        "{r}"
+    );
+    assert_eq!(r["total"], 1, "{r}");
+    assert!(!r.to_string().contains("every word"), "{r}");
+
+    // Nothing has both: notes and pages with either are ranked together, and it is said.
+    let r = s
+        .ok("search_notes", json!({"query": "crossing migration"}))
+        .await;
+    let got = places(&r);
+    assert!(
+        got.contains(&("Zebra crossing.md".to_owned(), None, 1))
+            && got.contains(&("Docs/plan.pdf".to_owned(), Some(2), 1)),
+        "{r}"
+    );
+    assert!(r.to_string().contains("no note has every word"), "{r}");
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn pdf_texts_are_kept_with_the_index_cache_across_a_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
@@ -510,6 +626,194 @@ async fn pdf_texts_are_kept_with_the_index_cache_across_a_restart() {
         vec![("Other/report.pdf".to_owned(), Some(1), 1)]
     );
     s.stop().await;
+}
+
+#[tokio::test]
+async fn slow_pdfs_being_indexed_or_read_never_hold_up_a_quick_pdf_read_on_demand() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["A/slow1.pdf", "A/slow2.pdf", "A/slow3.pdf"] {
+        std::fs::create_dir_all(tmp.path().join("A")).unwrap();
+        std::fs::write(tmp.path().join(name), slow_pdf()).unwrap();
+    }
+    std::fs::create_dir_all(tmp.path().join("Z")).unwrap();
+    std::fs::write(
+        tmp.path().join("Z/quick.pdf"),
+        sample_pdf(&["quick to read"]),
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("Z/other.pdf"),
+        sample_pdf(&["another quick one"]),
+    )
+    .unwrap();
+    write_tree(tmp.path(), &[("Note.md", "a note\n")]);
+    let s = Server::start_with(tmp.path(), &["--index-pdfs", "--no-index-cache"]).await;
+
+    // The indexing has begun its first pass (the slow PDFs come first, each bounded by the
+    // worker's time limit): none of the five is read yet.
+    s.wait_index_ready().await;
+    s.eventually(30, "vault_info", json!({}), |v| v["pdfs"]["to_read"] == 5)
+        .await;
+    let r = s
+        .call("read_attachment", json!({"path": "Z/quick.pdf"}))
+        .await;
+    assert!(
+        texts_of(&r.raw).join("").contains("quick to read"),
+        "{}",
+        r.raw
+    );
+    let info = s.ok("vault_info", json!({})).await;
+    assert_eq!(
+        info["pdfs"]["to_read"], 5,
+        "answered while the indexing still reads the first slow PDF: {info}"
+    );
+
+    // A slow PDF asked for holds one worker; a quick one asked for next answers first.
+    let slow = s.call("read_attachment", json!({"path": "A/slow2.pdf"}));
+    let quick = s.call("read_attachment", json!({"path": "Z/other.pdf"}));
+    tokio::select! {
+        biased;
+        r = slow => panic!("the slow PDF answered before the quick one: {}", r.raw),
+        r = quick => assert!(
+            texts_of(&r.raw).join("").contains("another quick one"),
+            "{}",
+            r.raw
+        ),
+    }
+    s.stop().await;
+}
+
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn a_pdf_being_indexed_when_the_server_stops_is_given_up_and_read_at_the_next_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("A")).unwrap();
+    std::fs::write(tmp.path().join("A/slow.pdf"), slow_pdf()).unwrap();
+    std::fs::create_dir_all(tmp.path().join("Z")).unwrap();
+    std::fs::write(tmp.path().join("Z/quick.pdf"), sample_pdf(&["quick"])).unwrap();
+    write_tree(tmp.path(), &[("Note.md", "a note\n")]);
+    let args = [
+        "--index-pdfs",
+        "--index-cache",
+        cache.path().to_str().unwrap(),
+    ];
+    let pass_started =
+        |v: &Value| v["pdfs"]["to_read"].as_u64() > Some(0) || v["pdfs"]["first_pass_ms"].is_u64();
+
+    let mut s = Server::start_http(tmp.path(), &args).await;
+    s.wait_index_ready().await;
+    let info = s
+        .eventually(30, "vault_info", json!({}), pass_started)
+        .await;
+    assert_eq!(info["pdfs"]["to_read"], 2, "reading the slow one: {info}");
+    let http = s.http.take().unwrap();
+    s.stop().await;
+    assert!(http.terminate().await.success());
+
+    // Neither PDF's text was kept: the slow one was given up, not recorded as unreadable.
+    let s = Server::start_with(tmp.path(), &args).await;
+    s.wait_index_ready().await;
+    let info = s
+        .eventually(30, "vault_info", json!({}), pass_started)
+        .await;
+    assert_eq!(info["pdfs"]["to_read"], 2, "both are read again: {info}");
+    s.stop().await;
+}
+
+#[test]
+fn a_one_shot_call_waits_for_the_pdfs_and_takes_the_texts_serve_saved() {
+    let tmp = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let cache = tempfile::tempdir().unwrap();
+    let cache_arg = cache.path().to_str().unwrap();
+    let migration = r#"{"query": "migration"}"#;
+
+    // No cache: the call reads the PDFs before it answers.
+    let (ok, out, err) = call(
+        tmp.path(),
+        &[
+            "search_notes",
+            migration,
+            "--index-pdfs",
+            "--no-index-cache",
+        ],
+    );
+    assert!(ok, "{err}");
+    let r = json_of(&out);
+    assert_eq!(
+        places(&r),
+        vec![("Docs/plan.pdf".to_owned(), Some(2), 1)],
+        "{out}"
+    );
+    assert!(
+        !out.contains("being read") && !err.contains("being read"),
+        "{out}{err}"
+    );
+
+    // What a `serve` saved in the index cache is what a call answers from: no PDF read again.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = Server::start_with(tmp.path(), &["--index-pdfs", "--index-cache", cache_arg]).await;
+        assert_eq!(pdfs_ready(&s).await["read_this_run"], 3);
+        s.stop().await;
+    });
+    let (ok, out, err) = call(
+        tmp.path(),
+        &[
+            "vault_info",
+            "{}",
+            "--index-pdfs",
+            "--index-cache",
+            cache_arg,
+        ],
+    );
+    assert!(ok, "{err}");
+    let pdfs = &json_of(&out)["pdfs"];
+    assert_eq!(pdfs["read_this_run"], 0, "{out}");
+    assert_eq!(pdfs["pdfs"], 3, "{out}");
+
+    // A PDF that takes longer than the call waits: the call answers with what it has and says
+    // so, in its reply and on stderr; the texts read meanwhile are kept for the next call.
+    std::fs::write(tmp.path().join("Docs/slow.pdf"), slow_pdf()).unwrap();
+    let (ok, out, err) = call(
+        tmp.path(),
+        &[
+            "search_notes",
+            migration,
+            "--index-pdfs",
+            "--index-cache",
+            cache_arg,
+        ],
+    );
+    assert!(ok, "{err}");
+    let r = json_of(&out);
+    assert_eq!(
+        places(&r),
+        vec![("Docs/plan.pdf".to_owned(), Some(2), 1)],
+        "{out}"
+    );
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("still being read (1 of 4 to go)"), "{out}");
+    assert!(err.contains("still being read"), "{err}");
+    let (ok, out, err) = call(
+        tmp.path(),
+        &[
+            "vault_info",
+            "{}",
+            "--index-pdfs",
+            "--index-cache",
+            cache_arg,
+        ],
+    );
+    assert!(ok, "{err}");
+    let pdfs = &json_of(&out)["pdfs"];
+    assert_eq!(
+        pdfs["read_this_run"], 0,
+        "the slow one's outcome was kept: {out}"
+    );
+    assert_eq!(pdfs["pdfs"], 4, "{out}");
+    assert!(!err.contains("being read"), "{err}");
 }
 
 #[cfg(target_os = "linux")]

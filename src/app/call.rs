@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use rmcp::model::CallToolRequestParams;
@@ -51,7 +52,10 @@ impl PreparedCall {
         {
             anyhow::bail!("{flag} needs --write");
         }
-        let engine_options = options.engine_options(&config, EngineOptions::default())?;
+        let engine_options = EngineOptions {
+            finish_pdf_at_stop: true,
+            ..options.engine_options(&config, EngineOptions::default())?
+        };
         let engine = Engine::open(opened.vault, engine_options, opened.cache);
         if let Some(why) = opened.embedding_off {
             engine.set_embedding_unavailable(why);
@@ -122,10 +126,19 @@ pub async fn call_tool(
         },
     };
     let server = build_server(&engine, writer, policy)?;
-    if tool == "search_notes" {
+    let pdfs_matter = engine.pdfs().is_some() && PDF_TOOLS.contains(&tool);
+    if pdfs_matter {
+        // `--index-pdfs`: the PDFs' texts are read once the index is built (those an earlier
+        // run saved in the index cache are taken from it).
+        engine.start_pdf_indexer();
+    }
+    if tool == "search_notes" || pdfs_matter {
         // One-shot: build the index first so a ranked search uses it.
         let engine = Arc::clone(&engine);
         tokio::task::spawn_blocking(move || engine.ensure_built()).await?;
+    }
+    if pdfs_matter {
+        wait_for_pdfs(&engine).await;
     }
     let client = connect_in_process(server, |s| s).await?;
     let tools = client.list_all_tools().await?;
@@ -226,6 +239,29 @@ fn unknown_tool(tool: &str, names: &[&str]) -> String {
             "unknown tool `{tool}`: did you mean {}? (`capvault call VAULT --list` lists the tools)",
             close.join(" or ")
         )
+    }
+}
+
+/// The tools whose answer the PDFs' texts change (`--index-pdfs`).
+const PDF_TOOLS: [&str; 2] = ["search_notes", "vault_info"];
+/// Longest a one-shot call waits for the PDFs' texts before it answers without the rest.
+const PDF_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits (at most [`PDF_WAIT`]) for the first pass over the vault's PDFs; says on stderr when
+/// the call answers before it is done (the reply's `notes` say it too). The texts read by then
+/// are saved in the index cache at the end, so the next call reads only the others.
+async fn wait_for_pdfs(engine: &Engine) {
+    let Some(store) = engine.pdfs() else { return };
+    let until = tokio::time::Instant::now() + PDF_WAIT;
+    while !store.first_pass_done() && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if let Some(note) = store.unread_note() {
+        eprintln!(
+            "capvault: {note} (answered after waiting {} s; with an index cache, the texts read \
+             so far are kept for the next call)",
+            PDF_WAIT.as_secs()
+        );
     }
 }
 

@@ -282,9 +282,10 @@ impl ServeOptions {
         config: &Config,
         base: EngineOptions,
     ) -> anyhow::Result<EngineOptions> {
+        let options = self.answer_options(config, base)?;
         Ok(EngineOptions {
-            pdf: std::sync::Arc::new(crate::engine::pdf::PdfReader::start()),
-            ..self.answer_options(config, base)?
+            pdf: std::sync::Arc::new(crate::engine::pdf::PdfReader::start(options.index_pdfs)),
+            ..options
         })
     }
 

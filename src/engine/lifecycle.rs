@@ -54,6 +54,8 @@ impl Stop {
 pub(super) struct Background {
     /// Runs the first build exactly once, whoever asks first.
     built: Once,
+    /// Starts the PDFs' thread exactly once.
+    pdfs: Once,
     /// Set by [`Engine::shutdown`] (or the drop of the last reference): background threads end.
     stop: Arc<Stop>,
     /// The background threads, joined by [`Engine::shutdown`].
@@ -66,6 +68,7 @@ impl Background {
     pub(super) fn new() -> Self {
         Background {
             built: Once::new(),
+            pdfs: Once::new(),
             stop: Arc::default(),
             threads: Mutex::default(),
             watch_tx: Mutex::default(),
@@ -193,13 +196,7 @@ impl Engine {
                 }
             });
         }
-        if self.pdfs().is_some() {
-            let weak = Arc::downgrade(self);
-            let stop = Arc::clone(&self.background.stop);
-            self.spawn("pdfs", builder(), move || {
-                super::pdfs::run_pdf_indexer(&weak, &stop)
-            });
-        }
+        self.start_pdf_indexer_with(builder());
         if self.semantic().is_some() {
             let weak = Arc::downgrade(self);
             let stop = Arc::clone(&self.background.stop);
@@ -220,6 +217,27 @@ impl Engine {
                     tracing::warn!(error = %err, "periodic reconcile failed");
                 }
             }
+        });
+    }
+
+    /// Starts the thread that reads the PDFs' texts (`--index-pdfs`) and nothing else: a one-shot
+    /// `capvault call`, which starts no watcher, uses it. It waits for the first build, which
+    /// someone else starts ([`Engine::ensure_built`]). At most once per engine, [`Engine::start`]
+    /// included.
+    pub fn start_pdf_indexer(self: &Arc<Self>) {
+        self.start_pdf_indexer_with(std::thread::Builder::new());
+    }
+
+    fn start_pdf_indexer_with(self: &Arc<Self>, builder: std::thread::Builder) {
+        if self.pdfs().is_none() {
+            return;
+        }
+        self.background.pdfs.call_once(|| {
+            let weak = Arc::downgrade(self);
+            let stop = Arc::clone(&self.background.stop);
+            self.spawn("pdfs", builder, move || {
+                super::pdfs::run_pdf_indexer(&weak, &stop)
+            });
         });
     }
 

@@ -47,6 +47,10 @@ pub struct EngineOptions {
     pub pdf: std::sync::Arc<super::pdf::PdfReader>,
     /// Keep the text of every PDF in the vault, so that search covers it (`--index-pdfs`).
     pub index_pdfs: bool,
+    /// At shutdown, let the PDF being read in the background finish (within the worker's time
+    /// limit) so that its text is kept, rather than give it up: a one-shot `capvault call`,
+    /// which stops soon after it answers, so makes progress through a vault's slow PDFs.
+    pub finish_pdf_at_stop: bool,
     /// The thread pool this engine's builds and reconciles parse notes on (`None`: rayon's
     /// global pool). A server of several vaults gives each engine its own, so a large vault's
     /// first build does not hold up a small one's (both pools share the cores, none waits in
@@ -88,6 +92,7 @@ impl Default for EngineOptions {
             trust: crate::obsidian::provenance::TrustRules::default(),
             pdf: std::sync::Arc::new(super::pdf::PdfReader::none("no PDF worker was started")),
             index_pdfs: false,
+            finish_pdf_at_stop: false,
             pool: None,
         }
     }

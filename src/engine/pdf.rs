@@ -1,27 +1,30 @@
-//! PDFs read off the server's back: a worker process that forks one confined child per file.
+//! PDFs read off the server's back: worker processes that fork one confined child per file.
 //!
 //! A PDF is hostile input and its parser ([`crate::media::pdf`]) cannot be bounded from inside:
 //! it may panic, recurse until the stack runs out, loop, or inflate a stream without limit. So
-//! `serve` and `call` start `capvault pdf-worker` once, before the sandbox closes the filesystem
-//! (the server could not start a program after it). The worker takes every file and network
+//! `serve` and `call` start `capvault pdf-worker` a few times ([`PdfReader::start`]: two
+//! workers for clients' reads, one more for `--index-pdfs`' background reads, so that a slow
+//! file holds one worker and the indexing never makes a client wait), before the sandbox
+//! closes the filesystem (the server could not start a program after it). The worker takes every file and network
 //! right from itself (Landlock, [`crate::vault::sandbox::confine_to_nothing`]), then for each
 //! PDF the server sends down its stdin forks a child that sets its own limits (address space
 //! [`MEMORY_LIMIT_MIB`], CPU time, no core file), reads the text and writes it to a pipe; the
 //! worker kills a child that runs past [`TIME_LIMIT`] and answers the server with the text or why
 //! there is none. A crash ends only the child. The server waits for an answer a little longer
-//! than the worker's own limit, and stops using a worker that does not answer.
+//! than the worker's own limit, and stops using a worker that does not answer; a background read
+//! is given up (its worker ended) when the engine stops.
 //!
 //! The worker is single-threaded (it is dispatched before the async runtime starts), so the
 //! fork is safe.
 
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 #[cfg(unix)]
 use std::time::Instant;
 
-use crate::locks::lock;
+use crate::locks::{lock, recover};
 #[cfg(unix)]
 use crate::media::pdf::PdfBounds;
 use crate::media::pdf::{PdfError, PdfText};
@@ -42,15 +45,42 @@ const GRACE: Duration = Duration::from_secs(5);
 /// What an answer carries.
 type Answer = Result<PdfText, PdfError>;
 
-/// The server's end of the PDF worker: one PDF at a time.
-pub struct PdfReader {
-    state: Mutex<ReaderState>,
+/// Workers that read the PDFs a client asks for (`read_attachment`): two, so that one slow file
+/// leaves a worker for the next.
+const ON_DEMAND_WORKERS: usize = 2;
+
+/// Who is waiting for a PDF's text, and so which workers read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// A client's request: read by workers of its own, never queued behind the indexing.
+    OnDemand,
+    /// `--index-pdfs`' background reads: one worker of its own (or the on-demand ones when the
+    /// reader was started without it).
+    Background,
 }
 
-enum ReaderState {
-    Running(Worker),
-    /// No worker: why, said to the client.
-    Down(String),
+/// The server's end of the PDF workers: a few worker processes, each reading one PDF at a
+/// time, in two pools ([`Lane`]) so that the background indexing never makes a client's read
+/// wait, and a slow file (bounded by [`TIME_LIMIT`]) holds one worker, not the others.
+pub struct PdfReader {
+    on_demand: Pool,
+    background: Option<Pool>,
+}
+
+/// Workers of one lane.
+struct Pool {
+    state: Mutex<PoolState>,
+    /// Signalled when a worker comes back (or is lost).
+    returned: Condvar,
+}
+
+struct PoolState {
+    /// Workers waiting for a PDF.
+    idle: Vec<Worker>,
+    /// Workers reading one now.
+    busy: usize,
+    /// Why there is no worker, when none is left (said to the client).
+    why_none: String,
 }
 
 #[cfg_attr(not(unix), allow(dead_code))]
@@ -60,80 +90,167 @@ struct Worker {
     stdout: ChildStdout,
 }
 
+impl Worker {
+    fn end(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl std::fmt::Debug for PdfReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let running = matches!(&*lock(&self.state), ReaderState::Running(_));
         f.debug_struct("PdfReader")
-            .field("running", &running)
+            .field("running", &self.is_running())
+            .field("background", &self.background.is_some())
             .finish()
     }
 }
 
-impl Drop for PdfReader {
+impl Drop for Pool {
     fn drop(&mut self) {
-        if let Ok(state) = self.state.get_mut()
-            && let ReaderState::Running(w) = state
-        {
-            let _ = w.child.kill();
-            let _ = w.child.wait();
+        if let Ok(state) = self.state.get_mut() {
+            for w in state.idle.drain(..) {
+                w.end();
+            }
         }
     }
 }
+
+impl Pool {
+    fn new(workers: Vec<Worker>, why_none: &str) -> Pool {
+        Pool {
+            state: Mutex::new(PoolState {
+                idle: workers,
+                busy: 0,
+                why_none: why_none.to_owned(),
+            }),
+            returned: Condvar::new(),
+        }
+    }
+
+    /// `n` new workers (fewer when some do not start; why, when none does).
+    fn start(n: usize) -> Pool {
+        let mut workers = Vec::with_capacity(n);
+        let mut why = String::new();
+        for _ in 0..n {
+            match spawn_worker() {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    tracing::warn!("a PDF worker did not start: {e}");
+                    why = format!("the PDF worker did not start ({e})");
+                }
+            }
+        }
+        if workers.is_empty() {
+            tracing::warn!("no PDF worker started; PDFs will not be read");
+        }
+        Pool::new(workers, &why)
+    }
+
+    fn has_workers(&self) -> bool {
+        let state = lock(&self.state);
+        state.busy > 0 || !state.idle.is_empty()
+    }
+
+    /// Reads `bytes` on the first worker free (waiting for one while all are busy: each
+    /// answers within its bound), giving up when `cancelled` says so.
+    fn read(&self, bytes: &[u8], cancelled: &dyn Fn() -> bool) -> Answer {
+        let mut worker = {
+            let mut state = lock(&self.state);
+            loop {
+                if let Some(w) = state.idle.pop() {
+                    state.busy += 1;
+                    break w;
+                }
+                if state.busy == 0 {
+                    return Err(PdfError::NoReader(state.why_none.clone()));
+                }
+                if cancelled() {
+                    return Err(PdfError::NoReader(STOPPING.to_owned()));
+                }
+                state = recover(self.returned.wait_timeout(state, CANCEL_CHECK)).0;
+            }
+        };
+        let answer = ask(&mut worker, bytes, cancelled);
+        let mut state = lock(&self.state);
+        state.busy -= 1;
+        let answer = match answer {
+            Ok(answer) => {
+                state.idle.push(worker);
+                answer
+            }
+            Err(e) => {
+                // Mid-answer, its pipe holds an unknown part of a reply: it is not used again.
+                worker.end();
+                if cancelled() {
+                    Err(PdfError::NoReader(STOPPING.to_owned()))
+                } else {
+                    tracing::warn!("a PDF worker stopped answering ({e}); it is not used again");
+                    state.why_none = "the PDF worker stopped".to_owned();
+                    Err(PdfError::Crashed("the PDF worker stopped".to_owned()))
+                }
+            }
+        };
+        drop(state);
+        self.returned.notify_one();
+        answer
+    }
+}
+
+/// Why a read given up at shutdown has no text (never kept: the PDF is read at the next start).
+const STOPPING: &str = "the server is stopping";
+/// How often a read waiting for a worker or an answer looks whether it was given up.
+const CANCEL_CHECK: Duration = Duration::from_millis(100);
 
 impl PdfReader {
     /// A reader without a worker: every PDF answers `why`.
     pub fn none(why: &str) -> PdfReader {
         PdfReader {
-            state: Mutex::new(ReaderState::Down(why.to_owned())),
+            on_demand: Pool::new(Vec::new(), why),
+            background: None,
         }
     }
 
-    /// Starts the worker: this program again, as `capvault pdf-worker`. Call it before the
-    /// sandbox applies. A worker that cannot start leaves a reader that says why.
-    pub fn start() -> PdfReader {
+    /// Starts the workers: this program again, as `capvault pdf-worker`, [`ON_DEMAND_WORKERS`]
+    /// for clients' reads and, with `background` (`--index-pdfs`), one more for the indexing.
+    /// Call it before the sandbox applies. Workers that cannot start leave a reader that says
+    /// why.
+    pub fn start(background: bool) -> PdfReader {
         if cfg!(not(feature = "pdf")) {
             return PdfReader::none(crate::media::pdf::NOT_BUILT);
         }
         if cfg!(not(unix)) {
             return PdfReader::none("PDF text needs a Unix system here (its reader runs forked)");
         }
-        match spawn_worker() {
-            Ok(w) => PdfReader {
-                state: Mutex::new(ReaderState::Running(w)),
-            },
-            Err(e) => {
-                tracing::warn!("the PDF worker did not start: {e}; PDFs will not be read");
-                PdfReader::none(&format!("the PDF worker did not start ({e})"))
-            }
+        PdfReader {
+            on_demand: Pool::start(ON_DEMAND_WORKERS),
+            background: background.then(|| Pool::start(1)),
         }
     }
 
     /// Whether a worker runs.
     pub fn is_running(&self) -> bool {
-        matches!(&*lock(&self.state), ReaderState::Running(_))
+        self.on_demand.has_workers() || self.background.as_ref().is_some_and(Pool::has_workers)
     }
 
-    /// The text of the PDF in `bytes`, read by the worker's confined child.
+    /// The text of the PDF in `bytes`, read by an on-demand worker's confined child.
     pub fn read(&self, bytes: &[u8]) -> Result<PdfText, PdfError> {
-        let mut state = lock(&self.state);
-        let worker = match &mut *state {
-            ReaderState::Running(w) => w,
-            ReaderState::Down(why) => return Err(PdfError::NoReader(why.clone())),
+        self.read_in(Lane::OnDemand, bytes, &|| false)
+    }
+
+    /// The text of the PDF in `bytes`, read by `lane`'s workers; given up (a
+    /// [`PdfError::NoReader`] answer) as soon as `cancelled` says so, at shutdown.
+    pub fn read_in(
+        &self,
+        lane: Lane,
+        bytes: &[u8],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<PdfText, PdfError> {
+        let pool = match (lane, &self.background) {
+            (Lane::Background, Some(pool)) => pool,
+            _ => &self.on_demand,
         };
-        match ask(worker, bytes) {
-            Ok(answer) => answer,
-            Err(e) => {
-                tracing::warn!("the PDF worker stopped answering ({e}); PDFs will not be read");
-                if let ReaderState::Running(mut w) = std::mem::replace(
-                    &mut *state,
-                    ReaderState::Down("the PDF worker stopped".to_owned()),
-                ) {
-                    let _ = w.child.kill();
-                    let _ = w.child.wait();
-                }
-                Err(PdfError::Crashed("the PDF worker stopped".to_owned()))
-            }
-        }
+        pool.read(bytes, cancelled)
     }
 }
 
@@ -159,13 +276,18 @@ fn spawn_worker() -> std::io::Result<Worker> {
 
 /// No worker runs here (see [`PdfReader::start`]).
 #[cfg(not(unix))]
-fn ask(_worker: &mut Worker, _bytes: &[u8]) -> std::io::Result<Answer> {
+fn ask(
+    _worker: &mut Worker,
+    _bytes: &[u8],
+    _cancelled: &dyn Fn() -> bool,
+) -> std::io::Result<Answer> {
     Err(std::io::ErrorKind::Unsupported.into())
 }
 
-/// Sends one PDF and waits (at most the worker's limit and [`GRACE`]) for its answer.
+/// Sends one PDF and waits (at most the worker's limit and [`GRACE`], and while not
+/// `cancelled`) for its answer.
 #[cfg(unix)]
-fn ask(worker: &mut Worker, bytes: &[u8]) -> std::io::Result<Answer> {
+fn ask(worker: &mut Worker, bytes: &[u8], cancelled: &dyn Fn() -> bool) -> std::io::Result<Answer> {
     worker
         .stdin
         .write_all(&(bytes.len() as u64).to_le_bytes())?;
@@ -173,26 +295,39 @@ fn ask(worker: &mut Worker, bytes: &[u8]) -> std::io::Result<Answer> {
     worker.stdin.flush()?;
     let deadline = Instant::now() + TIME_LIMIT + GRACE;
     let mut len = [0u8; 8];
-    read_by(&mut worker.stdout, &mut len, deadline)?;
+    read_by(&mut worker.stdout, &mut len, deadline, cancelled)?;
     let len = u64::from_le_bytes(len);
     if len > MAX_REPLY_BYTES {
         return Err(std::io::Error::other("an answer over its bound"));
     }
     let mut reply = vec![0u8; len as usize];
-    read_by(&mut worker.stdout, &mut reply, deadline)?;
+    read_by(&mut worker.stdout, &mut reply, deadline, cancelled)?;
     serde_json::from_slice(&reply).map_err(std::io::Error::other)
 }
 
-/// Fills `buf` from `from`, waiting for data no later than `deadline`.
+/// Fills `buf` from `from`, waiting for data no later than `deadline`, and only while not
+/// `cancelled`.
 #[cfg(unix)]
 fn read_by<R: Read + std::os::fd::AsFd>(
     from: &mut R,
     buf: &mut [u8],
     deadline: Instant,
+    cancelled: &dyn Fn() -> bool,
 ) -> std::io::Result<()> {
     let mut filled = 0;
     while filled < buf.len() {
-        wait_readable(from, deadline)?;
+        // In slices, to look at `cancelled` between them.
+        loop {
+            if cancelled() {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            let slice = deadline.min(Instant::now() + CANCEL_CHECK);
+            match wait_readable(from, slice) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut && slice < deadline => {}
+                Err(e) => return Err(e),
+            }
+        }
         match from.read(&mut buf[filled..]) {
             Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => filled += n,

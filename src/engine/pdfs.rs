@@ -9,7 +9,7 @@
 //! ([`PDF_TEXTS_FILE`]), so a restart reads only the PDFs that changed.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Engine;
 use super::lifecycle::Stop;
+use super::pdf::Lane;
 use crate::index::{SearchIndex, Stamp};
 use crate::locks::{read, write};
 use crate::media::pdf::{PdfError, PdfText};
@@ -25,6 +26,8 @@ use crate::vault::cache::PDF_TEXTS_FILE;
 
 /// How often the thread looks for reconciles that changed something.
 const CHECK_EVERY: Duration = Duration::from_millis(200);
+/// How often a pass that reads many PDFs makes the pages read so far searchable.
+const COMMIT_EVERY: Duration = Duration::from_secs(1);
 /// Largest saved texts file read back.
 const MAX_SAVED_BYTES: u64 = 2 << 30;
 /// Version of the saved file's layout.
@@ -84,6 +87,10 @@ pub struct PdfStore {
     read_count: AtomicU64,
     /// Milliseconds the first pass took, once done (0 before).
     first_pass_ms: AtomicU64,
+    /// PDFs the model lists, as of the last pass's start (0 before the first).
+    listed: AtomicUsize,
+    /// PDFs of the pass under way still to read (new or changed ones).
+    to_read: AtomicUsize,
 }
 
 impl std::fmt::Debug for PdfStore {
@@ -119,6 +126,8 @@ pub struct PdfStatus {
     /// How long the first pass over the vault's PDFs took (absent until it is done).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_pass_ms: Option<u64>,
+    /// PDFs new or changed that are still to be read (their hits are missing meanwhile).
+    pub to_read: usize,
 }
 
 impl PdfStore {
@@ -129,6 +138,8 @@ impl PdfStore {
             index: SearchIndex::new(1)?,
             read_count: AtomicU64::new(0),
             first_pass_ms: AtomicU64::new(0),
+            listed: AtomicUsize::new(0),
+            to_read: AtomicUsize::new(0),
         })
     }
 
@@ -163,7 +174,41 @@ impl PdfStore {
             pages: docs.values().map(PdfDoc::pages).sum(),
             read_this_run: self.read_count.load(Ordering::Relaxed),
             first_pass_ms: (ms > 0).then_some(ms),
+            to_read: self.to_read.load(Ordering::Relaxed),
         }
+    }
+
+    /// Makes the pages staged so far searchable.
+    fn commit(&self) {
+        if let Err(e) = self.index.commit() {
+            tracing::warn!(error = %e, "the PDF pages' index was not committed");
+        }
+    }
+
+    /// Whether the first pass over the vault's PDFs is done (every PDF read or taken from the
+    /// saved texts, or the pass stopped by a shutdown).
+    pub fn first_pass_done(&self) -> bool {
+        self.first_pass_ms.load(Ordering::Acquire) > 0
+    }
+
+    /// What a search answered before the first pass was done says: the PDFs are still being
+    /// read, so hits in some of them are missing. `None` once the pass is done.
+    pub fn unread_note(&self) -> Option<String> {
+        if self.first_pass_done() {
+            return None;
+        }
+        let listed = self.listed.load(Ordering::Relaxed);
+        let left = self.to_read.load(Ordering::Relaxed);
+        Some(if listed == 0 {
+            "the PDFs are not read yet (they are read once the notes are indexed): hits in PDFs \
+             are missing; ask again shortly"
+                .to_owned()
+        } else {
+            format!(
+                "the PDFs are still being read ({left} of {listed} to go): hits in those are \
+                 missing; ask again shortly"
+            )
+        })
     }
 
     /// Stages `doc`'s pages for `path` in the pages' index (after removing what was there).
@@ -239,33 +284,67 @@ impl Engine {
             changed = true;
         }
         let limit = crate::media::pdf::MAX_PDF_BYTES.min(self.vault().limits().max_read_bytes);
-        for (path, meta) in listed {
+        store.listed.store(listed.len(), Ordering::Relaxed);
+        // The PDFs new or changed since read, each with what was known of it (stamp, pages).
+        type Stale = (VaultPath, crate::vault::FileMeta, Option<(Stamp, usize)>);
+        let stale: Vec<Stale> = {
+            let docs = read(&store.docs);
+            listed
+                .into_iter()
+                .filter_map(|(path, meta)| {
+                    let known = docs.get(&path).map(|d| (d.stamp, d.pages()));
+                    (!known.is_some_and(|(s, _)| s == Stamp::of(&meta)))
+                        .then_some((path, meta, known))
+                })
+                .collect()
+        };
+        store.to_read.store(stale.len(), Ordering::Relaxed);
+        let mut uncommitted = changed;
+        let mut committed = Instant::now();
+        for (path, meta, known) in stale {
             if stop.is_set() {
                 break;
             }
             let stamp = Stamp::of(&meta);
-            let known = read(&store.docs).get(&path).map(|d| (d.stamp, d.pages()));
-            if known.is_some_and(|(s, _)| s == stamp) {
-                continue;
-            }
             let text = if meta.size > limit {
                 Err(PdfError::Damaged(format!(
                     "over the {limit}-byte limit for reading a PDF's text"
                 )))
             } else {
                 match self.vault().read_file(&path) {
-                    Ok(data) => self.options.pdf.read(&data.bytes).map(Arc::new),
-                    Err(_) => continue,
+                    Ok(data) => self
+                        .options
+                        .pdf
+                        .read_in(Lane::Background, &data.bytes, &|| {
+                            stop.is_set() && !self.options.finish_pdf_at_stop
+                        })
+                        .map(Arc::new),
+                    Err(_) => {
+                        store.to_read.fetch_sub(1, Ordering::Relaxed);
+                        continue;
+                    }
                 }
             };
+            if stop.is_set() && matches!(text, Err(PdfError::NoReader(_))) {
+                // Given up at shutdown: read at the next start.
+                break;
+            }
+            store.to_read.fetch_sub(1, Ordering::Relaxed);
             store.read_count.fetch_add(1, Ordering::Relaxed);
             let doc = PdfDoc { stamp, text };
             store.stage(&path, &doc, known.map_or(0, |(_, n)| n), &meta);
             write(&store.docs).insert(path, doc);
             changed = true;
+            uncommitted = true;
+            // A long pass shows what it read as it goes (a one-shot call answers mid-pass).
+            if committed.elapsed() >= COMMIT_EVERY {
+                store.commit();
+                committed = Instant::now();
+                uncommitted = false;
+            }
         }
-        if changed && let Err(e) = store.index.commit() {
-            tracing::warn!(error = %e, "the PDF pages' index was not committed");
+        if uncommitted {
+            store.commit();
         }
         changed
     }
@@ -301,7 +380,8 @@ impl Engine {
                 mtime_ns: saved.mtime_ns,
                 ino: saved.ino,
             };
-            if Stamp::of(meta) != stamp {
+            // A text that could not be had for want of a reader is read again.
+            if Stamp::of(meta) != stamp || matches!(saved.text, Err(PdfError::NoReader(_))) {
                 continue;
             }
             let doc = PdfDoc {
@@ -328,6 +408,7 @@ impl Engine {
                     version: SAVED_VERSION,
                     docs: docs
                         .iter()
+                        .filter(|(_, d)| !matches!(d.text, Err(PdfError::NoReader(_))))
                         .map(|(path, d)| SavedDocRef {
                             path: path.as_str(),
                             size: d.stamp.size,

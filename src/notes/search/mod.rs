@@ -452,6 +452,7 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
     };
     if let Some(offset) = pdf_offset {
         let mut results = pdfs::page_of_pdfs(engine, q, &scope, page, offset)?;
+        results.notes.extend(pdfs::unread_note(engine));
         show_hidden(engine, &mut results.hits);
         return Ok(results);
     }
@@ -471,6 +472,9 @@ pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteErr
     }?;
     if pdfs_after_notes {
         pdfs::after_notes(engine, q, &scope, page, &mut results)?;
+    }
+    if with_pdfs {
+        results.notes.extend(pdfs::unread_note(engine));
     }
     show_hidden(engine, &mut results.hits);
     Ok(results)

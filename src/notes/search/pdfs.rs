@@ -61,6 +61,8 @@ pub(super) fn pdf_hits(
 pub(super) struct RankedPages {
     pub hits: Vec<(f64, VaultPath, Option<u32>)>,
     pub total: usize,
+    /// False when no page had every word and pages with some of them are ranked instead.
+    pub matched_all: bool,
     pub needles: text::Needles,
 }
 
@@ -93,6 +95,7 @@ pub(super) fn ranked_pages(
                 return Ok(RankedPages {
                     hits: Vec::new(),
                     total: 0,
+                    matched_all: true,
                     needles: text::Needles::default(),
                 });
             }
@@ -111,6 +114,7 @@ pub(super) fn ranked_pages(
     Ok(RankedPages {
         hits,
         total: found.total,
+        matched_all: found.matched_all,
         needles: found.needles,
     })
 }
@@ -235,6 +239,12 @@ pub(super) fn page_of_pdfs(
         notes,
         index: None,
     })
+}
+
+/// Said while the PDFs are still being read (`--index-pdfs` just started): hits in those not
+/// read yet are missing.
+pub(super) fn unread_note(engine: &Engine) -> Option<String> {
+    engine.pdfs()?.unread_note()
 }
 
 /// Said when the PDFs hold more hits than are collected.

@@ -74,13 +74,31 @@ pub(super) fn search_ranked(
         ));
         index = Some(status);
     }
-    let matched_all = found.matched_all;
-    let mut hits: Vec<(f64, VaultPath, Option<u32>)> = found
-        .hits
-        .into_iter()
-        .map(|(s, p)| (f64::from(s), p, None))
-        .collect();
-    let mut total = found.total;
+    // The all-words rule over notes and pages together: when either list has hits with every
+    // word, the other list's hits with only some of them (its fallback) are left out.
+    let pdf_pages = pdf_pages.map(|mut pdf| {
+        if found.matched_all && !pdf.matched_all {
+            pdf.hits.clear();
+            pdf.total = 0;
+        }
+        pdf
+    });
+    let pdf_all = pdf_pages
+        .as_ref()
+        .is_some_and(|p| p.matched_all && p.total > 0);
+    let notes_dropped = !found.matched_all && pdf_all;
+    // Every word in a note or in a page: nothing was relaxed.
+    let matched_all = found.matched_all || pdf_all;
+    let mut hits: Vec<(f64, VaultPath, Option<u32>)> = if notes_dropped {
+        Vec::new()
+    } else {
+        found
+            .hits
+            .into_iter()
+            .map(|(s, p)| (f64::from(s), p, None))
+            .collect()
+    };
+    let mut total = if notes_dropped { 0 } else { found.total };
     let mut needles = found.needles;
     if let Some(pdf) = pdf_pages {
         total += pdf.total;
