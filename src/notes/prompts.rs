@@ -124,12 +124,16 @@ fn builtins() -> Vec<PromptInfo> {
 pub fn list(engine: &Engine) -> Result<Vec<PromptInfo>, NoteError> {
     let opts = &engine.options().prompts;
     let mut out = match &opts.folder {
-        Some(folder) => vault_prompts(&*engine.model()?, folder),
+        Some(folder) => {
+            let model = engine.model()?;
+            let mut found = vault_prompts(&model, folder);
+            for p in &mut found {
+                declare_placeholders(engine, &model, p);
+            }
+            found
+        }
         None => Vec::new(),
     };
-    for p in &mut out {
-        declare_placeholders(engine, p);
-    }
     if opts.builtin {
         let taken: HashSet<String> = out.iter().map(|p| p.name.clone()).collect();
         out.extend(builtins().into_iter().filter(|b| !taken.contains(&b.name)));
@@ -256,20 +260,39 @@ fn placeholders(text: &str) -> Vec<String> {
 /// A vault prompt whose note declares no `arguments` takes its `{{placeholders}}` as required
 /// arguments (a prompt that says `{{note}}` asks for a note); one whose `arguments` leave out a
 /// placeholder it uses is logged, naming it.
-fn declare_placeholders(engine: &Engine, p: &mut PromptInfo) {
+///
+/// The list is made again at every change of the vault (its fingerprint): a note is read for
+/// its placeholders once per version (the model's size and time of it), then remembered.
+fn declare_placeholders(engine: &Engine, model: &Model, p: &mut PromptInfo) {
+    type Seen = std::collections::HashMap<(VaultPath, u64, std::time::SystemTime), Vec<String>>;
+    static SEEN: std::sync::LazyLock<std::sync::Mutex<Seen>> =
+        std::sync::LazyLock::new(Default::default);
     let Some(path) = &p.note else { return };
-    let small = engine
-        .vault()
-        .stat_file(path)
-        .is_ok_and(|m| m.size <= MAX_SCANNED_PROMPT);
-    if !small {
-        return;
-    }
-    let Ok(data) = engine.vault().read_file(path) else {
+    let Some(meta) = model.files().get(path) else {
         return;
     };
-    let text = String::from_utf8_lossy(&data.bytes);
-    let found = placeholders(&text);
+    if meta.size > MAX_SCANNED_PROMPT {
+        return;
+    }
+    let key = (path.clone(), meta.size, meta.modified);
+    let known = SEEN.lock().ok().and_then(|s| s.get(&key).cloned());
+    let found = match known {
+        Some(found) => found,
+        None => {
+            let Ok(data) = engine.vault().read_file(path) else {
+                return;
+            };
+            let found = placeholders(&String::from_utf8_lossy(&data.bytes));
+            if let Ok(mut seen) = SEEN.lock() {
+                // Bounded: a vault offers at most a few hundred prompts.
+                if seen.len() >= 4 * MAX_VAULT_PROMPTS {
+                    seen.clear();
+                }
+                seen.insert(key, found.clone());
+            }
+            found
+        }
+    };
     if p.arguments.is_empty() {
         p.arguments = found
             .into_iter()

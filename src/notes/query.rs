@@ -1263,7 +1263,7 @@ pub fn inline_values(
         out.push(InlineValue {
             line,
             // The query is the note's text too: its hidden text follows the same policy.
-            query: shown_value(&expr, policy, &mut usize::MAX.clone()),
+            query: shown_value(&expr, policy, &mut { usize::MAX }),
             value,
             error,
             provenance,
