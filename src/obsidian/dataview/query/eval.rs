@@ -177,7 +177,10 @@ fn spent(e: crate::obsidian::budget::Spent, pos: u32) -> EvalError {
                 "stopped at its time limit ({:.1} s); narrow its source (FROM a folder or a tag)",
                 t.as_secs_f64()
             ),
-            other => format!("query {other}"),
+            Spent::Bytes(_) => {
+                format!("{e}; narrow its source (FROM a folder or a tag) or build smaller values")
+            }
+            other => other.to_string(),
         },
         pos,
         spent: Some(e),
