@@ -346,7 +346,9 @@ def test_prompts_from_the_vault_and_built_in_are_listed_and_filled(vault):
             await wait_ready(s)
             listed = (await s.list_prompts()).prompts
             names = [p.name for p in listed]
-            greet = listed[names.index("Greet")]
+            # Listed under its command name; the note's name is its title.
+            greet = listed[names.index("greet")]
+            assert greet.title == "Greet", greet
             assert greet.description == "Greet someone"
             assert [(a.name, a.required) for a in greet.arguments] == [("who", True)]
             got = await s.get_prompt("Greet", {"who": "Ada"})
@@ -366,11 +368,11 @@ def test_prompts_from_the_vault_and_built_in_are_listed_and_filled(vault):
                         event = await sub.__anext__()
                     assert isinstance(event, PromptsListChanged), event
                 names = [p.name for p in (await s.list_prompts()).prompts]
-                names.remove("Second")
+                names.remove("second")
             return names
 
         names = run(dest, body, "--prompts-folder", "Prompts")
-        assert names == ["Greet", "daily-review", "summarize-note", "suggest-links"], names
+        assert names == ["greet", "daily-review", "summarize-note", "suggest-links"], names
     finally:
         shutil.rmtree(tmp)
 
