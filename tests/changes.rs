@@ -376,6 +376,79 @@ async fn a_cursor_survives_a_restart_and_what_changed_while_stopped_is_reported(
     s.stop().await;
 }
 
+/// `capvault call VAULT ARGS` on the real binary, its index cache in `cache` and its state
+/// (the note history a write keeps) in `state`; the parsed JSON it printed.
+fn one_shot(root: &Path, cache: &Path, state: &Path, args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+        .arg("call")
+        .arg(root)
+        .args(args)
+        .args(["--index-cache", cache.to_str().unwrap()])
+        .args(["--state-dir", state.to_str().unwrap()])
+        .env("CAPVAULT_LOG", "capvault=warn")
+        .env("XDG_CONFIG_HOME", test_cache_home().join("no-config"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {stderr}"))
+}
+
+#[test]
+fn a_cursor_survives_one_shot_write_calls_and_each_of_their_changes_carries_its_diff() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    vault(tmp.path());
+    let (root, cache, state) = (tmp.path(), cache.path(), state.path());
+    let call = |args: &[&str]| one_shot(root, cache, state, args);
+    let cursor = call(&["vault_info"])["changes_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Three short-lived servers, each making one change (once, each start wrote a gap into the
+    // log: the cursor expired, and a change came without its diff).
+    for (old, new) in [
+        ("first line", "edited once"),
+        ("edited once", "edited twice"),
+    ] {
+        let edit = json!({"path": "Inbox/Idea.md", "edits": [{"old_text": old, "new_text": new}]});
+        call(&["edit_note", &edit.to_string(), "--write"]);
+    }
+    let made = json!({"path": "Made.md", "content": "# Made by a call\n"});
+    call(&["create_note", &made.to_string(), "--write"]);
+
+    let r = call(&[
+        "changes_since",
+        &json!({"cursor": cursor, "diffs": true}).to_string(),
+    ]);
+    let mut got = kinds(&r);
+    got.sort();
+    got.dedup();
+    assert_eq!(
+        got,
+        vec![
+            k("changed", "Inbox/Idea.md", ""),
+            k("created", "Made.md", "")
+        ],
+        "{r}"
+    );
+    let diffs: String = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["path"] == "Inbox/Idea.md")
+        .map(|c| {
+            c["diff"]
+                .as_str()
+                .expect("every change carries its diff")
+                .to_owned()
+        })
+        .collect();
+    assert!(diffs.contains("-first line\n"), "{diffs}");
+    assert!(diffs.contains("+edited twice\n"), "{diffs}");
+}
+
 #[tokio::test]
 async fn a_cursor_the_log_no_longer_covers_is_expired_and_names_the_oldest_cursor() {
     let tmp = tempfile::tempdir().unwrap();

@@ -53,7 +53,7 @@ impl Stop {
 #[derive(Debug)]
 pub(super) struct Background {
     /// Runs the first build exactly once, whoever asks first.
-    built: Once,
+    pub(super) built: Once,
     /// Starts the PDFs' thread exactly once.
     pdfs: Once,
     /// Set by [`Engine::shutdown`] (or the drop of the last reference): background threads end.
@@ -121,7 +121,7 @@ impl Engine {
         if counted.is_ok() {
             self.status.set_total(count);
         }
-        match self.sync(&VaultPath::root()) {
+        match self.sync_first() {
             Ok(()) => {
                 let ms = started.elapsed().as_millis() as u64;
                 self.status.report().build_ms = Some(ms);

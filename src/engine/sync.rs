@@ -69,8 +69,26 @@ impl Engine {
     }
 
     /// Reconciles several scopes in one batch (one index commit).
+    ///
+    /// Before the first build, the first build itself: it reads every scope anyway, and only it
+    /// compares the vault with the index cache. A scope reconciled first would leave the vault
+    /// compared with nothing (every older change cursor expired, the write's diff lost, no
+    /// index cache saved), as a one-shot `capvault call --write` did.
     pub fn sync_all(&self, scopes: &[VaultPath]) -> Result<(), VaultError> {
+        if !self.background.built.is_completed() {
+            self.ensure_built();
+            return if self.is_stopping() {
+                Err(VaultError::Stopped)
+            } else {
+                Ok(())
+            };
+        }
         self.in_pool(|| self.sync_all_here(scopes))
+    }
+
+    /// The first build's reconcile of the whole vault (see [`Engine::sync_all`]).
+    pub(super) fn sync_first(&self) -> Result<(), VaultError> {
+        self.in_pool(|| self.sync_all_here(std::slice::from_ref(&VaultPath::root())))
     }
 
     /// (Never inlined: called on the engine's own pool and directly, see [`Engine::build`].)

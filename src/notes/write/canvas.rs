@@ -69,7 +69,7 @@ pub fn create_canvas(
     req: &CanvasRequest,
 ) -> Result<WriteResult, NoteError> {
     let (path, canvas, dry_run) = (req.path.clone(), &req.canvas, req.dry_run);
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     if read_current(engine.vault(), &path)?.is_some() {
         return Err(VaultError::Exists(path).into());
     }
@@ -114,7 +114,7 @@ pub fn edit_canvas(
             "ops must hold 1 to {MAX_CANVAS_OPS} operations"
         )));
     }
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let Some(current) = read_current(engine.vault(), &path)? else {
         return Err(VaultError::NotFound(path).into());
     };

@@ -239,7 +239,7 @@ pub fn append_periodic_note(
     engine: &Engine,
     req: &AppendPeriodicRequest,
 ) -> Result<WriteResult, NoteError> {
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let at = req.at.locate(engine)?;
     let path = &at.path;
     let current = read_current(engine.vault(), path)?;

@@ -177,7 +177,7 @@ pub fn restore_note(
         Err(e) => return Err(e),
     };
     let sha = sha256.trim().to_ascii_lowercase();
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let bytes = writer
         .state
         .read_version(&sha, engine.vault().limits().max_read_bytes)

@@ -238,7 +238,12 @@ impl Writer {
         &self.state
     }
 
-    fn hold(&self) -> Result<Held<'_>, NoteError> {
+    /// Holds the vault's writes (this process's and other capvault processes'), once `engine`'s
+    /// first build is done: a write is then an ordinary change to the model and the kept texts,
+    /// so the change feed carries the version it replaced (a one-shot `capvault call --write`
+    /// writes before anything else has built the engine).
+    fn hold(&self, engine: &Engine) -> Result<Held<'_>, NoteError> {
+        engine.ensure_built();
         let count = crate::locks::lock(&self.local);
         let vault = self.state.lock_writers(LOCK_TIMEOUT).map_err(|_| {
             NoteError::Unavailable(
@@ -705,7 +710,7 @@ pub fn create_note(
 ) -> Result<WriteResult, NoteError> {
     let (content, dry_run) = (req.content.as_str(), req.dry_run);
     check_size("content", content)?;
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let (path, periodic) = match &req.target {
         CreateTarget::Path(note) => (note.path.clone(), None),
         CreateTarget::Periodic(at) => {
@@ -778,7 +783,7 @@ pub fn write_note(
     let path = existing_note(engine, &req.note)?;
     let (content, if_match, dry_run) = (req.content.as_str(), req.if_match.as_str(), req.dry_run);
     check_size("content", content)?;
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let Some(current) = read_current(engine.vault(), &path)? else {
         return Err(VaultError::NotFound(path).into());
     };
@@ -826,7 +831,7 @@ pub fn edit_note(
         check_size("an edit", &e.old_text)?;
         check_size("an edit", &e.new_text)?;
     }
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let (current, text) = existing(engine.vault(), &path, if_match)?;
     let replaces: Vec<Replace> = edits
         .iter()
@@ -877,7 +882,7 @@ pub fn append_to_note(
     let (content, heading) = (req.content.as_str(), req.heading.as_deref());
     let (if_match, dry_run) = (req.if_match.as_deref(), req.dry_run);
     check_size("content", content)?;
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let (current, text) = existing(engine.vault(), &path, if_match)?;
     let new = match (heading, req.at_start) {
         (Some(h), false) => edit::append_to_section(&text, h, content, &heading_key)
@@ -929,7 +934,7 @@ pub fn update_frontmatter(
             "give properties to `set` or names to `remove`".to_owned(),
         ));
     }
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let (current, text) = existing(engine.vault(), &path, if_match)?;
     let new = yaml_edit::update(&text, set, remove).map_err(|e| frontmatter_error(&path, e))?;
     writer.commit(
@@ -993,7 +998,7 @@ pub fn delete_note(
         ));
     }
     let vault = engine.vault();
-    let _held = writer.hold()?;
+    let _held = writer.hold(engine)?;
     let (path, entry) = existing_entry(engine, &req.target)?;
     let current = if let Entry::File(_) = entry {
         let c = read_current(vault, &path)?.ok_or_else(|| VaultError::NotFound(path.clone()))?;

@@ -120,7 +120,7 @@ pub fn move_note(
             "the vault root cannot be moved".to_owned(),
         ));
     }
-    let held = writer.hold()?;
+    let held = writer.hold(engine)?;
     let (from, entry) = super::existing_entry(engine, &req.from)?;
     // Moved, counted, rewritten, asked about and logged where they really are: a folder named
     // through an in-vault symlink (`plink/sub`, `plink -> Projects`) is `Projects/sub`, whose

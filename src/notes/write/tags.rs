@@ -244,7 +244,7 @@ fn rename(
         )));
     }
     let id = batch_id(&format!("{from}\n{to}"));
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let mut report = Report::new();
     for path in &paths {
         let current = match read_current(engine.vault(), path) {
@@ -293,7 +293,7 @@ fn rename(
 }
 
 fn undo(writer: &Writer, engine: &Engine, id: &str, dry_run: bool) -> Result<TagRename, NoteError> {
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     // The rename's changes, each note once (its first change in the batch: a note is renamed
     // once per call).
     let mut seen = BTreeSet::new();
@@ -500,7 +500,7 @@ pub fn tag_note(
     req: &TagNoteRequest,
 ) -> Result<TagNoteResult, NoteError> {
     let path = existing_note(engine, &req.note)?;
-    let mut held = writer.hold()?;
+    let mut held = writer.hold(engine)?;
     let (current, text) = existing(engine.vault(), &path, req.if_match.as_deref())?;
     check_version(&path, &current, req.if_match.as_deref())?;
     let r = tag_edit::retag(&text, &req.add, &req.remove).map_err(|e| match e {
