@@ -706,6 +706,49 @@ async fn half_open_connections_are_capped_per_address_and_closed_after_the_heade
 }
 
 #[tokio::test]
+async fn idle_connections_without_a_token_cannot_lock_an_authenticated_local_client_out() {
+    let tmp = fixture();
+    let child = HttpChild::spawn(
+        &tmp.path().join("vault"),
+        &[
+            "--header-timeout",
+            "30",
+            "--max-connections-per-client",
+            "16",
+        ],
+        &[("CAPVAULT_TOKEN", WRITE_TOKEN)],
+    )
+    .await;
+    let at = child.authority();
+    let client = child.connect(Some(WRITE_TOKEN)).await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 19);
+    // From the clients' own address, more idle connections than its bound, none with a token
+    // (once, they took every place: a client with a valid token was reset at once).
+    let mut idle = Vec::new();
+    for _ in 0..40 {
+        idle.push(connect_from("127.0.0.1", &at).await);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The authenticated client goes on, and a new one connects and works.
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 19);
+    let second = child.connect(Some(WRITE_TOKEN)).await;
+    let r = call(&second, "vault_info", json!({})).await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert!(text_of(&r).contains("changes_cursor"), "{r:?}");
+    // Still at most 16 from the address: the newest idle ones took the older ones' places.
+    let mut open = 0;
+    for s in &mut idle {
+        if !closed_within(s, Duration::from_millis(20)).await {
+            open += 1;
+        }
+    }
+    assert!(
+        open <= 14,
+        "{open} idle connections kept beside two clients"
+    );
+}
+
+#[tokio::test]
 async fn the_environment_token_works_and_a_token_file_others_can_read_is_refused() {
     let tmp = fixture();
     let child = HttpChild::spawn(

@@ -56,6 +56,10 @@ async fn admit_steps(
     }
 
     let (grant, holder) = authenticate_request(gate, request.headers()).await?;
+    // The connection is an authenticated client's: it keeps its place at the connection bounds.
+    if let Some(proven) = request.extensions().get::<super::conn::Proven>() {
+        proven.prove();
+    }
     access.token = Some(grant.id.clone());
     let session_id = check_session_owner(gate, &request, &grant, &holder)?;
 
