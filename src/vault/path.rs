@@ -56,6 +56,10 @@ pub enum PathError {
         "drive letters (`C:`) and `name:stream` forms are not allowed; a `:` may only be followed by a space"
     )]
     Colon,
+    #[error(
+        "this is a URI, not a path: give the path inside the vault (for `capvault:///Notes/A.md`, `Notes/A.md`)"
+    )]
+    Uri,
     #[error("control characters are not allowed in vault paths")]
     ControlCharacter,
     #[error("hidden files and folders (names starting with `.`) are not accessible")]
@@ -95,7 +99,11 @@ impl VaultPath {
             return Err(PathError::Absolute);
         }
         for component in input.split('/') {
-            check_component(component)?;
+            check_component(component).map_err(|e| match e {
+                // `capvault:///Notes/A.md`, `file:///...`: a resource URI given as a path.
+                PathError::Colon if input.contains("://") => PathError::Uri,
+                e => e,
+            })?;
         }
         Ok(VaultPath(Arc::from(input)))
     }
@@ -342,6 +350,8 @@ mod tests {
             ("a\\..\\b.md", PathError::Backslash),
             ("\\\\server\\share", PathError::Backslash),
             ("C:/Windows", PathError::Colon),
+            ("capvault:///Notes/A.md", PathError::Uri),
+            ("file:///home/me/vault/A.md", PathError::Uri),
             ("c:x", PathError::Colon),
             ("note.md:stream", PathError::Colon),
             ("note.md::$DATA", PathError::Colon),
