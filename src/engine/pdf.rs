@@ -16,18 +16,19 @@
 //!
 //! The worker is single-threaded (it is dispatched before the async runtime starts), so the
 //! fork is safe.
+//!
+//! Where there is no `fork` (Windows), the worker reads each PDF itself, in a job object that
+//! bounds its memory ([`MEMORY_LIMIT_MIB`]) and ends it with the server: a crash or a runaway
+//! ends the worker, the server kills one that runs past [`TIME_LIMIT`], and each worker lost so
+//! is replaced (nothing there forbids starting a program after the start).
 
 use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
 use std::sync::{Condvar, Mutex};
-use std::time::Duration;
-#[cfg(unix)]
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::locks::{lock, recover};
-#[cfg(unix)]
-use crate::media::pdf::PdfBounds;
-use crate::media::pdf::{PdfError, PdfText};
+use crate::media::pdf::{PdfBounds, PdfError, PdfText};
 
 /// Longest the worker lets one PDF be read.
 pub const TIME_LIMIT: Duration = Duration::from_secs(15);
@@ -36,11 +37,13 @@ pub const MEMORY_LIMIT_MIB: u64 = 512;
 /// Largest PDF the worker takes (the vault's read limit is smaller by default).
 const MAX_JOB_BYTES: u64 = 512 << 20;
 /// Largest answer read back: the text bound with room for JSON escapes.
-#[cfg_attr(not(unix), allow(dead_code))]
 const MAX_REPLY_BYTES: u64 = 64 << 20;
 /// How much longer than [`TIME_LIMIT`] the server waits for the worker's answer.
-#[cfg_attr(not(unix), allow(dead_code))]
 const GRACE: Duration = Duration::from_secs(5);
+/// Whether a worker lost (killed at its time limit, or crashed) is replaced by a new one: where
+/// the worker reads PDFs itself (no `fork`). On Unix a worker outlives every PDF, and the
+/// sandbox would refuse to start a program after the start.
+const REPLACE_LOST_WORKERS: bool = cfg!(not(unix));
 
 /// What an answer carries.
 type Answer = Result<PdfText, PdfError>;
@@ -83,12 +86,21 @@ struct PoolState {
     why_none: String,
 }
 
-#[cfg_attr(not(unix), allow(dead_code))]
 struct Worker {
     child: Child,
     stdin: ChildStdin,
-    stdout: ChildStdout,
+    replies: Replies,
+    /// The job object bounding the worker's memory; closing it ends the worker.
+    #[cfg(windows)]
+    _job: job::Job,
 }
+
+/// Where a worker's answers are read: its stdout, polled (Unix), or a thread of its own that
+/// reads them off the pipe (elsewhere: a pipe there cannot be polled).
+#[cfg(unix)]
+type Replies = std::process::ChildStdout;
+#[cfg(not(unix))]
+type Replies = std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>;
 
 impl Worker {
     fn end(mut self) {
@@ -184,6 +196,15 @@ impl Pool {
                 worker.end();
                 if cancelled() {
                     Err(PdfError::NoReader(STOPPING.to_owned()))
+                } else if REPLACE_LOST_WORKERS {
+                    match spawn_worker() {
+                        Ok(w) => state.idle.push(w),
+                        Err(e) => {
+                            tracing::warn!("a PDF worker was not replaced: {e}");
+                            state.why_none = format!("the PDF worker did not start ({e})");
+                        }
+                    }
+                    Err(lost_reading(&e))
                 } else {
                     tracing::warn!("a PDF worker stopped answering ({e}); it is not used again");
                     state.why_none = "the PDF worker stopped".to_owned();
@@ -218,9 +239,6 @@ impl PdfReader {
     pub fn start(background: bool) -> PdfReader {
         if cfg!(not(feature = "pdf")) {
             return PdfReader::none(crate::media::pdf::NOT_BUILT);
-        }
-        if cfg!(not(unix)) {
-            return PdfReader::none("PDF text needs a Unix system here (its reader runs forked)");
         }
         PdfReader {
             on_demand: Pool::start(ON_DEMAND_WORKERS),
@@ -267,41 +285,152 @@ fn spawn_worker() -> std::io::Result<Worker> {
         let _ = child.kill();
         return Err(std::io::Error::other("no pipes to the worker"));
     };
+    // Bounded before it is sent a PDF (it waits on its stdin until then).
+    #[cfg(windows)]
+    let job = match job::Job::bound(&child, MEMORY_LIMIT_MIB << 20) {
+        Ok(job) => job,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other(format!(
+                "its memory could not be bounded: {e}"
+            )));
+        }
+    };
+    #[cfg(not(unix))]
+    let stdout = read_replies_on_a_thread(stdout);
     Ok(Worker {
         child,
         stdin,
-        stdout,
+        replies: stdout,
+        #[cfg(windows)]
+        _job: job,
     })
 }
 
-/// No worker runs here (see [`PdfReader::start`]).
+/// Writes one PDF to a worker: an 8-byte little-endian length, then the bytes.
+fn send(worker: &mut Worker, bytes: &[u8]) -> std::io::Result<()> {
+    worker
+        .stdin
+        .write_all(&(bytes.len() as u64).to_le_bytes())?;
+    worker.stdin.write_all(bytes)?;
+    worker.stdin.flush()
+}
+
+/// Reads one answer (a length and that many bytes) from `from`; `None` at a clean end.
+#[cfg_attr(unix, allow(dead_code))]
+fn read_frame(from: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 8];
+    match from.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u64::from_le_bytes(len);
+    if len > MAX_REPLY_BYTES {
+        return Err(std::io::Error::other("an answer over its bound"));
+    }
+    let mut reply = Vec::new();
+    from.take(len).read_to_end(&mut reply)?;
+    if reply.len() as u64 != len {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(Some(reply))
+}
+
+/// A thread that reads `from`'s answers as they come and hands them over; it ends with the
+/// pipe (the worker's end, or its kill) or at the first bad frame.
+#[cfg_attr(unix, allow(dead_code))]
+fn read_replies_on_a_thread(
+    mut from: impl Read + Send + 'static,
+) -> std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("pdf-replies".into())
+        .spawn(move || {
+            loop {
+                let frame = match read_frame(&mut from) {
+                    Ok(Some(f)) => Ok(f),
+                    Ok(None) => return,
+                    Err(e) => Err(e),
+                };
+                let last = frame.is_err();
+                if tx.send(frame).is_err() || last {
+                    return;
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("the PDF worker's reply reader did not start: {e}");
+    }
+    rx
+}
+
+/// Waits (until `deadline`, and while not `cancelled`) for the next answer on `replies`.
+#[cfg_attr(unix, allow(dead_code))]
+fn next_reply(
+    replies: &std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    deadline: Instant,
+    cancelled: &dyn Fn() -> bool,
+) -> std::io::Result<Vec<u8>> {
+    use std::sync::mpsc::RecvTimeoutError;
+    loop {
+        if cancelled() {
+            return Err(std::io::ErrorKind::Interrupted.into());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        match replies.recv_timeout(left.min(CANCEL_CHECK)) {
+            Ok(reply) => return reply,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+    }
+}
+
+/// What a client is told of a PDF whose worker was lost reading it (and replaced).
+#[cfg_attr(unix, allow(dead_code))]
+fn lost_reading(e: &std::io::Error) -> PdfError {
+    match e.kind() {
+        std::io::ErrorKind::TimedOut => PdfError::TooSlow(TIME_LIMIT.as_secs()),
+        _ => PdfError::Crashed(format!(
+            "the reader ended on it (out of memory, the limit is {MEMORY_LIMIT_MIB} MiB, or of \
+             stack)"
+        )),
+    }
+}
+
+/// Sends one PDF and waits (at most the worker's limit and [`GRACE`], and while not
+/// `cancelled`) for its answer, which the worker's reply thread reads.
 #[cfg(not(unix))]
-fn ask(
-    _worker: &mut Worker,
-    _bytes: &[u8],
-    _cancelled: &dyn Fn() -> bool,
-) -> std::io::Result<Answer> {
-    Err(std::io::ErrorKind::Unsupported.into())
+fn ask(worker: &mut Worker, bytes: &[u8], cancelled: &dyn Fn() -> bool) -> std::io::Result<Answer> {
+    send(worker, bytes)?;
+    let reply = next_reply(
+        &worker.replies,
+        Instant::now() + TIME_LIMIT + GRACE,
+        cancelled,
+    )?;
+    serde_json::from_slice(&reply).map_err(std::io::Error::other)
 }
 
 /// Sends one PDF and waits (at most the worker's limit and [`GRACE`], and while not
 /// `cancelled`) for its answer.
 #[cfg(unix)]
 fn ask(worker: &mut Worker, bytes: &[u8], cancelled: &dyn Fn() -> bool) -> std::io::Result<Answer> {
-    worker
-        .stdin
-        .write_all(&(bytes.len() as u64).to_le_bytes())?;
-    worker.stdin.write_all(bytes)?;
-    worker.stdin.flush()?;
+    send(worker, bytes)?;
     let deadline = Instant::now() + TIME_LIMIT + GRACE;
     let mut len = [0u8; 8];
-    read_by(&mut worker.stdout, &mut len, deadline, cancelled)?;
+    read_by(&mut worker.replies, &mut len, deadline, cancelled)?;
     let len = u64::from_le_bytes(len);
     if len > MAX_REPLY_BYTES {
         return Err(std::io::Error::other("an answer over its bound"));
     }
     let mut reply = vec![0u8; len as usize];
-    read_by(&mut worker.stdout, &mut reply, deadline, cancelled)?;
+    read_by(&mut worker.replies, &mut reply, deadline, cancelled)?;
     serde_json::from_slice(&reply).map_err(std::io::Error::other)
 }
 
@@ -488,11 +617,80 @@ fn read_in_child(job: &[u8]) -> Answer {
         .unwrap_or_else(|_| Err(PdfError::Crashed("no answer from the reader".into())))
 }
 
+/// Reads `job` in the worker itself (no `fork` here): a panic is caught, and a crash, an
+/// allocation past the job object's bound or a runaway ends the worker, which the server replaces.
 #[cfg(not(unix))]
-fn read_in_child(_job: &[u8]) -> Answer {
-    Err(PdfError::NoReader(
-        "PDFs are read in a confined child process, on Unix only for now".into(),
-    ))
+fn read_in_child(job: &[u8]) -> Answer {
+    std::panic::catch_unwind(|| crate::media::pdf::extract(job, &PdfBounds::default()))
+        .unwrap_or_else(|_| Err(PdfError::Crashed("it panicked".into())))
+}
+
+/// A Windows job object bounding one worker.
+#[cfg(windows)]
+mod job {
+    use std::os::windows::io::AsRawHandle;
+
+    use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
+    use windows_sys::Win32::System::JobObjects::{
+        AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION,
+        JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, JOB_OBJECT_LIMIT_PROCESS_MEMORY,
+        JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectExtendedLimitInformation,
+        SetInformationJobObject,
+    };
+
+    /// An open job object; closing it (on drop) ends the processes in it.
+    pub(super) struct Job(HANDLE);
+
+    // SAFETY: a job object handle may be used and closed from any thread.
+    unsafe impl Send for Job {}
+
+    impl Job {
+        /// Puts `child` in a new job object whose processes may commit at most `bytes` each,
+        /// die on an unhandled exception rather than open an error dialog, and end when the
+        /// job is closed.
+        pub(super) fn bound(child: &std::process::Child, bytes: u64) -> std::io::Result<Job> {
+            // SAFETY: no security attributes and no name are valid arguments; the handle
+            // returned is checked, and owned (closed) by the `Job`.
+            let handle = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+            if handle.is_null() {
+                return Err(std::io::Error::last_os_error());
+            }
+            let job = Job(handle);
+            // SAFETY: the structure is plain data, for which all zeroes is a valid value.
+            let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+            limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_PROCESS_MEMORY
+                | JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+                | JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION;
+            limits.ProcessMemoryLimit = usize::try_from(bytes).unwrap_or(usize::MAX);
+            // SAFETY: `limits` is the structure this information class names, with its size.
+            let set = unsafe {
+                SetInformationJobObject(
+                    job.0,
+                    JobObjectExtendedLimitInformation,
+                    std::ptr::from_ref(&limits).cast(),
+                    std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                )
+            };
+            if set == 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: both handles are open: the job's (owned above) and the child's (owned by
+            // `child`, borrowed for the call).
+            let assigned =
+                unsafe { AssignProcessToJobObject(job.0, child.as_raw_handle() as HANDLE) };
+            if assigned == 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(job)
+        }
+    }
+
+    impl Drop for Job {
+        fn drop(&mut self) {
+            // SAFETY: the handle is open and owned by this `Job`, closed once here.
+            unsafe { CloseHandle(self.0) };
+        }
+    }
 }
 
 /// The child's own limits: memory, CPU time (a second past the worker's clock), no core file.
@@ -569,5 +767,78 @@ impl TextCache {
             total -= size(&old);
         }
         answer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(body: &[u8]) -> Vec<u8> {
+        let mut f = (body.len() as u64).to_le_bytes().to_vec();
+        f.extend_from_slice(body);
+        f
+    }
+
+    // The reply path Windows uses (a thread reads the worker's answers off its pipe), run here on
+    // in-memory pipes.
+
+    #[test]
+    fn answers_are_read_frame_by_frame_and_a_clean_end_is_no_answer() {
+        let mut bytes = frame(b"one");
+        bytes.extend(frame(b""));
+        let mut from = std::io::Cursor::new(bytes);
+        assert_eq!(read_frame(&mut from).unwrap().as_deref(), Some(&b"one"[..]));
+        assert_eq!(read_frame(&mut from).unwrap().as_deref(), Some(&b""[..]));
+        assert!(read_frame(&mut from).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_answer_cut_short_or_over_its_bound_is_an_error_not_an_allocation() {
+        let mut cut = frame(b"abcdef");
+        cut.truncate(10);
+        assert!(read_frame(&mut std::io::Cursor::new(cut)).is_err());
+        let huge = (MAX_REPLY_BYTES + 1).to_le_bytes().to_vec();
+        let e = read_frame(&mut std::io::Cursor::new(huge)).unwrap_err();
+        assert!(e.to_string().contains("over its bound"), "{e}");
+    }
+
+    #[test]
+    fn the_reply_thread_hands_over_each_answer_then_ends_with_the_pipe() {
+        let mut bytes = frame(b"first");
+        bytes.extend(frame(b"second"));
+        let replies = read_replies_on_a_thread(std::io::Cursor::new(bytes));
+        let far = Instant::now() + Duration::from_secs(10);
+        assert_eq!(next_reply(&replies, far, &|| false).unwrap(), b"first");
+        assert_eq!(next_reply(&replies, far, &|| false).unwrap(), b"second");
+        // The worker gone (its pipe ended): said at once, not at the deadline.
+        let e = next_reply(&replies, far, &|| false).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+    }
+
+    /// A pipe whose writer never writes (a worker stuck on a PDF) until `release` is dropped.
+    struct Stuck(std::sync::mpsc::Receiver<()>);
+    impl Read for Stuck {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn a_worker_that_does_not_answer_is_given_up_at_the_deadline_or_when_cancelled() {
+        let (release, stuck) = std::sync::mpsc::channel::<()>();
+        let replies = read_replies_on_a_thread(Stuck(stuck));
+        let started = Instant::now();
+        let e = next_reply(&replies, started + Duration::from_millis(300), &|| false).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        let e = next_reply(&replies, started + Duration::from_secs(60), &|| true).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted);
+        // A worker killed at its limit is a PDF too slow; one that ended on it, a crash.
+        assert!(matches!(lost_reading(&e), PdfError::Crashed(_)));
+        let slow = std::io::Error::from(std::io::ErrorKind::TimedOut);
+        assert!(matches!(lost_reading(&slow), PdfError::TooSlow(15)));
+        drop(release);
     }
 }
