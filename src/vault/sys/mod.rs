@@ -59,9 +59,7 @@ pub(crate) fn private_to_owner(meta: &Metadata) -> bool {
     #[cfg(unix)]
     {
         use cap_std::fs::MetadataExt;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        meta.uid() == me && meta.mode() & 0o022 == 0
+        meta.uid() == rustix::process::geteuid().as_raw() && meta.mode() & 0o022 == 0
     }
     #[cfg(not(unix))]
     {
@@ -76,8 +74,7 @@ pub(crate) fn owned_by_me(meta: &Metadata) -> bool {
     #[cfg(unix)]
     {
         use cap_std::fs::MetadataExt;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        meta.uid() == unsafe { libc::geteuid() }
+        meta.uid() == rustix::process::geteuid().as_raw()
     }
     #[cfg(not(unix))]
     {
@@ -274,12 +271,17 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     #[cfg(unix)]
     {
         // 0 and negative ids name process groups, not a process.
-        let Ok(pid @ 1..) = libc::pid_t::try_from(pid) else {
+        let Some(pid) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
             return false;
         };
-        // SAFETY: signal 0 only checks that the process exists; no signal is sent.
-        let r = unsafe { libc::kill(pid, 0) };
-        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+        // Signal 0: only whether the process exists (EPERM: it does, another user's).
+        !matches!(
+            rustix::process::test_kill_process(pid),
+            Err(rustix::io::Errno::SRCH)
+        )
     }
     #[cfg(not(unix))]
     {
