@@ -36,8 +36,8 @@ use crate::obsidian::dataview::query::{
 use crate::obsidian::dataview::value::from_frontmatter;
 use crate::obsidian::dataview::{DataviewNote, DvDate, Link, ListItem, Subpath, TaskState, Value};
 use crate::obsidian::provenance::Provenance;
-use crate::obsidian::tasks::{self, TaskRecord, TasksSettings};
-use crate::vault::{ConfigFile, Vault, VaultPath};
+use crate::obsidian::tasks::{self, TaskRecord};
+use crate::vault::{Vault, VaultPath};
 
 /// Rows per page unless `limit` says otherwise.
 pub const DEFAULT_ROWS: u32 = 50;
@@ -655,14 +655,6 @@ fn query_error(e: QueryError, at: &str) -> NoteError {
     }
 }
 
-/// The vault's Dataview settings (defaults when the plugin's file is missing or unreadable).
-pub fn settings(vault: &Vault) -> DataviewSettings {
-    match vault.read_config(ConfigFile::Dataview) {
-        Ok(Some(bytes)) => DataviewSettings::from_json(&bytes).unwrap_or_default(),
-        _ => DataviewSettings::default(),
-    }
-}
-
 fn task_json(t: &TaskRow) -> Json {
     let mut o = Map::new();
     o.insert("path".into(), json!(t.path));
@@ -678,14 +670,6 @@ fn task_json(t: &TaskRow) -> Json {
         );
     }
     Json::Object(o)
-}
-
-/// The vault's Tasks settings (defaults when the plugin's file is missing or unreadable).
-pub fn tasks_settings(vault: &Vault) -> TasksSettings {
-    match vault.read_config(ConfigFile::Tasks) {
-        Ok(Some(bytes)) => TasksSettings::from_json(&bytes).unwrap_or_default(),
-        _ => TasksSettings::default(),
-    }
 }
 
 /// The language of a query given without one: DQL when its first word is a DQL query type
@@ -788,7 +772,7 @@ pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteE
                 pages = pages.reading(&read);
             }
             let mut ctx = Context::new(super::cancel::now());
-            ctx.settings = settings(vault);
+            ctx.settings = super::settings::dataview_settings(vault);
             ctx.this = path.as_ref().and_then(|p| pages.id(p));
             ctx.budget = super::cancel::budget();
             let result: QueryResult =
@@ -816,7 +800,7 @@ fn run_tasks(
     today: chrono::NaiveDate,
     (start, limit, key): (usize, usize, u64),
 ) -> Result<QueryReply, NoteError> {
-    let settings = tasks_settings(engine.vault());
+    let settings = super::settings::tasks_settings(engine.vault());
     let rules = super::tasks::TaskRules::new(&settings);
     let model = engine.model()?;
     let budget = super::cancel::budget();
@@ -1198,7 +1182,7 @@ pub fn inline_values(
     policy: markdown::hidden::Policy,
     max_chars: usize,
 ) -> Result<Vec<InlineValue>, NoteError> {
-    let settings = settings(engine.vault());
+    let settings = super::settings::dataview_settings(engine.vault());
     let prefix = settings.inline_query_prefix.clone();
     let js = settings.inline_js_query_prefix.clone();
     let spans: Vec<(usize, String)> = markdown::inline_code(text, 4 * MAX_INLINE)

@@ -8,6 +8,8 @@ use crate::obsidian::config::{
     self, AppSettings, CorePlugins, DailyNoteConfig, DailyNotesSettings, PeriodicNotesSettings,
     TemplatesSettings,
 };
+use crate::obsidian::dataview::query::DataviewSettings;
+use crate::obsidian::tasks::TasksSettings;
 use crate::vault::{ConfigFile, Vault};
 
 /// Everything capvault reads from `.obsidian`.
@@ -108,5 +110,21 @@ pub fn load_settings(vault: &Vault) -> VaultSettings {
         community_plugins,
         property_types,
         errors,
+    }
+}
+
+/// The vault's Dataview settings (defaults when the plugin's file is missing or unreadable).
+pub fn dataview_settings(vault: &Vault) -> DataviewSettings {
+    match vault.read_config(ConfigFile::Dataview) {
+        Ok(Some(bytes)) => DataviewSettings::from_json(&bytes).unwrap_or_default(),
+        _ => DataviewSettings::default(),
+    }
+}
+
+/// The vault's Tasks settings (defaults when the plugin's file is missing or unreadable).
+pub fn tasks_settings(vault: &Vault) -> TasksSettings {
+    match vault.read_config(ConfigFile::Tasks) {
+        Ok(Some(bytes)) => TasksSettings::from_json(&bytes).unwrap_or_default(),
+        _ => TasksSettings::default(),
     }
 }

@@ -452,7 +452,7 @@ pub fn list_tasks(engine: &Engine, req: &TasksRequest) -> Result<PageReply<TaskI
     if let Some(f) = &req.folder {
         engine.vault().check_folder(f)?;
     }
-    let settings = super::query::tasks_settings(engine.vault());
+    let settings = super::settings::tasks_settings(engine.vault());
     let model = &*engine.model()?;
     list_tasks_in(
         model,

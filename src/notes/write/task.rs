@@ -101,7 +101,7 @@ pub fn set_task_status(
     today: NaiveDate,
 ) -> Result<WriteResult, NoteError> {
     let path = existing_note(engine, &req.note)?;
-    let settings = crate::notes::query::tasks_settings(engine.vault());
+    let settings = crate::notes::settings::tasks_settings(engine.vault());
     let symbol = wanted_symbol(req.status.as_deref(), &settings)?;
     let mut held = writer.hold(engine)?;
     let (current, text) = existing(engine.vault(), &path, req.if_match.as_deref())?;
