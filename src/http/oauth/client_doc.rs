@@ -159,13 +159,13 @@ pub enum Refusal {
     RedirectNotString,
     /// A refused redirect URI.
     #[error(transparent)]
-    Redirect(#[from] super::authorize::RedirectError),
+    Redirect(#[from] super::client_meta::RedirectError),
     /// No redirect URIs, or too many.
     #[error("no redirect_uris (or too many)")]
     RedirectCount,
     /// A refused client name.
     #[error(transparent)]
-    Name(#[from] super::authorize::NameCharError),
+    Name(#[from] super::client_meta::NameCharError),
 }
 
 impl ClientDocs {
@@ -307,13 +307,13 @@ fn parse(url: &str, doc: &Value) -> Result<Client, DocError> {
         }
     }
     let uris: Vec<String> = match doc.get("redirect_uris").and_then(Value::as_array) {
-        Some(l) if !l.is_empty() && l.len() <= super::authorize::MAX_REDIRECT_URIS => {
+        Some(l) if !l.is_empty() && l.len() <= super::client_meta::MAX_REDIRECT_URIS => {
             let mut out = Vec::new();
             for v in l {
                 let Some(s) = v.as_str() else {
                     return bad(Refusal::RedirectNotString);
                 };
-                if let Err(e) = super::authorize::check_redirect_uri(s) {
+                if let Err(e) = super::client_meta::check_redirect_uri(s) {
                     return bad(e.into());
                 }
                 out.push(s.to_owned());
@@ -322,7 +322,8 @@ fn parse(url: &str, doc: &Value) -> Result<Client, DocError> {
         }
         _ => return bad(Refusal::RedirectCount),
     };
-    let name = match super::authorize::client_name(doc.get("client_name").and_then(Value::as_str)) {
+    let name = match super::client_meta::client_name(doc.get("client_name").and_then(Value::as_str))
+    {
         Ok(n) => n,
         Err(why) => return bad(why.into()),
     };

@@ -11,6 +11,7 @@
 
 pub mod authorize;
 pub mod client_doc;
+pub mod client_meta;
 pub mod jwt;
 pub mod page;
 pub mod store;

@@ -1,5 +1,5 @@
-//! `POST /oauth/register`: dynamic client registration (RFC 7591), with the checks of a
-//! registration's redirect URIs and client name (client metadata documents use them too).
+//! `POST /oauth/register`: dynamic client registration (RFC 7591); its redirect URIs and client
+//! name are checked by [`crate::http::oauth::client_meta`]'s rules.
 
 use std::sync::Arc;
 
@@ -9,82 +9,13 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
+use crate::http::oauth::store;
 use crate::http::oauth::store::Client;
-use crate::http::oauth::{page, store};
 
 use super::{
-    AuthServer, MAX_NAME_CHARS, MAX_REDIRECT_URIS, MAX_URI_LEN, REGISTER_WINDOW,
-    REGISTRATIONS_PER_WINDOW, admit, json_error, record, server_error,
+    AuthServer, REGISTER_WINDOW, REGISTRATIONS_PER_WINDOW, admit, json_error, record, server_error,
 };
-
-/// A refused redirect URI.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RedirectError {
-    /// Over [`MAX_URI_LEN`].
-    #[error("a redirect URI is too long")]
-    TooLong,
-    /// Not a URL.
-    #[error("`{0}` is not a URL")]
-    NotAUrl(String),
-    /// It has a `#fragment`.
-    #[error("`{0}` has a fragment")]
-    Fragment(String),
-    /// `http` on a host that is not loopback, or `https` without a host.
-    #[error("`{0}`: http is allowed only on a loopback address")]
-    NotLoopback(String),
-    /// A scheme a browser runs or reads files with.
-    #[error("`{0}`: that scheme is not allowed")]
-    Scheme(String),
-}
-
-/// A client name holding a control or invisible character.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "`client_name` holds U+{:04X}, an invisible or control character (text-direction and \
-     zero-width characters are refused: they can disguise the name)",
-    *.0 as u32
-)]
-pub struct NameCharError(pub char);
-
-/// Checks one redirect URI of a registration: no fragment; https, http on a loopback address,
-/// or an app's own scheme (not one a browser runs or reads files with).
-pub(in crate::http::oauth) fn check_redirect_uri(uri: &str) -> Result<(), RedirectError> {
-    if uri.len() > MAX_URI_LEN {
-        return Err(RedirectError::TooLong);
-    }
-    let u = url::Url::parse(uri).map_err(|_| RedirectError::NotAUrl(uri.to_owned()))?;
-    if u.fragment().is_some() {
-        return Err(RedirectError::Fragment(uri.to_owned()));
-    }
-    let loopback = match u.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    match u.scheme() {
-        "https" if u.host().is_some() => Ok(()),
-        "http" if loopback => Ok(()),
-        "http" | "https" => Err(RedirectError::NotLoopback(uri.to_owned())),
-        "javascript" | "data" | "file" | "vbscript" | "blob" | "about" | "filesystem" | "ftp"
-        | "ws" | "wss" => Err(RedirectError::Scheme(uri.to_owned())),
-        _ => Ok(()),
-    }
-}
-
-/// A client's name as the consent page shows it: at most [`MAX_NAME_CHARS`], a stand-in when it
-/// is missing or blank. A name holding a control character or an invisible one (a text-direction
-/// override, a zero-width character, a tag character: they could reorder or hide what the page
-/// says around it) is refused, with the reason.
-pub(in crate::http::oauth) fn client_name(given: Option<&str>) -> Result<String, NameCharError> {
-    if let Some(c) = given.and_then(page::forbidden_char) {
-        return Err(NameCharError(c));
-    }
-    Ok(given
-        .map(|n| n.chars().take(MAX_NAME_CHARS).collect::<String>())
-        .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| "An unnamed application".to_owned()))
-}
+use crate::http::oauth::client_meta::{MAX_REDIRECT_URIS, check_redirect_uri, client_name};
 
 /// `POST /oauth/register`: RFC 7591 dynamic client registration.
 pub async fn register(State(auth): State<Arc<AuthServer>>, body: axum::body::Bytes) -> Response {
