@@ -956,13 +956,44 @@ impl CapvaultServer {
     // One vault's answers: what the handler below gives a server of one vault, and what a
     // server of several ([`vaults`]) asks each vault's server for.
 
+    /// A tool call, step by step: each check below either passes the call on or answers it
+    /// with a tool error, in this order; then the tool runs and its reply is finished.
     async fn one_call_tool(
         &self,
         mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(internal) = self.tools.names.get(request.name.as_ref()) else {
-            return Ok(ToolError::new(
+        let internal = match self.resolve_tool(&mut request, &context) {
+            Ok(internal) => internal,
+            Err(refused) => return Ok(refused.into_result().into()),
+        };
+        if let Some(writer) = &self.writer {
+            let args = request.arguments.clone().unwrap_or_default();
+            if let Err(refused) = self
+                .check_if_match(writer, &internal, &args)
+                .and_then(|()| self.check_no_markers(&internal, &args))
+            {
+                return Ok(refused.into_result().into());
+            }
+            if let Some(stop) = self
+                .ask_the_person(writer, &mut request, &args, &context)
+                .await
+            {
+                return Ok(stop);
+            }
+        }
+        self.run_tool(&internal, request, context).await
+    }
+
+    /// The tool a call names (its internal name, an old name's implied argument added), if this
+    /// server offers it and the call's credential may use it.
+    fn resolve_tool(
+        &self,
+        request: &mut CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<String, ToolError> {
+        let Some(internal) = self.tools.names.get(request.name.as_ref()).cloned() else {
+            return Err(ToolError::new(
                 Code::Refused,
                 format!(
                     "no tool `{}` on this server; tools: {}",
@@ -974,23 +1005,19 @@ impl CapvaultServer {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-            )
-            .into_result()
-            .into());
+            ));
         };
-        if let Some(grant) = Grant::of(&context)
-            && !grant.allows(internal)
+        if let Some(grant) = Grant::of(context)
+            && !grant.allows(&internal)
         {
-            return Ok(ToolError::new(
+            return Err(ToolError::new(
                 Code::Refused,
                 format!(
                     "this credential ({} scope) may not call `{}`",
                     grant.scope(),
                     request.name
                 ),
-            )
-            .into_result()
-            .into());
+            ));
         }
         if let Some(alias) = policy::ALIASES
             .iter()
@@ -1004,73 +1031,110 @@ impl CapvaultServer {
                 .or_insert_with(|| value.into());
         }
         request.name = internal.clone().into();
-        let actor = self.actor(&context);
-        if let Some(writer) = &self.writer {
-            let args = request.arguments.clone().unwrap_or_default();
-            let takes_if_match = self.tool_router.get(internal).is_some_and(|t| {
-                t.input_schema
-                    .get("properties")
-                    .and_then(|p| p.get("if_match"))
-                    .is_some()
-            });
-            // A folder has no version to name (delete_note of a folder).
-            let folder = || {
-                args.get("path")
-                    .and_then(Value::as_str)
-                    .and_then(|p| crate::vault::VaultPath::parse_folder(p).ok())
-                    .is_some_and(|p| !p.is_root() && self.vault.check_folder(&p).is_ok())
-            };
-            if writer.options().require_if_match
-                && confirm::lacks_if_match(takes_if_match, &args)
-                && !folder()
-            {
-                return Ok(ToolError::invalid(format!(
-                    "this server requires `if_match` on every change: pass the note's `sha256` \
-                     from `read_note` to `{}`",
-                    self.public_name(internal)
-                ))
-                .into_result()
-                .into());
-            }
-            // Text read under `--hidden-text mark` carries markers; written back, they would
-            // land in the note.
-            if self.engine.options().hidden_text == crate::markdown::hidden::Policy::Mark
-                && !grant::is_read_tool(internal)
-                && let Some(marker) = first_marker_in(&Value::Object(args.clone()))
-            {
-                // The way out depends on the tool: edit_note itself is told to leave the marked
-                // text out of its `old`, not sent back to itself.
-                let way_out = if internal == "edit_note" {
-                    "replace a stretch of the note that holds no marker"
-                } else {
-                    "write without the markers, or use edit_note to change only what you mean to"
-                };
-                return Ok(ToolError::invalid(format!(
-                    "the text carries `{marker}`, a marker capvault added when the note was read \
-                     (--hidden-text mark), not the note's own text: {way_out}"
-                ))
-                .into_result()
-                .into());
-            }
-            if writer.options().confirm && confirm::held(&self.vault, internal, &args) {
-                let credential = Grant::of(&context).map(|g| g.id.clone());
-                if let Some(stop) = self
-                    .confirm(writer, &request, &args, credential.as_deref(), &context)
-                    .await
-                {
-                    return Ok(stop);
-                }
-                // The retry's answer is spent: the tool sees a plain call.
-                request.input_responses = None;
-                request.request_state = None;
-            }
+        Ok(internal)
+    }
+
+    /// Under `--require-if-match`, a change names the version it replaces (a folder has none:
+    /// `delete_note` of a folder passes).
+    fn check_if_match(
+        &self,
+        writer: &Writer,
+        internal: &str,
+        args: &rmcp::model::JsonObject,
+    ) -> Result<(), ToolError> {
+        if !writer.options().require_if_match {
+            return Ok(());
         }
+        let takes_if_match = self.tool_router.get(internal).is_some_and(|t| {
+            t.input_schema
+                .get("properties")
+                .and_then(|p| p.get("if_match"))
+                .is_some()
+        });
+        let folder = || {
+            args.get("path")
+                .and_then(Value::as_str)
+                .and_then(|p| crate::vault::VaultPath::parse_folder(p).ok())
+                .is_some_and(|p| !p.is_root() && self.vault.check_folder(&p).is_ok())
+        };
+        if confirm::lacks_if_match(takes_if_match, args) && !folder() {
+            return Err(ToolError::invalid(format!(
+                "this server requires `if_match` on every change: pass the note's `sha256` from \
+                 `read_note` to `{}`",
+                self.public_name(internal)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Under `--hidden-text mark`, text read carries markers; a change that would write them
+    /// back into a note is refused.
+    fn check_no_markers(
+        &self,
+        internal: &str,
+        args: &rmcp::model::JsonObject,
+    ) -> Result<(), ToolError> {
+        if self.engine.options().hidden_text != crate::markdown::hidden::Policy::Mark
+            || grant::is_read_tool(internal)
+        {
+            return Ok(());
+        }
+        let Some(marker) = first_marker_in(&Value::Object(args.clone())) else {
+            return Ok(());
+        };
+        // The way out depends on the tool: edit_note itself is told to leave the marked text
+        // out of its `old`, not sent back to itself.
+        let way_out = if internal == "edit_note" {
+            "replace a stretch of the note that holds no marker"
+        } else {
+            "write without the markers, or use edit_note to change only what you mean to"
+        };
+        Err(ToolError::invalid(format!(
+            "the text carries `{marker}`, a marker capvault added when the note was read \
+             (--hidden-text mark), not the note's own text: {way_out}"
+        )))
+    }
+
+    /// Under `--confirm`, a change the person must approve: asked (or queued), and the call
+    /// answered here (`Some`) until they have; once approved, the call goes on as a plain one.
+    async fn ask_the_person(
+        &self,
+        writer: &Arc<Writer>,
+        request: &mut CallToolRequestParams,
+        args: &rmcp::model::JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<CallToolResponse> {
+        if !writer.options().confirm || !confirm::held(&self.vault, request.name.as_ref(), args) {
+            return None;
+        }
+        let credential = Grant::of(context).map(|g| g.id.clone());
+        if let Some(stop) = self
+            .confirm(writer, request, args, credential.as_deref(), context)
+            .await
+        {
+            return Some(stop);
+        }
+        // The retry's answer is spent: the tool sees a plain call.
+        request.input_responses = None;
+        request.request_state = None;
+        None
+    }
+
+    /// Runs the tool (as its caller, under the request's cancellation), then finishes its reply:
+    /// hidden text as the server's policy says, the note read remembered for the confirm flow,
+    /// argument errors in their stable form.
+    async fn run_tool(
+        &self,
+        internal: &str,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let actor = self.actor(&context);
         let read_path = self
             .writer
             .as_ref()
-            .filter(|_| READS.contains(&internal.as_str()))
+            .filter(|_| READS.contains(&internal))
             .map(|w| (Arc::clone(w), actor_key(&actor)));
-        let internal_name = internal.clone();
         let format = request
             .arguments
             .as_ref()
@@ -1079,12 +1143,11 @@ impl CapvaultServer {
             .map(str::to_owned);
         let ct = context.ct.clone();
         let tcc = ToolCallContext::new(self, request, context);
-        let response = ACTOR
+        let mut response = ACTOR
             .scope(actor, CANCEL.scope(ct, self.tool_router.call(tcc)))
             .await?;
-        let mut response = response;
         if let CallToolResponse::Complete(result) = &mut response {
-            self.show_hidden_in_reply(internal_name.as_str(), format.as_deref(), result);
+            self.show_hidden_in_reply(internal, format.as_deref(), result);
         }
         if let (Some((writer, who)), CallToolResponse::Complete(result)) = (read_path, &response)
             && result.is_error != Some(true)
