@@ -67,5 +67,8 @@ mod state;
 mod tags;
 mod tasks;
 mod tools;
+// It lists the tools with an embedding model (the tests' own small one) too.
+#[cfg(feature = "semantic")]
+mod tools_doc;
 mod vaults;
 mod writes;
