@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{Server, test_cache_home, write_tree};
+use crate::common::{Server, sha256_hex, write_tree};
 use rand::Rng;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -35,18 +35,13 @@ fn which_version(n: usize, text: &str) -> Option<u64> {
     (version(n, k) == text).then_some(k)
 }
 
-fn sha(text: &str) -> String {
-    crate::common::sha256_hex(text)
-}
-
 fn command(vault: &Path, state: &Path) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve")
-        .arg(vault)
-        .args(["--write", "--no-index-cache", "--no-watch", "--state-dir"])
-        .arg(state);
+    let mut cmd = crate::common::serve_command(
+        vault,
+        &["--write", "--no-index-cache", "--no-watch", "--state-dir"],
+    );
+    cmd.arg(state);
     cmd.env("CAPVAULT_LOG", "capvault=error");
-    cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
     cmd
 }
 
@@ -98,7 +93,7 @@ async fn sigkill_during_writes_leaves_every_note_whole_and_the_logs_readable() {
                             return;
                         };
                         let args =
-                            json!({"path": path, "content": version(n, k), "if_match": sha(&now)});
+                            json!({"path": path, "content": version(n, k), "if_match": sha256_hex(&now)});
                         let call = CallToolRequestParams::new("write_note")
                             .with_arguments(args.as_object().unwrap().clone());
                         if client.call_tool(call).await.is_err() {
