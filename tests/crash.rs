@@ -81,9 +81,11 @@ async fn sigkill_during_writes_leaves_every_note_whole_and_the_logs_readable() {
         // A stream of writes to every note, each from the version on disk.
         let first = next_version;
         next_version += 10_000;
+        let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let writer = {
             let client = std::sync::Arc::clone(&client);
             let vault = vault.clone();
+            let written = std::sync::Arc::clone(&written);
             tokio::spawn(async move {
                 let mut k = first;
                 loop {
@@ -99,11 +101,18 @@ async fn sigkill_during_writes_leaves_every_note_whole_and_the_logs_readable() {
                         if client.call_tool(call).await.is_err() {
                             return;
                         }
+                        written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         k += 1;
                     }
                 }
             })
         };
+        // Killed at a random moment once the stream is flowing (the first write done, however
+        // long the start took).
+        crate::common::poll("a first write", Duration::from_secs(60), async || {
+            (written.load(std::sync::atomic::Ordering::Relaxed) > 0).then_some(())
+        })
+        .await;
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..60))).await;
         let killed = rustix::process::kill_process(
             rustix::process::Pid::from_raw(pid as i32).unwrap(),
