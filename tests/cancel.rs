@@ -77,9 +77,9 @@ fn cpu_time(pid: u32) -> Duration {
             .expect("run ps");
         let text = String::from_utf8_lossy(&out.stdout);
         let (days, clock) = text.trim().split_once('-').unwrap_or(("0", text.trim()));
-        let secs = clock
-            .split(':')
-            .fold(0.0, |acc, part| acc * 60.0 + part.parse::<f64>().unwrap_or(0.0));
+        let secs = clock.split(':').fold(0.0, |acc, part| {
+            acc * 60.0 + part.parse::<f64>().unwrap_or(0.0)
+        });
         Duration::from_secs_f64(days.parse::<f64>().unwrap_or(0.0) * 86_400.0 + secs)
     }
 }

@@ -15,9 +15,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::common::{
-    Server, call_tool, capvault, poll, serve_command, sha256_hex, write_tree,
-};
+use crate::common::{Server, call_tool, capvault, poll, serve_command, sha256_hex, write_tree};
 
 fn vault(root: &Path) {
     write_tree(

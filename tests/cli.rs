@@ -287,10 +287,7 @@ fn path_flags_are_relative_to_the_current_folder() {
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("tokens: line 1: a token needs"), "{err}");
     // A relative --append creates the file in the current folder.
-    let o = capvault_in(
-        tmp.path(),
-        &["token", "new", "--append", "new-tokens"],
-    );
+    let o = capvault_in(tmp.path(), &["token", "new", "--append", "new-tokens"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(tmp.path().join("new-tokens").is_file());
     // A relative --state-dir and --index-cache are made where the command runs.

@@ -263,7 +263,13 @@ async fn a_yes_is_for_the_resolved_path_and_a_request_whose_note_is_gone_is_drop
     crate::common::poll(
         &format!("`{want}` in the log"),
         std::time::Duration::from_secs(30),
-        async || log.lock().unwrap().iter().any(|l| l.contains(&want)).then_some(()),
+        async || {
+            log.lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains(&want))
+                .then_some(())
+        },
     )
     .await;
     // The person's yes (what `capvault confirm` writes; it reads a yes from a terminal only).

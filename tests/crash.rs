@@ -94,8 +94,7 @@ async fn sigkill_during_writes_leaves_every_note_whole_and_the_logs_readable() {
                         let Ok(now) = std::fs::read_to_string(vault.join(&path)) else {
                             return;
                         };
-                        let args =
-                            json!({"path": path, "content": version(n, k), "if_match": sha256_hex(&now)});
+                        let args = json!({"path": path, "content": version(n, k), "if_match": sha256_hex(&now)});
                         let call = CallToolRequestParams::new("write_note")
                             .with_arguments(args.as_object().unwrap().clone());
                         if client.call_tool(call).await.is_err() {

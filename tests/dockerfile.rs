@@ -86,8 +86,7 @@ async fn the_images_command_and_health_check_work_against_the_binary() {
     let args: Vec<String> = exec_form(&text, "CMD ").iter().map(|a| map(a)).collect();
 
     // Without a token the command refuses to start: the image listens on all interfaces.
-    let out = crate::common::capvault().args(&args).output()
-        .unwrap();
+    let out = crate::common::capvault().args(&args).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs bearer tokens"));
 

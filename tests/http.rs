@@ -546,12 +546,16 @@ async fn delete_ends_a_session_with_200_and_an_unknown_session_gets_404() {
     // rmcp's own client ends its session on close, and the log shows the 200.
     let client = child.connect(None).await;
     client.cancel().await.unwrap();
-    poll("the DELETE's 200 in the log", Duration::from_secs(30), async || {
-        let log = child.stderr.lock().unwrap();
-        log.iter()
-            .any(|l| l.contains("http=DELETE") && l.contains("status=200"))
-            .then_some(())
-    })
+    poll(
+        "the DELETE's 200 in the log",
+        Duration::from_secs(30),
+        async || {
+            let log = child.stderr.lock().unwrap();
+            log.iter()
+                .any(|l| l.contains("http=DELETE") && l.contains("status=200"))
+                .then_some(())
+        },
+    )
     .await;
 }
 
@@ -1135,9 +1139,11 @@ async fn an_idle_session_expires_and_frees_its_place() {
     );
     // Its place is freed once it has been idle for the second: a new session opens then (asked
     // without touching the idle one, which a request would keep alive).
-    poll("the idle session's place freed", Duration::from_secs(30), async || {
-        (raw(&at, "POST", &[], INIT).await.status == 200).then_some(())
-    })
+    poll(
+        "the idle session's place freed",
+        Duration::from_secs(30),
+        async || (raw(&at, "POST", &[], INIT).await.status == 200).then_some(()),
+    )
     .await;
     let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string();
     let headers = [

@@ -381,20 +381,26 @@ impl Raw {
 
     /// The changes after `cursor` once they name `path`.
     async fn changes_naming(&mut self, cursor: &str, path: &str) {
-        poll(&format!("a change of {path}"), Duration::from_secs(30), async || {
-            let r = self
-                .request(
-                    "tools/call",
-                    json!({"name": "changes_since", "arguments": {"cursor": cursor}}),
-                )
-                .await;
-            let changes = r["result"]["structuredContent"]["changes"].as_array().cloned();
-            changes
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c["path"] == path)
-                .then_some(())
-        })
+        poll(
+            &format!("a change of {path}"),
+            Duration::from_secs(30),
+            async || {
+                let r = self
+                    .request(
+                        "tools/call",
+                        json!({"name": "changes_since", "arguments": {"cursor": cursor}}),
+                    )
+                    .await;
+                let changes = r["result"]["structuredContent"]["changes"]
+                    .as_array()
+                    .cloned();
+                changes
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c["path"] == path)
+                    .then_some(())
+            },
+        )
         .await;
     }
 
@@ -426,10 +432,7 @@ async fn a_burst_of_changes_to_the_prompts_folder_is_one_list_changed_and_other_
     // The first build done, with no list change.
     let cursor = poll("the first build", Duration::from_secs(60), async || {
         let r = raw
-            .request(
-                "tools/call",
-                json!({"name": "vault_info", "arguments": {}}),
-            )
+            .request("tools/call", json!({"name": "vault_info", "arguments": {}}))
             .await;
         let info = &r["result"]["structuredContent"];
         let ready = info["index"]["state"] == "ready" && !info["notes"].is_null();

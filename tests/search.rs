@@ -694,7 +694,8 @@ async fn a_search_during_the_build_is_answered_by_a_scan_with_progress() {
     let tmp = fixture();
     // No index cache: a cache left in the shared test cache folder by a vault whose folder had
     // the same inode would be served during the pause, as a restart's is.
-    let cmd = crate::common::serve_command(tmp.path(), &["--index-delay", "2000", "--no-index-cache"]);
+    let cmd =
+        crate::common::serve_command(tmp.path(), &["--index-delay", "2000", "--no-index-cache"]);
     let recorder = ProgressRecorder::default();
     let client = recorder
         .clone()

@@ -982,7 +982,7 @@ async fn every_write_tool_refuses_without_write_a_stale_version_and_changes_noth
             };
             assert_eq!(
                 r.error["current_sha256"],
-                sha256_hex(&read(&f.vault, now)),
+                sha256_hex(read(&f.vault, now)),
                 "{tool}"
             );
         }
@@ -1098,7 +1098,7 @@ async fn write_tools_resolve_bare_names_as_read_note_does_and_misses_get_suggest
         read(v, "People/Kevin Kelly.md"),
         "---\nrole: editor\n---\nprepended\n\nedited\n\nappended\n"
     );
-    let now = sha256_hex(&read(v, "People/Kevin Kelly.md"));
+    let now = sha256_hex(read(v, "People/Kevin Kelly.md"));
     s.ok(
         "write_note",
         json!({"path": "Kevin Kelly", "content": "whole\n", "if_match": now}),
@@ -1202,7 +1202,7 @@ async fn every_write_keeps_a_crlf_notes_line_endings() {
     let daily = read(v, "Daily/2026-01-02.md");
     assert!(all_crlf(&daily), "{daily:?}");
     // write_note writes the client's bytes as they are: the whole text is the client's.
-    let now = sha256_hex(&read(v, "Sub/Moved Target.md"));
+    let now = sha256_hex(read(v, "Sub/Moved Target.md"));
     s.ok(
         "write_note",
         json!({"path": "Sub/Moved Target.md", "content": "lf\nonly\n", "if_match": now}),
