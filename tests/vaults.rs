@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 #[cfg(feature = "http")]
 use crate::common::HttpChild;
-use crate::common::{Server, run, snapshot, symlink, write_tree};
+use crate::common::{Server, snapshot, symlink, write_tree};
 
 const WORK_SECRET: &str = "WORK-ONLY-SECRET-51c0de";
 const HOME_SECRET: &str = "HOME-ONLY-SECRET-a9f3e2";
@@ -664,7 +664,7 @@ async fn the_consent_page_lets_the_owner_choose_the_vaults_a_client_may_use() {
     assert!(!r.to_string().contains(HOME_SECRET), "{r}");
     assert_eq!(r["result"]["isError"], true, "{r}");
     // `capvault tokens list` (on the first vault, whose state holds the grants) says which.
-    let out = run(&[
+    let out = crate::common::run(&[
         "tokens",
         "list",
         vault.to_str().unwrap(),
