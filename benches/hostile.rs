@@ -1,22 +1,144 @@
-//! Hostile queries on the wire: a raw JSON-RPC pipe to the release binary, each hostile call of
-//! issue 59 alone (time to answer, the rise of the server's peak resident memory `VmHWM`, reset
-//! before the call, and the reply's size), eight at once, a note of 100 slow inline queries (one
-//! budget for the request), and a cancelled request (how long the server's CPU time goes on
-//! rising after `notifications/cancelled`). With `../shared/vaults/obsidian-hub` present, the
-//! ordinary queries over every list item of a real vault too.
+//! Hostile notes and hostile queries.
 //!
-//! Run: `cargo bench --bench hostile`. Prints figures; asserts nothing about time or memory
-//! (`tests/memory_bounds.rs` holds the bounds).
+//! First, in process, the vault model built from generated hostile notes (issue 33: a note of
+//! headings and a note of links to them, distinct tags, links): the build time (scan, parse,
+//! apply) and the heap bytes the model keeps, counted by this bench's allocator.
+//! `CAPVAULT_HOSTILE_SIZES=200000,2000000` picks the notes' sizes in bytes (those by default).
+//!
+//! Then on the wire: a raw JSON-RPC pipe to the release binary, each hostile call of issue 59
+//! alone (time to answer, the rise of the server's peak resident memory `VmHWM`, reset before
+//! the call, and the reply's size), eight at once, a note of 100 slow inline queries (one budget
+//! for the request), and a cancelled request (how long the server's CPU time goes on rising
+//! after `notifications/cancelled`). With `../shared/vaults/obsidian-hub` present, the ordinary
+//! queries over every list item of a real vault too.
+//!
+//! Run: `cargo bench --bench hostile` (`cargo bench --bench hostile -- notes` for the notes
+//! alone). Prints figures; asserts nothing about time or memory (`tests/memory_bounds.rs` and
+//! the model's unit tests hold the bounds).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 #[path = "support/pipe.rs"]
 mod pipe;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use capvault::model::Model;
+use capvault::vault::{Limits, Vault};
 use serde_json::{Value, json};
+
+/// Heap bytes in use in this process.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// The system allocator, with the bytes in use counted in [`LIVE`].
+struct Counted;
+
+// SAFETY: each call goes to the system allocator with the caller's arguments unchanged; the
+// sizes are only added up.
+unsafe impl GlobalAlloc for Counted {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller keeps `alloc`'s contract, which is the system allocator's.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from this allocator (so from the system's) with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as for `dealloc`, and `new_size` keeps `realloc`'s contract.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_add(new_size, Ordering::Relaxed);
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static COUNTED: Counted = Counted;
+
+/// A note's text of about `size` bytes: `item(0)`, `item(1)`, ... until it is that long.
+fn fill(size: usize, mut item: impl FnMut(usize) -> String) -> String {
+    let mut s = String::with_capacity(size + 64);
+    let mut i = 0;
+    while s.len() < size {
+        s.push_str(&item(i));
+        i += 1;
+    }
+    s
+}
+
+/// The model of hostile notes of each size: how long it takes to build and what it keeps.
+fn hostile_notes() {
+    let sizes =
+        std::env::var("CAPVAULT_HOSTILE_SIZES").unwrap_or_else(|_| "200000,2000000".to_owned());
+    println!(
+        "hostile notes, the model built in process ({} build):",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    );
+    for size in sizes
+        .split(',')
+        .filter_map(|n| n.trim().parse::<usize>().ok())
+    {
+        let cases: Vec<(&str, Vec<(&str, String)>)> = vec![
+            (
+                "headings + links to them",
+                vec![
+                    ("T.md", fill(size, |i| format!("## Part {i}\n"))),
+                    ("S.md", fill(size, |i| format!("[[T#Part {i}]]\n"))),
+                ],
+            ),
+            (
+                "distinct tags",
+                vec![("T.md", fill(size, |i| format!("#t{i} ")))],
+            ),
+            (
+                "links",
+                vec![
+                    ("S.md", fill(size, |i| format!("[[n{}]] ", i % 1000))),
+                    ("n1.md", String::new()),
+                ],
+            ),
+        ];
+        for (label, files) in cases {
+            let tmp = tempfile::tempdir().unwrap();
+            for (name, text) in &files {
+                std::fs::write(tmp.path().join(name), text).unwrap();
+            }
+            let text: usize = files.iter().map(|f| f.1.len()).sum();
+            drop(files);
+            let vault = Vault::open(tmp.path(), Limits::default()).unwrap();
+            let before = LIVE.load(Ordering::Relaxed);
+            let started = Instant::now();
+            let mut model = Model::default();
+            let (changes, _) = model.changes_since(&vault).unwrap();
+            model.apply(changes);
+            let took = started.elapsed();
+            let kept = LIVE.load(Ordering::Relaxed).saturating_sub(before);
+            println!(
+                "{size:>8} B/note  {label:<26} {:>5.1} MB text  {:>7.2} s  model {:>6.1} MB",
+                text as f64 / 1e6,
+                took.as_secs_f64(),
+                kept as f64 / 1e6
+            );
+        }
+    }
+}
 
 fn status_kib(pid: u32, key: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -105,6 +227,10 @@ fn one(pipe: &mut pipe::Pipe, pid: u32, tool: &str, args: Value) -> (f64, u64, u
 }
 
 fn main() {
+    hostile_notes();
+    if std::env::args().any(|a| a == "notes") {
+        return;
+    }
     let bin = env!("CARGO_BIN_EXE_capvault");
     let tmp = std::env::temp_dir().join(format!("capvault-hostile-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);

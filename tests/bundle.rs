@@ -10,14 +10,14 @@ use std::os::unix::fs::PermissionsExt;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_capvault");
+use crate::common::BIN;
 
 #[tokio::test]
 async fn the_bundle_holds_a_schema_valid_manifest_and_a_server_that_runs_as_configured() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("capvault.mcpb");
     // Stored, not deflated: the test binary carries its debug info.
-    let o = std::process::Command::new(BIN)
+    let o = crate::common::capvault()
         .args(["bundle", "--level", "0", "--out"])
         .arg(&out)
         .output()
@@ -150,7 +150,7 @@ fn the_release_profile_ships_a_stripped_binary_and_bundles_default_to_maximum_co
     assert_eq!(symbols["inherits"].as_str(), Some("release"));
     assert_eq!(symbols["strip"].as_bool(), Some(false));
     assert_eq!(symbols["debug"].as_str(), Some("line-tables-only"));
-    let help = std::process::Command::new(BIN)
+    let help = crate::common::capvault()
         .args(["bundle", "--help"])
         .output()
         .unwrap();

@@ -7,15 +7,14 @@
 //! go on answering.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "http")]
 use crate::common::HttpChild;
-use crate::common::{Server, test_cache_home, write_tree};
+use crate::common::{Server, poll, serve_command, write_tree};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
-use rmcp::transport::TokioChildProcess;
 use serde_json::{Map, Value, json};
 
 /// Matches the empty string at every position, and each attempt scans to the end of the note
@@ -52,6 +51,39 @@ fn search_args() -> Map<String, Value> {
     m
 }
 
+/// The CPU time (user and system, all threads) the process `pid` has used so far.
+fn cpu_time(pid: u32) -> Duration {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the server's stat");
+        // After the command name (in parentheses): utime and stime are the 12th and 13th fields.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let ticks: u64 = rest
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .map(|v| v.parse::<u64>().expect("a tick count"))
+            .sum();
+        // SAFETY: sysconf only reads a setting of the system.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Duration::from_millis(ticks * 1000 / per_second)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // `ps` prints it as [[DD-]HH:]MM:SS[.cc].
+        let out = std::process::Command::new("ps")
+            .args(["-o", "time=", "-p", &pid.to_string()])
+            .output()
+            .expect("run ps");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (days, clock) = text.trim().split_once('-').unwrap_or(("0", text.trim()));
+        let secs = clock.split(':').fold(0.0, |acc, part| {
+            acc * 60.0 + part.parse::<f64>().unwrap_or(0.0)
+        });
+        Duration::from_secs_f64(days.parse::<f64>().unwrap_or(0.0) * 86_400.0 + secs)
+    }
+}
+
 /// Waits (at most [`STOP_WITHIN`]) for a line holding `what` in `lines`; returns how long.
 async fn wait_for_line(lines: &Mutex<Vec<String>>, what: &str) -> Duration {
     let started = Instant::now();
@@ -71,28 +103,10 @@ async fn wait_for_line(lines: &Mutex<Vec<String>>, what: &str) -> Duration {
 #[tokio::test]
 async fn a_search_cancelled_over_stdio_stops_its_scan_inside_the_note() {
     let tmp = hostile_vault();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
     // A scan budget of 10 minutes: only the cancellation can stop the search early.
-    cmd.arg("serve")
-        .arg(tmp.path())
-        .args(["--scan-budget", "600000"]);
+    let mut cmd = serve_command(tmp.path(), &["--scan-budget", "600000"]);
     cmd.env("CAPVAULT_LOG", "capvault=info");
-    cmd.env("XDG_CACHE_HOME", test_cache_home());
-    cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn capvault");
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let keep = Arc::clone(&lines);
-    tokio::spawn(async move {
-        use tokio::io::AsyncBufReadExt;
-        let mut r = tokio::io::BufReader::new(stderr.expect("piped stderr")).lines();
-        while let Ok(Some(line)) = r.next_line().await {
-            keep.lock().unwrap().push(line);
-        }
-    });
-    let s = Server::from_transport(transport).await;
+    let (s, lines) = Server::from_command_logged(cmd).await;
     s.wait_index_ready().await;
 
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
@@ -104,8 +118,15 @@ async fn a_search_cancelled_over_stdio_stops_its_scan_inside_the_note() {
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
         .expect("sent");
-    // Let the scan get well inside the notes.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Let the scan get well inside the notes: a second of the server's CPU time spent on it.
+    let pid = s.pid();
+    let before = cpu_time(pid);
+    poll(
+        "a second of CPU time on the search",
+        Duration::from_secs(120),
+        async || (cpu_time(pid) >= before + Duration::from_secs(1)).then_some(()),
+    )
+    .await;
     assert!(
         !lines
             .lock()
@@ -169,10 +190,7 @@ async fn a_search_whose_streamed_http_reply_times_out_is_cancelled_in_its_sessio
     .await;
     let at = child.authority();
     // Another session waits for the index and reads afterwards.
-    let s = Server {
-        client: child.connect(None).await,
-        http: None,
-    };
+    let s = Server::of_client(child.connect(None).await);
     s.wait_index_ready().await;
     // A session of its own, by hand: only the server's deadline may cancel the call (rmcp's
     // client cancels a call it drops), and the reply's event stream is read as sent.
@@ -227,10 +245,7 @@ async fn a_stateless_http_search_that_times_out_gets_503_and_stops() {
         &[],
     )
     .await;
-    let s = Server {
-        client: child.connect(None).await,
-        http: None,
-    };
+    let s = Server::of_client(child.connect(None).await);
     s.wait_index_ready().await;
     // A 2026-07-28 request: no session, the reply is the request's own.
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",

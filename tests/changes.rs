@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use rmcp::model::{
     ResourceUpdatedNotificationParam, SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::common::{Server, sha256_hex, test_cache_home, write_tree};
+use crate::common::{Server, call_tool, capvault, poll, serve_command, sha256_hex, write_tree};
 
 fn vault(root: &Path) {
     write_tree(
@@ -50,10 +50,16 @@ async fn start(root: &Path, cache: &Path) -> Server {
 /// The changes after `cursor` once they include at least `n` notes (the watcher runs behind
 /// the edits by its quiet time).
 async fn changes(s: &Server, cursor: &str, n: usize) -> Value {
+    changes_until(s, cursor, |r| r["changes"].as_array().unwrap().len() >= n).await
+}
+
+/// The changes after `cursor` once `done` accepts them, or as they are after 30 s (for the
+/// assertions that follow to show).
+async fn changes_until(s: &Server, cursor: &str, done: impl Fn(&Value) -> bool) -> Value {
     let until = Instant::now() + Duration::from_secs(30);
     loop {
         let r = s.ok("changes_since", json!({"cursor": cursor})).await;
-        if r["changes"].as_array().unwrap().len() >= n || Instant::now() > until {
+        if done(&r) || Instant::now() > until {
             return r;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -225,12 +231,12 @@ async fn a_note_deleted_and_another_created_with_its_content_is_a_move() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     std::fs::create_dir_all(tmp.path().join("Archive")).unwrap();
     std::fs::write(tmp.path().join("Archive/Idea.md"), &text).unwrap();
-    let r = changes(&s, &cursor, 1).await;
-    let r = if kinds(&r).len() == 1 && r["changes"][0]["kind"] == "deleted" {
-        changes(&s, &cursor, 2).await
-    } else {
-        r
-    };
+    // Seen apart, the deletion comes first; then, once the new file is seen, one move.
+    let r = changes_until(&s, &cursor, |r| {
+        let kinds = kinds(r);
+        !kinds.is_empty() && kinds.iter().all(|(kind, _, _)| kind != "deleted")
+    })
+    .await;
     assert_eq!(
         kinds(&r),
         vec![k("moved", "Archive/Idea.md", "Inbox/Idea.md")],
@@ -319,9 +325,8 @@ async fn a_cursor_survives_a_restart_and_what_changed_while_stopped_is_reported(
     let r = changes(&s, &cursor, 1).await;
     assert_eq!(kinds(&r), vec![k("changed", "Inbox/Idea.md", "")]);
     let seen = r["cursor"].as_str().unwrap().to_owned();
+    // Stopped: the server has exited, its index and log saved.
     s.stop().await;
-    // Give the server its shutdown (the index and the log saved).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
 
     // While stopped: an edit, a new note, a deletion, a rename.
     std::fs::write(root.join("Inbox/Idea.md"), "# Idea\nedit while stopped\n").unwrap();
@@ -369,7 +374,6 @@ async fn a_cursor_survives_a_restart_and_what_changed_while_stopped_is_reported(
         .unwrap()
         .to_owned();
     s.stop().await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
     let s = start(root, cache.path()).await;
     let r = s.ok("changes_since", json!({"cursor": now})).await;
     assert_eq!(r["changes"], json!([]), "{r}");
@@ -379,14 +383,12 @@ async fn a_cursor_survives_a_restart_and_what_changed_while_stopped_is_reported(
 /// `capvault call VAULT ARGS` on the real binary, its index cache in `cache` and its state
 /// (the note history a write keeps) in `state`; the parsed JSON it printed.
 fn one_shot(root: &Path, cache: &Path, state: &Path, args: &[&str]) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let out = capvault()
         .arg("call")
         .arg(root)
         .args(args)
         .args(["--index-cache", cache.to_str().unwrap()])
         .args(["--state-dir", state.to_str().unwrap()])
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CONFIG_HOME", test_cache_home().join("no-config"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -471,7 +473,6 @@ async fn a_cursor_the_log_no_longer_covers_is_expired_and_names_the_oldest_curso
     let none = s.call("changes_since", json!({})).await;
     assert_eq!(none.error["code"], "invalid_argument", "{}", none.text);
     s.stop().await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
 
     // The index cache lost while stopped: nothing tells what changed meanwhile.
     let folder = cache_folder(cache.path());
@@ -516,6 +517,22 @@ impl Collect {
     fn taken(&self) -> Vec<String> {
         std::mem::take(&mut *self.got.lock().unwrap())
     }
+
+    /// Waits (at most 30 s) until what came since the last take holds `last`, then takes it.
+    /// A session's notifications come in order, and a round's updates before its list change:
+    /// waiting for a later one shows what came before it, with no window to guess.
+    async fn through(&self, last: &str) -> Vec<String> {
+        poll(
+            &format!("a `{last}` notification"),
+            Duration::from_secs(30),
+            async || {
+                let got = self.got.lock().unwrap();
+                got.iter().any(|m| m == last).then_some(())
+            },
+        )
+        .await;
+        self.taken()
+    }
 }
 
 impl ClientHandler for Collect {
@@ -536,13 +553,7 @@ impl ClientHandler for Collect {
 }
 
 async fn session(root: &Path) -> (RunningService<RoleClient, Collect>, Collect) {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve")
-        .arg(root)
-        .args(["--exclude", "Private/**", "--no-index-cache"]);
-    cmd.env("CAPVAULT_LOG", "capvault=warn");
-    cmd.env("XDG_CACHE_HOME", test_cache_home());
-    cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+    let cmd = serve_command(root, &["--exclude", "Private/**", "--no-index-cache"]);
     let collect = Collect::default();
     let client = collect
         .clone()
@@ -556,6 +567,20 @@ async fn session(root: &Path) -> (RunningService<RoleClient, Collect>, Collect) 
 async fn within(c: &Collect, window: Duration) -> Vec<String> {
     tokio::time::sleep(window).await;
     c.taken()
+}
+
+/// The changes `client` is told of after `cursor` once they name `path` (at most 30 s).
+async fn changes_naming(client: &Peer<RoleClient>, cursor: &str, path: &str) {
+    poll(
+        &format!("a change of {path}"),
+        Duration::from_secs(30),
+        async || {
+            let r = call_tool(client, "changes_since", json!({"cursor": cursor})).await;
+            let r = r.structured_content.unwrap();
+            kinds(&r).iter().any(|(_, p, _)| p == path).then_some(())
+        },
+    )
+    .await;
 }
 
 // `resources/subscribe`: what sessions of 2025-11-25 (and rmcp's client over stdio) use.
@@ -595,33 +620,39 @@ async fn a_subscribed_note_edited_elsewhere_is_one_notification_per_burst_and_ne
     within(&got, Duration::from_millis(500)).await;
 
     // A burst of saves (as an editor's autosave): one notification.
+    let updated = format!("updated {idea}");
     for i in 0..10 {
         std::fs::write(root.join("Inbox/Idea.md"), format!("# Idea\nsave {i}\n")).unwrap();
     }
-    let msgs = within(&got, Duration::from_secs(2)).await;
-    assert_eq!(msgs, vec![format!("updated {idea}")]);
+    assert_eq!(got.through(&updated).await, [updated.as_str()]);
 
-    // Another note's edit: nothing for this session.
+    // Another note's edit: nothing for this session. A new note: the list changed. (A second
+    // notification of the burst, or one for the other note, would come before the list's.)
     std::fs::write(root.join("Projects/Plan.md"), "# Plan\nedited\n").unwrap();
-    let msgs = within(&got, Duration::from_secs(2)).await;
-    assert_eq!(msgs, Vec::<String>::new());
-
-    // A new note: the list changed. An excluded one: nothing.
     write_tree(root, &[("Fresh.md", "# Fresh\n")]);
-    let msgs = within(&got, Duration::from_secs(2)).await;
-    assert_eq!(msgs, vec!["list_changed".to_owned()]);
-    write_tree(root, &[("Private/Hidden.md", "# Hidden\n")]);
-    let msgs = within(&got, Duration::from_secs(2)).await;
-    assert_eq!(msgs, Vec::<String>::new());
+    assert_eq!(got.through("list_changed").await, ["list_changed"]);
 
-    // Unsubscribed: nothing more about it.
+    // An excluded new note: nothing. Once the server has seen it (with an edit after it, which
+    // the change feed shows), the subscribed note's next edit is the next notification.
+    let cursor = call_tool(&client, "vault_info", json!({})).await;
+    let cursor = cursor.structured_content.unwrap()["changes_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    write_tree(root, &[("Private/Hidden.md", "# Hidden\n")]);
+    std::fs::write(root.join("Projects/Plan.md"), "# Plan\nedited again\n").unwrap();
+    changes_naming(&client, &cursor, "Projects/Plan.md").await;
+    std::fs::write(root.join("Inbox/Idea.md"), "# Idea\nseen\n").unwrap();
+    assert_eq!(got.through(&updated).await, [updated.as_str()]);
+
+    // Unsubscribed: nothing more about it (before the next new note's list change).
     client
         .unsubscribe(UnsubscribeRequestParams::new(idea))
         .await
         .unwrap();
     std::fs::write(root.join("Inbox/Idea.md"), "# Idea\nafter\n").unwrap();
-    let msgs = within(&got, Duration::from_secs(2)).await;
-    assert_eq!(msgs, Vec::<String>::new());
+    write_tree(root, &[("Fresh 2.md", "# Fresh again\n")]);
+    assert_eq!(got.through("list_changed").await, ["list_changed"]);
     let _ = client.cancel().await;
 }
 
@@ -648,12 +679,7 @@ async fn a_client_that_stops_reading_gets_coalesced_notifications_not_a_backlog(
         .map(|i| (format!("Notes/n{i:03}.md"), "# start\n".to_owned()))
         .collect();
     write_tree(root, &files);
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
-        .arg("serve")
-        .arg(root)
-        .arg("--no-index-cache")
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CONFIG_HOME", test_cache_home().join("no-config"))
+    let mut child = serve_command(root, &["--no-index-cache"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -681,7 +707,7 @@ async fn a_client_that_stops_reading_gets_coalesced_notifications_not_a_backlog(
         )
         .await;
     }
-    // Read the answers (the subscriptions made), then stop reading.
+    // Read the answers (the subscriptions made).
     let mut answered = 0;
     while answered < NOTES + 1 {
         let l = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
@@ -693,7 +719,30 @@ async fn a_client_that_stops_reading_gets_coalesced_notifications_not_a_backlog(
             answered += 1;
         }
     }
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The first build done; then nothing is read while the notes change.
+    let mut id = NOTES + 1;
+    loop {
+        id += 1;
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": "vault_info", "arguments": {}}}))
+        .await;
+        let answer = loop {
+            let l = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+                .await
+                .expect("an answer to vault_info")
+                .unwrap()
+                .unwrap();
+            let v: Value = serde_json::from_str(&l).unwrap();
+            if v["id"] == id {
+                break v;
+            }
+        };
+        let info = &answer["result"]["structuredContent"];
+        if info["index"]["state"] == "ready" && !info["notes"].is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let before = rss_kib(pid);
     // Every note rewritten, ROUNDS times: NOTES * ROUNDS notifications if nothing coalesced.
     for round in 0..ROUNDS {
@@ -702,18 +751,27 @@ async fn a_client_that_stops_reading_gets_coalesced_notifications_not_a_backlog(
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Then a new note: its list change comes after the updates of every round before it (a
+    // round's updates are sent before its list change, and rounds in order).
+    write_tree(root, &[("Notes/last.md", "# last\n")]);
     let stalled = rss_kib(pid);
     // Reading again: what was waiting, then the rounds not yet told, once per note.
     let mut updated = 0usize;
     let mut notes = std::collections::HashSet::new();
-    while let Ok(Ok(Some(l))) =
-        tokio::time::timeout(Duration::from_secs(3), lines.next_line()).await
-    {
+    let until = Instant::now() + Duration::from_secs(120);
+    loop {
+        let l = tokio::time::timeout_at(until.into(), lines.next_line())
+            .await
+            .expect("the new note's list change within 120 s")
+            .unwrap()
+            .unwrap();
         let v: Value = serde_json::from_str(&l).unwrap();
         if v["method"] == "notifications/resources/updated" {
             updated += 1;
             notes.insert(v["params"]["uri"].as_str().unwrap().to_owned());
+        }
+        if v["method"] == "notifications/resources/list_changed" {
+            break;
         }
     }
     println!(
@@ -728,10 +786,9 @@ async fn a_client_that_stops_reading_gets_coalesced_notifications_not_a_backlog(
     );
     // Still alive: the next edit is told.
     std::fs::write(root.join("Notes/n000.md"), "# after\n").unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
     let mut told = false;
-    while let Ok(Ok(Some(l))) =
-        tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await
-    {
+    while let Ok(Ok(Some(l))) = tokio::time::timeout_at(until.into(), lines.next_line()).await {
         let v: Value = serde_json::from_str(&l).unwrap();
         if v["params"]["uri"] == "capvault:///Notes/n000.md" {
             told = true;
@@ -751,13 +808,8 @@ async fn with_several_vaults_a_notification_names_the_vault_of_the_note_subscrib
     let (work, home) = (tmp.path().join("Work"), tmp.path().join("Home"));
     write_tree(&work, &[("Plan.md", "# Work plan\n")]);
     write_tree(&home, &[("Plan.md", "# Home plan\n")]);
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve")
-        .arg(&work)
-        .arg(&home)
-        .arg("--no-index-cache")
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
+    let mut cmd = serve_command(&work, &[]);
+    cmd.arg(&home).arg("--no-index-cache");
     let got = Collect::default();
     let client = got
         .clone()
@@ -782,13 +834,14 @@ async fn with_several_vaults_a_notification_names_the_vault_of_the_note_subscrib
         .await
         .unwrap();
     within(&got, Duration::from_millis(500)).await;
-    // Home's note of the same name: not this subscription.
+    // Home's note of the same name: not this subscription (Home's new note after it changes
+    // the list, and Home's notifications come in order, a round's updates first).
     std::fs::write(home.join("Plan.md"), "# Home plan\nedited\n").unwrap();
-    let msgs = within(&got, Duration::from_secs(2)).await;
-    assert_eq!(msgs, Vec::<String>::new());
+    write_tree(&home, &[("New.md", "# New at home\n")]);
+    assert_eq!(got.through("list_changed").await, ["list_changed"]);
     std::fs::write(work.join("Plan.md"), "# Work plan\nedited\n").unwrap();
-    let msgs = within(&got, Duration::from_secs(2)).await;
-    assert_eq!(msgs, vec!["updated capvault://Work/Plan.md".to_owned()]);
+    let work_plan = "updated capvault://Work/Plan.md";
+    assert_eq!(got.through(work_plan).await, [work_plan]);
     // Each vault's feed is its own.
     let home_changes = client
         .call_tool(
@@ -804,7 +857,12 @@ async fn with_several_vaults_a_notification_names_the_vault_of_the_note_subscrib
         .structured_content
         .unwrap();
     assert_eq!(home_changes["vault"], "Home");
-    assert_eq!(kinds(&home_changes), vec![k("changed", "Plan.md", "")]);
+    let mut home_kinds = kinds(&home_changes);
+    home_kinds.sort();
+    assert_eq!(
+        home_kinds,
+        vec![k("changed", "Plan.md", ""), k("created", "New.md", "")]
+    );
     let _ = client.cancel().await;
 }
 

@@ -2,34 +2,17 @@
 //! relative to the current folder, errors, output cut short by a closed pipe, `token new`.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_capvault");
+use crate::common::{capvault, run};
 
-fn capvault(args: &[&str]) -> Output {
-    capvault_in(None, args)
-}
-
-/// `capvault ARGS` run in the folder `cwd` (default: the test's), with the test cache folder
-/// and no user config or state.
-fn capvault_in(cwd: Option<&std::path::Path>, args: &[&str]) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CACHE_HOME", crate::common::test_cache_home())
-        .env(
-            "XDG_CONFIG_HOME",
-            crate::common::test_cache_home().join("no-config"),
-        )
-        .env(
-            "XDG_STATE_HOME",
-            crate::common::test_cache_home().join("no-state"),
-        )
-        .env_remove("CAPVAULT_WRITE");
-    if let Some(dir) = cwd {
-        cmd.current_dir(dir);
-    }
-    cmd.output().expect("run capvault")
+/// `capvault ARGS` run in the folder `cwd`, with the tests' environment.
+fn capvault_in(cwd: &std::path::Path, args: &[&str]) -> Output {
+    capvault()
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("run capvault")
 }
 
 fn stdout(o: &Output) -> String {
@@ -42,20 +25,20 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn version_and_help_describe_every_subcommand() {
-    let v = capvault(&["--version"]);
+    let v = run(&["--version"]);
     assert!(v.status.success());
     assert_eq!(
         stdout(&v).trim(),
         format!("capvault {}", env!("CARGO_PKG_VERSION"))
     );
-    let help = stdout(&capvault(&["--help"]));
+    let help = stdout(&run(&["--help"]));
     for sub in ["serve", "call", "demo"] {
         assert!(help.contains(sub), "--help lacks {sub}: {help}");
-        let sub_help = capvault(&[sub, "--help"]);
+        let sub_help = run(&[sub, "--help"]);
         assert!(sub_help.status.success(), "{sub} --help failed");
         assert!(stdout(&sub_help).contains("Usage: capvault"), "{sub}");
     }
-    assert!(stdout(&capvault(&["serve", "--help"])).contains("--max-file-size"));
+    assert!(stdout(&run(&["serve", "--help"])).contains("--max-file-size"));
 }
 
 #[test]
@@ -63,18 +46,18 @@ fn call_prints_the_structured_result_as_json() {
     let tmp = tempfile::tempdir().unwrap();
     crate::common::write_tree(tmp.path(), &[("a/Note.md", "hello garden\n")]);
     let vault = tmp.path().to_str().unwrap();
-    let o = capvault(&["call", vault, "search_notes", r#"{"query": "garden"}"#]);
+    let o = run(&["call", vault, "search_notes", r#"{"query": "garden"}"#]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["hits"][0]["path"], "a/Note.md");
     assert_eq!(v["hits"][0]["line"], 1);
 
-    let o = capvault(&["call", vault, "read_note", r#"{"path": "a/Note.md"}"#]);
+    let o = run(&["call", vault, "read_note", r#"{"path": "a/Note.md"}"#]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["content"], "hello garden\n");
 
     // No arguments means {}.
-    let o = capvault(&["call", vault, "list_notes"]);
+    let o = run(&["call", vault, "list_notes"]);
     assert!(o.status.success());
     assert!(stdout(&o).contains("a/Note.md"));
 
@@ -85,7 +68,7 @@ fn call_prints_the_structured_result_as_json() {
         capvault::media::pdf::sample_pdf(&["first page", "second page text"]),
     )
     .unwrap();
-    let o = capvault(&[
+    let o = run(&[
         "call",
         vault,
         "read_attachment",
@@ -105,20 +88,15 @@ fn call_prints_the_structured_result_as_json() {
         assert!(v.get("pdf").is_none_or(|p| p.is_null()), "{out}");
     }
     std::fs::write(tmp.path().join("a/Tasks.md"), "- [ ] buy milk\n").unwrap();
-    let o = capvault(&["call", vault, "list_tasks"]);
+    let o = run(&["call", vault, "list_tasks"]);
     let out = stdout(&o);
     let v: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("not one JSON document ({e}): {out}"));
     assert_eq!(v["items"][0]["description"], "buy milk", "{out}");
     // Without CAPVAULT_LOG, a call that goes well says nothing on stderr.
-    let o = Command::new(BIN)
+    let o = capvault()
         .args(["call", vault, "vault_info"])
         .env_remove("CAPVAULT_LOG")
-        .env("XDG_CACHE_HOME", crate::common::test_cache_home())
-        .env(
-            "XDG_CONFIG_HOME",
-            crate::common::test_cache_home().join("no-config"),
-        )
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -143,21 +121,21 @@ fn call_reports_tool_errors_and_bad_input_on_stderr_with_failure() {
     for (args, want) in cases {
         let mut full = vec!["call", vault];
         full.extend_from_slice(args);
-        let o = capvault(&full);
+        let o = run(&full);
         assert!(!o.status.success(), "{args:?} succeeded");
         assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
         assert!(stdout(&o).is_empty(), "{args:?} printed to stdout");
     }
-    let o = capvault(&["call", vault, "serch_notes"]);
+    let o = run(&["call", vault, "serch_notes"]);
     assert!(!stderr(&o).contains("vault_info"), "{}", stderr(&o));
     // No tool: where the list is.
-    let o = capvault(&["call", vault]);
+    let o = run(&["call", vault]);
     assert!(
         !o.status.success() && stderr(&o).contains(&format!("capvault call {vault} --list")),
         "{}",
         stderr(&o)
     );
-    let o = capvault(&["call", "/nonexistent/vault/dir", "list_notes"]);
+    let o = run(&["call", "/nonexistent/vault/dir", "list_notes"]);
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("cannot open vault folder"),
@@ -168,7 +146,7 @@ fn call_reports_tool_errors_and_bad_input_on_stderr_with_failure() {
 
 #[test]
 fn the_default_demo_is_a_first_look_of_at_most_150_lines() {
-    let o = capvault(&["demo"]);
+    let o = run(&["demo"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let lines = out.lines().count();
@@ -209,7 +187,7 @@ fn quiet_end(o: &Output) {
 
 #[test]
 fn demo_full_prints_a_real_wire_session_over_the_embedded_vault() {
-    let o = capvault(&["demo", "--full"]);
+    let o = run(&["demo", "--full"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     for want in [
@@ -248,7 +226,7 @@ fn a_vault_given_as_dot_or_dotdot_is_named_after_its_folder() {
         (vault.join("sub"), ".."),
         (vault.join("sub"), "../."),
     ] {
-        let o = capvault_in(Some(&cwd), &["call", arg, "vault_info"]);
+        let o = capvault_in(&cwd, &["call", arg, "vault_info"]);
         assert!(o.status.success(), "{arg}: {}", stderr(&o));
         let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert_eq!(v["name"], "Garden Notes", "{arg}");
@@ -262,7 +240,7 @@ fn a_missing_vault_names_the_os_error_once() {
         if sub == "call" {
             args.push("list_notes");
         }
-        let o = capvault(&args);
+        let o = run(&args);
         let err = stderr(&o);
         assert!(!o.status.success(), "{sub}");
         assert!(
@@ -293,7 +271,7 @@ fn path_flags_are_relative_to_the_current_folder() {
     )
     .unwrap();
     let o = capvault_in(
-        Some(tmp.path()),
+        tmp.path(),
         &[
             "serve",
             v,
@@ -309,15 +287,12 @@ fn path_flags_are_relative_to_the_current_folder() {
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("tokens: line 1: a token needs"), "{err}");
     // A relative --append creates the file in the current folder.
-    let o = capvault_in(
-        Some(tmp.path()),
-        &["token", "new", "--append", "new-tokens"],
-    );
+    let o = capvault_in(tmp.path(), &["token", "new", "--append", "new-tokens"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(tmp.path().join("new-tokens").is_file());
     // A relative --state-dir and --index-cache are made where the command runs.
     let o = capvault_in(
-        Some(tmp.path()),
+        tmp.path(),
         &[
             "call",
             v,
@@ -339,14 +314,8 @@ fn path_flags_are_relative_to_the_current_folder() {
 fn with_a_closed_stdout(args: &[&str]) -> Output {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let child = Command::new(BIN)
+    let child = capvault()
         .args(args)
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CACHE_HOME", crate::common::test_cache_home())
-        .env(
-            "XDG_CONFIG_HOME",
-            crate::common::test_cache_home().join("no-config"),
-        )
         .stdout(writer)
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -388,7 +357,7 @@ fn call_lists_the_tools_and_takes_the_serve_options_that_change_answers() {
         &[("a.md", "# A\nthe garden\n"), ("private/p.md", "garden\n")],
     );
     let v = vault.to_str().unwrap();
-    let o = capvault(&["call", v, "--list"]);
+    let o = run(&["call", v, "--list"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let list = stdout(&o);
     let search = list
@@ -400,11 +369,11 @@ fn call_lists_the_tools_and_takes_the_serve_options_that_change_answers() {
         !list.contains("create_note"),
         "read-only lists a write tool: {list}"
     );
-    let o = capvault(&["call", v, "--list", "--tools", "minimal"]);
+    let o = run(&["call", v, "--list", "--tools", "minimal"]);
     assert_eq!(stdout(&o).lines().count(), 3, "{}", stdout(&o));
     // The write tools, with --write; --exclude hides a folder.
     let state = tmp.path().join("state");
-    let o = capvault(&[
+    let o = run(&[
         "call",
         v,
         "--write",
@@ -418,9 +387,9 @@ fn call_lists_the_tools_and_takes_the_serve_options_that_change_answers() {
         std::fs::read_to_string(vault.join("new.md")).unwrap(),
         "# New\n"
     );
-    let o = capvault(&["call", v, "create_note", r#"{"path": "x.md"}"#]);
+    let o = run(&["call", v, "create_note", r#"{"path": "x.md"}"#]);
     assert!(stderr(&o).contains("need --write"), "{}", stderr(&o));
-    let o = capvault(&["call", v, "--exclude", "private", "list_notes"]);
+    let o = run(&["call", v, "--exclude", "private", "list_notes"]);
     let out = stdout(&o);
     assert!(
         out.contains("a.md") && !out.contains("private/p.md"),
@@ -435,7 +404,7 @@ fn token_new_prints_only_the_token_and_appends_a_named_line_to_a_private_file() 
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("tokens");
     let f = file.to_str().unwrap();
-    let o = capvault(&["token", "new", "--name", "laptop", "--append", f]);
+    let o = run(&["token", "new", "--name", "laptop", "--append", f]);
     assert!(o.status.success(), "{}", stderr(&o));
     let token = stdout(&o);
     assert_eq!(
@@ -454,14 +423,14 @@ fn token_new_prints_only_the_token_and_appends_a_named_line_to_a_private_file() 
     let mode = std::fs::metadata(&file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
     // A second token is appended; a name used twice and a file others can read are refused.
-    let o = capvault(&["token", "new", "--scope", "write", "--append", f]);
+    let o = run(&["token", "new", "--scope", "write", "--append", f]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 2);
     // tokens list names them.
     let vault = tmp.path().join("v");
     std::fs::create_dir_all(&vault).unwrap();
     let state = tmp.path().join("state");
-    let o = capvault(&[
+    let o = run(&[
         "tokens",
         "list",
         vault.to_str().unwrap(),
@@ -478,7 +447,7 @@ fn token_new_prints_only_the_token_and_appends_a_named_line_to_a_private_file() 
         .unwrap_or_else(|| panic!("{listed}"));
     assert!(line.contains(" read ") && line.ends_with("all"), "{line}");
     assert!(listed.contains("read,write"), "{listed}");
-    let o = capvault(&["token", "new", "--name", "laptop", "--append", f]);
+    let o = run(&["token", "new", "--name", "laptop", "--append", f]);
     assert!(
         !o.status.success() && stderr(&o).contains("already name=laptop"),
         "{}",
@@ -486,7 +455,7 @@ fn token_new_prints_only_the_token_and_appends_a_named_line_to_a_private_file() 
     );
     assert!(stdout(&o).is_empty(), "a refused token was printed");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let o = capvault(&["token", "new", "--append", f]);
+    let o = run(&["token", "new", "--append", f]);
     assert!(
         !o.status.success() && stderr(&o).contains("others may read"),
         "{}",
@@ -503,7 +472,7 @@ async fn a_named_token_is_named_in_the_access_log() {
     let vault = tmp.path().join("v");
     crate::common::write_tree(&vault, &[("a.md", "# A\n")]);
     let file = tmp.path().join("tokens");
-    let o = capvault(&[
+    let o = run(&[
         "token",
         "new",
         "--name",
@@ -534,7 +503,7 @@ async fn a_named_token_is_named_in_the_access_log() {
 fn http_options_without_the_http_transport_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().to_str().unwrap();
-    let out = capvault(&[
+    let out = run(&[
         "serve",
         vault,
         "--listen",
@@ -559,7 +528,7 @@ fn serve_refuses_at_start_what_several_vaults_make_possible_to_get_wrong() {
     crate::common::write_tree(&b, &[("n.md", "y\n")]);
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     // No folder and no [[vault]] table.
-    let o = capvault(&["serve"]);
+    let o = run(&["serve"]);
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("name the vault folder"),
@@ -576,7 +545,7 @@ fn serve_refuses_at_start_what_several_vaults_make_possible_to_get_wrong() {
     ] {
         let mut args = vec!["serve", a, b, flag];
         args.extend(value);
-        let o = capvault(&args);
+        let o = run(&args);
         assert!(!o.status.success(), "{flag}");
         assert!(
             stderr(&o).contains(&format!("{flag} needs --write")),
@@ -585,7 +554,7 @@ fn serve_refuses_at_start_what_several_vaults_make_possible_to_get_wrong() {
         );
         let mut args = vec!["call", a, "vault_info", flag];
         args.extend(value);
-        let o = capvault(&args);
+        let o = run(&args);
         assert!(
             stderr(&o).contains(&format!("{flag} needs --write")),
             "{}",
@@ -601,7 +570,7 @@ fn serve_refuses_at_start_what_several_vaults_make_possible_to_get_wrong() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let o = capvault(&[
+    let o = run(&[
         "serve",
         a,
         b,
@@ -675,7 +644,7 @@ fn a_build_without_a_feature_names_it_for_each_command_and_option_left_out() {
     assert!(!cases.is_empty());
     let before = crate::common::snapshot(tmp.path());
     for (args, feature) in cases {
-        let o = capvault(&args);
+        let o = run(&args);
         let err = stderr(&o);
         assert!(!o.status.success(), "{args:?} succeeded: {err}");
         assert!(
@@ -712,13 +681,9 @@ fn serve_in_a_terminal_says_on_stderr_that_it_waits_for_an_mcp_client() {
     // SAFETY: both descriptors were just opened by openpty and are owned here alone.
     let (leader, follower) =
         unsafe { (OwnedFd::from_raw_fd(leader), OwnedFd::from_raw_fd(follower)) };
-    let mut child = Command::new(BIN)
+    let mut child = capvault()
         .args(["serve", tmp.path().to_str().unwrap(), "--no-index-cache"])
         .env("CAPVAULT_LOG", "capvault=error")
-        .env(
-            "XDG_CONFIG_HOME",
-            crate::common::test_cache_home().join("no-config"),
-        )
         .stdin(std::process::Stdio::from(follower))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -754,13 +719,9 @@ fn serve_in_a_terminal_says_on_stderr_that_it_waits_for_an_mcp_client() {
         "{said}"
     );
     // Not over a pipe, where a client is the reader.
-    let o = Command::new(BIN)
+    let o = capvault()
         .args(["serve", tmp.path().to_str().unwrap(), "--no-index-cache"])
         .env("CAPVAULT_LOG", "capvault=error")
-        .env(
-            "XDG_CONFIG_HOME",
-            crate::common::test_cache_home().join("no-config"),
-        )
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{Server, write_tree};
+use crate::common::{Server, sha256_hex, write_tree};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
@@ -47,10 +47,6 @@ async fn serve(f: &Fixture, extra: &[&str]) -> Server {
     s
 }
 
-fn sha(text: &str) -> String {
-    crate::common::sha256_hex(text)
-}
-
 #[tokio::test]
 async fn a_destructive_call_is_held_for_a_client_that_cannot_ask_and_nothing_changes() {
     let f = fixture();
@@ -65,13 +61,13 @@ async fn a_destructive_call_is_held_for_a_client_that_cannot_ask_and_nothing_cha
         ("delete_note", json!({"path": "b.md"})),
         (
             "write_note",
-            json!({"path": "b.md", "content": "gone\n", "if_match": sha("# B\ntext\n")}),
+            json!({"path": "b.md", "content": "gone\n", "if_match": sha256_hex("# B\ntext\n")}),
         ),
         ("move_note", json!({"from": "Folder", "to": "Elsewhere"})),
         ("rename_tag", json!({"from": "project", "to": "work"})),
         (
             "restore_note",
-            json!({"path": "b.md", "sha256": sha("# B\nbody\n")}),
+            json!({"path": "b.md", "sha256": sha256_hex("# B\nbody\n")}),
         ),
     ];
     for (tool, args) in held {
@@ -169,7 +165,7 @@ async fn require_if_match_refuses_a_change_that_does_not_name_the_version_it_rea
         .await;
     assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
     let mut given = edit;
-    given["if_match"] = Value::String(sha("# B\nbody\n"));
+    given["if_match"] = Value::String(sha256_hex("# B\nbody\n"));
     s.ok("edit_note", given).await;
     let r = s.call("delete_note", json!({"path": "b.md"})).await;
     assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
@@ -236,27 +232,18 @@ fn pending(f: &Fixture) -> Vec<Value> {
 async fn a_yes_is_for_the_resolved_path_and_a_request_whose_note_is_gone_is_dropped() {
     let f = fixture();
     let state = f.state.to_str().unwrap().to_owned();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve")
-        .arg(&f.vault)
-        .args(["--write", "--state-dir", &state, "--no-index-cache"])
-        .args(["--confirm", "destructive"])
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CACHE_HOME", crate::common::test_cache_home());
-    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let keep = std::sync::Arc::clone(&log);
-    tokio::spawn(async move {
-        use tokio::io::AsyncBufReadExt;
-        let mut lines = tokio::io::BufReader::new(stderr.unwrap()).lines();
-        while let Ok(Some(l)) = lines.next_line().await {
-            keep.lock().unwrap().push_str(&l);
-        }
-    });
-    let s = crate::common::Server::from_transport(transport).await;
+    let cmd = crate::common::serve_command(
+        &f.vault,
+        &[
+            "--write",
+            "--state-dir",
+            &state,
+            "--no-index-cache",
+            "--confirm",
+            "destructive",
+        ],
+    );
+    let (s, log) = crate::common::Server::from_command_logged(cmd).await;
     s.wait_index_ready().await;
     // Held, with a hint that names the server's --state-dir (by role to the client, by path
     // in the log): without it `capvault confirm` looks elsewhere and finds nothing waiting.
@@ -273,17 +260,18 @@ async fn a_yes_is_for_the_resolved_path_and_a_request_whose_note_is_gone_is_drop
         "capvault confirm {} --state-dir {state}",
         f.vault.to_str().unwrap()
     );
-    for _ in 0..100 {
-        if log.lock().unwrap().contains(&want) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(
-        log.lock().unwrap().contains(&want),
-        "{}",
-        log.lock().unwrap()
-    );
+    crate::common::poll(
+        &format!("`{want}` in the log"),
+        std::time::Duration::from_secs(30),
+        async || {
+            log.lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains(&want))
+                .then_some(())
+        },
+    )
+    .await;
     // The person's yes (what `capvault confirm` writes; it reads a yes from a terminal only).
     let mut waiting = pending(&f);
     assert_eq!(waiting.len(), 1, "{waiting:?}");
@@ -298,7 +286,7 @@ async fn a_yes_is_for_the_resolved_path_and_a_request_whose_note_is_gone_is_drop
     assert_eq!(r.error["code"], "confirmation_required", "{}", r.raw);
     assert_eq!(pending(&f).len(), 1);
     std::fs::remove_file(f.vault.join("a.md")).unwrap();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let o = crate::common::capvault()
         .args(["confirm", f.vault.to_str().unwrap(), "--state-dir", &state])
         .stdin(std::process::Stdio::null())
         .output()

@@ -394,8 +394,7 @@ async fn semantic_with_no_network_says_what_happened_and_both_ways_out() {
         .local_addr()
         .unwrap()
         .port();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve").arg(tmp.path()).arg("--semantic");
+    let mut cmd = crate::common::serve_command(tmp.path(), &["--semantic"]);
     cmd.env("CAPVAULT_LOG", "capvault=error");
     cmd.env("HF_ENDPOINT", format!("http://127.0.0.1:{port}"));
     cmd.env("XDG_CACHE_HOME", home.path().join("cache"));
@@ -461,7 +460,7 @@ async fn tool_profiles_list_only_their_tools_and_refuse_the_others() {
     assert_eq!(e["code"], "refused");
     s.stop().await;
 
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let o = crate::common::capvault()
         .args([
             "serve",
             tmp.path().to_str().unwrap(),
@@ -606,7 +605,7 @@ description = "Search the work vault's notes by words, phrases, exact text or re
         "exclude = [\"Archive\"]\n\n[tool.search_notes]\nnmae = \"x\"\n",
     )
     .unwrap();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let o = crate::common::capvault()
         .args([
             "serve",
             tmp.path().to_str().unwrap(),

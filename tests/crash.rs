@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{Server, test_cache_home, write_tree};
+use crate::common::{Server, sha256_hex, write_tree};
 use rand::Rng;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -35,18 +35,13 @@ fn which_version(n: usize, text: &str) -> Option<u64> {
     (version(n, k) == text).then_some(k)
 }
 
-fn sha(text: &str) -> String {
-    crate::common::sha256_hex(text)
-}
-
 fn command(vault: &Path, state: &Path) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve")
-        .arg(vault)
-        .args(["--write", "--no-index-cache", "--no-watch", "--state-dir"])
-        .arg(state);
+    let mut cmd = crate::common::serve_command(
+        vault,
+        &["--write", "--no-index-cache", "--no-watch", "--state-dir"],
+    );
+    cmd.arg(state);
     cmd.env("CAPVAULT_LOG", "capvault=error");
-    cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
     cmd
 }
 
@@ -86,9 +81,11 @@ async fn sigkill_during_writes_leaves_every_note_whole_and_the_logs_readable() {
         // A stream of writes to every note, each from the version on disk.
         let first = next_version;
         next_version += 10_000;
+        let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let writer = {
             let client = std::sync::Arc::clone(&client);
             let vault = vault.clone();
+            let written = std::sync::Arc::clone(&written);
             tokio::spawn(async move {
                 let mut k = first;
                 loop {
@@ -97,18 +94,24 @@ async fn sigkill_during_writes_leaves_every_note_whole_and_the_logs_readable() {
                         let Ok(now) = std::fs::read_to_string(vault.join(&path)) else {
                             return;
                         };
-                        let args =
-                            json!({"path": path, "content": version(n, k), "if_match": sha(&now)});
+                        let args = json!({"path": path, "content": version(n, k), "if_match": sha256_hex(&now)});
                         let call = CallToolRequestParams::new("write_note")
                             .with_arguments(args.as_object().unwrap().clone());
                         if client.call_tool(call).await.is_err() {
                             return;
                         }
+                        written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         k += 1;
                     }
                 }
             })
         };
+        // Killed at a random moment once the stream is flowing (the first write done, however
+        // long the start took).
+        crate::common::poll("a first write", Duration::from_secs(60), async || {
+            (written.load(std::sync::atomic::Ordering::Relaxed) > 0).then_some(())
+        })
+        .await;
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..60))).await;
         let killed = rustix::process::kill_process(
             rustix::process::Pid::from_raw(pid as i32).unwrap(),

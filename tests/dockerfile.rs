@@ -86,21 +86,16 @@ async fn the_images_command_and_health_check_work_against_the_binary() {
     let args: Vec<String> = exec_form(&text, "CMD ").iter().map(|a| map(a)).collect();
 
     // Without a token the command refuses to start: the image listens on all interfaces.
-    let out = Command::new(env!("CARGO_BIN_EXE_capvault"))
-        .args(&args)
-        .env_remove("CAPVAULT_TOKEN")
-        .output()
-        .unwrap();
+    let out = crate::common::capvault().args(&args).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs bearer tokens"));
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let mut child = crate::common::capvault()
         .args(&args)
         .env(
             "CAPVAULT_TOKEN",
             "a-token-for-the-dockerfile-test-0123456789",
         )
-        .env("CAPVAULT_LOG", "capvault=warn")
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -164,7 +164,7 @@ async fn strip_removes_hidden_text() {
 #[test]
 fn a_policy_that_does_not_exist_is_refused_with_the_choices() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let out = crate::common::capvault()
         .args([
             "serve",
             tmp.path().to_str().unwrap(),

@@ -386,7 +386,8 @@ async fn a_png_whose_colour_profile_inflates_to_gigabytes_is_read_and_the_server
     assert!(bomb.len() < 5 << 20, "{}", bomb.len());
     std::fs::write(tmp.path().join("Pics/profile.png"), &bomb).unwrap();
     write_tree(tmp.path(), &[("Profiled.md", "![[profile.png]]\n")]);
-    let (s, pid) = Server::start_with_pid(tmp.path(), &[]).await;
+    let s = Server::start(tmp.path()).await;
+    let pid = s.pid();
     s.wait_index_ready().await;
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
     let before = status_kib(pid, "VmHWM:");
@@ -447,7 +448,8 @@ async fn sixteen_concurrent_reads_of_hostile_images_keep_the_server_alive_within
         std::fs::write(tmp.path().join(format!("Pics/bomb{i}.png")), &bomb).unwrap();
         std::fs::write(tmp.path().join(format!("Pics/zeros{i}.png")), &zeros).unwrap();
     }
-    let (s, pid) = Server::start_with_pid(tmp.path(), &[]).await;
+    let s = Server::start(tmp.path()).await;
+    let pid = s.pid();
     s.wait_index_ready().await;
     // The high-water mark starts again from what the server holds now.
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();

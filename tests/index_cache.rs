@@ -302,12 +302,8 @@ async fn the_default_index_cache_lives_in_the_users_cache_folder_and_can_be_turn
     let v = vault();
     let home = tempfile::tempdir().unwrap();
     let spawn = |extra: &'static [&'static str]| {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-        cmd.arg("serve")
-            .arg(v.path())
-            .args(extra)
-            .env("CAPVAULT_LOG", "capvault=warn")
-            .env("XDG_CACHE_HOME", home.path());
+        let mut cmd = crate::common::serve_command(v.path(), extra);
+        cmd.env("XDG_CACHE_HOME", home.path());
         cmd
     };
     let off = Server::from_command(spawn(&["--no-index-cache"])).await;
@@ -377,11 +373,8 @@ async fn a_cache_folder_that_refuses_writes_costs_no_search_results() {
         .collect();
     write_tree(v.path(), &files);
     let cache = tempfile::tempdir().unwrap();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve")
-        .arg(v.path())
-        .args(["--index-cache", cache.path().to_str().unwrap()])
-        .env("CAPVAULT_LOG", "capvault=warn");
+    let mut cmd =
+        crate::common::serve_command(v.path(), &["--index-cache", cache.path().to_str().unwrap()]);
     // SAFETY: between fork and exec the closure only calls `signal` and `setrlimit`, both
     // async-signal-safe, and touches no memory of the parent.
     unsafe {

@@ -10,7 +10,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_capvault");
+use crate::common::BIN;
 
 struct Home {
     _tmp: tempfile::TempDir,
@@ -31,13 +31,15 @@ fn home() -> Home {
     }
 }
 
-fn capvault(h: &Home, args: &[&str]) -> Output {
-    capvault_in(h, &h.home, args)
+/// `capvault ARGS` run in the home folder, with `HOME` there.
+fn in_home(h: &Home, args: &[&str]) -> Output {
+    in_home_at(h, &h.home, args)
 }
 
-/// `capvault ARGS` run in the folder `cwd`.
-fn capvault_in(h: &Home, cwd: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(BIN)
+/// `capvault ARGS` run in the folder `cwd`, with `HOME` at the fixture's: its clients' config
+/// files, caches and state are there.
+fn in_home_at(h: &Home, cwd: &Path, args: &[&str]) -> Output {
+    crate::common::capvault()
         .current_dir(cwd)
         .args(args)
         .env("HOME", &h.home)
@@ -107,7 +109,7 @@ fn install_writes_each_clients_file_keeping_other_servers_with_a_backup_and_unin
                 .to_owned()
         };
         crate::common::write_tree(&h.home, &[(*file, before.as_str())]);
-        let dry = capvault(&h, &["install", client, &vault, "--dry-run"]);
+        let dry = in_home(&h, &["install", client, &vault, "--dry-run"]);
         assert!(dry.status.success(), "{client}: {}", text(&dry));
         assert!(
             text(&dry).contains("+"),
@@ -119,7 +121,7 @@ fn install_writes_each_clients_file_keeping_other_servers_with_a_backup_and_unin
             before,
             "{client}: a dry run wrote"
         );
-        let o = capvault(
+        let o = in_home(
             &h,
             &["install", client, &vault, "--write", "--name", "notes"],
         );
@@ -159,7 +161,7 @@ fn install_writes_each_clients_file_keeping_other_servers_with_a_backup_and_unin
         assert_eq!(b.len(), 1, "{client}: backups {b:?}");
         assert_eq!(std::fs::read_to_string(&b[0]).unwrap(), before);
         // Installing again changes nothing.
-        let again = capvault(
+        let again = in_home(
             &h,
             &["install", client, &vault, "--write", "--name", "notes"],
         );
@@ -169,11 +171,11 @@ fn install_writes_each_clients_file_keeping_other_servers_with_a_backup_and_unin
             text(&again)
         );
         // The list shows it.
-        let list = text(&capvault(&h, &["install", "--list"]));
+        let list = text(&in_home(&h, &["install", "--list"]));
         let line = list.lines().find(|l| l.starts_with(client)).unwrap();
         assert!(line.contains("notes"), "{client}: {line}");
         // Uninstall takes the entry out and leaves the rest.
-        let u = capvault(&h, &["uninstall", client, "--name", "notes"]);
+        let u = in_home(&h, &["uninstall", client, "--name", "notes"]);
         assert!(u.status.success(), "{client}: {}", text(&u));
         let removed = std::fs::read_to_string(&path).unwrap();
         assert!(
@@ -192,7 +194,7 @@ fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritt
     let vault = h.vault.to_str().unwrap().to_owned();
     // An empty file is a file without servers.
     crate::common::write_tree(&h.home, &[(".cursor/mcp.json", "")]);
-    let o = capvault(&h, &["install", "cursor", &vault]);
+    let o = in_home(&h, &["install", "cursor", &vault]);
     assert!(o.status.success(), "{}", text(&o));
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(h.home.join(".cursor/mcp.json")).unwrap())
@@ -204,7 +206,7 @@ fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritt
         "the empty file is backed up"
     );
     // A missing file (and folder) is created, with nothing to back up.
-    let o = capvault(&h, &["install", "claude-desktop", &vault]);
+    let o = in_home(&h, &["install", "claude-desktop", &vault]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         backups(&h.home.join(".config/Claude")).is_empty(),
@@ -213,7 +215,7 @@ fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritt
 
     let bad = "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\",}\n  }\n}\n";
     crate::common::write_tree(&h.home, &[(".gemini/settings.json", bad)]);
-    let o = capvault(&h, &["install", "gemini", &vault]);
+    let o = in_home(&h, &["install", "gemini", &vault]);
     assert!(!o.status.success());
     assert!(
         text(&o).contains("settings.json is not valid JSON (line 3"),
@@ -226,13 +228,13 @@ fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritt
     );
 
     crate::common::write_tree(&h.home, &[(".codex/config.toml", "a = [\n")]);
-    let o = capvault(&h, &["install", "codex", &vault]);
+    let o = in_home(&h, &["install", "codex", &vault]);
     assert!(text(&o).contains("is not valid TOML (line"), "{}", text(&o));
 
     let ro = h.home.join(".codeium/windsurf/mcp_config.json");
     crate::common::write_tree(&h.home, &[(".codeium/windsurf/mcp_config.json", "{}")]);
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let o = capvault(&h, &["install", "windsurf", &vault]);
+    let o = in_home(&h, &["install", "windsurf", &vault]);
     assert!(
         !o.status.success() && text(&o).contains("read-only"),
         "{}",
@@ -240,20 +242,20 @@ fn a_missing_file_is_created_and_malformed_or_read_only_ones_are_never_overwritt
     );
     assert_eq!(std::fs::read_to_string(&ro).unwrap(), "{}");
 
-    let o = capvault(&h, &["install", "claude-desktop", "/no/such/vault"]);
+    let o = in_home(&h, &["install", "claude-desktop", "/no/such/vault"]);
     assert!(
         !o.status.success() && text(&o).contains("cannot open vault"),
         "{}",
         text(&o)
     );
-    let o = capvault(&h, &["install", "notepad", &vault]);
+    let o = in_home(&h, &["install", "notepad", &vault]);
     assert!(
         text(&o).contains("unknown client `notepad`"),
         "{}",
         text(&o)
     );
     // A client with its own command for this says so.
-    let o = capvault(&h, &["install", "claude-code", &vault, "--dry-run"]);
+    let o = in_home(&h, &["install", "claude-code", &vault, "--dry-run"]);
     assert!(
         text(&o).contains("claude mcp add --scope user capvault -- "),
         "{}",
@@ -266,7 +268,7 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
     let h = home();
     let vault = h.vault.to_str().unwrap().to_owned();
     // Nothing set up yet: a warning, a working session.
-    let o = capvault(&h, &["doctor", &vault]);
+    let o = in_home(&h, &["doctor", &vault]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("ok   the vault opens"), "{t}");
@@ -300,8 +302,8 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
                 .as_str(),
         )],
     );
-    capvault(&h, &["install", "claude-desktop", &vault]);
-    let o = capvault(&h, &["doctor", &vault]);
+    in_home(&h, &["install", "claude-desktop", &vault]);
+    let o = in_home(&h, &["doctor", &vault]);
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     assert!(t.contains("warn a settings file does not parse"), "{t}");
@@ -328,7 +330,7 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
     std::fs::create_dir_all(h.home.join(".cache")).unwrap();
     let _ = std::fs::remove_dir_all(h.home.join(".cache/capvault"));
     std::fs::write(h.home.join(".cache/capvault"), "not a folder").unwrap();
-    let t = text(&capvault(&h, &["doctor", &vault]));
+    let t = text(&in_home(&h, &["doctor", &vault]));
     assert!(
         t.contains("FAIL Gemini CLI server `gone`") && t.contains("does not open"),
         "{t}"
@@ -358,7 +360,7 @@ fn doctor_reports_each_problem_with_a_fix_and_runs_a_real_session() {
         "{t}"
     );
     // A vault that does not open stops at the first check.
-    let o = capvault(&h, &["doctor", "/no/such/vault"]);
+    let o = in_home(&h, &["doctor", "/no/such/vault"]);
     assert!(
         !o.status.success() && text(&o).contains("FAIL"),
         "{}",
@@ -378,7 +380,7 @@ fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         v["mcpServers"].clone()
     };
-    let o = capvault(&h, &["install", "claude-desktop", &a]);
+    let o = in_home(&h, &["install", "claude-desktop", &a]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("adds the server `capvault`"),
@@ -386,7 +388,7 @@ fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
         text(&o)
     );
     // The second vault does not replace the first: it gets an entry named after its folder.
-    let o = capvault(&h, &["install", "claude-desktop", &b]);
+    let o = in_home(&h, &["install", "claude-desktop", &b]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("adds the server `capvault-work-notes`")
@@ -398,7 +400,7 @@ fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
     assert_eq!(s["capvault"]["args"], json!(["serve", a]));
     assert_eq!(s["capvault-work-notes"]["args"], json!(["serve", b]));
     // Installing a vault again updates its own entry, and says so.
-    let o = capvault(&h, &["install", "claude-desktop", &b, "--write"]);
+    let o = in_home(&h, &["install", "claude-desktop", &b, "--write"]);
     assert!(
         text(&o).contains("updates the server `capvault-work-notes`, which serves this vault"),
         "{}",
@@ -412,7 +414,7 @@ fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
     );
     assert_eq!(s["capvault"]["args"], json!(["serve", a]));
     // An explicit --name replaces that entry, and says what it ran.
-    let o = capvault(&h, &["install", "claude-desktop", &b, "--name", "capvault"]);
+    let o = in_home(&h, &["install", "claude-desktop", &b, "--name", "capvault"]);
     assert!(
         text(&o).contains("replaces the server `capvault` (it ran: serve "),
         "{}",
@@ -420,14 +422,14 @@ fn a_second_vault_gets_its_own_entry_and_doctor_checks_each() {
     );
     assert_eq!(servers()["capvault"]["args"], json!(["serve", b]));
     // doctor checks each entry, and warns when none serves its vault.
-    let t = text(&capvault(&h, &["doctor", &a]));
+    let t = text(&in_home(&h, &["doctor", &a]));
     assert!(
         t.contains("server `capvault` (") && t.contains("on another vault ("),
         "{t}"
     );
     assert!(t.contains("server `capvault-work-notes`"), "{t}");
     assert!(t.contains("warn no client entry serves this vault"), "{t}");
-    let t = text(&capvault(&h, &["doctor", &b]));
+    let t = text(&in_home(&h, &["doctor", &b]));
     assert!(t.contains("runs this binary on this vault"), "{t}");
     assert!(!t.contains("no client entry serves this vault"), "{t}");
 }
@@ -447,20 +449,20 @@ fn install_of_dot_or_dot_dot_stores_the_folders_own_path() {
     };
     // The current folder is a real path (getcwd), so the vault's own path is its canonical one.
     let own = std::fs::canonicalize(&h.vault).unwrap();
-    let o = capvault_in(&h, &inside, &["install", "claude-desktop", ".."]);
+    let o = in_home_at(&h, &inside, &["install", "claude-desktop", ".."]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(Path::new(&vault_arg()), own, "{}", text(&o));
     // `.` in the vault names the same folder the same way: nothing to change.
-    let o = capvault_in(&h, &h.vault, &["install", "claude-desktop", "."]);
+    let o = in_home_at(&h, &h.vault, &["install", "claude-desktop", "."]);
     assert!(text(&o).contains("already set up"), "{}", text(&o));
-    let t = text(&capvault_in(&h, &inside, &["doctor", ".."]));
+    let t = text(&in_home_at(&h, &inside, &["doctor", ".."]));
     assert!(t.contains("runs this binary on this vault"), "{t}");
     // A symlink before `..`: the kernel follows the link first, so `..` is the folder above the
     // link's target, not the link's own folder; the entry must name that folder.
     let above = h._tmp.path().join("Elsewhere");
     std::fs::create_dir_all(above.join("inner")).unwrap();
     std::os::unix::fs::symlink(above.join("inner"), inside.join("jump")).unwrap();
-    let o = capvault_in(
+    let o = in_home_at(
         &h,
         &inside,
         &["install", "claude-desktop", "jump/..", "--name", "x"],
@@ -483,7 +485,7 @@ fn one_entry_serves_several_vaults_and_doctor_knows_each() {
     crate::common::write_tree(&second, &[("w.md", "# W\n")]);
     let b = second.to_str().unwrap().to_owned();
     let file = h.home.join(".cursor/mcp.json");
-    let o = capvault(&h, &["install", "cursor", &a, &b, "--write"]);
+    let o = in_home(&h, &["install", "cursor", &a, &b, "--write"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("adds the server `capvault` for these vaults"),
@@ -497,18 +499,18 @@ fn one_entry_serves_several_vaults_and_doctor_knows_each() {
     );
     // doctor finds the entry from either vault.
     for vault in [&a, &b] {
-        let t = text(&capvault(&h, &["doctor", vault]));
+        let t = text(&in_home(&h, &["doctor", vault]));
         assert!(t.contains("runs this binary on this vault"), "{t}");
     }
     // A folder named twice, or one that does not open, changes nothing.
     let before = std::fs::read(&file).unwrap();
-    let o = capvault(&h, &["install", "cursor", &a, &a]);
+    let o = in_home(&h, &["install", "cursor", &a, &a]);
     assert!(
         !o.status.success() && text(&o).contains("named twice"),
         "{}",
         text(&o)
     );
-    let o = capvault(&h, &["install", "cursor", &a, "/no/such/vault"]);
+    let o = in_home(&h, &["install", "cursor", &a, "/no/such/vault"]);
     assert!(!o.status.success(), "{}", text(&o));
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
@@ -519,7 +521,7 @@ fn install_refuses_arguments_serve_would_refuse_and_doctor_runs_each_entrys_own_
     let vault = h.vault.to_str().unwrap().to_owned();
     let file = h.home.join(".config/Claude/claude_desktop_config.json");
     // `serve --tools reed` stops at once: install says why and writes nothing.
-    let o = capvault(
+    let o = in_home(
         &h,
         &["install", "claude-desktop", &vault, "--tools", "reed"],
     );
@@ -531,7 +533,7 @@ fn install_refuses_arguments_serve_would_refuse_and_doctor_runs_each_entrys_own_
     );
     assert!(!file.exists(), "an entry that cannot start was written");
     // What serve takes, install takes.
-    let o = capvault(
+    let o = in_home(
         &h,
         &["install", "claude-desktop", &vault, "--tools", "minimal"],
     );
@@ -547,7 +549,7 @@ fn install_refuses_arguments_serve_would_refuse_and_doctor_runs_each_entrys_own_
                 .as_str(),
         )],
     );
-    let o = capvault(&h, &["doctor", &vault]);
+    let o = in_home(&h, &["doctor", &vault]);
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     let typo = t
@@ -571,7 +573,7 @@ fn doctor_on_the_folder_above_a_vault_names_the_vault_inside() {
     let h = home();
     crate::common::write_tree(&h.vault, &[(".obsidian/app.json", "{}")]);
     let parent = h.vault.parent().unwrap().to_str().unwrap().to_owned();
-    let t = text(&capvault(&h, &["doctor", &parent]));
+    let t = text(&in_home(&h, &["doctor", &parent]));
     assert!(
         t.contains(
             "this folder is not a vault (it holds no `.obsidian`), but `My Vault` inside it is one"
@@ -581,6 +583,6 @@ fn doctor_on_the_folder_above_a_vault_names_the_vault_inside() {
     assert!(!t.contains("settings parse"), "{t}");
     // The vault itself: its settings are read.
     let vault = h.vault.to_str().unwrap().to_owned();
-    let t = text(&capvault(&h, &["doctor", &vault]));
+    let t = text(&in_home(&h, &["doctor", &vault]));
     assert!(t.contains("ok   the .obsidian settings parse"), "{t}");
 }

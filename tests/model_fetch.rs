@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::common::sha256_hex;
+
 const REPO: &str = "test/tiny";
 const REV: &str = "0123456789abcdef0123456789abcdef01234567";
 const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -56,15 +58,11 @@ fn model_files() -> HashMap<&'static str, Vec<u8>> {
     ])
 }
 
-fn sha256(bytes: &[u8]) -> String {
-    crate::common::sha256_hex(bytes)
-}
-
 /// `--sha256 FILE=HEX` for each file.
 fn pins(files: &HashMap<&'static str, Vec<u8>>) -> Vec<String> {
     FILES
         .iter()
-        .map(|f| format!("{f}={}", sha256(&files[f])))
+        .map(|f| format!("{f}={}", sha256_hex(&files[f])))
         .collect()
 }
 
@@ -187,7 +185,7 @@ async fn serve_one(
                 }
                 let len = bytes.len();
                 let mut headers = vec![
-                    ("ETag".to_owned(), format!("\"{}\"", sha256(&bytes))),
+                    ("ETag".to_owned(), format!("\"{}\"", sha256_hex(&bytes))),
                     ("X-Repo-Commit".to_owned(), REV.to_owned()),
                 ];
                 let start = range
@@ -238,8 +236,8 @@ async fn serve_one(
 }
 
 /// Runs `capvault <args>` with the hub at `endpoint`; returns (success, stdout, stderr).
-async fn capvault(args: &[&str], endpoint: &str, home: &Path) -> (bool, String, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+async fn with_hub(args: &[&str], endpoint: &str, home: &Path) -> (bool, String, String) {
+    let out = tokio::process::Command::from(crate::common::capvault())
         .args(args)
         .env("HF_ENDPOINT", endpoint)
         .env("XDG_CACHE_HOME", home.join("cache"))
@@ -270,7 +268,7 @@ async fn fetch(hub: &Hub, pins: &[String], out: &Path, home: &Path) -> (bool, St
     for p in pins {
         args.extend(["--sha256", p]);
     }
-    capvault(&args, &hub.endpoint(), home).await
+    with_hub(&args, &hub.endpoint(), home).await
 }
 
 #[tokio::test]
@@ -302,7 +300,7 @@ async fn fetch_downloads_the_pinned_files_and_the_folder_loads() {
         assert!(s.range.is_none(), "{s:?}");
     }
 
-    let (ok, stdout, stderr) = capvault(
+    let (ok, stdout, stderr) = with_hub(
         &["model", "check", out.to_str().unwrap(), "--text", "puppy"],
         &hub.endpoint(),
         tmp.path(),
@@ -333,7 +331,7 @@ async fn a_sha256_mismatch_is_refused_and_leaves_no_file() {
     let out = tmp.path().join("m");
     let (ok, _, stderr) = fetch(&hub, &pins(&files), &out, tmp.path()).await;
     assert!(!ok);
-    let expected = sha256(&files["tokenizer.json"]);
+    let expected = sha256_hex(&files["tokenizer.json"]);
     let mut bad = files["tokenizer.json"].clone();
     let mid = bad.len() / 2;
     bad[mid] ^= 0xff;
@@ -343,7 +341,7 @@ async fn a_sha256_mismatch_is_refused_and_leaves_no_file() {
     );
     assert!(stderr.contains(&format!("expected {expected}")), "{stderr}");
     assert!(
-        stderr.contains(&format!("got {}", sha256(&bad))),
+        stderr.contains(&format!("got {}", sha256_hex(&bad))),
         "{stderr}"
     );
     assert!(!out.join("tokenizer.json").exists());
@@ -443,7 +441,7 @@ async fn a_custom_repo_needs_a_commit_and_three_pins_before_any_request() {
         }
         async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            capvault(&args, &hub, &home).await
+            with_hub(&args, &hub, &home).await
         }
     };
     let (ok, _, stderr) = run(vec!["model", "fetch", "--repo", REPO], all.clone()).await;
@@ -496,7 +494,7 @@ async fn a_plain_http_endpoint_off_loopback_is_refused() {
     for p in &all {
         args.extend(["--sha256", p]);
     }
-    let (ok, _, stderr) = capvault(&args, "http://192.0.2.1:9", tmp.path()).await;
+    let (ok, _, stderr) = with_hub(&args, "http://192.0.2.1:9", tmp.path()).await;
     assert!(!ok);
     assert!(stderr.contains("must be https"), "{stderr}");
     assert!(!out.exists());
@@ -515,18 +513,12 @@ async fn serve_with(
     extra: &[&str],
 ) -> crate::common::Server {
     let files = model_files();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve").arg(vault).args(extra).args([
-        "--semantic-repo",
-        REPO,
-        "--semantic-revision",
-        REV,
-    ]);
+    let mut cmd = crate::common::serve_command(vault, extra);
+    cmd.args(["--semantic-repo", REPO, "--semantic-revision", REV]);
     for p in pins(&files) {
         cmd.args(["--semantic-sha256", &p]);
     }
-    cmd.env("CAPVAULT_LOG", "capvault=warn")
-        .env("HF_ENDPOINT", endpoint)
+    cmd.env("HF_ENDPOINT", endpoint)
         .env("XDG_CACHE_HOME", home.join("cache"))
         .env("XDG_CONFIG_HOME", home.join("config"));
     crate::common::Server::from_command(cmd).await
@@ -650,7 +642,7 @@ async fn the_config_files_semantic_turns_it_on_and_a_folder_wins_over_it() {
     assert_eq!(hub.seen().len(), before);
 
     // Both flags at once is a usage error.
-    let (ok, _, stderr) = capvault(
+    let (ok, _, stderr) = with_hub(
         &[
             "serve",
             vault.to_str().unwrap(),

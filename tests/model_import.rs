@@ -7,10 +7,10 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn import(source: &Path, out: &Path, corpus: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_capvault"))
+    crate::common::capvault()
         .args(["model", "import"])
         .arg(source)
         .arg("--out")

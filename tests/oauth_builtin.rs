@@ -7,7 +7,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use crate::common::oauth::*;
-use crate::common::{HttpChild, write_tree};
+use crate::common::{HttpChild, poll, run, write_tree};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -283,11 +283,19 @@ async fn authorization_refusals_pkce_redirects_codes_csrf_and_passphrase_attempt
             assert!(p.body.contains("has ended"), "{}", p.body);
         }
     }
-    // Five wrong passphrases from this address: it waits a second before its next one.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // Five wrong passphrases from this address: it waits a second before its next one (429
+    // with Retry-After meanwhile, which counts as no guess).
+    let answer = poll(
+        "the consent page after the wait",
+        std::time::Duration::from_secs(30),
+        async || {
+            let p = consent(&base, &good, PASSPHRASE, &[]).await;
+            (p.status != 429).then_some(p)
+        },
+    )
+    .await;
 
     // A wrong verifier, then a code used twice (what the first use gave is revoked).
-    let answer = consent(&base, &good, PASSPHRASE, &[]).await;
     let code = query(&location(&answer), "code").unwrap();
     let (other_verifier, _) = pkce();
     let (status, e) = exchange(&base, &id, &code, &other_verifier).await;
@@ -352,7 +360,7 @@ async fn a_read_grant_cannot_write_and_revocation_from_the_command_line_holds_at
     assert!(!vault.join("Nope.md").exists());
     // A refresh cannot widen it.
     let id = {
-        let out = cli(&[
+        let out = run(&[
             "tokens",
             "list",
             vault.to_str().unwrap(),
@@ -373,7 +381,7 @@ async fn a_read_grant_cannot_write_and_revocation_from_the_command_line_holds_at
             .to_owned()
     };
     // Revoked from the command line while the server runs: refused at the next request.
-    let out = cli(&[
+    let out = run(&[
         "tokens",
         "revoke",
         vault.to_str().unwrap(),
@@ -383,7 +391,7 @@ async fn a_read_grant_cannot_write_and_revocation_from_the_command_line_holds_at
     ]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(mcp(&server, access, "tools/list", json!({})).await.0, 401);
-    let out = cli(&[
+    let out = run(&[
         "tokens",
         "list",
         vault.to_str().unwrap(),
@@ -399,7 +407,7 @@ async fn a_read_grant_cannot_write_and_revocation_from_the_command_line_holds_at
     let t = tokens(&base, "vault:read", &[]).await;
     let access = t["access_token"].as_str().unwrap();
     assert_eq!(mcp(&server, access, "tools/list", json!({})).await.0, 200);
-    let out = cli(&[
+    let out = run(&[
         "tokens",
         "revoke",
         vault.to_str().unwrap(),
@@ -418,7 +426,7 @@ async fn builtin_oauth_needs_a_passphrase_and_a_public_url_off_loopback() {
     let vault = tmp.path().join("vault");
     write_tree(&vault, &[("a.md", "a")]);
     let state = tmp.path().join("state");
-    let out = cli(&[
+    let out = run(&[
         "serve",
         vault.to_str().unwrap(),
         "--transport",
@@ -435,7 +443,7 @@ async fn builtin_oauth_needs_a_passphrase_and_a_public_url_off_loopback() {
         !out.status.success() && err.contains("capvault passwd"),
         "{err}"
     );
-    let out = cli(&[
+    let out = run(&[
         "serve",
         vault.to_str().unwrap(),
         "--transport",
@@ -452,7 +460,7 @@ async fn builtin_oauth_needs_a_passphrase_and_a_public_url_off_loopback() {
         !out.status.success() && err.contains("--public-url"),
         "{err}"
     );
-    let out = cli(&[
+    let out = run(&[
         "serve",
         vault.to_str().unwrap(),
         "--transport",
@@ -470,7 +478,7 @@ async fn builtin_oauth_needs_a_passphrase_and_a_public_url_off_loopback() {
         "{err}"
     );
     // A short passphrase is refused.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let mut child = crate::common::capvault()
         .args([
             "passwd",
             vault.to_str().unwrap(),

@@ -42,56 +42,7 @@ fn resource_of(raw: &str) -> Option<Vec<u8>> {
     })
 }
 
-/// A zlib stream that inflates to `n` zero bytes: fixed-Huffman deflate, one literal and then
-/// copies of 258 bytes at distance 1 (13 bits each), so a few MB stand for hundreds.
-fn zlib_zeros(n: usize) -> Vec<u8> {
-    struct Bits {
-        out: Vec<u8>,
-        acc: u64,
-        len: u32,
-    }
-    impl Bits {
-        /// `count` bits of `value`, least significant first.
-        fn put(&mut self, value: u64, count: u32) {
-            self.acc |= value << self.len;
-            self.len += count;
-            while self.len >= 8 {
-                self.out.push(self.acc as u8);
-                self.acc >>= 8;
-                self.len -= 8;
-            }
-        }
-        /// A Huffman code of `count` bits, most significant first.
-        fn code(&mut self, code: u64, count: u32) {
-            let mut rev = 0;
-            for i in 0..count {
-                rev |= ((code >> i) & 1) << (count - 1 - i);
-            }
-            self.put(rev, count);
-        }
-    }
-    let mut b = Bits {
-        out: vec![0x78, 0x01],
-        acc: 0,
-        len: 0,
-    };
-    b.put(1, 1); // last block
-    b.put(1, 2); // fixed Huffman codes
-    b.code(0x30, 8); // literal 0
-    let copies = (n - 1) / 258;
-    for _ in 0..copies {
-        b.code(0b1100_0101, 8); // length 258 (symbol 285)
-        b.code(0, 5); // distance 1
-    }
-    b.code(0, 7); // end of block
-    if b.len > 0 {
-        b.put(0, 8 - b.len);
-    }
-    let total = 1 + copies * 258;
-    let adler = (((total % 65521) as u32) << 16) | 1;
-    b.out.extend_from_slice(&adler.to_be_bytes());
-    b.out
-}
+include!("common/zlib.rs");
 
 /// A PDF made of `objects` (1 is the catalog), with a correct cross-reference table.
 fn pdf_of(objects: &[Vec<u8>]) -> Vec<u8> {
@@ -172,15 +123,10 @@ fn slow_pdf() -> Vec<u8> {
 /// `capvault call VAULT ARGS...` as a person runs it (the test cache folder, no user config):
 /// (whether it succeeded, stdout, stderr).
 fn call(vault: &Path, args: &[&str]) -> (bool, String, String) {
-    let home = crate::common::test_cache_home();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let o = crate::common::capvault()
         .arg("call")
         .arg(vault)
         .args(args)
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CACHE_HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join("no-config"))
-        .env("XDG_STATE_HOME", home.join("no-state"))
         .output()
         .unwrap();
     (
@@ -324,7 +270,7 @@ async fn hostile_pdfs_are_reported_and_the_worker_keeps_reading() {
     let nested = pdf_with(text, "", &deep_array);
     let deep_dict = ["<< /A ".repeat(100_000), "1".into(), " >>".repeat(100_000)].concat();
     let nested_dict = pdf_with(text, "", deep_dict.as_bytes());
-    // A page whose content inflates to 900 MB of zeros (5.7 MB on disk).
+    // A page whose content inflates to 900 MB of zeros (under 1 MB on disk).
     let bomb = pdf_with(&zlib_zeros(900_000_000), "/Filter /FlateDecode", b"[]");
     assert!(bomb.len() < 6 << 20, "within the bound for sending a file");
     for (name, bytes) in [
@@ -820,7 +766,7 @@ fn a_one_shot_call_waits_for_the_pdfs_and_takes_the_texts_serve_saved() {
 #[test]
 fn the_pdf_worker_is_one_confined_thread_that_answers_down_its_pipe() {
     use std::io::{Read, Write};
-    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let mut worker = crate::common::capvault()
         .arg("pdf-worker")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

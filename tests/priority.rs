@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::common::{test_cache_home, write_tree};
+use crate::common::write_tree;
 
 /// Each thread's name and nice value, from /proc (field 19 of `stat`; the name is in
 /// parentheses and may hold spaces, so the fields are counted after the last `)`).
@@ -62,13 +62,9 @@ fn background_threads_run_at_a_lower_priority_than_the_threads_that_answer() {
         &vault,
         &[("Home.md", "# Home\n[[Other]]\n"), ("Other.md", "other\n")],
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let mut child = crate::common::capvault()
         .arg("serve")
         .arg(&vault)
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CACHE_HOME", test_cache_home())
-        .env("XDG_CONFIG_HOME", test_cache_home().join("no-config"))
-        .env("XDG_STATE_HOME", test_cache_home().join("state"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()

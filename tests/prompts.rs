@@ -6,14 +6,14 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::ServiceError;
 use rmcp::model::GetPromptRequestParams;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::common::{Server, write_tree};
+use crate::common::{Server, poll, serve_command, write_tree};
 
 fn vault(dir: &Path) {
     write_tree(
@@ -183,7 +183,7 @@ async fn hidden_and_excluded_notes_are_never_prompts_and_never_embedded() {
     );
     s.stop().await;
     // A hidden prompts folder is refused at startup.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let out = crate::common::capvault()
         .args([
             "serve",
             tmp.path().to_str().unwrap(),
@@ -297,39 +297,40 @@ async fn built_in_prompts_gather_daily_notes_open_tasks_and_links_and_can_be_tur
     s.stop().await;
 }
 
-/// A raw stdio session: JSON-RPC lines in and out, notifications collected.
+/// A raw stdio session: JSON-RPC lines in and out, every message kept in order.
 struct Raw {
     child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
+    stdin: Option<tokio::process::ChildStdin>,
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    /// Every message read so far.
+    seen: Vec<Value>,
+    next_id: u64,
 }
 
 impl Raw {
     async fn start(vault: &Path) -> Raw {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
-            .arg("serve")
-            .arg(vault)
-            .args(["--prompts-folder", "Prompts", "--no-index-cache"])
-            .env("CAPVAULT_LOG", "capvault=warn")
+        let mut child = serve_command(vault, &["--prompts-folder", "Prompts", "--no-index-cache"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let stdin = child.stdin.take().unwrap();
+        let stdin = child.stdin.take();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut raw = Raw {
             child,
             stdin,
             lines,
+            seen: Vec::new(),
+            next_id: 1,
         };
-        raw.send(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}),
-        )
-        .await;
-        let init = raw.next(Duration::from_secs(20)).await.unwrap();
+        let init = raw
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}),
+            )
+            .await;
         assert_eq!(
             init["result"]["capabilities"]["prompts"]["listChanged"],
             true
@@ -342,27 +343,78 @@ impl Raw {
     async fn send(&mut self, v: Value) {
         let mut line = v.to_string();
         line.push('\n');
-        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        let stdin = self.stdin.as_mut().expect("the session is open");
+        stdin.write_all(line.as_bytes()).await.unwrap();
     }
 
-    async fn next(&mut self, within: Duration) -> Option<Value> {
-        match tokio::time::timeout(within, self.lines.next_line()).await {
-            Ok(Ok(Some(l))) => Some(serde_json::from_str(&l).unwrap()),
-            _ => None,
-        }
+    /// Reads the next message (at most [`crate::common::CALL_TIMEOUT`]); `None` at the end.
+    async fn read(&mut self) -> Option<Value> {
+        let line = tokio::time::timeout(crate::common::CALL_TIMEOUT, self.lines.next_line())
+            .await
+            .expect("a message (or the end) within the timeout")
+            .unwrap()?;
+        let v: Value = serde_json::from_str(&line).unwrap();
+        self.seen.push(v.clone());
+        Some(v)
     }
 
-    /// The messages that arrive within `window`.
-    async fn collect(&mut self, window: Duration) -> Vec<Value> {
-        let until = Instant::now() + window;
-        let mut out = Vec::new();
-        while let Some(left) = until.checked_duration_since(Instant::now()) {
-            match self.next(left).await {
-                Some(v) => out.push(v),
-                None => break,
+    /// Sends a request and reads until its answer.
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let v = self.read().await.expect("an answer before the end");
+            if v["id"] == id {
+                return v;
             }
         }
-        out
+    }
+
+    /// Reads until `list_changed` notifications number `n` in all.
+    async fn until_list_changed(&mut self, n: usize) {
+        while list_changed(&self.seen) < n {
+            self.read().await.expect("a list_changed before the end");
+        }
+    }
+
+    /// The changes after `cursor` once they name `path`.
+    async fn changes_naming(&mut self, cursor: &str, path: &str) {
+        poll(
+            &format!("a change of {path}"),
+            Duration::from_secs(30),
+            async || {
+                let r = self
+                    .request(
+                        "tools/call",
+                        json!({"name": "changes_since", "arguments": {"cursor": cursor}}),
+                    )
+                    .await;
+                let changes = r["result"]["structuredContent"]["changes"]
+                    .as_array()
+                    .cloned();
+                changes
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c["path"] == path)
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// Closes the session's input and reads to the end (the server exits): every message of the
+    /// session.
+    async fn close(mut self) -> Vec<Value> {
+        self.stdin = None;
+        while self.read().await.is_some() {}
+        let status = tokio::time::timeout(crate::common::EXIT_WITHIN, self.child.wait())
+            .await
+            .expect("the server exits once its input ends")
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+        self.seen
     }
 }
 
@@ -377,17 +429,23 @@ async fn a_burst_of_changes_to_the_prompts_folder_is_one_list_changed_and_other_
     let tmp = tempfile::tempdir().unwrap();
     vault(tmp.path());
     let mut raw = Raw::start(tmp.path()).await;
-    // Let the first build and the watcher settle.
-    raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}))
-        .await;
-    let first = raw.collect(Duration::from_secs(3)).await;
-    assert!(first.iter().any(|m| m["id"] == 2), "{first:?}");
-    assert_eq!(list_changed(&first), 0, "{first:?}");
+    // The first build done, with no list change.
+    let cursor = poll("the first build", Duration::from_secs(60), async || {
+        let r = raw
+            .request("tools/call", json!({"name": "vault_info", "arguments": {}}))
+            .await;
+        let info = &r["result"]["structuredContent"];
+        let ready = info["index"]["state"] == "ready" && !info["notes"].is_null();
+        ready.then(|| info["changes_cursor"].as_str().unwrap().to_owned())
+    })
+    .await;
+    let first = raw.request("prompts/list", json!({})).await;
+    assert!(first["result"]["prompts"].is_array(), "{first}");
+    assert_eq!(list_changed(&raw.seen), 0, "{:?}", raw.seen);
 
-    // Another note changes: the prompts do not.
+    // Another note changes: the prompts do not. (Seen by the server before what follows.)
     write_tree(tmp.path(), &[("Third.md", "changed\n")]);
-    let msgs = raw.collect(Duration::from_secs(4)).await;
-    assert_eq!(list_changed(&msgs), 0, "{msgs:?}");
+    raw.changes_naming(&cursor, "Third.md").await;
 
     // Three prompt notes in a burst: one notification.
     for i in 0..3 {
@@ -396,8 +454,7 @@ async fn a_burst_of_changes_to_the_prompts_folder_is_one_list_changed_and_other_
             &[(format!("Prompts/New {i}.md").as_str(), "new\n")],
         );
     }
-    let msgs = raw.collect(Duration::from_secs(5)).await;
-    assert_eq!(list_changed(&msgs), 1, "{msgs:?}");
+    raw.until_list_changed(1).await;
     // A description edited changes the list too.
     write_tree(
         tmp.path(),
@@ -406,12 +463,8 @@ async fn a_burst_of_changes_to_the_prompts_folder_is_one_list_changed_and_other_
             "---\ndescription: now described\n---\nJust text.\n",
         )],
     );
-    let msgs = raw.collect(Duration::from_secs(5)).await;
-    assert_eq!(list_changed(&msgs), 1, "{msgs:?}");
-    raw.send(json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"}))
-        .await;
-    let msgs = raw.collect(Duration::from_secs(2)).await;
-    let reply = msgs.iter().find(|m| m["id"] == 3).unwrap();
+    raw.until_list_changed(2).await;
+    let reply = raw.request("prompts/list", json!({})).await;
     let plain = reply["result"]["prompts"]
         .as_array()
         .unwrap()
@@ -419,8 +472,10 @@ async fn a_burst_of_changes_to_the_prompts_folder_is_one_list_changed_and_other_
         .find(|p| p["name"] == "plain")
         .unwrap();
     assert_eq!(plain["description"], "now described");
-    drop(raw.stdin);
-    let _ = raw.child.wait().await;
+    // Two in all: a notification for the other note, or a second one for the burst, would have
+    // come before the description's (a session's notifications come in order).
+    let all = raw.close().await;
+    assert_eq!(list_changed(&all), 2, "{all:?}");
 }
 
 #[tokio::test]

@@ -23,7 +23,7 @@ fn fixture() -> tempfile::TempDir {
 
 /// Runs `serve` on stdio with stdin closed (it exits at once) and returns its stderr.
 fn probe(vault: &Path, target: &str, extra: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let out = crate::common::capvault()
         .arg("serve")
         .arg(vault)
         .args(["--no-index-cache", "--sandbox-probe", target])

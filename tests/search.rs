@@ -692,14 +692,10 @@ impl ClientHandler for ProgressRecorder {
 #[tokio::test]
 async fn a_search_during_the_build_is_answered_by_a_scan_with_progress() {
     let tmp = fixture();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve")
-        .arg(tmp.path())
-        // No index cache: a cache left in the shared test cache folder by a vault whose folder
-        // had the same inode would be served during the pause, as a restart's is.
-        .args(["--index-delay", "2000", "--no-index-cache"])
-        .env("CAPVAULT_LOG", "capvault=warn")
-        .env("XDG_CACHE_HOME", crate::common::test_cache_home());
+    // No index cache: a cache left in the shared test cache folder by a vault whose folder had
+    // the same inode would be served during the pause, as a restart's is.
+    let cmd =
+        crate::common::serve_command(tmp.path(), &["--index-delay", "2000", "--no-index-cache"]);
     let recorder = ProgressRecorder::default();
     let client = recorder
         .clone()

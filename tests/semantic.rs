@@ -243,7 +243,7 @@ async fn without_a_model_semantic_modes_say_how_to_get_one() {
 
 /// The stderr of `capvault serve` with the model folder `model` (it must exit with an error).
 fn startup_error(vault: &Path, model: &Path) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let out = crate::common::capvault()
         .arg("serve")
         .arg(vault)
         .args(["--embedding-model", model.to_str().unwrap()])

@@ -201,7 +201,7 @@ fn hybrid_search_with_a_model_tuned_on_the_vault_meets_the_quality_targets() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("tuned");
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let status = crate::common::capvault()
         .args(["model", "import"])
         .arg(&transformer)
         .arg("--out")

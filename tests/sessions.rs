@@ -203,12 +203,11 @@ async fn a_background_thread_that_cannot_start_is_reported_and_queries_still_wor
 
 /// `capvault serve` as a client runs it, with its index cache in `cache`; stdin and stdout piped.
 fn spawn_server(vault: &Path, cache: &Path) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    crate::common::capvault()
         .arg("serve")
         .arg(vault)
         .arg("--index-cache")
         .arg(cache)
-        .env("CAPVAULT_LOG", "capvault=warn")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -367,17 +366,14 @@ async fn a_server_whose_stderr_is_closed_still_builds_and_serves_when_it_logs_wa
             ("big.md", format!("# Big\n{}\n", "otter ".repeat(100))),
         ],
     );
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-    cmd.arg("serve")
-        .arg(tmp.path())
-        .args(["--no-index-cache", "--max-file-size", "256"])
-        .env("CAPVAULT_LOG", "capvault=info");
-    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(stderr);
-    let server = crate::common::Server::from_transport(transport).await;
+    let mut cmd =
+        crate::common::serve_command(tmp.path(), &["--no-index-cache", "--max-file-size", "256"]);
+    cmd.env("CAPVAULT_LOG", "capvault=info");
+    // Its stderr a pipe nobody reads: every log line's write fails.
+    let (unread, stderr) = std::io::pipe().unwrap();
+    drop(unread);
+    cmd.stderr(stderr);
+    let server = crate::common::Server::from_command(cmd).await;
     let index = server.wait_index_ready().await;
     assert_eq!(index["documents"], 1, "{index}");
     let r = server

@@ -11,7 +11,7 @@ use serde_json::json;
 
 /// `capvault state VAULT --state-dir STATE [extra]`: (success, stdout, stderr).
 fn state(vault: &Path, state_dir: &Path, extra: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let out = crate::common::capvault()
         .arg("state")
         .arg(vault)
         .arg("--state-dir")

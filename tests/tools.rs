@@ -6,7 +6,6 @@ use std::time::{Duration, SystemTime};
 
 use crate::common::{Server, write_tree};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// A vault with known notes and known modification times (newest first: b, a, c/d tie, e).
 fn fixture() -> tempfile::TempDir {
@@ -134,7 +133,7 @@ async fn read_note_returns_text_size_time_and_sha256() {
     assert_eq!(r["path"], "Projects/Garden Plan.md");
     assert_eq!(r["content"].as_str().unwrap().as_bytes(), &bytes[..]);
     assert_eq!(r["size"], bytes.len());
-    assert_eq!(r["sha256"], format!("{:x}", Sha256::digest(&bytes)));
+    assert_eq!(r["sha256"], crate::common::sha256_hex(&bytes));
     assert_eq!(r["modified"], "2023-11-14T22:16:40.000Z");
     // Non-ASCII names work as they are.
     let r = s.ok("read_note", json!({"path": "Notes/Café ☕.md"})).await;

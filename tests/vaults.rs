@@ -430,10 +430,7 @@ async fn a_token_limited_to_one_vault_sees_and_uses_only_it() {
         &[],
     )
     .await;
-    let limited = Server {
-        client: child.connect(Some(WORK_TOKEN)).await,
-        http: None,
-    };
+    let limited = Server::of_client(child.connect(Some(WORK_TOKEN)).await);
     for t in limited.client.list_all_tools().await.unwrap() {
         let schema = Value::Object((*t.input_schema).clone());
         assert_eq!(
@@ -504,10 +501,7 @@ async fn a_token_limited_to_one_vault_sees_and_uses_only_it() {
         .await;
     assert!(e.contains("no vault `Home`"), "{e}");
     // Another token sees both.
-    let all = Server {
-        client: child.connect(Some(ALL_TOKEN)).await,
-        http: None,
-    };
+    let all = Server::of_client(child.connect(Some(ALL_TOKEN)).await);
     let r = all
         .ok("read_note", json!({"vault": "Home", "path": "diary.md"}))
         .await;
@@ -540,13 +534,11 @@ async fn vault_tables_give_each_vault_its_name_and_settings() {
     .unwrap();
     let state = tmp.path().join("state");
     let audit = tmp.path().join("audit.jsonl");
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
+    let mut cmd = crate::common::capvault();
     cmd.args(["serve", "--config", config.to_str().unwrap()])
         .args(["--state-dir", state.to_str().unwrap()])
         .args(["--audit-log", audit.to_str().unwrap()]);
-    cmd.env("CAPVAULT_LOG", "capvault=warn");
-    cmd.env("XDG_CACHE_HOME", crate::common::test_cache_home());
-    let s = Server::from_command(cmd).await;
+    let s = Server::from_command(cmd.into()).await;
     let tools = s.client.list_all_tools().await.unwrap();
     let enum_of = |name: &str| {
         let t = tools.iter().find(|t| t.name == name).unwrap();
@@ -672,7 +664,7 @@ async fn the_consent_page_lets_the_owner_choose_the_vaults_a_client_may_use() {
     assert!(!r.to_string().contains(HOME_SECRET), "{r}");
     assert_eq!(r["result"]["isError"], true, "{r}");
     // `capvault tokens list` (on the first vault, whose state holds the grants) says which.
-    let out = cli(&[
+    let out = crate::common::run(&[
         "tokens",
         "list",
         vault.to_str().unwrap(),

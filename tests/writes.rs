@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Server, find_file, snapshot, symlink, write_tree};
+use crate::common::{Server, find_file, sha256_hex, snapshot, symlink, write_tree};
 use serde_json::{Value, json};
 
 /// A vault beside an `outside` folder and a state folder, all in one temporary folder.
@@ -42,10 +42,6 @@ async fn writable(f: &Fixture, extra: &[&str]) -> Server {
 
 fn read(v: &Path, p: &str) -> String {
     std::fs::read_to_string(v.join(p)).unwrap()
-}
-
-fn sha(text: &str) -> String {
-    crate::common::sha256_hex(text)
 }
 
 const WRITE_TOOLS: &[&str] = &[
@@ -138,7 +134,7 @@ async fn create_write_edit_append_prepend_and_frontmatter_work_and_search_sees_t
         .await;
     let text = read(v, "New/Deep/Idea.md");
     assert_eq!(text, "---\nstatus: new\n---\nzebrafish thoughts\n");
-    assert_eq!(r["sha256"], sha(&text));
+    assert_eq!(r["sha256"], sha256_hex(&text));
     assert_eq!(r["created"], true);
     assert_eq!(r["folders_created"], json!(["New", "New/Deep"]));
     // The reply comes after the index has the note.
@@ -157,20 +153,20 @@ async fn create_write_edit_append_prepend_and_frontmatter_work_and_search_sees_t
     let stale = s
         .call(
             "write_note",
-            json!({"path": "New/Deep/Idea.md", "content": "y", "if_match": sha("old")}),
+            json!({"path": "New/Deep/Idea.md", "content": "y", "if_match": sha256_hex("old")}),
         )
         .await;
     assert_eq!(stale.error["code"], "conflict");
-    assert_eq!(stale.error["current_sha256"], sha(&text));
+    assert_eq!(stale.error["current_sha256"], sha256_hex(&text));
     // `text`, as append_periodic_note calls it, is read as `content`.
     let w = s
         .ok(
             "write_note",
-            json!({"path": "New/Deep/Idea.md", "text": "quagga\n", "if_match": sha(&text)}),
+            json!({"path": "New/Deep/Idea.md", "text": "quagga\n", "if_match": sha256_hex(&text)}),
         )
         .await;
     assert_eq!(read(v, "New/Deep/Idea.md"), "quagga\n");
-    assert_eq!(w["previous_sha256"], sha(&text));
+    assert_eq!(w["previous_sha256"], sha256_hex(&text));
     assert_eq!(
         s.ok("search_notes", json!({"query": "quagga"})).await["hits"][0]["path"],
         "New/Deep/Idea.md"
@@ -203,7 +199,7 @@ async fn create_write_edit_append_prepend_and_frontmatter_work_and_search_sees_t
         .await;
     assert!(half.is_error);
     assert_eq!(read(v, "Plan.md"), plan, "a failed edit changed the note");
-    s.ok("edit_note", json!({"path": "Plan.md", "edits": [{"old_text": "intro", "new_text": "INTRO"}], "if_match": sha(&plan)}))
+    s.ok("edit_note", json!({"path": "Plan.md", "edits": [{"old_text": "intro", "new_text": "INTRO"}], "if_match": sha256_hex(&plan)}))
         .await;
     let plan2 = plan.replace("intro", "INTRO");
     assert_eq!(read(v, "Plan.md"), plan2);
@@ -309,7 +305,7 @@ async fn delete_goes_to_the_trash_and_history_restores_every_version() {
     let one = read(v, "Doomed.md");
     s.ok(
         "write_note",
-        json!({"path": "Doomed.md", "content": "version two\n", "if_match": sha(&one)}),
+        json!({"path": "Doomed.md", "content": "version two\n", "if_match": sha256_hex(&one)}),
     )
     .await;
     let d = s.ok("delete_note", json!({"path": "Doomed.md"})).await;
@@ -334,10 +330,10 @@ async fn delete_goes_to_the_trash_and_history_restores_every_version() {
     let h = s
         .ok("note_history", json!({"path": "Folder/inner.md"}))
         .await;
-    assert_eq!(h["versions"][0]["sha256"], sha("inner\n"), "{h}");
+    assert_eq!(h["versions"][0]["sha256"], sha256_hex("inner\n"), "{h}");
     s.ok(
         "restore_note",
-        json!({"path": "Folder/inner.md", "sha256": sha("inner\n")}),
+        json!({"path": "Folder/inner.md", "sha256": sha256_hex("inner\n")}),
     )
     .await;
     assert_eq!(read(v, "Folder/inner.md"), "inner\n");
@@ -358,16 +354,16 @@ async fn delete_goes_to_the_trash_and_history_restores_every_version() {
     assert_eq!(
         shas,
         [
-            sha("version three\n"),
-            sha("version two\n"),
-            sha("version one\n")
+            sha256_hex("version three\n"),
+            sha256_hex("version two\n"),
+            sha256_hex("version one\n")
         ]
     );
     assert!(h.get("current_sha256").is_none());
     let r = s
         .ok(
             "restore_note",
-            json!({"path": "Doomed.md", "sha256": sha("version one\n")}),
+            json!({"path": "Doomed.md", "sha256": sha256_hex("version one\n")}),
         )
         .await;
     assert_eq!(r["created"], true);
@@ -377,10 +373,10 @@ async fn delete_goes_to_the_trash_and_history_restores_every_version() {
         "Doomed.md"
     );
     // A restore is undone the same way.
-    s.ok("restore_note", json!({"path": "Doomed.md", "sha256": sha("version two\n"), "if_match": sha("version one\n")})).await;
+    s.ok("restore_note", json!({"path": "Doomed.md", "sha256": sha256_hex("version two\n"), "if_match": sha256_hex("version one\n")})).await;
     assert_eq!(read(v, "Doomed.md"), "version two\n");
     let h = s.ok("note_history", json!({"path": "Doomed.md"})).await;
-    assert_eq!(h["versions"][0]["sha256"], sha("version one\n"));
+    assert_eq!(h["versions"][0]["sha256"], sha256_hex("version one\n"));
     assert_eq!(h["versions"][0]["tool"], "restore_note");
     s.stop().await;
     // The audit log names tools, paths and versions, never content.
@@ -403,7 +399,7 @@ async fn delete_goes_to_the_trash_and_history_restores_every_version() {
     let h = s
         .ok("note_history", json!({"path": "Folder/inner.md"}))
         .await;
-    assert_eq!(h["versions"][0]["sha256"], sha("inner\n"));
+    assert_eq!(h["versions"][0]["sha256"], sha256_hex("inner\n"));
     s.stop().await;
 }
 
@@ -552,7 +548,7 @@ async fn write_attacks_leave_the_outside_and_hidden_folders_untouched() {
         ),
         (
             "write_note",
-            json!({"path": "Notes/escape.md", "content": "x", "if_match": sha("outside bytes\n")}),
+            json!({"path": "Notes/escape.md", "content": "x", "if_match": sha256_hex("outside bytes\n")}),
         ),
         (
             "append_to_note",
@@ -575,7 +571,7 @@ async fn write_attacks_leave_the_outside_and_hidden_folders_untouched() {
         ),
         (
             "restore_note",
-            json!({"path": "out/secret.md", "sha256": sha("a\n")}),
+            json!({"path": "out/secret.md", "sha256": sha256_hex("a\n")}),
         ),
     ];
     for (tool, args) in &attacks {
@@ -640,7 +636,7 @@ async fn twenty_concurrent_edits_with_if_match_either_land_or_conflict_none_is_l
     let f = fixture(&[("Shared.md", "start\n")]);
     let s = writable(&f, &[]).await;
     let v = f.vault.clone();
-    let base = sha("start\n");
+    let base = sha256_hex("start\n");
     // Twenty writers race with the same version: exactly one lands.
     let calls = (0..20).map(|i| {
         s.call(
@@ -815,7 +811,7 @@ async fn a_canvas_read_can_be_written_back_and_edited_node_by_node() {
         )
         .await;
     let text = read_file(&f.vault, "Board.canvas");
-    assert_eq!(r["sha256"], sha(&text));
+    assert_eq!(r["sha256"], sha256_hex(&text));
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["edges"], json!([]), "the removed node's edge stayed");
     assert_eq!(v["nodes"][0]["text"], "because");
@@ -948,7 +944,7 @@ async fn every_write_tool_refuses_without_write_a_stale_version_and_changes_noth
     };
     let ro = Server::start_with(&f.vault, &["--no-index-cache"]).await;
     let before = snapshot(&f.vault);
-    for (tool, args, _) in &calls(&sha(&a), &sha(&a)) {
+    for (tool, args, _) in &calls(&sha256_hex(&a), &sha256_hex(&a)) {
         let r = ro.call(tool, args.clone()).await;
         assert_eq!(
             r.error["code"], "refused",
@@ -964,7 +960,7 @@ async fn every_write_tool_refuses_without_write_a_stale_version_and_changes_noth
         .await;
     let a2 = read(&f.vault, "a.md");
     let before = snapshot(&f.vault);
-    for (tool, args, versioned) in &calls(&sha(&a2), &sha(&a)) {
+    for (tool, args, versioned) in &calls(&sha256_hex(&a2), &sha256_hex(&a)) {
         let mut dry = args.clone();
         dry["dry_run"] = json!(true);
         let r = s.call(tool, dry).await;
@@ -986,7 +982,7 @@ async fn every_write_tool_refuses_without_write_a_stale_version_and_changes_noth
             };
             assert_eq!(
                 r.error["current_sha256"],
-                sha(&read(&f.vault, now)),
+                sha256_hex(read(&f.vault, now)),
                 "{tool}"
             );
         }
@@ -1031,10 +1027,10 @@ async fn the_audit_log_can_live_elsewhere_but_never_in_the_vault() {
     s.stop().await;
     let line: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
     assert_eq!(line["tool"], "append_to_note");
-    assert_eq!(line["old_sha256"], sha("a\n"));
-    assert_eq!(line["new_sha256"], sha("a\n\nb\n"));
+    assert_eq!(line["old_sha256"], sha256_hex("a\n"));
+    assert_eq!(line["new_sha256"], sha256_hex("a\n\nb\n"));
     let inside = f.vault.join("audit.jsonl");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let out = crate::common::capvault()
         .arg("serve")
         .arg(&f.vault)
         .args([
@@ -1102,7 +1098,7 @@ async fn write_tools_resolve_bare_names_as_read_note_does_and_misses_get_suggest
         read(v, "People/Kevin Kelly.md"),
         "---\nrole: editor\n---\nprepended\n\nedited\n\nappended\n"
     );
-    let now = sha(&read(v, "People/Kevin Kelly.md"));
+    let now = sha256_hex(read(v, "People/Kevin Kelly.md"));
     s.ok(
         "write_note",
         json!({"path": "Kevin Kelly", "content": "whole\n", "if_match": now}),
@@ -1206,7 +1202,7 @@ async fn every_write_keeps_a_crlf_notes_line_endings() {
     let daily = read(v, "Daily/2026-01-02.md");
     assert!(all_crlf(&daily), "{daily:?}");
     // write_note writes the client's bytes as they are: the whole text is the client's.
-    let now = sha(&read(v, "Sub/Moved Target.md"));
+    let now = sha256_hex(read(v, "Sub/Moved Target.md"));
     s.ok(
         "write_note",
         json!({"path": "Sub/Moved Target.md", "content": "lf\nonly\n", "if_match": now}),
@@ -1433,7 +1429,7 @@ async fn moving_or_deleting_a_folder_never_carries_hidden_or_excluded_entries() 
         .await;
     assert!(r["message"].as_str().unwrap().contains("2 file(s)"), "{r}");
     let h = s.ok("note_history", json!({"path": "Clean/pic.png"})).await;
-    assert_eq!(h["versions"][0]["sha256"], sha("png bytes"), "{h}");
+    assert_eq!(h["versions"][0]["sha256"], sha256_hex("png bytes"), "{h}");
     s.stop().await;
 }
 

@@ -11,15 +11,91 @@ use std::path::{Path, PathBuf};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestParams};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_capvault");
+
+/// The longest a server may take to exit once its input ends (or it is told to stop): it saves
+/// its index cache first. Past it the test fails, naming the server that hung.
+pub const EXIT_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `capvault` with the tests' environment: caches under `target/` ([`test_cache_home`]), no user
+/// config, a state folder of the tests' own, warnings logged. Add arguments and what a test
+/// changes.
+pub fn capvault() -> std::process::Command {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.env("CAPVAULT_LOG", "capvault=warn")
+        // The default index cache goes under the user's cache folder: keep the tests' apart.
+        .env("XDG_CACHE_HOME", test_cache_home())
+        // A developer's own ~/.config/capvault/config.toml must not change what tests see.
+        .env("XDG_CONFIG_HOME", test_cache_home().join("no-config"))
+        // Nor the developer's (or CI machine's) own state folder: history and grants stay here.
+        .env("XDG_STATE_HOME", test_cache_home().join("state"))
+        // Nor what the shell that runs the tests has set for capvault.
+        .env_remove("CAPVAULT_WRITE")
+        .env_remove("CAPVAULT_TOKEN");
+    cmd
+}
+
+/// `capvault serve <vault> <extra>` with the tests' environment ([`capvault`]), to spawn.
+pub fn serve_command(vault: &Path, extra: &[&str]) -> tokio::process::Command {
+    let mut cmd = capvault();
+    cmd.arg("serve").arg(vault).args(extra);
+    cmd.into()
+}
+
+/// `capvault <args>` run to its end with the tests' environment: its output.
+pub fn run(args: &[&str]) -> std::process::Output {
+    capvault().args(args).output().expect("run capvault")
+}
+
+/// Polls `check` (every 50 ms) until it gives a value; fails the test, naming `what`, when
+/// `within` passes first. For what a test waits on: it goes on as soon as the condition holds,
+/// however slow or fast the machine.
+pub async fn poll<T>(
+    what: &str,
+    within: std::time::Duration,
+    mut check: impl AsyncFnMut() -> Option<T>,
+) -> T {
+    let until = std::time::Instant::now() + within;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "{what}: not within {within:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Stderr lines of a server, gathered as they come.
+pub type Log = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Gathers the lines of `stream` into a [`Log`] until it ends.
+pub fn gather_lines(stream: impl tokio::io::AsyncRead + Unpin + Send + 'static) -> Log {
+    use tokio::io::AsyncBufReadExt;
+    let log = Log::default();
+    let keep = std::sync::Arc::clone(&log);
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stream).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            keep.lock().unwrap().push(line);
+        }
+    });
+    log
+}
 
 /// A client connected to `capvault serve <vault>` running as a child process.
 pub struct Server {
     pub client: RunningService<RoleClient, ()>,
-    /// The server process, when it serves over HTTP (over stdio the transport owns it).
+    /// The server process, when it serves over HTTP.
     pub http: Option<HttpChild>,
+    /// The server process over stdio: [`Server::stop`] waits for its exit.
+    process: Option<tokio::process::Child>,
 }
 
 /// `capvault serve --transport http` running as a child process.
@@ -37,17 +113,9 @@ impl HttpChild {
     pub async fn spawn(vault: &Path, extra: &[&str], env: &[(&str, &str)]) -> HttpChild {
         use tokio::io::AsyncBufReadExt;
         install_tls_provider();
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-        cmd.arg("serve")
-            .arg(vault)
-            .args(["--transport", "http", "--listen", "127.0.0.1:0"])
-            .args(extra);
+        let mut cmd = serve_command(vault, &["--transport", "http", "--listen", "127.0.0.1:0"]);
+        cmd.args(extra);
         cmd.env("CAPVAULT_LOG", "capvault=info");
-        cmd.env("XDG_CACHE_HOME", test_cache_home());
-        cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
-        // Nor the developer's (or CI machine's) own state folder: history and grants stay here.
-        cmd.env("XDG_STATE_HOME", test_cache_home().join("state"));
-        cmd.env_remove("CAPVAULT_TOKEN");
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -104,7 +172,7 @@ impl HttpChild {
         let pid = self.child.id().expect("running") as i32;
         let pid = rustix::process::Pid::from_raw(pid).expect("a pid");
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-        tokio::time::timeout(std::time::Duration::from_secs(30), self.child.wait())
+        tokio::time::timeout(EXIT_WITHIN, self.child.wait())
             .await
             .expect("capvault did not exit within 30 s of SIGTERM")
             .unwrap()
@@ -134,24 +202,7 @@ pub struct Reply {
 impl Server {
     /// Spawns the binary on `vault` with extra arguments.
     pub async fn start_with(vault: &Path, extra: &[&str]) -> Server {
-        Self::start_with_pid(vault, extra).await.0
-    }
-
-    /// [`Server::start_with`], and the server process's id (to read its memory in `/proc`).
-    pub async fn start_with_pid(vault: &Path, extra: &[&str]) -> (Server, u32) {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-        cmd.arg("serve").arg(vault).args(extra);
-        cmd.env("CAPVAULT_LOG", "capvault=warn");
-        // The default index cache goes under the user's cache folder: keep the tests' apart.
-        cmd.env("XDG_CACHE_HOME", test_cache_home());
-        // A developer's own ~/.config/capvault/config.toml must not change what tests see.
-        cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
-        // Nor the developer's (or CI machine's) own state folder: history and grants stay here.
-        cmd.env("XDG_STATE_HOME", test_cache_home().join("state"));
-        let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
-        let pid = transport.id().expect("the server's process id");
-        let client = handshake(transport).await;
-        (Server { client, http: None }, pid)
+        Self::from_command(serve_command(vault, extra)).await
     }
 
     /// Spawns the binary on `vault` serving over HTTP (with extra arguments) and connects an
@@ -162,32 +213,57 @@ impl Server {
         Server {
             client,
             http: Some(child),
+            process: None,
         }
     }
 
-    /// Connects to a server spawned by `cmd` (a `capvault serve` command line).
-    pub async fn from_command(cmd: tokio::process::Command) -> Server {
-        let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
-        Self::from_transport(transport).await
+    /// Spawns `cmd` (a `capvault serve` command line) and connects to it over its stdin and
+    /// stdout; its stderr goes where `cmd` says (the test's, by default).
+    pub async fn from_command(mut cmd: tokio::process::Command) -> Server {
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().expect("spawn capvault");
+        let stdio = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+        let client = handshake(stdio).await;
+        Server {
+            client,
+            http: None,
+            process: Some(child),
+        }
     }
 
-    /// Connects over a child process transport already spawned.
-    pub async fn from_transport(transport: TokioChildProcess) -> Server {
-        let client = handshake(transport).await;
-        Server { client, http: None }
+    /// [`Server::from_command`] with the server's stderr gathered line by line.
+    pub async fn from_command_logged(mut cmd: tokio::process::Command) -> (Server, Log) {
+        cmd.stderr(std::process::Stdio::piped());
+        let mut server = Self::from_command(cmd).await;
+        let stderr = server.process.as_mut().and_then(|c| c.stderr.take());
+        (server, gather_lines(stderr.expect("a piped stderr")))
+    }
+
+    /// A client of a server the test runs itself (over HTTP, say): [`Server::stop`] ends only
+    /// the session.
+    pub fn of_client(client: RunningService<RoleClient, ()>) -> Server {
+        Server {
+            client,
+            http: None,
+            process: None,
+        }
+    }
+
+    /// The server process's id (to read its memory in `/proc`), over stdio.
+    pub fn pid(&self) -> u32 {
+        self.process
+            .as_ref()
+            .and_then(tokio::process::Child::id)
+            .expect("a server process over stdio, still running")
     }
 
     /// Spawns the binary on `vault` (stdio) in a process where `openat2` fails with ENOSYS
     /// ([`deny_openat2`]).
     #[cfg(target_os = "linux")]
     pub async fn start_without_openat2(vault: &Path, extra: &[&str]) -> Server {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-        cmd.arg("serve").arg(vault).args(extra);
-        cmd.env("CAPVAULT_LOG", "capvault=warn");
-        cmd.env("XDG_CACHE_HOME", test_cache_home());
-        cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
-        // Nor the developer's (or CI machine's) own state folder: history and grants stay here.
-        cmd.env("XDG_STATE_HOME", test_cache_home().join("state"));
+        let mut cmd = serve_command(vault, extra);
         deny_openat2(cmd.as_std_mut());
         Self::from_command(cmd).await
     }
@@ -293,8 +369,28 @@ impl Server {
         }
     }
 
-    pub async fn stop(self) {
-        let _ = self.client.cancel().await;
+    /// Ends the session and, over stdio, waits for the server to exit (the end of its input
+    /// is its cue to save its index cache and go): its exit status. A server still running
+    /// after [`EXIT_WITHIN`] is killed and the test fails. Over HTTP the server is left to its
+    /// owner ([`HttpChild::terminate`], or its drop).
+    pub async fn stop(self) -> Option<std::process::ExitStatus> {
+        let Server {
+            client,
+            http: _,
+            process,
+        } = self;
+        let _ = client.cancel().await;
+        let mut child = process?;
+        match tokio::time::timeout(EXIT_WITHIN, child.wait()).await {
+            Ok(status) => Some(status.expect("the server's exit status")),
+            Err(_) => {
+                let _ = child.kill().await;
+                panic!(
+                    "capvault (pid {:?}) did not exit within {EXIT_WITHIN:?} of its input's end; killed",
+                    child.id()
+                );
+            }
+        }
     }
 }
 
@@ -510,10 +606,10 @@ pub fn write_model(dir: &Path) {
     .unwrap();
 }
 
-/// Calls `tool` with `args` (a JSON object) on any connected client: the result as it came
-/// (tool errors included); a protocol error panics.
+/// Calls `tool` with `args` (a JSON object) on any connected client (whatever its handler):
+/// the result as it came (tool errors included); a protocol error panics.
 pub async fn call_tool(
-    client: &RunningService<RoleClient, ()>,
+    client: &rmcp::service::Peer<RoleClient>,
     tool: &str,
     args: Value,
 ) -> CallToolResult {
@@ -583,12 +679,7 @@ impl Watched {
     /// virtual memory.
     pub async fn start(vault: &Path, extra: &[&str], address_space: u64) -> Watched {
         use std::os::unix::process::CommandExt;
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_capvault"));
-        cmd.arg("serve").arg(vault).args(extra);
-        cmd.env("CAPVAULT_LOG", "capvault=warn");
-        cmd.env("XDG_CACHE_HOME", test_cache_home());
-        cmd.env("XDG_CONFIG_HOME", test_cache_home().join("no-config"));
-        cmd.env("XDG_STATE_HOME", test_cache_home().join("state"));
+        let mut cmd = serve_command(vault, extra);
         // SAFETY: setrlimit is async-signal-safe and allocates nothing.
         unsafe {
             cmd.as_std_mut().pre_exec(move || {
@@ -602,13 +693,9 @@ impl Watched {
                 Ok(())
             });
         }
-        let transport = TokioChildProcess::new(cmd).expect("spawn capvault");
-        let pid = transport.id().expect("the server's pid");
-        let client = handshake(transport).await;
-        Watched {
-            server: Server { client, http: None },
-            pid,
-        }
+        let server = Server::from_command(cmd).await;
+        let pid = server.pid();
+        Watched { server, pid }
     }
 
     /// Sets the server's peak resident size (`VmHWM`) back to what it holds now.

@@ -29,7 +29,7 @@ pub fn fixture() -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 pub fn passwd(vault: &Path, state: &Path, passphrase: &str) -> std::process::Output {
     use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
+    let mut child = super::capvault()
         .arg("passwd")
         .arg(vault)
         .arg("--state-dir")
@@ -43,13 +43,6 @@ pub fn passwd(vault: &Path, state: &Path, passphrase: &str) -> std::process::Out
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
     out
-}
-
-pub fn cli(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_capvault"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 pub fn http() -> reqwest::Client {

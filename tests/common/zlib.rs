@@ -1,5 +1,6 @@
 // A zlib stream that inflates to `n` zero bytes at about 1,000 to 1, shared by the image
-// tests of the library (`include!`d by `src/media/image.rs`) and of the binary (`tests/images.rs`).
+// tests of the library (`include!`d by `src/media/image.rs`) and the image and PDF tests of the
+// binary (`tests/images.rs`, `tests/pdfs.rs`).
 
 /// A zlib stream that inflates to `n` zero bytes at about 1,000 to 1: one dynamic-Huffman
 /// block whose codes make "copy 258 bytes at distance 1" two zero bits (`media::image`'s

@@ -10,9 +10,13 @@ dir=target/inspector
 if ! command -v npm >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
 fi
-if [ ! -x "$dir/node_modules/.bin/mcp-inspector" ]; then
+# Pinned: a new release changes this run only when the pin here moves.
+inspector_version=0.15.0
+if [ ! -x "$dir/node_modules/.bin/mcp-inspector" ] ||
+   ! grep -q "\"version\": \"$inspector_version\"" "$dir/node_modules/@modelcontextprotocol/inspector/package.json" 2>/dev/null; then
   mkdir -p "$dir"
-  (cd "$dir" && npm install --silent --no-audit --no-fund @modelcontextprotocol/inspector >/dev/null)
+  (cd "$dir" && npm install --silent --no-audit --no-fund --save-exact \
+    "@modelcontextprotocol/inspector@$inspector_version" >/dev/null)
 fi
 inspector="$dir/node_modules/.bin/mcp-inspector"
 vault=$(mktemp -d)
