@@ -892,7 +892,7 @@ async fn a_diff_carries_hidden_text_only_as_hidden_text_says() {
     s.stop().await;
 }
 
-// README: "a hidden, excluded or unknown URI is refused".
+// docs/guide.md: "a hidden, excluded or unknown URI is refused".
 #[allow(deprecated)]
 #[tokio::test]
 async fn subscribing_to_a_missing_note_or_a_symlink_that_leads_out_is_refused() {

@@ -8,7 +8,7 @@
 //! re-indexes only the notes whose size, modification time or inode changed (each document keeps
 //! those three as fast fields), instead of every note. The cache
 //! is only a cache: a missing, damaged or outdated one is cleared and the index built afresh, in
-//! the background while the server answers (about 9 s at 100,000 notes on 2 cores, see
+//! the background while the server answers (5 to 9 s at 100,000 notes on 2 cores, see
 //! `docs/performance.md`).
 //!
 //! ## Fields

@@ -18,7 +18,8 @@ use crate::vault::{PathError, VaultError};
 /// The `_meta` key of an error result's structured form.
 pub const META_KEY: &str = "capvault/error";
 
-/// The stable code of a tool error. Documented in the README; never renamed.
+/// The stable code of a tool error. Documented in docs/tools-in-depth.md (its table of codes); never
+/// renamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

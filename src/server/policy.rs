@@ -393,7 +393,7 @@ fn spec_defaults_left_out(a: &mut rmcp::model::ToolAnnotations) {
 
 /// An output schema reduced to the reply's outline: an object and the fields every reply has.
 /// It still checks each reply's top level, and costs a line instead of a page in every
-/// `tools/list` (the README says what each field holds; the reply itself shows it).
+/// `tools/list` (docs/tools.md and docs/guide.md say what each field holds; the reply shows it).
 pub fn outline(schema: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
     let mut o = serde_json::Map::new();
     o.insert("type".into(), Value::String("object".into()));
