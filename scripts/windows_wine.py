@@ -1,16 +1,18 @@
 """The Windows build, run here under Wine, through the official Python SDK (1.x).
 
-    python3 -m venv target/py/mcp1 && target/py/mcp1/bin/pip install "mcp>=1.20,<2"
+    python3 -m venv target/py/mcp1 && target/py/mcp1/bin/pip install "mcp==1.30.0"
     rustup target add x86_64-pc-windows-gnu
     apt-get install gcc-mingw-w64-x86-64 wine64        # Debian
-    cargo build --target x86_64-pc-windows-gnu [--no-default-features]
+    cargo build --target x86_64-pc-windows-gnu --no-default-features --features pdf
     target/py/mcp1/bin/python scripts/windows_wine.py [path/to/capvault.exe]
 
 Wine is not Windows: its files are Linux's underneath (a symlink is followed by Wine itself, so
 the attack table means nothing here), and this proves only that the Windows binary starts,
-serves a real session over stdio and that the write path of the portable capability layer
+serves a real session over stdio, that the write path of the portable capability layer
 (`src/vault/sys/portable.rs`: hard link then unlink, check then rename) behaves through
-Windows' own file API as Wine implements it. What it checks, it asserts; it prints each step.
+Windows' own file API as Wine implements it, and that a PDF's text is read by the PDF worker
+(a child process in a job object, `src/engine/pdf.rs`), a file that is not a PDF is reported and
+the next PDF is read again. What it checks, it asserts; it prints each step.
 
 Wine 8 (Debian 12) lacks `bcryptprimitives.dll`, which the Rust standard library's Windows
 random numbers call (`ProcessPrng`): the script builds a stand-in with mingw into its own Wine
@@ -62,6 +64,30 @@ def prefix(tmp: Path) -> dict:
     return env
 
 
+def sample_pdf(text: str) -> bytes:
+    """A one-page PDF whose page shows `text` in Helvetica, with a correct cross-reference table."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET"
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        "/Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>",
+        f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for i, body in enumerate(objects):
+        offsets.append(len(out))
+        out += f"{i + 1} 0 obj\n{body}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    for o in offsets:
+        out += f"{o:010} 00000 n \n".encode()
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return out
+
+
 def step(text):
     print(f"--- {text}", flush=True)
 
@@ -94,6 +120,22 @@ async def session(env, vault: Path, state: Path):
                 await anyio.sleep(0.05)
             step(f"vault_info: {info['notes']} notes, index {info['index']['state']}")
             assert info["notes"] >= 10
+
+            (vault / "Docs").mkdir(exist_ok=True)
+            (vault / "Docs/plan.pdf").write_bytes(sample_pdf("The zebra migration starts in May"))
+            (vault / "Docs/garbage.pdf").write_bytes(b"%PDF-1.4 this is not a PDF")
+            err, pdf, r = await call("read_attachment", {"path": "Docs/plan.pdf"})
+            text = " ".join(c.text for c in r.content if c.type == "text")
+            assert not err and "zebra migration" in text, r
+            step("read_attachment Docs/plan.pdf: its text, read by the PDF worker")
+            err, _, r = await call("read_attachment", {"path": "Docs/garbage.pdf"})
+            text = " ".join(c.text for c in r.content if c.type == "text")
+            assert "zebra" not in text, r
+            step(f"read_attachment Docs/garbage.pdf: reported ({text[:70]}...)")
+            err, _, r = await call("read_attachment", {"path": "Docs/plan.pdf"})
+            text = " ".join(c.text for c in r.content if c.type == "text")
+            assert not err and "zebra migration" in text, r
+            step("read_attachment Docs/plan.pdf again: read")
 
             err, hits, _ = await call("search_notes", {"query": "garden compost", "limit": 3})
             assert not err and hits["hits"], hits
