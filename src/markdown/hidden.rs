@@ -609,20 +609,21 @@ pub fn apply(text: &str, range: std::ops::Range<usize>, spans: &Spans, policy: P
     };
     let mut out = String::with_capacity(to - from + 64);
     let mut at = from;
-    // End of the structural span being marked, whose closing marker is still to write.
-    let mut closing: Vec<usize> = Vec::new();
+    // End of each span being marked whose closing marker is still to write, and that marker
+    // (`⟦/hidden⟧` after a structural span, the warning after a misleading link).
+    let mut closing: Vec<(usize, &str)> = Vec::new();
     for span in &spans.spans {
         let (start, end) = (span.start.min(text.len()), span.end.min(text.len()));
         if start < at || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
             // Inside a span already stripped or replaced.
             continue;
         }
-        while let Some(&close) = closing.last()
+        while let Some(&(close, marker)) = closing.last()
             && close <= start
         {
             let close = close.max(at);
             out.push_str(&text[at..close]);
-            out.push_str("⟦/hidden⟧");
+            out.push_str(marker);
             at = close;
             closing.pop();
         }
@@ -656,25 +657,28 @@ pub fn apply(text: &str, range: std::ops::Range<usize>, spans: &Spans, policy: P
                 at = end;
             }
             (HiddenKind::MisleadingLink, Policy::Mark) => {
-                // The marker goes after the link; what is inside it stays as is.
-                out.push_str(src);
-                out.push_str("⟦misleading link: the text is not where it goes⟧");
-                at = end;
+                // The marker goes after the link; what is inside it is shown as the rest of the
+                // text is (an invisible character in its address marked too).
+                let close = closing.last().map_or(end, |&(outer, _)| end.min(outer));
+                closing.push((close, "⟦misleading link: the text is not where it goes⟧"));
             }
             (HiddenKind::MisleadingLink, _) => {}
             (kind, Policy::Mark) => {
                 out.push_str(&format!("⟦hidden: {}⟧", kind.label()));
                 // A span that outlasts the one it starts in is cut at its end: the markers
                 // nest.
-                closing.push(closing.last().map_or(end, |&outer| end.min(outer)));
+                closing.push((
+                    closing.last().map_or(end, |&(outer, _)| end.min(outer)),
+                    "⟦/hidden⟧",
+                ));
             }
             (_, _) => at = end,
         }
     }
-    while let Some(close) = closing.pop() {
+    while let Some((close, marker)) = closing.pop() {
         let close = close.max(at);
         out.push_str(&text[at..close]);
-        out.push_str("⟦/hidden⟧");
+        out.push_str(marker);
         at = close;
     }
     out.push_str(&text[at..]);
@@ -811,6 +815,28 @@ mod tests {
         assert_eq!(
             found("Go to [github.com][1].\n\n[1]: https://evil.example\n"),
             vec![(HiddenKind::MisleadingLink, 1, vec![1])]
+        );
+    }
+
+    /// Found by the `hidden_text` fuzz target: a tag character inside a misleading link's
+    /// address was left as is under `mark`, the whole link copied before its warning.
+    #[test]
+    fn an_invisible_character_inside_a_misleading_link_is_marked_too() {
+        let text = "See [github.com](http://evi\u{E0073}l.example) and [a.md](x\u{200B}y.md).\n";
+        let spans = crate::markdown::hidden_spans(text);
+        let out = apply(text, 0..text.len(), &spans, Policy::Mark);
+        assert!(
+            out.contains("evi⟦tag characters: \"s\"⟧l.example)⟦misleading link"),
+            "{out}"
+        );
+        assert!(out.contains("x⟦U+200B⟧y.md"), "{out}");
+        let again = crate::markdown::hidden_spans(&out);
+        assert!(
+            !again.spans.iter().any(|s| matches!(
+                s.kind,
+                HiddenKind::Invisible | HiddenKind::Bidi | HiddenKind::TagCharacters
+            )),
+            "{out}"
         );
     }
 
