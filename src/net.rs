@@ -44,17 +44,21 @@ pub fn check_fetch_url(url: &str) -> Result<url::Url, UrlError> {
     }
 }
 
-/// True for an `https` URL, or an `http` one whose host is a loopback address.
-fn is_allowed(u: &url::Url) -> bool {
-    let loopback = match u.host() {
+/// True when `u`'s host is `localhost` or a loopback address.
+pub(crate) fn is_loopback_host(u: &url::Url) -> bool {
+    match u.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
-    };
+    }
+}
+
+/// True for an `https` URL, or an `http` one whose host is a loopback address.
+fn is_allowed(u: &url::Url) -> bool {
     match u.scheme() {
         "https" => true,
-        "http" => loopback,
+        "http" => is_loopback_host(u),
         _ => false,
     }
 }

@@ -184,33 +184,39 @@ impl Pool {
             }
         };
         let answer = ask(&mut worker, bytes, cancelled);
+        // A worker lost mid-answer (its pipe holds an unknown part of a reply) is ended, and
+        // where workers are replaced its successor started, before the pool is locked: the read
+        // still counts as busy meanwhile, so no one waiting is told there is no worker.
+        let given_up = answer.is_err() && cancelled();
+        let (kept, replacement) = match &answer {
+            Ok(_) => (Some(worker), None),
+            Err(_) => {
+                worker.end();
+                (None, (REPLACE_LOST_WORKERS && !given_up).then(spawn_worker))
+            }
+        };
         let mut state = lock(&self.state);
         state.busy -= 1;
+        state.idle.extend(kept);
         let answer = match answer {
-            Ok(answer) => {
-                state.idle.push(worker);
-                answer
-            }
-            Err(e) => {
-                // Mid-answer, its pipe holds an unknown part of a reply: it is not used again.
-                worker.end();
-                if cancelled() {
-                    Err(PdfError::NoReader(STOPPING.to_owned()))
-                } else if REPLACE_LOST_WORKERS {
-                    match spawn_worker() {
-                        Ok(w) => state.idle.push(w),
-                        Err(e) => {
-                            tracing::warn!("a PDF worker was not replaced: {e}");
-                            state.why_none = format!("the PDF worker did not start ({e})");
-                        }
-                    }
+            Ok(answer) => answer,
+            Err(_) if given_up => Err(PdfError::NoReader(STOPPING.to_owned())),
+            Err(e) => match replacement {
+                Some(Ok(w)) => {
+                    state.idle.push(w);
                     Err(lost_reading(&e))
-                } else {
+                }
+                Some(Err(why)) => {
+                    tracing::warn!("a PDF worker was not replaced: {why}");
+                    state.why_none = format!("the PDF worker did not start ({why})");
+                    Err(lost_reading(&e))
+                }
+                None => {
                     tracing::warn!("a PDF worker stopped answering ({e}); it is not used again");
                     state.why_none = "the PDF worker stopped".to_owned();
                     Err(PdfError::Crashed("the PDF worker stopped".to_owned()))
                 }
-            }
+            },
         };
         drop(state);
         self.returned.notify_one();

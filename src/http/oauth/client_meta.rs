@@ -50,12 +50,7 @@ pub fn check_redirect_uri(uri: &str) -> Result<(), RedirectError> {
     if u.fragment().is_some() {
         return Err(RedirectError::Fragment(uri.to_owned()));
     }
-    let loopback = match u.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
+    let loopback = crate::net::is_loopback_host(&u);
     match u.scheme() {
         "https" if u.host().is_some() => Ok(()),
         "http" if loopback => Ok(()),
