@@ -78,6 +78,13 @@ impl Field {
     }
 
     /// The field as the parser gave it.
+    /// An upper bound of what [`Field::to_inline`] allocates: the key twice, the raw text, and
+    /// a value parsed from it (at most twice its length, plus a link's or a list's slots).
+    pub fn inline_cost(&self) -> u64 {
+        let key = self.key().len() as u64;
+        2 * key + 3 * self.raw.len() as u64 + 256
+    }
+
     pub fn to_inline(&self) -> InlineField {
         InlineField {
             line: self.line as usize,
@@ -126,6 +133,25 @@ pub struct NoteData {
 }
 
 impl NoteData {
+    /// An upper bound of what a Dataview page built from this data allocates (its fields and
+    /// tasks as the DQL evaluator reads them; `std::mem::size_of` of an item is `item`): a
+    /// query charges it before it builds the page.
+    pub fn page_cost(&self, item: u64) -> u64 {
+        let fields: u64 = self.fields.iter().map(Field::inline_cost).sum();
+        let tasks: u64 = self
+            .tasks
+            .iter()
+            .map(|t| {
+                item + t.text.len() as u64
+                    + t.section.as_ref().map_or(0, |s| s.len() as u64)
+                    + t.tags.iter().map(|g| g.len() as u64 + 24).sum::<u64>()
+                    + t.fields.iter().map(Field::inline_cost).sum::<u64>()
+                    + 512
+            })
+            .sum();
+        fields.saturating_add(tasks)
+    }
+
     /// Nothing to keep.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty() && self.tasks.is_empty()

@@ -54,14 +54,14 @@ pub fn inline_values(
     }
     let model = engine.model()?;
     let read = |p: &VaultPath| note_text(engine.vault(), p);
-    let mut pages = ModelPages::new(&model);
+    // One "now" and one budget for every inline query of the note.
+    let now = crate::notes::cancel::now();
+    let budget = crate::notes::cancel::budget();
+    let mut pages = ModelPages::new(&model).charging(budget.clone());
     if spans.iter().any(|(_, code)| needs_text(code)) {
         pages = pages.reading(&read);
     }
     let this = pages.id(path);
-    // One "now" and one budget for every inline query of the note.
-    let now = crate::notes::cancel::now();
-    let budget = crate::notes::cancel::budget();
     let mut out = Vec::with_capacity(spans.len());
     let mut room = max_chars;
     for (line, code) in spans {

@@ -287,14 +287,15 @@ pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteE
             let parsed = query::parse_query(&text).map_err(|e| query_error(e.into(), &at))?;
             let model = engine.model()?;
             let read = |p: &VaultPath| note_text(vault, p);
-            let mut pages = ModelPages::new(&model);
+            let budget = crate::notes::cancel::budget();
+            let mut pages = ModelPages::new(&model).charging(budget.clone());
             if needs_text(&text) {
                 pages = pages.reading(&read);
             }
             let mut ctx = Context::new(crate::notes::cancel::now());
             ctx.settings = crate::notes::settings::dataview_settings(vault);
             ctx.this = path.as_ref().and_then(|p| pages.id(p));
-            ctx.budget = crate::notes::cancel::budget();
+            ctx.budget = budget;
             let result: QueryResult =
                 query::run(&parsed, &pages, &ctx).map_err(|e| query_error(e.into(), &at))?;
             let provenance = provenance_of(engine, &model, &pages, &result.sources);
@@ -387,6 +388,52 @@ mod tests {
     /// A field no frontmatter holds is read from the inline fields alone: the model's key
     /// counts must follow every edit, or a property added, renamed or removed later would be
     /// missed (or kept) by queries.
+    /// The pages a query reads are charged to its budget before they are built, read from the
+    /// model or parsed again from the text: past the budget the query stops with its bytes,
+    /// never answering from pages left out.
+    #[test]
+    fn pages_are_charged_to_the_querys_budget_before_they_are_built() {
+        use crate::obsidian::budget::{Budget, Spent};
+        let text: String = (0..200)
+            .map(|i| format!("- [ ] task {i} with some words [due:: 2024-05-01]\n- item {i}\n"))
+            .collect();
+        let mut model = Model::default();
+        model.apply(
+            (0..50)
+                .map(|i| note_change(&format!("n{i:02}.md"), &text))
+                .collect(),
+        );
+        let read = |_: &VaultPath| Some(text.clone());
+        for (query, reading) in [("TASK", false), ("LIST length(file.lists)", true)] {
+            let parsed = query::parse_query(query).unwrap();
+            let small = std::sync::Arc::new(Budget::new().max_bytes(256 << 10));
+            let mut pages = ModelPages::new(&model).charging(small.clone());
+            if reading {
+                pages = pages.reading(&read);
+            }
+            let mut ctx = Context::new(crate::obsidian::bases::eval::local_now());
+            ctx.budget = small.clone();
+            let e = query::run(&parsed, &pages, &ctx)
+                .err()
+                .unwrap_or_else(|| panic!("{query}"));
+            assert!(matches!(e.spent, Some(Spent::Bytes(_))), "{query}: {e}");
+            // With room, the same query answers, and its pages were charged.
+            let room = std::sync::Arc::new(Budget::new());
+            let mut pages = ModelPages::new(&model).charging(room.clone());
+            if reading {
+                pages = pages.reading(&read);
+            }
+            ctx.budget = room.clone();
+            let r = query::run(&parsed, &pages, &ctx).unwrap();
+            assert_eq!(r.count, if reading { 50 } else { 50 * 200 }, "{query}");
+            assert!(
+                pages.kept_bytes() > 50 * text.len() as u64,
+                "{query}: charged {}",
+                pages.kept_bytes()
+            );
+        }
+    }
+
     #[test]
     fn frontmatter_fields_are_found_after_the_notes_holding_them_change() {
         let mut model = Model::default();

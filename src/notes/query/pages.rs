@@ -26,7 +26,17 @@ pub struct ModelPages<'m> {
     /// Reads a note's text, for queries that need what the model does not keep (list items
     /// that are not tasks); `None` builds pages from the model alone.
     read: Option<&'m ReadText<'m>>,
+    /// The query's budget, charged what a page's data will hold before it is built.
+    budget: Option<std::sync::Arc<crate::obsidian::budget::Budget>>,
+    /// Bytes charged for the pages built so far (kept until the query ends).
+    charged: std::cell::Cell<u64>,
+    /// Why a page was not built: the budget refused its bytes.
+    spent: std::cell::Cell<Option<Spent>>,
 }
+
+/// What a page parsed again from a note's text holds, per byte of the text, at most: measured
+/// at 3 on obsidian-hub (`LIST length(file.lists)`: 44 MiB for 15 MB of Markdown).
+const PARSED_BYTES_PER_TEXT_BYTE: u64 = 4;
 
 impl<'m> ModelPages<'m> {
     /// The pages of `model`.
@@ -42,7 +52,41 @@ impl<'m> ModelPages<'m> {
             field_reads: std::cell::Cell::new(0),
             in_frontmatter: std::cell::RefCell::new(Vec::new()),
             read: None,
+            budget: None,
+            charged: std::cell::Cell::new(0),
+            spent: std::cell::Cell::new(None),
         }
+    }
+
+    /// Pages that charge `budget` what each will hold before building it; past the budget a
+    /// page is not built and the query stops ([`DvSource::spent`]).
+    pub fn charging(mut self, budget: std::sync::Arc<crate::obsidian::budget::Budget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// An upper bound of what [`Self::build`] allocates for page `p`.
+    fn page_cost(&self, p: PageId) -> u64 {
+        let Some((path, note)) = self.notes.get(p) else {
+            return 0;
+        };
+        let front = self.props(p).map_or(0, |props| {
+            props
+                .iter()
+                .map(|(k, v)| {
+                    k.len() as u64 + 64 + 2 * crate::obsidian::dataview::query::eval::json_cost(v)
+                })
+                .sum()
+        });
+        let base = std::mem::size_of::<DataviewNote>() as u64 + front;
+        if self.read.is_some() {
+            return base + PARSED_BYTES_PER_TEXT_BYTE.saturating_mul(note.meta.size);
+        }
+        let item = std::mem::size_of::<ListItem>() as u64;
+        base + self
+            .model
+            .note_dataview(path)
+            .map_or(0, |d| d.page_cost(item))
     }
 
     /// Pages whose Dataview data is parsed from the note's text as `read` gives it (every list
@@ -351,8 +395,26 @@ impl DvSource for ModelPages<'_> {
     fn note(&self, p: PageId) -> Option<&DataviewNote> {
         self.data
             .get(p)?
-            .get_or_init(|| self.build(p).map(Box::new))
+            .get_or_init(|| {
+                if let Some(budget) = &self.budget {
+                    let cost = self.page_cost(p);
+                    if let Err(e) = budget.alloc(cost) {
+                        self.spent.set(Some(e));
+                        return None;
+                    }
+                    self.charged.set(self.charged.get().saturating_add(cost));
+                }
+                self.build(p).map(Box::new)
+            })
             .as_deref()
+    }
+
+    fn spent(&self) -> Option<Spent> {
+        self.spent.get()
+    }
+
+    fn kept_bytes(&self) -> u64 {
+        self.charged.get()
     }
 
     fn tags(&self, p: PageId) -> Vec<String> {

@@ -44,6 +44,97 @@ pub fn heap_size(v: &Value) -> u64 {
     total
 }
 
+/// Bytes of one object entry (its key's `String` and its value) in the object's vector.
+const ENTRY: u64 = std::mem::size_of::<(String, Value)>() as u64;
+
+/// What an object entry costs beyond its value's heap: the key's text and the entry (objects
+/// built here are made with room for every entry).
+fn entry_cost(key: &str) -> u64 {
+    key.len() as u64 + ENTRY
+}
+
+/// What [`DataviewNote::page_fields`] copies out of `note`: each frontmatter value and inline
+/// field, under at most two names (the key as written and its sanitised form).
+pub(crate) fn fields_cost(note: &DataviewNote) -> u64 {
+    let front: u64 = note
+        .frontmatter
+        .iter()
+        .map(|(k, v)| 2 * entry_cost(k) + heap_size(v))
+        .sum();
+    let inline: u64 = note
+        .items
+        .iter()
+        .filter(|i| i.task.is_none())
+        .flat_map(|i| &i.fields)
+        .chain(&note.fields)
+        .map(|f| entry_cost(&f.key) + entry_cost(&f.canonical) + 2 * heap_size(&f.value))
+        .sum();
+    front.saturating_add(inline)
+}
+
+/// Names [`Ev::item_object`] gives every item.
+const ITEM_NAMES: [&str; 17] = [
+    "text",
+    "status",
+    "checked",
+    "completed",
+    "fullyCompleted",
+    "task",
+    "line",
+    "lineCount",
+    "path",
+    "section",
+    "link",
+    "blockId",
+    "tags",
+    "outlinks",
+    "parent",
+    "annotated",
+    "children",
+];
+
+/// What [`Ev::item_object`] builds for `item` of the page at `path`, its children aside (each
+/// is charged when it is built): the names, the text, three links to the page, the tags, the
+/// links, and the inline fields under both their names.
+fn item_cost(item: &ListItem, path: &str) -> u64 {
+    let names: u64 = ITEM_NAMES.iter().map(|n| entry_cost(n)).sum();
+    let section = item.section.as_ref().map_or(0, |s| s.len() as u64);
+    let block = item.block_id.as_ref().map_or(0, |b| b.len() as u64);
+    let tags: u64 = item.tags.iter().map(|t| t.len() as u64 + SLOT).sum();
+    let links: u64 = item.outlinks.iter().map(|l| link_size(l) + SLOT).sum();
+    let fields: u64 = item
+        .fields
+        .iter()
+        .map(|f| entry_cost(&f.key) + entry_cost(&f.canonical) + 2 * heap_size(&f.value))
+        .sum();
+    names
+        .saturating_add(item.text.len() as u64)
+        .saturating_add(3 * (path.len() as u64 + 64) + 2 * section + 2 * block)
+        .saturating_add(tags + links + fields)
+        .saturating_add(item.children.len() as u64 * SLOT)
+}
+
+/// What [`raw_json`] builds from `v`, counted without recursion.
+pub(crate) fn json_cost(v: &serde_json::Value) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        total = total.saturating_add(match v {
+            serde_json::Value::String(s) => s.len() as u64,
+            serde_json::Value::Array(a) => {
+                stack.extend(a.iter());
+                a.len() as u64 * SLOT
+            }
+            serde_json::Value::Object(m) => {
+                stack.extend(m.values());
+                m.keys().map(|k| entry_cost(k)).sum()
+            }
+            _ => 0,
+        });
+    }
+    total
+}
+
 fn link_size(l: &Link) -> u64 {
     let sub = match &l.subpath {
         Some(Subpath::Heading(s) | Subpath::Block(s)) => s.len(),
@@ -124,6 +215,18 @@ pub trait DvSource {
     /// asks one field of each). `None`: ask [`Self::note`].
     fn page_field(&self, _p: PageId, _name: &str) -> Option<Option<Value>> {
         None
+    }
+    /// Why the source stopped building pages: it charges what a page's [`DataviewNote`] will
+    /// hold to the query's budget before building it, and a refused page reads as no page.
+    /// The evaluator checks this at every charge, so a query never answers from a page that
+    /// was left out.
+    fn spent(&self) -> Option<crate::obsidian::budget::Spent> {
+        None
+    }
+    /// The bytes the source has charged for what it keeps for the rest of the query (its
+    /// pages' data): a `WHERE` gives back what a row's condition built, never these.
+    fn kept_bytes(&self) -> u64 {
+        0
     }
 }
 
@@ -240,6 +343,11 @@ pub(crate) struct Ev<'a, S: DvSource + ?Sized> {
     recording: std::cell::Cell<bool>,
     /// The patterns compiled so far, by their text.
     pub(crate) regexes: RefCell<HashMap<String, regex::Regex>>,
+    /// Bytes charged for [`Ev::page_fields`]' merged fields, kept until the query ends.
+    kept: std::cell::Cell<u64>,
+    /// Why a charge made where no error could be returned was refused ([`Ev::page_fields`]):
+    /// the query stops at its next charge.
+    refused: std::cell::Cell<Option<crate::obsidian::budget::Spent>>,
 }
 
 type R = Result<Value, EvalError>;
@@ -429,12 +537,14 @@ pub(crate) fn item_at(note: &DataviewNote, line: usize) -> Option<usize> {
 /// Expands `#a/b` into `#a`, `#a/b` (each once, in order).
 pub(crate) fn expand_tags(tags: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    // Seen prefixes by value: a page of thousands of tags is expanded in linear time.
+    let mut seen = std::collections::HashSet::new();
     for t in tags {
         let mut end = 0;
         loop {
             let next = t[end..].find('/').map(|i| end + i);
             let prefix = &t[..next.unwrap_or(t.len())];
-            if !out.iter().any(|o| o == prefix) {
+            if seen.insert(prefix) {
                 out.push(prefix.to_owned());
             }
             match next {
@@ -457,6 +567,8 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             read: RefCell::new(Default::default()),
             recording: std::cell::Cell::new(false),
             regexes: RefCell::new(HashMap::new()),
+            kept: std::cell::Cell::new(0),
+            refused: std::cell::Cell::new(None),
         }
     }
 
@@ -478,7 +590,22 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
     }
 
     pub fn charge(&self, n: u64, pos: u32) -> Result<(), EvalError> {
-        self.ctx.budget.charge(n).map_err(|e| spent(e, pos))
+        self.ctx.budget.charge(n).map_err(|e| spent(e, pos))?;
+        self.source_spent(pos)
+    }
+
+    /// The source's refusal to build a page ([`DvSource::spent`]), as the query's error.
+    pub fn source_spent(&self, pos: u32) -> Result<(), EvalError> {
+        match self.refused.get().or_else(|| self.src.spent()) {
+            Some(e) => Err(spent(e, pos)),
+            None => Ok(()),
+        }
+    }
+
+    /// Bytes charged for what lives as long as the query (the source's pages, the merged
+    /// fields): a `WHERE` does not give them back with what a condition built.
+    pub fn kept_bytes(&self) -> u64 {
+        self.kept.get().saturating_add(self.src.kept_bytes())
     }
 
     /// The page's fields, merged as Dataview merges them (cached).
@@ -487,12 +614,19 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
         if let Some(f) = self.fields.borrow().get(&p) {
             return f.clone();
         }
-        let f = Rc::new(
-            self.src
-                .note(p)
-                .map(DataviewNote::page_fields)
-                .unwrap_or_default(),
-        );
+        let note = self.src.note(p);
+        // The merged fields are copies of the page's frontmatter and inline fields, each under
+        // at most two names, charged before they are made; when the budget refuses them the
+        // page has no fields and the query stops at its next charge.
+        let cost = note.map_or(0, fields_cost);
+        if cost > 0
+            && let Err(e) = self.ctx.budget.alloc(cost)
+        {
+            self.refused.set(Some(e));
+            return Rc::new(Vec::new());
+        }
+        self.kept.set(self.kept.get().saturating_add(cost));
+        let f = Rc::new(note.map(DataviewNote::page_fields).unwrap_or_default());
         self.fields.borrow_mut().insert(p, f.clone());
         f
     }
@@ -574,16 +708,32 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             "mday" => self.src.mtime(p).map_or(Value::Null, |t| {
                 dv_date(t.date().and_time(NaiveTime::MIN), false)
             }),
-            "tags" => Value::List(
-                expand_tags(&self.src.tags(p))
-                    .into_iter()
-                    .map(Value::Text)
-                    .collect(),
-            ),
-            "etags" => Value::List(self.src.tags(p).into_iter().map(Value::Text).collect()),
+            "tags" => {
+                let tags = self.src.tags(p);
+                // `#a/b/c` gives at most three prefixes, each at most as long.
+                self.alloc(
+                    tags.iter()
+                        .map(|t| (t.len() as u64 + SLOT) * (1 + t.matches('/').count() as u64))
+                        .sum(),
+                    pos,
+                )?;
+                Value::List(expand_tags(&tags).into_iter().map(Value::Text).collect())
+            }
+            "etags" => {
+                let tags = self.src.tags(p);
+                self.alloc(tags.iter().map(|t| t.len() as u64 + SLOT).sum(), pos)?;
+                Value::List(tags.into_iter().map(Value::Text).collect())
+            }
             "inlinks" => {
                 let ins = self.src.inlinks(p);
                 self.charge(ins.len() as u64, pos)?;
+                // Each a link to the page: its path, and its name as the display text.
+                self.alloc(
+                    ins.iter()
+                        .map(|i| 2 * self.src.path(*i).len() as u64 + SLOT + 64)
+                        .sum(),
+                    pos,
+                )?;
                 Value::List(
                     ins.into_iter()
                         .map(|i| page_link(self.src.path(i)))
@@ -593,25 +743,31 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             "outlinks" => {
                 let outs = self.src.outlinks(p);
                 self.charge(outs.len() as u64, pos)?;
-                Value::List(
-                    outs.into_iter()
-                        .map(|l| match self.src.resolve(&l.path, Some(p)) {
-                            Some(t) if l.subpath.is_none() => page_link(self.src.path(t)),
-                            Some(t) => Value::Link(Link {
-                                path: self.src.path(t).to_owned(),
-                                ..l
-                            }),
-                            None => Value::Link(l),
-                        })
-                        .collect(),
-                )
+                let mut list = Vec::with_capacity(outs.len());
+                for l in outs {
+                    let target = self.src.resolve(&l.path, Some(p)).map(|t| self.src.path(t));
+                    // The link as written, or one to the page it resolves to, charged first.
+                    self.alloc(
+                        link_size(&l) + 2 * target.map_or(0, |t| t.len() as u64) + SLOT + 64,
+                        pos,
+                    )?;
+                    list.push(match target {
+                        Some(t) if l.subpath.is_none() => page_link(t),
+                        Some(t) => Value::Link(Link {
+                            path: t.to_owned(),
+                            ..l
+                        }),
+                        None => Value::Link(l),
+                    });
+                }
+                Value::List(list)
             }
             "aliases" => {
                 let fm = self.src.frontmatter(p);
-                let a = fm
-                    .and_then(|f| f.get("aliases").or_else(|| f.get("alias")))
-                    .cloned()
-                    .unwrap_or(serde_json::Value::Null);
+                let a = fm.and_then(|f| f.get("aliases").or_else(|| f.get("alias")));
+                // The copy below and the list made of it.
+                self.alloc(2 * a.map_or(0, json_cost), pos)?;
+                let a = a.cloned().unwrap_or(serde_json::Value::Null);
                 match a {
                     serde_json::Value::Array(items) => Value::List(
                         items
@@ -634,7 +790,8 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
                     return Ok(Value::List(Vec::new()));
                 };
                 let tasks = name == "tasks";
-                let mut out = Vec::new();
+                self.alloc(note.items.len() as u64 * SLOT, pos)?;
+                let mut out = Vec::with_capacity(note.items.len());
                 for (i, item) in note.items.iter().enumerate() {
                     if tasks && item.task.is_none() {
                         continue;
@@ -643,10 +800,13 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
                 }
                 Value::List(out)
             }
-            "frontmatter" => self
-                .src
-                .frontmatter(p)
-                .map_or(Value::Object(Vec::new()), raw_json),
+            "frontmatter" => match self.src.frontmatter(p) {
+                Some(fm) => {
+                    self.alloc(json_cost(fm), pos)?;
+                    raw_json(fm)
+                }
+                None => Value::Object(Vec::new()),
+            },
             "day" => {
                 if let Some(d) = date_in_name(page_name(path)) {
                     dv_date(d.and_time(NaiveTime::MIN), false)
@@ -686,6 +846,13 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             "day",
             "starred",
         ];
+        // The names and the small fields (name, folder, path, extension, link, dates); the
+        // lists charge themselves as they are built.
+        let path = self.src.path(p).len() as u64;
+        self.alloc(
+            NAMES.iter().map(|n| entry_cost(n)).sum::<u64>() + 6 * path + 512,
+            pos,
+        )?;
         let mut out = Vec::with_capacity(NAMES.len());
         for n in NAMES {
             out.push((n.to_owned(), self.file_field(p, n, pos)?));
@@ -772,27 +939,9 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
             let Some(item) = self.item(p, i) else {
                 return Ok(Value::Null);
             };
-            const NAMES: [&str; 17] = [
-                "text",
-                "status",
-                "checked",
-                "completed",
-                "fullyCompleted",
-                "task",
-                "line",
-                "lineCount",
-                "path",
-                "section",
-                "link",
-                "blockId",
-                "tags",
-                "outlinks",
-                "parent",
-                "annotated",
-                "children",
-            ];
-            let mut out = Vec::new();
-            for n in NAMES {
+            self.alloc(item_cost(item, self.src.path(p)), pos)?;
+            let mut out = Vec::with_capacity(ITEM_NAMES.len() + 2 * item.fields.len());
+            for n in ITEM_NAMES {
                 if let Some(v) = self.item_field(p, i, n, pos) {
                     out.push((n.to_owned(), v?));
                 }
@@ -833,12 +982,12 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
         self.alloc(
             fields
                 .iter()
-                .map(|(k, v)| k.len() as u64 + SLOT + 24 + heap_size(v))
+                .map(|(k, v)| entry_cost(k) + heap_size(v))
                 .sum(),
             pos,
         )?;
-        let mut out: Vec<(String, Value)> = fields.as_ref().clone();
-        out.retain(|(k, _)| k != "file");
+        let mut out: Vec<(String, Value)> = Vec::with_capacity(fields.len() + 1);
+        out.extend(fields.iter().filter(|(k, _)| k != "file").cloned());
         out.push(("file".into(), self.file_object(p, pos)?));
         Ok(Value::Object(out))
     }
@@ -848,7 +997,17 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
         let mut out = match (row.page, row.task) {
             (Some(p), Some(i)) => match self.item_object(p, i, pos)? {
                 Value::Object(mut o) => {
-                    for (k, v) in self.page_fields(p).iter() {
+                    let fields = self.page_fields(p);
+                    // Pushed onto the item's object, which may grow to twice their entries.
+                    self.alloc(
+                        fields
+                            .iter()
+                            .map(|(k, v)| entry_cost(k) + ENTRY + heap_size(v))
+                            .sum::<u64>()
+                            + 2 * ENTRY,
+                        pos,
+                    )?;
+                    for (k, v) in fields.iter() {
                         if obj_get(&o, k).is_none() {
                             o.push((k.clone(), v.clone()));
                         }
@@ -1360,7 +1519,8 @@ impl<'a, S: DvSource + ?Sized> Ev<'a, S> {
 
     /// Charges `n` bytes about to be allocated.
     pub fn alloc(&self, n: u64, pos: u32) -> Result<(), EvalError> {
-        self.ctx.budget.alloc(n).map_err(|e| spent(e, pos))
+        self.ctx.budget.alloc(n).map_err(|e| spent(e, pos))?;
+        self.source_spent(pos)
     }
 
     /// Charges what a copy of `v` allocates, before it is copied.

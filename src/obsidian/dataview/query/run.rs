@@ -98,10 +98,12 @@ pub fn run<S: DvSource + ?Sized>(
                 let mut kept = Vec::with_capacity(n);
                 for r in rows {
                     // What the condition builds is dropped with it: its bytes are given back.
-                    let before = ctx.budget.bytes_used();
+                    // Not what the query keeps: the pages read and their merged fields.
+                    let (before, held) = (ctx.budget.bytes_used(), ev.kept_bytes());
                     let v = ev.eval(e, &r);
+                    let built = ctx.budget.bytes_used().saturating_sub(before);
                     ctx.budget
-                        .release(ctx.budget.bytes_used().saturating_sub(before));
+                        .release(built.saturating_sub(ev.kept_bytes().saturating_sub(held)));
                     match v {
                         Ok(v) if truthy(&v) => kept.push(r),
                         Ok(_) => {}
@@ -228,12 +230,16 @@ pub fn run<S: DvSource + ?Sized>(
                     // Every new row is a copy of this one: the row cap and the copies' bytes
                     // are checked before any copy is made.
                     cap_at(out.len().saturating_add(items.len()), ctx)?;
+                    // A copy's bound names, the new one among them in a vector that may
+                    // hold four entries for one.
                     let width: u64 = r
                         .bound
                         .iter()
                         .filter(|(k, _)| k != name)
-                        .map(|(k, v)| k.len() as u64 + SLOT + heap_size(v))
+                        .map(|(k, v)| k.len() as u64 + ENTRY + heap_size(v))
                         .sum::<u64>()
+                        + name.len() as u64
+                        + 4 * ENTRY
                         + ROW;
                     ev.alloc(width.saturating_mul(items.len() as u64), e.pos)?;
                     for it in items {
@@ -362,6 +368,8 @@ pub fn run<S: DvSource + ?Sized>(
             Output::Calendar { entries: out }
         }
     };
+    // A page the source refused to build past the budget is never part of an answer.
+    ev.source_spent(0)?;
     Ok(QueryResult {
         output,
         count,
@@ -446,6 +454,8 @@ fn non_fatal(r: Result<Value, EvalError>) -> Result<Value, EvalError> {
 
 /// What a row costs beyond its bound values.
 const ROW: u64 = std::mem::size_of::<Row>() as u64;
+/// Bytes of one bound name and its value in a row's vector.
+const ENTRY: u64 = std::mem::size_of::<(String, Value)>() as u64;
 
 fn cap(rows: &[Row], ctx: &super::Context) -> Result<(), EvalError> {
     cap_at(rows.len(), ctx)

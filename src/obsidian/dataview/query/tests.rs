@@ -1337,6 +1337,69 @@ fn hostile_builders_are_refused_before_they_allocate() {
     assert_eq!(ev("regexreplace(\"aab\", \"a+\", \"$&$&\")"), text("aaaab"));
 }
 
+/// Pages, list items, file objects and group rows are charged before they are built: a query
+/// that would copy every page's list items into every one of its rows stops at its bytes, and
+/// the ordinary count over the same rows answers.
+#[test]
+fn rows_of_pages_and_their_list_items_are_charged_before_they_are_built() {
+    use crate::obsidian::budget::Spent;
+    // 30,000 list items, about as many as obsidian-hub has.
+    let texts: Vec<(String, String)> = (0..100)
+        .map(|i| {
+            let items: String = (0..300)
+                .map(|j| format!("- item {j} of page {i} #tag/sub [[Other]] [k:: v]\n"))
+                .collect();
+            (
+                format!("p{i}.md"),
+                format!("---\ntags: [a, b]\n---\n{items}"),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let v = Vault::new(&files);
+    const MAX: u64 = 32 << 20;
+    for query in [
+        "LIST rows FLATTEN file.lists AS l GROUP BY true",
+        "LIST file.lists",
+        "TABLE rows.file.lists FLATTEN file.lists AS l GROUP BY l.line",
+        "LIST map(file.lists, (x) => x.children) FLATTEN file.lists AS l",
+    ] {
+        let mut c = ctx();
+        c.budget = Budget::with(u64::MAX, std::time::Duration::from_secs(120))
+            .max_bytes(MAX)
+            .into();
+        let (r, bytes) = crate::test_alloc::allocated_during(|| {
+            super::run(&parse_query(query).unwrap(), &v, &c)
+        });
+        let e = r.err().unwrap_or_else(|| panic!("{query}: answered"));
+        assert!(
+            matches!(e.spent, Some(Spent::Bytes(_))),
+            "{query}: stopped by its bytes, not {:?}: {e}",
+            e.spent
+        );
+        assert!(
+            bytes <= MAX + (4 << 20),
+            "{query}: allocated {} MiB under a {} MiB budget",
+            bytes >> 20,
+            MAX >> 20
+        );
+    }
+    // Counting the same rows builds none of them.
+    let c = ctx();
+    let r = q_in(
+        &v,
+        "LIST length(rows) FLATTEN file.lists AS l GROUP BY true",
+        &c,
+    );
+    let Output::List { rows, .. } = &r.output else {
+        panic!("a list")
+    };
+    assert_eq!(rows[0].1, Some(Value::Number(30_000.0)));
+}
+
 #[test]
 fn a_pattern_is_compiled_and_charged_once_per_query() {
     use crate::obsidian::jsregex::footprint;
