@@ -22,24 +22,38 @@
 //! Backlinks are lists of note ids per file id, kept in path order; the index from link names to
 //! the notes using them is keyed by a hash of the name (a collision only makes a refresh re-check
 //! a note that did not need it). No note text is kept in memory, only what the parser extracted.
+//!
+//! Beside the model: its memo of whole-vault answers (`memo.rs`), the recency order
+//! (`recent.rs`), the counts by kind of file (`counts.rs`) and the subpath cache that link
+//! resolution uses (`subpaths.rs`).
 
+mod counts;
 pub mod dataview;
 pub mod linkres;
+mod memo;
+mod recent;
 mod scan;
+mod subpaths;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::hash::BuildHasher;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, RwLock, RwLockReadGuard, mpsc};
 use std::time::{Instant, SystemTime};
 
 use rayon::prelude::*;
 
-use crate::locks::{lock, read, recover, write};
-use crate::markdown::{self, Link, ParsedNote, Subpath};
+use crate::locks::{read, write};
+use crate::markdown::{self, Link, ParsedNote};
 use crate::vault::{FileMeta, Vault, VaultError, VaultPath, is_note_name};
 use dataview::{NoteData, Task};
-use linkres::{FileIndex, HashKeyed, LinkRef, Resolution, Scratch, key, key_into};
+use linkres::{FileIndex, HashKeyed, LinkRef, Resolution, Scratch, key_into};
+use subpaths::SubpathCache;
+
+pub use counts::{FileCounts, FileKind};
+pub(crate) use memo::memo_key;
+pub use memo::{Memo, MemoKey};
+pub use recent::Recent;
+pub use subpaths::{heading_key, subpath_exists};
 
 /// Most tags, headings, block ids and links (each) the model keeps of one note; the rest are
 /// counted ([`ParsedNote::omitted`]) and logged. With them a note costs the model at most a few
@@ -172,127 +186,6 @@ pub struct Model {
     memo: Memo,
 }
 
-/// Results derived from the whole model, computed once per state of it. Cleared by every
-/// [`Model::apply`]; the upper layers store their own types here, each under its own
-/// [`MemoKey`].
-#[derive(Default)]
-pub struct Memo {
-    entries: Mutex<HashMap<std::any::TypeId, std::sync::Arc<dyn std::any::Any + Send + Sync>>>,
-}
-
-/// The key of one memoised answer ([`Model::memo`]): a unit type per answer, naming the type
-/// of its value, so one key cannot be used with two value types. Entries are stored by the
-/// key's `TypeId`.
-///
-/// ```ignore
-/// memo_key!(TagsByName: Vec<TagCount>); // a unit struct and its `MemoKey` impl
-/// let tags = model.memo::<TagsByName>(|| tag_counts(model));
-/// ```
-pub trait MemoKey: 'static {
-    /// What is kept under this key.
-    type Value: Send + Sync + 'static;
-}
-
-/// Declares a [`MemoKey`]: `memo_key!(Name: ValueType);` makes the unit struct `Name` the key of
-/// a memoised `ValueType`.
-macro_rules! memo_key {
-    ($(#[$meta:meta])* $vis:vis $name:ident : $value:ty) => {
-        $(#[$meta])*
-        $vis struct $name;
-        impl $crate::model::MemoKey for $name {
-            type Value = $value;
-        }
-    };
-}
-pub(crate) use memo_key;
-
-impl std::fmt::Debug for Memo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Memo")
-    }
-}
-
-/// A file in [`Model::recent`] order: newest first (nanoseconds since the epoch, reversed),
-/// then by path.
-pub type Recent = (std::cmp::Reverse<u128>, VaultPath);
-
-/// What kind of file a path names, by its extension as Obsidian sees it.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum FileKind {
-    /// A Markdown note (`.md`).
-    Note,
-    /// A JSON Canvas (`.canvas`).
-    Canvas,
-    /// An Obsidian Base (`.base`).
-    Base,
-    /// Anything else (images, PDFs, audio...).
-    Attachment,
-}
-
-impl FileKind {
-    /// The kind of the file at `path`.
-    pub fn of(path: &VaultPath) -> FileKind {
-        FileKind::of_name(path.file_name())
-    }
-
-    /// The kind of a file called `name`.
-    pub fn of_name(name: &str) -> FileKind {
-        if is_note_name(name) {
-            return FileKind::Note;
-        }
-        match name.rsplit_once('.').map(|(_, e)| e) {
-            Some(e) if e.eq_ignore_ascii_case("canvas") => FileKind::Canvas,
-            Some(e) if e.eq_ignore_ascii_case("base") => FileKind::Base,
-            _ => FileKind::Attachment,
-        }
-    }
-}
-
-/// How many files of each kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FileCounts {
-    /// Markdown notes.
-    pub notes: usize,
-    /// Canvases.
-    pub canvases: usize,
-    /// Bases.
-    pub bases: usize,
-    /// Everything else.
-    pub attachments: usize,
-}
-
-impl FileCounts {
-    fn slot(&mut self, kind: FileKind) -> &mut usize {
-        match kind {
-            FileKind::Note => &mut self.notes,
-            FileKind::Canvas => &mut self.canvases,
-            FileKind::Base => &mut self.bases,
-            FileKind::Attachment => &mut self.attachments,
-        }
-    }
-
-    /// Files of `kind`.
-    pub fn of(&self, kind: FileKind) -> usize {
-        match kind {
-            FileKind::Note => self.notes,
-            FileKind::Canvas => self.canvases,
-            FileKind::Base => self.bases,
-            FileKind::Attachment => self.attachments,
-        }
-    }
-}
-
 /// RFC 3339 in UTC with millisecond precision: how every time is written in replies.
 pub fn rfc3339(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
@@ -314,69 +207,6 @@ struct Resolved {
 }
 
 impl Model {
-    /// The value `compute` gives for this state of the model, computed at most once per state
-    /// under the key `K`.
-    pub fn memo<K: MemoKey>(&self, compute: impl FnOnce() -> K::Value) -> std::sync::Arc<K::Value> {
-        let key = std::any::TypeId::of::<K>();
-        let mut entries = lock(&self.memo.entries);
-        // Only `memo::<K>` inserts under `TypeId::of::<K>()`, always a `K::Value`: the
-        // downcast cannot fail, and a failure would only mean computing again.
-        if let Some(v) = entries
-            .get(&key)
-            .and_then(|v| v.clone().downcast::<K::Value>().ok())
-        {
-            return v;
-        }
-        let v = std::sync::Arc::new(compute());
-        entries.insert(key, v.clone());
-        v
-    }
-
-    /// How many files of each kind the vault has.
-    pub fn counts(&self) -> FileCounts {
-        self.counts
-    }
-
-    /// Every file, newest first then by path.
-    pub fn recent(&self) -> &BTreeSet<Recent> {
-        &self.recent
-    }
-
-    /// Records `path` with `meta` in `files`, the counts and the recency order.
-    fn put_file(&mut self, path: VaultPath, meta: FileMeta) {
-        let key = (std::cmp::Reverse(nanos(meta.modified)), path.clone());
-        match self.files.insert(path.clone(), meta) {
-            Some(old) => {
-                self.recent
-                    .remove(&(std::cmp::Reverse(nanos(old.modified)), path));
-            }
-            None => *self.counts.slot(FileKind::of(&path)) += 1,
-        }
-        self.recent.insert(key);
-    }
-
-    /// Rebuilds the counts and the recency order from `files` (after a bulk build).
-    fn count_files(&mut self) {
-        let mut counts = FileCounts::default();
-        let mut recent: Vec<Recent> = Vec::with_capacity(self.files.len());
-        for (p, m) in &self.files {
-            *counts.slot(FileKind::of(p)) += 1;
-            recent.push((std::cmp::Reverse(nanos(m.modified)), p.clone()));
-        }
-        recent.sort_unstable();
-        self.counts = counts;
-        self.recent = recent.into_iter().collect();
-    }
-
-    /// Forgets `path` in `files`, the counts and the recency order.
-    fn drop_file(&mut self, path: &VaultPath) -> Option<FileMeta> {
-        let old = self.files.remove(path)?;
-        *self.counts.slot(FileKind::of(path)) -= 1;
-        self.recent
-            .remove(&(std::cmp::Reverse(nanos(old.modified)), path.clone()));
-        Some(old)
-    }
-
     /// Number of notes.
     pub fn note_count(&self) -> usize {
         self.notes.len()
@@ -534,7 +364,7 @@ impl Model {
     /// Applies a batch of changes, then re-resolves the links they can affect. Returns how many
     /// notes were relinked.
     pub fn apply(&mut self, changes: Vec<Change>) -> usize {
-        recover(self.memo.entries.get_mut()).clear();
+        self.memo.clear();
         if self.files.is_empty() {
             self.build(changes)
         } else {
@@ -1129,108 +959,6 @@ fn link_name_hashes(index: &FileIndex, parsed: &ParsedNote, buf: &mut String) ->
 /// and the subpath lookups.
 type Lookups = (Scratch, SubpathCache);
 
-/// Answers "does this `#heading` or `#^block` exist in that note?" for many links at once.
-///
-/// A target with more than [`SubpathCache::INDEX_FROM`] headings and block ids is indexed on
-/// first use (the hashes of its heading keys and block ids, sorted, with each item's position)
-/// and then answered by a binary search and one exact comparison, so L links into a note with H
-/// headings cost O((L + H) log H) instead of O(L × H) key computations (20,000 links into a note
-/// of 20,000 headings took minutes). At most [`SubpathCache::MAX_TARGETS`] targets are kept, so a
-/// thread holds at most that many notes' keys (12 bytes per heading or block id).
-#[derive(Default)]
-struct SubpathCache {
-    hasher: std::hash::RandomState,
-    targets: HashMap<u32, SubpathKeys>,
-    /// Lookups answered through an index, and key computations made (for tests).
-    steps: u64,
-}
-
-/// The indexed headings and block ids of one note: (hash of the key, position), sorted.
-struct SubpathKeys {
-    headings: Vec<(u64, u32)>,
-    blocks: Vec<(u64, u32)>,
-}
-
-impl SubpathCache {
-    /// Targets with at most this many headings and block ids are searched item by item.
-    const INDEX_FROM: usize = 16;
-    /// Indexed targets kept at once; the cache is emptied when it would hold more.
-    const MAX_TARGETS: usize = 64;
-
-    /// [`subpath_exists`] for the note with file id `id`, whose parse is `target`.
-    fn exists(&mut self, id: u32, target: &ParsedNote, sub: &Subpath) -> bool {
-        if target.headings.len() + target.block_ids.len() <= Self::INDEX_FROM {
-            self.steps += (target.headings.len() + target.block_ids.len()) as u64;
-            return subpath_exists(target, sub);
-        }
-        if !self.targets.contains_key(&id) {
-            if self.targets.len() >= Self::MAX_TARGETS {
-                self.targets.clear();
-            }
-            let keys = self.index(target);
-            self.targets.insert(id, keys);
-        }
-        let Some(keys) = self.targets.get(&id) else {
-            return subpath_exists(target, sub);
-        };
-        self.steps += 1;
-        let (want, heading) = match sub {
-            Subpath::Heading(chain) => match chain.last() {
-                Some(last) => (heading_key(last), true),
-                None => return true,
-            },
-            Subpath::Block(b) => (b.to_lowercase(), false),
-        };
-        let sorted = if heading {
-            &keys.headings
-        } else {
-            &keys.blocks
-        };
-        let key_of = |i: u32| -> Option<String> {
-            if heading {
-                target
-                    .headings
-                    .get(i as usize)
-                    .map(|h| heading_key(&h.text))
-            } else {
-                target
-                    .block_ids
-                    .get(i as usize)
-                    .map(|b| b.id.to_lowercase())
-            }
-        };
-        let h = self.hasher.hash_one(&want);
-        let from = sorted.partition_point(|&(x, _)| x < h);
-        sorted[from..]
-            .iter()
-            .take_while(|&&(x, _)| x == h)
-            .any(|&(_, i)| key_of(i).as_deref() == Some(want.as_str()))
-    }
-
-    /// Hashes the heading keys and block ids of `target`.
-    fn index(&mut self, target: &ParsedNote) -> SubpathKeys {
-        let n = target.headings.len() + target.block_ids.len();
-        self.steps += n as u64;
-        let hash_all = |keys: &mut dyn Iterator<Item = String>| -> Vec<(u64, u32)> {
-            let mut v: Vec<(u64, u32)> = keys
-                .enumerate()
-                .map(|(i, k)| {
-                    (
-                        self.hasher.hash_one(&k),
-                        u32::try_from(i).unwrap_or(u32::MAX),
-                    )
-                })
-                .collect();
-            v.sort_unstable();
-            v
-        };
-        SubpathKeys {
-            headings: hash_all(&mut target.headings.iter().map(|h| heading_key(&h.text))),
-            blocks: hash_all(&mut target.block_ids.iter().map(|b| b.id.to_lowercase())),
-        }
-    }
-}
-
 /// Counts a note's property keys in (`add`) or out of `counts`; a key no note has any more
 /// is removed.
 fn count_property_keys(counts: &mut HashMap<Box<str>, u32>, parsed: &ParsedNote, add: bool) {
@@ -1254,42 +982,6 @@ fn count_property_keys(counts: &mut HashMap<Box<str>, u32>, parsed: &ParsedNote,
             None => {}
         }
     }
-}
-
-/// True when the heading chain or block id named by `sub` exists in `target`.
-pub fn subpath_exists(target: &ParsedNote, sub: &Subpath) -> bool {
-    match sub {
-        Subpath::Heading(chain) => match chain.last() {
-            Some(last) => {
-                let want = heading_key(last);
-                target.headings.iter().any(|h| heading_key(&h.text) == want)
-            }
-            None => true,
-        },
-        Subpath::Block(id) => {
-            let want = id.to_lowercase();
-            target.block_ids.iter().any(|b| b.id.to_lowercase() == want)
-        }
-    }
-}
-
-/// How a `#Heading` subpath is compared with a note's headings, as Obsidian's `stripHeading`
-/// does: punctuation and other special characters count as spaces, runs of spaces collapse, and
-/// case and Unicode normalisation are ignored. So `[[README#What is the Hub]]` finds the heading
-/// `What is the Hub?`.
-pub fn heading_key(s: &str) -> String {
-    let spaced: String = key(s)
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '_' || c == '-' || (!c.is_ascii() && !c.is_whitespace())
-            {
-                c
-            } else {
-                ' '
-            }
-        })
-        .collect();
-    spaced.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The model behind a lock. The engine computes each difference without holding it (scans and
@@ -1438,76 +1130,9 @@ mod tests {
         assert_eq!(m.tags()["shared"].len(), 2);
     }
 
-    /// A note of `n` headings and a note of `n` links to headings of it (every other one
-    /// missing), and `n` block ids with as many block links.
-    fn heading_bomb(n: usize) -> (String, String) {
-        let mut target = String::new();
-        let mut source = String::new();
-        for i in 0..n {
-            target.push_str(&format!("## Part {i}?\npara ^b{i}\n\n"));
-            let h = if i % 2 == 0 { i } else { n + i };
-            source.push_str(&format!("[[T#part {h}]] [[T#^B{h}]]\n"));
-        }
-        (target, source)
-    }
-
-    #[test]
-    fn links_into_a_note_of_many_headings_cost_linear_time() {
-        let n = 20_000;
-        let (target, source) = heading_bomb(n);
-        let (target, source) = (markdown::parse_note(&target), markdown::parse_note(&source));
-        assert_eq!((target.headings.len(), source.links.len()), (n, 2 * n));
-        let mut cache = SubpathCache::default();
-        let found = source
-            .links
-            .iter()
-            .filter(|l| cache.exists(7, &target, l.subpath().unwrap()))
-            .count();
-        assert_eq!(found, n, "every other link finds its heading or block");
-        // Linear: each item hashed once, each link one lookup (the scan did n × n = 4e8).
-        assert!(cache.steps <= 4 * n as u64, "{} steps", cache.steps);
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig {
-            cases: 200, ..proptest::prelude::ProptestConfig::default()
-        })]
-
-        /// The indexed lookup answers as the item-by-item scan does, for notes above and
-        /// below the indexing threshold, headings differing in case and punctuation included.
-        #[test]
-        fn indexed_subpath_lookups_agree_with_the_scan(
-            headings in proptest::collection::vec("[aAbB?! é]{0,4}", 0..40),
-            blocks in proptest::collection::vec("[abAB1]{1,3}", 0..30),
-            wanted in proptest::collection::vec(("[aAbB?! é]{0,4}", proptest::bool::ANY), 0..30),
-        ) {
-            let mut text = String::new();
-            for h in &headings {
-                text.push_str(&format!("## x{h}\n"));
-            }
-            for b in &blocks {
-                text.push_str(&format!("para ^{b}\n\n"));
-            }
-            let target = markdown::parse_note(&text);
-            let mut cache = SubpathCache::default();
-            for (w, block) in &wanted {
-                let sub = if *block {
-                    Subpath::Block(w.trim().into())
-                } else {
-                    Subpath::Heading([format!("x{w}").into_boxed_str()].into())
-                };
-                proptest::prop_assert_eq!(
-                    cache.exists(3, &target, &sub),
-                    subpath_exists(&target, &sub),
-                    "{:?}", sub
-                );
-            }
-        }
-    }
-
     #[test]
     fn a_model_resolves_subpaths_into_a_note_of_many_headings() {
-        let (target, source) = heading_bomb(20_000);
+        let (target, source) = subpaths::heading_bomb(20_000);
         let started = Instant::now();
         let m = built(&[("S.md", &source), ("T.md", &target)]);
         // A sanity bound only: the scan of every heading per link took minutes.
@@ -1616,18 +1241,6 @@ mod tests {
                 ..
             })
         ));
-    }
-
-    #[test]
-    fn heading_subpaths_match_like_obsidian_strip_heading() {
-        assert_eq!(
-            heading_key("What is the Obsidian Hub?"),
-            heading_key("What is the Obsidian Hub")
-        );
-        assert_eq!(heading_key("  Sowing   dates "), "sowing dates");
-        assert_eq!(heading_key("A: b / c (d)"), "a b c d");
-        assert_eq!(heading_key("Café ☕"), "café ☕");
-        assert_ne!(heading_key("Plan A"), heading_key("Plan B"));
     }
 
     fn p(s: &str) -> VaultPath {

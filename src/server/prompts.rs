@@ -1,17 +1,19 @@
 //! MCP prompts (`prompts/list`, `prompts/get`, `notifications/prompts/list_changed`): the
-//! replies are built from [`crate::notes::prompts`]; this file only translates.
+//! replies are built from [`crate::notes::prompts`]; this file translates them, after checking
+//! that the session offers prompts and the request's grant may read notes.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CacheScope, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage,
-    ResultType, Role,
+    CacheScope, GetPromptResult, ListPromptsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ProtocolVersion, ResultType, Role,
 };
-use rmcp::service::Peer;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer};
 
+use super::{CapvaultServer, Grant};
 use crate::engine::Engine;
 use crate::notes::NoteError;
 use crate::notes::prompts::{self, PromptInfo};
@@ -97,4 +99,60 @@ pub(super) async fn fingerprint(engine: &Weak<Engine>) -> Option<u64> {
         .await
         .ok()
         .flatten()
+}
+
+impl CapvaultServer {
+    /// Prompts are offered when the vault has a prompts folder or the built-in ones are on, and
+    /// notes may be read (the tool profile has `read_note`).
+    pub(super) fn prompts_offered(&self) -> bool {
+        let opts = &self.engine.options().prompts;
+        self.resources && (opts.builtin || opts.folder.is_some())
+    }
+
+    fn check_prompt_grant(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        if !self.prompts_offered() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListPromptsRequestMethod,
+            >());
+        }
+        match Grant::of(context) {
+            Some(g) if !g.allows("read_note") => Err(ErrorData::invalid_request(
+                "refused: this credential may not read notes",
+                None,
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) async fn one_on_initialized(
+        &self,
+        context: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        if self.prompts_offered() && self.engine.options().prompts.folder.is_some() {
+            notify_changes(&self.engine, context.peer);
+        }
+    }
+
+    pub(super) async fn one_list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        self.check_prompt_grant(&context)?;
+        let hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        list(Arc::clone(&self.engine), hints).await
+    }
+
+    pub(super) async fn one_get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        self.check_prompt_grant(&context)?;
+        get(Arc::clone(&self.engine), request.name, request.arguments)
+            .await
+            .map(Into::into)
+    }
 }

@@ -3,16 +3,24 @@
 //! A URI is the prefix followed by the vault path, percent-encoded per RFC 3986 (so spaces and
 //! `#` survive a round trip). Reading decodes the percent-escapes once and then applies exactly
 //! the rules of a tool's `path` argument: `capvault:///%2e%2e/x` decodes to `../x` and is refused.
+//!
+//! One vault's `resources/list`, `resources/templates/list` and `resources/read` are answered
+//! here, when the tool profile and the request's grant allow reading notes.
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
-use rmcp::ErrorData;
 use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate,
 };
+use rmcp::model::{PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
 
+use super::call::actor_key;
+use super::{CapvaultServer, Grant};
 use crate::notes::{NoteError, cursor, read_note};
 use crate::vault::{PathError, Vault, VaultError, VaultPath, is_note_name};
 
@@ -198,6 +206,79 @@ pub(super) fn read(
             data,
         )),
         Err(e) => Err(ErrorData::invalid_params(e.to_string(), data)),
+    }
+}
+
+impl CapvaultServer {
+    /// Refuses a resource request when the tool profile or the request's grant does not allow
+    /// reading notes.
+    pub(super) fn check_resource_grant(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if !self.resources {
+            return Err(ErrorData::invalid_request(
+                "refused: this server's tool profile leaves out read_note, so notes are not \
+                 served as resources",
+                None,
+            ));
+        }
+        match Grant::of(context) {
+            Some(g) if !g.allows("read_note") => Err(ErrorData::invalid_request(
+                "refused: this credential may not read notes",
+                None,
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) async fn one_list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.check_resource_grant(&context)?;
+        let cursor = request.and_then(|r| r.cursor);
+        let vault = Arc::clone(&self.vault);
+        tokio::task::spawn_blocking(move || list(&vault, cursor.as_deref()))
+            .await
+            .map_err(|_| ErrorData::internal_error("the listing was aborted", None))?
+    }
+
+    pub(super) async fn one_list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(if self.resources {
+            templates()
+        } else {
+            ListResourceTemplatesResult::with_all_items(Vec::new())
+        })
+    }
+
+    pub(super) async fn one_read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.check_resource_grant(&context)?;
+        let engine = Arc::clone(&self.engine);
+        let uri = request.uri;
+        let read = self.writer.as_ref().map(|w| {
+            let actor = self.actor(&context);
+            (Arc::clone(w), actor_key(&actor), uri.clone())
+        });
+        let result = tokio::task::spawn_blocking(move || super::resources::read(&engine, &uri))
+            .await
+            .map_err(|_| ErrorData::internal_error("the read was aborted", None))??;
+        // A note read as a resource counts as read before a change, as read_note does.
+        if let Some((writer, who, uri)) = read
+            && let Ok(path) = path_from_uri(&uri)
+        {
+            writer.reads().record(&who, path.as_str());
+        }
+        Ok(result.into())
     }
 }
 

@@ -24,6 +24,7 @@ use rmcp::{ErrorData, RoleServer};
 use tokio_util::sync::CancellationToken;
 
 use super::resources::{URI_PREFIX, uri_for};
+use super::{CapvaultServer, Grant};
 use crate::engine::Engine;
 use crate::engine::changes::ChangeKind;
 use crate::locks::lock;
@@ -384,4 +385,28 @@ fn round(w: &Watched, after: &mut u64, subs: &Subscribed) -> (Vec<String>, bool)
         }
     }
     (updated, listed)
+}
+
+/// The error for a resource URI that names no note this request may see.
+pub(super) fn unknown_uri(uri: &str) -> ErrorData {
+    let data = (uri.len() <= 2048).then(|| serde_json::json!({ "uri": uri }));
+    ErrorData::invalid_params(
+        "unknown resource URI: subscribe to a note's URI as resources/list gives it",
+        data,
+    )
+}
+
+impl CapvaultServer {
+    /// The vaults this request may see, as change notifications watch them.
+    pub(super) fn watched(&self, grant: Option<&Grant>) -> Vec<Watched> {
+        match &self.set {
+            Some(set) => set.watched(grant),
+            None => vec![Watched {
+                engine: Arc::clone(&self.engine),
+                vault: None,
+                prompts_change: self.prompts_offered()
+                    && self.engine.options().prompts.folder.is_some(),
+            }],
+        }
+    }
 }

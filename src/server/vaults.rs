@@ -776,7 +776,7 @@ impl VaultSet {
         let rest = first
             .split_once(". ")
             .map_or("", |(_, r)| r)
-            .replace(&super::resources_sentence(), "");
+            .replace(&super::instructions::resources_sentence(), "");
         format!(
             "capvault serves {} Obsidian vaults: {}. Each is separate: pass `vault` (its name) \
              to every tool; `search_notes` and `vault_info` without it cover every vault, and \

@@ -253,7 +253,7 @@ impl CapvaultServer {
             + 'static,
     {
         let writer = self.writer()?;
-        let actor = super::ACTOR.try_with(Clone::clone).ok();
+        let actor = super::call::ACTOR.try_with(Clone::clone).ok();
         self.with_engine(move |engine| {
             write::confirm::as_actor(actor, || f(&writer, engine)).map_err(ToolError::from)
         })
