@@ -559,7 +559,9 @@ impl CapvaultServer {
             let asked = match writer.confirmations().answer(id, &digest) {
                 Ok(asked) => asked,
                 Err(NotAsked::Unknown) => {
-                    return refuse(ToolError::invalid(
+                    // About the request's `requestState`, not one of the tool's arguments.
+                    return refuse(ToolError::new(
+                        Code::InvalidArgument,
                         "this answer is for no open question (unknown, expired or used): make \
                          the call again without it to ask anew",
                     ));
@@ -622,14 +624,14 @@ impl CapvaultServer {
                 })
                 .await;
                 match taken {
-                    Ok(Ok(Ok(()))) => {
+                    Ok(Ok(crate::notes::write::confirm::Approval::Approved)) => {
                         tracing::info!(
                             tool = internal,
                             "a change confirmed with `capvault confirm` goes ahead"
                         );
                         None
                     }
-                    Ok(Ok(Err(code))) => {
+                    Ok(Ok(crate::notes::write::confirm::Approval::Waiting(code))) => {
                         let state_dir = writer.options().state_dir.as_deref();
                         tracing::warn!(
                             code = %code,
@@ -1058,11 +1060,14 @@ impl CapvaultServer {
                 .is_some_and(|p| !p.is_root() && self.vault.check_folder(&p).is_ok())
         };
         if confirm::lacks_if_match(takes_if_match, args) && !folder() {
-            return Err(ToolError::invalid(format!(
-                "this server requires `if_match` on every change: pass the note's `sha256` from \
-                 `read_note` to `{}`",
-                self.public_name(internal)
-            )));
+            return Err(ToolError::invalid(
+                "if_match",
+                format!(
+                    "this server requires `if_match` on every change: pass the note's `sha256` \
+                     from `read_note` to `{}`",
+                    self.public_name(internal)
+                ),
+            ));
         }
         Ok(())
     }
@@ -1079,7 +1084,10 @@ impl CapvaultServer {
         {
             return Ok(());
         }
-        let Some(marker) = first_marker_in(&Value::Object(args.clone())) else {
+        let Some((param, marker)) = args
+            .iter()
+            .find_map(|(name, value)| first_marker_in(value).map(|m| (name.clone(), m)))
+        else {
             return Ok(());
         };
         // The way out depends on the tool: edit_note itself is told to leave the marked text
@@ -1089,10 +1097,13 @@ impl CapvaultServer {
         } else {
             "write without the markers, or use edit_note to change only what you mean to"
         };
-        Err(ToolError::invalid(format!(
-            "the text carries `{marker}`, a marker capvault added when the note was read \
-             (--hidden-text mark), not the note's own text: {way_out}"
-        )))
+        Err(ToolError::invalid(
+            param,
+            format!(
+                "the text carries `{marker}`, a marker capvault added when the note was read \
+                 (--hidden-text mark), not the note's own text: {way_out}"
+            ),
+        ))
     }
 
     /// Under `--confirm`, a change the person must approve: asked (or queued), and the call
@@ -1317,7 +1328,11 @@ fn args_error(result: rmcp::model::CallToolResult) -> rmcp::model::CallToolResul
         .map(|t| t.text.as_str())
         .unwrap_or("");
     match text.strip_prefix(args::ARGUMENT_ERROR_PREFIX) {
-        Some(why) => ToolError::invalid(why).into_result(),
+        Some(why) => match args::param_in(why) {
+            Some(param) => ToolError::invalid(param, why),
+            None => ToolError::new(Code::InvalidArgument, why),
+        }
+        .into_result(),
         None => result,
     }
 }
