@@ -149,12 +149,12 @@ pub struct VaultEntry {
 
 impl VaultEntry {
     /// The folder as a host path: `~/` expanded; a relative path is refused (relative to what?).
-    pub fn folder(&self) -> Result<PathBuf, String> {
+    pub fn folder(&self) -> Result<PathBuf, EntryPathError> {
         host_path("path", &self.path)
     }
 
     /// The embedding model folder, when the table names one, as a host path.
-    pub fn embedding_folder(&self) -> Result<Option<PathBuf>, String> {
+    pub fn embedding_folder(&self) -> Result<Option<PathBuf>, EntryPathError> {
         self.embedding_model
             .as_deref()
             .map(|p| host_path("embedding_model", p))
@@ -162,20 +162,35 @@ impl VaultEntry {
     }
 }
 
+/// Why a `[[vault]]` table's path (its `key`: `path` or `embedding_model`) is not a host path.
+/// Names the path as the user wrote it (shown only to them, at startup).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryPathError {
+    /// `~/...` with no home folder to expand it against.
+    #[error("[[vault]] {key} {}: no home folder for this user", path.display())]
+    NoHome { key: &'static str, path: PathBuf },
+    /// Neither absolute nor `~/...`.
+    #[error("[[vault]] {key} {}: give an absolute path or one starting with ~/", path.display())]
+    Relative { key: &'static str, path: PathBuf },
+}
+
 /// A `[[vault]]` table's path `key` as a host path: `~/` expanded, else absolute.
-fn host_path(key: &str, path: &Path) -> Result<PathBuf, String> {
-    let shown = path.display();
+fn host_path(key: &'static str, path: &Path) -> Result<PathBuf, EntryPathError> {
     if let Ok(rest) = path.strip_prefix("~") {
         return dirs::home_dir()
             .map(|h| h.join(rest))
-            .ok_or_else(|| format!("[[vault]] {key} {shown}: no home folder for this user"));
+            .ok_or_else(|| EntryPathError::NoHome {
+                key,
+                path: path.to_path_buf(),
+            });
     }
     if path.is_absolute() {
         Ok(path.to_path_buf())
     } else {
-        Err(format!(
-            "[[vault]] {key} {shown}: give an absolute path or one starting with ~/"
-        ))
+        Err(EntryPathError::Relative {
+            key,
+            path: path.to_path_buf(),
+        })
     }
 }
 
@@ -344,7 +359,14 @@ path = "/srv/notes"
         let e = parse(b"[[vault]]\npath = \"rel\"\n").unwrap().vault[0]
             .folder()
             .unwrap_err();
-        assert!(e.contains("absolute"), "{e}");
+        assert_eq!(
+            e,
+            EntryPathError::Relative {
+                key: "path",
+                path: "rel".into()
+            }
+        );
+        assert!(e.to_string().contains("absolute"), "{e}");
         let e = parse(b"[[vault]]\npath = \"/x\"\ncolour = 1\n")
             .unwrap_err()
             .to_string();

@@ -79,6 +79,71 @@ async fn every_failure_carries_a_stable_code_and_names_only_vault_paths() {
         let (e, text) = error(&s, tool, args.clone()).await;
         assert_eq!(e["code"], want, "{tool} {args}: {text}");
         assert!(!text.contains(tmp.path().to_str().unwrap()), "{text}");
+        // A bad argument is named where a client finds it; no other error names one.
+        assert_eq!(
+            e["param"].is_string(),
+            want == "invalid_argument",
+            "{tool} {args}: {e}"
+        );
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_invalid_argument_names_its_parameter_in_the_error_structure() {
+    let tmp = fixture();
+    let s = Server::start(tmp.path()).await;
+    s.wait_index_ready().await;
+    let cases = [
+        // Refused by the arguments' schema, and by the tools' own checks.
+        ("read_note", json!({}), "path"),
+        ("read_note", json!({"path": "Books", "colour": 1}), "colour"),
+        (
+            "read_note",
+            json!({"path": "Books", "max_chars": 0}),
+            "max_chars",
+        ),
+        ("read_note", json!({"path": "Projects"}), "path"),
+        ("read_note", json!({"path": "Books", "lines": "0"}), "lines"),
+        (
+            "read_note",
+            json!({"path": "Books", "section": "Nope"}),
+            "section",
+        ),
+        (
+            "read_note",
+            json!({"path": "Books", "format": "outline", "offset": 3}),
+            "offset",
+        ),
+        ("search_notes", json!({"query": "  "}), "query"),
+        (
+            "search_notes",
+            json!({"query": "(", "mode": "regex"}),
+            "query",
+        ),
+        (
+            "search_notes",
+            json!({"query": "garlic", "modified_after": "soon"}),
+            "modified_after",
+        ),
+        ("list_notes", json!({"cursor": "not-a-cursor"}), "cursor"),
+        ("list_notes", json!({"value": "x"}), "value"),
+        ("read_canvas", json!({"path": "Projects/Todo.md"}), "path"),
+        (
+            "run_query",
+            json!({"query": "LIST", "path": "Projects/Todo.md"}),
+            "query",
+        ),
+    ];
+    for (tool, args, param) in cases {
+        let (e, text) = error(&s, tool, args.clone()).await;
+        assert_eq!(e["code"], "invalid_argument", "{tool} {args}: {text}");
+        assert_eq!(e["param"], param, "{tool} {args}: {e}");
+        // The text is still `code: message`: the parameter is named in the structure.
+        assert_eq!(
+            text,
+            format!("invalid_argument: {}", e["message"].as_str().unwrap())
+        );
     }
     s.stop().await;
 }

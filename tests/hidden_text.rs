@@ -629,6 +629,7 @@ async fn text_read_under_mark_is_not_written_back_with_its_markers() {
         )
         .await;
     assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
+    assert_eq!(r.error["param"], "content", "{}", r.raw);
     assert!(r.text.contains("⟦U+200B⟧"), "{}", r.text);
     assert!(r.text.contains("or use edit_note"), "{}", r.text);
     let r = s
@@ -638,6 +639,7 @@ async fn text_read_under_mark_is_not_written_back_with_its_markers() {
         )
         .await;
     assert_eq!(r.error["code"], "invalid_argument", "{}", r.raw);
+    assert_eq!(r.error["param"], "edits", "{}", r.raw);
     // edit_note is not sent back to itself.
     assert!(!r.text.contains("use edit_note"), "{}", r.text);
     assert!(r.text.contains("holds no marker"), "{}", r.text);

@@ -84,6 +84,19 @@ async fn get(s: &Server, name: &str, args: Value) -> Result<String, String> {
     }
 }
 
+/// The `data` of a `prompts/get` refusal (`{"param": ...}` for a bad argument).
+async fn refusal_data(s: &Server, name: &str, args: Value) -> Value {
+    let mut params = GetPromptRequestParams::new(name);
+    if let Value::Object(m) = args {
+        params = params.with_arguments(m);
+    }
+    let answer = tokio::time::timeout(crate::common::CALL_TIMEOUT, s.client.get_prompt(params));
+    match answer.await.expect("prompts/get: no answer (a hang)") {
+        Err(ServiceError::McpError(e)) => e.data.unwrap_or_default(),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn vault_prompts_are_listed_and_filled_with_arguments_templates_and_embeds() {
     let tmp = tempfile::tempdir().unwrap();
@@ -154,6 +167,11 @@ async fn vault_prompts_are_listed_and_filled_with_arguments_templates_and_embeds
         e.starts_with("no prompt `nope`; prompts: leak, plain,"),
         "{e}"
     );
+    // The parameter at fault, in the error's data.
+    let d = refusal_data(&s, "nope", json!({})).await;
+    assert_eq!(d, json!({"param": "name"}));
+    let d = refusal_data(&s, "Plain", json!({"x": "1"})).await;
+    assert_eq!(d, json!({"param": "arguments"}));
     s.stop().await;
 }
 

@@ -36,8 +36,10 @@ pub fn install(host: &Host, args: InstallArgs) -> anyhow::Result<()> {
         dry_run,
     };
     // The entry's `serve` arguments, checked as `serve` itself checks them.
-    let check =
-        |args: &[String]| super::serve::check_entry_args(host, args).map_err(|e| format!("{e:#}"));
+    let check = |args: &[String]| {
+        super::serve::check_entry_args(host, args)
+            .map_err(|e| setup::ServeRefusal(format!("{e:#}")))
+    };
     setup::install(host, &req, &check, &mut out).map_err(anyhow::Error::from)
 }
 

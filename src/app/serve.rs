@@ -371,7 +371,7 @@ impl ServeOptions {
                 .iter()
                 .map(|e| {
                     Ok(VaultSpec {
-                        folder: e.folder().map_err(anyhow::Error::msg)?,
+                        folder: e.folder()?,
                         entry: Some(e.clone()),
                     })
                 })
@@ -483,8 +483,7 @@ impl ServeOptions {
                 .entry
                 .as_ref()
                 .map(crate::config::VaultEntry::embedding_folder)
-                .transpose()
-                .map_err(anyhow::Error::msg)?
+                .transpose()?
                 .flatten();
             let dir = table_dir.or_else(|| self.semantic.embedding_model.clone());
             if let Some((_, choice)) = loaded.iter().find(|(d, _)| *d == dir) {
@@ -913,7 +912,7 @@ fn server_of(vaults: &[ServedVault]) -> anyhow::Result<crate::server::CapvaultSe
     if members.len() == 1 {
         return Ok(members.remove(0).server);
     }
-    crate::server::CapvaultServer::several(members).map_err(anyhow::Error::msg)
+    Ok(crate::server::CapvaultServer::several(members)?)
 }
 
 /// Shuts every vault's engine down: background work stopped, threads joined, index caches saved.

@@ -381,36 +381,26 @@ mod tests {
 
     #[test]
     fn a_bad_token_file_names_the_line() {
-        struct T(Tokens);
-        impl T {
-            fn add_file(&mut self, text: &str, known: &[String]) -> Result<(), String> {
-                self.0.add_file(text, known).map_err(|e| e.to_string())
-            }
-        }
-        let mut t = T(Tokens::none());
-        let e = t.add_file("short\n", &known()).unwrap_err();
+        let mut t = Tokens::none();
+        let mut refusal = |text: &str| t.add_file(text, &known()).unwrap_err().to_string();
+        let e = refusal("short\n");
         assert!(e.starts_with("line 1:") && e.contains("32"), "{e}");
         let long = "x".repeat(40);
-        let e = t
-            .add_file(&format!("\n{long} admin\n"), &known())
-            .unwrap_err();
+        let e = refusal(&format!("\n{long} admin\n"));
         assert!(e.starts_with("line 2:") && e.contains("admin"), "{e}");
-        let e = t
-            .add_file(&format!("{long} read nope_tool\n"), &known())
-            .unwrap_err();
+        let e = refusal(&format!("{long} read nope_tool\n"));
         assert!(e.contains("nope_tool"), "{e}");
-        let e = t.add_file("sha256:abc read\n", &known()).unwrap_err();
+        let e = refusal("sha256:abc read\n");
         assert!(e.contains("64 hex"), "{e}");
         // 64 characters that are not 32 bytes of hex (a sign before each digit pair's second
         // half parsed as a number before).
         let signed = "+f".repeat(32);
-        let e = t
-            .add_file(&format!("sha256:{signed} read\n"), &known())
-            .unwrap_err();
+        let e = refusal(&format!("sha256:{signed} read\n"));
         assert!(e.contains("64 hex"), "{e}");
         let upper = "AB".repeat(32);
         assert!(
-            t.add_file(&format!("sha256:{upper} read\n"), &known())
+            Tokens::none()
+                .add_file(&format!("sha256:{upper} read\n"), &known())
                 .is_ok()
         );
         let e = Tokens::none()

@@ -369,13 +369,16 @@ pub struct BaseReply {
     pub errors: Vec<String>,
 }
 
-fn base_error(e: BaseError, at: &str) -> NoteError {
+/// The error of a base named `at` (given by the argument `param`: `path` or `base`); a view
+/// not found is about `view`.
+fn base_error(e: BaseError, at: &str, param: &'static str) -> NoteError {
     if super::cancel::requested() {
         return super::cancel::cancelled();
     }
     match e {
         BaseError::Budget(spent, m) => NoteError::spent(spent, format!("{at}: {m}")),
-        other => NoteError::InvalidArgument(format!("{at}: {other}")),
+        e @ BaseError::NoView(..) => NoteError::invalid("view", format!("{at}: {e}")),
+        other => NoteError::invalid(param, format!("{at}: {other}")),
     }
 }
 
@@ -390,9 +393,10 @@ fn read_base_text(
     match path.extension() {
         Some("base") => {
             if block.is_some() {
-                return Err(NoteError::InvalidArgument(format!(
-                    "{path} is a .base file: `block` is for notes holding ```base blocks"
-                )));
+                return Err(NoteError::invalid(
+                    "block",
+                    format!("{path} is a .base file: `block` is for notes holding ```base blocks"),
+                ));
             }
             Ok(text.into_owned())
         }
@@ -400,24 +404,29 @@ fn read_base_text(
             let blocks = markdown::base_blocks(&text);
             let n = block.unwrap_or(1);
             if blocks.is_empty() {
-                return Err(NoteError::InvalidArgument(format!(
-                    "{path} has no ```base code block"
-                )));
+                return Err(NoteError::invalid(
+                    "path",
+                    format!("{path} has no ```base code block"),
+                ));
             }
             blocks
                 .into_iter()
                 .nth(n.wrapping_sub(1))
                 .map(|b| b.yaml)
                 .ok_or_else(|| {
-                    NoteError::InvalidArgument(format!(
-                        "{path} has {} ```base block(s); `block` must be 1 to that",
-                        markdown::base_blocks(&text).len()
-                    ))
+                    NoteError::invalid(
+                        "block",
+                        format!(
+                            "{path} has {} ```base block(s); `block` must be 1 to that",
+                            markdown::base_blocks(&text).len()
+                        ),
+                    )
                 })
         }
-        _ => Err(NoteError::InvalidArgument(format!(
-            "{path}: not a base (a `.base` file, or a note with a ```base block)"
-        ))),
+        _ => Err(NoteError::invalid(
+            "path",
+            format!("{path}: not a base (a `.base` file, or a note with a ```base block)"),
+        )),
     }
 }
 
@@ -582,8 +591,9 @@ impl BaseRequest {
             (Some(p), None) => Requested::Path(super::locate::Named::parse(p)?, args.block),
             (None, Some(yaml)) => {
                 if args.block.is_some() {
-                    return Err(NoteError::InvalidArgument(
-                        "`block` goes with `path` (a note holding ```base blocks)".into(),
+                    return Err(NoteError::invalid(
+                        "block",
+                        "`block` goes with `path` (a note holding ```base blocks)",
                     ));
                 }
                 if yaml.len() > crate::obsidian::bases::MAX_BASE_BYTES {
@@ -595,14 +605,15 @@ impl BaseRequest {
                 Requested::Inline(yaml)
             }
             (Some(_), Some(_)) => {
-                return Err(NoteError::InvalidArgument(
-                    "give either `path` or `base`, not both".into(),
+                return Err(NoteError::invalid(
+                    "path",
+                    "give either `path` or `base`, not both",
                 ));
             }
             (None, None) => {
-                return Err(NoteError::InvalidArgument(
-                    "give `path` (a .base file or a note with a ```base block) or `base` (YAML)"
-                        .into(),
+                return Err(NoteError::invalid(
+                    "path",
+                    "give `path` (a .base file or a note with a ```base block) or `base` (YAML)",
                 ));
             }
         };
@@ -655,10 +666,11 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
         ),
         BaseSource::Inline(yaml) => (yaml.clone(), "base".to_owned(), None, None),
     };
-    let base: Base = bases::parse_base(&yaml).map_err(|e| base_error(e, &at))?;
+    let param = if path.is_some() { "path" } else { "base" };
+    let base: Base = bases::parse_base(&yaml).map_err(|e| base_error(e, &at, param))?;
     let view = base
         .view(q.view.as_deref())
-        .map_err(|e| base_error(e, &at))?;
+        .map_err(|e| base_error(e, &at, param))?;
     let started = std::time::Instant::now();
     let model = engine.model()?;
     let src = ModelSource::new(&model, vault);
@@ -703,7 +715,7 @@ pub fn query_base(engine: &Engine, q: BaseQuery) -> Result<BaseReply, NoteError>
         &budget,
         start..start.saturating_add(limit),
     )
-    .map_err(|e| base_error(e, &at))?;
+    .map_err(|e| base_error(e, &at, param))?;
     tracing::debug!(
         candidates = files.len(),
         matched = out.matched,

@@ -115,15 +115,17 @@ pub fn changes_since(engine: &Engine, req: &ChangesRequest) -> Result<ChangesRep
     let log = engine.change_log();
     let limit = req.limit.unwrap_or(DEFAULT_LIMIT);
     if limit == 0 || limit > MAX_LIMIT {
-        return Err(NoteError::InvalidArgument(format!(
-            "`limit` must be between 1 and {MAX_LIMIT}"
-        )));
+        return Err(NoteError::invalid(
+            "limit",
+            format!("`limit` must be between 1 and {MAX_LIMIT}"),
+        ));
     }
     let mut note = None;
     let after = match (&req.cursor, &req.since) {
         (Some(_), Some(_)) => {
-            return Err(NoteError::InvalidArgument(
-                "give `cursor` or `since`, not both".to_owned(),
+            return Err(NoteError::invalid(
+                "cursor",
+                "give `cursor` or `since`, not both",
             ));
         }
         (Some(c), None) => {
@@ -155,10 +157,10 @@ pub fn changes_since(engine: &Engine, req: &ChangesRequest) -> Result<ChangesRep
             seq
         }
         (None, None) => {
-            return Err(NoteError::InvalidArgument(
+            return Err(NoteError::invalid(
+                "cursor",
                 "give `cursor` (from an earlier reply or vault_info) or `since` (like \
-                 `2026-12-01`, `24h` or an RFC 3339 time)"
-                    .to_owned(),
+                 `2026-12-01`, `24h` or an RFC 3339 time)",
             ));
         }
     };
@@ -254,11 +256,14 @@ pub fn changes_since(engine: &Engine, req: &ChangesRequest) -> Result<ChangesRep
 }
 
 fn cursor_unknown(engine: &Engine) -> NoteError {
-    NoteError::InvalidArgument(format!(
-        "`cursor` is not one of this vault's (a cursor from before the change log was started \
-         again is not kept); the current one is `{}`, or pass `since`",
-        engine.change_log().cursor()
-    ))
+    NoteError::invalid(
+        "cursor",
+        format!(
+            "`cursor` is not one of this vault's (a cursor from before the change log was \
+             started again is not kept); the current one is `{}`, or pass `since`",
+            engine.change_log().cursor()
+        ),
+    )
 }
 
 /// The entries of one page folded per note.
@@ -486,10 +491,10 @@ fn rfc3339_ms(ms: i64) -> String {
 pub fn parse_since(s: &str) -> Result<i64, NoteError> {
     let s = s.trim();
     let bad = || {
-        NoteError::InvalidArgument(
+        NoteError::invalid(
+            "since",
             "`since` must be an RFC 3339 time, a date (`2026-12-01`, `yesterday`, `this week`, \
-             `last month`), or an age like `90m`, `24h`, `7d`"
-                .to_owned(),
+             `last month`), or an age like `90m`, `24h`, `7d`",
         )
     };
     if s.is_empty() || s.len() > MAX_ARG {

@@ -24,8 +24,9 @@ pub fn encode<T: Serialize>(payload: &T) -> String {
 /// Decodes a cursor payload, with one clear error for anything malformed.
 pub fn decode<T: DeserializeOwned>(cursor: &str) -> Result<T, NoteError> {
     let invalid = || {
-        NoteError::InvalidArgument(
-            "invalid cursor: pass back the next_cursor of the previous page unchanged".to_owned(),
+        NoteError::invalid(
+            "cursor",
+            "invalid cursor: pass back the next_cursor of the previous page unchanged",
         )
     };
     if cursor.len() > MAX_CURSOR_BYTES {

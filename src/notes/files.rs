@@ -334,8 +334,9 @@ pub fn read_attachment_named(
         return read_pdf(engine, path, req.pages.as_deref());
     }
     if req.pages.is_some() {
-        return Err(NoteError::InvalidArgument(
-            "`pages` is for a PDF's text; this is not a PDF (or `format` is original)".into(),
+        return Err(NoteError::invalid(
+            "pages",
+            "`pages` is for a PDF's text; this is not a PDF (or `format` is original)",
         ));
     }
     let (mut info, bytes) = read_attachment(engine.vault(), &path)?;
@@ -565,13 +566,14 @@ pub fn read_canvas(
     path: &VaultPath,
 ) -> Result<CanvasReply, NoteError> {
     if path.extension() != Some("canvas") {
-        return Err(NoteError::InvalidArgument(format!(
-            "{path}: not a canvas (a `.canvas` file)"
-        )));
+        return Err(NoteError::invalid(
+            "path",
+            format!("{path}: not a canvas (a `.canvas` file)"),
+        ));
     }
     let data = vault.read_file(path)?;
     let doc = canvas::parse_canvas(&data.bytes)
-        .map_err(|e| NoteError::InvalidArgument(format!("{path}: {e}")))?;
+        .map_err(|e| NoteError::invalid("path", format!("{path}: {e}")))?;
     let files = doc
         .file_nodes()
         .map(|(id, file)| CanvasFile {
@@ -761,10 +763,13 @@ const MAX_PAGE_RANGES: usize = 64;
 /// `pages` as ranges of page numbers: `3`, `2-5`, `1,4,7-9` (1-based, inclusive).
 fn parse_pages(spec: &str) -> Result<Vec<(u32, u32)>, NoteError> {
     let bad = || {
-        NoteError::InvalidArgument(format!(
-            "`pages` must be page numbers and ranges such as `3`, `2-5` or `1,4,7-9`, not `{}`",
-            spec.chars().take(40).collect::<String>()
-        ))
+        NoteError::invalid(
+            "pages",
+            format!(
+                "`pages` must be page numbers and ranges such as `3`, `2-5` or `1,4,7-9`, not `{}`",
+                spec.chars().take(40).collect::<String>()
+            ),
+        )
     };
     let mut out = Vec::new();
     for part in spec.split(',').map(str::trim) {

@@ -31,23 +31,31 @@ impl NoteFilter {
         value: Option<String>,
         glob: Option<String>,
     ) -> Result<Self, NoteError> {
-        for s in [&tag, &property, &value, &glob].into_iter().flatten() {
-            if s.len() > MAX_FILTER_BYTES {
-                return Err(NoteError::InvalidArgument(format!(
-                    "filter arguments are limited to {MAX_FILTER_BYTES} bytes"
-                )));
+        let given = [
+            ("tag", &tag),
+            ("property", &property),
+            ("value", &value),
+            ("glob", &glob),
+        ];
+        for (param, s) in given {
+            if s.as_ref().is_some_and(|s| s.len() > MAX_FILTER_BYTES) {
+                return Err(NoteError::invalid(
+                    param,
+                    format!("`{param}`: filter arguments are limited to {MAX_FILTER_BYTES} bytes"),
+                ));
             }
         }
         if value.is_some() && property.is_none() {
-            return Err(NoteError::InvalidArgument(
-                "`value` needs `property`: the frontmatter key to compare".to_owned(),
+            return Err(NoteError::invalid(
+                "value",
+                "`value` needs `property`: the frontmatter key to compare",
             ));
         }
         let id = fingerprint(&(&tag, &property, &value, &glob));
         let glob = match glob {
             Some(g) => Some(
                 crate::vault::exclude::path_glob(&g, false)
-                    .map_err(|e| NoteError::InvalidArgument(format!("invalid glob: {e}")))?
+                    .map_err(|e| NoteError::invalid("glob", format!("invalid glob: {e}")))?
                     .compile_matcher(),
             ),
             None => None,

@@ -103,7 +103,7 @@ fn out_link(link: &Link, target: &Target) -> OutLink {
 pub fn outgoing(model: &Model, path: &VaultPath) -> Result<Vec<OutLink>, NoteError> {
     let note = model
         .note(path)
-        .ok_or_else(|| NoteError::InvalidArgument(format!("{path}: not a note of the vault")))?;
+        .ok_or_else(|| NoteError::invalid("path", format!("{path}: not a note of the vault")))?;
     Ok(note
         .parsed
         .links
@@ -123,9 +123,10 @@ pub fn incoming(
     cursor: Option<&str>,
 ) -> Result<Page<InLink>, NoteError> {
     if !model.files().contains_key(path) {
-        return Err(NoteError::InvalidArgument(format!(
-            "{path}: not a file of the vault"
-        )));
+        return Err(NoteError::invalid(
+            "path",
+            format!("{path}: not a file of the vault"),
+        ));
     }
     let mut found: Vec<(VaultPath, usize, usize, usize)> = Vec::new(); // source, line, start, end
     for source in model.backlinks(path) {
@@ -272,9 +273,10 @@ pub fn neighbors(
     hidden: &dyn Fn(&VaultPath) -> bool,
 ) -> Result<Vec<Neighbor>, NoteError> {
     if !model.files().contains_key(start) {
-        return Err(NoteError::InvalidArgument(format!(
-            "{start}: not a file of the vault"
-        )));
+        return Err(NoteError::invalid(
+            "path",
+            format!("{start}: not a file of the vault"),
+        ));
     }
     let mut seen: BTreeSet<VaultPath> = BTreeSet::from([start.clone()]);
     let mut out = Vec::new();
@@ -461,8 +463,9 @@ pub fn resolve_link(
 ) -> Result<LinkResolution, NoteError> {
     let link = link.trim();
     if link.is_empty() || link.len() > 4096 {
-        return Err(NoteError::InvalidArgument(
-            "link must be 1 to 4096 bytes, like `[[Note#Heading]]` or `Folder/Note`".to_owned(),
+        return Err(NoteError::invalid(
+            "link",
+            "link must be 1 to 4096 bytes, like `[[Note#Heading]]` or `Folder/Note`",
         ));
     }
     let parsed = markdown::parse_note(link);
@@ -477,7 +480,7 @@ pub fn resolve_link(
             };
             bare = markdown::parse_note(&text);
             bare.links.first().ok_or_else(|| {
-                NoteError::InvalidArgument(format!(
+                NoteError::invalid("link", format!(
                     "cannot read `{link}` as a link; give `[[Note]]`, `[[Note#Heading]]` or a path"
                 ))
             })?

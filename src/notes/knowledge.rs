@@ -91,8 +91,9 @@ impl LinksRequest {
     pub fn new(path: String, direction: Direction, paging: Paging) -> Result<Self, NoteError> {
         let typed = VaultPath::parse(&path)?;
         if paging.cursor.is_some() && direction == Direction::Both {
-            return Err(NoteError::InvalidArgument(
-                "a cursor pages one list: pass direction `out` or `in` with it".to_owned(),
+            return Err(NoteError::invalid(
+                "direction",
+                "a cursor pages one list: pass direction `out` or `in` with it",
             ));
         }
         Ok(LinksRequest {
@@ -154,9 +155,10 @@ impl NeighborsRequest {
         let typed = VaultPath::parse(&path)?;
         let depth = depth.unwrap_or(1);
         if !(1..=MAX_DEPTH).contains(&depth) {
-            return Err(NoteError::InvalidArgument(format!(
-                "`depth` must be between 1 and {MAX_DEPTH} (got {depth})"
-            )));
+            return Err(NoteError::invalid(
+                "depth",
+                format!("`depth` must be between 1 and {MAX_DEPTH} (got {depth})"),
+            ));
         }
         Ok(NeighborsRequest {
             input: path,
@@ -354,9 +356,10 @@ pub fn resolve_link(engine: &Engine, req: &ResolveRequest) -> Result<LinkResolut
     if let Some(f) = &req.from
         && model.note(f).is_none()
     {
-        return Err(NoteError::InvalidArgument(format!(
-            "{f}: not a note of the vault (`from` names the note that contains the link)"
-        )));
+        return Err(NoteError::invalid(
+            "from",
+            format!("{f}: not a note of the vault (`from` names the note that contains the link)"),
+        ));
     }
     graph::resolve_link(model, &req.link, req.from.as_ref())
 }

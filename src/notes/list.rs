@@ -146,9 +146,9 @@ fn resume_after(query: &ListQuery) -> Result<Option<Key>, NoteError> {
         || c.x != query.filter_id
         || c.t != query.kind
     {
-        return Err(NoteError::InvalidArgument(
-            "this cursor belongs to a listing with other arguments; start again without a cursor"
-                .to_owned(),
+        return Err(NoteError::invalid(
+            "cursor",
+            "this cursor belongs to a listing with other arguments; start again without a cursor",
         ));
     }
     Ok(Some(c.k))
@@ -354,7 +354,7 @@ pub fn list_notes(
         Some(k) => std::ops::Bound::Excluded((
             std::cmp::Reverse(k.m),
             VaultPath::parse(&k.p).map_err(|_| {
-                NoteError::InvalidArgument("this cursor is damaged; start again without one".into())
+                NoteError::invalid("cursor", "this cursor is damaged; start again without one")
             })?,
         )),
         None => std::ops::Bound::Unbounded,
@@ -646,9 +646,10 @@ pub fn list_folders(
 ) -> Result<super::paging::Page<FolderSummary>, NoteError> {
     let depth = depth.unwrap_or(DEFAULT_FOLDER_DEPTH);
     if !(1..=MAX_FOLDER_DEPTH).contains(&depth) {
-        return Err(NoteError::InvalidArgument(format!(
-            "`depth` must be between 1 and {MAX_FOLDER_DEPTH} (got {depth})"
-        )));
+        return Err(NoteError::invalid(
+            "depth",
+            format!("`depth` must be between 1 and {MAX_FOLDER_DEPTH} (got {depth})"),
+        ));
     }
     // Every folder of the vault with its counts, once per state of the model.
     crate::model::memo_key!(FolderTree: std::collections::BTreeMap<String, (usize, usize)>);

@@ -36,9 +36,18 @@ pub enum NoteError {
     /// The vault refused or failed.
     #[error(transparent)]
     Vault(#[from] VaultError),
-    /// An argument is out of range or malformed.
-    #[error("{0}")]
-    InvalidArgument(String),
+    /// An argument is out of range or malformed. The tool edge puts `param` in the error's
+    /// structured form (`_meta["capvault/error"]["param"]`); the message is `reason`.
+    #[error("{reason}")]
+    InvalidArgument {
+        /// The tool (or prompt) parameter to change, as its input schema names it (`path`,
+        /// `limit`, `cursor`...). When arguments conflict, the one the reason names first, or
+        /// the one whose change fixes the call.
+        param: &'static str,
+        /// What is wrong, written for the model; it names the parameter itself where that
+        /// reads better, since clients show only this sentence.
+        reason: String,
+    },
     /// No file by that path or name; `suggestions` are paths the client may have meant.
     #[error("{message}")]
     NotFound {
@@ -84,6 +93,14 @@ pub enum NoteError {
 }
 
 impl NoteError {
+    /// An [`InvalidArgument`](NoteError::InvalidArgument) error about `param`.
+    pub fn invalid(param: &'static str, reason: impl Into<String>) -> NoteError {
+        NoteError::InvalidArgument {
+            param,
+            reason: reason.into(),
+        }
+    }
+
     /// The error of a request whose budget is [`Spent`](crate::obsidian::budget::Spent).
     pub fn spent(spent: crate::obsidian::budget::Spent, message: String) -> NoteError {
         use crate::obsidian::budget::Spent;
@@ -138,11 +155,22 @@ pub use crate::model::rfc3339;
 
 /// Checks `limit` against `1..=max`, or uses `default` when absent.
 pub(crate) fn check_limit(limit: Option<u32>, default: u32, max: u32) -> Result<usize, NoteError> {
-    match limit {
+    check_count("limit", limit, default, max)
+}
+
+/// Checks the count `param` against `1..=max`, or uses `default` when absent.
+pub(crate) fn check_count(
+    param: &'static str,
+    value: Option<u32>,
+    default: u32,
+    max: u32,
+) -> Result<usize, NoteError> {
+    match value {
         None => Ok(default as usize),
         Some(n) if (1..=max).contains(&n) => Ok(n as usize),
-        Some(n) => Err(NoteError::InvalidArgument(format!(
-            "limit must be between 1 and {max} (got {n})"
-        ))),
+        Some(n) => Err(NoteError::invalid(
+            param,
+            format!("`{param}` must be between 1 and {max} (got {n})"),
+        )),
     }
 }

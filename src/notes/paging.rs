@@ -49,9 +49,9 @@ pub fn decode_offset(cursor_text: Option<&str>, query: u64) -> Result<usize, Not
         Some(c) => {
             let c: OffsetCursor = cursor::decode(c)?;
             if c.q != query {
-                return Err(NoteError::InvalidArgument(
-                    "this cursor belongs to a call with other arguments; start again without a cursor"
-                        .to_owned(),
+                return Err(NoteError::invalid(
+                    "cursor",
+                    "this cursor belongs to a call with other arguments; start again without a cursor",
                 ));
             }
             Ok(c.o)

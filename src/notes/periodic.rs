@@ -115,15 +115,21 @@ impl PeriodSetup {
         let cfg = &self.config;
         let text =
             moment::note_path_in(&cfg.folder, &cfg.format, start, self.week).map_err(|e| {
-                NoteError::InvalidArgument(format!(
-                    "cannot build the note's name from format `{}`: {e}",
-                    cfg.format
-                ))
+                NoteError::invalid(
+                    "period",
+                    format!(
+                        "cannot build the note's name from format `{}`: {e}",
+                        cfg.format
+                    ),
+                )
             })?;
         VaultPath::parse(&text).map_err(|e| {
-            NoteError::InvalidArgument(format!(
-                "the periodic-note settings give `{text}`, which capvault cannot open: {e}"
-            ))
+            NoteError::invalid(
+                "period",
+                format!(
+                    "the periodic-note settings give `{text}`, which capvault cannot open: {e}"
+                ),
+            )
         })
     }
 
@@ -219,9 +225,9 @@ pub fn read_request(
     let week = week_rule(&settings.app.week_start);
     let iso = uses_iso_weeks(&PeriodSetup::of(settings, Period::Week).config.format);
     let today = Local::now().date_naive();
-    let words = |name: &str, text: Option<&str>| {
+    let words = |name: &'static str, text: Option<&str>| {
         parse_date_words(text.unwrap_or("today"), today, week, iso)
-            .map_err(|e| NoteError::InvalidArgument(format!("`{name}`: {e}")))
+            .map_err(|e| NoteError::invalid(name, format!("`{name}`: {e}")))
     };
     let named = words("date", date)?;
     let period = period.or(named.period).unwrap_or_default();
@@ -229,16 +235,18 @@ pub fn read_request(
     let to = match to {
         None => None,
         Some(t) if t.trim().is_empty() => {
-            return Err(NoteError::InvalidArgument(
-                "`to` is empty: give the range's last date, or leave `to` out".to_owned(),
+            return Err(NoteError::invalid(
+                "to",
+                "`to` is empty: give the range's last date, or leave `to` out",
             ));
         }
         Some(t) => {
             let end = period.start(words("to", Some(t))?.date, week);
             if end < start {
-                return Err(NoteError::InvalidArgument(format!(
-                    "`to` ({end}) is before `date` ({start})"
-                )));
+                return Err(NoteError::invalid(
+                    "to",
+                    format!("`to` ({end}) is before `date` ({start})"),
+                ));
             }
             Some(end)
         }
@@ -309,7 +317,7 @@ pub fn locate(
         .copied()
         .or(candidates.first())
         .cloned()
-        .ok_or_else(|| NoteError::InvalidArgument("no name for the period".to_owned()))?;
+        .ok_or_else(|| NoteError::invalid("period", "no name for the period"))?;
     for p in &mine {
         match engine.vault().stat_file(p) {
             Ok(_) => return Ok(((*p).clone(), true)),
@@ -432,10 +440,10 @@ fn range(
     let end = period.end(last, setup.week).unwrap_or(last);
     let model = engine.model()?;
     let reader = setup.reader().ok_or_else(|| {
-        NoteError::InvalidArgument(format!(
-            "cannot read names by format `{}`",
-            setup.config.format
-        ))
+        NoteError::invalid(
+            "to",
+            format!("cannot read names by format `{}`", setup.config.format),
+        )
     })?;
     let mut found: Vec<(NaiveDate, &VaultPath)> = in_folder(&model, &setup.config.folder)
         .filter_map(|p| {

@@ -388,21 +388,23 @@ pub fn get(
         .or_else(|| all.iter().find(|p| p.name == wanted))
     else {
         let names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
-        return Err(NoteError::InvalidArgument(format!(
-            "no prompt `{name}`; prompts: {}",
-            names.join(", ")
-        )));
+        return Err(NoteError::invalid(
+            "name",
+            format!("no prompt `{name}`; prompts: {}", names.join(", ")),
+        ));
     };
     for (k, v) in args {
         if !info.arguments.iter().any(|a| &a.name == k) {
-            return Err(NoteError::InvalidArgument(format!(
-                "prompt `{name}` has no argument `{k}`"
-            )));
+            return Err(NoteError::invalid(
+                "arguments",
+                format!("prompt `{name}` has no argument `{k}`"),
+            ));
         }
         if v.len() > MAX_ARGUMENT_BYTES {
-            return Err(NoteError::InvalidArgument(format!(
-                "argument `{k}`: at most {MAX_ARGUMENT_BYTES} bytes"
-            )));
+            return Err(NoteError::invalid(
+                "arguments",
+                format!("argument `{k}`: at most {MAX_ARGUMENT_BYTES} bytes"),
+            ));
         }
     }
     if let Some(missing) = info
@@ -410,10 +412,10 @@ pub fn get(
         .iter()
         .find(|a| a.required && args.get(&a.name).is_none_or(|v| v.trim().is_empty()))
     {
-        return Err(NoteError::InvalidArgument(format!(
-            "prompt `{name}` needs the argument `{}`",
-            missing.name
-        )));
+        return Err(NoteError::invalid(
+            "arguments",
+            format!("prompt `{name}` needs the argument `{}`", missing.name),
+        ));
     }
     let text = match &info.note {
         Some(path) => fill_note(engine, path, info, args)?,

@@ -244,14 +244,14 @@ enum Bound {
 /// `YYYY`. A span bounds by its first day (`due_before: next week`) or its last (`due_after:
 /// this week`); weeks as `changes_since` counts them.
 fn date_arg(
-    name: &str,
+    name: &'static str,
     v: Option<&str>,
     today: NaiveDate,
     bound: Bound,
 ) -> Result<Option<NaiveDate>, NoteError> {
     let Some(text) = v else { return Ok(None) };
     let week = periodic::week_rule("");
-    let bad = |e: periodic::DateWordsError| NoteError::InvalidArgument(format!("{name}: {e}"));
+    let bad = |e: periodic::DateWordsError| NoteError::invalid(name, format!("{name}: {e}"));
     // An empty argument is no date (the reader takes it for today).
     if text.trim().is_empty() {
         return Err(bad(periodic::DateWordsError(text.to_owned())));
@@ -266,11 +266,12 @@ fn date_arg(
         .ok_or_else(|| bad(periodic::DateWordsError(text.to_owned())))
 }
 
-fn bounded<'a>(name: &str, v: Option<&'a str>) -> Result<Option<&'a str>, NoteError> {
+fn bounded<'a>(name: &'static str, v: Option<&'a str>) -> Result<Option<&'a str>, NoteError> {
     match v.map(str::trim) {
-        Some(s) if s.len() > MAX_FILTER_BYTES => Err(NoteError::InvalidArgument(format!(
-            "{name}: at most {MAX_FILTER_BYTES} bytes"
-        ))),
+        Some(s) if s.len() > MAX_FILTER_BYTES => Err(NoteError::invalid(
+            name,
+            format!("{name}: at most {MAX_FILTER_BYTES} bytes"),
+        )),
         Some("") | None => Ok(None),
         Some(s) => Ok(Some(s)),
     }

@@ -204,7 +204,12 @@ pub fn read(engine: &crate::engine::Engine, req: &ReadRequest) -> Result<NoteVie
     if req.view.evaluate_inline {
         let data = engine.vault().read_file(&path)?;
         let text = String::from_utf8_lossy(&data.bytes);
-        let max = super::check_limit(req.view.max_chars, DEFAULT_MAX_CHARS, MAX_MAX_CHARS)?;
+        let max = super::check_count(
+            "max_chars",
+            req.view.max_chars,
+            DEFAULT_MAX_CHARS,
+            MAX_MAX_CHARS,
+        )?;
         view.inline = Some(super::query::inline_values(
             engine,
             &path,
@@ -254,12 +259,18 @@ pub fn view_note(
     };
     let spans = markdown::hidden_spans(&text);
     view.hidden = markdown::hidden::Hidden::of(&text, &spans);
-    if req.format != Format::Content
-        && (req.section.is_some() || req.lines.is_some() || req.offset.is_some())
-    {
-        return Err(NoteError::InvalidArgument(
-            "section, lines and offset apply to format `content` only".to_owned(),
-        ));
+    if req.format != Format::Content {
+        let given = [
+            ("section", req.section.is_some()),
+            ("lines", req.lines.is_some()),
+            ("offset", req.offset.is_some()),
+        ];
+        if let Some((param, _)) = given.into_iter().find(|(_, given)| *given) {
+            return Err(NoteError::invalid(
+                param,
+                "section, lines and offset apply to format `content` only",
+            ));
+        }
     }
     let parsed = if req.format == Format::Content && req.section.is_none() {
         None
@@ -269,7 +280,8 @@ pub fn view_note(
     match req.format {
         Format::Content => {
             let (selected, range) = select(&text, parsed.as_ref(), req)?;
-            let max = super::check_limit(req.max_chars, DEFAULT_MAX_CHARS, MAX_MAX_CHARS)?;
+            let max =
+                super::check_count("max_chars", req.max_chars, DEFAULT_MAX_CHARS, MAX_MAX_CHARS)?;
             let start = selected.as_ptr().addr() - text.as_ptr().addr();
             let shown = markdown::hidden::apply(
                 &text,
@@ -360,8 +372,9 @@ fn select<'t>(
     req: &ViewRequest,
 ) -> Result<(&'t str, Option<LineRange>), NoteError> {
     match (&req.section, &req.lines) {
-        (Some(_), Some(_)) => Err(NoteError::InvalidArgument(
-            "give either section or lines, not both".to_owned(),
+        (Some(_), Some(_)) => Err(NoteError::invalid(
+            "section",
+            "give either section or lines, not both",
         )),
         (None, None) => Ok((text, None)),
         (None, Some(spec)) => {
@@ -374,15 +387,18 @@ fn select<'t>(
             let want = heading_key(heading.trim().trim_start_matches('#'));
             let Some(i) = headings.iter().position(|h| heading_key(&h.text) == want) else {
                 let available: Vec<&str> = headings.iter().take(30).map(|h| &*h.text).collect();
-                return Err(NoteError::InvalidArgument(format!(
-                    "no heading `{}` in this note; headings: {}",
-                    heading.trim(),
-                    if available.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        available.join(" | ")
-                    }
-                )));
+                return Err(NoteError::invalid(
+                    "section",
+                    format!(
+                        "no heading `{}` in this note; headings: {}",
+                        heading.trim(),
+                        if available.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            available.join(" | ")
+                        }
+                    ),
+                ));
             };
             let level = headings[i].level;
             let start = headings[i].pos.line as usize;
@@ -401,9 +417,12 @@ fn select<'t>(
 /// Parses `"10-20"`, `"10-"` or `"10"` against a note of `total` lines.
 fn parse_lines(spec: &str, total: usize) -> Result<(usize, usize), NoteError> {
     let bad = || {
-        NoteError::InvalidArgument(format!(
-            "lines must look like `10-20`, `10-` or `10` (1-based, inclusive); the note has {total} lines"
-        ))
+        NoteError::invalid(
+            "lines",
+            format!(
+                "lines must look like `10-20`, `10-` or `10` (1-based, inclusive); the note has {total} lines"
+            ),
+        )
     };
     let spec = spec.trim();
     let (a, b) = match spec.split_once('-') {
@@ -423,7 +442,7 @@ fn parse_lines(spec: &str, total: usize) -> Result<(usize, usize), NoteError> {
         Some(_) => format!("lines {a}-{b}"),
         None => format!("line {a}"),
     };
-    let said = |why: String| NoteError::InvalidArgument(format!("{range}: {why}"));
+    let said = |why: String| NoteError::invalid("lines", format!("{range}: {why}"));
     if a == 0 {
         return Err(said("lines count from 1".to_owned()));
     }
@@ -457,9 +476,10 @@ fn line_slice(text: &str, a: usize, b: usize) -> &str {
 fn cap(text: &str, offset: u64, max: usize) -> Result<(&str, u64, Option<u64>), NoteError> {
     let total = text.chars().count() as u64;
     if offset > total {
-        return Err(NoteError::InvalidArgument(format!(
-            "offset {offset} is past the end ({total} characters)"
-        )));
+        return Err(NoteError::invalid(
+            "offset",
+            format!("offset {offset} is past the end ({total} characters)"),
+        ));
     }
     let mut indices = text
         .char_indices()

@@ -32,9 +32,16 @@ pub enum ArgError {
         /// What it must be (`a whole number from 1 to 100`, `one of `a`, `b``...).
         expected: String,
     },
-    /// Anything else serde refuses (a missing or unknown field...), in its words.
-    #[error("{0}")]
-    Other(serde_json::Error),
+    /// Anything else serde refuses (a missing or unknown field...), in its words, after where
+    /// it is when that is inside an argument (`` `edits[0]`: missing field `old_text` ``).
+    #[error("{}{error}", at.as_deref().map(|a| format!("`{a}`: ")).unwrap_or_default())]
+    Other {
+        /// The place inside an argument (`edits[0]`); `None` at the top level, where serde's
+        /// words name the field.
+        at: Option<String>,
+        /// What serde said.
+        error: serde_json::Error,
+    },
 }
 
 /// Tool arguments of type `T`, deserialised after schema-guided coercion.
@@ -62,6 +69,29 @@ where
             rmcp::ErrorData::invalid_params(format!("{ARGUMENT_ERROR_PREFIX}{e}"), None)
         })
     }
+}
+
+/// The top-level parameter an argument error is about, read from its text as [`ArgError`]
+/// (or serde, through rmcp's own extractor) writes it: the name it starts with
+/// (`` `limit` must be… ``, `` `edits[0]`: … ``, cut to `edits`), else the field serde names
+/// (`` missing field `path` ``, `` unknown field `colour`, expected… ``). `None` for an error
+/// about the arguments as a whole (not an object).
+pub fn param_in(why: &str) -> Option<&str> {
+    let named = why
+        .strip_prefix('`')
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(name, _)| name);
+    let field = || {
+        ["missing field `", "unknown field `"]
+            .iter()
+            .find_map(|lead| {
+                let (_, rest) = why.split_once(lead)?;
+                rest.split_once('`').map(|(name, _)| name)
+            })
+    };
+    let name = named.or_else(field)?;
+    let top = name.split(['[', '.']).next().unwrap_or(name);
+    (!top.is_empty()).then_some(top)
 }
 
 /// Coerces `args` by `schema`, then deserialises them; the error names the parameter.
@@ -93,7 +123,13 @@ pub fn parse<T: DeserializeOwned>(
                 expected: expected(deref(prop, schema)),
                 name: field,
             },
-            _ => ArgError::Other(e.into_inner()),
+            _ => ArgError::Other {
+                at: field
+                    .contains(['[', '.'])
+                    .then_some(field)
+                    .filter(|f| f != "."),
+                error: e.into_inner(),
+            },
         }
     })
 }
@@ -244,9 +280,16 @@ mod tests {
         Blue,
     }
 
-    fn run(v: Value) -> Result<Args, String> {
+    fn run(v: Value) -> Result<Args, ArgError> {
         let Value::Object(o) = v else { unreachable!() };
-        parse(o, &schema_for_input::<Args>().unwrap()).map_err(|e| e.to_string())
+        parse(o, &schema_for_input::<Args>().unwrap())
+    }
+
+    /// The refusal's text, and the parameter the tool edge reads from it.
+    fn refusal(v: Value) -> (String, Option<String>) {
+        let text = run(v).unwrap_err().to_string();
+        let param = param_in(&text).map(str::to_owned);
+        (text, param)
     }
 
     #[test]
@@ -275,22 +318,54 @@ mod tests {
 
     #[test]
     fn an_argument_error_names_the_parameter_and_what_it_expects() {
-        let e = run(serde_json::json!({"path": "a", "limit": "two"})).unwrap_err();
+        let p = |name: &str| Some(name.to_owned());
+        let (e, param) = refusal(serde_json::json!({"path": "a", "limit": "two"}));
         assert!(e.starts_with("`limit` must be a whole number"), "{e}");
-        let e = run(serde_json::json!({"path": "a", "limit": -3})).unwrap_err();
+        assert_eq!(param, p("limit"));
+        let (e, param) = refusal(serde_json::json!({"path": "a", "limit": -3}));
         assert!(e.starts_with("`limit` must be a whole number"), "{e}");
         assert!(!e.contains("u32"), "no Rust type names: {e}");
-        let e = run(serde_json::json!({"path": "a", "recursive": "yes"})).unwrap_err();
+        assert_eq!(param, p("limit"));
+        let (e, param) = refusal(serde_json::json!({"path": "a", "recursive": "yes"}));
         assert!(e.starts_with("`recursive` must be true or false"), "{e}");
-        let e = run(serde_json::json!({"limit": 2})).unwrap_err();
+        assert_eq!(param, p("recursive"));
+        let (e, param) = refusal(serde_json::json!({"limit": 2}));
         assert!(e.contains("missing field `path`"), "{e}");
-        let e = run(serde_json::json!({"path": "a", "color": 2})).unwrap_err();
+        assert_eq!(param, p("path"));
+        let (e, param) = refusal(serde_json::json!({"path": "a", "color": 2}));
         assert!(e.contains("unknown field `color`"), "{e}");
+        assert_eq!(param, p("color"));
         // An optional enum names its choices.
-        let e = run(serde_json::json!({"path": "a", "colour": "green"})).unwrap_err();
+        let (e, param) = refusal(serde_json::json!({"path": "a", "colour": "green"}));
         assert!(
             e.starts_with("`colour` must be one of `red`, `blue`"),
             "{e}"
         );
+        assert_eq!(param, p("colour"));
+    }
+
+    #[test]
+    fn an_error_inside_an_argument_says_where_and_names_the_argument() {
+        #[derive(Debug, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        struct Edit {
+            #[allow(dead_code)]
+            old_text: String,
+        }
+        #[derive(Debug, Deserialize, JsonSchema)]
+        struct Edits {
+            #[allow(dead_code)]
+            edits: Vec<Edit>,
+        }
+        let Value::Object(o) = serde_json::json!({"edits": [{"old_text": "a"}, {}]}) else {
+            unreachable!()
+        };
+        let e = parse::<Edits>(o, &schema_for_input::<Edits>().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "`edits[1]`: missing field `old_text`");
+        assert_eq!(param_in(&e), Some("edits"));
+        // An error about the arguments as a whole names none.
+        assert_eq!(param_in("invalid type: string \"x\", expected a map"), None);
     }
 }

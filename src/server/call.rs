@@ -137,11 +137,14 @@ impl CapvaultServer {
                 .is_some_and(|p| !p.is_root() && self.vault.check_folder(&p).is_ok())
         };
         if confirm::lacks_if_match(takes_if_match, args) && !folder() {
-            return Err(ToolError::invalid(format!(
-                "this server requires `if_match` on every change: pass the note's `sha256` from \
-                 `read_note` to `{}`",
-                self.public_name(internal)
-            )));
+            return Err(ToolError::invalid(
+                "if_match",
+                format!(
+                    "this server requires `if_match` on every change: pass the note's `sha256` \
+                     from `read_note` to `{}`",
+                    self.public_name(internal)
+                ),
+            ));
         }
         Ok(())
     }
@@ -158,7 +161,10 @@ impl CapvaultServer {
         {
             return Ok(());
         }
-        let Some(marker) = first_marker_in(&Value::Object(args.clone())) else {
+        let Some((param, marker)) = args
+            .iter()
+            .find_map(|(name, value)| first_marker_in(value).map(|m| (name.clone(), m)))
+        else {
             return Ok(());
         };
         // The way out depends on the tool: edit_note itself is told to leave the marked text
@@ -168,10 +174,13 @@ impl CapvaultServer {
         } else {
             "write without the markers, or use edit_note to change only what you mean to"
         };
-        Err(ToolError::invalid(format!(
-            "the text carries `{marker}`, a marker capvault added when the note was read \
-             (--hidden-text mark), not the note's own text: {way_out}"
-        )))
+        Err(ToolError::invalid(
+            param,
+            format!(
+                "the text carries `{marker}`, a marker capvault added when the note was read \
+                 (--hidden-text mark), not the note's own text: {way_out}"
+            ),
+        ))
     }
 
     /// Under `--confirm`, a change the person must approve: asked (or queued), and the call

@@ -74,7 +74,9 @@ impl CapvaultServer {
             let asked = match writer.confirmations().answer(id, &digest) {
                 Ok(asked) => asked,
                 Err(NotAsked::Unknown) => {
-                    return refuse(ToolError::invalid(
+                    // About the request's `requestState`, not one of the tool's arguments.
+                    return refuse(ToolError::new(
+                        Code::InvalidArgument,
                         "this answer is for no open question (unknown, expired or used): make \
                          the call again without it to ask anew",
                     ));
@@ -137,14 +139,14 @@ impl CapvaultServer {
                 })
                 .await;
                 match taken {
-                    Ok(Ok(Ok(()))) => {
+                    Ok(Ok(crate::notes::write::confirm::Approval::Approved)) => {
                         tracing::info!(
                             tool = internal,
                             "a change confirmed with `capvault confirm` goes ahead"
                         );
                         None
                     }
-                    Ok(Ok(Err(code))) => {
+                    Ok(Ok(crate::notes::write::confirm::Approval::Waiting(code))) => {
                         let state_dir = writer.options().state_dir.as_deref();
                         tracing::warn!(
                             code = %code,

@@ -1,12 +1,13 @@
 //! [`ToolError`]: the one error type at the tool edge.
 //!
 //! Every tool failure is an `isError` result whose text reads `<code>: <message>` and whose
-//! `_meta` carries `{"capvault/error": {"code", "message", "suggestions"?, "current_sha256"?}}`,
-//! so a model reads the sentence and a client acts on the code. Not `structuredContent`: the
-//! TypeScript SDK validates that against the tool's output schema even on an error result, and
-//! fails the call. Messages name only
-//! vault-relative paths (they are built from [`VaultError`] and [`NoteError`], which hold
-//! nothing else). JSON-RPC errors stay for protocol faults.
+//! `_meta` carries `{"capvault/error": {"code", "message", "param"?, "suggestions"?,
+//! "current_sha256"?}}`, so a model reads the sentence and a client acts on the code (and, for
+//! `invalid_argument`, on `param`: the argument to change, named as the input schema names it).
+//! Not `structuredContent`: the TypeScript SDK validates that against the tool's output schema
+//! even on an error result, and fails the call. Messages name only vault-relative paths (they
+//! are built from [`VaultError`] and [`NoteError`], which hold nothing else). JSON-RPC errors
+//! stay for protocol faults.
 
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
@@ -89,6 +90,11 @@ pub struct ToolError {
     pub code: Code,
     /// One or two sentences for the model.
     pub message: String,
+    /// For `invalid_argument`: the parameter to change, as the tool's input schema names it
+    /// (`path`, `limit`...); absent when no single argument is at fault (a path refused by the
+    /// vault's rules is not traced back to its argument).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
     /// Paths the client may have meant (at most five), for `not_found` and `ambiguous`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
@@ -103,14 +109,18 @@ impl ToolError {
         ToolError {
             code,
             message: message.into(),
+            param: None,
             suggestions: Vec::new(),
             current_sha256: None,
         }
     }
 
-    /// An `invalid_argument` error.
-    pub fn invalid(message: impl Into<String>) -> Self {
-        ToolError::new(Code::InvalidArgument, message)
+    /// An `invalid_argument` error about the parameter `param`.
+    pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> Self {
+        ToolError {
+            param: Some(param.into()),
+            ..ToolError::new(Code::InvalidArgument, message)
+        }
     }
 
     /// An `internal` error.
@@ -202,7 +212,7 @@ impl From<NoteError> for ToolError {
     fn from(e: NoteError) -> Self {
         match e {
             NoteError::Vault(v) => v.into(),
-            NoteError::InvalidArgument(m) => ToolError::invalid(m),
+            NoteError::InvalidArgument { param, reason } => ToolError::invalid(param, reason),
             NoteError::NotFound {
                 message,
                 suggestions,
@@ -272,5 +282,36 @@ mod tests {
         let text = r.content[0].as_text().unwrap().text.clone();
         assert!(text.starts_with("not_found: Books"), "{text}");
         assert!(text.contains("Categories/Books.md"), "{text}");
+    }
+
+    #[test]
+    fn an_invalid_argument_keeps_its_reason_and_carries_its_parameter() {
+        let reason = "`limit` must be between 1 and 200 (got 0)";
+        let t = ToolError::from(NoteError::invalid("limit", reason));
+        assert_eq!(t.code, Code::InvalidArgument);
+        assert_eq!(t.param.as_deref(), Some("limit"));
+        assert_eq!(t.message, reason);
+        let r = t.into_result();
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            v["_meta"][META_KEY],
+            serde_json::json!({
+                "code": "invalid_argument",
+                "message": reason,
+                "param": "limit",
+            })
+        );
+        let text = r.content[0].as_text().unwrap().text.clone();
+        assert_eq!(text, format!("invalid_argument: {reason}"));
+        // Errors of other kinds name no parameter, nor does a vault's refusal of a path (the
+        // vault does not know which argument held it).
+        for t in [
+            ToolError::from(VaultError::NotFound(VaultPath::parse("A.md").unwrap())),
+            ToolError::from(PathError::Empty),
+            ToolError::from(NoteError::Refused("no".into())),
+        ] {
+            let v = serde_json::to_value(t.into_result()).unwrap();
+            assert!(v["_meta"][META_KEY].get("param").is_none(), "{v}");
+        }
     }
 }

@@ -40,7 +40,9 @@ fn prompt_of(p: PromptInfo) -> Prompt {
 
 fn error_of(e: NoteError) -> ErrorData {
     match e {
-        NoteError::InvalidArgument(m) => ErrorData::invalid_params(m, None),
+        NoteError::InvalidArgument { param, reason } => {
+            ErrorData::invalid_params(reason, Some(serde_json::json!({ "param": param })))
+        }
         other => ErrorData::internal_error(crate::server::ToolError::from(other).message, None),
     }
 }

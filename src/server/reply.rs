@@ -124,7 +124,11 @@ pub(super) fn args_error(result: rmcp::model::CallToolResult) -> rmcp::model::Ca
         .map(|t| t.text.as_str())
         .unwrap_or("");
     match text.strip_prefix(args::ARGUMENT_ERROR_PREFIX) {
-        Some(why) => ToolError::invalid(why).into_result(),
+        Some(why) => match args::param_in(why) {
+            Some(param) => ToolError::invalid(param, why),
+            None => ToolError::new(super::error::Code::InvalidArgument, why),
+        }
+        .into_result(),
         None => result,
     }
 }

@@ -282,9 +282,12 @@ impl CapvaultServer {
 
 /// The refusal of a folder given to `read_note`, pointing to `list_notes`.
 fn folder_hint(folder: &VaultPath) -> ToolError {
-    ToolError::invalid(format!(
-        "{folder}: is a folder, not a note; list its notes with `list_notes` (`folder`: \"{folder}\")"
-    ))
+    ToolError::invalid(
+        "path",
+        format!(
+            "{folder}: is a folder, not a note; list its notes with `list_notes` (`folder`: \"{folder}\")"
+        ),
+    )
 }
 
 /// `read_note`'s errors with the tool to use instead: `list_notes` for a folder,

@@ -104,26 +104,34 @@ pub fn name_from_folder(folder: &str) -> String {
     }
 }
 
+/// Why [`CapvaultServer::several`] cannot serve these vaults together (shown at startup).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VaultSetError {
+    /// None, or more than [`MAX_VAULTS`].
+    #[error("serve 1 to {MAX_VAULTS} vaults (got {0})")]
+    Count(usize),
+    /// A name clients could not pass as `vault`.
+    #[error("vault name `{0}`: use 1 to {MAX_NAME} letters, digits, `-`, `_` or `.`")]
+    BadName(String),
+    /// Two vaults by one name.
+    #[error("two vaults are named `{0}`: give one another name")]
+    SameName(String),
+}
+
 impl CapvaultServer {
     /// One server for several vaults, each served by its own server in `members` (their names
     /// distinct and valid). Fails when `members` is empty or over [`MAX_VAULTS`], or a name is
     /// bad or given twice.
-    pub fn several(members: Vec<Member>) -> Result<CapvaultServer, String> {
+    pub fn several(members: Vec<Member>) -> Result<CapvaultServer, VaultSetError> {
         if members.is_empty() || members.len() > MAX_VAULTS {
-            return Err(format!("serve 1 to {MAX_VAULTS} vaults"));
+            return Err(VaultSetError::Count(members.len()));
         }
         for (i, m) in members.iter().enumerate() {
             if !valid_name(&m.name) {
-                return Err(format!(
-                    "vault name `{}`: use 1 to {MAX_NAME} letters, digits, `-`, `_` or `.`",
-                    m.name
-                ));
+                return Err(VaultSetError::BadName(m.name.clone()));
             }
             if members[..i].iter().any(|o| o.name == m.name) {
-                return Err(format!(
-                    "two vaults are named `{}`: give one another name",
-                    m.name
-                ));
+                return Err(VaultSetError::SameName(m.name.clone()));
             }
         }
         // The tools of every vault, each once (the first vault's definition), with `vault`.
@@ -247,11 +255,14 @@ impl VaultSet {
     /// The vault named `name`, if `grant` may use it (another is answered as unknown).
     fn member<'a>(&'a self, name: &str, grant: Option<&'a Grant>) -> Result<&'a Member, ToolError> {
         self.allowed(grant).find(|m| m.name == name).ok_or_else(|| {
-            ToolError::invalid(format!(
-                "no vault `{}` here; vaults: {}",
-                shorten(name),
-                self.names(grant)
-            ))
+            ToolError::invalid(
+                "vault",
+                format!(
+                    "no vault `{}` here; vaults: {}",
+                    shorten(name),
+                    self.names(grant)
+                ),
+            )
         })
     }
 
@@ -298,10 +309,10 @@ impl VaultSet {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s),
             Some(_) => {
-                return refuse(ToolError::invalid(format!(
-                    "`vault` is a vault's name: one of {}",
-                    self.names(grant)
-                )));
+                return refuse(ToolError::invalid(
+                    "vault",
+                    format!("`vault` is a vault's name: one of {}", self.names(grant)),
+                ));
             }
         };
         let offering = |m: &Member| m.server.tools.names.contains_key(&public);
@@ -319,10 +330,13 @@ impl VaultSet {
                 } else if internal == "vault_info" && !can.is_empty() {
                     return self.info(request, context, can).await;
                 } else {
-                    return refuse(ToolError::invalid(format!(
-                        "this server serves several vaults: pass `vault`, one of {}",
-                        self.names(grant)
-                    )));
+                    return refuse(ToolError::invalid(
+                        "vault",
+                        format!(
+                            "this server serves several vaults: pass `vault`, one of {}",
+                            self.names(grant)
+                        ),
+                    ));
                 }
             }
         };
@@ -407,7 +421,7 @@ impl VaultSet {
             Some(l) => l,
             None => match members.first() {
                 Some(m) => return call_one(&m.server, request, context).await,
-                None => return refuse(ToolError::invalid("no vault to search")),
+                None => return refuse(ToolError::invalid("vault", "no vault to search")),
             },
         };
         // Where each vault stands: its own cursor (`None`: from its start).

@@ -284,11 +284,13 @@ impl CapvaultServer {
             }),
             (Some(_), true) => {
                 return Err(ToolError::invalid(
+                    "path",
                     "give `path`, or `period` and `date` for a periodic note, not both",
                 ));
             }
             (None, false) => {
                 return Err(ToolError::invalid(
+                    "path",
                     "`path` is required (or `period` and `date` for a periodic note)",
                 ));
             }

@@ -94,7 +94,7 @@ pub enum SetupError {
     /// `capvault install`: the entry's command line is one `serve` would refuse, so the
     /// client's server would stop at once.
     #[error("`capvault {args}` would not start ({reason}); nothing was changed")]
-    ServeRefuses { args: String, reason: String },
+    ServeRefuses { args: String, reason: ServeRefusal },
     /// The bundle's zip could not be made.
     #[error("bundle: {0}")]
     Zip(#[from] zip::result::ZipError),
@@ -172,9 +172,15 @@ pub(crate) fn entry_path(vault: &Vault, given: &Path) -> Result<PathBuf, SetupEr
     })
 }
 
-/// Why a client entry's arguments (`serve VAULT... [OPTIONS]`) would make `capvault serve`
+/// Whether a client entry's arguments (`serve VAULT... [OPTIONS]`) would make `capvault serve`
 /// stop at once, from the command line's own parser and checks (`app::serve::check_entry_args`).
-pub type ServeCheck<'a> = &'a dyn Fn(&[String]) -> Result<(), String>;
+pub type ServeCheck<'a> = &'a dyn Fn(&[String]) -> Result<(), ServeRefusal>;
+
+/// Why `capvault serve` would stop at once with a client entry's arguments: the command line's
+/// own refusal, as it prints it (its causes joined), since only the command line knows them.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ServeRefusal(pub String);
 
 /// `capvault install`: adds or updates the client's entry for the vault, prints the diff. An
 /// entry whose arguments `check` refuses is never written.

@@ -195,7 +195,8 @@ pub struct Reply {
     pub text: String,
     /// The whole result as JSON (to scan for leaks).
     pub raw: String,
-    /// An error result's `_meta["capvault/error"]` (`{code, message, suggestions?}`), or Null.
+    /// An error result's `_meta["capvault/error"]` (`{code, message, param?, suggestions?}`), or
+    /// Null.
     pub error: Value,
 }
 

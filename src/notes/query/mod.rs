@@ -116,9 +116,9 @@ impl QueryRequest {
         let source = match (args.query, args.path) {
             (Some(q), None) => {
                 if args.block.is_some() {
-                    return Err(NoteError::InvalidArgument(
-                        "`block` goes with `path` (a note holding ```dataview or ```tasks blocks)"
-                            .into(),
+                    return Err(NoteError::invalid(
+                        "block",
+                        "`block` goes with `path` (a note holding ```dataview or ```tasks blocks)",
                     ));
                 }
                 if q.len() > MAX_QUERY_BYTES {
@@ -130,22 +130,24 @@ impl QueryRequest {
                 Requested::Text(q, args.language)
             }
             (None, Some(_)) if args.language.is_some() => {
-                return Err(NoteError::InvalidArgument(
-                    "`language` goes with `query`: a block's fence says its language".into(),
+                return Err(NoteError::invalid(
+                    "language",
+                    "`language` goes with `query`: a block's fence says its language",
                 ));
             }
             (None, Some(p)) => {
                 Requested::Block(super::locate::Named::parse(p)?, args.block.unwrap_or(1))
             }
             (Some(_), Some(_)) => {
-                return Err(NoteError::InvalidArgument(
-                    "give either `query` or `path`, not both".into(),
+                return Err(NoteError::invalid(
+                    "query",
+                    "give either `query` or `path`, not both",
                 ));
             }
             (None, None) => {
-                return Err(NoteError::InvalidArgument(
-                    "give `query` (DQL or a Tasks query) or `path` (a note with a ```dataview or ```tasks block)"
-                        .into(),
+                return Err(NoteError::invalid(
+                    "query",
+                    "give `query` (DQL or a Tasks query) or `path` (a note with a ```dataview or ```tasks block)",
                 ));
             }
         };
@@ -189,7 +191,9 @@ pub struct QueryReply {
     pub provenance: std::collections::BTreeMap<String, Provenance>,
 }
 
-fn query_error(e: QueryError, at: &str) -> NoteError {
+/// The error of the query at `at`, given by the argument `param` (`query`, or `path` for a
+/// note's block).
+fn query_error(e: QueryError, at: &str, param: &'static str) -> NoteError {
     if crate::notes::cancel::requested() {
         return crate::notes::cancel::cancelled();
     }
@@ -197,7 +201,7 @@ fn query_error(e: QueryError, at: &str) -> NoteError {
         QueryError::Eval(e) if e.fatal() => {
             NoteError::spent(e.spent.unwrap_or(Spent::Cancelled), format!("{at}: {e}"))
         }
-        other => NoteError::InvalidArgument(format!("{at}: {other}")),
+        other => NoteError::invalid(param, format!("{at}: {other}")),
     }
 }
 
@@ -249,13 +253,14 @@ fn query_text(
             let note = String::from_utf8_lossy(&data.bytes);
             let blocks = markdown::code_blocks(&note, &["dataview", "dataviewjs", "tasks"]);
             if blocks.is_empty() {
-                return Err(NoteError::InvalidArgument(format!(
-                    "{path} has no ```dataview or ```tasks code block"
-                )));
+                return Err(NoteError::invalid(
+                    "path",
+                    format!("{path} has no ```dataview or ```tasks code block"),
+                ));
             }
             let count = blocks.len();
             let block = blocks.into_iter().nth(n.wrapping_sub(1)).ok_or_else(|| {
-                NoteError::InvalidArgument(format!(
+                NoteError::invalid("block", format!(
                     "{path} has {count} ```dataview/```tasks block(s); `block` must be 1 to that"
                 ))
             })?;
@@ -264,9 +269,12 @@ fn query_text(
                 "tasks" => Language::Tasks,
                 "dataview" => Language::Dataview,
                 _ => {
-                    return Err(NoteError::InvalidArgument(format!(
-                        "{at}: a dataviewjs block is JavaScript, which capvault never runs"
-                    )));
+                    return Err(NoteError::invalid(
+                        "block",
+                        format!(
+                            "{at}: a dataviewjs block is JavaScript, which capvault never runs"
+                        ),
+                    ));
                 }
             };
             Ok((block.body, lang, at, Some(path)))
@@ -277,6 +285,7 @@ fn query_text(
 /// Runs a query and returns one page of its answer.
 pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteError> {
     let (text, lang, at, path) = query_text(engine, &req.source)?;
+    let param = if path.is_some() { "path" } else { "query" };
     let limit = check_limit(req.limit, DEFAULT_ROWS, MAX_ROWS)?;
     let today = crate::notes::cancel::now().date();
     let key = fingerprint(&(&text, lang, path.as_ref().map(VaultPath::as_str), today));
@@ -284,7 +293,8 @@ pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteE
     match lang {
         Language::Dataview => {
             let vault = engine.vault();
-            let parsed = query::parse_query(&text).map_err(|e| query_error(e.into(), &at))?;
+            let parsed =
+                query::parse_query(&text).map_err(|e| query_error(e.into(), &at, param))?;
             let model = engine.model()?;
             let read = |p: &VaultPath| note_text(vault, p);
             let budget = crate::notes::cancel::budget();
@@ -297,7 +307,7 @@ pub fn run_query(engine: &Engine, req: QueryRequest) -> Result<QueryReply, NoteE
             ctx.this = path.as_ref().and_then(|p| pages.id(p));
             ctx.budget = budget;
             let result: QueryResult =
-                query::run(&parsed, &pages, &ctx).map_err(|e| query_error(e.into(), &at))?;
+                query::run(&parsed, &pages, &ctx).map_err(|e| query_error(e.into(), &at, param))?;
             let provenance = provenance_of(engine, &model, &pages, &result.sources);
             let mut reply = page(result, start, limit, key, &ctx.settings, path)?;
             reply.provenance = provenance;

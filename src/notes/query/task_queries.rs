@@ -21,10 +21,10 @@ pub(super) fn task_json(t: &TaskRow) -> Json {
 
 /// The error of a Tasks query: the request's budget spent (`budget_exceeded`, `busy`,
 /// cancelled), or the query's own fault.
-pub(super) fn tasks_error(e: tasks::EvalError, at: &str) -> NoteError {
+pub(super) fn tasks_error(e: tasks::EvalError, at: &str, param: &'static str) -> NoteError {
     match e.spent() {
         Some(spent) => NoteError::spent(spent, format!("{at}: {e}")),
-        None => NoteError::InvalidArgument(format!("{at}: {e}")),
+        None => NoteError::invalid(param, format!("{at}: {e}")),
     }
 }
 
@@ -37,11 +37,13 @@ pub(super) fn run_tasks(
     today: chrono::NaiveDate,
     (start, limit, key): (usize, usize, u64),
 ) -> Result<QueryReply, NoteError> {
+    // The argument the query came from: `path` for a note's block.
+    let param = if path.is_some() { "path" } else { "query" };
     let settings = crate::notes::settings::tasks_settings(engine.vault());
     let rules = crate::notes::tasks::TaskRules::new(&settings);
     let model = engine.model()?;
     let budget = crate::notes::cancel::budget();
-    let spent = |s: Spent| tasks_error(s.into(), at);
+    let spent = |s: Spent| tasks_error(s.into(), at, param);
     budget
         .alloc_n(model.tasks().count(), size_of::<(&VaultPath, &Task)>())
         .map_err(spent)?;
@@ -62,7 +64,7 @@ pub(super) fn run_tasks(
     });
     let records: &[TaskRecord] = &records;
     let (query, result) = tasks::run_source(text, records, &settings, today, &budget)
-        .map_err(|e| tasks_error(e, at))?;
+        .map_err(|e| tasks_error(e, at, param))?;
     // Paged by task (a query without `group by` is one group of every task), each page's
     // tasks under their groups' headings.
     let count = result.groups.iter().map(|g| g.tasks.len()).sum();
@@ -124,7 +126,7 @@ pub(super) fn run_tasks(
         total,
         next_cursor: (end < total).then(|| encode_offset(end, key)),
         markdown: tasks::render_markdown(&shown, records, &query, &settings, today, &budget)
-            .map_err(|e| tasks_error(e, at))?,
+            .map_err(|e| tasks_error(e, at, param))?,
         path: path.map(|p| p.to_string()),
         warnings: Vec::new(),
         provenance: Default::default(),

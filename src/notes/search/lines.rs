@@ -26,9 +26,9 @@ impl Matcher {
     /// `query` as a literal: case-insensitive matching uses Unicode simple case folding.
     pub fn literal(query: &str, case_sensitive: bool) -> Result<Self, NoteError> {
         if query.contains(['\n', '\r']) {
-            return Err(NoteError::InvalidArgument(
-                "exact search text cannot contain a line break: matches are shown line by line"
-                    .to_owned(),
+            return Err(NoteError::invalid(
+                "query",
+                "exact search text cannot contain a line break: matches are shown line by line",
             ));
         }
         Self::build(&regex::escape(query), case_sensitive)
@@ -48,15 +48,18 @@ impl Matcher {
             .nest_limit(64)
             .build()
             .map_err(|e| match e {
-                regex::Error::CompiledTooBig(_) => NoteError::InvalidArgument(format!(
-                    "the regex is too large once compiled (over {} KiB); simplify it",
-                    REGEX_SIZE_LIMIT / 1024
-                )),
+                regex::Error::CompiledTooBig(_) => NoteError::invalid(
+                    "query",
+                    format!(
+                        "the regex is too large once compiled (over {} KiB); simplify it",
+                        REGEX_SIZE_LIMIT / 1024
+                    ),
+                ),
                 regex::Error::Syntax(msg) => {
                     let first = msg.lines().last().unwrap_or("").trim();
-                    NoteError::InvalidArgument(format!("invalid regex: {first}"))
+                    NoteError::invalid("query", format!("invalid regex: {first}"))
                 }
-                _ => NoteError::InvalidArgument("invalid regex".to_owned()),
+                _ => NoteError::invalid("query", "invalid regex"),
             })?;
         Ok(Matcher {
             re,

@@ -287,7 +287,7 @@ pub struct SearchResults {
 
 /// Parses a time filter: RFC 3339 (`2026-11-30T08:00:00Z`) or a date (`2026-11-30`, midnight
 /// UTC). Returns milliseconds since the epoch.
-pub fn parse_time(name: &str, s: &str) -> Result<i64, NoteError> {
+pub fn parse_time(name: &'static str, s: &str) -> Result<i64, NoteError> {
     let s = s.trim();
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
         return Ok(t.timestamp_millis());
@@ -297,9 +297,10 @@ pub fn parse_time(name: &str, s: &str) -> Result<i64, NoteError> {
     {
         return Ok(t.and_utc().timestamp_millis());
     }
-    Err(NoteError::InvalidArgument(format!(
-        "{name}: expected a date like 2026-11-30 or a time like 2026-11-30T08:00:00Z"
-    )))
+    Err(NoteError::invalid(
+        name,
+        format!("{name}: expected a date like 2026-11-30 or a time like 2026-11-30T08:00:00Z"),
+    ))
 }
 
 /// The filters of a `search_notes` call as the client wrote them (a folder path, times as
@@ -342,7 +343,8 @@ impl SearchRequest {
         cursor: Option<String>,
     ) -> Result<Self, NoteError> {
         let folder = VaultPath::parse_folder(scope.folder.as_deref().unwrap_or(""))?;
-        let time = |name: &str, v: Option<String>| v.map(|s| parse_time(name, &s)).transpose();
+        let time =
+            |name: &'static str, v: Option<String>| v.map(|s| parse_time(name, &s)).transpose();
         let query = SearchQuery {
             query: text,
             mode: mode.unwrap_or_default(),
@@ -391,20 +393,23 @@ pub fn run(engine: &Engine, req: &SearchRequest) -> Result<SearchResults, NoteEr
 pub fn search(engine: &Engine, q: &SearchQuery) -> Result<SearchResults, NoteError> {
     let limit = check_limit(q.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     if q.query.trim().is_empty() {
-        return Err(NoteError::InvalidArgument(
-            "query is empty: give the text to search for".to_owned(),
+        return Err(NoteError::invalid(
+            "query",
+            "query is empty: give the text to search for",
         ));
     }
     if q.query.len() > MAX_QUERY_BYTES {
-        return Err(NoteError::InvalidArgument(format!(
-            "query is longer than {MAX_QUERY_BYTES} bytes"
-        )));
+        return Err(NoteError::invalid(
+            "query",
+            format!("query is longer than {MAX_QUERY_BYTES} bytes"),
+        ));
     }
     if let (Some(a), Some(b)) = (q.modified_after, q.modified_before)
         && a >= b
     {
-        return Err(NoteError::InvalidArgument(
-            "modified_after must be earlier than modified_before".to_owned(),
+        return Err(NoteError::invalid(
+            "modified_after",
+            "modified_after must be earlier than modified_before",
         ));
     }
     if !q.folder.is_root() {

@@ -31,7 +31,8 @@ pub(super) fn search_ranked(
     page: Page,
     with_pdfs: bool,
 ) -> Result<SearchResults, NoteError> {
-    let parsed = query::parse(query_text).map_err(|e| NoteError::InvalidArgument(e.to_string()))?;
+    let parsed =
+        query::parse(query_text).map_err(|e| NoteError::invalid("query", e.to_string()))?;
     engine.refresh_if_stale()?;
     // After a restart, the cached index answers while the first build compares it with the vault
     // (unless Excluded files must be left out: the model that lists them is not built yet).

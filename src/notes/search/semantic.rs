@@ -78,7 +78,7 @@ pub(super) fn search_semantic(
     let mut served_by = "vectors";
     if hybrid {
         let parsed =
-            query::parse(query_text).map_err(|e| NoteError::InvalidArgument(e.to_string()))?;
+            query::parse(query_text).map_err(|e| NoteError::invalid("query", e.to_string()))?;
         match engine.index() {
             Some(ix) => {
                 let found = ix

@@ -18,9 +18,10 @@ pub fn canvas_path(input: &str) -> Result<VaultPath, NoteError> {
     match typed.extension() {
         Some("canvas") => Ok(typed),
         None => Ok(VaultPath::parse(&format!("{typed}.canvas"))?),
-        Some(_) => Err(NoteError::InvalidArgument(format!(
-            "{typed}: a canvas path ends with .canvas"
-        ))),
+        Some(_) => Err(NoteError::invalid(
+            "path",
+            format!("{typed}: a canvas path ends with .canvas"),
+        )),
     }
 }
 
@@ -47,8 +48,9 @@ fn id_maker(seed: &str) -> impl FnMut() -> String {
     }
 }
 
-fn canvas_error(path: &VaultPath, e: CanvasEditError) -> NoteError {
-    NoteError::InvalidArgument(format!("{path}: {e}; nothing was changed"))
+/// The refusal of a canvas change given by the argument `param` (`canvas` or `ops`).
+fn canvas_error(path: &VaultPath, e: CanvasEditError, param: &'static str) -> NoteError {
+    NoteError::invalid(param, format!("{path}: {e}; nothing was changed"))
 }
 
 /// What `create_canvas` asks.
@@ -73,8 +75,8 @@ pub fn create_canvas(
     if read_current(engine.vault(), &path)?.is_some() {
         return Err(VaultError::Exists(path).into());
     }
-    let text =
-        canvas_edit::build(canvas, id_maker(path.as_str())).map_err(|e| canvas_error(&path, e))?;
+    let text = canvas_edit::build(canvas, id_maker(path.as_str()))
+        .map_err(|e| canvas_error(&path, e, "canvas"))?;
     writer.commit(
         engine,
         &mut held,
@@ -110,9 +112,10 @@ pub fn edit_canvas(
     let path = existing_canvas_path(engine, &req.path)?;
     let (ops, if_match, dry_run) = (&req.ops, req.if_match.as_deref(), req.dry_run);
     if ops.is_empty() || ops.len() > MAX_CANVAS_OPS {
-        return Err(NoteError::InvalidArgument(format!(
-            "ops must hold 1 to {MAX_CANVAS_OPS} operations"
-        )));
+        return Err(NoteError::invalid(
+            "ops",
+            format!("ops must hold 1 to {MAX_CANVAS_OPS} operations"),
+        ));
     }
     let mut held = writer.hold(engine)?;
     let Some(current) = read_current(engine.vault(), &path)? else {
@@ -120,7 +123,7 @@ pub fn edit_canvas(
     };
     check_version(&path, &current, if_match)?;
     let text = canvas_edit::apply(&current.bytes, ops, id_maker(path.as_str()))
-        .map_err(|e| canvas_error(&path, e))?;
+        .map_err(|e| canvas_error(&path, e, "ops"))?;
     writer.commit(
         engine,
         &mut held,

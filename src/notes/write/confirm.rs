@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -50,6 +50,16 @@ pub enum NotAsked {
     Changed(String),
 }
 
+/// What became of a call made again without the person's answer
+/// ([`Confirmations::take_approved`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Approval {
+    /// The person approved it with `capvault confirm`: it goes ahead, once.
+    Approved,
+    /// It waits in the state folder for `capvault confirm`, under this code.
+    Waiting(String),
+}
+
 /// One open question to a client.
 #[derive(Debug)]
 struct Asked {
@@ -63,7 +73,8 @@ struct Asked {
 #[derive(Debug)]
 pub struct Confirmations {
     asked: Mutex<VecDeque<Asked>>,
-    files: OnceLock<Result<PrivateFiles, String>>,
+    /// The state folder's `confirm/` files, opened once (a failure is kept, and told each time).
+    files: OnceLock<Result<PrivateFiles, Arc<io::Error>>>,
 }
 
 /// One request waiting for `capvault confirm` (a line of `pending.json`).
@@ -152,9 +163,9 @@ impl Confirmations {
 
     fn files<'a>(&'a self, state: &StateDir) -> io::Result<&'a PrivateFiles> {
         self.files
-            .get_or_init(|| state.private_files(FOLDER).map_err(|e| e.to_string()))
+            .get_or_init(|| state.private_files(FOLDER).map_err(Arc::new))
             .as_ref()
-            .map_err(|e| io::Error::other(e.clone()))
+            .map_err(|e| io::Error::new(e.kind(), Arc::clone(e)))
     }
 
     /// The call `digest` made again: true (once) when the person approved it with `capvault
@@ -166,15 +177,15 @@ impl Confirmations {
         digest: &str,
         summary: &str,
         needs: &[String],
-    ) -> io::Result<Result<(), String>> {
+    ) -> io::Result<Approval> {
         let files = self.files(state)?;
         update(files, |pending| {
             if let Some(i) = pending.iter().position(|p| p.digest == digest) {
                 if pending[i].approved {
                     pending.remove(i);
-                    return Ok(Ok(()));
+                    return Ok(Approval::Approved);
                 }
-                return Ok(Err(pending[i].code.clone()));
+                return Ok(Approval::Waiting(pending[i].code.clone()));
             }
             if pending.len() >= MAX_PENDING {
                 pending.remove(0);
@@ -188,7 +199,7 @@ impl Confirmations {
                 approved: false,
                 needs: needs.to_vec(),
             });
-            Ok(Err(code))
+            Ok(Approval::Waiting(code))
         })
     }
 }

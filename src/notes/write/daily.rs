@@ -117,7 +117,10 @@ pub(crate) fn fill(
         };
         let with = |f: &str| {
             moment::format_datetime(f, when).map_err(|e| {
-                NoteError::InvalidArgument(format!("template variable `{{{{{var}}}}}`: {e}"))
+                NoteError::invalid(
+                    "template",
+                    format!("template variable `{{{{{var}}}}}`: {e}"),
+                )
             })
         };
         Ok::<_, NoteError>(match name.to_ascii_lowercase().as_str() {
@@ -164,7 +167,7 @@ pub(super) fn new_periodic_text(engine: &Engine, at: &Located) -> Result<String,
             week: setup.week,
         };
         text = fill_period_variables(&text, &dates)
-            .map_err(|e| NoteError::InvalidArgument(format!("template `{template}`: {e}")))?;
+            .map_err(|e| NoteError::invalid("template", format!("template `{template}`: {e}")))?;
     }
     fill(
         &text,
@@ -225,7 +228,7 @@ impl AppendPeriodicRequest {
     /// settings are (`None`: today).
     pub fn new(text: String, at: PeriodArgs, dry_run: bool) -> Result<Self, NoteError> {
         if text.trim().is_empty() {
-            return Err(NoteError::InvalidArgument("text is empty".to_owned()));
+            return Err(NoteError::invalid("text", "text is empty"));
         }
         check_size("text", &text)?;
         Ok(AppendPeriodicRequest { text, at, dry_run })

@@ -181,7 +181,7 @@ pub fn restore_note(
     let bytes = writer
         .state
         .read_version(&sha, engine.vault().limits().max_read_bytes)
-        .map_err(|_| NoteError::InvalidArgument("sha256 must be 64 hex digits".to_owned()))?
+        .map_err(|_| NoteError::invalid("sha256", "sha256 must be 64 hex digits"))?
         .ok_or_else(|| NoteError::NotFound {
             message: format!("no version {sha} in the history (see note_history)"),
             suggestions: Vec::new(),

@@ -456,14 +456,15 @@ impl Writer {
 pub fn note_path(input: &str) -> Result<VaultPath, NoteError> {
     let typed = VaultPath::parse(input)?;
     if typed.is_root() {
-        return Err(NoteError::InvalidArgument("path is empty".to_owned()));
+        return Err(NoteError::invalid("path", "path is empty"));
     }
     match typed.extension() {
         Some("md") => Ok(typed),
         Some(ext) if ext.eq_ignore_ascii_case("md") => Ok(typed),
-        Some("canvas" | "base") => Err(NoteError::InvalidArgument(format!(
-            "{typed}: not a note (use the canvas tools for canvases)"
-        ))),
+        Some("canvas" | "base") => Err(NoteError::invalid(
+            "path",
+            format!("{typed}: not a note (use the canvas tools for canvases)"),
+        )),
         _ => Ok(VaultPath::parse(&format!("{typed}.md"))?),
     }
 }
@@ -525,10 +526,10 @@ pub(crate) fn existing_note(engine: &Engine, name: &NoteName) -> Result<VaultPat
         crate::notes::locate::locate_in(&model, input.trim(), path)?
     };
     if found.extension() != Some("md") {
-        return Err(NoteError::InvalidArgument(format!(
-            "`{}` names {found}, which is not a note",
-            input.trim()
-        )));
+        return Err(NoteError::invalid(
+            "path",
+            format!("`{}` names {found}, which is not a note", input.trim()),
+        ));
     }
     Ok(found)
 }
@@ -657,12 +658,26 @@ fn edit_error(path: &VaultPath, e: EditError) -> NoteError {
             ),
             suggestions: Vec::new(),
         },
-        other => NoteError::InvalidArgument(format!("{path}: {other}; nothing was changed")),
+        other => {
+            let param = match other {
+                EditError::EmptyHeading => "heading",
+                _ => "edits",
+            };
+            NoteError::invalid(param, format!("{path}: {other}; nothing was changed"))
+        }
     }
 }
 
-fn frontmatter_error(path: &VaultPath, e: FrontmatterError) -> NoteError {
-    NoteError::InvalidArgument(format!("{path}: {e}"))
+/// The refusal of a frontmatter edit asked through the argument `param` (`set`,
+/// `frontmatter`, `add`): a note whose frontmatter cannot be edited is about `path`, a key both
+/// set and removed about `remove`.
+fn frontmatter_error(path: &VaultPath, e: FrontmatterError, param: &'static str) -> NoteError {
+    let param = match e {
+        FrontmatterError::Malformed { .. } | FrontmatterError::Layout(_) => "path",
+        FrontmatterError::SetAndRemoved(_) => "remove",
+        FrontmatterError::BadKey(_) | FrontmatterError::NoReadBack => param,
+    };
+    NoteError::invalid(param, format!("{path}: {e}"))
 }
 
 fn check_size(what: &str, text: &str) -> Result<(), NoteError> {
@@ -746,7 +761,8 @@ pub fn create_note(
     if let Some(props) = &req.frontmatter
         && !props.is_empty()
     {
-        text = yaml_edit::update(&text, props, &[]).map_err(|e| frontmatter_error(&path, e))?;
+        text = yaml_edit::update(&text, props, &[])
+            .map_err(|e| frontmatter_error(&path, e, "frontmatter"))?;
     }
     writer.commit(
         engine,
@@ -823,9 +839,10 @@ pub fn edit_note(
     let path = existing_note(engine, &req.note)?;
     let (edits, if_match, dry_run) = (&req.edits, req.if_match.as_deref(), req.dry_run);
     if edits.is_empty() || edits.len() > MAX_EDITS {
-        return Err(NoteError::InvalidArgument(format!(
-            "edits must hold 1 to {MAX_EDITS} replacements"
-        )));
+        return Err(NoteError::invalid(
+            "edits",
+            format!("edits must hold 1 to {MAX_EDITS} replacements"),
+        ));
     }
     for e in edits {
         check_size("an edit", &e.old_text)?;
@@ -930,13 +947,15 @@ pub fn update_frontmatter(
     let (set, remove) = (&req.set, req.remove.as_slice());
     let (if_match, dry_run) = (req.if_match.as_deref(), req.dry_run);
     if set.is_empty() && remove.is_empty() {
-        return Err(NoteError::InvalidArgument(
-            "give properties to `set` or names to `remove`".to_owned(),
+        return Err(NoteError::invalid(
+            "set",
+            "give properties to `set` or names to `remove`",
         ));
     }
     let mut held = writer.hold(engine)?;
     let (current, text) = existing(engine.vault(), &path, if_match)?;
-    let new = yaml_edit::update(&text, set, remove).map_err(|e| frontmatter_error(&path, e))?;
+    let new =
+        yaml_edit::update(&text, set, remove).map_err(|e| frontmatter_error(&path, e, "set"))?;
     writer.commit(
         engine,
         &mut held,
@@ -993,8 +1012,9 @@ pub fn delete_note(
 ) -> Result<DeleteResult, NoteError> {
     let (permanent, if_match, dry_run) = (req.permanent, req.if_match.as_deref(), req.dry_run);
     if req.target.path.is_root() {
-        return Err(NoteError::InvalidArgument(
-            "the vault root cannot be deleted".to_owned(),
+        return Err(NoteError::invalid(
+            "path",
+            "the vault root cannot be deleted",
         ));
     }
     let vault = engine.vault();
@@ -1006,9 +1026,10 @@ pub fn delete_note(
         Some(c)
     } else {
         if if_match.is_some() {
-            return Err(NoteError::InvalidArgument(format!(
-                "{path} is a folder: if_match applies to files"
-            )));
+            return Err(NoteError::invalid(
+                "if_match",
+                format!("{path} is a folder: if_match applies to files"),
+            ));
         }
         None
     };

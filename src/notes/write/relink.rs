@@ -116,9 +116,7 @@ pub fn move_note(
     let vault = engine.vault();
     let (update_links, dry_run) = (req.update_links, req.dry_run);
     if req.from.path.is_root() {
-        return Err(NoteError::InvalidArgument(
-            "the vault root cannot be moved".to_owned(),
-        ));
+        return Err(NoteError::invalid("from", "the vault root cannot be moved"));
     }
     let held = writer.hold(engine)?;
     let (from, entry) = super::existing_entry(engine, &req.from)?;
@@ -134,15 +132,16 @@ pub fn move_note(
         Err(e) => return Err(e.into()),
     }
     if to.is_root() {
-        return Err(NoteError::InvalidArgument("`to` is empty".to_owned()));
+        return Err(NoteError::invalid("to", "`to` is empty"));
     }
     if matches!(entry, Entry::File(_)) && from.extension().is_some() && to.extension().is_none() {
         to = VaultPath::parse(&format!("{to}.{}", from.extension().unwrap_or("md")))?;
     }
     if to.starts_with(&from) {
-        return Err(NoteError::InvalidArgument(format!(
-            "{from} cannot be moved into itself ({to})"
-        )));
+        return Err(NoteError::invalid(
+            "to",
+            format!("{from} cannot be moved into itself ({to})"),
+        ));
     }
     if vault.entry(&to)?.is_some() {
         return Err(VaultError::Exists(to).into());

@@ -55,8 +55,8 @@ impl RenameTagRequest {
         undo: Option<&str>,
         dry_run: bool,
     ) -> Result<Self, NoteError> {
-        let name = |what: &str, v: &str| {
-            tag_edit::tag_name(v).map_err(|e| NoteError::InvalidArgument(format!("{what}: {e}")))
+        let name = |what: &'static str, v: &str| {
+            tag_edit::tag_name(v).map_err(|e| NoteError::invalid(what, format!("{what}: {e}")))
         };
         match (from, to, undo) {
             (None, None, Some(id)) => {
@@ -65,9 +65,9 @@ impl RenameTagRequest {
                     || !id.starts_with("tag-")
                     || !id[4..].bytes().all(|b| b.is_ascii_hexdigit())
                 {
-                    return Err(NoteError::InvalidArgument(
-                        "undo: the `batch` id a rename returned (tag- and 16 hex digits)"
-                            .to_owned(),
+                    return Err(NoteError::invalid(
+                        "undo",
+                        "undo: the `batch` id a rename returned (tag- and 16 hex digits)",
                     ));
                 }
                 Ok(RenameTagRequest::Undo {
@@ -78,19 +78,19 @@ impl RenameTagRequest {
             (Some(from), Some(to), None) => {
                 let (from, to) = (name("from", from)?, name("to", to)?);
                 if from == to {
-                    return Err(NoteError::InvalidArgument(
-                        "from and to are the same tag".to_owned(),
-                    ));
+                    return Err(NoteError::invalid("to", "from and to are the same tag"));
                 }
                 if normalize_tag(&to).starts_with(&format!("{}/", normalize_tag(&from))) {
-                    return Err(NoteError::InvalidArgument(format!(
-                        "to: #{to} is nested under #{from}, which the rename changes too"
-                    )));
+                    return Err(NoteError::invalid(
+                        "to",
+                        format!("to: #{to} is nested under #{from}, which the rename changes too"),
+                    ));
                 }
                 Ok(RenameTagRequest::Rename { from, to, dry_run })
             }
-            _ => Err(NoteError::InvalidArgument(
-                "give `from` and `to`, or `undo` alone".to_owned(),
+            _ => Err(NoteError::invalid(
+                "from",
+                "give `from` and `to`, or `undo` alone",
             )),
         }
     }
@@ -446,20 +446,19 @@ impl TagNoteRequest {
         dry_run: bool,
     ) -> Result<Self, NoteError> {
         if add.is_empty() && remove.is_empty() {
-            return Err(NoteError::InvalidArgument(
-                "give tags to `add` or `remove`".to_owned(),
-            ));
+            return Err(NoteError::invalid("add", "give tags to `add` or `remove`"));
         }
         if add.len() + remove.len() > MAX_TAG_ARGS {
-            return Err(NoteError::InvalidArgument(format!(
-                "at most {MAX_TAG_ARGS} tags in one call"
-            )));
+            return Err(NoteError::invalid(
+                "add",
+                format!("at most {MAX_TAG_ARGS} tags in one call"),
+            ));
         }
-        let names = |what: &str, list: &[String]| -> Result<Vec<String>, NoteError> {
+        let names = |what: &'static str, list: &[String]| -> Result<Vec<String>, NoteError> {
             list.iter()
                 .map(|t| {
                     tag_edit::tag_name(t)
-                        .map_err(|e| NoteError::InvalidArgument(format!("{what}: {e}")))
+                        .map_err(|e| NoteError::invalid(what, format!("{what}: {e}")))
                 })
                 .collect()
         };
@@ -504,8 +503,9 @@ pub fn tag_note(
     let (current, text) = existing(engine.vault(), &path, req.if_match.as_deref())?;
     check_version(&path, &current, req.if_match.as_deref())?;
     let r = tag_edit::retag(&text, &req.add, &req.remove).map_err(|e| match e {
-        TagEditError::Frontmatter(e) => super::frontmatter_error(&path, e),
-        other => NoteError::InvalidArgument(format!("{path}: {other}")),
+        TagEditError::Frontmatter(e) => super::frontmatter_error(&path, e, "add"),
+        e @ TagEditError::InvalidName(_) => NoteError::invalid("add", format!("{path}: {e}")),
+        e @ TagEditError::Unverified { .. } => NoteError::invalid("path", format!("{path}: {e}")),
     })?;
     let write = writer.commit(
         engine,

@@ -46,18 +46,24 @@ fn wanted_symbol(
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Some(c),
                 _ => {
-                    return Err(NoteError::InvalidArgument(format!(
-                        "status: `toggle`, `todo`, `done`, `in_progress`, `cancelled` or one symbol, got {s:?}"
-                    )));
+                    return Err(NoteError::invalid(
+                        "status",
+                        format!(
+                            "status: `toggle`, `todo`, `done`, `in_progress`, `cancelled` or one symbol, got {s:?}"
+                        ),
+                    ));
                 }
             }
         }
     };
     symbol.map(Some).ok_or_else(|| {
-        NoteError::InvalidArgument(format!(
-            "status: the Tasks settings define no {:?} status",
-            status.unwrap_or_default()
-        ))
+        NoteError::invalid(
+            "status",
+            format!(
+                "status: the Tasks settings define no {:?} status",
+                status.unwrap_or_default()
+            ),
+        )
     })
 }
 
@@ -110,13 +116,16 @@ pub fn set_task_status(
             None => toggle_line(body, &settings, today),
             Some(c) => set_status_line(body, c, &settings, today),
         }
-        .map_err(|e| NoteError::InvalidArgument(format!("{path}, line {}: {e}", req.line)))
+        .map_err(|e| NoteError::invalid("line", format!("{path}, line {}: {e}", req.line)))
     })?
     .ok_or_else(|| {
-        NoteError::InvalidArgument(format!(
-            "{path} has {} lines; `line` must be 1 to that",
-            text.split_inclusive('\n').count()
-        ))
+        NoteError::invalid(
+            "line",
+            format!(
+                "{path} has {} lines; `line` must be 1 to that",
+                text.split_inclusive('\n').count()
+            ),
+        )
     })?;
     writer.commit(
         engine,
