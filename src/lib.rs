@@ -35,8 +35,9 @@
 //! - [`net`]: outgoing HTTPS (where capvault may connect).
 //! - [`media`]: images and PDFs made ready for a model, within budgets.
 //! - [`vault`]: **the capability layer**: the vault opened once as a `cap_std::fs::Dir`, the
-//!   validated [`vault::VaultPath`], the no-follow resolver, the one write path, the cache and
-//!   state folders, the Landlock sandbox.
+//!   validated [`vault::VaultPath`], the no-follow resolver, the one write path, capvault's own
+//!   folders outside the vault (one [`vault::private::PrivateDir`]: the index cache, the state
+//!   folder, model downloads), the Landlock sandbox.
 //! - [`locks`]: locks that survive a panic.
 //! - `test_alloc` (test builds only): a counting allocator.
 //!

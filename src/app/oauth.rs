@@ -11,7 +11,8 @@ use super::state_root;
 use crate::http::HttpOptions;
 use crate::http::oauth::{ResourceServer, Store};
 use crate::vault::host::Host;
-use crate::vault::state::{PrivateFiles, StateDir};
+use crate::vault::private::PrivateDir;
+use crate::vault::state::StateDir;
 use crate::vault::{Limits, Vault};
 
 impl HttpArgs {
@@ -23,7 +24,7 @@ impl HttpArgs {
         host: &Host,
         options: &mut HttpOptions,
         local: std::net::SocketAddr,
-        state: Option<PrivateFiles>,
+        state: Option<PrivateDir>,
         vaults: &[String],
         write: bool,
     ) -> anyhow::Result<OAuthPrepared> {

@@ -849,7 +849,7 @@ fn semantic_model(
 /// their caches, state folders and audit logs, the authorization server's files.
 fn apply_sandbox(
     opened: &[Opened],
-    oauth: Option<&crate::vault::state::PrivateFiles>,
+    oauth: Option<&crate::vault::private::PrivateDir>,
     (connect_ports, name_lookups): (Vec<u16>, bool),
     mode: SandboxMode,
 ) -> anyhow::Result<()> {

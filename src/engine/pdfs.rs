@@ -352,7 +352,7 @@ impl Engine {
     /// Loads the saved texts into `store` (those still current are kept by the first refresh).
     fn load_pdf_texts(&self, store: &PdfStore) {
         let Some(dir) = self.index.dir() else { return };
-        let Ok(bytes) = dir.read(PDF_TEXTS_FILE, MAX_SAVED_BYTES) else {
+        let Ok(Some(bytes)) = dir.read(PDF_TEXTS_FILE, MAX_SAVED_BYTES) else {
             return;
         };
         let saved: Saved = match serde_json::from_slice(&bytes) {

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::vault::VaultPath;
-use crate::vault::cache::{IndexCacheDir, ScratchFile, TEXTS_FILE};
+use crate::vault::cache::{IndexCacheDir, TEXTS_FILE};
+use crate::vault::private::ScratchFile;
 
 /// Dead bytes tolerated in the scratch file before it is rewritten (and never more than the
 /// live ones).

@@ -30,9 +30,8 @@ use tantivy::schema::Schema;
 use tantivy::{Directory, Index};
 
 use crate::locks::{lock, read, write};
-use crate::vault::cache::{
-    CacheFile, CacheWriter, IndexCacheDir, MAX_FILES, is_side_file, valid_name,
-};
+use crate::vault::cache::{IndexCacheDir, MAX_FILES, is_side_file, valid_name};
+use crate::vault::private::{NewFile, ReadFile};
 
 /// The index's files: the positions files, in the cache folder and read from the disk at
 /// offsets, and everything else in RAM. Cheap to clone (shared).
@@ -118,7 +117,7 @@ struct SpillWriter {
 /// Where a positions file being written goes.
 enum Sink {
     /// The cache folder.
-    Disk(CacheWriter),
+    Disk(NewFile),
     /// Memory, after the folder refused a write: what was written is read back.
     Memory(Vec<u8>),
     /// Complete.
@@ -130,7 +129,7 @@ impl SpillWriter {
     /// that failed, of which the folder took the first `taken` bytes.
     fn move_to_memory(
         &mut self,
-        writer: CacheWriter,
+        writer: NewFile,
         taken: u64,
         buf: &[u8],
         error: &std::io::Error,
@@ -196,7 +195,7 @@ impl TerminatingWrite for SpillWriter {
 
 /// A cached segment file, read at offsets through the capability layer.
 #[derive(Debug)]
-struct OnDisk(CacheFile);
+struct OnDisk(ReadFile);
 
 impl tantivy::HasLen for OnDisk {
     fn len(&self) -> usize {
@@ -460,8 +459,8 @@ pub fn load(
     schema: &Schema,
 ) -> Result<Option<(Index, Files)>, IndexCacheError> {
     let manifest = match dir.read(MANIFEST, MAX_MANIFEST) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(None),
         Err(e) => return Err(IndexCacheError::ReadManifest(e)),
     };
     let manifest: Manifest =
@@ -481,6 +480,7 @@ pub fn load(
                 // by every query: they are copied into RAM.
                 let bytes = dir
                     .read(name, MAX_FILE)
+                    .and_then(|b| b.ok_or_else(|| std::io::ErrorKind::NotFound.into()))
                     .map_err(|e| IndexCacheError::file(name, e))?;
                 files
                     .ram

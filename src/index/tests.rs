@@ -760,7 +760,7 @@ fn a_save_keeps_only_the_files_of_the_current_index() {
     assert!(all(&loaded, "alpha").is_empty());
     // The manifest names every file left, and nothing else is left.
     let manifest: serde_json::Value =
-        serde_json::from_slice(&dir.read("manifest.json", 1 << 20).unwrap()).unwrap();
+        serde_json::from_slice(&dir.read("manifest.json", 1 << 20).unwrap().unwrap()).unwrap();
     let mut named: std::collections::BTreeSet<String> = manifest["files"]
         .as_array()
         .unwrap()

@@ -8,22 +8,25 @@
 //! walks up from the cache folder, handle by handle, and refuses it if the vault root is one of
 //! its ancestors (a string comparison of paths would miss symlinks).
 //!
-//! Folders are created `0700` and files `0600`: the index holds every word of the vault. A vault's
-//! cache folder that belongs to another user, or that others can write to, is refused (what is in
-//! it could have been planted to steer searches). Files
-//! are written whole to a temporary name, synced, then renamed, so a crash leaves either the old
-//! or the new file ([`IndexCacheDir::write`]); the index's positions files are created new and
-//! written in place ([`IndexCacheDir::create`]), named by no manifest until synced. One `capvault` process per vault uses the folder at a time (an exclusive lock
-//! on its `lock` file); a second one runs with its index in memory only.
+//! The folder is a [`PrivateDir`] (`0700` folders, `0600` files: the index holds every word of
+//! the vault; another user's folder, or one others can write to, is refused, since what is in it
+//! could have been planted to steer searches), and [`IndexCacheDir`] derefs to it: files are
+//! written whole to a temporary name, synced, then renamed, so a crash leaves either the old or
+//! the new file ([`PrivateDir::write`]); the index's positions files are created new and
+//! written in place ([`PrivateDir::create`]), named by no manifest until synced. What this
+//! module adds is the folder's layout: one `capvault` process per vault uses the folder at a
+//! time (an exclusive lock on its `lock` file; a second one runs with its index in memory
+//! only), and a `vault-birth` file says which vault its files belong to. Both names are
+//! reserved: the index cannot reach them.
 
-use std::io::{self, Read, Write};
-use std::path::{Component, Path};
+use std::io::{self, Read};
+use std::path::Path;
+use std::time::Duration;
 
-use super::sys::UnixMode;
-use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, DirBuilder, OpenOptions};
+use super::Vault;
+use super::private::{self, FolderError, Lock, PrivateDir};
 
-use super::{Ambient, Vault, ambient};
+pub use super::private::MAX_FILES;
 
 /// Sub-folder of the cache root holding one index folder per vault; bump the suffix if the
 /// layout below it changes.
@@ -34,6 +37,8 @@ const LOCK_FILE: &str = "lock";
 /// the root's device and inode numbers, which a folder made after the vault was deleted can
 /// reuse; its files must not be served for that other folder.
 const BIRTH_FILE: &str = "vault-birth";
+/// The names the folder keeps to itself.
+const RESERVED: &[&str] = &[LOCK_FILE, BIRTH_FILE];
 /// The embeddings cache's file (semantic search's vectors, `crate::semantic::saved`): the
 /// search index's saves and clears leave it alone; a folder emptied for another vault loses it.
 pub const EMBEDDINGS_FILE: &str = "embeddings.bin";
@@ -54,24 +59,23 @@ pub const CHANGES_LOG_FILE: &str = "changes.log";
 /// See [`CHANGES_LOG_FILE`].
 pub const CHANGES_TEXTS_FILE: &str = "changes.texts";
 
-/// True for the files kept beside the index that its saves and clears must leave alone.
-pub fn is_side_file(name: &str) -> bool {
-    name == EMBEDDINGS_FILE
-        || name == CHANGES_LOG_FILE
-        || name == CHANGES_TEXTS_FILE
-        || name == format!("{CHANGES_LOG_FILE}.tmp")
-        || name == format!("{CHANGES_TEXTS_FILE}.tmp")
-        || name == TEXTS_FILE
-        || name == TEXTS_ALT_FILE
-        || name == PDF_TEXTS_FILE
-}
+/// The files kept beside the index.
+const SIDE_FILES: [&str; 6] = [
+    EMBEDDINGS_FILE,
+    CHANGES_LOG_FILE,
+    CHANGES_TEXTS_FILE,
+    TEXTS_FILE,
+    TEXTS_ALT_FILE,
+    PDF_TEXTS_FILE,
+];
 
-/// Longest file name accepted in the cache folder.
-const MAX_NAME: usize = 100;
-/// Most files listed from the cache folder.
-pub const MAX_FILES: usize = 100_000;
-/// Ancestors checked above the cache folder before giving up (deeper is refused).
-const MAX_DEPTH: usize = 256;
+/// True for the files kept beside the index that its saves and clears must leave alone (and
+/// the temporary names they are written under).
+pub fn is_side_file(name: &str) -> bool {
+    SIDE_FILES
+        .iter()
+        .any(|side| name == *side || name == private::temp_name(side))
+}
 
 /// Why the index cache cannot be used. Shown in `vault_info` and the log, so it never names a
 /// host path.
@@ -95,12 +99,32 @@ pub enum CacheError {
     Io(#[from] io::Error),
 }
 
-/// The cache folder of one vault's search index, open and locked for this process.
+impl From<FolderError> for CacheError {
+    fn from(e: FolderError) -> CacheError {
+        match e {
+            FolderError::InsideVault => CacheError::InsideVault,
+            FolderError::BadPath => CacheError::BadPath,
+            FolderError::NotPrivate => CacheError::NotPrivate,
+            FolderError::Io(e) | FolderError::Ancestor { source: e, .. } => CacheError::Io(e),
+        }
+    }
+}
+
+/// The cache folder of one vault's search index, open and locked for this process: a
+/// [`PrivateDir`] (which it derefs to) with its lock and birth files reserved.
 #[derive(Debug)]
 pub struct IndexCacheDir {
-    dir: Dir,
-    /// Held open (and so locked) for the life of the process.
-    _lock: cap_std::fs::File,
+    dir: PrivateDir,
+    /// Held (and so locked) for the life of the process.
+    _lock: Lock,
+}
+
+impl std::ops::Deref for IndexCacheDir {
+    type Target = PrivateDir;
+
+    fn deref(&self) -> &PrivateDir {
+        &self.dir
+    }
 }
 
 /// The default cache root: the platform's per-user cache folder plus `capvault`.
@@ -115,483 +139,60 @@ pub fn models_root() -> Option<std::path::PathBuf> {
 }
 
 impl IndexCacheDir {
-    /// The folder's handle, for the sandbox's rules (Landlock, Linux).
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    pub(super) fn dir(&self) -> &Dir {
-        &self.dir
-    }
-
-    /// Opens (creating what is missing) the cache folder of `vault` under `root`, and locks it.
-    /// Refuses a `root` inside the vault before creating anything.
+    /// Opens (creating what is missing) the cache folder of `vault` under `root`, and locks it
+    /// without waiting. Refuses a `root` inside the vault before creating anything.
     pub fn open(root: &Path, vault: &Vault) -> Result<IndexCacheDir, CacheError> {
-        let dir = open_private(root, vault, INDEX_FOLDER)?;
-        let lock = dir.open_with(
-            LOCK_FILE,
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .follow(FollowSymlinks::No)
-                .unix_mode(0o600),
-        )?;
-        let lock = lock_exclusive(lock)?;
-        let cache = IndexCacheDir { dir, _lock: lock };
-        cache.check_birth(vault.birth_time())?;
-        Ok(cache)
-    }
-
-    /// Empties the folder when its files were written for another vault than `birth` says
-    /// (another root folder that reuses the inode number), or when it cannot say (written before
-    /// it recorded this); then records `birth`. Without a birth time (a filesystem that keeps
-    /// none), the device and inode numbers alone name the vault.
-    fn check_birth(&self, birth: Option<String>) -> Result<(), CacheError> {
-        let Some(birth) = birth else {
-            return Ok(());
-        };
-        let recorded = match self.dir.open_with(
-            BIRTH_FILE,
-            OpenOptions::new().read(true).follow(FollowSymlinks::No),
-        ) {
-            Ok(f) => {
-                let mut bytes = Vec::new();
-                Read::take(f, 256).read_to_end(&mut bytes)?;
-                Some(bytes)
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e.into()),
-        };
-        if recorded.as_deref() == Some(birth.as_bytes()) {
-            return Ok(());
-        }
-        // A clear cut short leaves files a load refuses (missing or damaged): rebuilt then.
-        for name in self.names()? {
-            if valid_name(&name) {
-                self.remove(&name)?;
-            }
-        }
-        let tmp = format!("{BIRTH_FILE}.tmp");
-        let _ = self.dir.remove_file(&tmp);
-        let mut file = self.dir.open_with(
-            &tmp,
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .follow(FollowSymlinks::No)
-                .unix_mode(0o600),
-        )?;
-        file.write_all(birth.as_bytes())?;
-        file.sync_all()?;
-        drop(file);
-        self.dir.rename(&tmp, &self.dir, BIRTH_FILE)?;
-        self.sync()?;
-        Ok(())
-    }
-
-    /// The names of the files in the folder (at most [`MAX_FILES`]), lock file excepted.
-    pub fn names(&self) -> io::Result<Vec<String>> {
-        let mut out = Vec::new();
-        for entry in self.dir.entries()? {
-            let entry = entry?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            if name != LOCK_FILE && name != BIRTH_FILE && entry.file_type()?.is_file() {
-                out.push(name);
-                if out.len() >= MAX_FILES {
-                    break;
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Reads a whole file, refusing one larger than `max` bytes.
-    pub fn read(&self, name: &str, max: u64) -> io::Result<Vec<u8>> {
-        check_name(name)?;
-        let mut file = self.dir.open_with(
-            name,
-            OpenOptions::new().read(true).follow(FollowSymlinks::No),
-        )?;
-        let len = file.metadata()?.len();
-        if len > max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{name} is larger than {max} bytes"),
-            ));
-        }
-        let mut bytes = Vec::with_capacity(len as usize);
-        Read::take(&mut file, max + 1).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{name} grew past {max} bytes"),
-            ));
-        }
-        Ok(bytes)
-    }
-
-    /// Opens a file for reads at offsets (the index serves its cached segments from the disk
-    /// this way, instead of holding them in memory). The handle stays valid if the file is
-    /// removed from the folder meanwhile.
-    pub fn open_file(&self, name: &str) -> io::Result<CacheFile> {
-        check_name(name)?;
-        let file = self.dir.open_with(
-            name,
-            OpenOptions::new().read(true).follow(FollowSymlinks::No),
-        )?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{name} is not a regular file"),
-            ));
-        }
-        Ok(CacheFile {
-            file,
-            len: meta.len(),
-        })
-    }
-
-    /// Creates file `name`, which must not exist, to be written in place: the index's segment
-    /// files as tantivy writes them, which no manifest names until they are complete and
-    /// synced ([`CacheWriter::finish`], [`CacheFile::sync`]). Never follows a symlink.
-    pub fn create(&self, name: &str) -> io::Result<CacheWriter> {
-        check_name(name)?;
-        let file = self.dir.open_with(
-            name,
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .follow(FollowSymlinks::No)
-                .unix_mode(0o600),
-        )?;
-        Ok(CacheWriter { file, len: 0 })
-    }
-
-    /// Writes a whole file atomically: to a temporary name, synced, then renamed over `name`.
-    pub fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        self.write_with(name, |file| file.write_all(bytes))
-    }
-
-    /// Writes a whole file atomically, its bytes written by `fill` as they are made (so a large
-    /// file is never held whole in memory): to a temporary name, synced, then renamed over
-    /// `name`. If `fill` fails, the temporary file is removed and `name` is left as it was.
-    pub fn write_with(
-        &self,
-        name: &str,
-        fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-    ) -> io::Result<()> {
-        check_name(name)?;
-        let tmp = format!("{name}.tmp");
-        let _ = self.dir.remove_file(&tmp);
-        let mut file = self.dir.open_with(
-            &tmp,
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .follow(FollowSymlinks::No)
-                .unix_mode(0o600),
-        )?;
-        let written = fill(&mut file).and_then(|()| file.sync_all());
-        drop(file);
-        if let Err(e) = written {
-            let _ = self.dir.remove_file(&tmp);
-            return Err(e);
-        }
-        self.dir.rename(&tmp, &self.dir, name)
-    }
-
-    /// Appends `bytes` to file `name` (created `0600` when missing, never through a symlink)
-    /// and makes them durable. Returns the offset they were written at (the file's length
-    /// before). One writer at a time: the caller serialises appends to one file.
-    pub fn append(&self, name: &str, bytes: &[u8]) -> io::Result<u64> {
-        check_name(name)?;
-        let mut file = self.dir.open_with(
-            name,
-            OpenOptions::new()
-                .append(true)
-                .create(true)
-                .follow(FollowSymlinks::No)
-                .unix_mode(0o600),
-        )?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{name} is not a regular file"),
-            ));
-        }
-        file.write_all(bytes)?;
-        file.sync_data()?;
-        Ok(meta.len())
-    }
-
-    /// Creates `name` empty, for reads and writes at offsets while this process runs: whatever
-    /// had the name (a file, or a symlink planted there) is removed first, and the new file is
-    /// created with no symlink followed.
-    pub fn scratch(&self, name: &str) -> io::Result<ScratchFile> {
-        self.remove(name)?;
-        Ok(ScratchFile {
-            file: self.create(name)?.file,
-        })
-    }
-
-    /// Renames `from` over `to` (both names in the folder).
-    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        check_name(from)?;
-        check_name(to)?;
-        self.dir.rename(from, &self.dir, to)
-    }
-
-    /// Removes a file (a missing file is not an error).
-    pub fn remove(&self, name: &str) -> io::Result<()> {
-        check_name(name)?;
-        match self.dir.remove_file(name) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        }
-    }
-
-    /// Makes the renames done so far durable.
-    pub fn sync(&self) -> io::Result<()> {
-        super::sys::sync_folder(&self.dir)
-    }
-}
-
-/// A cache file open for reading at offsets.
-#[derive(Debug)]
-pub struct CacheFile {
-    file: cap_std::fs::File,
-    len: u64,
-}
-
-impl CacheFile {
-    /// Its length when opened (cache files are never rewritten in place).
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// True for an empty file.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Fills `buf` from `offset`; a file cut short since it was opened is an error.
-    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        super::sys::read_exact_at(&self.file, buf, offset)
-    }
-
-    /// Reads the file front to back, its length when opened at most (for a file too large
-    /// to read whole).
-    pub fn reader(&self) -> impl Read + '_ {
-        Read::take(&self.file, self.len)
-    }
-
-    /// Makes the file's content durable.
-    pub fn sync(&self) -> io::Result<()> {
-        self.file.sync_all()
-    }
-}
-
-/// A scratch file open for reads and writes at offsets (see [`IndexCacheDir::scratch`]).
-#[derive(Debug)]
-pub struct ScratchFile {
-    file: cap_std::fs::File,
-}
-
-impl ScratchFile {
-    /// Writes all of `buf` at `offset` (the file grows as needed).
-    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        super::sys::write_all_at(&self.file, buf, offset)
-    }
-
-    /// Fills `buf` from `offset`; a file shorter than that is an error.
-    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        super::sys::read_exact_at(&self.file, buf, offset)
-    }
-}
-
-/// A new cache file being written (see [`IndexCacheDir::create`]).
-#[derive(Debug)]
-pub struct CacheWriter {
-    file: cap_std::fs::File,
-    len: u64,
-}
-
-impl Write for CacheWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.len += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
-    }
-}
-
-impl CacheWriter {
-    /// Bytes written so far.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// True before anything is written.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Gives up on the file (the folder refused a write): returns the bytes written so far,
-    /// read back. The caller removes the file.
-    pub fn abandon(self) -> io::Result<Vec<u8>> {
-        let len = usize::try_from(self.len)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large"))?;
-        let mut bytes = vec![0; len];
-        super::sys::read_exact_at(&self.file, &mut bytes, 0)?;
-        Ok(bytes)
-    }
-
-    /// The file, complete, open for reads at offsets (not yet synced).
-    pub fn finish(mut self) -> io::Result<CacheFile> {
-        self.file.flush()?;
-        Ok(CacheFile {
-            file: self.file,
-            len: self.len,
+        let (dev, ino) = vault.identity()?;
+        let dir = private::open_outside(root, vault, INDEX_FOLDER)?
+            .sub_dir(&format!("{dev:x}-{ino:x}"))?;
+        let lock = dir
+            .lock(LOCK_FILE, Duration::ZERO)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::WouldBlock => CacheError::Busy,
+                _ => CacheError::Io(e),
+            })?;
+        check_birth(&dir, vault.birth_time())?;
+        Ok(IndexCacheDir {
+            dir: dir.reserve(RESERVED),
+            _lock: lock,
         })
     }
 }
 
-/// True for a name the cache may hold: 1 to [`MAX_NAME`] bytes of ASCII letters, digits, `.`,
-/// `-` and `_`, not starting with a dot.
+/// Empties `dir` when its files were written for another vault than `birth` says (another root
+/// folder that reuses the inode number), or when it cannot say (written before it recorded
+/// this); then records `birth`. Without a birth time (a filesystem that keeps none), the device
+/// and inode numbers alone name the vault.
+fn check_birth(dir: &PrivateDir, birth: Option<String>) -> Result<(), CacheError> {
+    let Some(birth) = birth else {
+        return Ok(());
+    };
+    let recorded = match dir.open_file(BIRTH_FILE) {
+        Ok(f) => {
+            let mut bytes = Vec::new();
+            f.reader().take(256).read_to_end(&mut bytes)?;
+            Some(bytes)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e.into()),
+    };
+    if recorded.as_deref() == Some(birth.as_bytes()) {
+        return Ok(());
+    }
+    // A clear cut short leaves files a load refuses (missing or damaged): rebuilt then.
+    for name in dir.names()? {
+        if !RESERVED.contains(&name.as_str()) {
+            dir.remove(&name)?;
+        }
+    }
+    dir.replace(BIRTH_FILE, birth.as_bytes())?;
+    Ok(())
+}
+
+/// True for a name the cache may hold: one a [`PrivateDir`] accepts ([`private::valid_name`]),
+/// other than the lock and birth files.
 pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME
-        && !name.starts_with('.')
-        && name != LOCK_FILE
-        && name != BIRTH_FILE
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
-}
-
-fn check_name(name: &str) -> io::Result<()> {
-    if valid_name(name) {
-        Ok(())
-    } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a name the index cache holds",
-        ))
-    }
-}
-
-/// Opens sub-folder `name` of `dir`, creating it `0700` if missing. Never follows a symlink.
-pub(super) fn sub_dir(dir: &Dir, name: &Path) -> io::Result<Dir> {
-    let mut builder = DirBuilder::new();
-    builder.unix_mode(0o700);
-    match dir.create_dir_with(name, &builder) {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-        _ => {}
-    }
-    let meta = dir.symlink_metadata(name)?;
-    if !meta.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "a cache folder is not a folder (a symlink?)",
-        ));
-    }
-    dir.open_dir_nofollow(name)
-}
-
-/// Fails when `vault` (device, inode) is `dir` or one of its ancestors.
-pub(super) fn ensure_outside(dir: &Dir, vault: (u64, u64)) -> Result<(), CacheError> {
-    let id = |d: &Dir| -> io::Result<(u64, u64)> {
-        let m = d.dir_metadata()?;
-        Ok(super::sys::file_id(&m))
-    };
-    let mut here = id(dir)?;
-    let mut parent = ambient(Ambient::Parent(dir))?;
-    for _ in 0..MAX_DEPTH {
-        if here == vault {
-            return Err(CacheError::InsideVault);
-        }
-        let up = id(&parent)?;
-        if up == here {
-            return Ok(()); // the filesystem root is its own parent
-        }
-        here = up;
-        parent = ambient(Ambient::Parent(&parent))?;
-    }
-    Err(CacheError::BadPath)
-}
-
-/// Opens (creating what is missing, `0700`) the folder `kind/<vault id>` under `root`, which must
-/// lie outside the vault (checked before anything is created) and be private to this user.
-pub(super) fn open_private(root: &Path, vault: &Vault, kind: &str) -> Result<Dir, CacheError> {
-    let vault_id = vault.identity()?;
-    let dir = open_private_base(root, vault, kind)?;
-    let name = format!("{:x}-{:x}", vault_id.0, vault_id.1);
-    private_sub_dir(&dir, &name)
-}
-
-/// Opens (creating it `0700` when missing) the folder `name` in `dir`, and checks it is private
-/// to this user.
-pub(super) fn private_sub_dir(dir: &Dir, name: &str) -> Result<Dir, CacheError> {
-    let dir = sub_dir(dir, Path::new(name))?;
-    let meta = dir.dir_metadata()?;
-    if !super::sys::private_to_owner(&meta) {
-        return Err(CacheError::NotPrivate);
-    }
-    Ok(dir)
-}
-
-/// Opens (creating what is missing, `0700`) the folder `kind` under `root`, which must lie
-/// outside the vault (checked before anything is created).
-pub(super) fn open_private_base(root: &Path, vault: &Vault, kind: &str) -> Result<Dir, CacheError> {
-    let root = std::path::absolute(root)?;
-    if root
-        .components()
-        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
-    {
-        return Err(CacheError::BadPath);
-    }
-    let vault_id = vault.identity()?;
-    // The deepest ancestor that exists; the rest is created below it, after the check.
-    let mut missing = Vec::new();
-    let mut at = root.as_path();
-    let mut dir = loop {
-        match ambient(Ambient::Open(at)) {
-            Ok(d) => break d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let (Some(name), Some(parent)) = (at.file_name(), at.parent()) else {
-                    return Err(e.into());
-                };
-                missing.push(name.to_owned());
-                at = parent;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    };
-    ensure_outside(&dir, vault_id)?;
-    for name in missing.iter().rev() {
-        dir = sub_dir(&dir, Path::new(name))?;
-    }
-    let dir = sub_dir(&dir, Path::new(kind))?;
-    let meta = dir.dir_metadata()?;
-    if !super::sys::private_to_owner(&meta) {
-        return Err(CacheError::NotPrivate);
-    }
-    Ok(dir)
-}
-
-/// Takes an exclusive lock on the open file, without waiting (released when the process ends,
-/// however it ends).
-fn lock_exclusive(file: cap_std::fs::File) -> Result<cap_std::fs::File, CacheError> {
-    super::sys::try_lock(file).map_err(|(_, why)| match why {
-        super::sys::LockFailed::Busy => CacheError::Busy,
-        super::sys::LockFailed::Io(e) => CacheError::Io(e),
-    })
+    private::valid_name(name) && !RESERVED.contains(&name)
 }
 
 #[cfg(test)]
@@ -642,7 +243,10 @@ mod tests {
         // Reopened for the same vault: kept, and the birth file is not one of its files.
         let dir = IndexCacheDir::open(&cache, &vault).unwrap();
         assert_eq!(dir.names().unwrap(), ["seg.idx"]);
-        assert_eq!(dir.read("seg.idx", 100).unwrap(), b"index of this vault");
+        assert_eq!(
+            dir.read("seg.idx", 100).unwrap().unwrap(),
+            b"index of this vault"
+        );
         drop(dir);
         // Recorded for another folder (what a reused inode number looks like): emptied.
         let folder = std::fs::read_dir(cache.join(INDEX_FOLDER))
@@ -683,7 +287,10 @@ mod tests {
             Err(io::Error::other("disk full"))
         });
         assert!(failed.is_err());
-        assert_eq!(dir.read("vectors.bin", 100).unwrap(), b"first save");
+        assert_eq!(
+            dir.read("vectors.bin", 100).unwrap().unwrap(),
+            b"first save"
+        );
         assert_eq!(dir.names().unwrap(), ["vectors.bin"]);
     }
 

@@ -1,27 +1,27 @@
 //! The folder a model is downloaded into (`capvault model fetch`, `serve --semantic`): the file
 //! side of the download, for [`crate::semantic::fetch`], which does the HTTP and the hashing.
 //!
-//! The folder is opened (created when missing) through [`ambient`] once; every later step acts
-//! on a plain name in that handle, never following a symlink at the last step: a file is read
-//! only when it is a regular file, a download is appended to `<name>.part` and renamed over
-//! `<name>` after a sync of the file, then the folder is synced. A folder another user owns, or
-//! that others may write to, is refused (its files could change between the check of their
-//! digest and their load). Errors may name the host path: only the user who typed it sees them.
+//! The folder is a [`PrivateDir`], opened (created when missing) through [`private::open_folder`]
+//! once; every later step acts on a plain name in that handle, never following a symlink: a
+//! file is read only when it is a regular file, a download is appended to `<name>.part` and
+//! renamed over `<name>` after a sync of the file, then the folder is synced. A folder another
+//! user owns, or that others may write to, is refused (its files could change between the check
+//! of their digest and their load). Its files are created `0644` (a model others may read), and
+//! the lock is taken on the folder itself, so nothing but the model's files is ever in it.
+//! Errors may name the host path: only the user who typed it sees them.
 
 use std::io::{self, Read, Seek, Write};
-use std::path::{Component, Path};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
-use super::sys::UnixMode;
-use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, DirBuilder, OpenOptions};
-
-use super::{Ambient, ambient};
+use super::private::{self, FolderError, Lock, PrivateDir, Refused};
 
 /// Mode of the folders a download creates under the user's cache folder.
 pub const PRIVATE_FOLDER: u32 = 0o700;
 /// Mode of the folders a download creates elsewhere (`--out`).
 pub const SHARED_FOLDER: u32 = 0o755;
+/// Mode of the files a download creates.
+const FILE_MODE: u32 = 0o644;
 
 /// The suffix of a file being downloaded.
 pub const PART_SUFFIX: &str = ".part";
@@ -57,17 +57,21 @@ fn io_err(path: String) -> impl Fn(io::Error) -> DownloadError {
     }
 }
 
+/// Why a file of the folder could not be opened: a name the folder refuses, not a regular
+/// file, or the open itself (a symlink, most likely).
+fn open_err(path: String, source: io::Error) -> DownloadError {
+    match private::refusal(&source) {
+        Some(Refused::NotAFile) => DownloadError::NotAFile { path },
+        Some(Refused::BadName) => DownloadError::Io { path, source },
+        None => DownloadError::NoFollow { path, source },
+    }
+}
+
 /// A model folder, open.
 #[derive(Debug)]
 pub struct DownloadDir {
-    dir: Dir,
+    dir: PrivateDir,
     shown: String,
-}
-
-/// Held while one process downloads into a folder (an `flock` on the folder itself).
-#[derive(Debug)]
-pub struct DownloadLock {
-    _folder: cap_std::fs::File,
 }
 
 /// A file of the folder, open: a finished file for reading, or a `.part` for reading (from its
@@ -78,63 +82,23 @@ pub struct DownloadFile {
     shown: String,
 }
 
-/// A name the folder accepts: one plain component, no leading dot, no separator.
-fn check_name(name: &str) -> io::Result<()> {
-    let ok = !name.is_empty()
-        && !name.starts_with('.')
-        && name.len() <= 200
-        && !name.contains(['/', '\\', '\0']);
-    if ok {
-        Ok(())
-    } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("`{name}` is not a plain file name"),
-        ))
-    }
-}
-
 impl DownloadDir {
     /// Opens the folder at `path` (absolute or relative to the current folder, without `..`),
     /// creating it and the missing folders above it with `mode`: [`super::host::Host::download_dir`].
     pub(super) fn create(path: &Path, mode: u32) -> Result<DownloadDir, DownloadError> {
         let shown = path.display().to_string();
-        let err = &io_err(shown.clone());
-        let path = std::path::absolute(path).map_err(err)?;
-        if path
-            .components()
-            .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
-        {
-            return Err(DownloadError::DotDot { path: shown });
-        }
-        let mut missing = Vec::new();
-        let mut at = path.as_path();
-        let mut dir = loop {
-            match ambient(Ambient::Open(at)) {
-                Ok(d) => break d,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    let (Some(name), Some(parent)) = (at.file_name(), at.parent()) else {
-                        return Err(err(e));
-                    };
-                    missing.push(name.to_owned());
-                    at = parent;
-                }
-                Err(e) => return Err(io_err(at.display().to_string())(e)),
-            }
-        };
-        for name in missing.iter().rev() {
-            let mut b = DirBuilder::new();
-            b.unix_mode(mode);
-            match dir.create_dir_with(name, &b) {
-                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(err(e)),
-                _ => {}
-            }
-            dir = dir.open_dir_nofollow(name).map_err(err)?;
-        }
-        let meta = dir.dir_metadata().map_err(err)?;
-        if !super::sys::private_to_owner(&meta) {
-            return Err(DownloadError::NotPrivate { path: shown });
-        }
+        let dir = private::open_folder(path, mode, None)
+            .and_then(|dir| PrivateDir::new(dir, FILE_MODE))
+            .map_err(|e| match e {
+                FolderError::BadPath => DownloadError::DotDot {
+                    path: shown.clone(),
+                },
+                FolderError::NotPrivate => DownloadError::NotPrivate {
+                    path: shown.clone(),
+                },
+                FolderError::Ancestor { at, source } => io_err(at.display().to_string())(source),
+                other => io_err(shown.clone())(other.into()),
+            })?;
         Ok(DownloadDir { dir, shown })
     }
 
@@ -143,139 +107,81 @@ impl DownloadDir {
         &self.shown
     }
 
+    /// `name` in the folder, for messages.
+    fn shown_file(&self, name: &str) -> String {
+        format!("{}/{name}", self.shown.trim_end_matches('/'))
+    }
+
     /// Waits (at most `wait`) until no other process downloads into this folder, and keeps it
-    /// so until the lock is dropped.
-    pub fn lock(&self, wait: Duration) -> Result<DownloadLock, DownloadError> {
-        use super::sys::{LockFailed, try_lock};
-        // The folder itself on Unix; Windows cannot open a folder as a file: a lock file there.
-        #[cfg(unix)]
-        let opened = self.dir.open_with(".", OpenOptions::new().read(true));
-        #[cfg(not(unix))]
-        let opened = self.dir.open_with(
-            ".capvault-download.lock",
-            OpenOptions::new().read(true).write(true).create(true),
-        );
-        let mut folder = opened.map_err(io_err(self.shown.clone()))?;
-        let until = Instant::now() + wait;
-        loop {
-            match try_lock(folder) {
-                Ok(folder) => return Ok(DownloadLock { _folder: folder }),
-                Err((again, LockFailed::Busy)) if Instant::now() < until => {
-                    folder = again;
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                Err((_, LockFailed::Busy)) => {
-                    return Err(DownloadError::Busy {
-                        path: self.shown.clone(),
-                    });
-                }
-                Err((_, LockFailed::Io(e))) => return Err(io_err(self.shown.clone())(e)),
-            }
-        }
+    /// so until the lock is dropped (a lock on the folder itself).
+    pub fn lock(&self, wait: Duration) -> Result<Lock, DownloadError> {
+        self.dir.lock_folder(wait).map_err(|e| match e.kind() {
+            io::ErrorKind::WouldBlock => DownloadError::Busy {
+                path: self.shown.clone(),
+            },
+            _ => io_err(self.shown.clone())(e),
+        })
     }
 
     /// The regular file `name`, open for reading; `None` when there is none. A symlink or
     /// anything else that is not a regular file is an error.
     pub fn open_file(&self, name: &str) -> Result<Option<DownloadFile>, DownloadError> {
-        let shown = format!("{}/{name}", self.shown.trim_end_matches('/'));
-        check_name(name).map_err(io_err(shown.clone()))?;
-        let opened = self.dir.open_with(
-            name,
-            super::sys::nonblocking(OpenOptions::new().read(true).follow(FollowSymlinks::No)),
-        );
-        let file = match opened {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(DownloadError::NoFollow {
-                    path: shown,
-                    source,
-                });
-            }
-        };
-        let file = DownloadFile { file, shown };
-        file.check_regular()?;
-        Ok(Some(file))
+        let shown = self.shown_file(name);
+        match self.dir.open_read(name) {
+            Ok((file, _)) => Ok(Some(DownloadFile { file, shown })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(open_err(shown, e)),
+        }
     }
 
     /// `<name>.part`, open for reading from its start and appending (created, `0644`, when
     /// missing; never through a symlink).
     pub fn open_part(&self, name: &str) -> Result<DownloadFile, DownloadError> {
         let part = format!("{name}{PART_SUFFIX}");
-        let shown = format!("{}/{part}", self.shown.trim_end_matches('/'));
-        check_name(name).map_err(io_err(shown.clone()))?;
-        let file = self
-            .dir
-            .open_with(
-                &part,
-                super::sys::nonblocking(
-                    OpenOptions::new()
-                        .read(true)
-                        .append(true)
-                        .create(true)
-                        .follow(FollowSymlinks::No),
-                )
-                .unix_mode(0o644),
-            )
-            .map_err(|source| DownloadError::NoFollow {
-                path: shown.clone(),
-                source,
-            })?;
-        let file = DownloadFile { file, shown };
-        file.check_regular()?;
-        Ok(file)
+        let shown = self.shown_file(&part);
+        match self.dir.open_append(&part) {
+            Ok(file) => Ok(DownloadFile { file, shown }),
+            Err(e) => Err(open_err(shown, e)),
+        }
     }
 
     /// Makes `<name>.part` the file `name`: syncs it, renames it over `name` (atomically: a
     /// reader sees the old file or the new one), then syncs the folder.
     pub fn commit_part(&self, name: &str, part: DownloadFile) -> Result<(), DownloadError> {
-        let err = &io_err(format!("{}/{name}", self.shown.trim_end_matches('/')));
-        check_name(name).map_err(err)?;
+        let err = &io_err(self.shown_file(name));
         part.file.sync_all().map_err(err)?;
         drop(part);
         self.dir
-            .rename(format!("{name}{PART_SUFFIX}"), &self.dir, name)
+            .rename(&format!("{name}{PART_SUFFIX}"), name)
             .map_err(err)?;
-        self.sync().map_err(err)
+        self.dir.sync().map_err(err)
     }
 
     /// Removes `<name>.part` (nothing to do when there is none).
     pub fn remove_part(&self, name: &str) -> Result<(), DownloadError> {
-        let err = &io_err(format!("{}/{name}{PART_SUFFIX}", self.shown));
-        check_name(name).map_err(err)?;
-        match self.dir.remove_file(format!("{name}{PART_SUFFIX}")) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(err(e)),
-            _ => self.sync().map_err(err),
-        }
+        let part = format!("{name}{PART_SUFFIX}");
+        let err = &io_err(self.shown_file(&part));
+        self.dir.remove(&part).map_err(err)?;
+        self.dir.sync().map_err(err)
     }
 
     /// Removes `<name>.part` if it is empty (a download that failed before its first byte).
     pub fn remove_empty_part(&self, name: &str) -> Result<(), DownloadError> {
-        check_name(name).map_err(io_err(format!("{}/{name}", self.shown)))?;
         let part = format!("{name}{PART_SUFFIX}");
-        match self.dir.symlink_metadata(&part) {
-            Ok(m) if m.is_file() && m.len() == 0 => self.remove_part(name),
+        if !self.dir.allows(&part) {
+            return Err(io_err(self.shown_file(&part))(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                Refused::BadName,
+            )));
+        }
+        match self.dir.stamp(&part) {
+            Some(s) if s.is_empty() => self.remove_part(name),
             _ => Ok(()),
         }
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        super::sys::sync_folder(&self.dir)
     }
 }
 
 impl DownloadFile {
-    fn check_regular(&self) -> Result<(), DownloadError> {
-        let meta = self.file.metadata().map_err(io_err(self.shown.clone()))?;
-        if meta.is_file() {
-            Ok(())
-        } else {
-            Err(DownloadError::NotAFile {
-                path: self.shown.clone(),
-            })
-        }
-    }
-
     /// The file as named, for messages.
     pub fn shown(&self) -> &str {
         &self.shown

@@ -16,6 +16,9 @@
 //!   handle the resolver checked.
 //! - `ops`: the other changes a write tool makes (folders created, moves that never replace,
 //!   Obsidian's `.trash`, permanent removal), each acting on one name in checked folder handles.
+//! - [`private`]: [`private::PrivateDir`], the one type behind capvault's own folders outside
+//!   the vault (the three below): opened and proven outside the vault, private to this user,
+//!   one name rule, no symlink followed, atomic replace, one append-open, one lock.
 //! - [`state`]: capvault's state folder outside the vault (note history, the audit log, the
 //!   writers' lock), a third handle.
 //! - [`cache`]: the search index's cache folder, outside the vault, opened as a second handle
@@ -28,7 +31,7 @@
 //! clippy's `disallowed-methods` (see `clippy.toml`) keeps `std::fs`, `tokio::fs` and
 //! ambient-authority constructors out of every other module; the one `#[allow]` is on the
 //! private function `ambient`, which only opens folders: the vault root for [`Vault::open`], and
-//! the index cache folder (and its ancestors, to check where it lies) for [`cache`].
+//! the private folders (and their ancestors, to check where they lie) for [`private`].
 
 pub mod cache;
 pub mod download;
@@ -38,6 +41,7 @@ pub mod exclude;
 pub mod host;
 mod ops;
 pub mod path;
+pub mod private;
 mod resolve;
 pub mod sandbox;
 pub mod scan;
@@ -205,11 +209,11 @@ impl ConfigFile {
 
 /// What [`ambient`] may do with the process's ambient authority.
 pub(crate) enum Ambient<'a> {
-    /// Open the folder at a host path (the vault root, the index cache folder or one of its
-    /// ancestors).
+    /// Open the folder at a host path (the vault root, a private folder or one of its
+    /// ancestors, the audit log's folder, a host file's folder).
     Open(&'a Path),
-    /// Open the parent (`..`) of a folder already open: used only to prove that the index
-    /// cache folder is not inside the vault, and to find the name of a vault opened as `.`.
+    /// Open the parent (`..`) of a folder already open: used only to prove that a private
+    /// folder is not inside the vault, and to find the name of a vault opened as `.`.
     Parent(&'a Dir),
 }
 

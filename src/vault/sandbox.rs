@@ -16,7 +16,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::cache::IndexCacheDir;
-use super::state::{AuditFile, PrivateFiles, StateDir};
+use super::private::PrivateDir;
+use super::state::{AuditFile, StateDir};
 use super::{Ambient, Vault, ambient};
 
 /// `--sandbox`: how hard to try.
@@ -91,7 +92,7 @@ pub struct Plan<'a> {
     pub states: Vec<&'a StateDir>,
     pub audits: Vec<&'a AuditFile>,
     /// The authorization server's files (`--oauth builtin`), inside the state folder.
-    pub oauth: Option<&'a PrivateFiles>,
+    pub oauth: Option<&'a PrivateDir>,
     /// TCP ports this process may still connect to (the external issuer's JWKS, refreshed on
     /// an unknown key id); none by default.
     pub connect_ports: Vec<u16>,

@@ -2,8 +2,8 @@
 //!
 //! One folder per vault under the user's state folder (`~/.local/state/capvault/state-1/<vault
 //! id>` on Linux), opened as a third capability handle and refused inside the vault, like the
-//! index cache (same creation, privacy and ownership rules: `0700` folders, `0600` files). It
-//! holds:
+//! index cache: both are a [`PrivateDir`] (`0700` folders, `0600` files, this user's, names
+//! checked, nothing followed). It holds:
 //!
 //! - `versions/<sha256>`: the bytes of every note version a write replaced or removed,
 //!   content-addressed (a version kept twice is stored once), each written whole to a temporary
@@ -12,19 +12,19 @@
 //! - `audit.jsonl`: one line per write (time, tool, path, old and new sha256), appended and
 //!   synced, never note content (`--audit-log` puts it elsewhere: [`AuditFile`]);
 //! - `writers.lock`: the lock every capvault process writing to the vault takes for the length
-//!   of one write, so two servers on one vault never interleave a read-modify-write.
+//!   of one write, so two servers on one vault never interleave a read-modify-write;
+//! - private sub-folders of other modules' own files ([`StateDir::private_files`]: `oauth`,
+//!   `confirm`).
 
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Read, Seek};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use super::sys::UnixMode;
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::{Dir, File};
 
 pub mod identity;
 
-use super::cache::{CacheError, ensure_outside, open_private_base, private_sub_dir, sub_dir};
+use super::private::{self, FILE_MODE, FolderError, Lock, PrivateDir};
 use super::{Ambient, Vault, ambient};
 
 /// Sub-folder of the state root holding one folder per vault; bump the suffix if the layout
@@ -64,8 +64,8 @@ pub fn default_root() -> Option<std::path::PathBuf> {
 /// One vault's state folder, open.
 #[derive(Debug)]
 pub struct StateDir {
-    dir: Dir,
-    versions: Dir,
+    dir: PrivateDir,
+    versions: PrivateDir,
     /// Which folder of the state root this is, and how it was matched to the vault.
     choice: Choice,
 }
@@ -82,20 +82,15 @@ pub struct Choice {
 }
 
 /// The `state-1` folder under `root` if it exists (checked outside the vault and private).
-fn open_existing_base(root: &Path, vault: &Vault) -> Result<Option<Dir>, StateError> {
+fn open_existing_base(root: &Path, vault: &Vault) -> Result<Option<PrivateDir>, StateError> {
     let path = std::path::absolute(root)?.join(STATE_FOLDER);
     let dir = match ambient(Ambient::Open(&path)) {
         Ok(dir) => dir,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let id = vault.identity()?;
-    ensure_outside(&dir, id)?;
-    let meta = dir.dir_metadata()?;
-    if !super::sys::private_to_owner(&meta) {
-        return Err(StateError::NotPrivate);
-    }
-    Ok(Some(dir))
+    private::ensure_outside(&dir, vault.identity()?)?;
+    Ok(Some(PrivateDir::new(dir, FILE_MODE)?))
 }
 
 /// Why the state folder could not be opened, reported or changed. Names no host path except
@@ -106,15 +101,12 @@ pub enum StateError {
     /// The state folder lies inside the vault.
     #[error("the state folder is inside the vault; it must be outside")]
     InsideVault,
-    /// It is another user's, or others may write in it.
+    /// It (or one of the state folders beside it) is another user's, or others may write in it.
     #[error("the state folder belongs to another user or others can write to it")]
     NotPrivate,
     /// The path is relative after all, or names `..`.
     #[error("the state folder must be an absolute path without `..`")]
     BadPath,
-    /// Another process holds it.
-    #[error("the state folder is busy")]
-    Busy,
     /// The filesystem refused (only the kind of failure is shown).
     #[error("state folder: {}", .0.kind())]
     Io(io::Error),
@@ -138,14 +130,13 @@ impl From<io::Error> for StateError {
     }
 }
 
-impl From<CacheError> for StateError {
-    fn from(e: CacheError) -> StateError {
+impl From<FolderError> for StateError {
+    fn from(e: FolderError) -> StateError {
         match e {
-            CacheError::InsideVault => StateError::InsideVault,
-            CacheError::NotPrivate => StateError::NotPrivate,
-            CacheError::BadPath => StateError::BadPath,
-            CacheError::Busy => StateError::Busy,
-            CacheError::Io(e) => StateError::Io(e),
+            FolderError::InsideVault => StateError::InsideVault,
+            FolderError::NotPrivate => StateError::NotPrivate,
+            FolderError::BadPath => StateError::BadPath,
+            FolderError::Io(e) | FolderError::Ancestor { source: e, .. } => StateError::Io(e),
         }
     }
 }
@@ -175,12 +166,6 @@ pub enum AuditProblem {
     InsideVault,
 }
 
-/// Held while one write runs; the lock goes when it is dropped (or the process ends).
-#[derive(Debug)]
-pub struct WritersLock {
-    _file: cap_std::fs::File,
-}
-
 /// One kept version, as the versions folder lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptVersion {
@@ -196,7 +181,7 @@ impl StateDir {
     /// The folder's handle, for the sandbox's rules (Landlock, Linux).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(super) fn dir(&self) -> &Dir {
-        &self.dir
+        self.dir.dir()
     }
 
     /// Opens (creating what is missing) the state folder of `vault` under `root`: the one
@@ -204,7 +189,7 @@ impl StateDir {
     /// `root` inside the vault before creating anything. What the user should hear (a restore,
     /// an earlier state left alone) is logged. The error never names a host path.
     pub fn open(root: &Path, vault: &Vault) -> Result<StateDir, StateError> {
-        let base = open_private_base(root, vault, STATE_FOLDER)?;
+        let base = private::open_outside(root, vault, STATE_FOLDER)?;
         let (dir, choice) = {
             let _registry = identity::lock(&base)?;
             let (records, legacy) = identity::read_all(&base)?;
@@ -215,7 +200,7 @@ impl StateDir {
                 Some(id) => id.clone(),
                 None => identity::new_id()?,
             };
-            let dir = private_sub_dir(&base, &id)?;
+            let dir = base.sub_dir(&id)?;
             let record = identity::record_of(vault, &id)?;
             identity::write_record(&dir, &record)?;
             let choice = Choice {
@@ -234,7 +219,7 @@ impl StateDir {
         for notice in &choice.notices {
             tracing::warn!("{notice}");
         }
-        let versions = sub_dir(&dir, Path::new(VERSIONS))?;
+        let versions = dir.sub_dir(VERSIONS)?;
         Ok(StateDir {
             dir,
             versions,
@@ -264,120 +249,89 @@ impl StateDir {
         id: &str,
         force: bool,
     ) -> Result<Option<String>, StateError> {
-        let base = open_private_base(root, vault, STATE_FOLDER)?;
+        let base = private::open_outside(root, vault, STATE_FOLDER)?;
         identity::adopt(&base, vault, id, force)
     }
 
-    /// A private sub-folder for small files of its own (`oauth`: the authorization server's
-    /// clients, tokens and passphrase hash), created when missing.
-    pub fn private_files(&self, name: &str) -> io::Result<PrivateFiles> {
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase()) {
+    /// A private sub-folder for another module's small files (`oauth`: the authorization
+    /// server's clients, tokens and passphrase hash; `confirm`), created when missing: lowercase
+    /// letters, not the versions folder.
+    pub fn private_files(&self, name: &str) -> io::Result<PrivateDir> {
+        if name == VERSIONS || !name.bytes().all(|b| b.is_ascii_lowercase()) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "bad folder name",
             ));
         }
-        Ok(PrivateFiles {
-            dir: sub_dir(&self.dir, Path::new(name))?,
-        })
+        Ok(self.dir.sub_dir(name)?)
     }
 
     /// Takes the writers' lock, waiting at most `timeout` for another writer (in this process
     /// or another) to finish.
-    pub fn lock_writers(&self, timeout: Duration) -> io::Result<WritersLock> {
-        lock_file(&self.dir, WRITERS_LOCK, timeout)
+    pub fn lock_writers(&self, timeout: Duration) -> io::Result<Lock> {
+        self.dir.lock(WRITERS_LOCK, timeout)
     }
 
     /// Keeps `bytes` as version `sha256` (nothing to do when it is kept already).
     pub fn keep_version(&self, sha256: &str, bytes: &[u8]) -> io::Result<()> {
         check_sha(sha256)?;
-        if self
-            .versions
-            .symlink_metadata(sha256)
-            .is_ok_and(|m| m.is_file())
-        {
+        if self.versions.stamp(sha256).is_some() {
             return Ok(());
         }
-        write_whole(&self.versions, sha256, bytes)?;
-        sync_dir(&self.versions)
+        self.versions.replace(sha256, bytes)
     }
 
     /// The bytes of version `sha256`, if kept (at most `max` bytes).
     pub fn read_version(&self, sha256: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
         check_sha(sha256)?;
-        match read_whole(&self.versions, sha256, max) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        self.versions.read(sha256, max)
     }
 
     /// True when version `sha256` is kept.
     pub fn has_version(&self, sha256: &str) -> bool {
-        check_sha(sha256).is_ok()
-            && self
-                .versions
-                .symlink_metadata(sha256)
-                .is_ok_and(|m| m.is_file())
+        check_sha(sha256).is_ok() && self.versions.stamp(sha256).is_some()
     }
 
     /// Every kept version (at most `max`).
     pub fn kept_versions(&self, max: usize) -> io::Result<Vec<KeptVersion>> {
-        let mut out = Vec::new();
-        for entry in self.versions.entries()? {
-            let entry = entry?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            if check_sha(&name).is_err() {
-                continue;
-            }
-            let meta = entry.metadata()?;
-            if !meta.is_file() {
-                continue;
-            }
-            out.push(KeptVersion {
-                sha256: name,
-                size: meta.len(),
-                kept: meta
-                    .modified()
-                    .map(|t| t.into_std())
-                    .unwrap_or(SystemTime::UNIX_EPOCH),
-            });
-            if out.len() >= max {
-                break;
-            }
-        }
-        Ok(out)
+        Ok(self
+            .versions
+            .files(max)?
+            .into_iter()
+            .filter(|(name, _)| check_sha(name).is_ok())
+            .map(|(sha256, stamp)| KeptVersion {
+                sha256,
+                size: stamp.len(),
+                kept: stamp.modified(),
+            })
+            .collect())
     }
 
     /// Forgets version `sha256`.
     pub fn drop_version(&self, sha256: &str) -> io::Result<()> {
         check_sha(sha256)?;
-        match self.versions.remove_file(sha256) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        }
+        self.versions.remove(sha256)
     }
 
     /// Appends `line` (one JSON object, no line break) to `log`, and syncs it.
     pub fn append(&self, log: Log, line: &str) -> io::Result<()> {
-        append_line(&self.dir, log.name(), line)
+        self.dir.append(log.name(), &with_newline(line)).map(drop)
     }
 
     /// The last `max` bytes of `log` at most, from the start of a line (empty when missing).
     pub fn read_log(&self, log: Log, max: u64) -> io::Result<Vec<u8>> {
-        read_tail(&self.dir, log.name(), max)
+        read_tail(self.dir.open_read(log.name()), max)
     }
 
     /// Replaces `log` with `bytes` (temporary file, sync, rename): pruning.
     pub fn rewrite_log(&self, log: Log, bytes: &[u8]) -> io::Result<()> {
-        write_whole(&self.dir, log.name(), bytes)?;
-        sync_dir(&self.dir)
+        self.dir.replace(log.name(), bytes)
     }
 }
 
-/// An audit log at a place of the user's choosing (`--audit-log FILE`), outside the vault.
+/// An audit log at a place of the user's choosing (`--audit-log FILE`), outside the vault: a
+/// file the user named, in a folder of theirs (not a [`PrivateDir`]), reached by that one name
+/// through the same append-open ([`private::append_open`]).
 #[derive(Debug)]
 pub struct AuditFile {
     dir: Dir,
@@ -409,20 +363,20 @@ impl AuditFile {
             .to_owned();
         let dir = ambient(Ambient::Open(folder)).map_err(|e| err(AuditProblem::Io(e)))?;
         let id = vault.identity().map_err(|e| err(AuditProblem::Io(e)))?;
-        ensure_outside(&dir, id).map_err(|_| err(AuditProblem::InsideVault))?;
+        private::ensure_outside(&dir, id).map_err(|_| err(AuditProblem::InsideVault))?;
         // Checked now, so a bad file is reported at startup.
-        append_open(&dir, &name).map_err(|e| err(AuditProblem::Io(e)))?;
+        private::append_open(&dir, &name, FILE_MODE).map_err(|e| err(AuditProblem::Io(e)))?;
         Ok(AuditFile { dir, name })
     }
 
     /// Appends `line` and syncs it.
     pub fn append(&self, line: &str) -> io::Result<()> {
-        append_line(&self.dir, &self.name, line)
+        private::append_to(&self.dir, &self.name, FILE_MODE, &with_newline(line)).map(drop)
     }
 
     /// The last `max` bytes at most, from the start of a line.
     pub fn read(&self, max: u64) -> io::Result<Vec<u8>> {
-        read_tail(&self.dir, &self.name, max)
+        read_tail(private::open_regular(&self.dir, &self.name), max)
     }
 }
 
@@ -437,45 +391,22 @@ fn check_sha(name: &str) -> io::Result<()> {
     }
 }
 
-fn append_open(dir: &Dir, name: &str) -> io::Result<cap_std::fs::File> {
-    let file = dir.open_with(
-        name,
-        OpenOptions::new()
-            .append(true)
-            .create(true)
-            .follow(FollowSymlinks::No)
-            .unix_mode(0o600),
-    )?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || !super::sys::owned_by_me(&meta) {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            "not a regular file of this user",
-        ));
-    }
-    Ok(file)
-}
-
-fn append_line(dir: &Dir, name: &str, line: &str) -> io::Result<()> {
-    let mut file = append_open(dir, name)?;
+/// `line` and a line break, to be appended in one write.
+fn with_newline(line: &str) -> Vec<u8> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
-    // One write(2) with O_APPEND: lines of concurrent writers never interleave.
-    file.write_all(&buf)?;
-    file.sync_data()
+    buf
 }
 
-fn read_tail(dir: &Dir, name: &str, max: u64) -> io::Result<Vec<u8>> {
-    let mut file = match dir.open_with(
-        name,
-        OpenOptions::new().read(true).follow(FollowSymlinks::No),
-    ) {
-        Ok(f) => f,
+/// The last `max` bytes at most of the log `opened`, from the start of a line (empty when it
+/// does not exist).
+fn read_tail(opened: io::Result<(File, u64)>, max: u64) -> io::Result<Vec<u8>> {
+    let (mut file, len) = match opened {
+        Ok(opened) => opened,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let len = file.metadata()?.len();
     let skip = len.saturating_sub(max);
     file.seek(io::SeekFrom::Start(skip))?;
     let mut bytes = Vec::new();
@@ -486,149 +417,6 @@ fn read_tail(dir: &Dir, name: &str, max: u64) -> io::Result<Vec<u8>> {
         bytes.drain(..cut);
     }
     Ok(bytes)
-}
-
-/// A private folder of small files, each replaced whole (temporary file, sync, rename), with
-/// a lock for read-modify-write across processes.
-#[derive(Debug)]
-pub struct PrivateFiles {
-    dir: Dir,
-}
-
-/// What identifies one version of a file: a replacement changes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    ino: u64,
-    len: u64,
-    mtime: (i64, i64),
-}
-
-impl PrivateFiles {
-    /// The folder's handle, for the sandbox's rules (Landlock, Linux).
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    pub(super) fn dir(&self) -> &Dir {
-        &self.dir
-    }
-
-    /// The bytes of `name` (at most `max`), `None` when it does not exist.
-    pub fn read(&self, name: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
-        check_name(name)?;
-        match read_whole(&self.dir, name, max) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Replaces `name` with `bytes`, durably (mode 600).
-    pub fn replace(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        check_name(name)?;
-        write_whole(&self.dir, name, bytes)?;
-        sync_dir(&self.dir)
-    }
-
-    /// What version of `name` is there now (`None` when missing).
-    pub fn stamp(&self, name: &str) -> Option<Stamp> {
-        check_name(name).ok()?;
-        let m = self.dir.symlink_metadata(name).ok()?;
-        m.is_file().then(|| Stamp {
-            ino: super::sys::file_id(&m).1,
-            len: m.len(),
-            mtime: m
-                .modified()
-                .ok()
-                .and_then(|t| t.into_std().duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or((0, 0), |d| {
-                    (d.as_secs() as i64, i64::from(d.subsec_nanos()))
-                }),
-        })
-    }
-
-    /// Takes the lock `name`, waiting at most `timeout` for its holder (in this process or
-    /// another).
-    pub fn lock(&self, name: &str, timeout: Duration) -> io::Result<WritersLock> {
-        check_name(name)?;
-        lock_file(&self.dir, name, timeout)
-    }
-}
-
-/// A plain file name: letters, digits, `.`, `-`, `_`, not starting with a dot.
-fn check_name(name: &str) -> io::Result<()> {
-    let ok = !name.is_empty()
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
-    if ok {
-        Ok(())
-    } else {
-        Err(io::Error::new(io::ErrorKind::InvalidInput, "bad file name"))
-    }
-}
-
-fn lock_file(dir: &Dir, name: &str, timeout: Duration) -> io::Result<WritersLock> {
-    use super::sys::{LockFailed, try_lock};
-    let mut file = dir.open_with(
-        name,
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .follow(FollowSymlinks::No)
-            .unix_mode(0o600),
-    )?;
-    let until = Instant::now() + timeout;
-    loop {
-        match try_lock(file) {
-            Ok(file) => return Ok(WritersLock { _file: file }),
-            Err((again, LockFailed::Busy)) if Instant::now() < until => {
-                file = again;
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Err((_, LockFailed::Busy)) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WouldBlock,
-                    "another process holds the lock",
-                ));
-            }
-            Err((_, LockFailed::Io(e))) => return Err(e),
-        }
-    }
-}
-
-fn read_whole(dir: &Dir, name: &str, max: u64) -> io::Result<Vec<u8>> {
-    let mut file = dir.open_with(
-        name,
-        OpenOptions::new().read(true).follow(FollowSymlinks::No),
-    )?;
-    let len = file.metadata()?.len();
-    if len > max {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "too large"));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    Read::take(&mut file, max + 1).read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
-fn write_whole(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let tmp = format!("{name}.{}.tmp", std::process::id());
-    let _ = dir.remove_file(&tmp);
-    let mut file = dir.open_with(
-        &tmp,
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .follow(FollowSymlinks::No)
-            .unix_mode(0o600),
-    )?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    dir.rename(&tmp, dir, name)
-}
-
-fn sync_dir(dir: &Dir) -> io::Result<()> {
-    super::sys::sync_folder(dir)
 }
 
 #[cfg(test)]

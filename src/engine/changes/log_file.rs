@@ -187,10 +187,8 @@ pub fn parse_log(bytes: &[u8]) -> Option<LogRead> {
 
 impl State {
     pub(super) fn load(dir: &Arc<IndexCacheDir>) -> io::Result<Option<State>> {
-        let bytes = match dir.read(LOG_FILE, MAX_LOG_FILE) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
+        let Some(bytes) = dir.read(LOG_FILE, MAX_LOG_FILE)? else {
+            return Ok(None);
         };
         let Some(read) = parse_log(&bytes) else {
             return Ok(None);

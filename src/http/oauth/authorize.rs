@@ -262,7 +262,7 @@ impl AuthServer {
     }
 
     /// The store's folder, for the sandbox's rules.
-    pub fn store_files(&self) -> &crate::vault::state::PrivateFiles {
+    pub fn store_files(&self) -> &crate::vault::private::PrivateDir {
         self.store.files()
     }
 

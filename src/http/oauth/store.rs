@@ -21,7 +21,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::vault::state::{PrivateFiles, Stamp};
+use crate::vault::private::{PrivateDir, Stamp};
 
 const GRANTS: &str = "grants.json";
 const PASSPHRASE: &str = "passphrase";
@@ -143,7 +143,7 @@ pub enum Revoked {
 
 /// The store, with its in-memory copy.
 pub struct Store {
-    files: PrivateFiles,
+    files: PrivateDir,
     cache: Mutex<Cached>,
 }
 
@@ -201,7 +201,7 @@ fn corrupt(e: serde_json::Error) -> io::Error {
 
 impl Store {
     /// The store in `files` (nothing is read until it is used).
-    pub fn new(files: PrivateFiles) -> Store {
+    pub fn new(files: PrivateDir) -> Store {
         Store {
             files,
             cache: Mutex::new(Cached::default()),
@@ -209,7 +209,7 @@ impl Store {
     }
 
     /// The folder, for the sandbox's rules.
-    pub fn files(&self) -> &PrivateFiles {
+    pub fn files(&self) -> &PrivateDir {
         &self.files
     }
 

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::vault::state::{PrivateFiles, StateDir};
+use crate::vault::private::PrivateDir;
+use crate::vault::state::StateDir;
 
 /// How long a question to a client waits for its answer.
 pub const ASK_TTL: Duration = Duration::from_secs(10 * 60);
@@ -74,7 +75,7 @@ struct Asked {
 pub struct Confirmations {
     asked: Mutex<VecDeque<Asked>>,
     /// The state folder's `confirm/` files, opened once (a failure is kept, and told each time).
-    files: OnceLock<Result<PrivateFiles, Arc<io::Error>>>,
+    files: OnceLock<Result<PrivateDir, Arc<io::Error>>>,
 }
 
 /// One request waiting for `capvault confirm` (a line of `pending.json`).
@@ -161,7 +162,7 @@ impl Confirmations {
         }
     }
 
-    fn files<'a>(&'a self, state: &StateDir) -> io::Result<&'a PrivateFiles> {
+    fn files<'a>(&'a self, state: &StateDir) -> io::Result<&'a PrivateDir> {
         self.files
             .get_or_init(|| state.private_files(FOLDER).map_err(Arc::new))
             .as_ref()
@@ -207,7 +208,7 @@ impl Confirmations {
 /// Reads `pending.json` under its lock, drops what has expired, lets `f` change the list and
 /// writes it back when it changed.
 pub fn update<T>(
-    files: &PrivateFiles,
+    files: &PrivateDir,
     f: impl FnOnce(&mut Vec<Pending>) -> io::Result<T>,
 ) -> io::Result<T> {
     let _held = files.lock(LOCK, Duration::from_secs(5))?;
@@ -223,7 +224,7 @@ pub fn update<T>(
     Ok(out)
 }
 
-fn read(files: &PrivateFiles) -> io::Result<Vec<Pending>> {
+fn read(files: &PrivateDir) -> io::Result<Vec<Pending>> {
     match files.read(FILE, MAX_PENDING_BYTES)? {
         None => Ok(Vec::new()),
         // A damaged file is started again: what waited is asked again on the next call.
@@ -232,7 +233,7 @@ fn read(files: &PrivateFiles) -> io::Result<Vec<Pending>> {
 }
 
 /// The state folder's waiting requests (for `capvault confirm`).
-pub fn pending_files(state: &StateDir) -> io::Result<PrivateFiles> {
+pub fn pending_files(state: &StateDir) -> io::Result<PrivateDir> {
     state.private_files(FOLDER)
 }
 

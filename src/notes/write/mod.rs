@@ -34,7 +34,8 @@ use crate::engine::Engine;
 use crate::markdown::edit::{self, EditError, Replace};
 use crate::markdown::yaml_edit::{self, FrontmatterError};
 use crate::model::heading_key;
-use crate::vault::state::{AuditFile, Log, StateDir, WritersLock};
+use crate::vault::private::Lock;
+use crate::vault::state::{AuditFile, Log, StateDir};
 use crate::vault::{Entry, Expect, MAX_WRITE_DEPTH, Vault, VaultError, VaultPath};
 
 pub use canvas::{CanvasRequest, EditCanvasRequest, canvas_path, create_canvas, edit_canvas};
@@ -112,7 +113,7 @@ pub struct Writer {
 /// Both locks, held for one operation.
 struct Held<'w> {
     count: MutexGuard<'w, u64>,
-    _vault: WritersLock,
+    _vault: Lock,
 }
 
 /// A file's bytes and version, as read before a change.

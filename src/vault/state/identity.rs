@@ -28,11 +28,10 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use cap_fs_ext::DirExt;
-use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
-use super::{StateError, lock_file, read_whole, sync_dir, write_whole};
+use super::StateError;
+use crate::vault::private::{FolderError, Lock, PrivateDir};
 use crate::vault::{Ambient, Vault, VaultPath, ambient};
 
 /// The record's file name in each state folder.
@@ -275,26 +274,23 @@ pub fn valid_id(name: &str) -> bool {
     }
 }
 
-/// The state folders under `state-1`: their records, and the names of those without one.
-pub(super) fn read_all(base: &Dir) -> io::Result<(Vec<Record>, Vec<String>)> {
+/// The state folders under `state-1`: their records, and the names of those without one. A
+/// state folder that is not private fails the whole read (its record could have been planted),
+/// as opening it would.
+pub(super) fn read_all(base: &PrivateDir) -> Result<(Vec<Record>, Vec<String>), StateError> {
     let mut records = Vec::new();
     let mut legacy = Vec::new();
-    for (i, entry) in base.entries()?.enumerate() {
-        if i >= MAX_STATES {
-            break;
-        }
-        let entry = entry?;
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        if !valid_id(&name) || !entry.file_type()?.is_dir() {
+    for name in base.folder_names(MAX_STATES)? {
+        if !valid_id(&name) {
             continue;
         }
-        let Ok(dir) = base.open_dir_nofollow(&name) else {
-            continue;
+        let dir = match base.open_sub_dir(&name) {
+            Ok(dir) => dir,
+            Err(FolderError::NotPrivate) => return Err(StateError::NotPrivate),
+            Err(_) => continue,
         };
-        match read_whole(&dir, RECORD, MAX_RECORD) {
-            Ok(bytes) => match serde_json::from_slice::<Record>(&bytes) {
+        match dir.read(RECORD, MAX_RECORD) {
+            Ok(Some(bytes)) => match serde_json::from_slice::<Record>(&bytes) {
                 Ok(mut r) => {
                     // The folder's name is the id, whatever the file says.
                     r.id = name;
@@ -302,18 +298,17 @@ pub(super) fn read_all(base: &Dir) -> io::Result<(Vec<Record>, Vec<String>)> {
                 }
                 Err(e) => tracing::warn!(state = %name, error = %e, "unreadable vault.json"),
             },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => legacy.push(name),
+            Ok(None) => legacy.push(name),
             Err(e) => tracing::warn!(state = %name, error = ?e.kind(), "unreadable vault.json"),
         }
     }
     Ok((records, legacy))
 }
 
-/// Writes `record` into its state folder `dir` (replacing the file whole).
-pub(super) fn write_record(dir: &Dir, record: &Record) -> io::Result<()> {
+/// Writes `record` into its state folder `dir` (replacing the file whole, durably).
+pub(super) fn write_record(dir: &PrivateDir, record: &Record) -> io::Result<()> {
     let bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
-    write_whole(dir, RECORD, &bytes)?;
-    sync_dir(dir)
+    dir.replace(RECORD, &bytes)
 }
 
 /// The paths of up to [`SAMPLE`] notes of `vault`, the first ones a walk meets.
@@ -379,8 +374,8 @@ impl Probe for DiskProbe<'_> {
 }
 
 /// Takes the registry lock of `base` (the `state-1` folder).
-pub(super) fn lock(base: &Dir) -> io::Result<super::WritersLock> {
-    lock_file(base, REGISTRY_LOCK, Duration::from_secs(10))
+pub(super) fn lock(base: &PrivateDir) -> io::Result<Lock> {
+    base.lock(REGISTRY_LOCK, Duration::from_secs(10))
 }
 
 /// One state folder, as `capvault state` lists it.
@@ -408,14 +403,14 @@ pub struct Report {
 }
 
 /// The report for `vault` over the `state-1` folder `base`.
-pub(super) fn report(base: &Dir, vault: &Vault) -> io::Result<Report> {
+pub(super) fn report(base: &PrivateDir, vault: &Vault) -> Result<Report, StateError> {
     let (records, legacy) = read_all(base)?;
     let current = Current::of(vault)?;
     let probe = DiskProbe { vault };
     let choice = choose(&records, &legacy, &current, &probe);
     let summary = |id: &str, record: Option<Record>| -> Summary {
-        let (versions, oauth) = match base.open_dir_nofollow(id) {
-            Ok(dir) => (count_versions(&dir), dir.open_dir_nofollow("oauth").is_ok()),
+        let (versions, oauth) = match base.open_sub_dir(id) {
+            Ok(dir) => (count_versions(&dir), dir.open_sub_dir("oauth").is_ok()),
             Err(_) => ((0, 0), false),
         };
         let alive = record.as_ref().is_some_and(|r| probe.alive(r));
@@ -436,19 +431,16 @@ pub(super) fn report(base: &Dir, vault: &Vault) -> io::Result<Report> {
     Ok(Report { choice, states })
 }
 
-fn count_versions(dir: &Dir) -> (usize, u64) {
-    let Ok(versions) = dir.open_dir_nofollow(super::VERSIONS) else {
+fn count_versions(dir: &PrivateDir) -> (usize, u64) {
+    let Ok(versions) = dir.open_sub_dir(super::VERSIONS) else {
         return (0, 0);
     };
-    let Ok(entries) = versions.entries() else {
+    let Ok(files) = versions.files(1_000_000) else {
         return (0, 0);
     };
-    entries
-        .take(1_000_000)
-        .filter_map(Result::ok)
-        .filter_map(|e| e.metadata().ok())
-        .filter(|m| m.is_file())
-        .fold((0, 0), |(n, bytes), m| (n + 1, bytes + m.len()))
+    files
+        .iter()
+        .fold((0, 0), |(n, bytes), (_, s)| (n + 1, bytes + s.len()))
 }
 
 /// Makes state `id` the state of `vault`; the state it had (if another) is detached, kept on
@@ -456,7 +448,7 @@ fn count_versions(dir: &Dir) -> (usize, u64) {
 /// elsewhere unless `force`: two live vaults would share one history. Returns the state it
 /// had.
 pub(super) fn adopt(
-    base: &Dir,
+    base: &PrivateDir,
     vault: &Vault,
     id: &str,
     force: bool,
@@ -486,7 +478,7 @@ pub(super) fn adopt(
     let own = choose(&records, &legacy, &current, &probe).id;
     let mut previous = None;
     if let Some(own) = own.filter(|own| own != id) {
-        let dir = base.open_dir_nofollow(&own)?;
+        let dir = base.open_sub_dir(&own)?;
         let mut record = match records.iter().find(|r| r.id == own) {
             Some(r) => r.clone(),
             None => record_of(vault, &own)?,
@@ -495,7 +487,7 @@ pub(super) fn adopt(
         write_record(&dir, &record)?;
         previous = Some(own);
     }
-    let dir = base.open_dir_nofollow(id)?;
+    let dir = base.open_sub_dir(id)?;
     write_record(&dir, &record_of(vault, id)?)?;
     Ok(previous)
 }
