@@ -231,7 +231,10 @@ fn main() {
     if std::env::args().any(|a| a == "notes") {
         return;
     }
-    let bin = env!("CARGO_BIN_EXE_capvault");
+    // CAPVAULT_BIN: another build of the server (a release binary driven by a debug harness).
+    let bin_path =
+        std::env::var("CAPVAULT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_capvault").into());
+    let bin = bin_path.as_str();
     let tmp = std::env::temp_dir().join(format!("capvault-hostile-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     vault(&tmp);

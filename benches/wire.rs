@@ -92,7 +92,10 @@ fn main() {
         g.notes,
         g.bytes as f64 / 1e6
     );
-    let bin = env!("CARGO_BIN_EXE_capvault");
+    // CAPVAULT_BIN: another build of the server (a release binary driven by a debug harness).
+    let bin_path =
+        std::env::var("CAPVAULT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_capvault").into());
+    let bin = bin_path.as_str();
     let mut pipe = spawn(bin, &g.root, &["--no-index-cache"]);
     let (_, list_bytes) = pipe.request("tools/list", json!({}));
     let started = Instant::now();
