@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::ast::{Command, Header, Query, Source};
+use super::ast::{Command, Expr, Header, Query, Source};
 use super::eval::{
     DvSource, Ev, EvalError, PageId, Row, SLOT, expand_tags, heap_size, item_at, page_link, truthy,
 };
@@ -98,12 +98,9 @@ pub fn run<S: DvSource + ?Sized>(
                 let mut kept = Vec::with_capacity(n);
                 for r in rows {
                     // What the condition builds is dropped with it: its bytes are given back.
-                    // Not what the query keeps: the pages read and their merged fields.
                     let (before, held) = (ctx.budget.bytes_used(), ev.kept_bytes());
                     let v = ev.eval(e, &r);
-                    let built = ctx.budget.bytes_used().saturating_sub(before);
-                    ctx.budget
-                        .release(built.saturating_sub(ev.kept_bytes().saturating_sub(held)));
+                    give_back(&ev, before, held);
                     match v {
                         Ok(v) if truthy(&v) => kept.push(r),
                         Ok(_) => {}
@@ -126,7 +123,7 @@ pub fn run<S: DvSource + ?Sized>(
                 for r in rows {
                     let mut ks = Vec::with_capacity(keys.len());
                     for (e, _) in keys {
-                        ks.push(non_fatal(ev.eval(e, &r))?);
+                        ks.push(kept_value(&ev, e, &r)?);
                     }
                     keyed.push((ks, r));
                 }
@@ -175,7 +172,7 @@ pub fn run<S: DvSource + ?Sized>(
                 ev.record(true);
                 let mut keyed = Vec::with_capacity(rows.len());
                 for r in rows {
-                    keyed.push((non_fatal(ev.eval(e, &r))?, r));
+                    keyed.push((kept_value(&ev, e, &r)?, r));
                 }
                 ev.record(false);
                 let n = keyed.len() as u64;
@@ -275,12 +272,8 @@ pub fn run<S: DvSource + ?Sized>(
             for r in &rows {
                 let id = (!without_id).then(|| id_of(&ev, r));
                 let value = match expr {
-                    Some(e) => {
-                        let v = non_fatal(ev.eval(e, r))?;
-                        // A kept value costs its width, however it was reached.
-                        ev.alloc(heap_size(&v) + SLOT, e.pos)?;
-                        Some(v)
-                    }
+                    // A kept value costs its width, however it was reached.
+                    Some(e) => Some(kept_value(&ev, e, r)?),
                     None => None,
                 };
                 out.push((id.unwrap_or(None), value));
@@ -301,9 +294,7 @@ pub fn run<S: DvSource + ?Sized>(
                     cells.push(id_of(&ev, r).unwrap_or(Value::Null));
                 }
                 for c in columns {
-                    let v = non_fatal(ev.eval(&c.expr, r))?;
-                    ev.alloc(heap_size(&v) + SLOT, c.expr.pos)?;
-                    cells.push(v);
+                    cells.push(kept_value(&ev, &c.expr, r)?);
                 }
                 out.push(cells);
             }
@@ -359,7 +350,7 @@ pub fn run<S: DvSource + ?Sized>(
         Header::Calendar(e) => {
             let mut out = Vec::new();
             for r in &rows {
-                if let Value::Date(d) = non_fatal(ev.eval(e, r))?
+                if let Value::Date(d) = kept_value(&ev, e, r)?
                     && let Some(p) = r.page
                 {
                     out.push((d, page_link(src.path(p))));
@@ -442,6 +433,27 @@ fn task_tree(
         status: item.task.map(|t| t.status),
         children,
     }
+}
+
+/// Gives back to the budget what was built since `before` (its bytes used then) and has been
+/// dropped: everything but what the query keeps to its end (the pages read, their merged
+/// fields: `held` was [`Ev::kept_bytes`] then).
+fn give_back<S: DvSource + ?Sized>(ev: &Ev<'_, S>, before: u64, held: u64) {
+    let budget = &ev.ctx.budget;
+    let built = budget.bytes_used().saturating_sub(before);
+    budget.release(built.saturating_sub(ev.kept_bytes().saturating_sub(held)));
+}
+
+/// `e` on `r` for a value the query keeps (a cell, a sort or group key): what evaluating it
+/// built and dropped is given back, and the value kept is charged its width. A `LIST
+/// length(file.lists)` over every page costs the pages it reads, not every list it counted.
+fn kept_value<S: DvSource + ?Sized>(ev: &Ev<'_, S>, e: &Expr, r: &Row) -> Result<Value, EvalError> {
+    let (before, held) = (ev.ctx.budget.bytes_used(), ev.kept_bytes());
+    let v = non_fatal(ev.eval(e, r));
+    give_back(ev, before, held);
+    let v = v?;
+    ev.alloc(heap_size(&v) + SLOT, e.pos)?;
+    Ok(v)
 }
 
 fn non_fatal(r: Result<Value, EvalError>) -> Result<Value, EvalError> {
