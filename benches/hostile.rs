@@ -284,11 +284,13 @@ fn main() {
         ),
     ];
     println!(
-        "hostile calls alone ({} build, raw JSON-RPC):",
-        if cfg!(debug_assertions) {
-            "debug"
+        "hostile calls alone ({}, raw JSON-RPC):",
+        if std::env::var_os("CAPVAULT_BIN").is_some() {
+            format!("the server at {bin}")
+        } else if cfg!(debug_assertions) {
+            "debug build".to_owned()
         } else {
-            "release"
+            "release build".to_owned()
         }
     );
     println!(
