@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Engine;
-use super::lifecycle::Stop;
+use super::stop::Stop;
 use crate::locks::{lock, read, write};
 use crate::semantic::store::Section;
 use crate::semantic::{Embedder, VectorStore, chunk, saved};

@@ -2,14 +2,15 @@
 //! the periodic reconcile, the cache saver, the embedder), and the shutdown that stops and joins
 //! them. Each thread holds the engine weakly, between the moments it works.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Condvar, Mutex, Once, Weak};
+use std::sync::{Arc, Mutex, Once, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub(super) use super::stop::Stop;
 use super::{Engine, embed};
-use crate::locks::{lock, recover};
+use crate::locks::lock;
 use crate::vault::watch::{Batch, Debounce, WatchMsg, Watcher};
 use crate::vault::{VaultError, VaultPath, is_note_name};
 
@@ -21,33 +22,6 @@ pub const MAX_SCOPES: usize = 1000;
 pub const SAVE_EVERY: Duration = Duration::from_secs(30);
 /// Delay between the end of the first build and the first save to the cache.
 pub const FIRST_SAVE_AFTER: Duration = Duration::from_secs(2);
-
-/// A stop request that sleeping background threads wake up for.
-#[derive(Debug, Default)]
-pub(super) struct Stop {
-    flag: AtomicBool,
-    lock: Mutex<()>,
-    wake: Condvar,
-}
-
-impl Stop {
-    fn set(&self) {
-        self.flag.store(true, Ordering::SeqCst);
-        let _held = lock(&self.lock);
-        self.wake.notify_all();
-    }
-
-    pub(super) fn is_set(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
-    }
-
-    /// Sleeps for `d` or until a stop is requested; true when one was.
-    pub(super) fn sleep(&self, d: Duration) -> bool {
-        let held = lock(&self.lock);
-        let _held = recover(self.wake.wait_timeout_while(held, d, |_| !self.is_set()));
-        self.is_set()
-    }
-}
 
 /// The first build's once, the stop request, and the threads it stops.
 #[derive(Debug)]
@@ -77,7 +51,7 @@ impl Background {
 
     /// The stop flag, for walks that poll it.
     pub(super) fn stop_flag(&self) -> &AtomicBool {
-        &self.stop.flag
+        self.stop.flag()
     }
 }
 

@@ -35,6 +35,7 @@ mod options;
 pub mod pdf;
 pub mod pdfs;
 mod status;
+mod stop;
 mod sync;
 mod texts;
 

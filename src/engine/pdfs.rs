@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::Engine;
-use super::lifecycle::Stop;
 use super::pdf::Lane;
+use super::stop::Stop;
 use crate::index::{SearchIndex, Stamp};
 use crate::locks::{read, write};
 use crate::media::pdf::{PdfError, PdfText};

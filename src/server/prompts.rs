@@ -10,7 +10,7 @@ use rmcp::model::{
     CacheScope, GetPromptResult, ListPromptsResult, PaginatedRequestParams, Prompt, PromptArgument,
     PromptMessage, ProtocolVersion, ResultType, Role,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 
 use super::{CapvaultServer, Grant};
@@ -87,13 +87,6 @@ pub(super) async fn get(
     Ok(result)
 }
 
-/// Tells `peer` when the prompts offered change (a prompt note added, removed, renamed or its
-/// frontmatter edited), until its session ends or the engine is dropped: a burst of changes is
-/// one notification. Holds the engine only weakly.
-pub(super) fn notify_changes(engine: &Arc<Engine>, peer: Peer<RoleServer>) {
-    super::subscriptions::spawn_prompts(engine, peer);
-}
-
 /// What the prompts offered look like now (compared to tell a change), if the engine is there.
 pub(super) async fn fingerprint(engine: &Weak<Engine>) -> Option<u64> {
     let engine = engine.clone();
@@ -123,15 +116,6 @@ impl CapvaultServer {
                 None,
             )),
             _ => Ok(()),
-        }
-    }
-
-    pub(super) async fn one_on_initialized(
-        &self,
-        context: rmcp::service::NotificationContext<RoleServer>,
-    ) {
-        if self.prompts_offered() && self.engine.options().prompts.folder.is_some() {
-            notify_changes(&self.engine, context.peer);
         }
     }
 

@@ -207,14 +207,23 @@ pub(super) async fn listen(
     }
 }
 
-/// Starts a session's task telling it when the prompts offered change.
-pub(super) fn spawn_prompts(engine: &Arc<Engine>, peer: Peer<RoleServer>) {
-    tokio::spawn(watch_prompts(
-        Arc::downgrade(engine),
-        engine.watch_changes(),
-        Sink::Session(peer),
-        CancellationToken::new(),
-    ));
+impl CapvaultServer {
+    /// Once a session of one vault is initialized, tells it when the prompts offered change (a
+    /// prompt note added, removed, renamed or its frontmatter edited), until its session ends or
+    /// the engine is dropped: a burst of changes is one notification. Holds the engine weakly.
+    pub(super) async fn one_on_initialized(
+        &self,
+        context: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        if self.prompts_offered() && self.engine.options().prompts.folder.is_some() {
+            tokio::spawn(watch_prompts(
+                Arc::downgrade(&self.engine),
+                self.engine.watch_changes(),
+                Sink::Session(context.peer),
+                CancellationToken::new(),
+            ));
+        }
+    }
 }
 
 /// Sends `prompts/list_changed` each time the prompts offered change (a prompt note added,
